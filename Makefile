@@ -1,0 +1,43 @@
+# verifylab — `make book` renders the book from shipped data; `make test` runs every check.
+# Both start from nothing but python3 (>= 3.11), make and the package registries: a local .venv is made.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.verifylab-installed
+
+.PHONY: help install book test lint browser clean
+
+help:
+	@echo "make book   - create $(VENV), install, execute every chapter (replay) and render _build/html"
+	@echo "make test   - create $(VENV), install, ruff + the whole test suite (browser tests included)"
+	@echo "make lint   - ruff only"
+	@echo "make clean  - remove _build and book/_generated (keeps $(VENV))"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "verifylab needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[book,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/verifylab book
+
+# Debian's chromium for the headless-browser tests (never `playwright install`: it downloads a browser).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks notebooks
+	$(BIN)/ruff format --check src tests benchmarks notebooks
+
+test: $(STAMP) browser lint
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf _build book/_generated

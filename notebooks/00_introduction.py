@@ -1,0 +1,76 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Fusion, elimination and speculative decoding on PCIe GPUs
+#
+# An 8-GPU box whose GPUs talk over PCIe (the case study: 8x RTX PRO 6000 Blackwell, SM120, PCIe Gen5,
+# no NVLink) serves Kimi-K2.5 with SGLang at tensor-parallel size 8 and EAGLE-3 speculative decoding.
+# The case study reports that EAGLE-3 first *lost* to plain decoding (54.1 vs 89.5 tok/s), that a verify
+# pass spent about 25 of its 30 ms in 122 NCCL all-reduces, and that after opening FlashInfer's
+# all-reduce fusion for SM120 — together with a CUDA 12.8 -> 13 upgrade and other patches — EAGLE-3
+# reached 96.1 tok/s. This book checks those claims, separates what each change could have carried, and
+# ends with what to deploy.
+#
+# Every number in it is one of three kinds, and every table and chart says which:
+#
+# - **measured** — a run in `data/runs/<run_id>/` with host, GPU, versions and commit (see the Methods
+#   appendix); measurements made on NVIDIA H200 (SM90) machines are labelled so and are never Blackwell
+#   results;
+# - **reported** — a figure from the case-study documents, with the file it came from and a quote;
+# - **modelled** — an output of the cost model, labelled with its inputs.
+#
+# The chapters: (1) the architecture gates that keep fusion off on SM120, (2) benchmarks at one stream
+# and under load, (3) where a verify pass spends its time, (4) fusion vs elimination of all-reduces,
+# (5) recommendations.
+
+# %% tags=["parameters"]
+mode = "replay"
+run_id = None
+data_dir = "data"
+
+# %%
+import pandas as pd
+
+from verifylab.params import validate_parameters
+from verifylab.reference import load_reported_figures, reported_throughput
+from verifylab.report.charts import reported_throughput_chart
+
+params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="00_introduction")
+pd.set_option("display.max_rows", 200, "display.max_colwidth", 120)
+figures = load_reported_figures(params.data_dir)
+
+# %% [markdown]
+# ## What the case study reports
+#
+# Decode throughput at one stream, as reported. The bars come from different software stacks (CUDA 12.8
+# vs 13, patched or not) and, for the EAGLE-3 bars, different drafters: they are not a controlled
+# comparison, which is why chapter 4 takes them apart.
+
+# %%
+reported_throughput_chart(reported_throughput(figures))
+
+# %% [markdown]
+# Every figure the source documents report, one row each, with the seed file and a verbatim quote
+# (`data/reference/reported_figures.csv`):
+
+# %%
+figures[
+    [
+        "figure_id",
+        "quantity",
+        "value",
+        "value_text",
+        "unit",
+        "configuration",
+        "stack",
+        "seed_file",
+        "quote",
+        "provenance",
+    ]
+]

@@ -1,0 +1,51 @@
+"""Every error a user can meet, named. Messages say what is wrong (file, field, parameter) and the fix."""
+
+from __future__ import annotations
+
+
+class VerifylabError(Exception):
+    """Base class: the CLI prints these as one line, without a traceback."""
+
+
+class ParameterError(VerifylabError):
+    """A notebook, CLI or model parameter has an invalid value."""
+
+
+class ManifestError(VerifylabError):
+    """A run manifest or stored table is missing, unreadable or violates the schema."""
+
+
+class RunNotFoundError(VerifylabError):
+    """A run id that is not in the run store."""
+
+
+class RunExistsError(VerifylabError):
+    """Creating a run whose id is already taken."""
+
+
+class ReferenceDataError(VerifylabError):
+    """The reported-figures table is malformed."""
+
+
+class TraceError(VerifylabError):
+    """A profiler trace is truncated, not JSON, empty or otherwise unreadable."""
+
+
+class GateError(VerifylabError):
+    """Gate audit/apply/verify/revert refused to act or found an inconsistent tree."""
+
+
+class ServerError(VerifylabError):
+    """An SGLang server failed to start, crashed or answered badly."""
+
+
+class BenchmarkError(VerifylabError):
+    """A benchmark request failed in a way the harness records."""
+
+
+class ModelInputError(VerifylabError):
+    """A cost-model input is out of its valid range."""
+
+
+class BookBuildError(VerifylabError):
+    """Executing a chapter notebook or rendering the book failed."""

@@ -1,0 +1,1 @@
+"""Charts, tables and recommendations built from run-store and reference tables."""

@@ -1,0 +1,105 @@
+"""Altair charts rendered to inline SVG with vl-convert: they draw with no network and no JavaScript.
+
+Every chart carries its provenance in the caption (measured run ids / reported seeds / modelled), and
+tooltips survive as SVG ``<title>`` elements, which browsers show on hover.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from verifylab.iorw import atomic_write_bytes, atomic_write_text
+
+PROVENANCE_COLORS = {"measured": "#1b7837", "reported": "#762a83", "modelled": "#e08214"}
+PROVENANCE_SCALE = alt.Scale(domain=list(PROVENANCE_COLORS), range=list(PROVENANCE_COLORS.values()))
+
+
+@dataclass
+class Figure:
+    """A chart plus what the reader must see with it: a caption and where the numbers come from."""
+
+    chart: alt.TopLevelMixin
+    caption: str
+    provenance: list[str] = field(default_factory=list)
+    name: str = "figure"
+
+    def to_svg(self) -> str:
+        """Static SVG of the chart (vl-convert, offline)."""
+        import vl_convert as vlc
+
+        svg = vlc.vegalite_to_svg(self.chart.to_dict(), vl_version=_vl_version())
+        return add_svg_tooltips(_strip_xml_header(svg))
+
+    def _repr_html_(self) -> str:
+        sources = html.escape("; ".join(self.provenance)) if self.provenance else "see caption"
+        return (
+            f'<figure class="verifylab-chart" data-name="{html.escape(self.name)}">'
+            f"{self.to_svg()}"
+            f"<figcaption>{html.escape(self.caption)}<br><small>Sources: {sources}</small></figcaption>"
+            "</figure>"
+        )
+
+    def save(self, folder: Path, edition: str | None = None) -> dict[str, Path]:
+        """Write ``<name>.svg`` and ``<name>.png`` into ``folder`` atomically; returns the paths."""
+        import vl_convert as vlc
+
+        stamp = f" — edition {edition}" if edition else ""
+        titled = self.chart.properties(
+            title=alt.TitleParams(self.caption + stamp, fontSize=11, anchor="start")
+        )
+        spec = titled.to_dict()
+        svg_path, png_path = folder / f"{self.name}.svg", folder / f"{self.name}.png"
+        atomic_write_text(svg_path, vlc.vegalite_to_svg(spec, vl_version=_vl_version()))
+        atomic_write_bytes(png_path, vlc.vegalite_to_png(spec, vl_version=_vl_version(), scale=2))
+        return {"svg": svg_path, "png": png_path}
+
+
+def _vl_version() -> str:
+    major_minor = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return f"v{major_minor.replace('.', '_')}"
+
+
+def _strip_xml_header(svg: str) -> str:
+    return re.sub(r"^<\?xml[^>]*>\s*", "", svg)
+
+
+_SYMBOL = re.compile(r'<(path|circle|rect|line)(\s[^>]*?aria-label="([^"]*)"[^>]*?)/>')
+
+
+def add_svg_tooltips(svg: str) -> str:
+    """Give every data mark a ``<title>`` from its ARIA label, so hovering shows the tooltip offline."""
+    return _SYMBOL.sub(lambda m: f"<{m[1]}{m[2]}><title>{m[3]}</title></{m[1]}>", svg)
+
+
+def provenance_color() -> alt.Color:
+    """The shared colour encoding for the ``provenance`` column."""
+    return alt.Color("provenance:N", scale=PROVENANCE_SCALE, title="provenance")
+
+
+def reported_throughput_chart(tput: pd.DataFrame) -> Figure:
+    """Bar chart of reported decode throughput per configuration and stack (introduction)."""
+    chart = (
+        alt.Chart(tput)
+        .mark_bar()
+        .encode(
+            y=alt.Y("figure_id:N", sort="-x", title=None),
+            x=alt.X("value:Q", title="decode throughput, one stream (tok/s)"),
+            color=provenance_color(),
+            tooltip=["figure_id", "configuration", "stack", "value", "seed_file", "quote"],
+        )
+        .properties(width=460, height=alt.Step(18))
+    )
+    seeds = sorted(set(tput["seed_file"]))
+    return Figure(
+        chart,
+        caption="Decode throughput reported by the case study (8x RTX PRO 6000 Blackwell, PCIe, TP 8, "
+        "Kimi-K2.5 INT4). Reported, not measured here: the stacks differ between bars.",
+        provenance=[f"reported: {s}" for s in seeds],
+        name="reported_throughput",
+    )

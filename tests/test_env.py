@@ -1,0 +1,73 @@
+import json
+
+from typer.testing import CliRunner
+
+from verifylab.cli import app
+from verifylab.env import REDACTED, capture_host, interconnect_from_topology, redact_environment
+
+TOPO_NVLINK = """\
+        GPU0    GPU1    CPU Affinity
+GPU0     X      NV18    0-31
+GPU1    NV18     X      0-31
+"""
+TOPO_PCIE = """\
+        GPU0    GPU1    GPU2    CPU Affinity
+GPU0     X      PIX     SYS     0-31
+GPU1    PIX      X      SYS     0-31
+GPU2    SYS     SYS      X      32-63
+"""
+
+
+def test_redaction_hides_secret_values_and_keeps_relevant_ones():
+    env = {
+        "HF_TOKEN": "hf_abc",
+        "MY_API_KEY": "k",
+        "DB_PASSWORD": "p",
+        "NCCL_P2P_DISABLE": "1",
+        "HOME": "/root",
+    }
+    kept = redact_environment(env)
+    assert kept["HF_TOKEN"] == REDACTED
+    assert kept["MY_API_KEY"] == REDACTED
+    assert kept["DB_PASSWORD"] == REDACTED
+    assert kept["NCCL_P2P_DISABLE"] == "1"
+    assert "HOME" not in kept
+
+
+def test_topology_summary():
+    assert interconnect_from_topology(TOPO_NVLINK) == "NVLink"
+    assert interconnect_from_topology(TOPO_PCIE) == "PCIe"
+    assert interconnect_from_topology("        GPU0    CPU\nGPU0     X      0-7\n") == "single GPU"
+
+
+def test_env_json_without_gpu_reports_manifest_fields_and_redacts(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_supersecret")
+    monkeypatch.setenv("NCCL_DEBUG", "INFO")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no nvidia-smi, no nvcc
+    result = CliRunner().invoke(app, ["env", "--json", "--no-torch"])
+    assert result.exit_code == 0, result.output
+    assert "hf_supersecret" not in result.output
+    data = json.loads(result.output)
+    for field in (
+        "host",
+        "gpu_name",
+        "compute_capability",
+        "gpu_count",
+        "interconnect",
+        "driver",
+        "cuda",
+        "versions",
+        "git_commit",
+    ):
+        assert field in data
+    assert data["gpu_count"] == 0
+    assert data["interconnect"] == "none (no GPU)"
+    assert any("no NVIDIA GPU" in note for note in data["notes"])
+    assert data["environment"]["HF_TOKEN"] == REDACTED
+    assert data["environment"]["NCCL_DEBUG"] == "INFO"
+
+
+def test_capture_host_records_versions():
+    info = capture_host(with_torch=False)
+    assert info.versions["verifylab"] is not None
+    assert info.python.count(".") == 2

@@ -1,0 +1,126 @@
+import json
+from datetime import UTC, datetime
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.cli import app
+from verifylab.env import HostInfo
+from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError
+from verifylab.iorw import atomic_write_with
+from verifylab.runs import RunStore, manifest_from_host, new_run_id
+
+
+def make_store(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    host = HostInfo(
+        host="box",
+        os="Linux",
+        python="3.12.0",
+        gpu_name="NVIDIA H200",
+        compute_capability="9.0",
+        gpu_count=1,
+        interconnect="single GPU",
+        driver="580",
+        cuda="13.0",
+        versions={"torch": "2.11.0"},
+    )
+    manifest = manifest_from_host("20261129-000000-test", "H200, SM90, one GPU", host, {"k": [1, 16]})
+    store.create(manifest)
+    return store, manifest
+
+
+def test_roundtrip_table_and_manifest(tmp_path):
+    store, manifest = make_store(tmp_path)
+    frame = pd.DataFrame({"k": [1, 16], "ms": [0.5, 1.25]})
+    store.write_table(manifest.run_id, "compute", frame)
+    store.write_table(manifest.run_id, "summary", frame, fmt="csv")
+    assert store.run_ids() == [manifest.run_id]
+    pd.testing.assert_frame_equal(store.read_table(manifest.run_id, "compute"), frame)
+    pd.testing.assert_frame_equal(store.read_table(manifest.run_id, "summary"), frame)
+    reread = store.manifest(manifest.run_id)
+    assert reread.tables == {"compute": "compute.parquet", "summary": "summary.csv"}
+    assert reread.versions.torch == "2.11.0"
+    assert store.summary().loc[0, "gpu"] == "1x NVIDIA H200"
+
+
+def test_create_refuses_existing(tmp_path):
+    store, manifest = make_store(tmp_path)
+    with pytest.raises(RunExistsError):
+        store.create(manifest)
+
+
+def test_unknown_run_id_names_it_and_lists_known(tmp_path):
+    store, _manifest = make_store(tmp_path)
+    with pytest.raises(RunNotFoundError, match=r"run 'nope' not found .*20261129-000000-test"):
+        store.manifest("nope")
+
+
+def test_corrupt_manifest_names_the_file(tmp_path):
+    store, manifest = make_store(tmp_path)
+    path = store.path(manifest.run_id) / "manifest.json"
+    path.write_text('{"run_id": "20261129-000000-test", "kind": ')
+    with pytest.raises(ManifestError, match=r"manifest.json: not valid JSON \(line 1"):
+        store.manifest(manifest.run_id)
+
+
+def test_schema_violation_names_the_field(tmp_path):
+    store, manifest = make_store(tmp_path)
+    path = store.path(manifest.run_id) / "manifest.json"
+    data = json.loads(path.read_text())
+    data["gpu_count"] = -3
+    path.write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match=r"field 'gpu_count'"):
+        store.manifest(manifest.run_id)
+    data["gpu_count"], data["kind"] = 1, "reported"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match=r"field 'kind'"):
+        store.manifest(manifest.run_id)
+
+
+def test_failed_write_leaves_previous_file_intact(tmp_path):
+    target = tmp_path / "t.txt"
+    target.write_text("old")
+
+    def broken_writer(tmp):
+        tmp.write_text("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write_with(target, broken_writer)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.txt"]
+
+
+def test_missing_table_and_bad_table_name(tmp_path):
+    store, manifest = make_store(tmp_path)
+    with pytest.raises(ManifestError, match="has no table 'absent'"):
+        store.read_table(manifest.run_id, "absent")
+    with pytest.raises(ManifestError, match="table name"):
+        store.write_table(manifest.run_id, "../escape", pd.DataFrame({"a": [1]}))
+
+
+def test_new_run_id_is_valid():
+    run_id = new_run_id("H200 Compute!", datetime(2026, 11, 29, 8, 0, tzinfo=UTC))
+    assert run_id == "20261129-080000-h200-compute"
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    store, manifest = make_store(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, ["runs", "show", "missing", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "run 'missing' not found" in result.output
+    assert "Traceback" not in result.output
+    (store.path(manifest.run_id) / "manifest.json").write_text("{")
+    result = runner.invoke(app, ["runs", "list", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "manifest.json: not valid JSON" in result.output
+
+
+def test_runs_list_shows_stored_runs(tmp_path):
+    make_store(tmp_path)
+    result = CliRunner().invoke(app, ["runs", "list", "--data-dir", str(tmp_path), "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.output)[0]["label"] == "H200, SM90, one GPU"
