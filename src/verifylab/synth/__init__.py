@@ -1,0 +1,1 @@
+"""A TP-sharded synthetic verify pass: real sharded matmuls and real all-reduces, profiled."""

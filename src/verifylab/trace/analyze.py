@@ -1,0 +1,513 @@
+"""Per-step breakdown of profiler traces: all-reduce counts, communication vs compute, idle, exposure,
+arrival skew across ranks. Reading is in ``reader``; what a kernel is, in ``classify``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.errors import TraceError
+from verifylab.trace.classify import KERNEL_CATS, classify_cpu_collective, classify_kernel
+from verifylab.trace.reader import Event, iter_events
+
+DEFAULT_STEP_MARKER = (
+    r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*)$"
+)
+GRAPH_LAUNCH = re.compile(r"^cudaGraphLaunch")
+TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".trace.json.gz")
+DTYPE_BYTES = {
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "half": 2,
+    "float": 4,
+    "float32": 4,
+    "fp32": 4,
+    "double": 8,
+    "float64": 8,
+    "int32": 4,
+    "int64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "c10::bfloat16": 2,
+    "c10::half": 2,
+}
+STEP_COLUMNS = [
+    "rank",
+    "step",
+    "phase",
+    "span_us",
+    "kernel_count",
+    "allreduce_count",
+    "allgather_count",
+    "other_collective_count",
+    "comm_us",
+    "comm_wait_us",
+    "comm_transfer_us",
+    "compute_us",
+    "idle_us",
+    "exposed_comm_us",
+    "norm_us",
+    "gemm_moe_us",
+    "attention_us",
+    "bytes_per_allreduce",
+    "bytes_source",
+    "allreduce_impls",
+    "nccl_name_suffixes",
+    "source",
+]
+
+
+def union_length(intervals: list[tuple[float, float]]) -> float:
+    """Total length covered by a set of [start, end) intervals."""
+    total, cur_start, cur_end = 0.0, None, None
+    for start, end in sorted(intervals):
+        if cur_end is None or start > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
+
+
+def merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def overlap_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Length of the intersection of two interval sets."""
+    a, b = merged(a), merged(b)
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def outermost(events: list[Event]) -> list[Event]:
+    """Drop events nested inside another of the list on the same thread (c10d op + backend op = one)."""
+    kept: list[Event] = []
+    by_thread: dict[tuple, list[Event]] = defaultdict(list)
+    for ev in events:
+        by_thread[(ev.pid, ev.tid)].append(ev)
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (e.ts, -e.dur))
+        current_end = -1.0
+        for ev in evs:
+            if ev.ts >= current_end:
+                kept.append(ev)
+                current_end = ev.end
+            else:
+                current_end = max(current_end, ev.end) if ev.end > current_end else current_end
+    kept.sort(key=lambda e: e.ts)
+    return kept
+
+
+def collective_levels(events: list[Event]) -> tuple[list[Event], list[Event]]:
+    """(counted, timed): one all-reduce appears as a c10d op, a record_param_comms range and the backend's
+    op (gloo:/nccl:, often on another thread). Count the front-end level only; time with the backend op,
+    which is the work itself, when present."""
+    front = [e for e in events if e.name.startswith("c10d::")]
+    params = [e for e in events if e.name == "record_param_comms"]
+    backend = [e for e in events if ":" in e.name and not e.name.startswith("c10d::")]
+    counted = outermost(front or params or backend)
+    timed = outermost(backend) if backend and len(outermost(backend)) == len(counted) else counted
+    return counted, timed
+
+
+def rank_of(path: Path, fallback: int) -> int:
+    """Rank from an SGLang-style (``-TP-3``) or ``rank3`` file name, else the file's position."""
+    match = re.search(r"(?:-TP-|rank[_-]?|-rank-)(\d+)", path.name, re.I)
+    return int(match.group(1)) if match else fallback
+
+
+@dataclass
+class RankEvents:
+    """The events of one rank's trace that the analysis uses."""
+
+    path: Path
+    rank: int
+    kernels: list[Event] = field(default_factory=list)
+    cpu_collectives: list[Event] = field(default_factory=list)
+    markers: list[Event] = field(default_factory=list)
+    graph_launches: list[Event] = field(default_factory=list)
+    event_count: int = 0
+
+
+def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
+    """One streaming pass over a trace, keeping kernels, collectives, step markers and graph launches."""
+    marker = re.compile(step_marker)
+    out = RankEvents(path, rank)
+    count = 0
+    for ev in iter_events(path):
+        count += 1
+        if ev.ph != "X":
+            continue
+        if ev.cat in KERNEL_CATS:
+            out.kernels.append(ev)
+        elif ev.cat in ("cpu_op", "user_annotation", "python_function"):
+            if marker.match(ev.name):
+                out.markers.append(ev)
+            elif classify_cpu_collective(ev.name, ev.args):
+                out.cpu_collectives.append(ev)
+        elif ev.cat == "cuda_runtime" and GRAPH_LAUNCH.match(ev.name):
+            out.graph_launches.append(ev)
+    out.event_count = count
+    if count == 0:
+        raise TraceError(f"{path}: the trace holds no events")
+    return out
+
+
+def _message_bytes(ev: Event) -> int | None:
+    nelems = ev.args.get("In msg nelems")
+    dtype = str(ev.args.get("dtype", "")).lower()
+    if nelems is None or dtype not in DTYPE_BYTES:
+        return None
+    return int(nelems) * DTYPE_BYTES[dtype]
+
+
+def _segment(rank: RankEvents) -> tuple[list[tuple[str, int, float, float]], str, dict[int, int]]:
+    """Steps as (phase, index, start, end) plus how they were found and, for graphs, correlation -> step."""
+    if rank.markers:
+        ms = sorted(rank.markers, key=lambda e: e.ts)
+        steps = [(re.sub(r"#?\d+$", "", m.name) or m.name, i, m.ts, m.end) for i, m in enumerate(ms)]
+        return steps, "step markers", {}
+    if rank.graph_launches:
+        gl = sorted(rank.graph_launches, key=lambda e: e.ts)
+        corr = {int(g.args["correlation"]): i for i, g in enumerate(gl) if "correlation" in g.args}
+        return [("graph", i, g.ts, g.end) for i, g in enumerate(gl)], "CUDA-graph launches", corr
+    events = rank.kernels or rank.cpu_collectives
+    if not events:
+        return [], "none", {}
+    return [("trace", 0, min(e.ts for e in events), max(e.end for e in events))], "whole trace", {}
+
+
+def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str, pd.DataFrame | list[str]]:
+    """Per-step rows, the collectives and time per kernel class of one rank."""
+    steps, how, corr_step = _segment(rank)
+    notes: list[str] = []
+    starts = [s[2] for s in steps]
+    kernels_by_step: dict[int, list[Event]] = defaultdict(list)
+    if corr_step:
+        for k in rank.kernels:
+            step = corr_step.get(int(k.args.get("correlation", -1)))
+            if step is not None:
+                kernels_by_step[step].append(k)
+        eager = sum(1 for k in rank.kernels if int(k.args.get("correlation", -1)) not in corr_step)
+        if eager:
+            notes.append(
+                f"rank {rank.rank}: {eager} kernels outside CUDA-graph launches were not assigned to a step"
+            )
+    else:
+        for k in rank.kernels:
+            idx = _last_le(starts, k.ts)
+            if idx is not None:
+                kernels_by_step[idx].append(k)
+    cpu_by_step: dict[int, list[Event]] = defaultdict(list)
+    for ev in rank.cpu_collectives:
+        idx = _last_le(starts, ev.ts)
+        if idx is not None and ev.ts <= steps[idx][3]:
+            cpu_by_step[idx].append(ev)
+
+    rows, colls, classes = [], [], []
+    for phase, idx, start, end in steps:
+        ks = kernels_by_step.get(idx, [])
+        classified = [(k, classify_kernel(k.name, k.cat)) for k in ks]
+        device_colls = [(k, c) for k, c in classified if c.group in ("allreduce", "allgather", "collective")]
+        cpu_colls, cpu_timed = collective_levels(cpu_by_step.get(idx, []))
+        sizes = [b for b in (_message_bytes(e) for e in cpu_by_step.get(idx, [])) if b]
+        if device_colls:
+            comm_iv = [(k.ts, k.end) for k, _ in device_colls]
+            compute_iv = [
+                (k.ts, k.end)
+                for k, c in classified
+                if c.group not in ("allreduce", "allgather", "collective")
+            ]
+            all_iv = comm_iv + compute_iv
+            span = (max(e for _, e in all_iv) - min(s for s, _ in all_iv)) if all_iv else 0.0
+            comm_us, compute_us = union_length(comm_iv), union_length(compute_iv)
+            idle_us = span - union_length(all_iv)
+            exposed = comm_us - overlap_length(comm_iv, compute_iv)
+            kinds = Counter(c.group for _, c in device_colls)
+            impls = Counter(c.impl for _, c in device_colls if c.group == "allreduce")
+            suffixes = Counter(c.name_suffix for _, c in device_colls if c.impl == "nccl" and c.name_suffix)
+            source = "device kernels"
+            for n, (k, c) in enumerate(sorted(device_colls, key=lambda kc: kc[0].ts)):
+                colls.append(
+                    {
+                        "rank": rank.rank,
+                        "step": idx,
+                        "ordinal": n,
+                        "kind": c.group,
+                        "impl": c.impl,
+                        "name_suffix": c.name_suffix,
+                        "name": k.name[:160],
+                        "start_us": k.ts,
+                        "dur_us": k.dur,
+                    }
+                )
+        elif cpu_colls:
+            comm_iv = [(e.ts, e.end) for e in cpu_timed]
+            span = end - start
+            comm_us = union_length(comm_iv)
+            compute_us, idle_us, exposed = max(span - comm_us, 0.0), 0.0, comm_us
+            kinds, impls, suffixes = Counter(), Counter(), Counter()
+            backends = {classify_cpu_collective(e.name, e.args)[1] for e in cpu_timed} - {"c10d"}
+            for n, ev in enumerate(cpu_colls):
+                timed = cpu_timed[n] if len(cpu_timed) == len(cpu_colls) else ev
+                kind, backend = classify_cpu_collective(ev.name, ev.args) or ("collective", "?")
+                backend = "/".join(sorted(backends)) or backend
+                kinds[kind] += 1
+                if kind == "allreduce":
+                    impls[backend] += 1
+                colls.append(
+                    {
+                        "rank": rank.rank,
+                        "step": idx,
+                        "ordinal": n,
+                        "kind": kind,
+                        "impl": backend,
+                        "name_suffix": None,
+                        "name": ev.name,
+                        "start_us": timed.ts,
+                        "dur_us": timed.dur,
+                    }
+                )
+            source = "CPU ops (no device kernels)"
+        else:
+            all_iv = [(k.ts, k.end) for k, _ in classified]
+            span = (max(e for _, e in all_iv) - min(s for s, _ in all_iv)) if all_iv else end - start
+            comm_us, compute_us = 0.0, union_length(all_iv) if all_iv else span
+            idle_us, exposed = (span - compute_us) if all_iv else 0.0, 0.0
+            kinds, impls, suffixes = Counter(), Counter(), Counter()
+            source = "device kernels" if all_iv else "CPU ops"
+        by_group: dict[str, list[float]] = defaultdict(list)
+        for k, c in classified:
+            by_group[c.group].append(k.dur)
+            if c.also_norm:
+                by_group["norm (fused in all-reduce)"].append(0.0)
+        for group, durs in by_group.items():
+            classes.append(
+                {"rank": rank.rank, "step": idx, "group": group, "count": len(durs), "total_us": sum(durs)}
+            )
+        if sizes:
+            bytes_per, bytes_source = float(pd.Series(sizes).median()), "trace (record_param_comms)"
+        elif message_bytes:
+            bytes_per, bytes_source = float(message_bytes), "model config (trace has no sizes)"
+        else:
+            bytes_per, bytes_source = None, "unknown"
+        rows.append(
+            {
+                "rank": rank.rank,
+                "step": idx,
+                "phase": phase,
+                "span_us": span,
+                "kernel_count": len(ks),
+                "allreduce_count": kinds.get("allreduce", 0),
+                "allgather_count": kinds.get("allgather", 0),
+                "other_collective_count": kinds.get("collective", 0),
+                "comm_us": comm_us,
+                "comm_wait_us": None,
+                "comm_transfer_us": None,
+                "compute_us": compute_us,
+                "idle_us": max(idle_us, 0.0),
+                "exposed_comm_us": max(exposed, 0.0),
+                "norm_us": sum(by_group.get("norm", [])),
+                "gemm_moe_us": sum(by_group.get("gemm_moe", [])),
+                "attention_us": sum(by_group.get("attention", [])),
+                "bytes_per_allreduce": bytes_per,
+                "bytes_source": bytes_source,
+                "allreduce_impls": ", ".join(f"{k}:{v}" for k, v in sorted(impls.items())),
+                "nccl_name_suffixes": ", ".join(f"{k}:{v}" for k, v in sorted(suffixes.items())),
+                "source": f"{source}; steps from {how}",
+            }
+        )
+    if how == "CUDA-graph launches":
+        _label_graph_phases(rows)
+    return {
+        "steps": pd.DataFrame(rows, columns=STEP_COLUMNS),
+        "collectives": pd.DataFrame(colls),
+        "kernel_classes": pd.DataFrame(classes),
+        "notes": notes,
+    }
+
+
+def _last_le(starts: list[float], ts: float) -> int | None:
+    lo, hi = 0, len(starts)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if starts[mid] <= ts:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1 if lo > 0 else None
+
+
+def _label_graph_phases(rows: list[dict]) -> None:
+    """Under SGLang's CUDA graphs: the launches with the most all-reduces are target-model passes
+    (verify), the one right after a target pass is the draft-extend, the rest are draft steps."""
+    if not rows:
+        return
+    top = max(r["allreduce_count"] for r in rows)
+    previous_target = False
+    for r in rows:
+        if top and r["allreduce_count"] == top:
+            r["phase"], previous_target = "target", True
+        else:
+            r["phase"] = "draft_extend" if previous_target else "draft"
+            previous_target = False
+
+
+def align_ranks(steps: pd.DataFrame, colls: pd.DataFrame) -> pd.DataFrame:
+    """Split each collective's time into arrival wait and transfer, aligning ranks on one host's clock.
+
+    For collective j of a step, the last rank to arrive starts at max_r(start); a rank's wait is that
+    minus its own start, its transfer is its end minus that. Needs >= 2 ranks with the same collectives.
+    """
+    if colls.empty or colls["rank"].nunique() < 2:
+        return steps
+    out = steps.copy()
+    for (step, ordinal), group in colls.groupby(["step", "ordinal"]):
+        if len(group) != colls["rank"].nunique():
+            continue
+        last = group["start_us"].max()
+        for row in group.itertuples():
+            mask = (out["rank"] == row.rank) & (out["step"] == step)
+            wait = max(last - row.start_us, 0.0)
+            transfer = max(row.start_us + row.dur_us - last, 0.0)
+            out.loc[mask, "comm_wait_us"] = out.loc[mask, "comm_wait_us"].fillna(0.0) + wait
+            out.loc[mask, "comm_transfer_us"] = out.loc[mask, "comm_transfer_us"].fillna(0.0) + transfer
+    return out
+
+
+@dataclass
+class TraceSummary:
+    """What ``summarize_traces`` returns: tidy tables plus notes the reader must see."""
+
+    steps: pd.DataFrame
+    collectives: pd.DataFrame
+    kernel_classes: pd.DataFrame
+    files: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def per_step(self) -> pd.DataFrame:
+        """Mean over ranks of each step: the figure a chapter shows."""
+        numeric = [
+            "span_us",
+            "allreduce_count",
+            "allgather_count",
+            "comm_us",
+            "compute_us",
+            "idle_us",
+            "exposed_comm_us",
+            "norm_us",
+            "gemm_moe_us",
+            "attention_us",
+        ]
+        frame = self.steps.copy()
+        frame[numeric] = frame[numeric].astype(float)
+        return frame.groupby(["step", "phase"], as_index=False)[numeric].mean()
+
+    def rank_skew(self) -> pd.DataFrame:
+        """Per step, the spread across ranks of span and communication time."""
+        g = self.steps.groupby("step")
+        return pd.DataFrame(
+            {
+                "span_skew_us": g["span_us"].max() - g["span_us"].min(),
+                "comm_skew_us": g["comm_us"].max() - g["comm_us"].min(),
+            }
+        ).reset_index()
+
+    def to_json(self) -> dict:
+        return {
+            "files": self.files,
+            "notes": self.notes,
+            "steps": json.loads(self.steps.to_json(orient="records")),
+            "rank_skew": json.loads(self.rank_skew().to_json(orient="records")),
+        }
+
+
+def expand_paths(paths: list[Path | str]) -> list[Path]:
+    """Files as given; folders expanded to the trace files they hold (sorted)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            if not found:
+                raise TraceError(f"{p}: folder holds no trace files (*.json, *.json.gz)")
+            files.extend(found)
+        elif p.exists():
+            files.append(p)
+        else:
+            raise TraceError(f"{p}: no such file or folder")
+    return files
+
+
+def _summarize_one(args: tuple[str, int, str, int | None]) -> dict:
+    path, rank, marker, message_bytes = args
+    return analyze_rank(load_rank_events(Path(path), rank, marker), message_bytes)
+
+
+def summarize_traces(
+    paths: list[Path | str],
+    step_marker: str | None = None,
+    message_bytes: int | None = None,
+    workers: int | None = None,
+) -> TraceSummary:
+    """Summarize one trace per rank (files or folders). Ranks are read in parallel processes."""
+    files = expand_paths(paths)
+    marker = step_marker or DEFAULT_STEP_MARKER
+    try:
+        re.compile(marker)
+    except re.error as exc:
+        raise TraceError(f"--step-marker {marker!r} is not a valid regular expression: {exc}") from None
+    jobs = [(str(f), rank_of(f, i), marker, message_bytes) for i, f in enumerate(files)]
+    n_workers = min(len(jobs), workers or os.cpu_count() or 1)
+    if n_workers > 1:
+        with ProcessPoolExecutor(n_workers) as pool:
+            parts = list(pool.map(_summarize_one, jobs))
+    else:
+        parts = [_summarize_one(j) for j in jobs]
+    steps = pd.concat([p["steps"] for p in parts], ignore_index=True)
+    colls = pd.concat([p["collectives"] for p in parts], ignore_index=True)
+    classes = pd.concat([p["kernel_classes"] for p in parts], ignore_index=True)
+    notes = [n for p in parts for n in p["notes"]]
+    steps = align_ranks(steps, colls) if not colls.empty else steps
+    if steps.empty or steps["allreduce_count"].sum() == 0:
+        notes.append("no collective operation (all-reduce or other) was found in these traces")
+    if not colls.empty and colls["name_suffix"].notna().any():
+        notes.append(
+            "NCCL kernel names carry suffixes such as _RING_LL: they are names, not proof of the "
+            "algorithm or protocol that ran"
+        )
+    if (steps["bytes_source"] == "model config (trace has no sizes)").any():
+        notes.append("message sizes come from the model config: the trace records none (CUDA-graph replay)")
+    return TraceSummary(
+        steps.sort_values(["rank", "step"]).reset_index(drop=True),
+        colls,
+        classes,
+        [str(f) for f in files],
+        notes,
+    )

@@ -1,0 +1,143 @@
+"""Stream the events of a Chrome-format profiler trace (``.json`` or ``.json.gz``) without loading it.
+
+The file is read in chunks; each element of ``traceEvents`` is decoded on its own with the C JSON scanner
+and reduced at once to a small :class:`Event`. Memory stays at one chunk plus the events kept.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verifylab.errors import TraceError
+
+CHUNK = 8 << 20
+_KEY = re.compile(r'"traceEvents"\s*:\s*\[')
+_DECODER = json.JSONDecoder()
+_WS = " \t\r\n"
+KEPT_ARGS = (
+    "correlation",
+    "External id",
+    "stream",
+    "device",
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "dtype",
+    "Group size",
+    "Process Group Name",
+    "graph id",
+)
+
+
+@dataclass(slots=True)
+class Event:
+    """The fields of one trace event the analysis needs (times in microseconds)."""
+
+    name: str
+    cat: str
+    ph: str
+    ts: float
+    dur: float
+    pid: int | str
+    tid: int | str
+    args: dict = field(default_factory=dict)
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
+
+
+def _open_text(path: Path):
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def iter_events(path: Path | str, keep_cats: frozenset[str] | None = None) -> Iterator[Event]:
+    """Yield the events of one trace; errors name the file and the (uncompressed) byte offset."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(f"{path}: no such trace file")
+    if path.stat().st_size == 0:
+        raise TraceError(f"{path}: empty file, not a trace")
+    try:
+        yield from _iter_events(path, keep_cats)
+    except (EOFError, gzip.BadGzipFile, OSError) as exc:
+        raise TraceError(f"{path}: cannot read ({exc}); truncated or corrupt compressed trace") from exc
+
+
+def _iter_events(path: Path, keep_cats: frozenset[str] | None) -> Iterator[Event]:
+    with _open_text(path) as fh:
+        buf = fh.read(CHUNK)
+        consumed = 0  # characters dropped from the front of buf so far
+        start = len(buf) - len(buf.lstrip(_WS))
+        if start >= len(buf):
+            raise TraceError(f"{path}: empty file, not a trace")
+        if buf[start] == "[":
+            pos = start + 1
+        elif buf[start] == "{":
+            match = _KEY.search(buf)
+            while match is None:
+                more = fh.read(CHUNK)
+                if not more:
+                    raise TraceError(
+                        f"{path}: JSON object without a 'traceEvents' list: not a profiler trace"
+                    )
+                buf += more
+                match = _KEY.search(buf)
+            pos = match.end()
+        else:
+            raise TraceError(f"{path}: not JSON (byte 0 starts with {buf[start : start + 20]!r})")
+        eof = False
+        while True:
+            while pos < len(buf) and buf[pos] in _WS + ",":
+                pos += 1
+            if pos >= len(buf):
+                if eof:
+                    raise TraceError(
+                        f"{path}: truncated at byte {consumed + pos}: the trace ends inside 'traceEvents'"
+                    )
+                more = fh.read(CHUNK)
+                eof = not more
+                buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
+                continue
+            if buf[pos] == "]":
+                return
+            try:
+                obj, end = _DECODER.raw_decode(buf, pos)
+            except json.JSONDecodeError as exc:
+                if not eof:
+                    more = fh.read(CHUNK)
+                    eof = not more
+                    buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
+                    continue
+                where = consumed + exc.pos
+                if not buf[exc.pos :].strip():
+                    raise TraceError(
+                        f"{path}: truncated at byte {where}: the trace ends inside an event"
+                    ) from None
+                raise TraceError(f"{path}: invalid JSON at byte {where}: {exc.msg}") from None
+            pos = end
+            if not isinstance(obj, dict):
+                continue
+            cat = obj.get("cat", "")
+            if keep_cats is not None and cat not in keep_cats:
+                continue
+            args = obj.get("args") or {}
+            yield Event(
+                name=str(obj.get("name", "")),
+                cat=cat,
+                ph=obj.get("ph", ""),
+                ts=float(obj.get("ts", 0.0)),
+                dur=float(obj.get("dur", 0.0) or 0.0),
+                pid=obj.get("pid", 0),
+                tid=obj.get("tid", 0),
+                args={k: args[k] for k in KEPT_ARGS if k in args},
+            )
