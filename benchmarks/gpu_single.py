@@ -47,7 +47,7 @@ def ceilings() -> dict:
     n = 1 << 30  # 2 GiB of bf16
     src = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(src)
-    copy_ms = _events_median_ms(lambda: dst.copy_(src), repeats=20)
+    copy_ms = _events_median_ms(lambda dst=dst, src=src: dst.copy_(src), repeats=20)
     bw = 2 * n * 2 / (copy_ms / 1e3)
     del src, dst
     size = 8192
@@ -111,7 +111,9 @@ def shard_compute(ks: list[int], budget_gb: float, replays: int, bandwidth_gbs: 
             ("unfused", vp.add_rmsnorm_unfused),
             ("flashinfer_fused", vp.add_rmsnorm_flashinfer),
         ):
-            graph = graph_of(lambda add_norm=add_norm: stack.forward(vp.identity_allreduce, add_norm))
+            graph = graph_of(
+                lambda add_norm=add_norm, stack=stack: stack.forward(vp.identity_allreduce, add_norm)
+            )
             ms = _events_median_ms(graph.replay, repeats=replays)
             layer_ms = ms / layers
             floor_ms = read_bytes / layers / (bandwidth_gbs * 1e9) * 1e3
@@ -131,7 +133,8 @@ def shard_compute(ks: list[int], budget_gb: float, replays: int, bandwidth_gbs: 
             )
             print(
                 f"k={k:3d} {norm_name:16s} layers={layers:2d} experts={stack.routing.experts:3d} "
-                f"layer={layer_ms * 1e3:8.1f} us  pass(61)={layer_ms * 61:7.2f} ms  floor={floor_ms / layer_ms:5.1%}",
+                f"layer={layer_ms * 1e3:8.1f} us  pass(61)={layer_ms * 61:7.2f} ms  "
+                f"floor={floor_ms / layer_ms:5.1%}",
                 flush=True,
             )
             del graph
@@ -167,7 +170,7 @@ def norm_fusion(ks: list[int], calls: int = 100, replays: int = 20) -> list[dict
         ):
             xs, rs = x.clone(), res.clone()
 
-            def many(fn=fn, xs=xs, rs=rs):
+            def many(fn=fn, xs=xs, rs=rs, weight=weight):
                 for _ in range(calls):
                     fn(xs, rs, weight)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -18,12 +19,16 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+trace_app = typer.Typer(
+    help="Profiler traces: per-step all-reduce counts, comm vs compute.", no_args_is_help=True
+)
 runs_app = typer.Typer(
     help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True
 )
 app.add_typer(runs_app, name="runs")
+app.add_typer(trace_app, name="trace")
 
-console = Console()
+console = Console() if sys.stdout.isatty() else Console(width=160)  # pipes and CI: wide, no wrapping
 err_console = Console(stderr=True)
 
 
@@ -37,7 +42,7 @@ def print_frame(frame, title: str | None = None) -> None:
     """Render a DataFrame as a rich table."""
     table = Table(title=title, show_lines=False)
     for column in frame.columns:
-        table.add_column(str(column), overflow="fold")
+        table.add_column(str(column), overflow="fold", no_wrap=len(frame.columns) > 6)
     for row in frame.itertuples(index=False):
         table.add_row(*["" if v is None else str(v) for v in row])
     console.print(table)
@@ -136,6 +141,111 @@ def book(
     except VerifylabError as exc:
         raise fail(exc) from None
     console.print(f"book: [bold]{result.index_html}[/]")
+
+
+@trace_app.command("summarize")
+def trace_summarize(
+    paths: list[Path] = typer.Argument(
+        ..., help="Trace files (.json/.json.gz, one per rank) or folders of them."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print {steps: [...], notes, files} as JSON."),
+    step_marker: str | None = typer.Option(
+        None,
+        help="Regex of the range names that delimit steps (default: ProfilerStep#N, verify_step#N, ...). "
+        "Without markers, CUDA-graph launches delimit steps (SGLang's profiler writes no markers).",
+    ),
+    message_bytes: int | None = typer.Option(
+        None, help="Bytes per all-reduce when the trace records none (CUDA graphs): tokens x hidden x 2."
+    ),
+) -> None:
+    """Per rank and step: all-reduces (by implementation), communication, compute, idle, exposed comm.
+
+    A FlashInfer fused all-reduce+RMSNorm kernel counts as an all-reduce; a c10d op and the backend op
+    under it count once; NCCL kernel-name suffixes (e.g. _RING_LL) are names, not proof of the protocol.
+
+    Example: `verifylab trace summarize /tmp/sglang_profile/ --json`
+    """
+    from verifylab.trace import summarize_traces
+
+    try:
+        summary = summarize_traces(paths, step_marker=step_marker, message_bytes=message_bytes)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps(summary.to_json(), indent=2))
+        return
+    cols = {
+        "rank": "rank",
+        "step": "step",
+        "phase": "phase",
+        "allreduce_count": "all-reduces",
+        "allreduce_impls": "by impl",
+        "comm_us": "comm µs",
+        "compute_us": "compute µs",
+        "idle_us": "idle µs",
+        "exposed_comm_us": "exposed µs",
+        "comm_wait_us": "wait µs",
+    }
+    frame = summary.steps[list(cols)].rename(columns=cols)
+    for col in ["comm µs", "compute µs", "idle µs", "exposed µs", "wait µs"]:
+        frame[col] = frame[col].map(lambda v: "" if v is None or v != v else f"{v:,.0f}")
+    print_frame(frame, title=f"{len(summary.files)} trace file(s)")
+    for note in summary.notes:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+@app.command("synth-verify")
+def synth_verify(
+    backend: str = typer.Option(
+        "gloo", help="gloo (CPU), nccl (one GPU per rank) or none (one rank, no comm)."
+    ),
+    ranks: int = typer.Option(2, help="Processes, one per rank."),
+    tp: int | None = typer.Option(
+        None, help="Shard the model as TP=tp (default: ranks; 'none' may emulate)."
+    ),
+    layers: int = typer.Option(61, help="Transformer layers (Kimi-K2: 61)."),
+    hidden: int = typer.Option(
+        7168, help="Hidden size; 7168 = Kimi-K2 shapes, anything else = a small model."
+    ),
+    tokens: int = typer.Option(4, help="Tokens per verify pass (k)."),
+    steps: int = typer.Option(3, help="Profiled steps."),
+    context: int = typer.Option(2048, help="KV-cache tokens attended to."),
+    fused_norm: bool = typer.Option(False, "--fused-norm", help="FlashInfer fused add+RMSNorm (GPU)."),
+    profile_dir: Path = typer.Option(..., help="Folder that receives synth-TP-<rank>.trace.json.gz."),
+    summarize: bool = typer.Option(True, help="Print the trace summary afterwards."),
+) -> None:
+    """Run a TP-sharded synthetic verify pass (2 all-reduces + add/RMSNorm per layer) and profile it.
+
+    Example (CPU, seconds): `verifylab synth-verify --backend gloo --ranks 2 --layers 61 --hidden 64
+    --tokens 4 --steps 2 --context 64 --profile-dir /tmp/synth`
+    """
+    from pydantic import ValidationError
+
+    from verifylab.params import describe_error
+    from verifylab.synth.runner import SynthConfig, run_synth_verify
+
+    try:
+        cfg = SynthConfig(
+            backend=backend,
+            ranks=ranks,
+            tp=tp,
+            layers=layers,
+            hidden=hidden,
+            tokens=tokens,
+            steps=steps,
+            context=context,
+            fused_norm=fused_norm,
+            profile_dir=profile_dir,
+        )
+    except ValidationError as exc:
+        raise fail(VerifylabError(describe_error(exc, "synth-verify"))) from None
+    try:
+        result = run_synth_verify(cfg)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    console.print(f"median step {result['median_step_ms']:.2f} ms; traces in {profile_dir}")
+    if summarize:
+        trace_summarize([profile_dir], as_json=False, step_marker=None, message_bytes=None)
 
 
 def main() -> None:  # pragma: no cover - console entry point alias

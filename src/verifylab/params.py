@@ -34,7 +34,7 @@ def describe_error(exc: ValidationError, where: str) -> str:
         name = ".".join(str(p) for p in err["loc"]) or "(parameters)"
         allowed = ""
         ctx = err.get("ctx") or {}
-        if "expected" in ctx:
+        if "expected" in ctx and str(ctx["expected"]) not in err["msg"]:
             allowed = f"; allowed: {ctx['expected']}"
         parts.append(f"parameter '{name}' = {err.get('input')!r}: {err['msg']}{allowed}")
     return f"{where}: " + "; ".join(parts)

@@ -54,7 +54,7 @@ class SynthConfig(BaseModel):
 
 
 def _cuda_available() -> bool:
-    import torch  # noqa: PLC0415
+    import torch
 
     return torch.cuda.is_available()
 
@@ -66,7 +66,7 @@ def _free_port() -> int:
 
 
 def _shape(cfg: SynthConfig):
-    from verifylab.synth.shapes import KIMI_K2, ModelShape, ShardShape, small_shape  # noqa: PLC0415
+    from verifylab.synth.shapes import KIMI_K2, ModelShape, ShardShape, small_shape
 
     model = (
         ModelShape(**{**KIMI_K2.to_dict(), "layers": cfg.layers})
@@ -77,11 +77,11 @@ def _shape(cfg: SynthConfig):
 
 
 def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
-    import torch  # noqa: PLC0415
-    import torch.distributed as dist  # noqa: PLC0415
-    from torch.profiler import ProfilerActivity, profile, record_function  # noqa: PLC0415
+    import torch
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile, record_function
 
-    from verifylab.synth import verify_pass as vp  # noqa: PLC0415
+    from verifylab.synth import verify_pass as vp
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     if cfg.backend != "none":
@@ -140,10 +140,10 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
 
 def run_synth_verify(cfg: SynthConfig) -> dict:
     """Spawn the ranks, write ``synth-TP-<rank>.trace.json.gz`` per rank, return per-rank step times."""
-    import torch.multiprocessing as mp  # noqa: PLC0415
+    import torch.multiprocessing as mp
 
     if cfg.backend == "nccl":
-        import torch  # noqa: PLC0415
+        import torch
 
         if torch.cuda.device_count() < cfg.ranks:
             raise ParameterError(

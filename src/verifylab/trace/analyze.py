@@ -252,7 +252,11 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
             exposed = comm_us - overlap_length(comm_iv, compute_iv)
             kinds = Counter(c.group for _, c in device_colls)
             impls = Counter(c.impl for _, c in device_colls if c.group == "allreduce")
-            suffixes = Counter(c.name_suffix for _, c in device_colls if c.impl == "nccl" and c.name_suffix)
+            suffixes = Counter(
+                c.name_suffix
+                for _, c in device_colls
+                if c.impl == "nccl" and c.group == "allreduce" and c.name_suffix
+            )
             source = "device kernels"
             for n, (k, c) in enumerate(sorted(device_colls, key=lambda kc: kc[0].ts)):
                 colls.append(
@@ -389,7 +393,7 @@ def align_ranks(steps: pd.DataFrame, colls: pd.DataFrame) -> pd.DataFrame:
     if colls.empty or colls["rank"].nunique() < 2:
         return steps
     out = steps.copy()
-    for (step, ordinal), group in colls.groupby(["step", "ordinal"]):
+    for (step, _ordinal), group in colls.groupby(["step", "ordinal"]):
         if len(group) != colls["rank"].nunique():
             continue
         last = group["start_us"].max()

@@ -25,8 +25,9 @@ class KernelClass:
     also_norm: bool = False
 
 
-_NCCL = re.compile(
-    r"^(?:void )?nccl(?:Dev)?Kernel_(\w+?)_(?:Sum|Prod|Max|Min|Avg|PreMulSum|SumPostDiv)?_?(\w*)", re.I
+_NCCL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel_([A-Za-z]+)", re.I)
+_NCCL_ALGO_PROTO = re.compile(
+    r"(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|NVLS|PAT)_(LL128|LL|SIMPLE)", re.I
 )
 _NCCL_ANY = re.compile(r"nccl", re.I)
 _FI_FUSED = re.compile(r"allreduce_fusion_kernel_(oneshot|twoshot)\w*|allreduce_fusion", re.I)
@@ -54,7 +55,8 @@ def classify_kernel(name: str, cat: str = "kernel") -> KernelClass:
     match = _NCCL.match(name)
     if match or _NCCL_ANY.search(name):
         op = (match.group(1) if match else "").lower()
-        suffix = (match.group(2) if match else "") or None
+        algo = _NCCL_ALGO_PROTO.search(name)
+        suffix = f"{algo.group(1).upper()}_{algo.group(2).upper()}" if algo else None
         if "allreduce" in op or ("allreduce" in name.lower() and not op):
             return KernelClass("allreduce", "nccl", suffix)
         if "allgather" in op:

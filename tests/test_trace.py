@@ -1,0 +1,231 @@
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.cli import app
+from verifylab.errors import TraceError
+from verifylab.synth.runner import SynthConfig, run_synth_verify
+from verifylab.trace import summarize_traces
+from verifylab.trace.analyze import align_ranks, overlap_length, union_length
+from verifylab.trace.classify import classify_kernel
+
+from .tracefactory import event, write_trace
+
+GPU_FIXTURES = Path(__file__).parent / "data" / "gpu_h200_single"
+
+
+@pytest.fixture(scope="module")
+def gloo_61(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gloo61")
+    run_synth_verify(
+        SynthConfig(
+            backend="gloo", ranks=2, layers=61, hidden=64, tokens=4, steps=2, context=32, profile_dir=out
+        )
+    )
+    return out
+
+
+def test_real_gloo_traces_count_122_allreduces_per_step_on_every_rank(gloo_61):
+    summary = summarize_traces([gloo_61])
+    steps = summary.steps
+    assert sorted(steps["rank"].unique()) == [0, 1]
+    assert len(steps) == 4  # 2 ranks x 2 steps
+    assert (steps["allreduce_count"] == 122).all()
+    assert (steps["allreduce_impls"] == "gloo:122").all()  # c10d op + gloo op counted once
+    assert (steps["comm_us"] > 0).all()
+    assert steps["comm_wait_us"].notna().all()  # ranks aligned: wait + transfer split
+
+
+def test_three_layers_give_six(tmp_path):
+    run_synth_verify(
+        SynthConfig(
+            backend="gloo", ranks=2, layers=3, hidden=32, tokens=2, steps=3, context=8, profile_dir=tmp_path
+        )
+    )
+    steps = summarize_traces([tmp_path]).steps
+    assert len(steps) == 6
+    assert (steps["allreduce_count"] == 6).all()
+
+
+def test_c10d_and_backend_op_on_same_thread_count_once(tmp_path):
+    events = [event("verify_step#0", "user_annotation", 0, 1000)]
+    for i in range(3):
+        t = 100 + i * 200
+        events.append(event("c10d::allreduce_", "cpu_op", t, 100))
+        events.append(
+            event(
+                "record_param_comms",
+                "cpu_op",
+                t + 1,
+                98,
+                **{"Collective name": "allreduce", "In msg nelems": 7168, "dtype": "BFloat16"},
+            )
+        )
+        events.append(event("nccl:all_reduce", "cpu_op", t + 2, 90))
+    summary = summarize_traces([write_trace(tmp_path / "t.json", events)])
+    row = summary.steps.iloc[0]
+    assert row["allreduce_count"] == 3
+    assert row["bytes_per_allreduce"] == 7168 * 2
+    assert row["bytes_source"].startswith("trace")
+
+
+def test_fused_flashinfer_kernel_is_an_allreduce_and_a_norm(tmp_path):
+    k = [event("cudaGraphLaunch", "cuda_runtime", 0, 5, correlation=7)]
+    t = 10
+    for _ in range(4):
+        k.append(
+            event(
+                "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<"
+                "__nv_bfloat16, 8, 4>(...)",
+                "kernel",
+                t,
+                10,
+                tid=7,
+                correlation=7,
+            )
+        )
+        k.append(event("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", "kernel", t + 12, 20, tid=7, correlation=7))
+        t += 40
+    steps = summarize_traces([write_trace(tmp_path / "fused-TP-0.trace.json.gz", k, gz=True)]).steps
+    row = steps.iloc[0]
+    assert row["allreduce_count"] == 4
+    assert row["allreduce_impls"] == "flashinfer_fused:4"
+    assert row["comm_us"] == pytest.approx(40.0)
+    assert row["compute_us"] == pytest.approx(80.0)
+
+
+def test_nccl_suffix_is_a_name_not_a_fact(tmp_path):
+    k = [event("cudaGraphLaunch", "cuda_runtime", 0, 5, correlation=1)]
+    k += [
+        event(
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            "kernel",
+            10 + 30 * i,
+            20,
+            tid=7,
+            correlation=1,
+        )
+        for i in range(5)
+    ]
+    k += [event("ncclDevKernel_AllGather_RING_LL(x)", "kernel", 200, 5, tid=7, correlation=1)]
+    summary = summarize_traces([write_trace(tmp_path / "r.json", k)], message_bytes=4 * 7168 * 2)
+    row = summary.steps.iloc[0]
+    assert (row["allreduce_count"], row["allgather_count"]) == (5, 1)
+    assert row["nccl_name_suffixes"] == "RING_LL:5"
+    assert row["bytes_source"].startswith("model config")
+    assert any("names, not proof" in n for n in summary.notes)
+
+
+def test_real_h200_graph_trace_by_markers_and_by_graph_launches():
+    unfused = summarize_traces([GPU_FIXTURES / "unfused-TP-0.trace.json.gz"])
+    fused = summarize_traces([GPU_FIXTURES / "fused-TP-0.trace.json.gz"])
+    for summary in (unfused, fused):
+        assert len(summary.steps) == 2
+        assert (summary.steps["allreduce_count"] == 0).all()
+        assert any("no collective" in n for n in summary.notes)
+        assert (summary.steps["attention_us"] > 0).all() and (summary.steps["gemm_moe_us"] > 0).all()
+    # FlashInfer's fused add+RMSNorm replaces several PyTorch kernels per norm: fewer kernels per step
+    assert fused.steps["kernel_count"].iloc[0] < unfused.steps["kernel_count"].iloc[0]
+    classes = fused.kernel_classes.groupby("group")["count"].sum()
+    assert classes["attention"] == 2 * 61  # one SDPA kernel per layer and step
+    # SGLang traces carry no step markers: CUDA-graph launches delimit the steps instead
+    by_graph = summarize_traces([GPU_FIXTURES / "unfused-TP-0.trace.json.gz"], step_marker="^no-such-marker$")
+    assert len(by_graph.steps) == 2
+    assert list(by_graph.steps["kernel_count"]) == list(unfused.steps["kernel_count"])
+    assert by_graph.steps["source"].str.contains("CUDA-graph launches").all()
+
+
+def test_align_ranks_splits_wait_and_transfer():
+    import pandas as pd
+
+    steps = pd.DataFrame(
+        {"rank": [0, 1], "step": [0, 0], "comm_wait_us": [None, None], "comm_transfer_us": [None, None]}
+    )
+    colls = pd.DataFrame(
+        {"rank": [0, 1], "step": [0, 0], "ordinal": [0, 0], "start_us": [0.0, 50.0], "dur_us": [100.0, 50.0]}
+    )
+    out = align_ranks(steps, colls)
+    assert list(out["comm_wait_us"]) == [50.0, 0.0]
+    assert list(out["comm_transfer_us"]) == [50.0, 50.0]
+
+
+def test_interval_arithmetic():
+    assert union_length([(0, 10), (5, 15), (20, 30)]) == 25
+    assert overlap_length([(0, 10), (20, 30)], [(5, 25)]) == 10
+
+
+@pytest.mark.parametrize(
+    ("name", "group", "impl"),
+    [
+        ("ncclDevKernel_AllReduce_Sum_f16_TREE_LL(x)", "allreduce", "nccl"),
+        ("ncclKernel_AllReduce_RING_LL_Sum_bfloat16(x)", "allreduce", "nccl"),
+        (
+            "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_twoshot_sync<half>",
+            "allreduce",
+            "flashinfer_fused",
+        ),
+        ("void cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "allreduce", "custom"),
+        ("void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>", "norm", None),
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", "attention", None),
+        ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", "gemm_moe", None),
+        ("fused_moe_kernel", "gemm_moe", None),
+    ],
+)
+def test_kernel_classification(name, group, impl):
+    cls = classify_kernel(name)
+    assert (cls.group, cls.impl) == (group, impl)
+
+
+def test_truncated_trace_names_file_and_offset(tmp_path):
+    good = write_trace(tmp_path / "good.json", [event("verify_step#0", "user_annotation", 0, 10)] * 50)
+    cut = tmp_path / "cut.json"
+    data = good.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceError, match=r"cut\.json: truncated at byte \d+"):
+        summarize_traces([cut])
+    gz = tmp_path / "cut.json.gz"
+    gz.write_bytes(gzip.compress(data)[:200])
+    with pytest.raises(TraceError, match=r"cut\.json\.gz: "):
+        summarize_traces([gz])
+
+
+def test_non_json_and_empty_traces(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("this is not a trace")
+    with pytest.raises(TraceError, match=r"bad\.json: not JSON \(byte 0"):
+        summarize_traces([bad])
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    with pytest.raises(TraceError, match=r"empty\.json: empty file"):
+        summarize_traces([empty])
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text('{"traceEvents": [{"ph": "X", "name": "a"}, {oops}]}')
+    with pytest.raises(TraceError, match=r"garbage\.json: invalid JSON at byte 44"):
+        summarize_traces([garbage])
+    with pytest.raises(TraceError, match="no such file"):
+        summarize_traces([tmp_path / "missing.json"])
+
+
+def test_trace_without_collectives_says_so(tmp_path):
+    path = write_trace(
+        tmp_path / "c.json",
+        [event("verify_step#0", "user_annotation", 0, 100), event("nvjet_gemm", "kernel", 10, 20)],
+    )
+    summary = summarize_traces([path])
+    assert summary.steps["allreduce_count"].tolist() == [0]
+    assert summary.notes == ["no collective operation (all-reduce or other) was found in these traces"]
+
+
+def test_cli_json_on_a_folder(gloo_61):
+    result = CliRunner().invoke(app, ["trace", "summarize", str(gloo_61), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert len(data["steps"]) == 4
+    for row in data["steps"]:
+        assert {"rank", "step", "allreduce_count", "comm_us", "compute_us", "idle_us"} <= set(row)
+        assert row["allreduce_count"] == 122
+    table = CliRunner().invoke(app, ["trace", "summarize", str(gloo_61)])
+    assert table.exit_code == 0 and "gloo:122" in table.output
