@@ -9,7 +9,7 @@ from verifylab.cli import app
 from verifylab.errors import TraceError
 from verifylab.synth.runner import SynthConfig, run_synth_verify
 from verifylab.trace import summarize_traces
-from verifylab.trace.analyze import align_ranks, overlap_length, union_length
+from verifylab.trace.analyze import STEP_COLUMNS, align_ranks, overlap_length, union_length
 from verifylab.trace.classify import classify_kernel
 
 from .tracefactory import event, write_trace
@@ -141,9 +141,7 @@ def test_real_h200_graph_trace_by_markers_and_by_graph_launches():
 def test_align_ranks_splits_wait_and_transfer():
     import pandas as pd
 
-    steps = pd.DataFrame(
-        {"rank": [0, 1], "step": [0, 0], "comm_wait_us": [None, None], "comm_transfer_us": [None, None]}
-    )
+    steps = pd.DataFrame([{col: None for col in STEP_COLUMNS} | {"rank": r, "step": 0} for r in (0, 1)])
     colls = pd.DataFrame(
         {"rank": [0, 1], "step": [0, 0], "ordinal": [0, 0], "start_us": [0.0, 50.0], "dur_us": [100.0, 50.0]}
     )

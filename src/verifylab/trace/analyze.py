@@ -15,7 +15,7 @@ import pandas as pd
 
 from verifylab.errors import TraceError
 from verifylab.trace.classify import KERNEL_CATS, classify_cpu_collective, classify_kernel
-from verifylab.trace.reader import Event, iter_events
+from verifylab.trace.reader import Event, iter_raw, to_event
 
 DEFAULT_STEP_MARKER = (
     r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*)$"
@@ -160,20 +160,32 @@ def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
     """One streaming pass over a trace, keeping kernels, collectives, step markers and graph launches."""
     marker = re.compile(step_marker)
     out = RankEvents(path, rank)
+    wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
     count = 0
-    for ev in iter_events(path):
+    for obj in iter_raw(path):
         count += 1
-        if ev.ph != "X":
+        if obj.get("ph") != "X":
             continue
-        if ev.cat in KERNEL_CATS:
-            out.kernels.append(ev)
-        elif ev.cat in ("cpu_op", "user_annotation", "python_function"):
-            if marker.match(ev.name):
-                out.markers.append(ev)
-            elif classify_cpu_collective(ev.name, ev.args):
-                out.cpu_collectives.append(ev)
-        elif ev.cat == "cuda_runtime" and GRAPH_LAUNCH.match(ev.name):
-            out.graph_launches.append(ev)
+        cat = obj.get("cat", "")
+        if cat in KERNEL_CATS:
+            out.kernels.append(to_event(obj))
+        elif cat in ("cpu_op", "user_annotation", "python_function"):
+            name = obj.get("name", "")
+            keep = wanted.get(name)
+            if keep is None:
+                keep = wanted[name] = (
+                    bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
+                )
+                if name == "record_param_comms":
+                    keep = wanted[name] = True
+            if keep:
+                ev = to_event(obj)
+                if marker.match(name):
+                    out.markers.append(ev)
+                elif classify_cpu_collective(name, ev.args):
+                    out.cpu_collectives.append(ev)
+        elif cat == "cuda_runtime" and GRAPH_LAUNCH.match(obj.get("name", "")):
+            out.graph_launches.append(to_event(obj))
     out.event_count = count
     if count == 0:
         raise TraceError(f"{path}: the trace holds no events")
@@ -390,20 +402,20 @@ def align_ranks(steps: pd.DataFrame, colls: pd.DataFrame) -> pd.DataFrame:
     For collective j of a step, the last rank to arrive starts at max_r(start); a rank's wait is that
     minus its own start, its transfer is its end minus that. Needs >= 2 ranks with the same collectives.
     """
-    if colls.empty or colls["rank"].nunique() < 2:
+    n_ranks = colls["rank"].nunique() if not colls.empty else 0
+    if n_ranks < 2:
         return steps
-    out = steps.copy()
-    for (step, _ordinal), group in colls.groupby(["step", "ordinal"]):
-        if len(group) != colls["rank"].nunique():
-            continue
-        last = group["start_us"].max()
-        for row in group.itertuples():
-            mask = (out["rank"] == row.rank) & (out["step"] == step)
-            wait = max(last - row.start_us, 0.0)
-            transfer = max(row.start_us + row.dur_us - last, 0.0)
-            out.loc[mask, "comm_wait_us"] = out.loc[mask, "comm_wait_us"].fillna(0.0) + wait
-            out.loc[mask, "comm_transfer_us"] = out.loc[mask, "comm_transfer_us"].fillna(0.0) + transfer
-    return out
+    c = colls[["rank", "step", "ordinal", "start_us", "dur_us"]].copy()
+    groups = c.groupby(["step", "ordinal"])["start_us"]
+    c["last"], c["n"] = groups.transform("max"), groups.transform("count")
+    c = c[c["n"] == n_ranks]
+    c["comm_wait_us"] = (c["last"] - c["start_us"]).clip(lower=0.0)
+    c["comm_transfer_us"] = (c["start_us"] + c["dur_us"] - c["last"]).clip(lower=0.0)
+    sums = c.groupby(["rank", "step"], as_index=False)[["comm_wait_us", "comm_transfer_us"]].sum()
+    out = steps.drop(columns=["comm_wait_us", "comm_transfer_us"]).merge(
+        sums, on=["rank", "step"], how="left"
+    )
+    return out[STEP_COLUMNS]
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 KERNEL_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 
@@ -48,6 +49,7 @@ _ATTENTION = re.compile(
 )
 
 
+@lru_cache(maxsize=16384)
 def classify_kernel(name: str, cat: str = "kernel") -> KernelClass:
     """Classify one device kernel by its name (and category for copies)."""
     if cat in ("gpu_memcpy", "gpu_memset"):

@@ -60,20 +60,42 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8", errors="replace")
 
 
+def to_event(obj: dict) -> Event:
+    """Reduce one decoded trace event to an :class:`Event`."""
+    args = obj.get("args") or {}
+    return Event(
+        name=str(obj.get("name", "")),
+        cat=obj.get("cat", ""),
+        ph=obj.get("ph", ""),
+        ts=float(obj.get("ts", 0.0)),
+        dur=float(obj.get("dur", 0.0) or 0.0),
+        pid=obj.get("pid", 0),
+        tid=obj.get("tid", 0),
+        args={k: args[k] for k in KEPT_ARGS if k in args},
+    )
+
+
 def iter_events(path: Path | str, keep_cats: frozenset[str] | None = None) -> Iterator[Event]:
-    """Yield the events of one trace; errors name the file and the (uncompressed) byte offset."""
+    """Yield the events of one trace as :class:`Event` (optionally only some categories)."""
+    for obj in iter_raw(path):
+        if keep_cats is None or obj.get("cat", "") in keep_cats:
+            yield to_event(obj)
+
+
+def iter_raw(path: Path | str) -> Iterator[dict]:
+    """Yield the decoded event objects of a trace; errors name the file and the uncompressed byte offset."""
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
     if path.stat().st_size == 0:
         raise TraceError(f"{path}: empty file, not a trace")
     try:
-        yield from _iter_events(path, keep_cats)
+        yield from _iter_objects(path)
     except (EOFError, gzip.BadGzipFile, OSError) as exc:
         raise TraceError(f"{path}: cannot read ({exc}); truncated or corrupt compressed trace") from exc
 
 
-def _iter_events(path: Path, keep_cats: frozenset[str] | None) -> Iterator[Event]:
+def _iter_objects(path: Path) -> Iterator[dict]:
     with _open_text(path) as fh:
         buf = fh.read(CHUNK)
         consumed = 0  # characters dropped from the front of buf so far
@@ -125,19 +147,5 @@ def _iter_events(path: Path, keep_cats: frozenset[str] | None) -> Iterator[Event
                     ) from None
                 raise TraceError(f"{path}: invalid JSON at byte {where}: {exc.msg}") from None
             pos = end
-            if not isinstance(obj, dict):
-                continue
-            cat = obj.get("cat", "")
-            if keep_cats is not None and cat not in keep_cats:
-                continue
-            args = obj.get("args") or {}
-            yield Event(
-                name=str(obj.get("name", "")),
-                cat=cat,
-                ph=obj.get("ph", ""),
-                ts=float(obj.get("ts", 0.0)),
-                dur=float(obj.get("dur", 0.0) or 0.0),
-                pid=obj.get("pid", 0),
-                tid=obj.get("tid", 0),
-                args={k: args[k] for k in KEPT_ARGS if k in args},
-            )
+            if isinstance(obj, dict):
+                yield obj

@@ -1,0 +1,298 @@
+"""Speed and memory of `verifylab trace summarize` against `json.load` + a naive pass, same files, same run.
+
+    python benchmarks/trace_throughput.py [--folder DIR] [--mb-per-rank 250] [--ranks 2]
+
+Generates (or takes) a folder of per-rank Chrome traces shaped like PyTorch profiler output (CPU ops,
+kernels, runtime calls, flow events, 122 NCCL all-reduces per ProfilerStep), then runs each approach in a
+fresh process and samples the resident memory of that process *and its children* (the summarizer reads
+ranks in parallel processes). Prints seconds, peak RSS and the ratios; both must agree on the counts.
+Reference points measured on the CI-sized 2-core machine for a 2 x 248 MB folder (from the issue):
+json.load + count 28 s / 2.1 GB; Holistic Trace Analysis 0.5.0, 44 s / 1.7 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NAIVE = r"""
+import json, sys
+total_events = 0
+allreduce = 0
+for path in sys.argv[1:]:
+    with open(path) as fh:
+        doc = json.load(fh)
+    for ev in doc["traceEvents"]:
+        total_events += 1
+        if ev.get("cat") == "kernel" and "AllReduce" in ev.get("name", ""):
+            allreduce += 1
+print(json.dumps({"events": total_events, "allreduce_kernels": allreduce}))
+"""
+
+OURS = r"""
+import json, sys
+from verifylab.trace import summarize_traces
+s = summarize_traces(sys.argv[1:])
+print(json.dumps({"allreduce_kernels": int(s.steps["allreduce_count"].sum()), "steps": len(s.steps)}))
+"""
+
+CPU_OPS = [
+    "aten::mm",
+    "aten::add",
+    "aten::mul",
+    "aten::view",
+    "aten::empty",
+    "aten::copy_",
+    "aten::rsqrt",
+    "aten::mean",
+    "aten::pow",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::silu",
+    "aten::bmm",
+]
+NCCL_KERNEL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+KERNELS = [
+    "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda>",
+    "void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>",
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float>>>",
+    "fused_moe_kernel",
+    "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16",
+]
+
+
+def write_rank_trace(path: Path, rank: int, target_bytes: int) -> int:
+    """A PyTorch-profiler-shaped trace of about ``target_bytes``; returns the number of events."""
+    rng = random.Random(rank)
+    ts, corr, n, step = 1_000_000.0, 1, 0, 0
+    with open(path, "w") as fh:
+        fh.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "traceEvents": [\n')
+        first = True
+
+        def emit(obj: dict) -> None:
+            nonlocal first, n
+            fh.write(("" if first else ",\n") + "  " + json.dumps(obj))
+            first = False
+            n += 1
+
+        while fh.tell() < target_bytes:
+            step_start = ts
+            for _layer in range(61):
+                for _half in range(2):
+                    for _ in range(6):
+                        name = rng.choice(CPU_OPS)
+                        emit(
+                            {
+                                "ph": "X",
+                                "cat": "cpu_op",
+                                "name": name,
+                                "pid": rank,
+                                "tid": 1,
+                                "ts": ts,
+                                "dur": 3.5,
+                                "args": {
+                                    "External id": corr,
+                                    "Record function id": 0,
+                                    "Sequence number": corr,
+                                    "Fwd thread id": 0,
+                                },
+                            }
+                        )
+                        emit(
+                            {
+                                "ph": "X",
+                                "cat": "cuda_runtime",
+                                "name": "cudaLaunchKernel",
+                                "pid": rank,
+                                "tid": 1,
+                                "ts": ts + 0.5,
+                                "dur": 2.0,
+                                "args": {"cbid": 211, "correlation": corr},
+                            }
+                        )
+                        emit(
+                            {
+                                "ph": "X",
+                                "cat": "kernel",
+                                "name": rng.choice(KERNELS),
+                                "pid": 0,
+                                "tid": 7,
+                                "ts": ts + 3,
+                                "dur": 9.0,
+                                "args": {
+                                    "correlation": corr,
+                                    "stream": 7,
+                                    "device": rank,
+                                    "grid": [132, 1, 1],
+                                },
+                            }
+                        )
+                        emit(
+                            {
+                                "ph": "f",
+                                "id": corr,
+                                "pid": 0,
+                                "tid": 7,
+                                "ts": ts + 3,
+                                "cat": "ac2g",
+                                "name": "ac2g",
+                                "bp": "e",
+                            }
+                        )
+                        ts += 12
+                        corr += 1
+                    emit(
+                        {
+                            "ph": "X",
+                            "cat": "cpu_op",
+                            "name": "c10d::allreduce_",
+                            "pid": rank,
+                            "tid": 1,
+                            "ts": ts,
+                            "dur": 20.0,
+                            "args": {"External id": corr},
+                        }
+                    )
+                    emit(
+                        {
+                            "ph": "X",
+                            "cat": "cpu_op",
+                            "name": "nccl:all_reduce",
+                            "pid": rank,
+                            "tid": 1,
+                            "ts": ts + 1,
+                            "dur": 18.0,
+                            "args": {"External id": corr},
+                        }
+                    )
+                    emit(
+                        {
+                            "ph": "X",
+                            "cat": "kernel",
+                            "pid": 0,
+                            "tid": 7,
+                            "ts": ts + 5,
+                            "dur": 25.0,
+                            "name": NCCL_KERNEL,
+                            "args": {"correlation": corr, "stream": 7, "device": rank},
+                        }
+                    )
+                    ts += 32
+                    corr += 1
+            emit(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"ProfilerStep#{step}",
+                    "pid": rank,
+                    "tid": 1,
+                    "ts": step_start,
+                    "dur": ts - step_start,
+                }
+            )
+            step += 1
+            ts += 50
+        fh.write('\n  ],\n  "traceName": "synthetic"\n}\n')
+    return n
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident memory of ``pid`` and all its descendants (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        stack.extend(children.get(p, []))
+        try:
+            with open(f"/proc/{p}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def measure(code: str, files: list[Path]) -> tuple[float, int, dict]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code, *map(str, files)], stdout=subprocess.PIPE, env=env)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss_bytes(proc.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark process failed ({proc.returncode})")
+    return seconds, peak, json.loads(out.decode().strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--folder", type=Path, help="existing folder of per-rank traces (else one is generated)"
+    )
+    parser.add_argument("--mb-per-rank", type=int, default=250)
+    parser.add_argument("--ranks", type=int, default=2)
+    args = parser.parse_args()
+    tmp = None
+    if args.folder:
+        files = sorted(p for p in args.folder.iterdir() if p.name.endswith((".json", ".json.gz")))
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="verifylab-trace-bench-")
+        files = []
+        for rank in range(args.ranks):
+            path = Path(tmp.name) / f"bench-TP-{rank}.trace.json"
+            events = write_rank_trace(path, rank, args.mb_per_rank << 20)
+            files.append(path)
+            print(f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB, {events:,} events", flush=True)
+    total_mb = sum(f.stat().st_size for f in files) / 1e6
+    naive_s, naive_rss, naive = measure(NAIVE, files)
+    ours_s, ours_rss, ours = measure(OURS, files)
+    print(f"\ntrace folder: {len(files)} files, {total_mb:.0f} MB")
+    print(f"{'approach':<34} {'seconds':>8} {'peak RSS':>10}  counts")
+    print(f"{'json.load + naive pass':<34} {naive_s:>8.1f} {naive_rss / 1e9:>8.2f} GB  {naive}")
+    print(f"{'verifylab trace summarize':<34} {ours_s:>8.1f} {ours_rss / 1e9:>8.2f} GB  {ours}")
+    print(f"speed-up vs json.load: {naive_s / ours_s:.2f}x; memory ratio: {ours_rss / naive_rss:.2f}")
+    same = naive["allreduce_kernels"] == ours["allreduce_kernels"]
+    print(f"all-reduce counts agree: {same}")
+    if tmp:
+        tmp.cleanup()
+    if not same:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
