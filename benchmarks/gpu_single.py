@@ -111,9 +111,7 @@ def shard_compute(ks: list[int], budget_gb: float, replays: int, bandwidth_gbs: 
             ("unfused", vp.add_rmsnorm_unfused),
             ("flashinfer_fused", vp.add_rmsnorm_flashinfer),
         ):
-            graph = graph_of(
-                lambda add_norm=add_norm, stack=stack: stack.forward(vp.identity_allreduce, add_norm)
-            )
+            graph = graph_of(lambda add_norm=add_norm, stack=stack: stack.forward(vp.identity_allreduce, add_norm))
             ms = _events_median_ms(graph.replay, repeats=replays)
             layer_ms = ms / layers
             floor_ms = read_bytes / layers / (bandwidth_gbs * 1e9) * 1e3
@@ -252,9 +250,7 @@ def measure(out: Path, ks: list[int], budget_gb: float, replays: int) -> None:
 
 def print_table(result: dict) -> None:
     c = result["ceilings"]
-    print(
-        f"\nceilings: copy {c['copy_bandwidth_gbs']:.0f} GB/s, bf16 matmul {c['matmul_tflops']:.0f} TFLOP/s"
-    )
+    print(f"\nceilings: copy {c['copy_bandwidth_gbs']:.0f} GB/s, bf16 matmul {c['matmul_tflops']:.0f} TFLOP/s")
     print(f"{'k':>4} {'norm':>16} {'layer us':>9} {'pass(61) ms':>12} {'floor %':>8}")
     for r in result["compute"]:
         print(
@@ -299,12 +295,8 @@ def ingest(folder: Path, run_id: str, label: str, data_dir: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--out", type=Path, help="folder for results.json, host.json and traces (GPU machine)"
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, help="folder for results.json, host.json and traces (GPU machine)")
     parser.add_argument("--ks", default=",".join(map(str, KS)), help="token counts k (default %(default)s)")
     parser.add_argument("--budget-gb", type=float, default=50.0, help="GPU memory for one layer stack")
     parser.add_argument("--replays", type=int, default=30, help="graph replays per timing (median)")

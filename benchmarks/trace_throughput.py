@@ -258,12 +258,8 @@ def measure(code: str, files: list[Path]) -> tuple[float, int, dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--folder", type=Path, help="existing folder of per-rank traces (else one is generated)"
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--folder", type=Path, help="existing folder of per-rank traces (else one is generated)")
     parser.add_argument("--mb-per-rank", type=int, default=250)
     parser.add_argument("--ranks", type=int, default=2)
     args = parser.parse_args()

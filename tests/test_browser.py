@@ -13,9 +13,7 @@ import pytest
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)"
-    ),
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)"),
 ]
 LAUNCH_ARGS = [
     "--headless",

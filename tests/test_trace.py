@@ -21,9 +21,7 @@ GPU_FIXTURES = Path(__file__).parent / "data" / "gpu_h200_single"
 def gloo_61(tmp_path_factory):
     out = tmp_path_factory.mktemp("gloo61")
     run_synth_verify(
-        SynthConfig(
-            backend="gloo", ranks=2, layers=61, hidden=64, tokens=4, steps=2, context=32, profile_dir=out
-        )
+        SynthConfig(backend="gloo", ranks=2, layers=61, hidden=64, tokens=4, steps=2, context=32, profile_dir=out)
     )
     return out
 
@@ -41,9 +39,7 @@ def test_real_gloo_traces_count_122_allreduces_per_step_on_every_rank(gloo_61):
 
 def test_three_layers_give_six(tmp_path):
     run_synth_verify(
-        SynthConfig(
-            backend="gloo", ranks=2, layers=3, hidden=32, tokens=2, steps=3, context=8, profile_dir=tmp_path
-        )
+        SynthConfig(backend="gloo", ranks=2, layers=3, hidden=32, tokens=2, steps=3, context=8, profile_dir=tmp_path)
     )
     steps = summarize_traces([tmp_path]).steps
     assert len(steps) == 6

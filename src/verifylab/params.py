@@ -40,9 +40,7 @@ def describe_error(exc: ValidationError, where: str) -> str:
     return f"{where}: " + "; ".join(parts)
 
 
-def validate_parameters(
-    model: type[BaseModel] = ChapterParameters, where: str = "notebook", **values: Any
-) -> Any:
+def validate_parameters(model: type[BaseModel] = ChapterParameters, where: str = "notebook", **values: Any) -> Any:
     """Validate a notebook's parameters; raise :class:`ParameterError` with one clear line."""
     try:
         return model.model_validate(values)

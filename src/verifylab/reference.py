@@ -38,9 +38,7 @@ def load_reported_figures(data_dir: Path | str) -> pd.DataFrame:
         if not row.seed_file or not row.quote:
             raise ReferenceDataError(f"{path}: line {row_no} ({row.figure_id}) needs 'seed_file' and 'quote'")
         if pd.isna(row.value) and not row.value_text:
-            raise ReferenceDataError(
-                f"{path}: line {row_no} ({row.figure_id}) has neither 'value' nor 'value_text'"
-            )
+            raise ReferenceDataError(f"{path}: line {row_no} ({row.figure_id}) has neither 'value' nor 'value_text'")
     if frame["figure_id"].duplicated().any():
         dup = frame.loc[frame["figure_id"].duplicated(), "figure_id"].tolist()
         raise ReferenceDataError(f"{path}: duplicate figure_id {dup}")
@@ -53,9 +51,7 @@ def reported_value(figures: pd.DataFrame, figure_id: str) -> float:
     """The numeric value of one reported figure, by id."""
     match = figures.loc[figures["figure_id"] == figure_id, "value"]
     if match.empty or pd.isna(match.iloc[0]):
-        raise ReferenceDataError(
-            f"no numeric reported figure '{figure_id}' in data/reference/{REFERENCE_FILE}"
-        )
+        raise ReferenceDataError(f"no numeric reported figure '{figure_id}' in data/reference/{REFERENCE_FILE}")
     return float(match.iloc[0])
 
 

@@ -133,9 +133,7 @@ def read_manifest(path: Path) -> Manifest:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ManifestError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from exc
+        raise ManifestError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"{path}: expected a JSON object, found {type(data).__name__}")
     try:
@@ -143,9 +141,7 @@ def read_manifest(path: Path) -> Manifest:
     except ValidationError as exc:
         raise ManifestError(_format_validation(path, exc)) from exc
     if manifest.run_id != path.parent.name:
-        raise ManifestError(
-            f"{path}: field 'run_id' is {manifest.run_id!r} but the folder is {path.parent.name!r}"
-        )
+        raise ManifestError(f"{path}: field 'run_id' is {manifest.run_id!r} but the folder is {path.parent.name!r}")
     return manifest
 
 

@@ -50,9 +50,7 @@ class Figure:
         import vl_convert as vlc
 
         stamp = f" — edition {edition}" if edition else ""
-        titled = self.chart.properties(
-            title=alt.TitleParams(self.caption + stamp, fontSize=11, anchor="start")
-        )
+        titled = self.chart.properties(title=alt.TitleParams(self.caption + stamp, fontSize=11, anchor="start"))
         spec = titled.to_dict()
         svg_path, png_path = folder / f"{self.name}.svg", folder / f"{self.name}.png"
         atomic_write_text(svg_path, vlc.vegalite_to_svg(spec, vl_version=_vl_version()))

@@ -41,9 +41,7 @@ class SynthConfig(BaseModel):
         if self.backend == "gloo" and self.fused_norm:
             raise ValueError("fused_norm needs a GPU (FlashInfer): use --backend nccl or none on a GPU")
         if self.tp is not None and self.backend != "none" and self.tp != self.ranks:
-            raise ValueError(
-                f"tp={self.tp} differs from ranks={self.ranks}: only backend 'none' may emulate a shard"
-            )
+            raise ValueError(f"tp={self.tp} differs from ranks={self.ranks}: only backend 'none' may emulate a shard")
         if self.backend == "none" and self.ranks != 1:
             raise ValueError("backend 'none' runs one rank without communication: use --ranks 1")
         return self
@@ -146,9 +144,7 @@ def run_synth_verify(cfg: SynthConfig) -> dict:
         import torch
 
         if torch.cuda.device_count() < cfg.ranks:
-            raise ParameterError(
-                f"--ranks {cfg.ranks} needs {cfg.ranks} GPUs; {torch.cuda.device_count()} visible"
-            )
+            raise ParameterError(f"--ranks {cfg.ranks} needs {cfg.ranks} GPUs; {torch.cuda.device_count()} visible")
     if cfg.profile_dir is None:
         raise ParameterError("--profile-dir is required: it receives one trace per rank")
     out = Path(cfg.profile_dir)

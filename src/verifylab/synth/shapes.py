@@ -127,10 +127,7 @@ def weight_bytes_per_layer(
     if dense:
         mlp = shard.dense_mlp_weight_elems()
     else:
-        mlp = (
-            shard.router_weight_elems()
-            + (experts_touched + shard.model.shared_experts) * shard.expert_weight_elems()
-        )
+        mlp = shard.router_weight_elems() + (experts_touched + shard.model.shared_experts) * shard.expert_weight_elems()
     return (attention + mlp) * bytes_per_elem
 
 

@@ -202,9 +202,7 @@ class ShardStack:
             if isinstance(t, torch.Tensor) and t.dtype != torch.long
         )
 
-    def forward(
-        self, allreduce: AllReduce = identity_allreduce, add_norm=add_rmsnorm_unfused
-    ) -> torch.Tensor:
+    def forward(self, allreduce: AllReduce = identity_allreduce, add_norm=add_rmsnorm_unfused) -> torch.Tensor:
         x, residual = self.x.clone(), self.residual.clone()
         for layer in self.layers:
             x, residual = layer.forward(x, residual, allreduce, add_norm)

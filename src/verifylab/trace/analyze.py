@@ -17,9 +17,7 @@ from verifylab.errors import TraceError
 from verifylab.trace.classify import KERNEL_CATS, classify_cpu_collective, classify_kernel
 from verifylab.trace.reader import Event, iter_raw, to_event
 
-DEFAULT_STEP_MARKER = (
-    r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*)$"
-)
+DEFAULT_STEP_MARKER = r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*)$"
 GRAPH_LAUNCH = re.compile(r"^cudaGraphLaunch")
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".trace.json.gz")
 DTYPE_BYTES = {
@@ -173,9 +171,7 @@ def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
             name = obj.get("name", "")
             keep = wanted.get(name)
             if keep is None:
-                keep = wanted[name] = (
-                    bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
-                )
+                keep = wanted[name] = bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
                 if name == "record_param_comms":
                     keep = wanted[name] = True
             if keep:
@@ -229,9 +225,7 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
                 kernels_by_step[step].append(k)
         eager = sum(1 for k in rank.kernels if int(k.args.get("correlation", -1)) not in corr_step)
         if eager:
-            notes.append(
-                f"rank {rank.rank}: {eager} kernels outside CUDA-graph launches were not assigned to a step"
-            )
+            notes.append(f"rank {rank.rank}: {eager} kernels outside CUDA-graph launches were not assigned to a step")
     else:
         for k in rank.kernels:
             idx = _last_le(starts, k.ts)
@@ -253,9 +247,7 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
         if device_colls:
             comm_iv = [(k.ts, k.end) for k, _ in device_colls]
             compute_iv = [
-                (k.ts, k.end)
-                for k, c in classified
-                if c.group not in ("allreduce", "allgather", "collective")
+                (k.ts, k.end) for k, c in classified if c.group not in ("allreduce", "allgather", "collective")
             ]
             all_iv = comm_iv + compute_iv
             span = (max(e for _, e in all_iv) - min(s for s, _ in all_iv)) if all_iv else 0.0
@@ -265,9 +257,7 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
             kinds = Counter(c.group for _, c in device_colls)
             impls = Counter(c.impl for _, c in device_colls if c.group == "allreduce")
             suffixes = Counter(
-                c.name_suffix
-                for _, c in device_colls
-                if c.impl == "nccl" and c.group == "allreduce" and c.name_suffix
+                c.name_suffix for _, c in device_colls if c.impl == "nccl" and c.group == "allreduce" and c.name_suffix
             )
             source = "device kernels"
             for n, (k, c) in enumerate(sorted(device_colls, key=lambda kc: kc[0].ts)):
@@ -325,9 +315,7 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
             if c.also_norm:
                 by_group["norm (fused in all-reduce)"].append(0.0)
         for group, durs in by_group.items():
-            classes.append(
-                {"rank": rank.rank, "step": idx, "group": group, "count": len(durs), "total_us": sum(durs)}
-            )
+            classes.append({"rank": rank.rank, "step": idx, "group": group, "count": len(durs), "total_us": sum(durs)})
         if sizes:
             bytes_per, bytes_source = float(pd.Series(sizes).median()), "trace (record_param_comms)"
         elif message_bytes:
@@ -412,9 +400,7 @@ def align_ranks(steps: pd.DataFrame, colls: pd.DataFrame) -> pd.DataFrame:
     c["comm_wait_us"] = (c["last"] - c["start_us"]).clip(lower=0.0)
     c["comm_transfer_us"] = (c["start_us"] + c["dur_us"] - c["last"]).clip(lower=0.0)
     sums = c.groupby(["rank", "step"], as_index=False)[["comm_wait_us", "comm_transfer_us"]].sum()
-    out = steps.drop(columns=["comm_wait_us", "comm_transfer_us"]).merge(
-        sums, on=["rank", "step"], how="left"
-    )
+    out = steps.drop(columns=["comm_wait_us", "comm_transfer_us"]).merge(sums, on=["rank", "step"], how="left")
     return out[STEP_COLUMNS]
 
 

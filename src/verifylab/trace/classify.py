@@ -27,9 +27,7 @@ class KernelClass:
 
 
 _NCCL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel_([A-Za-z]+)", re.I)
-_NCCL_ALGO_PROTO = re.compile(
-    r"(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|NVLS|PAT)_(LL128|LL|SIMPLE)", re.I
-)
+_NCCL_ALGO_PROTO = re.compile(r"(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|NVLS_TREE|NVLS|PAT)_(LL128|LL|SIMPLE)", re.I)
 _NCCL_ANY = re.compile(r"nccl", re.I)
 _FI_FUSED = re.compile(r"allreduce_fusion_kernel_(oneshot|twoshot)\w*|allreduce_fusion", re.I)
 _FI_MOE_FUSED = re.compile(r"moe_?allreduce|moereduction_allreduce", re.I)
@@ -44,9 +42,7 @@ _GEMM = re.compile(
     r"sm\d+_xmma|ampere_|hopper_|bmm|dot_kernel",
     re.I,
 )
-_ATTENTION = re.compile(
-    r"flash|fmha|attention|attn|mla|sdpa|BatchDecode|BatchPrefill|decode_kernel|softmax", re.I
-)
+_ATTENTION = re.compile(r"flash|fmha|attention|attn|mla|sdpa|BatchDecode|BatchPrefill|decode_kernel|softmax", re.I)
 
 
 @lru_cache(maxsize=16384)

@@ -109,9 +109,7 @@ def _iter_objects(path: Path) -> Iterator[dict]:
             while match is None:
                 more = fh.read(CHUNK)
                 if not more:
-                    raise TraceError(
-                        f"{path}: JSON object without a 'traceEvents' list: not a profiler trace"
-                    )
+                    raise TraceError(f"{path}: JSON object without a 'traceEvents' list: not a profiler trace")
                 buf += more
                 match = _KEY.search(buf)
             pos = match.end()
@@ -123,9 +121,7 @@ def _iter_objects(path: Path) -> Iterator[dict]:
                 pos += 1
             if pos >= len(buf):
                 if eof:
-                    raise TraceError(
-                        f"{path}: truncated at byte {consumed + pos}: the trace ends inside 'traceEvents'"
-                    )
+                    raise TraceError(f"{path}: truncated at byte {consumed + pos}: the trace ends inside 'traceEvents'")
                 more = fh.read(CHUNK)
                 eof = not more
                 buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
@@ -142,9 +138,7 @@ def _iter_objects(path: Path) -> Iterator[dict]:
                     continue
                 where = consumed + exc.pos
                 if not buf[exc.pos :].strip():
-                    raise TraceError(
-                        f"{path}: truncated at byte {where}: the trace ends inside an event"
-                    ) from None
+                    raise TraceError(f"{path}: truncated at byte {where}: the trace ends inside an event") from None
                 raise TraceError(f"{path}: invalid JSON at byte {where}: {exc.msg}") from None
             pos = end
             if isinstance(obj, dict):

@@ -1,0 +1,47 @@
+"""Model inputs taken from measured runs (with their provenance), and validation against measurements."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from verifylab.runs import RunStore
+from verifylab.synth.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
+
+ASSUMED_NORM_US = (20.0, 2.5)  # unfused, fused add+RMSNorm per all-reduce, used when no run measured them
+
+
+def norm_inputs(store: RunStore, tokens: int) -> tuple[float, float, str]:
+    """(unfused_us, fused_us, provenance) for add+RMSNorm at ``tokens`` x 7168, from the newest run."""
+    runs = store.runs_with_table("norm_fusion")
+    if not runs:
+        return ASSUMED_NORM_US[0], ASSUMED_NORM_US[1], "assumption (no measured run has norm_fusion)"
+    run_id = runs[-1]
+    table = store.read_table(run_id, "norm_fusion")
+    row = table.iloc[(table["tokens"] - tokens).abs().argmin()]
+    label = store.manifest(run_id).label
+    return (
+        float(row["unfused_us"]),
+        float(row["fused_us"]),
+        f"measured: run {run_id} ({label}), k={int(row['tokens'])}",
+    )
+
+
+def compute_validation(
+    shard_compute: pd.DataFrame, calibrate_on: tuple[int, int] = (1, 16), norm: str = "unfused"
+) -> pd.DataFrame:
+    """Fit layer time = a + b x bytes read on two token counts, predict the others, report the error.
+
+    Not circular: the predicted rows were not used to fit. Bytes read follow from the shard shape and the
+    experts each pass touched (the run records them)."""
+    frame = shard_compute[shard_compute["norm"] == norm].copy()
+    shard = ShardShape(KIMI_K2, 8)
+    frame["model_bytes"] = [weight_bytes_per_layer(shard, e) for e in frame["experts_touched"]]
+    fit = frame[frame["tokens"].isin(calibrate_on)]
+    if len(fit) != 2:
+        raise ValueError(f"calibration needs rows for tokens {calibrate_on}")
+    b, a = np.polyfit(fit["model_bytes"], fit["layer_ms"], 1)
+    frame["predicted_layer_ms"] = a + b * frame["model_bytes"]
+    frame["error_pct"] = (frame["predicted_layer_ms"] / frame["layer_ms"] - 1) * 100
+    frame["role"] = np.where(frame["tokens"].isin(calibrate_on), "calibration", "prediction")
+    return frame[["tokens", "experts_touched", "layer_ms", "predicted_layer_ms", "error_pct", "role"]]
