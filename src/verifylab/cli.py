@@ -205,6 +205,9 @@ def synth_verify(
     fused_norm: bool = typer.Option(False, "--fused-norm", help="FlashInfer fused add+RMSNorm (GPU)."),
     profile_dir: Path = typer.Option(..., help="Folder that receives synth-TP-<rank>.trace.json.gz."),
     summarize: bool = typer.Option(True, help="Print the trace summary afterwards."),
+    run_id: str | None = typer.Option(None, help="Also store the summary as a measured run with this id."),
+    label: str = typer.Option("", help="Hardware label of the stored run (e.g. 'CPU gloo, 2 ranks')."),
+    data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/ (with --run-id)."),
 ) -> None:
     """Run a TP-sharded synthetic verify pass (2 all-reduces + add/RMSNorm per layer) and profile it.
 
@@ -232,10 +235,17 @@ def synth_verify(
     except ValidationError as exc:
         raise fail(VerifylabError(describe_error(exc, "synth-verify"))) from None
     try:
-        result = run_synth_verify(cfg)
+        if run_id:
+            from verifylab.runs import RunStore  # noqa: PLC0415
+            from verifylab.synth.record import record_synth_run  # noqa: PLC0415
+
+            record_synth_run(cfg, RunStore(data_dir / "runs"), run_id, label or f"{backend}, {ranks} ranks")
+            console.print(f"stored run {run_id} in {data_dir / 'runs'}")
+        else:
+            result = run_synth_verify(cfg)
+            console.print(f"median step {result['median_step_ms']:.2f} ms; traces in {profile_dir}")
     except VerifylabError as exc:
         raise fail(exc) from None
-    console.print(f"median step {result['median_step_ms']:.2f} ms; traces in {profile_dir}")
     if summarize:
         trace_summarize([profile_dir], as_json=False, step_marker=None, message_bytes=None)
 
