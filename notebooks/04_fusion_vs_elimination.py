@@ -9,15 +9,146 @@
 # %% [markdown]
 # # Fusion vs elimination of all-reduces
 #
-# This chapter will show the cost model, the what-if table and the reconciliation of the reported
-# figures.
+# The case study argued that FlashInfer's all-reduce fusion "fuses kernels but does not eliminate
+# all-reduces", so it should save 2-8 ms per verify pass. Then EAGLE-3 went from 54.1 to 96.1 tok/s with it,
+# while plain decoding stayed at 92.6. This chapter explains that with arithmetic.
+#
+# ## Three different things
+#
+# - **Kernel fusion** — the all-reduce's output feeds residual add + RMSNorm inside the same kernel: fewer
+#   launches, one less round trip through memory per all-reduce. The number and latency of all-reduces do
+#   not change.
+# - **Algorithm substitution** — the same number of all-reduces, each cheaper. On a PCIe box SGLang's own
+#   custom all-reduce is disabled beyond two GPUs, so every all-reduce goes to NCCL, whose ring takes
+#   2(n-1) = 14 sequential steps at 8 ranks. FlashInfer's TRT-LLM fusion kernels do the all-reduce
+#   themselves: one-shot (each rank pushes its slice to every peer and polls locally; up to about 192
+#   tokens at TP 8 and hidden 7168) or two-shot above that. "Fusion" therefore also *swaps the algorithm*.
+# - **Elimination** — fewer all-reduces: fewer TP ranks, data-parallel attention, sequence parallelism,
+#   or overlapping them with compute.
+#
+# The sources confound the attribution: 54.1 tok/s was measured on the CUDA 12.8 stack, 96.1 after the CUDA
+# 13 upgrade *and* fusion *and* symmetric-memory and model patches; no EAGLE-3 run without fusion on the new
+# stack is reported, and SGLang's auto-enable may have fused the "baseline" too. Below, each factor gets
+# the share it *could* carry; the measurement that would separate them is named at the end.
 
 # %% tags=["parameters"]
 mode = "replay"
 run_id = None
 data_dir = "data"
+batch = 1
+draft_tokens = 4
 
 # %%
+import pandas as pd
+
+from verifylab.model.case import case_from_data, inputs_table, reconcile_table, whatif_table
+from verifylab.model.costmodel import components_long
+from verifylab.model.inputs import compute_validation
+from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
+from verifylab.model.reconcile import HYPOTHESES
 from verifylab.params import validate_parameters
+from verifylab.report.charts import verify_components_chart
+from verifylab.runs import RunStore
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="04_fusion_vs_elimination")
+pd.set_option("display.max_colwidth", 200)
+case, figures = case_from_data(params.data_dir, draft_tokens)
+store = RunStore(params.data_dir / "runs")
+
+# %% [markdown]
+# ## The model's inputs and where they come from
+
+# %%
+inputs_table(case)
+
+# %% [markdown]
+# ## What-if: the same verify pass under each mechanism (modelled)
+#
+# Verify time = compute + all-reduces x latency + all-reduces x separate add+RMSNorm (+ launches).
+# The substitution latency is *solved* so that the fused path reproduces the reported 96.1 tok/s at the
+# reported accept length: it is what substitution would have to deliver if it carried the whole gain. The
+# last row bounds it from the other side: one hop of a link whose per-step latency makes a 14-step ring
+# take the reported 205 µs.
+
+# %%
+scenarios = whatif_table(params.data_dir, batch=batch, draft_tokens=draft_tokens)
+scenarios[
+    [
+        "name",
+        "kind",
+        "allreduces_per_pass",
+        "allreduce_us",
+        "compute_ms",
+        "allreduce_ms",
+        "norm_ms",
+        "verify_ms",
+        "eagle3_tokens_per_s",
+        "provenance",
+    ]
+].round(2)
+
+# %%
+verify_components_chart(components_long(scenarios))
+
+# %% [markdown]
+# Kernel fusion alone moves the verify pass by 122 x (unfused - fused add+RMSNorm): about 2 ms with the
+# norm costs measured on the H200 — the lower end of the sources' 2-8 ms estimate, and far from the ~10 ms
+# the reported gain needs. To match the fused path by *elimination*, about a third of the all-reduces
+# would have to go.
+
+# %% [markdown]
+# ## Reconciliation of the reported figures
+#
+# Each line uses only reported figures (by id in `data/reference/`) and the stated assumptions; the
+# arithmetic is shown.
+
+# %%
+reconcile_table(params.data_dir, draft_tokens)[["step", "arithmetic", "verdict", "figures"]]
+
+# %% [markdown]
+# ## Why were verify all-reduces slower than decode's?
+#
+# Decode at 92.6 tok/s leaves at most 88 µs per all-reduce; verify's averaged 205 µs. Message size cannot
+# explain it (line 4 above). The hypotheses, and the measurement that settles each:
+
+# %%
+HYPOTHESES
+
+# %% [markdown]
+# ## Limits: how far from the floor?
+#
+# The floor of a one-token decode step per GPU: the weights it must stream (TP-8 shard of Kimi-K2: bf16
+# attention, INT4 or bf16 experts) over memory bandwidth, plus 122 all-reduces at a one-hop latency
+# floor (assumed 10 µs). Bandwidths: the RTX PRO 6000's datasheet figure (a lead, not measured here) and the
+# H200's measured copy bandwidth.
+
+# %%
+ceilings = store.read_table(store.runs_with_table("ceilings")[-1], "ceilings")
+limits_table(
+    {
+        "RTX PRO 6000 Blackwell (datasheet)": (RTX_PRO_6000_BLACKWELL_GBS, "reported: NVIDIA datasheet"),
+        "H200 (measured copy bandwidth)": (float(ceilings["copy_bandwidth_gbs"].iloc[0]), "measured"),
+    },
+    allreduce_floor_us=10.0,
+).round(2)
+
+# %% [markdown]
+# ## Validation of the compute term
+#
+# The compute term is fitted on two token counts of the H200 measurement (k = 1 and 16: time per layer =
+# a + b x bytes read) and predicts the others, which were not used to fit it. No multi-GPU pass with
+# communication could be measured here, so the communication terms are not validated by measurement.
+
+# %%
+runs_with_compute = store.runs_with_table("shard_compute")
+compute_validation(store.read_table(runs_with_compute[-1], "shard_compute")).round(4)
+
+# %% [markdown]
+# ## The measurement that would separate the factors
+#
+# On the case-study box, same CUDA 13 stack, same drafter and flags: EAGLE-3 with
+# `--enforce-disable-flashinfer-allreduce-fusion` and EAGLE-3 with fusion, each profiled for a few cycles.
+# The trace analyzer then gives, per verify pass, the all-reduce count (unchanged if fusion only fuses), the
+# implementation (NCCL kernels vs `allreduce_fusion_kernel_oneshot_lamport`), and the latency per all-reduce
+# split into arrival wait and transfer. The difference in per-all-reduce latency is algorithm substitution;
+# the difference in norm kernels is kernel fusion; what remains between the two stacks is the upgrade.

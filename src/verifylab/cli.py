@@ -42,7 +42,7 @@ def print_frame(frame, title: str | None = None) -> None:
     """Render a DataFrame as a rich table."""
     table = Table(title=title, show_lines=False)
     for column in frame.columns:
-        table.add_column(str(column), overflow="fold", no_wrap=len(frame.columns) > 6)
+        table.add_column(str(column), overflow="fold")
     for row in frame.itertuples(index=False):
         table.add_row(*["" if v is None else str(v) for v in row])
     console.print(table)
@@ -236,8 +236,8 @@ def synth_verify(
         raise fail(VerifylabError(describe_error(exc, "synth-verify"))) from None
     try:
         if run_id:
-            from verifylab.runs import RunStore  # noqa: PLC0415
-            from verifylab.synth.record import record_synth_run  # noqa: PLC0415
+            from verifylab.runs import RunStore
+            from verifylab.synth.record import record_synth_run
 
             record_synth_run(cfg, RunStore(data_dir / "runs"), run_id, label or f"{backend}, {ranks} ranks")
             console.print(f"stored run {run_id} in {data_dir / 'runs'}")

@@ -285,8 +285,8 @@ HYPOTHESES = pd.DataFrame(
         },
         {
             "hypothesis": "algorithm substitution (NCCL ring -> one-shot push) carries most of 54.1 -> 96.1",
-            "measurement": "EAGLE-3 without fusion on the CUDA 13 stack vs with fusion, same drafter and flags, profiled "
-            "(fused kernel names present, per-all-reduce latency)",
+            "measurement": "EAGLE-3 without fusion on the CUDA 13 stack vs with fusion, same drafter and flags, "
+            "profiled (fused kernel names present, per-all-reduce latency)",
             "status": "leading hypothesis; unmeasured (no Blackwell here)",
         },
     ]

@@ -109,7 +109,7 @@ def verify_components_chart(components: pd.DataFrame, title_note: str = "") -> F
         alt.Chart(components)
         .mark_bar()
         .encode(
-            y=alt.Y("name:N", sort=None, title=None),
+            y=alt.Y("name:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
             x=alt.X("sum(ms):Q", title="verify pass (ms), modelled"),
             color=alt.Color("component:N", title="component"),
             tooltip=["name", "component", alt.Tooltip("ms:Q", format=".2f")],
