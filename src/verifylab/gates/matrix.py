@@ -1,0 +1,117 @@
+"""Audit published SGLang (and FlashInfer) wheels: which versions need which patch."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.errors import GateError
+from verifylab.gates import audit
+
+DIST = {"sglang": "sglang", "flashinfer": "flashinfer-python"}
+FALLBACK_PLATFORM = [
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--platform",
+    "manylinux_2_34_x86_64",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--platform",
+    "manylinux2014_x86_64",
+]
+
+
+def download_wheel(package: str, version: str, cache: Path) -> Path:
+    """``pip download --no-deps`` one wheel into ``cache`` (reused when already there)."""
+    dist = DIST[package]
+    stem = dist.replace("-", "_")
+    cache.mkdir(parents=True, exist_ok=True)
+    found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
+    if found:
+        return found[0]
+    base = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-d",
+        str(cache),
+        f"{dist}=={version}",
+    ]
+    for extra in ([], FALLBACK_PLATFORM):
+        proc = subprocess.run(base + extra, capture_output=True, text=True, check=False)
+        found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
+        if proc.returncode == 0 and found:
+            return found[0]
+    raise GateError(f"pip could not download {dist}=={version}: {proc.stderr.strip().splitlines()[-1:]}")
+
+
+def unpack_sources(wheel: Path, package: str, into: Path) -> Path:
+    """Extract the package's Python sources and dist-info METADATA (nothing compiled) into ``into``."""
+    marker = into / ".unpacked"
+    if marker.is_file():
+        return into
+    into.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            if (name.startswith(f"{package}/") and name.endswith(".py")) or name.endswith(".dist-info/METADATA"):
+                zf.extract(name, into)
+    marker.write_text(wheel.name)
+    return into
+
+
+def gate_matrix(
+    versions: dict[str, list[str]], cache: Path, arch: str = "sm120", progress: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """One row per (package, version, finding): file, function, kind, status for ``arch``."""
+    rows = []
+    for package, package_versions in versions.items():
+        for version in package_versions:
+            if progress:
+                progress(f"{package} {version}")
+            wheel = download_wheel(package, version, cache / "wheels")
+            root = unpack_sources(wheel, package, cache / "unpacked" / f"{package}-{version}")
+            for f in audit(root, arch).findings:
+                if f.file in DIST:  # version-level preconditions are not per-file gates
+                    continue
+                rows.append(
+                    {
+                        "package": package,
+                        "version": version,
+                        "file": f.file,
+                        "function": f.function,
+                        "line": f.line,
+                        "kind": f.kind,
+                        "status": f.status,
+                        "expression": f.expression,
+                        "note": f.note,
+                        "provenance": f"audited: published {DIST[package]} {version} wheel",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def matrix_pivot(matrix: pd.DataFrame) -> pd.DataFrame:
+    """Gate (file:function, kind) x version -> status: which versions need which patch."""
+    frame = matrix[matrix["kind"] != "limit"].copy()
+    frame["gate"] = frame["file"].str.replace(r"^(sglang/srt|flashinfer)/", "", regex=True) + " : " + frame["function"]
+    frame["column"] = frame["package"] + " " + frame["version"]
+    pivot = frame.pivot_table(index=["kind", "gate"], columns="column", values="status", aggfunc="first")
+    order = sorted(pivot.columns, key=lambda c: (c.split()[0] != "sglang", version_key(c.split()[1])))
+    return pivot[order].fillna("—").reset_index()
+
+
+def version_key(version: str) -> tuple:
+    """Numeric sort key for versions like 0.5.8.post1."""
+    return tuple(int(x) for x in re.findall(r"\d+", version))

@@ -1,0 +1,389 @@
+"""Find architecture gates on the all-reduce-fusion and symmetric-memory paths by parsing the source.
+
+A *boolean gate* is an ``or`` of architecture predicates (``is_sm90_supported()``, ``_is_sm100_supported``,
+``get_platform().is_sm100``, ...) that admits SM90/SM100 but not the target. It is on the fusion path when
+its function is a fusion function (name mentions all-reduce fusion), when the statement it guards sets or
+reads the fusion flag, or when it guards a ``raise`` whose message is about all-reduce fusion. Everything
+else that looks alike (fp8, attention, MoE, model overrides) is left alone. Capability tables keyed by
+compute-capability major, FlashInfer's JIT arch list and the fusion batch limit are found the same way.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+ARCH_PRED = re.compile(r"^_?is_sm(\d+)(?:_supported)?$")
+FUSION_NAME = re.compile(r"allreduce_fusion|ar_fusion|allreduce_residual_rmsnorm", re.I)
+FUSION_TEXT = re.compile(r"allreduce.?fusion|all-?reduce fusion", re.I)
+TABLE_NAME = re.compile(r"SYMM|MULTIMEM|ALL_?REDUCE", re.I)
+CAPABILITY_MAJORS = {7, 8, 9, 10, 11, 12}
+
+Kind = Literal["boolean_gate", "raise_guard", "capability_table", "jit_arch_list", "limit", "precondition"]
+Status = Literal["closed", "open", "info"]
+
+
+@dataclass
+class Finding:
+    """One gate, table, limit or precondition found in the tree."""
+
+    file: str
+    line: int
+    function: str
+    kind: Kind
+    expression: str
+    status: Status
+    role: str = ""
+    note: str = ""
+    archs: list[int] = field(default_factory=list)
+
+    def key(self) -> tuple[str, str]:
+        return (self.file, self.function)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def arch_of(node: ast.AST) -> int | None:
+    """The SM number an architecture predicate tests (90 for ``is_sm90_supported()``), else None."""
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        node = node.func
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    if name is None:
+        return None
+    match = ARCH_PRED.match(name)
+    return int(match.group(1)) if match else None
+
+
+def arch_or_nodes(tree: ast.AST) -> list[ast.BoolOp]:
+    """``or`` expressions with at least two operands that are architecture predicates."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            archs = [arch_of(v) for v in node.values]
+            if sum(a is not None for a in archs) >= 2:
+                found.append(node)
+    return found
+
+
+class _Parents(ast.NodeVisitor):
+    def __init__(self, tree: ast.AST) -> None:
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+
+    def chain(self, node: ast.AST) -> list[ast.AST]:
+        out = []
+        while node in self.parent:
+            node = self.parent[node]
+            out.append(node)
+        return out
+
+
+def _enclosing(chain: list[ast.AST], types) -> ast.AST | None:
+    return next((n for n in chain if isinstance(n, types)), None)
+
+
+def _mentions_fusion(node: ast.AST, source: str) -> bool:
+    segment = ast.get_source_segment(source, node) or ""
+    return bool(FUSION_TEXT.search(segment) or re.search(r"flashinfer_allreduce_fusion", segment))
+
+
+def _raise_about_fusion(stmt: ast.If, source: str) -> bool:
+    return any(isinstance(s, ast.Raise) and _mentions_fusion(s, source) for s in stmt.body)
+
+
+def scan_file(path: Path, rel: str, target: int) -> list[Finding]:
+    """All findings in one Python file (empty when it has none)."""
+    source = path.read_text(encoding="utf-8")
+    if not any(
+        tok in source
+        for tok in (
+            "is_sm",
+            "supported_major_versions",
+            "FUSE_ALLREDUCE",
+            "MiB",
+            "MULTIMEM",
+            "Skipping allreduce fusion",
+        )
+    ):
+        return []
+    try:
+        tree = ast.parse(source, filename=rel)
+    except SyntaxError as exc:
+        raise SyntaxError(f"{rel}: line {exc.lineno}: {exc.msg}") from exc
+    parents = _Parents(tree)
+    findings: list[Finding] = []
+    for node in arch_or_nodes(tree):
+        archs = sorted({a for a in (arch_of(v) for v in node.values) if a is not None})
+        if not ({90, 100} & set(archs)):
+            continue
+        chain = parents.chain(node)
+        func = _enclosing(chain, (ast.FunctionDef, ast.AsyncFunctionDef))
+        func_name = func.name if func else "<module>"
+        stmt = _enclosing(chain, (ast.If, ast.Return, ast.Assign, ast.Expr))
+        kind: Kind | None = None
+        role = ""
+        if isinstance(stmt, ast.If) and _raise_about_fusion(stmt, source):
+            kind, role = "raise_guard", "backend guard that raises for other archs"
+        elif func is not None and FUSION_NAME.search(func.name):
+            kind, role = "boolean_gate", "fusion gate of a fusion function"
+        elif isinstance(stmt, ast.If) and any(_mentions_fusion(s, source) for s in stmt.body):
+            kind, role = "boolean_gate", "auto-enable of all-reduce fusion"
+        if kind is None:
+            continue
+        status: Status = "open" if target in archs else "closed"
+        note = ""
+        if role.startswith("auto-enable") or "auto_enable" in func_name:
+            models = auto_enable_models(stmt if isinstance(stmt, ast.If) else func, tree)
+            if models:
+                note = (
+                    "auto-enables fusion, without any flag, for: "
+                    + ", ".join(models)
+                    + " — once this gate admits the arch, such a 'baseline' is fused"
+                )
+        findings.append(
+            Finding(
+                rel,
+                node.lineno,
+                func_name,
+                kind,
+                ast.get_source_segment(source, node) or "",
+                status,
+                role,
+                note,
+                archs=archs,
+            )
+        )
+    findings += _single_predicate_gates(tree, source, rel, target, parents)
+    findings += _tables(tree, source, rel, target, parents)
+    findings += _jit_lists(tree, source, rel, target, parents)
+    findings += _limits_and_preconditions(tree, source, rel, parents)
+    return findings
+
+
+SINGLE_ROLE = "auto-enable of all-reduce fusion (single-arch test)"
+
+
+def _sets_fusion_flag(stmt: ast.If) -> bool:
+    for node in ast.walk(ast.Module(body=stmt.body, type_ignores=[])):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and "allreduce_fusion" in t.attr for t in node.targets
+        ):
+            return True
+    return False
+
+
+def _single_predicate_gates(tree, source, rel, target, parents) -> list[Finding]:
+    """``if ... and is_sm100_supported(): ... enable_flashinfer_allreduce_fusion = True`` (one arch only)."""
+    in_or = {id(v) for n in arch_or_nodes(tree) for v in n.values}
+    out = []
+    for stmt in ast.walk(tree):
+        if not (isinstance(stmt, ast.If) and _sets_fusion_flag(stmt)):
+            continue
+        for node in ast.walk(stmt.test):
+            arch = arch_of(node) if isinstance(node, ast.Call | ast.Name | ast.Attribute) else None
+            if arch not in (90, 100) or id(node) in in_or:
+                continue
+            if isinstance(node, ast.Name | ast.Attribute) and isinstance(parents.parent.get(node), ast.Call):
+                continue  # the callee of is_smXX_supported(): the Call node is the predicate
+            func = _enclosing(parents.chain(node), (ast.FunctionDef, ast.AsyncFunctionDef))
+            models = auto_enable_models(stmt, tree)
+            note = (
+                ("auto-enables fusion, without any flag, for: " + ", ".join(models))
+                if models
+                else ("auto-enables fusion on this architecture only")
+            )
+            out.append(
+                Finding(
+                    rel,
+                    node.lineno,
+                    func.name if func else "<module>",
+                    "boolean_gate",
+                    ast.get_source_segment(source, node) or "",
+                    "closed" if target != arch else "open",
+                    SINGLE_ROLE,
+                    note,
+                    archs=[arch],
+                )
+            )
+    return out
+
+
+def _string_list(node: ast.AST) -> list[str] | None:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("frozenset", "set", "tuple", "list")
+        and len(node.args) == 1
+    ):
+        node = node.args[0]
+    if (
+        isinstance(node, ast.List | ast.Tuple | ast.Set)
+        and node.elts
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+    ):
+        return [e.value for e in node.elts]
+    return None
+
+
+def auto_enable_models(scope: ast.AST | None, tree: ast.Module) -> list[str]:
+    """Model architectures an auto-enable condition lists (``model_arch in [...]`` or a module constant)."""
+    if scope is None:
+        return []
+    constants = {
+        n.targets[0].id: n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+    }
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In) for op in node.ops):
+            for comp in node.comparators:
+                values = _string_list(comp)
+                if values is None and isinstance(comp, ast.Name) and comp.id in constants:
+                    values = _string_list(constants[comp.id])
+                if values and any(v.endswith(("ForCausalLM", "ForConditionalGeneration")) for v in values):
+                    return values
+    return []
+
+
+def _tables(tree, source, rel, target, parents) -> list[Finding]:
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name = node.targets[0].id
+        if not (isinstance(node.value, ast.Dict) and TABLE_NAME.search(name)):
+            continue
+        keys = [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, int)]
+        if not keys or len(keys) != len(node.value.keys) or not set(keys) <= CAPABILITY_MAJORS:
+            continue
+        if not ({9, 10} & set(keys)):
+            continue
+        owner = _enclosing(parents.chain(node), (ast.ClassDef, ast.FunctionDef))
+        where = f"{owner.name}.{name}" if owner else name
+        status: Status = "open" if target // 10 in keys else "closed"
+        note = (
+            "multicast world sizes: SM12x gets none (no NVLink multicast on PCIe); the entry only avoids a "
+            "KeyError crash — crash fix, not effective on PCIe"
+            if "MULTIMEM" in name.upper()
+            else "symmetric-memory size table: an SM12x entry avoids the KeyError crash; symmetric memory still "
+            "switches itself off without multicast — crash fix, not effective on PCIe"
+        )
+        out.append(
+            Finding(
+                rel,
+                node.lineno,
+                where,
+                "capability_table",
+                f"{name} keys {sorted(keys)}",
+                status,
+                "capability table keyed by compute-capability major",
+                note,
+                archs=sorted(keys),
+            )
+        )
+    return out
+
+
+def _jit_lists(tree, source, rel, target, parents) -> list[Finding]:
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.keyword) or node.arg != "supported_major_versions":
+            continue
+        if not isinstance(node.value, ast.List):
+            continue
+        func = _enclosing(parents.chain(node), (ast.FunctionDef,))
+        if func is None or "trtllm_allreduce_fusion" not in (ast.get_source_segment(source, func) or ""):
+            continue  # only the module that builds the fusion kernels is on the path
+        majors = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+        status: Status = "open" if target // 10 in majors else "closed"
+        out.append(
+            Finding(
+                rel,
+                node.value.lineno,
+                func.name,
+                "jit_arch_list",
+                ast.get_source_segment(source, node) or "",
+                status,
+                "FlashInfer JIT arch list of the all-reduce fusion module",
+                "opening it on FlashInfer < 0.6.17 is experimental (SM12x unsupported upstream)",
+                archs=majors,
+            )
+        )
+    return out
+
+
+def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
+    out = []
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "FUSE_ALLREDUCE_MAX_BATCH_SIZE"
+            and isinstance(node.value, ast.Constant)
+        ):
+            out.append(
+                Finding(
+                    rel,
+                    node.lineno,
+                    "<module>",
+                    "limit",
+                    f"FUSE_ALLREDUCE_MAX_BATCH_SIZE = {node.value.value}",
+                    "info",
+                    "fusion batch limit",
+                    f"a forward of more than {node.value.value} tokens (batch x draft tokens in a verify) "
+                    "falls back to the unfused path",
+                )
+            )
+    if "cuMulticastGetGranularity" in source and "Skipping allreduce fusion" in source:
+        func = next(
+            (
+                n
+                for n in ast.walk(tree)
+                if isinstance(n, ast.FunctionDef)
+                and "cuMulticastGetGranularity" in (ast.get_source_segment(source, n) or "")
+            ),
+            None,
+        )
+        out.append(
+            Finding(
+                rel,
+                func.lineno if func else 1,
+                func.name if func else "<module>",
+                "precondition",
+                "workspace preflight (cuMulticastGetGranularity)",
+                "info",
+                "multicast preflight",
+                "on a box without NVLink multicast (a PCIe box) the preflight fails, logs 'Skipping "
+                "allreduce fusion' and stays on NCCL whatever the gates say: check the server log",
+            )
+        )
+    return out
+
+
+def predicate_defined(root: Path, name: str) -> bool:
+    """Whether the package under ``root`` defines (or maps) the predicate ``name`` anywhere."""
+    pattern = re.compile(rf"(def {name}\b|^{name}\s*=|[\"']{name}[\"']|\.{name}\b)", re.M)
+    for pkg in ("sglang", "flashinfer"):
+        base = root / pkg
+        if not base.is_dir():
+            continue
+        for path in base.rglob("*.py"):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if name in text and pattern.search(text):
+                return True
+    return False

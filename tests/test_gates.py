@@ -1,0 +1,221 @@
+"""Gates against the real published wheels (downloaded once into .cache/, git-ignored)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import verifylab.gates as gates
+from verifylab.cli import app
+from verifylab.errors import GateError
+from verifylab.gates.matrix import download_wheel, unpack_sources
+
+CACHE = Path(__file__).resolve().parents[1] / ".cache"
+pytestmark = pytest.mark.slow
+
+# Exactly the (file, function) pairs `apply` may change, per version.
+EXPECTED_CHANGES = {
+    ("sglang", "0.5.8"): {
+        ("sglang/srt/server_args.py", "_handle_model_specific_adjustments"),
+        ("sglang/srt/layers/communicator.py", "apply_flashinfer_allreduce_fusion"),
+        (
+            "sglang/srt/distributed/device_communicators/torch_symm_mem.py",
+            "TorchSymmMemCommunicator._WORLD_SIZES_MULTIMEM",
+        ),
+        ("sglang/srt/distributed/device_communicators/all_reduce_utils.py", "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES"),
+    },
+    ("sglang", "0.5.23"): {
+        ("sglang/srt/arg_groups/overrides.py", "_flashinfer_allreduce_fusion_auto_enable"),
+        ("sglang/srt/layers/flashinfer_comm_fusion.py", "_resolve_backend"),
+        ("sglang/srt/layers/layer_boundary/residual/add_norm.py", "flashinfer_ar_fusion_applies"),
+        (
+            "sglang/srt/distributed/device_communicators/torch_symm_mem.py",
+            "TorchSymmMemCommunicator._WORLD_SIZES_MULTIMEM",
+        ),
+        ("sglang/srt/distributed/device_communicators/all_reduce_utils.py", "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES"),
+    },
+    ("flashinfer", "0.6.4"): {("flashinfer/jit/comm.py", "gen_trtllm_comm_module")},
+}
+EXPECTED_CHANGES[("sglang", "0.5.9")] = EXPECTED_CHANGES[("sglang", "0.5.8")]
+
+
+def pristine(package: str, version: str) -> Path:
+    wheel = download_wheel(package, version, CACHE / "wheels")
+    return unpack_sources(wheel, package, CACHE / "unpacked" / f"{package}-{version}")
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture()
+def copy_of(tmp_path):
+    def make(package: str, version: str) -> Path:
+        target = tmp_path / f"{package}-{version}"
+        shutil.copytree(pristine(package, version), target)
+        return target
+
+    return make
+
+
+@pytest.mark.parametrize(("package", "version"), sorted(EXPECTED_CHANGES))
+def test_audit_apply_verify_reapply_revert(copy_of, package, version):
+    root = copy_of(package, version)
+    before = tree_digest(root)
+    audit = gates.audit(root, "sm120")
+    closed = {f.key() for f in audit.closed}
+    assert closed == EXPECTED_CHANGES[(package, version)]
+    if package == "sglang":
+        limits = [f for f in audit.findings if f.kind == "limit"]
+        assert limits and "2048" in limits[0].expression
+    result = gates.apply(root, "sm120")
+    assert set(result.changed) == {file for file, _ in EXPECTED_CHANGES[(package, version)]}
+    changed_files = {
+        rel
+        for rel, digest in tree_digest(root).items()
+        if before.get(rel) != digest and not rel.startswith(".verifylab-gates")
+    }
+    assert changed_files == set(result.changed)  # nothing outside the fusion / symm-mem paths
+    report = gates.verify(root, "sm120")
+    assert report.ok, [c for c in report.checks if not c["ok"]]
+    assert gates.audit(root, "sm120").closed == []
+    assert gates.apply(root, "sm120").changed == []  # applying twice changes nothing
+    gates.revert(root)
+    assert tree_digest(root) == before  # byte-identical to the wheel's files
+
+
+def test_false_friends_are_not_gates(copy_of):
+    root = copy_of("sglang", "0.5.23")
+    functions = {f.function for f in gates.audit(root).findings}
+    assert "_resolve_backend" in functions
+    files = {f.file for f in gates.audit(root).findings}
+    assert "sglang/srt/distributed/bootstrap.py" not in files  # the unrelated _resolve_backend
+    assert not any("fp8_utils" in f or "model_overrides" in f or "attention_hook" in f for f in files)
+
+
+def test_auto_enable_lists_kimi_in_0_5_9(copy_of):
+    root = copy_of("sglang", "0.5.9")
+    notes = " ".join(f.note for f in gates.audit(root).findings)
+    assert "KimiK25ForConditionalGeneration" in notes
+
+
+def test_dry_run_changes_nothing(copy_of):
+    root = copy_of("sglang", "0.5.9")
+    before = tree_digest(root)
+    result = gates.apply(root, "sm120", dry_run=True)
+    assert "+            and (is_sm90_supported() or is_sm100_supported() or is_sm120_supported())" in result.diff
+    assert tree_digest(root) == before
+
+
+def test_file_edited_after_audit_is_refused(copy_of):
+    root = copy_of("sglang", "0.5.9")
+    audit = gates.audit(root)
+    target = root / "sglang/srt/layers/communicator.py"
+    target.write_text(target.read_text() + "\n# local edit\n")
+    before = tree_digest(root)
+    with pytest.raises(GateError, match=r"communicator\.py changed since the audit"):
+        gates.apply(root, expected=audit.hashes)
+    assert tree_digest(root) == before
+
+
+def test_failure_between_two_writes_leaves_nothing_half_applied(copy_of, monkeypatch):
+    root = copy_of("sglang", "0.5.9")
+    before = tree_digest(root)
+    real = gates._write_file
+    calls = {"n": 0}
+
+    def flaky(path, data):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full (injected)")
+        real(path, data)
+
+    monkeypatch.setattr(gates, "_write_file", flaky)
+    with pytest.raises(GateError, match=r"1 already written were restored: nothing is applied"):
+        gates.apply(root)
+    assert tree_digest(root) == before
+
+
+def test_read_only_root_is_refused(copy_of, monkeypatch):
+    root = copy_of("sglang", "0.5.9")
+    before = tree_digest(root)
+    if os.geteuid() != 0:
+        for path in root.rglob("*"):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+    else:  # root ignores permission bits: emulate a read-only mount (statvfs ST_RDONLY)
+        monkeypatch.setattr(gates, "writable", lambda path: False)
+    try:
+        with pytest.raises(GateError, match=r"not writable \(read-only install\?\): nothing was changed"):
+            gates.apply(root)
+    finally:
+        for path in root.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    assert tree_digest(root) == before
+
+
+def test_dir_without_sglang(tmp_path):
+    with pytest.raises(GateError, match="holds neither sglang/ nor flashinfer/"):
+        gates.audit(tmp_path)
+    with pytest.raises(GateError, match="no such folder"):
+        gates.audit(tmp_path / "missing")
+
+
+def test_non_python_file_in_the_way(copy_of):
+    root = copy_of("sglang", "0.5.9")
+    before = tree_digest(root)
+    bad = root / "sglang/srt/layers/is_sm_junk.py"
+    bad.write_bytes(b"\x89PNG is_sm100 \x00\xff binary")
+    with pytest.raises(GateError, match=r"is_sm_junk\.py: not a readable Python source"):
+        gates.apply(root)
+    bad.unlink()
+    (root / gates.STATE_DIR).write_text("not a folder")
+    with pytest.raises(GateError, match=r"\.verifylab-gates exists and is not a folder"):
+        gates.apply(root)
+    (root / gates.STATE_DIR).unlink()
+    assert tree_digest(root) == before
+
+
+def test_revert_refuses_when_a_patched_file_changed(copy_of):
+    root = copy_of("sglang", "0.5.9")
+    gates.apply(root)
+    target = root / "sglang/srt/server_args.py"
+    target.write_text(target.read_text() + "\n")
+    with pytest.raises(GateError, match=r"server_args\.py changed after apply"):
+        gates.revert(root)
+
+
+def test_cli_audit_json_apply_verify_revert(copy_of):
+    root = copy_of("flashinfer", "0.6.4")
+    runner = CliRunner()
+    audit = runner.invoke(app, ["gates", "audit", "--root", str(root), "--json"])
+    assert audit.exit_code == 0, audit.output
+    data = json.loads(audit.output)
+    assert data["versions"]["flashinfer"] == "0.6.4"
+    assert any(f["kind"] == "jit_arch_list" and f["status"] == "closed" for f in data["findings"])
+    assert any(f["kind"] == "precondition" and "experimental" in f["note"] for f in data["findings"])
+    saved = root.parent / "audit.json"
+    saved.write_text(audit.output)
+    applied = runner.invoke(app, ["gates", "apply", "--root", str(root), "--audit", str(saved)])
+    assert applied.exit_code == 0, applied.output
+    assert "supported_major_versions=[9, 10, 12]" in (root / "flashinfer/jit/comm.py").read_text()
+    assert runner.invoke(app, ["gates", "verify", "--root", str(root)]).exit_code == 0
+    assert runner.invoke(app, ["gates", "revert", "--root", str(root)]).exit_code == 0
+    missing = runner.invoke(app, ["gates", "audit", "--root", str(root.parent / "nope")])
+    assert missing.exit_code == 2 and "no such folder" in missing.output
+
+
+@pytest.mark.parametrize("command", ["audit", "apply", "verify", "revert", "matrix"])
+def test_every_gates_command_has_help_with_an_example(command):
+    result = CliRunner().invoke(app, ["gates", command, "--help"])
+    assert result.exit_code == 0
+    assert "Example" in result.output
