@@ -236,6 +236,8 @@ def main() -> None:
                     "nccl",
                     "--ranks",
                     str(world),
+                    "--tp",
+                    "8",  # TP-8 shard shapes on however many ranks there are (the payload is k x 7168 either way)
                     "--layers",
                     "61",
                     "--tokens",

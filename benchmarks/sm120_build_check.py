@@ -95,8 +95,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     from verifylab import gates
+    from verifylab.env import capture_host
 
     args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "host.json").write_text(capture_host(ROOT).model_dump_json(indent=2))
     work = Path("/tmp/sm120-build")
     shutil.rmtree(work, ignore_errors=True)
     wheels = sorted(args.wheels.glob("flashinfer_python-*.whl"))

@@ -9,16 +9,100 @@
 # %% [markdown]
 # # Environment and architecture gates
 #
-# This chapter will show which SGLang and FlashInfer gates keep all-reduce fusion (and symmetric-
-# memory all-reduce) off on SM120, a version-by-gate matrix, and — in live mode — the audit, patch and
-# verification of the box's own install.
+# On the case-study box (8x RTX PRO 6000 Blackwell, **SM120**, PCIe) SGLang never used FlashInfer's
+# all-reduce fusion: the code only admitted SM90 (Hopper) and SM100 (B200/GB200). The case study opened it
+# with two `sed` one-liners against one SGLang version — a fix that breaks with every release, since the
+# gates move. `verifylab gates` finds them by parsing the source of whatever version is installed, opens
+# exactly those on the fusion and symmetric-memory paths, verifies the result and can revert it byte for
+# byte.
+#
+# A gate that admits the architecture does **not** prove that fusion runs. Other conditions keep it off all
+# the same: the FlashInfer JIT's own arch list, SGLang's workspace preflight that needs NVLink multicast
+# (a PCIe box has none), peer-to-peer access, the batch limit. Only fused kernels in a profile prove it
+# (chapter 3).
 
 # %% tags=["parameters"]
 mode = "replay"
 run_id = None
 data_dir = "data"
+sglang_root = None  # live: folder holding sglang/ (default: the sglang importable in this kernel)
+arch = "sm120"
+apply_patch = False  # live: open the gates (backups + manifest in <root>/.verifylab-gates/)
 
 # %%
+from pathlib import Path
+
+import pandas as pd
+
 from verifylab.params import validate_parameters
+from verifylab.report.gates_report import (
+    live_gates_section,
+    load_matrix,
+    matrix_overview,
+    sm120_build_runs,
+    version_findings,
+)
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="01_environment_and_gates")
+pd.set_option("display.max_colwidth", 160, "display.max_rows", 100)
+matrix = load_matrix(params.data_dir)
+
+# %% [markdown]
+# ## Which versions need which patch
+#
+# Each cell: `closed` — the gate exists in that version and keeps SM120 out; `open` — it admits SM120;
+# `info` — a precondition reported, never patched; `—` — no such gate in that version. Audited from the
+# published wheels (`verifylab gates matrix`, data in `data/gates/gate_matrix.csv`).
+
+# %%
+matrix_overview(matrix)
+
+# %% [markdown]
+# What to read in it:
+#
+# - up to 0.5.16 the auto-enable sits in `server_args.py` and the runtime check in `layers/communicator.py`
+#   (0.5.6 has it in `_gather_hidden_states_and_residual` and auto-enables on SM100 only); from 0.5.17 the
+#   auto-enable moved to `arg_groups/overrides.py`; 0.5.23 adds a guard that *raises* for other archs
+#   (`_resolve_backend`) and moves the runtime check to `layer_boundary/residual/add_norm.py`;
+# - the symmetric-memory tables have no SM12x entry in any version: adding one only turns a `KeyError` crash
+#   into the communicator's own "no multicast" fallback — a crash fix, not a speed-up on PCIe;
+# - FlashInfer's JIT list admits major 12 only from 0.6.17;
+# - from 0.5.12 a workspace preflight needs NVLink multicast: on a PCIe box it logs "Skipping allreduce
+#   fusion" and stays on NCCL, whatever the gates say.
+
+# %% [markdown]
+# ## One version in detail: SGLang 0.5.9 (the case study's era)
+#
+# Note the auto-enable list: it includes `KimiK25ForConditionalGeneration`. Once this gate admits SM120, a
+# Kimi-K2.5 "baseline" launched without any fusion flag is fused — and this version has no
+# `--enforce-disable-flashinfer-allreduce-fusion` (it appears in 0.5.12). The case study's "baseline 92.6
+# vs fusion 92.6" may well compare fused with fused.
+
+# %%
+version_findings(matrix, "sglang", "0.5.9")
+
+# %%
+version_findings(matrix, "sglang", "0.5.23")
+
+# %% [markdown]
+# ## Does the fusion module compile for SM120?
+#
+# FlashInfer builds its all-reduce fusion kernels just in time, for the architectures in its JIT list.
+# Built with `FLASHINFER_CUDA_ARCH_LIST=12.0a` on an H200 machine with nvcc 13.0 (compile only: the kernels
+# cannot run on SM90): FlashInfer 0.6.4 as published fails with exactly the case study's error; after
+# `verifylab gates apply` opened its JIT list it compiles to `sm_120a`; 0.6.17 compiles as published. The
+# architecture list comes from the GPU (or that variable), not from the CUDA version: a CUDA 12.8 -> 13
+# upgrade alone cannot clear that error.
+
+# %%
+sm120_build_runs(params.data_dir)
+
+# %% [markdown]
+# ## Live mode: this box
+#
+# In live mode the chapter audits the SGLang (and FlashInfer) installed on the GPU box, optionally opens the
+# gates and verifies them, and runs a preflight of the box (GPU arch, nvcc targets, FlashInfer and CUDA
+# versions, peer-to-peer access, NVLink multicast).
+
+# %%
+live_gates_section(params.mode, Path(sglang_root) if sglang_root else None, arch, apply_patch)

@@ -1,0 +1,34 @@
+"""A titled group of tables and notes that renders as one HTML block (for mode-dependent chapter parts)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass
+class Section:
+    """Tables and notes shown together; ``_repr_html_`` is what the notebook displays."""
+
+    title: str
+    parts: list[tuple[str, pd.DataFrame | str]] = field(default_factory=list)
+
+    def add(self, caption: str, content: pd.DataFrame | str) -> Section:
+        self.parts.append((caption, content))
+        return self
+
+    def _repr_html_(self) -> str:
+        out = [f"<div class='verifylab-section'><p><strong>{html.escape(self.title)}</strong></p>"]
+        for caption, content in self.parts:
+            out.append(f"<p>{html.escape(caption)}</p>")
+            out.append(
+                content.to_html(index=False)
+                if isinstance(content, pd.DataFrame)
+                else f"<pre>{html.escape(content)}</pre>"
+            )
+        return "".join(out) + "</div>"
+
+    def __repr__(self) -> str:
+        return "\n".join([self.title] + [f"{c}\n{p}" for c, p in self.parts])
