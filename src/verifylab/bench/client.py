@@ -1,0 +1,236 @@
+"""Streaming client for SGLang's native ``/generate`` (and the OpenAI ``/v1/completions`` API).
+
+Per request it records time to first token, the arrival time and *token count* of every chunk (under
+speculative decoding one chunk carries several tokens: tokens are counted from ``completion_tokens``, never
+from chunks), end-to-end time and the final ``meta_info``. Timestamps are taken when a chunk's bytes
+arrive, before any JSON parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from verifylab.errors import BenchmarkError
+
+SPEC_FIELDS = (
+    "spec_verify_ct",
+    "spec_accept_length",
+    "spec_accept_token_num",
+    "spec_draft_token_num",
+    "spec_accept_rate",
+)
+
+
+@dataclass
+class RequestResult:
+    """One request's timings and counts (times in seconds from the request's start)."""
+
+    prompt_id: str
+    category: str
+    ok: bool
+    error: str | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    chunk_times: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+    output_ids: list[int] | None = None
+    text: str = ""
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2E - TTFT) / (n - 1): time per output token after the first."""
+        if self.e2e_s is None or self.ttft_s is None or self.output_tokens < 2:
+            return None
+        return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1)
+
+    @property
+    def inter_chunk_s(self) -> list[float]:
+        return [b - a for a, b in zip(self.chunk_times, self.chunk_times[1:], strict=False)]
+
+    @property
+    def per_token_latency_s(self) -> list[float]:
+        """Each chunk's gap spread over the tokens it carried (one value per token after the first chunk)."""
+        out: list[float] = []
+        for gap, tokens in zip(self.inter_chunk_s, self.chunk_tokens[1:], strict=False):
+            if tokens > 0:
+                out.extend([gap / tokens] * tokens)
+        return out
+
+    @property
+    def output_tokens_per_s(self) -> float | None:
+        return self.output_tokens / self.e2e_s if self.e2e_s else None
+
+
+def parse_spec_meta(meta: dict) -> dict:
+    """Speculative fields of a final ``meta_info`` in any spelling SGLang versions have used."""
+    out = {k: meta[k] for k in SPEC_FIELDS if meta.get(k) is not None}
+    if "spec_verify_ct" not in out and "spec_accept_length" in out and meta.get("completion_tokens"):
+        out["spec_verify_ct"] = meta["completion_tokens"] / out["spec_accept_length"]
+    return out
+
+
+def accept_length(results: list[RequestResult]) -> float | None:
+    """Token-weighted accept length over a run: sum(completion tokens) / sum(verify passes)."""
+    verifies = [parse_spec_meta(r.meta).get("spec_verify_ct") for r in results if r.ok]
+    if not verifies or any(v is None for v in verifies) or sum(verifies) == 0:
+        return None
+    return sum(r.output_tokens for r in results if r.ok) / sum(verifies)
+
+
+class Client:
+    """An aiohttp session bound to one server URL."""
+
+    def __init__(self, url: str, api: str = "generate", timeout_s: float = 600.0, stall_s: float = 60.0) -> None:
+        if api not in ("generate", "openai"):
+            raise BenchmarkError(f"--api {api!r}: use 'generate' (SGLang native) or 'openai'")
+        self.url, self.api = url.rstrip("/"), api
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_s)
+        self.session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Client:
+        self.session = aiohttp.ClientSession(
+            timeout=self.timeout, connector=aiohttp.TCPConnector(limit=0, force_close=False)
+        )
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self.session:
+            await self.session.close()
+
+    async def get_json(self, *paths: str) -> dict:
+        """GET the first path that answers 200 (e.g. /server_info then /get_server_info)."""
+        assert self.session
+        for path in paths:
+            async with self.session.get(self.url + path) as resp:
+                if resp.status == 200:
+                    return await resp.json(content_type=None)
+        raise BenchmarkError(f"{self.url}: none of {', '.join(paths)} answered 200")
+
+    async def post(self, path: str, body: dict | None = None) -> int:
+        assert self.session
+        async with self.session.post(self.url + path, json=body or {}) as resp:
+            await resp.read()
+            return resp.status
+
+    async def generate(
+        self, prompt: str, max_tokens: int, prompt_id: str = "", category: str = "", stream: bool = True
+    ) -> RequestResult:
+        """One request; failures are returned as ``ok=False`` with the error, never raised."""
+        assert self.session
+        result = RequestResult(prompt_id, category, ok=False)
+        if self.api == "generate":
+            path = "/generate"
+            body = {
+                "text": prompt,
+                "stream": stream,
+                "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True},
+            }
+        else:
+            path = "/v1/completions"
+            body = {
+                "model": "default",
+                "prompt": prompt,
+                "max_tokens": max_tokens,
+                "temperature": 0.0,
+                "stream": True,
+                "ignore_eos": True,
+                "stream_options": {"include_usage": True},
+            }
+        start = time.perf_counter()
+        try:
+            async with self.session.post(self.url + path, json=body) as resp:
+                if resp.status != 200:
+                    detail = (await resp.text())[:200]
+                    result.error = f"HTTP {resp.status}: {detail}"
+                    return result
+                if not stream and self.api == "generate":
+                    data = await resp.json(content_type=None)
+                    result.e2e_s = time.perf_counter() - start
+                    self._final(result, data)
+                    result.ok = True
+                    return result
+                await self._read_stream(resp, result, start)
+        except TimeoutError:
+            result.error = "timeout: the server stalled (no bytes within the read timeout)"
+        except aiohttp.ClientPayloadError as exc:
+            result.error = f"connection dropped mid-stream ({exc.__class__.__name__})"
+        except aiohttp.ClientError as exc:
+            result.error = f"{exc.__class__.__name__}: {exc}"
+        except BenchmarkError as exc:
+            result.error = str(exc)
+        return result
+
+    async def _read_stream(self, resp: aiohttp.ClientResponse, result: RequestResult, start: float) -> None:
+        buffer = b""
+        done = False
+        last: dict | None = None
+        async for data in resp.content.iter_any():
+            now = time.perf_counter() - start
+            buffer += data
+            while b"\n\n" in buffer:
+                event, buffer = buffer.split(b"\n\n", 1)
+                payload = event.strip()
+                if not payload.startswith(b"data:"):
+                    continue
+                payload = payload[5:].strip()
+                if payload == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = json.loads(payload)
+                except json.JSONDecodeError:
+                    raise BenchmarkError(f"malformed stream chunk: {payload[:80]!r}") from None
+                if self._chunk(result, chunk, now):
+                    last = chunk
+        if last is not None:
+            self._final(result, last)
+        if not done:
+            raise BenchmarkError("stream ended without [DONE]: connection dropped mid-stream")
+        result.e2e_s = result.chunk_times[-1] if result.chunk_times else time.perf_counter() - start
+        result.ok = result.output_tokens > 0
+
+    @staticmethod
+    def _chunk_openai(result: RequestResult, chunk: dict, now: float) -> bool:
+        if chunk.get("usage"):
+            result.output_tokens = chunk["usage"].get("completion_tokens", result.output_tokens)
+            result.prompt_tokens = chunk["usage"].get("prompt_tokens", 0)
+            return False
+        if result.ttft_s is None:
+            result.ttft_s = now
+        result.chunk_times.append(now)
+        result.chunk_tokens.append(0)  # the OpenAI stream does not say how many tokens a chunk holds
+        return False
+
+    def _chunk(self, result: RequestResult, chunk: dict, now: float) -> bool:
+        """Record one chunk; True when it carried new tokens (the latest such chunk is finalized)."""
+        if self.api == "openai":
+            return self._chunk_openai(result, chunk, now)
+        tokens = int((chunk.get("meta_info") or {}).get("completion_tokens", 0))
+        new = tokens - result.output_tokens
+        if new <= 0:
+            return False
+        if result.ttft_s is None:
+            result.ttft_s = now
+        result.chunk_times.append(now)
+        result.chunk_tokens.append(new)
+        result.output_tokens = tokens
+        return True
+
+    @staticmethod
+    def _final(result: RequestResult, data: dict) -> None:
+        meta = data.get("meta_info") or {}
+        result.meta = meta
+        result.output_tokens = int(meta.get("completion_tokens", result.output_tokens))
+        result.prompt_tokens = int(meta.get("prompt_tokens", result.prompt_tokens))
+        result.text = data.get("text", result.text)
+        if data.get("output_ids") is not None:
+            result.output_ids = list(data["output_ids"])
+        if result.ttft_s is None and result.e2e_s is not None:
+            result.ttft_s = result.e2e_s

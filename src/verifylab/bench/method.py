@@ -1,0 +1,216 @@
+"""The single-stream method, the closed-loop concurrency sweep, and their tables (with resume)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from verifylab.bench.client import Client, RequestResult, accept_length, parse_spec_meta
+from verifylab.bench.prompts import Prompt
+from verifylab.bench.stats import bootstrap_ci, summarize
+from verifylab.runs import RunStore
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SingleStreamConfig:
+    """The case study's method by default: 2 warm-ups, 5 runs x 2048 tokens, one stream, temperature 0."""
+
+    runs: int = 5
+    warmup: int = 2
+    max_tokens: int = 2048
+
+
+async def server_accept_length(client: Client) -> float | None:
+    """``avg_spec_accept_length`` from /server_info (``/get_server_info`` on older versions)."""
+    try:
+        info = await client.get_json("/server_info", "/get_server_info")
+    except Exception:  # an older server without the endpoint: the cross-check is just absent
+        return None
+    states = info.get("internal_states") or []
+    values = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)]
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+async def single_stream(
+    client: Client, cfg: SingleStreamConfig, prompts: list[Prompt], progress: Progress | None = None
+) -> tuple[list[RequestResult], float | None]:
+    """Warm-ups (discarded), then ``runs`` sequential requests; returns results and the server's accept length
+    measured over exactly these runs (/flush_cache first)."""
+    for i in range(cfg.warmup):
+        await client.generate(prompts[i % len(prompts)].text, min(cfg.max_tokens, 128), "warmup", "warmup")
+    await client.post("/flush_cache")
+    results = []
+    for i in range(cfg.runs):
+        p = prompts[i % len(prompts)]
+        results.append(await client.generate(p.text, cfg.max_tokens, p.id, p.category))
+        if progress:
+            progress(i + 1, cfg.runs)
+    return results, await server_accept_length(client)
+
+
+async def sweep_cell(
+    client: Client,
+    concurrency: int,
+    requests: int,
+    max_tokens: int,
+    prompts: list[Prompt],
+    progress: Progress | None = None,
+) -> tuple[list[RequestResult], float]:
+    """Closed loop: ``concurrency`` requests in flight until ``requests`` have finished; returns them and wall s."""
+    counter = {"next": 0, "done": 0}
+    results: list[RequestResult] = []
+
+    async def worker() -> None:
+        while counter["next"] < requests:
+            i = counter["next"]
+            counter["next"] += 1
+            p = prompts[i % len(prompts)]
+            results.append(await client.generate(p.text, max_tokens, p.id, p.category))
+            counter["done"] += 1
+            if progress:
+                progress(counter["done"], requests)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return results, time.perf_counter() - start
+
+
+def requests_frame(results: list[RequestResult], **labels) -> pd.DataFrame:
+    """Per-request rows (tidy), with the labels given (variant, concurrency, ...)."""
+    rows = []
+    for r in results:
+        spec = parse_spec_meta(r.meta)
+        itl = r.per_token_latency_s
+        rows.append(
+            {
+                **labels,
+                "prompt_id": r.prompt_id,
+                "category": r.category,
+                "ok": r.ok,
+                "error": r.error,
+                "prompt_tokens": r.prompt_tokens,
+                "output_tokens": r.output_tokens,
+                "ttft_s": r.ttft_s,
+                "tpot_s": r.tpot_s,
+                "e2e_s": r.e2e_s,
+                "output_tokens_per_s": r.output_tokens_per_s,
+                "chunks": len(r.chunk_times),
+                "median_itl_s": float(np.median(itl)) if itl else None,
+                "spec_verify_ct": spec.get("spec_verify_ct"),
+                "output_digest": _digest(r),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _digest(r: RequestResult) -> str | None:
+    if not r.ok:
+        return None
+    payload = json.dumps(r.output_ids) if r.output_ids is not None else r.text
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def single_stream_summary(results: list[RequestResult], server_accept: float | None) -> dict:
+    """What `verifylab bench --json` prints."""
+    ok = [r for r in results if r.ok]
+    tput = [r.output_tokens_per_s for r in ok]
+    ci = bootstrap_ci(tput) if tput else None
+    return {
+        "runs": [
+            {
+                "prompt_id": r.prompt_id,
+                "category": r.category,
+                "ok": r.ok,
+                "error": r.error,
+                "output_tokens": r.output_tokens,
+                "output_tokens_per_s": r.output_tokens_per_s,
+                "ttft_ms": r.ttft_s * 1e3 if r.ttft_s is not None else None,
+                "tpot_ms": r.tpot_s * 1e3 if r.tpot_s is not None else None,
+            }
+            for r in results
+        ],
+        "median_output_tokens_per_s": float(np.median(tput)) if tput else None,
+        "ci95_output_tokens_per_s": list(ci) if ci else None,
+        "tpot_ms": summarize([r.tpot_s * 1e3 for r in ok if r.tpot_s is not None]),
+        "accept_length": accept_length(results),
+        "server_accept_length": server_accept,
+        "failed": sum(not r.ok for r in results),
+    }
+
+
+def cell_summary(results: list[RequestResult], wall_s: float, concurrency: int) -> dict:
+    """One sweep cell: aggregate throughput, latency statistics, accept length."""
+    ok = [r for r in results if r.ok]
+    itl = [x for r in ok for x in r.per_token_latency_s]
+    per_req = [r.output_tokens_per_s for r in ok]
+    ci = bootstrap_ci(per_req, stat=np.mean)
+    return {
+        "concurrency": concurrency,
+        "requests": len(results),
+        "failed": len(results) - len(ok),
+        "wall_s": wall_s,
+        "output_tokens_per_s": sum(r.output_tokens for r in ok) / wall_s if wall_s else None,
+        "per_request_tokens_per_s_ci95": list(ci) if ci else None,
+        "median_itl_ms": float(np.median(itl)) * 1e3 if itl else None,
+        "p90_itl_ms": float(np.percentile(itl, 90)) * 1e3 if itl else None,
+        "p99_itl_ms": float(np.percentile(itl, 99)) * 1e3 if itl else None,
+        "median_ttft_ms": float(np.median([r.ttft_s for r in ok])) * 1e3 if ok else None,
+        "median_tpot_ms": float(np.median([r.tpot_s for r in ok if r.tpot_s])) * 1e3 if ok else None,
+        "accept_length": accept_length(results),
+        "errors": sorted({r.error for r in results if r.error}),
+    }
+
+
+class BenchRecorder:
+    """Writes benchmark tables into one run as they finish; knows which sweep cells are already stored."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+
+    @staticmethod
+    def cell_table(variant: str, concurrency: int) -> str:
+        return f"sweep-{variant}-c{concurrency}"[:64]
+
+    def has_cell(self, variant: str, concurrency: int) -> bool:
+        return self.cell_table(variant, concurrency) in self.store.manifest(self.run_id).tables
+
+    def save_cell(self, variant: str, concurrency: int, results: list[RequestResult], summary: dict) -> None:
+        frame = requests_frame(results, variant=variant, concurrency=concurrency)
+        self.store.write_table(self.run_id, self.cell_table(variant, concurrency), frame)
+        self._append(
+            "sweep_cells",
+            {"variant": variant, **{k: (json.dumps(v) if isinstance(v, list) else v) for k, v in summary.items()}},
+        )
+
+    def save_single(self, variant: str, results: list[RequestResult], summary: dict) -> None:
+        self.store.write_table(self.run_id, f"single-{variant}"[:64], requests_frame(results, variant=variant))
+        self._append(
+            "single_stream",
+            {
+                "variant": variant,
+                "median_output_tokens_per_s": summary["median_output_tokens_per_s"],
+                "ci95_low": (summary["ci95_output_tokens_per_s"] or [None, None])[0],
+                "ci95_high": (summary["ci95_output_tokens_per_s"] or [None, None])[1],
+                "accept_length": summary["accept_length"],
+                "server_accept_length": summary["server_accept_length"],
+                "runs": len(summary["runs"]),
+                "failed": summary["failed"],
+            },
+        )
+
+    def _append(self, table: str, row: dict) -> None:
+        existing = self.store.table_or_none(self.run_id, table)
+        frame = (
+            pd.DataFrame([row]) if existing is None else pd.concat([existing, pd.DataFrame([row])], ignore_index=True)
+        )
+        self.store.write_table(self.run_id, table, frame, fmt="csv")

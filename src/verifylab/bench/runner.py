@@ -1,0 +1,106 @@
+"""Run the single-stream method and sweeps against a URL, storing into a run (resumable), with progress."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from verifylab.bench.client import Client
+from verifylab.bench.method import (
+    BenchRecorder,
+    SingleStreamConfig,
+    cell_summary,
+    single_stream,
+    single_stream_summary,
+    sweep_cell,
+)
+from verifylab.bench.prompts import Prompt, load_prompts
+from verifylab.env import capture_host
+from verifylab.runs import RunStore, manifest_from_host
+
+Progress = Callable[[str, int, int], None]
+
+
+def open_recorder(data_dir: Path, run_id: str, label: str, parameters: dict) -> BenchRecorder:
+    """The run to write into: resumed when it exists, created (status partial) otherwise."""
+    store = RunStore(Path(data_dir) / "runs")
+    if not store.exists(run_id):
+        manifest = manifest_from_host(
+            run_id, label, capture_host(with_torch=False), parameters, purpose="benchmark of an SGLang server"
+        )
+        manifest.status = "partial"
+        store.create(manifest)
+    return BenchRecorder(store, run_id)
+
+
+def run_single(
+    url: str,
+    cfg: SingleStreamConfig,
+    api: str = "generate",
+    prompts: list[Prompt] | None = None,
+    recorder: BenchRecorder | None = None,
+    variant: str = "server",
+    progress: Progress | None = None,
+    stall_s: float = 60.0,
+) -> dict:
+    """The single-stream method against ``url``; the summary (and, with a recorder, stored tables)."""
+    prompts = prompts or load_prompts()
+
+    async def go() -> dict:
+        async with Client(url, api, stall_s=stall_s) as client:
+            results, server_accept = await single_stream(
+                client, cfg, prompts, (lambda d, t: progress(variant, d, t)) if progress else None
+            )
+        summary = single_stream_summary(results, server_accept)
+        if recorder:
+            recorder.save_single(variant, results, summary)
+        return summary
+
+    return asyncio.run(go())
+
+
+def run_sweep(
+    url: str,
+    concurrency: list[int],
+    max_tokens: int,
+    requests_per_cell: int | None = None,
+    api: str = "generate",
+    prompts: list[Prompt] | None = None,
+    recorder: BenchRecorder | None = None,
+    variant: str = "server",
+    progress: Progress | None = None,
+    stall_s: float = 60.0,
+) -> dict:
+    """Closed-loop cells at each concurrency; stored cells are skipped (resume); returns the cells."""
+    prompts = prompts or load_prompts()
+    cells, skipped = [], []
+
+    async def go() -> None:
+        async with Client(url, api, stall_s=stall_s) as client:
+            for c in concurrency:
+                if recorder and recorder.has_cell(variant, c):
+                    skipped.append(c)
+                    continue
+                n = requests_per_cell or max(2 * c, 8)
+                results, wall = await sweep_cell(
+                    client,
+                    c,
+                    n,
+                    max_tokens,
+                    prompts,
+                    (lambda d, t, c=c: progress(f"{variant} C={c}", d, t)) if progress else None,
+                )
+                summary = cell_summary(results, wall, c)
+                cells.append(summary)
+                if recorder:
+                    recorder.save_cell(variant, c, results, summary)
+
+    asyncio.run(go())
+    return {"cells": cells, "skipped_concurrency": skipped}
+
+
+def mark_complete(recorder: BenchRecorder) -> None:
+    manifest = recorder.store.manifest(recorder.run_id)
+    manifest.status = "complete"
+    recorder.store.save_manifest(manifest)

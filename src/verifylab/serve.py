@@ -1,0 +1,293 @@
+"""Launch and stop an SGLang server for one variant, wait for health, capture the log, classify failures,
+and record the state actually in effect (server args, fusion enabled/skipped, speculative algorithm).
+
+The launcher is a command (default ``python -m sglang.launch_server``); tests pass the test double's
+command through the very same code path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, Field
+
+from verifylab.errors import ServerError
+
+FAILURE_SIGNATURES = [
+    (
+        "sm120_jit_gate",
+        r"No supported CUDA architectures found for major versions",
+        "FlashInfer's JIT arch list excludes this GPU: open it (verifylab gates apply) or use FlashInfer >= 0.6.17",
+    ),
+    ("cuda_oom", r"CUDA out of memory|OutOfMemoryError", "lower --mem-fraction-static or the model/batch size"),
+    (
+        "nccl_error",
+        r"NCCL error|ncclUnhandledCudaError|ncclSystemError|NCCL WARN",
+        "NCCL failed: check P2P/topology, NCCL_DEBUG=INFO",
+    ),
+    ("unknown_argument", r"unrecognized arguments?|error: argument", "a flag this SGLang version does not know"),
+    (
+        "fusion_resolve",
+        r"FlashInfer allreduce fusion requires SM90 or SM10X",
+        "the fusion backend guard rejects this arch: verifylab gates apply",
+    ),
+    ("port_in_use", r"address already in use|Errno 98", "another process holds the port"),
+    ("import_error", r"ModuleNotFoundError|ImportError", "a Python dependency is missing"),
+]
+FUSION_LOG = [
+    ("skipped", r"Skipping allreduce fusion"),
+    ("enabled", r"Auto-enabling FlashInfer AllReduce Fusion|Enable FlashInfer AllReduce Fusion"),
+]
+
+
+class BaseConfig(BaseModel):
+    """What every variant shares."""
+
+    model_path: str
+    tp_size: int = Field(1, ge=1)
+    host: str = "127.0.0.1"
+    port: int = Field(30000, ge=1, le=65535)
+    mem_fraction_static: float | None = Field(None, gt=0, le=1)
+    attention_backend: str | None = None
+    draft_model_path: str | None = None
+    speculative_num_steps: int = 3
+    speculative_eagle_topk: int = 1
+    speculative_num_draft_tokens: int = 4
+    extra_args: list[str] = Field(default_factory=list)
+    launcher: list[str] = Field(default_factory=lambda: [sys.executable, "-m", "sglang.launch_server"])
+
+
+class Variant(BaseModel):
+    """A named server configuration: which mechanisms it asks for."""
+
+    name: str
+    fusion: bool = False
+    speculative: str | None = None  # EAGLE3, NGRAM, ...
+    extra_args: list[str] = Field(default_factory=list)
+
+
+DEFAULT_VARIANTS = {
+    "baseline": Variant(name="baseline"),
+    "fusion": Variant(name="fusion", fusion=True),
+    "eagle3": Variant(name="eagle3", speculative="EAGLE3"),
+    "eagle3_fusion": Variant(name="eagle3_fusion", fusion=True, speculative="EAGLE3"),
+    "ngram": Variant(name="ngram", speculative="NGRAM"),
+}
+
+
+def launcher_help(launcher: list[str], timeout: float = 120.0) -> str:
+    """The launcher's ``--help`` text (the installed SGLang's flags)."""
+    try:
+        proc = subprocess.run([*launcher, "--help"], capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServerError(f"cannot run {shlex.join(launcher)} --help: {exc}") from None
+    if proc.returncode != 0:
+        raise ServerError(f"{shlex.join(launcher)} --help failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
+    return proc.stdout
+
+
+def known_flags(help_text: str) -> set[str]:
+    return set(re.findall(r"(--[a-z0-9][a-z0-9-]*)", help_text))
+
+
+def variant_args(base: BaseConfig, variant: Variant, help_text: str) -> list[str]:
+    """The launch arguments of ``variant``, with the fusion flags this SGLang version knows."""
+    flags = known_flags(help_text)
+    args = [
+        "--model-path",
+        base.model_path,
+        "--tp-size",
+        str(base.tp_size),
+        "--host",
+        base.host,
+        "--port",
+        str(base.port),
+    ]
+    if base.mem_fraction_static is not None:
+        args += ["--mem-fraction-static", str(base.mem_fraction_static)]
+    if base.attention_backend:
+        args += ["--attention-backend", base.attention_backend]
+    if variant.fusion:
+        if "--flashinfer-allreduce-fusion-backend" in flags:
+            args += ["--flashinfer-allreduce-fusion-backend", "auto"]
+        else:
+            args += ["--enable-flashinfer-allreduce-fusion"]
+    elif "--enforce-disable-flashinfer-allreduce-fusion" in flags:
+        args += ["--enforce-disable-flashinfer-allreduce-fusion"]  # some versions auto-enable it for Kimi/DeepSeek
+    if variant.speculative:
+        args += ["--speculative-algorithm", variant.speculative]
+        if variant.speculative.upper().startswith("EAGLE"):
+            if not base.draft_model_path:
+                raise ServerError(f"variant '{variant.name}' needs draft_model_path (--draft-model-path)")
+            args += ["--speculative-draft-model-path", base.draft_model_path]
+        args += [
+            "--speculative-num-steps",
+            str(base.speculative_num_steps),
+            "--speculative-eagle-topk",
+            str(base.speculative_eagle_topk),
+            "--speculative-num-draft-tokens",
+            str(base.speculative_num_draft_tokens),
+        ]
+    return args + base.extra_args + variant.extra_args
+
+
+def check_flags(args: list[str], help_text: str) -> None:
+    """Refuse, before anything starts, any flag the installed SGLang does not list in ``--help``."""
+    flags = known_flags(help_text)
+    unknown = [a.split("=")[0] for a in args if a.startswith("--") and a.split("=")[0] not in flags]
+    if unknown:
+        raise ServerError(f"the installed SGLang does not know {', '.join(unknown)} (checked against --help)")
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def classify_failure(log_text: str) -> tuple[str, str]:
+    """(signature, what to do) for a server log; ('unknown', ...) when nothing matches."""
+    for name, pattern, advice in FAILURE_SIGNATURES:
+        if re.search(pattern, log_text):
+            return name, advice
+    return "unknown", "read the server log"
+
+
+@dataclass
+class EffectiveState:
+    """What the running server actually does, not what was asked."""
+
+    variant: str
+    server_args: dict
+    fusion: str  # enabled / skipped / off / unknown
+    speculative_algorithm: str | None
+    tp_size: int
+    active: bool
+    inactive_reasons: list[str] = field(default_factory=list)
+
+
+def effective_state(variant: Variant, server_info: dict, log_text: str) -> EffectiveState:
+    """Decide whether the variant's mechanism can act, from /server_info and the log."""
+    args = server_info.get("server_args", server_info)
+    tp = int(args.get("tp_size") or 1)
+    fusion = "unknown"
+    for state, pattern in FUSION_LOG:
+        if re.search(pattern, log_text):
+            fusion = state
+            break
+    if fusion == "unknown":
+        enabled = args.get("enable_flashinfer_allreduce_fusion") or args.get("flashinfer_allreduce_fusion_backend")
+        disabled = args.get("enforce_disable_flashinfer_allreduce_fusion")
+        fusion = "off" if disabled or not enabled else "enabled"
+    spec = args.get("speculative_algorithm")
+    reasons = []
+    if variant.fusion:
+        if tp == 1:
+            reasons.append("TP 1: there is no all-reduce to fuse")
+        if fusion == "skipped":
+            reasons.append("fusion skipped by the workspace preflight (no NVLink multicast?)")
+        elif fusion == "off":
+            reasons.append("fusion not enabled in the running server")
+    elif fusion == "enabled" and tp > 1:
+        reasons.append("baseline is fused (auto-enabled): not a fusion-off baseline")
+    if variant.speculative and not spec:
+        reasons.append("speculation is off in the running server")
+    return EffectiveState(variant.name, args, fusion, spec, tp, active=not reasons, inactive_reasons=reasons)
+
+
+class Server:
+    """A running server process in its own process group, logging to ``log_path``."""
+
+    def __init__(self, cmd: list[str], host: str, port: int, log_path: Path) -> None:
+        self.cmd, self.host, self.port, self.log_path = cmd, host, port, log_path
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+
+    def start(self, health_timeout_s: float = 900.0) -> None:
+        if not port_free(self.host, self.port):
+            raise ServerError(f"port {self.port} on {self.host} is in use: stop what holds it or pick --port")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+        deadline = time.monotonic() + health_timeout_s
+        while time.monotonic() < deadline:
+            code = self.proc.poll()
+            if code is not None:
+                name, advice = classify_failure(self.log_text())
+                raise ServerError(
+                    f"server exited with code {code} during start-up [{name}]: {advice} (log: {self.log_path})"
+                )
+            try:
+                if httpx.get(self.url + "/health_generate", timeout=5.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise ServerError(f"server not healthy after {health_timeout_s:.0f} s (log: {self.log_path})")
+
+    def server_info(self) -> dict:
+        for path in ("/server_info", "/get_server_info"):
+            with contextlib.suppress(httpx.HTTPError):
+                resp = httpx.get(self.url + path, timeout=10.0)
+                if resp.status_code == 200:
+                    return resp.json()
+        return {}
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM the whole process group, then SIGKILL after ``grace_s``."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def serve(
+    base: BaseConfig, variant: Variant, log_dir: Path, health_timeout_s: float = 900.0, help_text: str | None = None
+) -> Iterator[tuple[Server, EffectiveState]]:
+    """Start ``variant`` (flags and port checked first), yield it with its effective state, always tear down."""
+    help_text = help_text if help_text is not None else launcher_help(base.launcher)
+    args = variant_args(base, variant, help_text)
+    check_flags(args, help_text)
+    server = Server([*base.launcher, *args], base.host, base.port, log_dir / f"server-{variant.name}.log")
+    try:
+        server.start(health_timeout_s)
+        yield server, effective_state(variant, server.server_info(), server.log_text())
+    finally:
+        server.stop()

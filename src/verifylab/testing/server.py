@@ -1,0 +1,248 @@
+"""A stand-in for ``sglang.launch_server`` for tests and harness benchmarks (a test double).
+
+It accepts SGLang-style launch flags (``--help`` lists them, so the launcher's flag check works against it),
+serves the endpoints verifylab's client uses with SGLang's response shapes, and emits ``tokens_per_step``
+tokens every ``step_ms`` on an absolute schedule, so the true rates are known exactly:
+TPOT = step_ms / tokens_per_step, tokens/s per stream = 1000 x tokens_per_step / step_ms.
+Faults on request: ``--fault 500|drop|malformed|stall`` after ``--fault-after`` requests.
+
+    python -m verifylab.testing.server --port 30000 --step-ms 20 --tokens-per-step 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+
+from aiohttp import web
+
+FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
+    "--model-path": True,
+    "--tp-size": True,
+    "--host": True,
+    "--port": True,
+    "--mem-fraction-static": True,
+    "--attention-backend": True,
+    "--flashinfer-allreduce-fusion-backend": True,
+    "--enforce-disable-flashinfer-allreduce-fusion": False,
+    "--speculative-algorithm": True,
+    "--speculative-draft-model-path": True,
+    "--speculative-num-steps": True,
+    "--speculative-eagle-topk": True,
+    "--speculative-num-draft-tokens": True,
+    "--trust-remote-code": False,
+    "--disable-cuda-graph": False,
+    "--log-level": True,
+    # test-double controls
+    "--step-ms": True,
+    "--tokens-per-step": True,
+    "--prefill-ms": True,
+    "--fault": True,
+    "--fault-after": True,
+    "--log-line": True,
+    "--exit-with": True,
+    "--startup-ms": True,
+}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="verifylab.testing.server", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    for flag, takes_value in FLAGS.items():
+        if takes_value:
+            parser.add_argument(flag, default=None)
+        else:
+            parser.add_argument(flag, action="store_true")
+    return parser.parse_args(argv)
+
+
+class State:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.step = float(args.step_ms or 20.0) / 1e3
+        self.prefill = float(args.prefill_ms) / 1e3 if args.prefill_ms else self.step
+        self.per_step = int(args.tokens_per_step or 1)
+        self.fault = args.fault
+        self.fault_after = int(args.fault_after or 0)
+        self.requests = 0
+        self.accepted = 0
+        self.verifies = 0
+        spec = args.speculative_algorithm
+        self.server_args = {
+            "model_path": args.model_path or "test-double",
+            "tp_size": int(args.tp_size or 1),
+            "port": int(args.port or 30000),
+            "speculative_algorithm": spec,
+            "speculative_num_draft_tokens": int(args.speculative_num_draft_tokens or 0) or None,
+            "flashinfer_allreduce_fusion_backend": args.flashinfer_allreduce_fusion_backend,
+            "enforce_disable_flashinfer_allreduce_fusion": bool(args.enforce_disable_flashinfer_allreduce_fusion),
+        }
+
+    def fault_now(self) -> str | None:
+        return self.fault if self.fault and self.requests > self.fault_after else None
+
+
+def _meta(state: State, prompt_tokens: int, completion: int, steps: int, finished: bool) -> dict:
+    meta = {
+        "id": "req",
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "cached_tokens": 0,
+        "finish_reason": {"type": "length", "length": completion} if finished else None,
+    }
+    if state.server_args["speculative_algorithm"]:
+        meta["spec_verify_ct"] = steps
+    return meta
+
+
+async def generate(request: web.Request) -> web.StreamResponse:
+    state: State = request.app["state"]
+    body = await request.json()
+    state.requests += 1
+    fault = state.fault_now()
+    if fault == "500":
+        return web.json_response({"error": {"message": "injected internal error"}}, status=500)
+    params = body.get("sampling_params") or {}
+    max_new = int(params.get("max_new_tokens", 16))
+    prompt = body.get("text") or ""
+    prompt_tokens = max(1, len(str(prompt).split()))
+    stream = bool(body.get("stream"))
+    start = time.perf_counter()
+    steps = -(-max_new // state.per_step)
+    if not stream:
+        await asyncio.sleep(state.prefill + (steps - 1) * state.step)
+        state.accepted += max_new
+        state.verifies += steps
+        text = " ".join(f"t{i}" for i in range(max_new))
+        return web.json_response(
+            {
+                "text": text,
+                "output_ids": list(range(max_new)),
+                "meta_info": _meta(state, prompt_tokens, max_new, steps, True),
+            }
+        )
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    produced = 0
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    for i in range(steps):
+        due = t0 + state.prefill + i * state.step
+        delay = due - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        new = min(state.per_step, max_new - produced)
+        produced += new
+        if fault == "drop" and i == 2:
+            request.transport.close()  # connection dropped mid-stream
+            return resp
+        if fault == "malformed" and i == 2:
+            await resp.write(b"data: {not json\n\n")
+            continue
+        if fault == "stall" and i == 2:
+            await asyncio.sleep(3600)
+        chunk = {
+            "text": " ".join(f"t{j}" for j in range(produced)),
+            "output_ids": list(range(produced)),
+            "meta_info": _meta(state, prompt_tokens, produced, i + 1, produced >= max_new),
+        }
+        await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    await resp.write(b"data: [DONE]\n\n")
+    state.accepted += produced
+    state.verifies += steps
+    del start
+    return resp
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    state: State = request.app["state"]
+    body = await request.json()
+    max_new = int(body.get("max_tokens", 16))
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    steps = -(-max_new // state.per_step)
+    produced = 0
+    for i in range(steps):
+        delay = t0 + state.prefill + i * state.step - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        new = min(state.per_step, max_new - produced)
+        produced += new
+        chunk = {
+            "id": "cmpl",
+            "object": "text_completion",
+            "choices": [{"index": 0, "text": " t" * new, "finish_reason": "length" if produced >= max_new else None}],
+        }
+        await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    usage = {
+        "id": "cmpl",
+        "choices": [],
+        "usage": {"prompt_tokens": 8, "completion_tokens": produced, "total_tokens": produced + 8},
+    }
+    await resp.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
+    return resp
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.Response(text="")
+
+
+async def server_info(request: web.Request) -> web.Response:
+    state: State = request.app["state"]
+    accept = state.accepted / state.verifies if state.verifies else None
+    return web.json_response(
+        {**state.server_args, "version": "test-double", "internal_states": [{"avg_spec_accept_length": accept}]}
+    )
+
+
+async def flush_cache(request: web.Request) -> web.Response:
+    state: State = request.app["state"]
+    state.accepted = state.verifies = 0
+    return web.Response(text="Cache flushed.")
+
+
+async def start_profile(request: web.Request) -> web.Response:
+    return web.Response(text="Start profiling.")
+
+
+def build_app(args: argparse.Namespace) -> web.Application:
+    app = web.Application()
+    app["state"] = State(args)
+    app.router.add_post("/generate", generate)
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_get("/health_generate", health)
+    app.router.add_get("/health", health)
+    app.router.add_get("/server_info", server_info)
+    app.router.add_get("/get_server_info", server_info)
+    app.router.add_post("/flush_cache", flush_cache)
+    app.router.add_post("/start_profile", start_profile)
+    app.router.add_post("/stop_profile", start_profile)
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    for line in (args.log_line or "").split("||"):
+        if line:
+            print(line, flush=True)
+    if args.exit_with:
+        print(args.exit_with, file=sys.stderr, flush=True)
+        raise SystemExit(1)
+    if args.startup_ms:
+        time.sleep(float(args.startup_ms) / 1e3)
+    if args.flashinfer_allreduce_fusion_backend and int(args.tp_size or 1) > 1:
+        print("Auto-enabling FlashInfer AllReduce Fusion (auto) for test-double", flush=True)
+    print("The server is fired up and ready to roll!", flush=True)
+    web.run_app(
+        build_app(args), host=args.host or "127.0.0.1", port=int(args.port or 30000), print=None, access_log=None
+    )
+
+
+if __name__ == "__main__":
+    main()

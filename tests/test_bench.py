@@ -1,0 +1,274 @@
+"""The real client and server lifecycle against the test double, started through the same launcher path."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.bench.client import Client, accept_length, parse_spec_meta
+from verifylab.bench.method import SingleStreamConfig
+from verifylab.bench.runner import open_recorder, run_single, run_sweep
+from verifylab.bench.stats import compare, crossover, summarize
+from verifylab.cli import app
+from verifylab.errors import ServerError
+from verifylab.runs import RunStore
+from verifylab.serve import (
+    DEFAULT_VARIANTS,
+    BaseConfig,
+    Variant,
+    classify_failure,
+    effective_state,
+    launcher_help,
+    serve,
+    variant_args,
+)
+
+TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def base(*extra: str, **over) -> BaseConfig:
+    return BaseConfig(
+        model_path="tiny",
+        port=free_port(),
+        launcher=TEST_LAUNCHER,
+        draft_model_path="draft",
+        extra_args=["--step-ms", "10", *extra],
+        **over,
+    )
+
+
+@pytest.fixture(scope="module")
+def help_text() -> str:
+    return launcher_help(TEST_LAUNCHER)
+
+
+def test_single_stream_method_produces_a_complete_valid_run(tmp_path, help_text):
+    cfg = base("--tokens-per-step", "3")
+    with serve(cfg, DEFAULT_VARIANTS["eagle3"], tmp_path / "logs", help_text=help_text) as (server, state):
+        assert state.speculative_algorithm == "EAGLE3" and state.active
+        recorder = open_recorder(tmp_path / "data", "20261129-000000-test-single", "test double (not data)", {})
+        summary = run_single(
+            server.url, SingleStreamConfig(runs=3, warmup=1, max_tokens=30), recorder=recorder, variant="eagle3"
+        )
+    assert [r["output_tokens"] for r in summary["runs"]] == [30, 30, 30]
+    assert summary["accept_length"] == pytest.approx(3.0)  # = configured tokens per step
+    assert summary["server_accept_length"] == pytest.approx(3.0)  # cross-check after /flush_cache
+    assert summary["ci95_output_tokens_per_s"][0] <= summary["median_output_tokens_per_s"]
+    store = RunStore(tmp_path / "data" / "runs")
+    manifest = store.manifest("20261129-000000-test-single")  # validates the schema
+    assert {"single-eagle3", "single_stream"} <= set(manifest.tables)
+    assert store.read_table(manifest.run_id, "single-eagle3")["output_tokens"].tolist() == [30, 30, 30]
+    assert (tmp_path / "logs" / "server-eagle3.log").is_file()
+
+
+def test_sweep_is_complete_and_resumes(tmp_path, help_text):
+    cfg = base("--tokens-per-step", "2")
+    with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
+        rec = open_recorder(tmp_path / "data", "20261129-000000-test-sweep", "test double (not data)", {})
+        first = run_sweep(server.url, [1, 2], 12, requests_per_cell=4, recorder=rec, variant="baseline")
+        assert [c["concurrency"] for c in first["cells"]] == [1, 2]
+        again = run_sweep(server.url, [1, 2, 4], 12, requests_per_cell=4, recorder=rec, variant="baseline")
+    assert again["skipped_concurrency"] == [1, 2]
+    assert [c["concurrency"] for c in again["cells"]] == [4]
+    cells = RunStore(tmp_path / "data" / "runs").read_table("20261129-000000-test-sweep", "sweep_cells")
+    assert sorted(cells["concurrency"]) == [1, 2, 4]
+    assert (cells["failed"] == 0).all()
+
+
+def test_interrupted_sweep_keeps_finished_cells(tmp_path, help_text):
+    cfg = base()
+    with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
+        rec = open_recorder(tmp_path / "data", "20261129-000000-test-ctrlc", "test double (not data)", {})
+
+        def interrupt(name, done, total):  # a crash in the middle of cell 2 (Ctrl-C behaves the same)
+            if "C=2" in name:
+                raise RuntimeError("simulated crash")
+
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            run_sweep(server.url, [1, 2], 6, requests_per_cell=2, recorder=rec, variant="b", progress=interrupt)
+        assert rec.has_cell("b", 1) and not rec.has_cell("b", 2)
+        resumed = run_sweep(server.url, [1, 2], 6, requests_per_cell=2, recorder=rec, variant="b")
+    assert resumed["skipped_concurrency"] == [1]
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ("500", "HTTP 500"),
+        ("drop", "dropped mid-stream"),
+        ("malformed", "malformed stream chunk"),
+        ("stall", "timeout: the server stalled"),
+    ],
+)
+def test_faults_are_recorded_and_finished_cells_kept(tmp_path, help_text, fault, expected):
+    cfg = base("--fault", fault, "--fault-after", "2")
+    with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
+        rec = open_recorder(tmp_path / "data", f"20261129-000000-fault-{fault}", "test double (not data)", {})
+
+        async def go():
+            async with Client(server.url, stall_s=1.0) as client:
+                return [await client.generate("p", 12) for _ in range(3)]
+
+        results = asyncio.run(go())
+        assert [r.ok for r in results] == [True, True, False]
+        assert expected in results[2].error
+        run_sweep(server.url, [1], 12, requests_per_cell=1, recorder=rec, variant="v", stall_s=1.0)
+    cells = RunStore(tmp_path / "data" / "runs").read_table(f"20261129-000000-fault-{fault}", "sweep_cells")
+    assert cells["failed"].tolist() == [1]
+    assert expected in cells["errors"].iloc[0]
+
+
+def test_unknown_flag_and_port_in_use_are_reported_before_start(tmp_path, help_text):
+    with (
+        pytest.raises(ServerError, match="does not know --no-such-flag"),
+        serve(base("--no-such-flag"), DEFAULT_VARIANTS["baseline"], tmp_path, help_text=help_text),
+    ):
+        pass
+    cfg = base()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", cfg.port))
+        holder.listen()
+        with (
+            pytest.raises(ServerError, match=rf"port {cfg.port} on 127.0.0.1 is in use"),
+            serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path, help_text=help_text),
+        ):
+            pass
+    assert not (tmp_path / "server-baseline.log").exists()  # nothing started
+
+
+def test_early_exit_is_classified(tmp_path, help_text):
+    cfg = base("--exit-with", "RuntimeError: No supported CUDA architectures found for major versions [9, 10].")
+    with (
+        pytest.raises(ServerError, match=r"\[sm120_jit_gate\]: FlashInfer's JIT arch list"),
+        serve(cfg, DEFAULT_VARIANTS["fusion"], tmp_path, help_text=help_text),
+    ):
+        pass
+
+
+def test_fusion_flags_follow_the_installed_version(help_text):
+    cfg = base()
+    fused = variant_args(cfg, DEFAULT_VARIANTS["fusion"], help_text)
+    assert fused[fused.index("--flashinfer-allreduce-fusion-backend") + 1] == "auto"
+    assert "--enforce-disable-flashinfer-allreduce-fusion" in variant_args(cfg, DEFAULT_VARIANTS["baseline"], help_text)
+    old_help = "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion"
+    assert "--enable-flashinfer-allreduce-fusion" in variant_args(cfg, DEFAULT_VARIANTS["fusion"], old_help)
+    assert "--enforce-disable-flashinfer-allreduce-fusion" not in variant_args(
+        cfg, DEFAULT_VARIANTS["baseline"], old_help
+    )
+
+
+def test_effective_state_marks_inactive_mechanisms():
+    fusion = Variant(name="fusion", fusion=True)
+    assert effective_state(fusion, {"tp_size": 1}, "").inactive_reasons == [
+        "TP 1: there is no all-reduce to fuse",
+        "fusion not enabled in the running server",
+    ]
+    skipped = effective_state(fusion, {"tp_size": 8}, "WARNING ... Skipping allreduce fusion.")
+    assert not skipped.active and "preflight" in skipped.inactive_reasons[0]
+    fused_baseline = effective_state(
+        Variant(name="baseline"), {"tp_size": 8}, "Auto-enabling FlashInfer AllReduce Fusion (auto) for KimiK25"
+    )
+    assert not fused_baseline.active and "baseline is fused" in fused_baseline.inactive_reasons[0]
+    spec_off = effective_state(DEFAULT_VARIANTS["eagle3"], {"server_args": {"tp_size": 8}}, "")
+    assert spec_off.inactive_reasons == ["speculation is off in the running server"]
+    ok = effective_state(fusion, {"tp_size": 8, "flashinfer_allreduce_fusion_backend": "auto"}, "")
+    assert ok.active and ok.fusion == "enabled"
+
+
+def test_failure_signatures():
+    assert classify_failure("torch.OutOfMemoryError: CUDA out of memory.")[0] == "cuda_oom"
+    assert classify_failure("NCCL error in: ...")[0] == "nccl_error"
+    assert classify_failure("error: unrecognized arguments: --foo")[0] == "unknown_argument"
+    assert classify_failure("all good")[0] == "unknown"
+
+
+def test_spec_meta_spellings_and_token_weighted_accept_length():
+    assert parse_spec_meta({"completion_tokens": 30, "spec_accept_length": 3.0})["spec_verify_ct"] == 10
+    assert parse_spec_meta({"spec_accept_token_num": 5, "spec_draft_token_num": 8}) == {
+        "spec_accept_token_num": 5,
+        "spec_draft_token_num": 8,
+    }
+    from verifylab.bench.client import RequestResult
+
+    rs = [
+        RequestResult("a", "c", True, output_tokens=30, meta={"spec_verify_ct": 10}),
+        RequestResult("b", "c", True, output_tokens=10, meta={"spec_verify_ct": 10}),
+    ]
+    assert accept_length(rs) == pytest.approx(2.0)  # 40 / 20, not the mean of 3.0 and 1.0
+    assert accept_length([RequestResult("a", "c", True, output_tokens=5, meta={})]) is None
+
+
+def test_statistics():
+    stats = summarize([1, 2, 3, 4, 100])
+    assert stats["median"] == 3 and stats["p99"] > 90
+    same = compare([92.6], [92.6, 92.6, 92.6, 92.7, 93.1])
+    assert not same["resolved"] and "no difference" in same["verdict"]  # the case study's 92.6 vs 92.6
+    faster = compare([54.1, 54.0, 54.3, 54.2, 54.1], [96.1, 96.0, 96.3, 95.9, 96.2])
+    assert faster["resolved"] and faster["ratio"] == pytest.approx(96.1 / 54.1, rel=1e-3)
+
+
+def _cells(ratios: dict[int, float]) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    rows = []
+    for c, ratio in ratios.items():
+        for _ in range(20):
+            rows.append({"variant": "twin", "concurrency": c, "per_request_tokens_per_s": 50 + rng.normal(0, 0.5)})
+            rows.append(
+                {"variant": "spec", "concurrency": c, "per_request_tokens_per_s": 50 * ratio + rng.normal(0, 0.5)}
+            )
+    return pd.DataFrame(rows)
+
+
+def test_crossover_on_contrasting_sweeps():
+    inside = crossover(_cells({1: 1.6, 4: 1.3, 16: 1.1, 32: 0.8, 64: 0.6}), "spec", "twin")
+    assert inside["status"] == "crosses" and inside["bracket"] == (16, 32)
+    assert 16 < inside["estimate"] < 32
+    assert crossover(_cells({1: 1.5, 64: 1.2}), "spec", "twin")["status"] == "wins everywhere"
+    assert crossover(_cells({1: 0.8, 64: 0.5}), "spec", "twin")["status"] == "loses everywhere"
+
+
+def test_cli_bench_and_sweep_json(tmp_path, help_text):
+    cfg = base("--tokens-per-step", "2", "--speculative-algorithm", "NGRAM")
+    with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path, help_text=help_text) as (server, _):
+        runner = CliRunner()
+        out = runner.invoke(
+            app, ["bench", "--url", server.url, "--runs", "2", "--warmup", "0", "--max-tokens", "8", "--json"]
+        )
+        assert out.exit_code == 0, out.output
+        data = json.loads(out.output)
+        assert len(data["runs"]) == 2 and all(r["output_tokens_per_s"] > 0 for r in data["runs"])
+        assert len(data["ci95_output_tokens_per_s"]) == 2 and data["accept_length"] == pytest.approx(2.0)
+        out = runner.invoke(
+            app,
+            [
+                "sweep",
+                "--url",
+                server.url,
+                "--concurrency",
+                "1,2",
+                "--max-tokens",
+                "8",
+                "--requests-per-cell",
+                "2",
+                "--json",
+            ],
+        )
+        assert out.exit_code == 0, out.output
+        cells = json.loads(out.output)["cells"]
+        assert [c["concurrency"] for c in cells] == [1, 2]
+        assert all({"output_tokens_per_s", "median_itl_ms", "accept_length"} <= set(c) for c in cells)
+    bad = CliRunner().invoke(app, ["sweep", "--url", "http://127.0.0.1:9", "--concurrency", "x"])
+    assert bad.exit_code == 2 and "--concurrency 'x'" in bad.output
