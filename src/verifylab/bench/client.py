@@ -40,6 +40,7 @@ class RequestResult:
     chunk_times: list[float] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    first_meta: dict = field(default_factory=dict)
     output_ids: list[int] | None = None
     text: str = ""
 
@@ -218,6 +219,7 @@ class Client:
             return False
         if result.ttft_s is None:
             result.ttft_s = now
+            result.first_meta = chunk.get("meta_info") or {}
         result.chunk_times.append(now)
         result.chunk_tokens.append(new)
         result.output_tokens = tokens

@@ -145,16 +145,17 @@ async def generate(request: web.Request) -> web.StreamResponse:
             continue
         if fault == "stall" and i == 2:
             await asyncio.sleep(3600)
+        meta = _meta(state, prompt_tokens, produced, i + 1, produced >= max_new)
+        meta["test_double_elapsed_s"] = time.perf_counter() - start  # when the server sent it (fidelity checks)
         chunk = {
             "text": " ".join(f"t{j}" for j in range(produced)),
             "output_ids": list(range(produced)),
-            "meta_info": _meta(state, prompt_tokens, produced, i + 1, produced >= max_new),
+            "meta_info": meta,
         }
         await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
     await resp.write(b"data: [DONE]\n\n")
     state.accepted += produced
     state.verifies += steps
-    del start
     return resp
 
 
