@@ -272,3 +272,38 @@ def test_cli_bench_and_sweep_json(tmp_path, help_text):
         assert all({"output_tokens_per_s", "median_itl_ms", "accept_length"} <= set(c) for c in cells)
     bad = CliRunner().invoke(app, ["sweep", "--url", "http://127.0.0.1:9", "--concurrency", "x"])
     assert bad.exit_code == 2 and "--concurrency 'x'" in bad.output
+
+
+def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_root):
+    from verifylab.bench.campaign import run_campaign
+    from verifylab.report.bench_report import (
+        benchmark_section,
+        reported_single_stream,
+        single_stream_chart,
+        stored_benchmarks,
+    )
+
+    cfg = base("--tokens-per-step", "2")
+    states = run_campaign(
+        cfg,
+        ["baseline", "fusion", "ngram"],
+        SingleStreamConfig(2, 0, 8),
+        [1, 2],
+        8,
+        tmp_path / "data",
+        "20261129-000000-campaign",
+        "test double (not data)",
+        seed=3,
+    )
+    by_variant = states.set_index("variant")
+    assert not by_variant.loc["fusion", "active"]  # TP 1: nothing to fuse
+    assert "TP 1" in by_variant.loc["fusion", "inactive_reasons"]
+    assert by_variant.loc["baseline", "active"] and by_variant.loc["ngram", "active"]
+    stored = stored_benchmarks(tmp_path / "data")
+    assert set(stored["single"].variant) == {"baseline", "fusion", "ngram"}
+    html = benchmark_section(tmp_path / "data")._repr_html_()
+    assert "Single stream (active variants only)" in html
+    single_html = html.split("Single stream (active variants only)")[1].split("Sweep cells")[0]
+    assert "ngram" in single_html and ">fusion<" not in single_html
+    figure = single_stream_chart(reported_single_stream(repo_root / "data"), stored["single"])
+    assert "<svg" in figure._repr_html_()

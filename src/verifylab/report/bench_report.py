@@ -1,0 +1,225 @@
+"""Tables and charts for chapter 02: reported case-study figures and stored benchmark runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from verifylab.bench.stats import compare, crossover
+from verifylab.reference import load_reported_figures
+from verifylab.report.charts import Figure, provenance_color
+from verifylab.report.section import Section
+from verifylab.runs import RunStore
+
+SPECULATIVE_TWINS = {"eagle3": "baseline", "eagle3_fusion": "fusion", "ngram": "baseline"}
+
+
+def reported_single_stream(data_dir: Path | str) -> pd.DataFrame:
+    """Single-stream tok/s per variant as the case study reports them (each with stack and seed)."""
+    figures = load_reported_figures(data_dir)
+    tput = figures[(figures.quantity == "decode throughput") & (figures.unit == "tok/s")]
+    return tput[["figure_id", "configuration", "stack", "value", "seed_file", "quote", "provenance"]].rename(
+        columns={"configuration": "variant", "value": "tokens_per_s"}
+    )
+
+
+def reported_comparisons(data_dir: Path | str) -> pd.DataFrame:
+    """Statistics on reported figures: what the numbers resolve, and what they cannot (confounded stacks)."""
+    tput = reported_single_stream(data_dir)
+    fusion_runs = tput[tput.figure_id.str.startswith("fusion_run_")].tokens_per_s.tolist()
+    baseline = tput[tput.figure_id == "baseline_92_6"].tokens_per_s.tolist()
+    eagle = tput[tput.figure_id == "eagle3_54_1"].tokens_per_s.tolist()
+    eagle_fused = tput[tput.figure_id == "eagle3_fusion_96_1"].tokens_per_s.tolist()
+    rows = []
+    same = compare(baseline, fusion_runs)
+    rows.append(
+        {
+            "comparison": "fusion (5 runs) vs baseline 92.6, same CUDA 13 stack",
+            "ratio": same["ratio"],
+            "verdict": same["verdict"],
+            "caveat": "the baseline may itself have been fused (auto-enable)",
+        }
+    )
+    jump = compare(eagle, eagle_fused)
+    rows.append(
+        {
+            "comparison": "EAGLE-3 + fusion 96.1 vs EAGLE-3 54.1",
+            "ratio": jump["ratio"],
+            "verdict": "single figures: no interval possible",
+            "caveat": "different stacks (CUDA 12.8 vs 13 + patches): not a controlled comparison",
+        }
+    )
+    return pd.DataFrame(rows).assign(provenance="statistic on reported figures")
+
+
+def stored_benchmarks(data_dir: Path | str) -> dict[str, pd.DataFrame]:
+    """Every stored run's single-stream table, sweep cells, per-request rows and variant states."""
+    store = RunStore(Path(data_dir) / "runs")
+    out: dict[str, list[pd.DataFrame]] = {"single": [], "cells": [], "requests": [], "states": []}
+    for m in store.manifests():
+        for key, table in (("single", "single_stream"), ("cells", "sweep_cells"), ("states", "variant_state")):
+            if table in m.tables:
+                out[key].append(store.read_table(m.run_id, table).assign(run_id=m.run_id, label=m.label))
+        for table in m.tables:
+            if table.startswith("sweep-"):
+                out["requests"].append(store.read_table(m.run_id, table).assign(run_id=m.run_id, label=m.label))
+    return {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in out.items()}
+
+
+def active_only(frame: pd.DataFrame, states: pd.DataFrame) -> pd.DataFrame:
+    """Drop rows of variants whose mechanism could not act (never charted as if active)."""
+    if frame.empty or states.empty:
+        return frame
+    inactive = set(
+        zip(
+            states.loc[~states.active.astype(bool), "run_id"],
+            states.loc[~states.active.astype(bool), "variant"],
+            strict=False,
+        )
+    )
+    keep = [(r, v.split("-r")[0]) not in inactive for r, v in zip(frame.run_id, frame.variant, strict=False)]
+    return frame[keep]
+
+
+def crossovers(requests: pd.DataFrame) -> pd.DataFrame:
+    """Crossover concurrency of each speculative variant against its non-speculative twin, per run."""
+    rows = []
+    if requests.empty:
+        return pd.DataFrame(rows)
+    frame = requests.rename(columns={"output_tokens_per_s": "per_request_tokens_per_s"})
+    for run_id, part in frame.groupby("run_id"):
+        for spec, twin in SPECULATIVE_TWINS.items():
+            if {spec, twin} <= set(part.variant):
+                result = crossover(part, spec, twin)
+                rows.append(
+                    {
+                        "run_id": run_id,
+                        "speculative": spec,
+                        "twin": twin,
+                        "status": result["status"],
+                        "estimate": result["estimate"],
+                        "bracket": result["bracket"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def single_stream_chart(reported: pd.DataFrame, measured: pd.DataFrame | None = None) -> Figure:
+    """Tok/s per variant, one stream: reported bars; measured points with 95 % intervals when stored."""
+    bars = reported.assign(
+        label=reported["figure_id"] + " (" + reported["stack"].replace("", "stack unspecified") + ")"
+    )
+    layers = [
+        alt.Chart(bars)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
+            x=alt.X("tokens_per_s:Q", title="output tokens/s, one stream"),
+            color=provenance_color(),
+            tooltip=["figure_id", "variant", "stack", "tokens_per_s", "seed_file", "quote"],
+        )
+    ]
+    provenance = [f"reported: {s}" for s in sorted(set(reported.seed_file))]
+    if measured is not None and not measured.empty:
+        m = measured.assign(label=measured["variant"] + " · " + measured["label"], provenance="measured")
+        layers.append(alt.Chart(m).mark_rule().encode(y="label:N", x="ci95_low:Q", x2="ci95_high:Q"))
+        layers.append(
+            alt.Chart(m)
+            .mark_point(filled=True)
+            .encode(
+                y="label:N",
+                x="median_output_tokens_per_s:Q",
+                color=provenance_color(),
+                tooltip=["variant", "label", "median_output_tokens_per_s", "ci95_low", "ci95_high", "run_id"],
+            )
+        )
+        provenance += [f"measured: run {r}" for r in sorted(set(m.run_id))]
+    chart = alt.layer(*layers).properties(width=460, height=alt.Step(18))
+    return Figure(
+        chart,
+        caption="Single-stream throughput per variant (bars reported by the case study; points "
+        "with 95 % intervals measured, when stored)",
+        provenance=provenance,
+        name="single_stream",
+    )
+
+
+def sweep_chart(cells: pd.DataFrame, crossing: pd.DataFrame) -> Figure:
+    """Aggregate throughput vs concurrency per variant, crossover concurrencies marked."""
+    base = (
+        alt.Chart(cells)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2)),
+            y=alt.Y("output_tokens_per_s:Q", title="aggregate output tokens/s"),
+            color="variant:N",
+            tooltip=["variant", "concurrency", "output_tokens_per_s", "median_itl_ms", "accept_length", "run_id"],
+        )
+    )
+    layers = [base]
+    marks = crossing.dropna(subset=["estimate"]) if not crossing.empty else crossing
+    if not marks.empty:
+        layers.append(
+            alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(x="estimate:Q", tooltip=["speculative", "bracket"])
+        )
+    return Figure(
+        alt.layer(*layers).properties(width=460, height=260),
+        caption="Throughput vs concurrency (measured); dashed: where speculation stops paying",
+        provenance=[f"measured: run {r}" for r in sorted(set(cells.run_id))],
+        name="sweep",
+    )
+
+
+def benchmark_section(data_dir: Path | str) -> Section:
+    """What is stored: single-stream results (active variants only), sweeps, crossovers — or that none is."""
+    stored = stored_benchmarks(data_dir)
+    section = Section("Measured benchmark runs")
+    if stored["single"].empty and stored["cells"].empty:
+        return section.add(
+            "No benchmark of a real SGLang server is stored in this edition's data: every "
+            "throughput figure in this chapter is reported. Run this chapter in live mode on the "
+            "GPU box to measure.",
+            "",
+        )
+    if not stored["states"].empty:
+        section.add("Variant states (requested vs in effect)", stored["states"])
+    single = active_only(stored["single"], stored["states"])
+    if not single.empty:
+        section.add("Single stream (active variants only)", single)
+    if not stored["cells"].empty:
+        section.add("Sweep cells", active_only(stored["cells"], stored["states"]))
+        section.add("Crossover concurrency", crossovers(active_only(stored["requests"], stored["states"])))
+    return section
+
+
+def live_campaign(mode: str, params: dict) -> Section:
+    """Chapter 02 live mode: run every variant on the box into ``params['run_id']``; replay: say so."""
+    section = Section("Live campaign")
+    if mode != "live":
+        return section.add("Replay mode: stored runs are shown below; live mode runs every variant here.", "")
+    from verifylab.bench.campaign import run_campaign
+    from verifylab.bench.method import SingleStreamConfig
+    from verifylab.serve import BaseConfig
+
+    base = BaseConfig(
+        model_path=params["model_path"],
+        tp_size=params["tp_size"],
+        port=params["port"],
+        draft_model_path=params.get("draft_model_path"),
+        launcher=params["launcher"],
+        extra_args=params.get("extra_args", []),
+    )
+    states = run_campaign(
+        base,
+        params["variants"],
+        SingleStreamConfig(params["runs"], params["warmup"], params["max_tokens"]),
+        params["concurrency"],
+        params["sweep_tokens"],
+        Path(params["data_dir"]),
+        params["run_id"],
+        params["label"],
+        params.get("repeats", 1),
+    )
+    return section.add(f"Stored in run {params['run_id']}", states)
