@@ -85,8 +85,12 @@ async def sweep_cell(
     return results, time.perf_counter() - start
 
 
-def requests_frame(results: list[RequestResult], **labels) -> pd.DataFrame:
-    """Per-request rows (tidy), with the labels given (variant, concurrency, ...)."""
+DEFAULT_SLO = {"ttft_s": 2.0, "tpot_s": 0.05}
+
+
+def requests_frame(results: list[RequestResult], keep_ids: bool = False, **labels) -> pd.DataFrame:
+    """Per-request rows (tidy), with the labels given (variant, concurrency, ...); ``keep_ids`` stores the
+    output token ids (JSON) for the token-by-token comparison of greedy outputs."""
     rows = []
     for r in results:
         spec = parse_spec_meta(r.meta)
@@ -108,9 +112,31 @@ def requests_frame(results: list[RequestResult], **labels) -> pd.DataFrame:
                 "median_itl_s": float(np.median(itl)) if itl else None,
                 "spec_verify_ct": spec.get("spec_verify_ct"),
                 "output_digest": _digest(r),
+                **({"output_ids": json.dumps(r.output_ids)} if keep_ids else {}),
             }
         )
     return pd.DataFrame(rows)
+
+
+def first_divergence(reference: list[int] | str, candidate: list[int] | str) -> int | None:
+    """Index of the first differing token (or character) of two greedy outputs; None when identical."""
+    for i, (a, b) in enumerate(zip(reference, candidate, strict=False)):
+        if a != b:
+            return i
+    return None if len(reference) == len(candidate) else min(len(reference), len(candidate))
+
+
+def compare_greedy_outputs(baseline: pd.DataFrame, variant: pd.DataFrame) -> pd.DataFrame:
+    """Per prompt: identical or not, and the first divergence position (fusion must not change answers)."""
+    rows = []
+    base = baseline.drop_duplicates("prompt_id").set_index("prompt_id")
+    for row in variant.drop_duplicates("prompt_id").itertuples():
+        if row.prompt_id not in base.index or not isinstance(getattr(row, "output_ids", None), str):
+            continue
+        ref = json.loads(base.loc[row.prompt_id, "output_ids"])
+        pos = first_divergence(ref, json.loads(row.output_ids))
+        rows.append({"prompt_id": row.prompt_id, "identical": pos is None, "first_divergence": pos})
+    return pd.DataFrame(rows, columns=["prompt_id", "identical", "first_divergence"])
 
 
 def _digest(r: RequestResult) -> str | None:
@@ -148,9 +174,14 @@ def single_stream_summary(results: list[RequestResult], server_accept: float | N
     }
 
 
-def cell_summary(results: list[RequestResult], wall_s: float, concurrency: int) -> dict:
-    """One sweep cell: aggregate throughput, latency statistics, accept length."""
+def cell_summary(
+    results: list[RequestResult], wall_s: float, concurrency: int, slo: dict[str, float] | None = None
+) -> dict:
+    """One sweep cell: aggregate throughput, latency statistics, accept length, goodput under the SLOs
+    (TTFT and TPOT), and tokens/s per user (for the Pareto view against tokens/s per GPU)."""
+    slo = slo or DEFAULT_SLO
     ok = [r for r in results if r.ok]
+    good = [r for r in ok if r.ttft_s is not None and r.ttft_s <= slo["ttft_s"] and (r.tpot_s or 0) <= slo["tpot_s"]]
     itl = [x for r in ok for x in r.per_token_latency_s]
     per_req = [r.output_tokens_per_s for r in ok]
     ci = bootstrap_ci(per_req, stat=np.mean)
@@ -167,6 +198,10 @@ def cell_summary(results: list[RequestResult], wall_s: float, concurrency: int) 
         "median_ttft_ms": float(np.median([r.ttft_s for r in ok])) * 1e3 if ok else None,
         "median_tpot_ms": float(np.median([r.tpot_s for r in ok if r.tpot_s])) * 1e3 if ok else None,
         "accept_length": accept_length(results),
+        "tokens_per_s_per_user": float(np.median(per_req)) if per_req else None,
+        "goodput_tokens_per_s": sum(r.output_tokens for r in good) / wall_s if wall_s else None,
+        "slo_ttft_s": slo["ttft_s"],
+        "slo_tpot_s": slo["tpot_s"],
         "errors": sorted({r.error for r in results if r.error}),
     }
 
@@ -193,7 +228,9 @@ class BenchRecorder:
         )
 
     def save_single(self, variant: str, results: list[RequestResult], summary: dict) -> None:
-        self.store.write_table(self.run_id, f"single-{variant}"[:64], requests_frame(results, variant=variant))
+        self.store.write_table(
+            self.run_id, f"single-{variant}"[:64], requests_frame(results, keep_ids=True, variant=variant)
+        )
         self._append(
             "single_stream",
             {

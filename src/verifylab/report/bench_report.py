@@ -189,9 +189,58 @@ def benchmark_section(data_dir: Path | str) -> Section:
     if not single.empty:
         section.add("Single stream (active variants only)", single)
     if not stored["cells"].empty:
-        section.add("Sweep cells", active_only(stored["cells"], stored["states"]))
+        cells = active_only(stored["cells"], stored["states"])
+        section.add("Sweep cells", cells)
         section.add("Crossover concurrency", crossovers(active_only(stored["requests"], stored["states"])))
+        section.add("Pareto view and goodput under the SLOs", pareto_frame(cells, stored["states"]))
+        section.add("Accept length per prompt category", accept_by_category(stored["requests"]))
+    greedy = greedy_equivalence(data_dir)
+    if not greedy.empty:
+        section.add("Greedy outputs vs the baseline (fusion must not change answers)", greedy)
     return section
+
+
+def accept_by_category(requests: pd.DataFrame) -> pd.DataFrame:
+    """Token-weighted accept length per prompt category (acceptance depends on the text)."""
+    spec = requests.dropna(subset=["spec_verify_ct"])
+    if spec.empty:
+        return pd.DataFrame(columns=["run_id", "variant", "category", "accept_length"])
+    grouped = spec.groupby(["run_id", "variant", "category"])
+    return (grouped["output_tokens"].sum() / grouped["spec_verify_ct"].sum()).rename("accept_length").reset_index()
+
+
+def pareto_frame(cells: pd.DataFrame, states: pd.DataFrame) -> pd.DataFrame:
+    """Tokens/s per user vs tokens/s per GPU for each cell (GPUs = TP size in effect)."""
+    if cells.empty:
+        return cells
+    tp = (
+        {}
+        if states.empty
+        else dict(zip(zip(states.run_id, states.variant, strict=False), states.tp_size, strict=False))
+    )
+    frame = cells.copy()
+    gpus = [tp.get((r, v.split("-r")[0]), 1) or 1 for r, v in zip(frame.run_id, frame.variant, strict=False)]
+    frame["tokens_per_s_per_gpu"] = frame["output_tokens_per_s"] / pd.Series(gpus, index=frame.index)
+    return frame[
+        ["run_id", "variant", "concurrency", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "goodput_tokens_per_s"]
+    ]
+
+
+def greedy_equivalence(data_dir: Path | str) -> pd.DataFrame:
+    """Each variant's greedy outputs against the baseline's of the same run, token by token."""
+    from verifylab.bench.method import compare_greedy_outputs
+
+    store = RunStore(Path(data_dir) / "runs")
+    rows = []
+    for m in store.manifests():
+        if "single-baseline" not in m.tables:
+            continue
+        base = store.read_table(m.run_id, "single-baseline")
+        for table in m.tables:
+            if table.startswith("single-") and table != "single-baseline":
+                cmp = compare_greedy_outputs(base, store.read_table(m.run_id, table))
+                rows.append(cmp.assign(run_id=m.run_id, variant=table.removeprefix("single-")))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
 def live_campaign(mode: str, params: dict) -> Section:
