@@ -9,14 +9,56 @@
 # %% [markdown]
 # # Recommendations
 #
-# This chapter will show what to deploy, with which flags, and when to turn speculation off.
+# Derived by rules (`verifylab.report.recommend`, tested) from the evidence in this edition's data: measured
+# runs where they exist, the audited gate matrix, the reported case-study figures and the model. Each
+# recommendation cites its evidence and a confidence: **high** — measured or audited on the relevant
+# software; **medium** — measured on other hardware, or derived; **low** — reported or modelled only;
+# **none** — no evidence, with the measurement that would settle it.
+#
+# The parameters describe the box the recommendations are for: by default the case-study box (8x RTX PRO
+# 6000 Blackwell on PCIe, SGLang 0.5.9, FlashInfer 0.6.4, Kimi-K2.5 at TP 8 with an EAGLE-3 draft).
 
 # %% tags=["parameters"]
 mode = "replay"
 run_id = None
 data_dir = "data"
+sglang_version = "0.5.9"
+flashinfer_version = "0.6.4"
+interconnect = "PCIe"
+model_path = "/models/Kimi-K2.5"
+draft_model_path = "/models/Kimi-K2.5-eagle3"
+tp_size = 8
+launcher = ["python", "-m", "sglang.launch_server"]
 
 # %%
+import pandas as pd
+
 from verifylab.params import validate_parameters
+from verifylab.report.recommend import evidence_from_data, recommend, recommendations_frame
+from verifylab.serve import BaseConfig, launcher_help
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="05_recommendations")
+pd.set_option("display.max_colwidth", 400)
+base = BaseConfig(model_path=model_path, tp_size=tp_size, draft_model_path=draft_model_path, launcher=launcher)
+help_text = launcher_help(launcher) if params.mode == "live" else None
+evidence = evidence_from_data(params.data_dir, sglang_version, flashinfer_version, interconnect, base, help_text)
+recommendations = recommend(evidence)
+
+# %%
+recommendations_frame(recommendations)
+
+# %% [markdown]
+# ## The launch command
+#
+# Flags are chosen for the installed version and checked against its `--help` in live mode; in replay mode
+# they are SGLang 0.5.9's spellings, unchecked.
+
+# %%
+print(next(r.command for r in recommendations if r.topic == "launch command"))
+
+# %% [markdown]
+# ## What to measure next
+#
+# Every recommendation below medium confidence names the measurement that would settle it; the most
+# valuable is on the case-study box itself: EAGLE-3 with fusion forced off vs on, same CUDA 13 stack and
+# drafter, profiled — it separates kernel fusion, algorithm substitution and the upgrade (chapter 4).

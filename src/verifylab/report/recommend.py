@@ -1,0 +1,333 @@
+"""Recommendations derived from evidence, as rules with tests: what to deploy, with which flags, when to turn
+speculation off, which gates to open, which risks apply. Every recommendation cites its evidence and its
+confidence; where evidence is missing or only reported, it says so and names the measurement to make."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, variant_args
+
+FUSION_BATCH_LIMIT = 2048
+
+
+@dataclass
+class Evidence:
+    """What the rules see. Every field may be missing; the rules then say so."""
+
+    crossover: dict | None = None  # {"status", "estimate", "bracket", "run_id"} from a measured sweep
+    reported_liability_concurrency: float | None = None  # the case study's "C >= 30" (reported)
+    fusion_state: dict | None = None  # {"active": bool, "reasons": str, "run_id"} of a measured fusion variant
+    reported_fusion: dict | None = None  # {"eagle3": 54.1, "eagle3_fusion": 96.1, "baseline": 92.6, "fusion": [...]}
+    gates_closed: list[str] | None = None  # "file : function" closed for the target arch, installed version
+    sglang_version: str | None = None
+    flashinfer_version: str | None = None
+    interconnect: str | None = None
+    draft_tokens: int = 4
+    help_text: str | None = None  # the installed SGLang's --help (live mode)
+    base: BaseConfig | None = None
+
+
+@dataclass
+class Recommendation:
+    topic: str
+    recommendation: str
+    evidence: list[str]
+    confidence: str  # high / medium / low / none
+    command: str = ""
+    measure_next: str = ""
+    provenance: list[str] = field(default_factory=list)
+
+
+def _speculation(ev: Evidence) -> Recommendation:
+    if ev.crossover and ev.crossover.get("status") not in (None, "no data"):
+        run = ev.crossover.get("run_id", "?")
+        status = ev.crossover["status"]
+        if status == "wins everywhere":
+            return Recommendation(
+                "speculation vs load",
+                "Keep EAGLE-3 on at every tested concurrency: it is "
+                "resolved faster everywhere measured; extend the sweep upwards to find its limit.",
+                [f"run {run} (sweep)", "chapter 2"],
+                "high",
+                measure_next="sweep to higher C",
+                provenance=["measured"],
+            )
+        if status == "loses everywhere":
+            return Recommendation(
+                "speculation vs load",
+                "Turn EAGLE-3 off: it is resolved slower at every tested concurrency, even one stream.",
+                [f"run {run} (sweep)", "chapter 2"],
+                "high",
+                provenance=["measured"],
+            )
+        if status == "crosses":
+            lo, hi = ev.crossover["bracket"]
+            return Recommendation(
+                "speculation vs load",
+                f"Use EAGLE-3 up to {lo} concurrent requests and the non-speculative deployment from {hi} up "
+                f"(crossover ~{ev.crossover['estimate']:.0f}, resolved between {lo} and {hi}). SGLang does not switch "
+                "speculation by load at run time (an adaptive option that reacts to acceptance is not the same): "
+                "route by load between a speculative and a non-speculative server.",
+                [f"run {run} (sweep)", "chapter 2"],
+                "high",
+                provenance=["measured"],
+            )
+        return Recommendation(
+            "speculation vs load",
+            "The measured sweep does not resolve a difference: more requests per cell are needed before deciding.",
+            [f"run {run} (sweep)"],
+            "low",
+            measure_next="repeat the sweep with more requests per cell",
+            provenance=["measured"],
+        )
+    if ev.reported_liability_concurrency:
+        return Recommendation(
+            "speculation vs load",
+            f"Reported only: speculation becomes a liability from about {ev.reported_liability_concurrency:.0f} "
+            "concurrent requests. Plan to route loads above that to a non-speculative server, and measure first.",
+            ["reported: seed 002 ('C≥30')", "chapter 2"],
+            "low",
+            measure_next="verifylab sweep on both variants (chapter 2, live mode) to find the crossover with its "
+            "interval",
+            provenance=["reported"],
+        )
+    return Recommendation(
+        "speculation vs load",
+        "No evidence on how speculation behaves under load.",
+        [],
+        "none",
+        measure_next="verifylab sweep on the speculative and non-speculative variants",
+    )
+
+
+def _fusion(ev: Evidence) -> Recommendation:
+    if ev.fusion_state is not None:
+        run = ev.fusion_state.get("run_id", "?")
+        if not ev.fusion_state.get("active", False):
+            return Recommendation(
+                "all-reduce fusion",
+                f"Fusion does not act on this box: {ev.fusion_state.get('reasons')}. Do not "
+                "count on it; the verify pass stays on NCCL.",
+                [f"run {run} (variant state)", "chapter 2"],
+                "high",
+                measure_next="on PCIe, check the log for 'Skipping allreduce fusion'; only fused kernel names in a "
+                "profile prove fusion runs (chapter 3)",
+                provenance=["measured"],
+            )
+        return Recommendation(
+            "all-reduce fusion",
+            "Fusion is active on this box: deploy EAGLE-3 with fusion, and confirm fused kernels in a profile.",
+            [f"run {run}", "chapter 3"],
+            "medium",
+            provenance=["measured"],
+        )
+    if ev.reported_fusion:
+        r = ev.reported_fusion
+        return Recommendation(
+            "all-reduce fusion",
+            f"Enable fusion with EAGLE-3: reported {r.get('eagle3')} -> {r.get('eagle3_fusion')} tok/s, but across a "
+            "CUDA upgrade and other patches; plain decoding shows no resolved difference (92.6 vs 92.6-93.1). The "
+            "model attributes most of the gain to algorithm substitution (NCCL ring -> one-shot push), not to "
+            "kernel fusion (~2 ms of the ~16 ms).",
+            ["reported: seeds 000-002", "chapter 4 (modelled)"],
+            "low",
+            measure_next="EAGLE-3 with --enforce-disable-flashinfer-allreduce-fusion vs with fusion on the same stack, "
+            "profiled (chapter 3)",
+            provenance=["reported", "modelled"],
+        )
+    return Recommendation(
+        "all-reduce fusion",
+        "No evidence about fusion on this box.",
+        [],
+        "none",
+        measure_next="run the fusion and baseline variants (chapter 2)",
+    )
+
+
+def _gates(ev: Evidence) -> Recommendation:
+    if ev.gates_closed is None:
+        return Recommendation(
+            "architecture gates",
+            "The installed SGLang was not audited.",
+            [],
+            "none",
+            measure_next="verifylab gates audit --root <site-packages>",
+        )
+    if not ev.gates_closed:
+        return Recommendation(
+            "architecture gates",
+            "No gate keeps the target architecture out in the audited install.",
+            ["gates audit", "chapter 1"],
+            "high",
+            provenance=["audited"],
+        )
+    return Recommendation(
+        "architecture gates",
+        f"SGLang {ev.sglang_version or '?'}: open {len(ev.gates_closed)} gate(s) with `verifylab gates apply`, "
+        "then `verifylab gates verify` (revert with `verifylab gates revert`): " + "; ".join(ev.gates_closed),
+        ["gates audit", "chapter 1"],
+        "high",
+        command="verifylab gates apply --root <site-packages>",
+        provenance=["audited"],
+    )
+
+
+def _risks(ev: Evidence) -> list[Recommendation]:
+    out = []
+    if ev.flashinfer_version:
+        parts = tuple(int(x) for x in ev.flashinfer_version.split(".")[:3] if x.isdigit())
+        if parts < (0, 6, 17):
+            out.append(
+                Recommendation(
+                    "risk: FlashInfer version",
+                    f"FlashInfer {ev.flashinfer_version} predates SM12x support (0.6.17): "
+                    "opening its JIT list compiles for sm_120a (measured on an H200 machine) but running is untested.",
+                    ["sm120 build check run", "chapter 1"],
+                    "medium",
+                    measure_next="upgrade to FlashInfer >= 0.6.17",
+                    provenance=["measured"],
+                )
+            )
+    if ev.flashinfer_version and ev.flashinfer_version.startswith("0.6.1") and len(ev.flashinfer_version) == 5:
+        out.append(
+            Recommendation(
+                "risk: FlashInfer 0.6.1",
+                "A fusion performance regression on SM100 is noted for FlashInfer 0.6.1 in SGLang's source.",
+                ["reported: seed 000"],
+                "low",
+                provenance=["reported"],
+            )
+        )
+    limit_c = FUSION_BATCH_LIMIT // max(ev.draft_tokens, 1)
+    out.append(
+        Recommendation(
+            "risk: fusion batch limit",
+            f"Fusion applies only up to {FUSION_BATCH_LIMIT} tokens per forward: with "
+            f"{ev.draft_tokens} draft tokens per request, verify passes above {limit_c} concurrent requests fall back "
+            "to NCCL.",
+            ["gates audit (FUSE_ALLREDUCE_MAX_BATCH_SIZE)", "chapter 1"],
+            "high",
+            provenance=["audited"],
+        )
+    )
+    if ev.interconnect != "NVLink":
+        out.append(
+            Recommendation(
+                "risk: no NVLink multicast",
+                "On PCIe, SGLang >= 0.5.12 runs a workspace preflight that needs NVLink "
+                "multicast: it logs 'Skipping allreduce fusion' and stays on NCCL whatever the gates say.",
+                ["gates audit (precondition)", "chapter 1"],
+                "medium",
+                measure_next="grep the server log; profile for fused kernel names",
+                provenance=["audited"],
+            )
+        )
+    return out
+
+
+def _command(ev: Evidence, rec: Recommendation) -> Recommendation:
+    if ev.base is None:
+        return Recommendation("launch command", "No model path given: no command built.", [], "none")
+    help_text = ev.help_text or (
+        "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion "
+        "--speculative-algorithm --speculative-draft-model-path --speculative-num-steps "
+        "--speculative-eagle-topk --speculative-num-draft-tokens"
+    )
+    variant = (
+        DEFAULT_VARIANTS["eagle3_fusion"]
+        if "Turn EAGLE-3 off" not in rec.recommendation
+        else DEFAULT_VARIANTS["fusion"]
+    )
+    args = variant_args(ev.base, variant, help_text)
+    checked = (
+        "checked against the installed --help"
+        if ev.help_text
+        else "flags not checked (replay): `verifylab serve` checks them against the installed --help"
+    )
+    return Recommendation(
+        "launch command",
+        f"Deploy variant '{variant.name}' ({checked}). Speculative parameters "
+        f"(steps {ev.base.speculative_num_steps}, top-k {ev.base.speculative_eagle_topk}, draft "
+        f"tokens {ev.base.speculative_num_draft_tokens}) are the common defaults, not tuned here.",
+        ["chapter 2"],
+        "medium" if ev.help_text else "low",
+        command="python -m sglang.launch_server " + " ".join(args),
+        measure_next="" if ev.help_text else "sweep --speculative-num-draft-tokens 2-8 on the box",
+    )
+
+
+def recommend(ev: Evidence) -> list[Recommendation]:
+    """All recommendations for the evidence at hand."""
+    spec = _speculation(ev)
+    return [spec, _fusion(ev), _gates(ev), _command(ev, spec), *_risks(ev)]
+
+
+def recommendations_frame(recs: list[Recommendation]) -> pd.DataFrame:
+    rows = [
+        asdict(r) | {"evidence": "; ".join(r.evidence) or "none", "provenance": ", ".join(r.provenance)} for r in recs
+    ]
+    return pd.DataFrame(
+        rows, columns=["topic", "recommendation", "confidence", "evidence", "command", "measure_next", "provenance"]
+    )
+
+
+def evidence_from_data(
+    data_dir,
+    sglang_version: str | None = None,
+    flashinfer_version: str | None = None,
+    interconnect: str | None = None,
+    base: BaseConfig | None = None,
+    help_text: str | None = None,
+) -> Evidence:
+    """Collect the evidence the rules use from ``data/``: measured sweeps and variant states, the reported
+    figures, and the audited gate matrix for ``sglang_version``."""
+    from pathlib import Path
+
+    from verifylab.reference import load_reported_figures, reported_value
+    from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
+    from verifylab.report.gates_report import load_matrix
+
+    data_dir = Path(data_dir)
+    figures = load_reported_figures(data_dir)
+    stored = stored_benchmarks(data_dir)
+    ev = Evidence(
+        sglang_version=sglang_version,
+        flashinfer_version=flashinfer_version,
+        interconnect=interconnect,
+        base=base,
+        help_text=help_text,
+        draft_tokens=base.speculative_num_draft_tokens if base else 4,
+        reported_liability_concurrency=reported_value(figures, "spec_liability_concurrency"),
+        reported_fusion={
+            "eagle3": reported_value(figures, "eagle3_54_1"),
+            "eagle3_fusion": reported_value(figures, "eagle3_fusion_96_1"),
+            "baseline": reported_value(figures, "baseline_92_6"),
+        },
+    )
+    cross = crossovers(active_only(stored["requests"], stored["states"]))
+    eagle = cross[cross.speculative == "eagle3"] if not cross.empty else cross
+    if not eagle.empty:
+        ev.crossover = eagle.iloc[-1].to_dict()
+    states = stored["states"]
+    if not states.empty:
+        fused = states[states.variant.isin(["fusion", "eagle3_fusion"])]
+        if not fused.empty:
+            row = fused.iloc[-1]
+            ev.fusion_state = {
+                "active": bool(row.active),
+                "reasons": row.get("inactive_reasons") or row.get("failure"),
+                "run_id": row.run_id,
+            }
+    matrix_path = data_dir / "gates" / "gate_matrix.csv"
+    if sglang_version and matrix_path.is_file():
+        matrix = load_matrix(data_dir)
+        rows = matrix[(matrix.package == "sglang") & (matrix.version.astype(str) == sglang_version)]
+        if not rows.empty:
+            closed = rows[rows.status == "closed"]
+            ev.gates_closed = [
+                f"{f.replace('sglang/srt/', '')} : {fn}" for f, fn in zip(closed.file, closed.function, strict=False)
+            ]
+    return ev
