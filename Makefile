@@ -6,12 +6,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.verifylab-installed
 
-.PHONY: help install book test lint browser clean
+.PHONY: help install book test lint browser clean live
+
+PARAMS ?= examples/params-smoke.yaml
 
 help:
 	@echo "make book   - create $(VENV), install, execute every chapter (replay) and render _build/html"
 	@echo "make test   - create $(VENV), install, ruff + the whole test suite (browser tests included)"
 	@echo "make lint   - ruff only"
+	@echo "make live PARAMS=examples/params-case-study.yaml - all chapters in the params' mode, then the edition"
 	@echo "make clean  - remove _build and book/_generated (keeps $(VENV))"
 
 $(STAMP): pyproject.toml
@@ -38,6 +41,9 @@ lint: $(STAMP)
 
 test: $(STAMP) browser lint
 	$(BIN)/python -m pytest -q
+
+live: $(STAMP)
+	$(BIN)/verifylab run --params $(PARAMS)
 
 clean:
 	rm -rf _build book/_generated

@@ -317,3 +317,13 @@ def test_greedy_divergence_position():
     assert first_divergence([1, 2, 3], [1, 2, 3]) is None
     assert first_divergence([1, 2, 3], [1, 9, 3]) == 1
     assert first_divergence([1, 2, 3], [1, 2]) == 2
+
+
+def test_runner_works_inside_a_running_event_loop():
+    """Live chapters run inside a Jupyter kernel, whose event loop is already running."""
+    from verifylab.bench.runner import run_coroutine
+
+    async def kernel_cell():
+        return run_coroutine(asyncio.sleep(0, result=5))
+
+    assert asyncio.run(kernel_cell()) == 5

@@ -37,6 +37,8 @@ class BookResult:
 
     chapters: list[ChapterResult] = field(default_factory=list)
     index_html: Path | None = None
+    edition: dict = field(default_factory=dict)
+    edition_dir: Path | None = None
 
     @property
     def failed(self) -> list[ChapterResult]:
@@ -91,7 +93,8 @@ def execute_chapter(source: Path, output: Path, parameters: dict[str, Any], cwd:
         except papermill.PapermillExecutionError as exc:
             last_line = (exc.evalue or str(exc)).strip().splitlines()[-1:] or [str(exc)]
             output.unlink(missing_ok=True)
-            shutil.copyfile(out_nb, output.with_suffix(".failed.ipynb")) if out_nb.exists() else None
+            if out_nb.exists():
+                shutil.copyfile(out_nb, output.with_suffix(".failed.ipynb"))
             return ChapterResult(source.stem, output, ok=False, error=f"{exc.ename}: {last_line[0]}")
         shutil.move(str(out_nb), output)
     return ChapterResult(source.stem, output, ok=True)
@@ -130,5 +133,9 @@ def build_book(
         result.chapters.append(chapter)
         if not chapter.ok and stop_on_failure:
             raise BookBuildError(f"chapter {chapter.name} failed: {chapter.error}")
+    from verifylab.edition import archive, write_generated_pages
+
+    result.edition = write_generated_pages(root, root / params["data_dir"])
     result.index_html = render_html(root)
+    result.edition_dir = archive(root, result.edition)
     return result

@@ -131,6 +131,7 @@ def runs_show(
 @app.command()
 def book(
     root: Path = typer.Option(Path("."), help="Project root (holds _config.yml and notebooks/)."),
+    publish: bool = typer.Option(False, "--publish", help="Register this edition in the committed book/editions.json."),
 ) -> None:
     """Execute every chapter in replay mode with papermill and render the HTML book (_build/html).
 
@@ -156,9 +157,59 @@ def book(
 
             result = build_book(project, on_chapter=on_chapter)
             progress.update(task, description="rendered", completed=len(result.chapters))
+        if publish:
+            from verifylab.edition import publish as publish_edition
+
+            publish_edition(project, result.edition)
     except VerifylabError as exc:
         raise fail(exc) from None
+    console.print(f"edition {result.edition['id']} (all editions: {result.edition_dir.parent / 'index.html'})")
+    if publish:
+        console.print("registered in book/editions.json: commit it so the edition outlives the build folder")
     console.print(f"book: [bold]{result.index_html}[/]")
+
+
+@app.command("run")
+def run_cmd(
+    params: Path = typer.Option(..., "--params", help="params.yaml (see examples/params-*.yaml)."),
+    root: Path = typer.Option(Path("."), help="Project root."),
+) -> None:
+    """Run chapters 01-05 in order with papermill (live mode on the GPU box, or replay), store each chapter's
+    data as it completes, and render the edition. A failing chapter is reported with its error and rendered
+    as such; later chapters run on what exists. Exit 1 when a chapter failed (the book is still rendered).
+
+    Example: `verifylab run --params examples/params-smoke.yaml`
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from verifylab.book import project_root
+    from verifylab.pipeline import load_params, run_pipeline
+
+    try:
+        project = project_root(root)
+        parameters = load_params(params)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
+            task = progress.add_task("chapters", total=None)
+
+            def on_chapter(name: str, number: int, total: int) -> None:
+                progress.update(task, description=f"{parameters.mode}: {name}", completed=number - 1, total=total)
+
+            result = run_pipeline(project, parameters, on_chapter)
+            progress.update(task, description="rendered", completed=len(result.chapters))
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    for chapter in result.chapters:
+        mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {chapter.error}"
+        console.print(f"{chapter.name}: {mark}", highlight=False)
+    console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
+    if result.failed:
+        raise typer.Exit(code=1)
 
 
 @trace_app.command("summarize")

@@ -1,4 +1,4 @@
-"""Sphinx extension for the book: keep every page free of network scripts.
+"""Sphinx extension for the book: keep every page free of network scripts; stamp the edition on every page.
 
 Jupyter Book 1 always loads sphinx-thebe, which injects an inline script pointing at a CDN (and, with
 Sphinx 7, twice per page, which is a console error). Thebe is off here, so its scripts are removed.
@@ -6,6 +6,9 @@ Sphinx 7, twice per page, which is a console error). Thebe is off here, so its s
 
 from __future__ import annotations
 
+import html
+import json
+from pathlib import Path
 from typing import Any
 
 DROPPED_MARKERS = ("thebe",)
@@ -24,6 +27,22 @@ def drop_network_scripts(app, pagename, templatename, context, doctree) -> None:
         context["script_files"] = [s for s in scripts if not _is_dropped(s)]
 
 
+def edition_banner(app, pagename, templatename, context, doctree) -> None:
+    """Put the edition id, build date and runs used at the top of every page."""
+    edition_file = Path(app.confdir) / "book" / "_generated" / "edition.json"
+    if "body" not in context or not edition_file.is_file():
+        return
+    edition = json.loads(edition_file.read_text())
+    runs = ", ".join(edition.get("runs", [])) or "none"
+    banner = (
+        f'<div class="verifylab-edition" style="font-size:0.8em;color:#555;border-bottom:1px solid #ddd;'
+        f'margin-bottom:1em;padding-bottom:0.3em">Edition <code>{html.escape(edition["id"])}</code> · built '
+        f"{html.escape(edition['built'])} · measured runs used: {html.escape(runs)}</div>"
+    )
+    context["body"] = banner + context["body"]
+
+
 def setup(app) -> dict[str, Any]:
     app.connect("html-page-context", drop_network_scripts, priority=900)
+    app.connect("html-page-context", edition_banner, priority=901)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 from pathlib import Path
 
 from verifylab.bench.client import Client
@@ -20,6 +22,17 @@ from verifylab.env import capture_host
 from verifylab.runs import RunStore, manifest_from_host
 
 Progress = Callable[[str, int, int], None]
+T = TypeVar("T")
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` that also works where a loop is already running (a Jupyter kernel: live chapters)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def open_recorder(data_dir: Path, run_id: str, label: str, parameters: dict) -> BenchRecorder:
@@ -57,7 +70,7 @@ def run_single(
             recorder.save_single(variant, results, summary)
         return summary
 
-    return asyncio.run(go())
+    return run_coroutine(go())
 
 
 def run_sweep(
@@ -96,7 +109,7 @@ def run_sweep(
                 if recorder:
                     recorder.save_cell(variant, c, results, summary)
 
-    asyncio.run(go())
+    run_coroutine(go())
     return {"cells": cells, "skipped_concurrency": skipped}
 
 

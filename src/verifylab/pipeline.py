@@ -1,0 +1,88 @@
+"""The one-command pipeline: chapters 01-05 in order with papermill (live or replay), then the edition.
+
+A failing chapter is recorded with its error and rendered as such; later chapters run on what exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import nbformat
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifylab.book import GENERATED, BookResult, ChapterResult, chapter_sources, execute_chapter, render_html
+from verifylab.errors import ParameterError
+from verifylab.params import describe_error
+
+
+class PipelineParams(BaseModel):
+    """``params.yaml``: mode, data folder, parameters for every chapter, and per-chapter overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["replay", "live"] = "replay"
+    data_dir: str = "data"
+    run_id: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict, description="passed to every chapter")
+    chapters: dict[str, dict[str, Any]] = Field(default_factory=dict, description="chapter name -> overrides")
+
+
+def load_params(path: Path) -> PipelineParams:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ParameterError(f"{path}: no such parameters file") from None
+    except yaml.YAMLError as exc:
+        raise ParameterError(f"{path}: not valid YAML ({exc})") from None
+    try:
+        return PipelineParams.model_validate(data)
+    except ValidationError as exc:
+        raise ParameterError(describe_error(exc, str(path))) from None
+
+
+def _failure_page(result: ChapterResult, root: Path) -> None:
+    """Render a failed chapter: its executed notebook (with the error) under a warning, or a stub."""
+    failed = result.output.with_suffix(".failed.ipynb")
+    note = nbformat.v4.new_markdown_cell(
+        f"```{{warning}}\nThis chapter failed in this run: `{result.error}`. Later chapters ran on the data "
+        "that exists. The cells below show where it stopped.\n```"
+    )
+    if failed.is_file():
+        nb = nbformat.read(failed, as_version=4)
+        title = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+        nb.cells.insert(title + 1, note)
+        failed.unlink()
+    else:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {result.name}"), note])
+    nbformat.write(nb, result.output)
+
+
+def run_pipeline(
+    root: Path, params: PipelineParams, on_chapter: Callable[[str, int, int], None] | None = None
+) -> BookResult:
+    """Execute every chapter in order with ``params``; render and archive the edition."""
+    from verifylab.edition import archive, write_generated_pages
+
+    result = BookResult()
+    sources = chapter_sources(root)
+    for number, source in enumerate(sources, start=1):
+        if on_chapter:
+            on_chapter(source.stem, number, len(sources))
+        chapter_params = {
+            "mode": params.mode,
+            "data_dir": params.data_dir,
+            "run_id": params.run_id,
+            **params.parameters,
+            **params.chapters.get(source.stem, {}),
+        }
+        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", chapter_params, cwd=root)
+        if not chapter.ok:
+            _failure_page(chapter, root)
+        result.chapters.append(chapter)
+    result.edition = write_generated_pages(root, root / params.data_dir)
+    result.index_html = render_html(root, strict=not result.failed)
+    result.edition_dir = archive(root, result.edition)
+    return result

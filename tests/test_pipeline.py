@@ -1,0 +1,157 @@
+"""Editions, exports and the one-command pipeline, on throwaway copies of the project."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from verifylab.book import build_book
+from verifylab.cli import app
+from verifylab.edition import changes_since, data_digest
+from verifylab.pipeline import PipelineParams, load_params, run_pipeline
+
+pytestmark = pytest.mark.slow
+
+
+def project_copy(repo_root: Path, target: Path) -> Path:
+    for name in ("notebooks", "data", "_config.yml", "_toc.yml"):
+        src = repo_root / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, target / name)
+    shutil.copytree(repo_root / "book", target / "book", ignore=shutil.ignore_patterns("_generated"))
+    return target
+
+
+@pytest.fixture(scope="module")
+def editions(repo_root, tmp_path_factory):
+    root = project_copy(repo_root, tmp_path_factory.mktemp("project"))
+    first = build_book(root).edition
+    again = build_book(root).edition
+    extra = root / "data" / "reference" / "extra_note.csv"
+    extra.write_text("figure,value\nnew,1\n")
+    changed = build_book(root).edition
+    return root, first, again, changed
+
+
+def test_same_inputs_same_edition_and_new_data_new_edition(editions):
+    root, first, again, changed = editions
+    assert first["id"] == again["id"]
+    assert changed["id"] != first["id"]
+    index = (root / "_build" / "editions" / "index.html").read_text()
+    assert first["id"] in index and changed["id"] in index
+    listed = json.loads((root / "_build" / "editions" / "editions.json").read_text())
+    assert [e["id"] for e in listed] == [first["id"], changed["id"]]
+    assert (root / "_build" / "editions" / first["id"] / "index.html").is_file()
+    page = (root / "_build" / "html" / "book" / "_generated" / "04_fusion_vs_elimination.html").read_text()
+    assert f"Edition <code>{changed['id']}</code>" in page  # _build/html holds the latest edition
+
+
+def test_exports_open(editions):
+    root, _, _, changed = editions
+    folder = root / "_build" / "editions" / changed["id"] / "exports"
+    index = json.loads((folder / "exports.json").read_text())
+    assert {"reported_throughput", "verify_components", "whatif", "recommendations"} <= {e["name"] for e in index}
+    for entry in index:
+        assert entry["edition"] == changed["id"]
+        for name in entry["files"]:
+            path = folder / name
+            if name.endswith(".svg"):
+                root_el = ET.fromstring(path.read_text())
+                assert root_el.tag.endswith("svg")
+                assert changed["id"] in path.read_text()  # captioned with the edition
+            elif name.endswith(".png"):
+                data = path.read_bytes()
+                assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+            else:
+                rows = list(csv.reader(path.open()))
+                assert len(rows) >= 2
+
+
+def test_publish_registers_and_changes_page_compares(editions):
+    root, first, _, _changed = editions
+    from verifylab.edition import publish, write_generated_pages
+
+    publish(root, first)
+    registry = json.loads((root / "book" / "editions.json").read_text())
+    assert registry[-1]["id"] == first["id"] and "key_findings" in registry[-1]
+    current = write_generated_pages(root, root / "data")
+    assert current["previous"] == first["id"]
+    assert f"Compared with edition `{first['id']}`" in (root / "book" / "_generated" / "changes.md").read_text()
+
+
+def test_changes_since_lists_only_changed_findings():
+    frame = changes_since({"key_findings": {"a": 1, "b": 2, "gone": 3}}, {"a": 1, "b": 5, "new": 7})
+    assert sorted(frame["finding"]) == ["b", "gone", "new"]
+
+
+def test_data_digest_depends_on_content_and_names(tmp_path):
+    (tmp_path / "x.csv").write_text("1")
+    d1 = data_digest(tmp_path)
+    (tmp_path / "x.csv").write_text("2")
+    assert data_digest(tmp_path) != d1
+
+
+def test_smoke_params_replay_end_to_end(repo_root, tmp_path):
+    root = project_copy(repo_root, tmp_path)
+    result = CliRunner().invoke(
+        app, ["run", "--params", str(repo_root / "examples" / "params-smoke.yaml"), "--root", str(root)]
+    )
+    assert result.exit_code == 0, result.output
+    assert (root / "_build" / "html" / "index.html").is_file()
+
+
+def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_root, tmp_path):
+    root = project_copy(repo_root, tmp_path / "p")
+    launcher = [sys.executable, "-m", "verifylab.testing.server"]
+    params = {
+        "mode": "live",
+        "data_dir": "data",
+        "run_id": "20261129-000000-live-test-double",
+        "chapters": {
+            "02_benchmarks": {
+                "model_path": "tiny",
+                "draft_model_path": None,
+                "tp_size": 1,
+                "port": 30555,
+                "launcher": launcher,
+                "variants": ["baseline", "ngram"],
+                "runs": 2,
+                "warmup": 0,
+                "max_tokens": 16,
+                "concurrency": [1, 2],
+                "sweep_tokens": 16,
+                "label": "test double (not data)",
+            },
+            "05_recommendations": {"launcher": launcher, "model_path": "tiny", "tp_size": 1},
+        },
+    }
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    result = run_pipeline(root, load_params(path))
+    status = {c.name: c.ok for c in result.chapters}
+    assert status["01_environment_and_gates"] is False  # no sglang installed here: recorded, not fatal
+    assert all(ok for name, ok in status.items() if name != "01_environment_and_gates")
+    failed_page = (root / "_build" / "html" / "book" / "_generated" / "01_environment_and_gates.html").read_text()
+    assert "This chapter failed in this run" in failed_page
+    runs = root / "data" / "runs" / "20261129-000000-live-test-double"
+    manifest = json.loads((runs / "manifest.json").read_text())
+    assert {"single_stream", "sweep_cells", "variant_state"} <= set(manifest["tables"])
+    assert not (repo_root / "data" / "runs" / "20261129-000000-live-test-double").exists()
+
+
+def test_bad_params_file_is_named(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("mode: sideways\n")
+    with pytest.raises(Exception, match=r"p\.yaml: parameter 'mode' = 'sideways'"):
+        load_params(path)
+    path.write_text("mode: replay\nunknown_key: 1\n")
+    with pytest.raises(Exception, match="unknown_key"):
+        load_params(path)
+    assert PipelineParams().mode == "replay"
