@@ -83,3 +83,59 @@ def test_introduction_chart_draws_offline_without_console_errors(browser, book_u
     assert blocked == [], f"requests left the machine: {blocked}"
     assert errors == [], f"console errors: {errors}"
     page.close()
+
+
+def _pages(built_book: Path) -> list[Path]:
+    return sorted(p for p in built_book.rglob("*.html") if "_static" not in p.parts)
+
+
+def test_every_page_opens_offline_draws_its_charts_and_has_no_console_errors(browser, book_url, built_book):
+    for path in _pages(built_book):
+        rel = path.relative_to(built_book).as_posix()
+        page, errors, blocked = open_page(browser, f"{book_url}/{rel}")
+        for figure in page.locator("figure.verifylab-chart").all():
+            assert figure.locator("svg [class^='mark-'] path, svg [class^='mark-'] line").count() > 0, (
+                f"{rel}: a chart has no marks"
+            )
+        assert blocked == [], f"{rel}: requests left the machine: {blocked}"
+        assert errors == [], f"{rel}: console errors: {errors}"
+        page.close()
+
+
+def test_no_internal_link_is_broken(built_book):
+    from html.parser import HTMLParser
+    from urllib.parse import unquote, urlparse
+
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.targets: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            for name, value in attrs:
+                if name in ("href", "src") and value:
+                    self.targets.append(value)
+
+    broken = []
+    for path in _pages(built_book):
+        parser = Links()
+        parser.feed(path.read_text(encoding="utf-8"))
+        for target in parser.targets:
+            url = urlparse(target)
+            if url.scheme or target.startswith(("#", "mailto:", "data:", "javascript:")):
+                continue
+            resolved = (path.parent / unquote(url.path)).resolve()
+            if url.path and not resolved.exists():
+                broken.append(f"{path.relative_to(built_book)} -> {target}")
+    assert broken == []
+
+
+def test_summary_page_screenshot_is_attached(browser, book_url, built_book, repo_root):
+    page, errors, blocked = open_page(browser, f"{book_url}/book/_generated/summary.html")
+    assert "The three numbers behind it" in page.content()
+    target = repo_root / "_build" / "test-artifacts" / "summary.png"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target), full_page=True)
+    print(f"summary screenshot: {target}")
+    assert target.stat().st_size > 10_000 and errors == [] and blocked == []
+    page.close()

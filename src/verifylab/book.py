@@ -101,7 +101,11 @@ def execute_chapter(source: Path, output: Path, parameters: dict[str, Any], cwd:
 
 
 def render_html(root: Path, strict: bool = True) -> Path:
-    """Run ``jupyter-book build`` on the project root; returns ``_build/html/index.html``."""
+    """Run ``jupyter-book build`` on the project root; returns ``_build/html/index.html``.
+
+    ``_build/html`` and the doctree cache are removed first: Sphinx never deletes stale pages."""
+    for stale in (root / "_build" / "html", root / "_build" / ".doctrees", root / "_build" / "jupyter_execute"):
+        shutil.rmtree(stale, ignore_errors=True)
     exe = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root), "--quiet"]
     if strict:

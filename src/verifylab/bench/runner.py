@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
 from pathlib import Path
+from typing import Any, TypeVar
 
 from verifylab.bench.client import Client
 from verifylab.bench.method import (
