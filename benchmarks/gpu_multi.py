@@ -34,15 +34,9 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 def _graph_us(fn, calls: int, replays: int) -> float:
     import torch
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+    from verifylab.synth.cuda import capture_graph
+
+    graph = capture_graph(fn, calls=calls)
     times = []
     for _ in range(replays):
         torch.distributed.barrier()

@@ -76,18 +76,10 @@ def release_gpu_memory() -> None:
 
 
 def graph_of(fn):
-    import torch
+    """Two warm-up calls on a side stream, then one call captured (the shared helper)."""
+    from verifylab.synth.cuda import capture_graph
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph
+    return capture_graph(fn, calls=1, warmup=2)
 
 
 def shard_compute(ks: list[int], budget_gb: float, replays: int, bandwidth_gbs: float) -> list[dict]:

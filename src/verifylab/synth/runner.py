@@ -84,6 +84,7 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from verifylab.synth import verify_pass as vp
+    from verifylab.synth.cuda import capture_graph
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     if cfg.backend != "none":
@@ -103,14 +104,7 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
     for _ in range(cfg.warmup):
         step()
     if gpu and cfg.cuda_graph:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
+        graph = capture_graph(step)
         run = graph.replay
     else:
         run = step

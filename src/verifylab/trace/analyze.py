@@ -63,6 +63,20 @@ STEP_COLUMNS = [
 ]
 
 
+PER_STEP_NUMERIC = [
+    "span_us",
+    "allreduce_count",
+    "allgather_count",
+    "comm_us",
+    "compute_us",
+    "idle_us",
+    "exposed_comm_us",
+    "norm_us",
+    "gemm_moe_us",
+    "attention_us",
+]
+
+
 def union_length(intervals: list[tuple[float, float]]) -> float:
     """Total length covered by a set of [start, end) intervals."""
     total, cur_start, cur_end = 0.0, None, None
@@ -416,18 +430,7 @@ class TraceSummary:
 
     def per_step(self) -> pd.DataFrame:
         """Mean over ranks of each step: the figure a chapter shows."""
-        numeric = [
-            "span_us",
-            "allreduce_count",
-            "allgather_count",
-            "comm_us",
-            "compute_us",
-            "idle_us",
-            "exposed_comm_us",
-            "norm_us",
-            "gemm_moe_us",
-            "attention_us",
-        ]
+        numeric = PER_STEP_NUMERIC
         frame = self.steps.copy()
         frame[numeric] = frame[numeric].astype(float)
         return frame.groupby(["step", "phase"], as_index=False)[numeric].mean()
