@@ -37,12 +37,14 @@ run_id = None
 data_dir = "data"
 server_url = "http://127.0.0.1:30000"
 profile_steps = 5
+draft_tokens = 4  # message size when the trace has none (CUDA graphs): tokens x 7168 x 2 bytes
+label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
 
 # %%
 import pandas as pd
 
 from verifylab.params import validate_parameters
-from verifylab.report.breakdown import chapter3_tables
+from verifylab.report.breakdown import chapter3_tables, live_profile_section
 from verifylab.report.charts import step_breakdown_chart
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="03_verify_breakdown")
@@ -86,6 +88,13 @@ tables["counts"]
 # %% [markdown]
 # ## Live mode: the GPU box's own server
 #
-# In live mode this chapter drives SGLang's profiler during an EAGLE-3 run (`/start_profile` with a step
-# count, then `/stop_profile`), collects the per-rank traces into the run folder and summarizes them. No
-# live capture is stored in this edition's data.
+# In live mode this chapter drives SGLang's profiler while requests run on the server at `server_url`
+# (start it with `verifylab serve eagle3_fusion ...`): `/start_profile` with a step count and an output
+# folder in the run, then `/stop_profile`; the per-rank traces are summarized and stored. Whether fusion ran
+# is read off the kernels: FlashInfer's fused all-reduce kernels present, NCCL all-reduces gone from the
+# fused path. No live capture is stored in this edition's data.
+
+# %%
+live_profile_section(
+    params.mode, server_url, profile_steps, params.data_dir, params.run_id, label, message_bytes=draft_tokens * 7168 * 2
+)

@@ -132,9 +132,24 @@ def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_ro
             "05_recommendations": {"launcher": launcher, "model_path": "tiny", "tp_size": 1},
         },
     }
+    from verifylab.serve import Server
+
+    from .test_bench import free_port
+
+    port = free_port()  # a running "server" for chapter 03's live profile
+    profiled = Server([*launcher, "--port", str(port), "--tp-size", "2"], "127.0.0.1", port, tmp_path / "s.log")
+    profiled.start(health_timeout_s=60)
+    params["chapters"]["03_verify_breakdown"] = {
+        "server_url": profiled.url,
+        "profile_steps": 2,
+        "label": "test double (not data)",
+    }
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
-    result = run_pipeline(root, load_params(path))
+    try:
+        result = run_pipeline(root, load_params(path))
+    finally:
+        profiled.stop()
     status = {c.name: c.ok for c in result.chapters}
     assert status["01_environment_and_gates"] is False  # no sglang installed here: recorded, not fatal
     assert all(ok for name, ok in status.items() if name != "01_environment_and_gates")
@@ -142,7 +157,7 @@ def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_ro
     assert "This chapter failed in this run" in failed_page
     runs = root / "data" / "runs" / "20261129-000000-live-test-double"
     manifest = json.loads((runs / "manifest.json").read_text())
-    assert {"single_stream", "sweep_cells", "variant_state"} <= set(manifest["tables"])
+    assert {"single_stream", "sweep_cells", "variant_state", "trace_steps"} <= set(manifest["tables"])
     assert not (repo_root / "data" / "runs" / "20261129-000000-live-test-double").exists()
 
 

@@ -223,3 +223,27 @@ def test_cli_json_on_a_folder(gloo_61):
         assert row["allreduce_count"] == 122
     table = CliRunner().invoke(app, ["trace", "summarize", str(gloo_61)])
     assert table.exit_code == 0 and "gloo:122" in table.output
+
+
+def test_capture_from_a_server_profiler_and_summarize(tmp_path):
+    """Drive /start_profile on the test double (which writes per-rank traces like SGLang) and summarize."""
+    import sys
+
+    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
+    from verifylab.trace.capture import capture_profile
+
+    from .test_bench import free_port
+
+    cfg = BaseConfig(
+        model_path="tiny",
+        tp_size=2,
+        port=free_port(),
+        launcher=[sys.executable, "-m", "verifylab.testing.server"],
+        extra_args=["--step-ms", "5"],
+    )
+    with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs") as (server, _):
+        traces = capture_profile(server.url, tmp_path / "profile", num_steps=3, timeout_s=30)
+    assert [t.name for t in traces] == ["test-double-TP-0.trace.json.gz", "test-double-TP-1.trace.json.gz"]
+    steps = summarize_traces(traces, message_bytes=4 * 7168 * 2).steps
+    assert len(steps) == 6 and (steps["allreduce_count"] == 4).all()
+    assert steps["source"].str.contains("CUDA-graph launches").all()

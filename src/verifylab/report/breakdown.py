@@ -105,3 +105,49 @@ def chapter3_tables(data_dir: Path | str) -> dict[str, pd.DataFrame]:
         "breakdown": pd.concat([reported_breakdown(figures), measured_breakdown(store)], ignore_index=True),
         "counts": allreduce_counts(store),
     }
+
+
+def live_profile_section(
+    mode: str,
+    server_url: str,
+    profile_steps: int,
+    data_dir: Path | str,
+    run_id: str | None,
+    label: str,
+    message_bytes: int | None = None,
+):
+    """Chapter 03 live: profile the running server, summarize the per-rank traces, store them as a run."""
+    from verifylab.env import capture_host
+    from verifylab.report.section import Section
+    from verifylab.runs import manifest_from_host, new_run_id
+    from verifylab.trace import summarize_traces
+    from verifylab.trace.capture import capture_profile
+
+    section = Section("Live profile of the box's server")
+    if mode != "live":
+        return section.add(
+            "Replay mode: no live capture. In live mode this chapter profiles the server at "
+            "server_url and stores the summary as a measured run.",
+            "",
+        )
+    store = RunStore(Path(data_dir) / "runs")
+    run_id = run_id or new_run_id("live-profile")
+    if not store.exists(run_id):
+        store.create(
+            manifest_from_host(
+                run_id,
+                label,
+                capture_host(),
+                {"server_url": server_url, "profile_steps": profile_steps},
+                purpose="profile of a live SGLang server",
+            )
+        )
+    traces = capture_profile(server_url, store.path(run_id) / "profile", profile_steps)
+    summary = summarize_traces(traces, message_bytes=message_bytes)
+    store.write_table(run_id, "trace_steps", summary.steps.assign(norm="live"), fmt="csv")
+    section.add(f"Stored in run {run_id}; notes: " + " | ".join(summary.notes), summary.per_step())
+    section.add(
+        "Fused kernels present? (all-reduce implementations per step)",
+        summary.steps[["rank", "step", "phase", "allreduce_count", "allreduce_impls", "nccl_name_suffixes"]],
+    )
+    return section

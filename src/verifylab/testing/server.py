@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import sys
 import time
+from pathlib import Path
 
 from aiohttp import web
 
@@ -209,7 +211,64 @@ async def flush_cache(request: web.Request) -> web.Response:
 
 
 async def start_profile(request: web.Request) -> web.Response:
+    """Like SGLang: write one trace per rank into ``output_dir`` (here a tiny fake CUDA-graph trace)."""
+    body = await request.json() if request.can_read_body else {}
+    folder = body.get("output_dir")
+    if folder:
+        state: State = request.app["state"]
+        steps = int(body.get("num_steps") or 1)
+        for rank in range(state.server_args["tp_size"]):
+            write_fake_trace(Path(folder) / f"test-double-TP-{rank}.trace.json.gz", steps)
     return web.Response(text="Start profiling.")
+
+
+def write_fake_trace(path: Path, steps: int, layers: int = 2) -> None:
+    """A test-double trace: per step one cudaGraphLaunch, 2 NCCL all-reduces and 2 GEMMs per layer."""
+    events, ts, corr = [], 0.0, 1
+    for _ in range(steps):
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaGraphLaunch",
+                "pid": 1,
+                "tid": 1,
+                "ts": ts,
+                "dur": 5.0,
+                "args": {"correlation": corr},
+            }
+        )
+        for _ in range(layers * 2):
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": ts + 10,
+                    "dur": 20.0,
+                    "args": {"correlation": corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": ts + 35,
+                    "dur": 15.0,
+                    "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                    "args": {"correlation": corr},
+                }
+            )
+            ts += 50
+        corr += 1
+        ts += 100
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as fh:
+        json.dump({"schemaVersion": 1, "traceEvents": events}, fh)
 
 
 def build_app(args: argparse.Namespace) -> web.Application:
