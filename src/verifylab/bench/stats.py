@@ -116,9 +116,3 @@ def _log_interpolate(table: pd.DataFrame, c_lo: int, c_hi: int) -> float:
         return float(c_hi)
     t = (lo - 1.0) / (lo - hi)
     return float(2 ** (math.log2(c_lo) + t * (math.log2(c_hi) - math.log2(c_lo))))
-
-
-def goodput(requests: pd.DataFrame, ttft_slo_s: float, tpot_slo_s: float, wall_s: float) -> float:
-    """Output tokens per second of the requests that met both SLOs (TTFT and TPOT)."""
-    ok = requests[(requests.ttft_s <= ttft_slo_s) & (requests.tpot_s <= tpot_slo_s)]
-    return float(ok.output_tokens.sum() / wall_s) if wall_s > 0 else 0.0

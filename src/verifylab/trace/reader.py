@@ -1,7 +1,8 @@
 """Stream the events of a Chrome-format profiler trace (``.json`` or ``.json.gz``) without loading it.
 
 The file is read in chunks; each element of ``traceEvents`` is decoded on its own with the C JSON scanner
-and reduced at once to a small :class:`Event`. Memory stays at one chunk plus the events kept.
+(``iter_raw``); the analysis reduces the few it keeps to small :class:`Event` objects (``to_event``). Memory
+stays at one chunk plus the events kept.
 """
 
 from __future__ import annotations
@@ -73,13 +74,6 @@ def to_event(obj: dict) -> Event:
         tid=obj.get("tid", 0),
         args={k: args[k] for k in KEPT_ARGS if k in args},
     )
-
-
-def iter_events(path: Path | str, keep_cats: frozenset[str] | None = None) -> Iterator[Event]:
-    """Yield the events of one trace as :class:`Event` (optionally only some categories)."""
-    for obj in iter_raw(path):
-        if keep_cats is None or obj.get("cat", "") in keep_cats:
-            yield to_event(obj)
 
 
 def iter_raw(path: Path | str) -> Iterator[dict]:
