@@ -15,8 +15,10 @@ from verifylab.errors import VerifylabError
 
 app = typer.Typer(
     help="Evidence for SGLang tensor-parallel speculative decoding on PCIe GPUs.\n\n"
-    "Typical use: `verifylab env` on the GPU box, `verifylab runs list` to see stored measurements, "
-    "`verifylab book` to render the book from data/ (replay mode).",
+    "On the GPU box: `verifylab env`, `verifylab gates audit|apply|verify`, `verifylab serve VARIANT`, "
+    "`verifylab bench|sweep --url URL`, `verifylab trace summarize DIR`, or all of it at once with "
+    "`verifylab run --params params.yaml`. Anywhere: `verifylab model whatif|reconcile`, `verifylab runs list`, "
+    "`verifylab book` (renders the book from data/).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
