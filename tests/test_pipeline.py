@@ -108,6 +108,8 @@ def test_smoke_params_replay_end_to_end(repo_root, tmp_path):
 
 
 def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_root, tmp_path):
+    from .test_bench import free_port
+
     root = project_copy(repo_root, tmp_path / "p")
     launcher = [sys.executable, "-m", "verifylab.testing.server"]
     params = {
@@ -133,8 +135,6 @@ def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_ro
         },
     }
     from verifylab.serve import Server
-
-    from .test_bench import free_port
 
     port = free_port()  # a running "server" for chapter 03's live profile
     profiled = Server([*launcher, "--port", str(port), "--tp-size", "2"], "127.0.0.1", port, tmp_path / "s.log")
