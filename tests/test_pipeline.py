@@ -121,7 +121,7 @@ def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_ro
                 "model_path": "tiny",
                 "draft_model_path": None,
                 "tp_size": 1,
-                "port": 30555,
+                "port": free_port(),
                 "launcher": launcher,
                 "variants": ["baseline", "ngram"],
                 "runs": 2,
