@@ -124,9 +124,9 @@ def build_book(
     root: Path,
     parameters: dict[str, Any] | None = None,
     on_chapter: Callable[[str, int, int], None] | None = None,
-    stop_on_failure: bool = True,
 ) -> BookResult:
-    """Execute every chapter (replay by default) and render the HTML book."""
+    """Execute every chapter (replay by default) and render the HTML book; the first failing chapter stops it
+    (``verifylab run`` instead renders failed chapters and goes on)."""
     params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
     result = BookResult()
     sources = chapter_sources(root)
@@ -135,11 +135,17 @@ def build_book(
             on_chapter(source.stem, number, len(sources))
         chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, cwd=root)
         result.chapters.append(chapter)
-        if not chapter.ok and stop_on_failure:
+        if not chapter.ok:
             raise BookBuildError(f"chapter {chapter.name} failed: {chapter.error}")
+    return render_edition(root, root / params["data_dir"], result)
+
+
+def render_edition(root: Path, data_dir: Path, result: BookResult) -> BookResult:
+    """After the chapters ran: generated pages (summary, changes, edition stamp), HTML, archived edition.
+    Warnings are errors unless a chapter failed (its page then carries the error)."""
     from verifylab.edition import archive, write_generated_pages
 
-    result.edition = write_generated_pages(root, root / params["data_dir"])
-    result.index_html = render_html(root)
+    result.edition = write_generated_pages(root, data_dir)
+    result.index_html = render_html(root, strict=not result.failed)
     result.edition_dir = archive(root, result.edition)
     return result

@@ -47,7 +47,7 @@ def edition_id(root: Path, data_dir: Path) -> str:
 def key_findings(data_dir: Path) -> dict[str, object]:
     """The figures and recommendations a reader would cite, by name (compared across editions)."""
     from verifylab.model.case import reconcile_table, whatif_table
-    from verifylab.report.recommend import evidence_from_data, recommend
+    from verifylab.report.recommend import case_study_evidence, recommend
 
     rec = reconcile_table(data_dir).set_index("step")["value"]
     whatif = whatif_table(data_dir).set_index("kind")["verify_ms"]
@@ -71,7 +71,7 @@ def key_findings(data_dir: Path) -> dict[str, object]:
                 findings[f"H200 compute per TP-8 pass, k={k} (ms, measured)"] = round(
                     float(row.pass_ms_61_layers.iloc[0]), 2
                 )
-    for r in recommend(evidence_from_data(data_dir, "0.5.9", "0.6.4", "PCIe")):
+    for r in recommend(case_study_evidence(data_dir)):
         findings[f"recommendation: {r.topic}"] = f"[{r.confidence}] {r.recommendation}"
     return findings
 

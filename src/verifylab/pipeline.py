@@ -13,7 +13,7 @@ import nbformat
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from verifylab.book import GENERATED, BookResult, ChapterResult, chapter_sources, execute_chapter, render_html
+from verifylab.book import GENERATED, BookResult, ChapterResult, chapter_sources, execute_chapter, render_edition
 from verifylab.errors import ParameterError
 from verifylab.params import describe_error
 
@@ -64,8 +64,6 @@ def run_pipeline(
     root: Path, params: PipelineParams, on_chapter: Callable[[str, int, int], None] | None = None
 ) -> BookResult:
     """Execute every chapter in order with ``params``; render and archive the edition."""
-    from verifylab.edition import archive, write_generated_pages
-
     result = BookResult()
     sources = chapter_sources(root)
     for number, source in enumerate(sources, start=1):
@@ -82,7 +80,4 @@ def run_pipeline(
         if not chapter.ok:
             _failure_page(chapter, root)
         result.chapters.append(chapter)
-    result.edition = write_generated_pages(root, root / params.data_dir)
-    result.index_html = render_html(root, strict=not result.failed)
-    result.edition_dir = archive(root, result.edition)
-    return result
+    return render_edition(root, root / params.data_dir, result)

@@ -117,11 +117,8 @@ def new_run_id(slug: str, now: datetime | None = None) -> str:
 def _format_validation(path: Path, exc: ValidationError) -> str:
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or "(root)"
-    return (
-        f"{path}: field '{field}': {first['msg']} (and {len(exc.errors()) - 1} more)"
-        if len(exc.errors()) > 1
-        else f"{path}: field '{field}': {first['msg']}"
-    )
+    more = len(exc.errors()) - 1
+    return f"{path}: field '{field}': {first['msg']}" + (f" (and {more} more)" if more else "")
 
 
 def read_manifest(path: Path) -> Manifest:
@@ -179,6 +176,24 @@ class RunStore:
             raise RunExistsError(f"run '{manifest.run_id}' already exists in {self.root}")
         self.save_manifest(manifest)
         return manifest
+
+    def open_or_create(
+        self,
+        run_id: str,
+        label: str,
+        parameters: dict[str, Any],
+        purpose: str,
+        status: Literal["complete", "partial"] = "complete",
+        with_torch: bool = True,
+    ) -> Manifest:
+        """The run ``run_id``: resumed when stored, else created for this host (``verifylab env``'s capture)."""
+        if self.exists(run_id):
+            return self.manifest(run_id)
+        from verifylab.env import capture_host
+
+        manifest = manifest_from_host(run_id, label, capture_host(with_torch=with_torch), parameters, purpose)
+        manifest.status = status
+        return self.create(manifest)
 
     def save_manifest(self, manifest: Manifest) -> None:
         Manifest.model_validate(manifest.model_dump())  # re-validate edits made in place

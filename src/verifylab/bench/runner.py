@@ -18,8 +18,7 @@ from verifylab.bench.method import (
     sweep_cell,
 )
 from verifylab.bench.prompts import Prompt, load_prompts
-from verifylab.env import capture_host
-from verifylab.runs import RunStore, manifest_from_host
+from verifylab.runs import RunStore
 
 Progress = Callable[[str, int, int], None]
 T = TypeVar("T")
@@ -38,12 +37,7 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
 def open_recorder(data_dir: Path, run_id: str, label: str, parameters: dict) -> BenchRecorder:
     """The run to write into: resumed when it exists, created (status partial) otherwise."""
     store = RunStore(Path(data_dir) / "runs")
-    if not store.exists(run_id):
-        manifest = manifest_from_host(
-            run_id, label, capture_host(with_torch=False), parameters, purpose="benchmark of an SGLang server"
-        )
-        manifest.status = "partial"
-        store.create(manifest)
+    store.open_or_create(run_id, label, parameters, "benchmark of an SGLang server", status="partial", with_torch=False)
     return BenchRecorder(store, run_id)
 
 

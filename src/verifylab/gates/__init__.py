@@ -20,7 +20,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.patch import FilePlan, plan_file
-from verifylab.gates.scan import Finding, arch_of, scan_file, sha256_of
+from verifylab.gates.scan import Finding, arch_of, scan_file, sha256_bytes, sha256_of
 from verifylab.iorw import atomic_write_bytes, atomic_write_json
 
 STATE_DIR = ".verifylab-gates"
@@ -250,7 +250,7 @@ def apply(
         "versions": aud.versions,
         "status": "applying",
         "files": {
-            rel: {"before": sha256_of(root / rel), "after": _sha(p.result()), "changes": p.notes}
+            rel: {"before": sha256_of(root / rel), "after": sha256_bytes(p.result()), "changes": p.notes}
             for rel, p in plans.items()
         },
     }
@@ -275,12 +275,6 @@ def apply(
     return ApplyResult(sorted(plans), diff, notes, state / "manifest.json")
 
 
-def _sha(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
-
-
 def _remove_state(state: Path) -> None:
     for path in sorted(state.rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
@@ -299,7 +293,7 @@ def revert(root: Path) -> list[str]:
         if sha256_of(root / rel) != hashes["after"]:
             raise GateError(f"{rel} changed after apply (sha256 differs from the manifest): not reverting anything")
         backup = state / "backup" / rel
-        if not backup.is_file() or _sha(backup.read_bytes()) != hashes["before"]:
+        if not backup.is_file() or sha256_bytes(backup.read_bytes()) != hashes["before"]:
             raise GateError(f"{backup}: backup missing or altered: not reverting anything")
     for rel in manifest["files"]:
         atomic_write_bytes(root / rel, (state / "backup" / rel).read_bytes())

@@ -117,9 +117,8 @@ def live_profile_section(
     message_bytes: int | None = None,
 ):
     """Chapter 03 live: profile the running server, summarize the per-rank traces, store them as a run."""
-    from verifylab.env import capture_host
     from verifylab.report.section import Section
-    from verifylab.runs import manifest_from_host, new_run_id
+    from verifylab.runs import new_run_id
     from verifylab.trace import summarize_traces
     from verifylab.trace.capture import capture_profile
 
@@ -132,16 +131,9 @@ def live_profile_section(
         )
     store = RunStore(Path(data_dir) / "runs")
     run_id = run_id or new_run_id("live-profile")
-    if not store.exists(run_id):
-        store.create(
-            manifest_from_host(
-                run_id,
-                label,
-                capture_host(),
-                {"server_url": server_url, "profile_steps": profile_steps},
-                purpose="profile of a live SGLang server",
-            )
-        )
+    store.open_or_create(
+        run_id, label, {"server_url": server_url, "profile_steps": profile_steps}, "profile of a live SGLang server"
+    )
     traces = capture_profile(server_url, store.path(run_id) / "profile", profile_steps)
     summary = summarize_traces(traces, message_bytes=message_bytes)
     store.write_table(run_id, "trace_steps", summary.steps.assign(norm="live"), fmt="csv")

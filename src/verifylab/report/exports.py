@@ -44,7 +44,7 @@ def key_tables(data_dir: Path) -> dict[str, tuple[str, pd.DataFrame]]:
     from verifylab.model.case import reconcile_table, whatif_table
     from verifylab.reference import load_reported_figures
     from verifylab.report.gates_report import load_matrix, matrix_overview
-    from verifylab.report.recommend import evidence_from_data, recommend, recommendations_frame
+    from verifylab.report.recommend import case_study_evidence, recommend, recommendations_frame
 
     return {
         "reported_figures": (
@@ -59,7 +59,7 @@ def key_tables(data_dir: Path) -> dict[str, tuple[str, pd.DataFrame]]:
         ),
         "recommendations": (
             "Recommendations with evidence and confidence (case-study box)",
-            recommendations_frame(recommend(evidence_from_data(data_dir, "0.5.9", "0.6.4", "PCIe"))),
+            recommendations_frame(recommend(case_study_evidence(data_dir))),
         ),
     }
 

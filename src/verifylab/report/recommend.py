@@ -274,6 +274,14 @@ def recommendations_frame(recs: list[Recommendation]) -> pd.DataFrame:
     )
 
 
+CASE_STUDY_BOX = {"sglang_version": "0.5.9", "flashinfer_version": "0.6.4", "interconnect": "PCIe"}
+
+
+def case_study_evidence(data_dir) -> Evidence:
+    """The evidence for the case-study box (SGLang 0.5.9, FlashInfer 0.6.4, PCIe), as editions and exports cite it."""
+    return evidence_from_data(data_dir, **CASE_STUDY_BOX)
+
+
 def evidence_from_data(
     data_dir,
     sglang_version: str | None = None,
