@@ -44,8 +44,15 @@ FAILURE_SIGNATURES = [
         "the fusion backend guard rejects this arch: verifylab gates apply",
     ),
     ("port_in_use", r"address already in use|Errno 98", "another process holds the port"),
+    (
+        "missing_package",
+        r'requires "([\w.\-]+)" to be installed',
+        "SGLang needs the Python package '{0}' at run time: install it beside SGLang",
+    ),
+    ("import_error", r"No module named '([\w.]+)'", "a Python dependency is missing: no module named '{0}'"),
     ("import_error", r"ModuleNotFoundError|ImportError", "a Python dependency is missing"),
 ]
+_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception)|AssertionError)\b.*$", re.MULTILINE)
 FUSION_LOG = [
     ("skipped", r"Skipping allreduce fusion"),
     ("enabled", r"Auto-enabling FlashInfer AllReduce Fusion|Enable FlashInfer AllReduce Fusion"),
@@ -164,9 +171,16 @@ def port_free(host: str, port: int) -> bool:
 def classify_failure(log_text: str) -> tuple[str, str]:
     """(signature, what to do) for a server log; ('unknown', ...) when nothing matches."""
     for name, pattern, advice in FAILURE_SIGNATURES:
-        if re.search(pattern, log_text):
-            return name, advice
+        match = re.search(pattern, log_text)
+        if match:
+            return name, advice.format(*match.groups())
     return "unknown", "read the server log"
+
+
+def last_error_line(log_text: str) -> str | None:
+    """The last ``SomethingError: ...`` line of a log: usually what killed the server."""
+    lines = _ERROR_LINE.findall(log_text)
+    return lines[-1].strip()[:300] if lines else None
 
 
 @dataclass
@@ -242,9 +256,13 @@ class Server:
         while time.monotonic() < deadline:
             code = self.proc.poll()
             if code is not None:
-                name, advice = classify_failure(self.log_text())
+                log_text = self.log_text()
+                name, advice = classify_failure(log_text)
+                cause = last_error_line(log_text)
                 raise ServerError(
-                    f"server exited with code {code} during start-up [{name}]: {advice} (log: {self.log_path})"
+                    f"server exited with code {code} during start-up [{name}]: {advice}"
+                    + (f"; last error: {cause}" if cause else "")
+                    + f" (log: {self.log_path})"
                 )
             try:
                 if httpx.get(self.url + "/health_generate", timeout=5.0).status_code == 200:
