@@ -30,7 +30,8 @@ def run_campaign(
     """Run each variant (a server each) ``repeats`` times in a seeded random order; store tables as they finish.
 
     A variant whose server fails is recorded with its failure and the campaign goes on; returns the variant
-    states (requested vs in effect, active or not, failure)."""
+    states (requested vs in effect, active or not, failure). Raises ServerError (states stored) when no
+    variant started at all."""
     unknown = [v for v in variants if v not in DEFAULT_VARIANTS]
     if unknown:
         raise ServerError(f"unknown variant(s) {unknown}: choose from {', '.join(DEFAULT_VARIANTS)}")
@@ -75,4 +76,6 @@ def run_campaign(
             states.append(row)
             recorder.store.write_table(run_id, "variant_state", pd.DataFrame(states), fmt="csv")
     mark_complete(recorder)
+    if states and all(row.get("failure") for row in states):
+        raise ServerError(f"no variant started, nothing was measured; first failure: {states[0]['failure']}")
     return pd.DataFrame(states)
