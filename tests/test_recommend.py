@@ -30,6 +30,14 @@ def test_speculation_loses_everywhere_switches_the_command():
     assert "--speculative-algorithm" not in recs["launch command"].command
 
 
+def test_command_without_a_draft_model_uses_a_named_placeholder():
+    # a live run on a box with no EAGLE-3 draft (the live smoke) used to fail chapter 05 with a ServerError
+    base = BaseConfig(model_path="/models/tiny", tp_size=1)
+    rec = by_topic(Evidence(crossover={"status": "wins everywhere", "run_id": "r1"}, base=base))["launch command"]
+    assert "--speculative-draft-model-path <EAGLE-3-draft-path>" in rec.command
+    assert "No draft model was given" in rec.recommendation
+
+
 def test_fusion_inactive_is_not_counted_on():
     rec = by_topic(
         Evidence(fusion_state={"active": False, "reasons": "fusion skipped by the workspace preflight", "run_id": "r4"})

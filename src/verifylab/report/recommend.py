@@ -228,6 +228,9 @@ def _risks(ev: Evidence) -> list[Recommendation]:
     return out
 
 
+DRAFT_PLACEHOLDER = "<EAGLE-3-draft-path>"
+
+
 def _command(ev: Evidence, rec: Recommendation) -> Recommendation:
     if ev.base is None:
         return Recommendation("launch command", "No model path given: no command built.", [], "none")
@@ -241,7 +244,11 @@ def _command(ev: Evidence, rec: Recommendation) -> Recommendation:
         if "Turn EAGLE-3 off" not in rec.recommendation
         else DEFAULT_VARIANTS["fusion"]
     )
-    args = variant_args(ev.base, variant, help_text)
+    base, placeholder = ev.base, ""
+    if variant.speculative and not base.draft_model_path:
+        base = base.model_copy(update={"draft_model_path": DRAFT_PLACEHOLDER})
+        placeholder = f" No draft model was given: {DRAFT_PLACEHOLDER} stands for your EAGLE-3 draft."
+    args = variant_args(base, variant, help_text)
     checked = (
         "checked against the installed --help"
         if ev.help_text
@@ -251,7 +258,7 @@ def _command(ev: Evidence, rec: Recommendation) -> Recommendation:
         "launch command",
         f"Deploy variant '{variant.name}' ({checked}). Speculative parameters "
         f"(steps {ev.base.speculative_num_steps}, top-k {ev.base.speculative_eagle_topk}, draft "
-        f"tokens {ev.base.speculative_num_draft_tokens}) are the common defaults, not tuned here.",
+        f"tokens {ev.base.speculative_num_draft_tokens}) are the common defaults, not tuned here.{placeholder}",
         ["chapter 2"],
         "medium" if ev.help_text else "low",
         command="python -m sglang.launch_server " + " ".join(args),
