@@ -25,6 +25,7 @@ from verifylab.serve import (
     Variant,
     classify_failure,
     effective_state,
+    last_error_line,
     launcher_help,
     serve,
     variant_args,
@@ -193,6 +194,47 @@ def test_failure_signatures():
     assert classify_failure("NCCL error in: ...")[0] == "nccl_error"
     assert classify_failure("error: unrecognized arguments: --foo")[0] == "unknown_argument"
     assert classify_failure("all good")[0] == "unknown"
+
+
+def test_real_sglang_start_failure_names_the_missing_package(repo_root):
+    # SGLang 0.5.17 on the H200 (live smoke): fastapi raises a RuntimeError, not an ImportError
+    log = (repo_root / "tests" / "data" / "sglang_0_5_17" / "server-start-missing-multipart.log").read_text()
+    name, advice = classify_failure(log)
+    assert name == "missing_package" and "'python-multipart'" in advice
+    assert last_error_line(log) == 'RuntimeError: Form data requires "python-multipart" to be installed. '.strip()
+    assert classify_failure("ModuleNotFoundError: No module named 'xgrammar'") == (
+        "import_error",
+        "a Python dependency is missing: no module named 'xgrammar'",
+    )
+    assert last_error_line("INFO all fine") is None
+
+
+def test_campaign_where_no_variant_starts_fails_loudly_and_keeps_the_states(tmp_path):
+    from verifylab.bench.campaign import run_campaign
+
+    cfg = base("--exit-with", "RuntimeError: boom")
+    with pytest.raises(ServerError, match=r"no variant started.*RuntimeError: boom"):
+        run_campaign(cfg, ["baseline", "ngram"], SingleStreamConfig(1, 0, 4), [1], 4, tmp_path, "no-start", "double")
+    states = pd.read_csv(tmp_path / "runs" / "no-start" / "variant_state.csv")
+    assert list(states.active) == [False, False]
+
+
+def test_sglang_0_5_17_meta_info_shape():
+    # keys as SGLang 0.5.17's tokenizer manager writes them; counts of the live smoke's first NGRAM request
+    # (256 tokens in 95 verify passes, 4 draft tokens a pass)
+    meta = {
+        "completion_tokens": 256,
+        "spec_verify_ct": 95,
+        "spec_accept_length": 256 / 95,
+        "spec_accept_rate": 161 / 285,
+        "spec_num_correct_drafts": 161,
+        "spec_num_proposed_drafts": 285,
+        "spec_accepted_drafts": 161,
+        "spec_proposed_drafts": 285,
+    }
+    assert parse_spec_meta(meta)["spec_verify_ct"] == 95
+    without_count = {k: v for k, v in meta.items() if k != "spec_verify_ct"}
+    assert parse_spec_meta(without_count)["spec_verify_ct"] == pytest.approx(95)
 
 
 def test_spec_meta_spellings_and_token_weighted_accept_length():
