@@ -368,8 +368,28 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
         "steps": pd.DataFrame(rows, columns=STEP_COLUMNS),
         "collectives": pd.DataFrame(colls),
         "kernel_classes": pd.DataFrame(classes),
+        "kernels": kernel_totals(rank),
         "notes": notes,
     }
+
+
+def kernel_totals(rank: RankEvents) -> pd.DataFrame:
+    """Every device kernel of one rank by name, as the library emitted it: count, total time, class."""
+    totals: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for k in rank.kernels:
+        totals[(k.name, k.cat)].append(k.dur)
+    rows = [
+        {
+            "rank": rank.rank,
+            "kernel": name,
+            "group": classify_kernel(name, cat).group,
+            "count": len(durs),
+            "total_us": sum(durs),
+        }
+        for (name, cat), durs in totals.items()
+    ]
+    frame = pd.DataFrame(rows, columns=["rank", "kernel", "group", "count", "total_us"])
+    return frame.sort_values("total_us", ascending=False, ignore_index=True)
 
 
 def _last_le(starts: list[float], ts: float) -> int | None:
@@ -385,17 +405,23 @@ def _last_le(starts: list[float], ts: float) -> int | None:
 
 def _label_graph_phases(rows: list[dict]) -> None:
     """Under SGLang's CUDA graphs: the launches with the most all-reduces are target-model passes
-    (verify), the one right after a target pass is the draft-extend, the rest are draft steps."""
+    (verify), the one right after a target pass is the draft-extend, the rest are draft steps. Without any
+    all-reduce (TP 1) only size is left: the launches with the most kernels are target passes, the rest
+    are labelled "other graph" (a draft model cannot be told apart from other graphs by size alone)."""
     if not rows:
         return
-    top = max(r["allreduce_count"] for r in rows)
+    by_collectives = any(r["allreduce_count"] for r in rows)
+    key = "allreduce_count" if by_collectives else "kernel_count"
+    top = max(r[key] for r in rows)
     previous_target = False
     for r in rows:
-        if top and r["allreduce_count"] == top:
+        if top and r[key] == top:
             r["phase"], previous_target = "target", True
-        else:
+        elif by_collectives:
             r["phase"] = "draft_extend" if previous_target else "draft"
             previous_target = False
+        else:
+            r["phase"] = "other graph"
 
 
 def align_ranks(steps: pd.DataFrame, colls: pd.DataFrame) -> pd.DataFrame:
@@ -427,6 +453,7 @@ class TraceSummary:
     kernel_classes: pd.DataFrame
     files: list[str]
     notes: list[str] = field(default_factory=list)
+    kernels: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def per_step(self) -> pd.DataFrame:
         """Mean over ranks of each step: the figure a chapter shows."""
@@ -498,6 +525,7 @@ def summarize_traces(
     steps = pd.concat([p["steps"] for p in parts], ignore_index=True)
     colls = pd.concat([p["collectives"] for p in parts], ignore_index=True)
     classes = pd.concat([p["kernel_classes"] for p in parts], ignore_index=True)
+    kernels = pd.concat([p["kernels"] for p in parts], ignore_index=True)
     notes = [n for p in parts for n in p["notes"]]
     steps = align_ranks(steps, colls) if not colls.empty else steps
     if steps.empty or steps["allreduce_count"].sum() == 0:
@@ -507,7 +535,7 @@ def summarize_traces(
             "NCCL kernel names carry suffixes such as _RING_LL: they are names, not proof of the "
             "algorithm or protocol that ran"
         )
-    if (steps["bytes_source"] == "model config (trace has no sizes)").any():
+    if (steps["bytes_source"] == "model config (trace has no sizes)").any() and steps["allreduce_count"].sum():
         notes.append("message sizes come from the model config: the trace records none (CUDA-graph replay)")
     return TraceSummary(
         steps.sort_values(["rank", "step"]).reset_index(drop=True),
@@ -515,4 +543,5 @@ def summarize_traces(
         classes,
         [str(f) for f in files],
         notes,
+        kernels,
     )

@@ -17,7 +17,8 @@ KERNEL_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 
 @dataclass(frozen=True, slots=True)
 class KernelClass:
-    """What one kernel is: ``group`` (allreduce/allgather/collective/norm/gemm_moe/attention/memory/other)
+    """What one kernel is: ``group`` (allreduce/allgather/collective/norm/gemm_moe/attention/spec_verify/
+    memory/other)
     and, for collectives, the implementation and the algorithm/protocol its *name* mentions."""
 
     group: str
@@ -42,7 +43,15 @@ _GEMM = re.compile(
     r"sm\d+_xmma|ampere_|hopper_|bmm|dot_kernel",
     re.I,
 )
-_ATTENTION = re.compile(r"flash|fmha|attention|attn|mla|sdpa|BatchDecode|BatchPrefill|decode_kernel|softmax", re.I)
+_ATTENTION = re.compile(
+    r"flash|fmha|attention|attn|mla|sdpa|BatchDecode|BatchPrefill|decode_kernel|softmax|"
+    r"^_fwd_(?:grouped_)?kernel",  # SGLang's Triton attention backend (extend / verify, decode stages)
+    re.I,
+)
+# Speculative decoding's own kernels in SGLang: tree verification and (NGRAM) tree reconstruction.
+_SPEC_VERIFY = re.compile(
+    r"VerifyTree|verify_tree|TreeSpeculative|tree_speculative|reconstructIndicesFromTreeMask|build_tree", re.I
+)
 
 
 @lru_cache(maxsize=16384)
@@ -77,6 +86,8 @@ def classify_kernel(name: str, cat: str = "kernel") -> KernelClass:
         return KernelClass("allreduce" if "reduce" in name.lower() else "collective", "mscclpp")
     if _ALLGATHER.search(name):
         return KernelClass("allgather", "other")
+    if _SPEC_VERIFY.search(name):
+        return KernelClass("spec_verify")
     if _NORM.search(name):
         return KernelClass("norm")
     if _ATTENTION.search(name):
