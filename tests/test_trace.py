@@ -166,6 +166,16 @@ def test_interval_arithmetic():
         ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", "attention", None),
         ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", "gemm_moe", None),
         ("fused_moe_kernel", "gemm_moe", None),
+        # named as SGLang 0.5.17 emitted them on the H200 (live smoke): Triton attention, tree verification
+        ("_fwd_kernel", "attention", None),
+        ("_fwd_grouped_kernel_stage1", "attention", None),
+        (
+            "void VerifyTreeGreedy<int, long>(int*, int*, int*, long*, long*, long*, long*, long*, unsigned int)",
+            "spec_verify",
+            None,
+        ),
+        ("reconstructIndicesFromTreeMask(bool*, long*, long*, long*, long*, long*, int, int)", "spec_verify", None),
+        ("assign_extend_cache_locs", "other", None),
     ],
 )
 def test_kernel_classification(name, group, impl):
@@ -247,3 +257,28 @@ def test_capture_from_a_server_profiler_and_summarize(tmp_path):
     steps = summarize_traces(traces, message_bytes=4 * 7168 * 2).steps
     assert len(steps) == 6 and (steps["allreduce_count"] == 4).all()
     assert steps["source"].str.contains("CUDA-graph launches").all()
+
+
+def test_real_sglang_ngram_profile_tp1(repo_root):
+    """The live smoke's own profile (SGLang 0.5.17, NGRAM, TP 1, H200): no all-reduce anywhere, so target
+    passes are found by size, the rest are not called draft steps, and kernels keep their emitted names."""
+    run = repo_root / "data" / "runs" / "20261129-112945-h200-live-smoke"
+    summary = summarize_traces(sorted((run / "profile").glob("*.trace.json.gz")))
+    assert summary.steps["allreduce_count"].sum() == 0
+    assert "no collective operation (all-reduce or other) was found in these traces" in summary.notes
+    assert not any("message sizes" in note for note in summary.notes)
+    phases = summary.steps.groupby("phase")["kernel_count"]
+    assert set(phases.groups) == {"target", "other graph"}
+    assert phases.min()["target"] > phases.max()["other graph"]
+    assert (summary.steps.loc[summary.steps.phase == "target", "attention_us"] > 0).all()
+    kernels = summary.kernels.set_index("kernel")
+    assert kernels.loc["_fwd_kernel", "group"] == "attention"
+    assert (
+        kernels.loc[
+            "void VerifyTreeGreedy<int, long>(int*, int*, int*, long*, long*, long*, long*, long*, "
+            "unsigned int, unsigned int, unsigned int)",
+            "group",
+        ]
+        == "spec_verify"
+    )
+    assert summary.kernels["total_us"].is_monotonic_decreasing
