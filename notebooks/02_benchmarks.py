@@ -32,6 +32,7 @@ draft_model_path = "/models/Kimi-K2.5-eagle3"
 tp_size = 8
 port = 30000
 launcher = ["python", "-m", "sglang.launch_server"]
+extra_args = []  # more launch flags for every variant, e.g. ["--attention-backend", "triton"]
 variants = ["baseline", "fusion", "eagle3", "eagle3_fusion"]
 runs = 5
 warmup = 2
@@ -51,6 +52,7 @@ from verifylab.report.bench_report import (
     reported_single_stream,
     single_stream_chart,
 )
+from verifylab.report.live_smoke import live_smoke_benchmarks
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="02_benchmarks")
 pd.set_option("display.max_colwidth", 120)
@@ -65,6 +67,7 @@ live_campaign(
         "tp_size": tp_size,
         "port": port,
         "launcher": launcher,
+        "extra_args": extra_args,
         "variants": variants,
         "runs": runs,
         "warmup": warmup,
@@ -100,3 +103,13 @@ reported_comparisons(params.data_dir)
 
 # %%
 benchmark_section(params.data_dir)
+
+# %% [markdown]
+# ## Live smoke: the pipeline against a real SGLang server
+#
+# Before a GPU box runs the real campaign, `benchmarks/live_smoke` drives this whole pipeline in live mode
+# against a real `sglang.launch_server` with a random-weight tiny model on one H200. Its figures test the
+# harness (flags, `meta_info`, the sweep), not SGLang's speed, and are kept out of the recommendations.
+
+# %%
+live_smoke_benchmarks(params.data_dir)

@@ -35,7 +35,14 @@
 mode = "replay"
 run_id = None
 data_dir = "data"
-server_url = "http://127.0.0.1:30000"
+server_url = "http://127.0.0.1:30000"  # live: the server to profile, unless serve_variant is set
+serve_variant = None  # live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture, then stop it
+model_path = None  # live with serve_variant: launch settings, as chapter 02 takes them
+draft_model_path = None
+tp_size = 1
+port = 30000
+launcher = ["python", "-m", "sglang.launch_server"]
+extra_args = []
 profile_steps = 5
 draft_tokens = 4  # message size when the trace has none (CUDA graphs): tokens x 7168 x 2 bytes
 label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
@@ -46,6 +53,7 @@ import pandas as pd
 from verifylab.params import validate_parameters
 from verifylab.report.breakdown import chapter3_tables, live_profile_section
 from verifylab.report.charts import step_breakdown_chart
+from verifylab.report.live_smoke import live_smoke_profile
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="03_verify_breakdown")
 pd.set_option("display.max_colwidth", 120)
@@ -89,12 +97,38 @@ tables["counts"]
 # ## Live mode: the GPU box's own server
 #
 # In live mode this chapter drives SGLang's profiler while requests run on the server at `server_url`
-# (start it with `verifylab serve eagle3_fusion ...`): `/start_profile` with a step count and an output
+# (start it with `verifylab serve eagle3_fusion ...`), or on a server it starts itself when `serve_variant`
+# names a variant: `/start_profile` with a step count and an output
 # folder in the run, then `/stop_profile`; the per-rank traces are summarized and stored. Whether fusion ran
 # is read off the kernels: FlashInfer's fused all-reduce kernels present, NCCL all-reduces gone from the
-# fused path. No live capture is stored in this edition's data.
+# fused path. The live smoke below is such a capture, of a tiny model at TP 1.
 
 # %%
 live_profile_section(
-    params.mode, server_url, profile_steps, params.data_dir, params.run_id, label, message_bytes=draft_tokens * 7168 * 2
+    params.mode,
+    server_url,
+    profile_steps,
+    params.data_dir,
+    params.run_id,
+    label,
+    message_bytes=draft_tokens * 7168 * 2,
+    serve_variant=serve_variant,
+    server={
+        "model_path": model_path,
+        "draft_model_path": draft_model_path,
+        "tp_size": tp_size,
+        "port": port,
+        "launcher": launcher,
+        "extra_args": extra_args,
+    },
 )
+
+# %% [markdown]
+# ## Live smoke: a profile of the real server
+#
+# The same capture path (chapter 3 starting an NGRAM server, `/start_profile`, the analyzer) on the live
+# smoke's tiny model: real SGLang, Triton and FlashInfer kernel names, NGRAM's tree verification, and no
+# all-reduce at TP 1 (fusion not exercised).
+
+# %%
+live_smoke_profile(params.data_dir)

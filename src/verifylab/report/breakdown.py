@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from verifylab.errors import ParameterError
 from verifylab.reference import load_reported_figures, reported_value
 from verifylab.runs import RunStore
 
@@ -77,7 +78,8 @@ def allreduce_counts(store: RunStore) -> pd.DataFrame:
                     "rank": rank,
                     "steps": len(part),
                     "allreduces_per_step": ", ".join(str(int(c)) for c in sorted(set(part["allreduce_count"]))),
-                    "implementations": ", ".join(sorted(set(part["allreduce_impls"].fillna("")) - {""})) or "none",
+                    "implementations": ", ".join(sorted(set(part["allreduce_impls"].dropna().astype(str)) - {""}))
+                    or "none",
                     "provenance": "measured",
                 }
             )
@@ -115,31 +117,62 @@ def live_profile_section(
     run_id: str | None,
     label: str,
     message_bytes: int | None = None,
+    serve_variant: str | None = None,
+    server: dict | None = None,
 ):
-    """Chapter 03 live: profile the running server, summarize the per-rank traces, store them as a run."""
+    """Chapter 03 live: profile a server, summarize the per-rank traces, store them as a run.
+
+    With ``serve_variant`` the chapter starts that variant itself (``server`` holds the launch settings, as
+    chapter 02 takes them) and stops it afterwards; otherwise it profiles the server already at ``server_url``."""
     from verifylab.report.section import Section
     from verifylab.runs import new_run_id
-    from verifylab.trace import summarize_traces
-    from verifylab.trace.capture import capture_profile
 
     section = Section("Live profile of the box's server")
     if mode != "live":
         return section.add(
             "Replay mode: no live capture. In live mode this chapter profiles the server at "
-            "server_url and stores the summary as a measured run.",
+            "server_url (or starts serve_variant itself) and stores the summary as a measured run.",
             "",
         )
     store = RunStore(Path(data_dir) / "runs")
     run_id = run_id or new_run_id("live-profile")
     store.open_or_create(
-        run_id, label, {"server_url": server_url, "profile_steps": profile_steps}, "profile of a live SGLang server"
+        run_id,
+        label,
+        {"server_url": server_url, "profile_steps": profile_steps, "serve_variant": serve_variant},
+        "profile of a live SGLang server",
     )
-    traces = capture_profile(server_url, store.path(run_id) / "profile", profile_steps)
+    if serve_variant is None:
+        return _profile_into(section, store, run_id, server_url, profile_steps, message_bytes)
+    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
+
+    if serve_variant not in DEFAULT_VARIANTS:
+        raise ParameterError(f"serve_variant {serve_variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}")
+    base = BaseConfig(**(server or {}))
+    log_dir = store.path(run_id) / "logs" / "profile"  # chapter 02 logs the same variant names one level up
+    with serve(base, DEFAULT_VARIANTS[serve_variant], log_dir) as (running, state):
+        section.add(
+            f"Started {serve_variant} for the capture: fusion {state.fusion}, speculative "
+            f"{state.speculative_algorithm or 'off'}, TP {state.tp_size}"
+            + (f"; not active: {'; '.join(state.inactive_reasons)}" if state.inactive_reasons else ""),
+            "",
+        )
+        return _profile_into(section, store, run_id, running.url, profile_steps, message_bytes)
+
+
+def _profile_into(section, store: RunStore, run_id: str, url: str, steps: int, message_bytes: int | None):
+    """Capture, summarize and store one profile of the server at ``url``; add what it found to ``section``."""
+    from verifylab.trace import summarize_traces
+    from verifylab.trace.capture import capture_profile
+
+    traces = capture_profile(url, store.path(run_id) / "profile", steps)
     summary = summarize_traces(traces, message_bytes=message_bytes)
     store.write_table(run_id, "trace_steps", summary.steps.assign(norm="live"), fmt="csv")
+    store.write_table(run_id, "trace_kernels", summary.kernels, fmt="csv")
     section.add(f"Stored in run {run_id}; notes: " + " | ".join(summary.notes), summary.per_step())
     section.add(
         "Fused kernels present? (all-reduce implementations per step)",
         summary.steps[["rank", "step", "phase", "allreduce_count", "allreduce_impls", "nccl_name_suffixes"]],
     )
+    section.add("The kernels by total time, named as SGLang, FlashInfer and Triton emit them", summary.kernels.head(15))
     return section

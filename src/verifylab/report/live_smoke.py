@@ -1,0 +1,102 @@
+"""The live-smoke sections of chapters 02 and 03: what the pipeline measured against a real SGLang server
+with a random-weight tiny model (benchmarks/live_smoke). Mechanics, not performance: each section says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.report.section import Section
+from verifylab.runs import RunStore
+
+LIVE_SMOKE_SUFFIX = "-live-smoke"  # device_run.sh names its runs <timestamp>-<gpu>-live-smoke
+CAVEAT = (
+    "Mechanics only, not performance: a random-weight tiny model at TP 1, so no all-reduce exists and fusion "
+    "is not exercised; NGRAM acceptance on greedy noise says nothing about a real model's speed-up. What it "
+    "shows is that the live path works against a real SGLang server: launch flags checked against its --help, "
+    "accept length read from its meta_info, a profile captured through /start_profile and summarized."
+)
+
+
+def live_smoke_runs(data_dir: Path | str) -> list[str]:
+    """Ids of the stored live-smoke runs, oldest first."""
+    store = RunStore(Path(data_dir) / "runs")
+    return [run_id for run_id in store.run_ids() if run_id.endswith(LIVE_SMOKE_SUFFIX)]
+
+
+def _facts(store: RunStore, run_id: str) -> pd.DataFrame:
+    m = store.manifest(run_id)
+    model = (m.parameters.get("base") or {}).get("model_path", "—")
+    return pd.DataFrame(
+        [
+            {
+                "run_id": run_id,
+                "label": m.label,
+                "gpu": f"{m.gpu_name} (SM {m.compute_capability})",
+                "sglang": m.versions.sglang,
+                "flashinfer": m.versions.flashinfer,
+                "torch": m.versions.torch,
+                "model": model,
+            }
+        ]
+    )
+
+
+def live_smoke_benchmarks(data_dir: Path | str) -> Section:
+    """Chapter 02: the smoke's variants as the real server ran them, one stream and the small sweep."""
+    section = Section("Live smoke: a real SGLang server (mechanics only)")
+    runs = live_smoke_runs(data_dir)
+    if not runs:
+        return section.add("No live-smoke run in this edition's data (benchmarks/live_smoke makes one).", "")
+    store = RunStore(Path(data_dir) / "runs")
+    run_id = runs[-1]
+    section.add(CAVEAT, _facts(store, run_id))
+    section.add(
+        "Variants: requested vs in effect (read from the running server)", store.read_table(run_id, "variant_state")
+    )
+    single = store.table_or_none(run_id, "single_stream")
+    if single is not None:
+        section.add(
+            "One stream: accept_length from the responses' meta_info (client, token-weighted) next to the "
+            "server's own figure",
+            single,
+        )
+    cells = store.table_or_none(run_id, "sweep_cells")
+    if cells is not None:
+        keep = ["variant", "concurrency", "requests", "failed", "output_tokens_per_s", "accept_length"]
+        section.add("The small sweep", cells[[c for c in keep if c in cells.columns]])
+    return section
+
+
+def live_smoke_profile(data_dir: Path | str, top: int = 12) -> Section:
+    """Chapter 03: the smoke's profile of the real server, per phase, and its kernels as emitted."""
+    section = Section("Live smoke: a profile of the real server (mechanics only)")
+    store = RunStore(Path(data_dir) / "runs")
+    runs = [r for r in live_smoke_runs(data_dir) if store.table_or_none(r, "trace_steps") is not None]
+    if not runs:
+        return section.add("No live-smoke profile in this edition's data.", "")
+    run_id = runs[-1]
+    steps = store.read_table(run_id, "trace_steps")
+    per_phase = (
+        steps.groupby("phase", as_index=False)
+        .agg(
+            launches=("step", "count"),
+            kernels=("kernel_count", "mean"),
+            span_us=("span_us", "mean"),
+            attention_us=("attention_us", "mean"),
+            gemm_us=("gemm_moe_us", "mean"),
+            norm_us=("norm_us", "mean"),
+            allreduces=("allreduce_count", "sum"),
+        )
+        .round(2)
+    )
+    section.add(
+        f"{CAVEAT} Run {run_id}: CUDA-graph launches of one profile, by phase (TP 1: target passes are the "
+        "largest graphs; no all-reduce to count)",
+        per_phase,
+    )
+    kernels = store.table_or_none(run_id, "trace_kernels")
+    if kernels is not None:
+        section.add(f"The {top} kernels with the most device time, named as emitted", kernels.head(top))
+    return section
