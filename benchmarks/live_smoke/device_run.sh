@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU box (repository root, parts carried under .live/xfer/): unpack the SGLang and pipeline sets and
 # the model once, then run `verifylab run` in live mode with params-live-smoke.yaml and pack what it made
-# into $OUT (the run folder, the executed chapters, the server logs, the JIT caches for a next call).
+# into $OUT (the run folder, the executed chapters, the server logs, the JIT caches for a next call: put
+# that jit-cache.tar.gz into the last .live/xfer/N folder to skip the compiles).
 #   bash benchmarks/live_smoke/device_run.sh stash     # a call that carries an early part: keep it in /tmp
 #   bash benchmarks/live_smoke/device_run.sh           # unpack if needed, then run the pipeline
 set -uo pipefail
@@ -15,7 +16,7 @@ mkdir -p "$OUT" "$S/bin"
 # every call first stashes the parts it brought.
 stash() {
   mkdir -p "$S/parts"
-  cp -f .live/xfer/*/part.* .live/xfer/*/SHA256 "$S/parts/" 2>/dev/null
+  cp -f .live/xfer/*/part.* .live/xfer/*/SHA256 .live/xfer/*/jit-cache.tar.gz "$S/parts/" 2>/dev/null
   echo "parts stashed in $S/parts: $(ls "$S/parts" | tr '\n' ' ')"
 }
 
@@ -27,7 +28,10 @@ unpack() {
     echo "the parts do not add up to smoke.tar.xz: a part is missing (did the machine go back between calls?)"
     return 2
   fi
-  cat "$S"/parts/part.* | xz -d -T0 | tar -x -C "$S" && touch "$S/.unpacked" && rm -rf "$S/parts"
+  cat "$S"/parts/part.* | xz -d -T0 | tar -x -C "$S" && touch "$S/.unpacked" || return 2
+  # a previous call's Triton / TVM-FFI / FlashInfer JIT caches, if carried: saves the compiles
+  [ -f "$S/parts/jit-cache.tar.gz" ] && tar -xzf "$S/parts/jit-cache.tar.gz" -C ~ && echo "JIT caches restored"
+  rm -rf "$S/parts"
   printf '#!/bin/sh\nexec python3 -c "import sys; from jupyter_book.cli.main import main; sys.exit(main())" "$@"\n' \
     > "$S/bin/jupyter-book"
   chmod +x "$S/bin/jupyter-book"
@@ -46,7 +50,7 @@ RUN=$(date -u +%Y%m%d-%H%M%S)-h200-live-smoke
 sed -e "s#@RUN_ID@#$RUN#" -e "s#@MODEL@#$S/model/tiny-qwen3#g" -e "s#@PYTHON@#$(command -v python3)#g" \
   benchmarks/live_smoke/params-live-smoke.yaml > "$S/params.yaml"
 echo "run id: $RUN"
-timeout "${PIPELINE_TIMEOUT_S:-480}" python3 -m verifylab.cli run --params "$S/params.yaml" 2>&1 | tee "$OUT/pipeline.log"
+timeout "${PIPELINE_TIMEOUT_S:-540}" python3 -m verifylab.cli run --params "$S/params.yaml" 2>&1 | tee "$OUT/pipeline.log"
 rc=${PIPESTATUS[0]}
 echo "pipeline exit code: $rc"
 rm -rf "data/runs/$RUN/profile"/*.trace.json.gz.tmp 2>/dev/null

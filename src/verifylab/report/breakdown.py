@@ -134,6 +134,11 @@ def live_profile_section(
             "server_url (or starts serve_variant itself) and stores the summary as a measured run.",
             "",
         )
+    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
+
+    if serve_variant is not None and serve_variant not in DEFAULT_VARIANTS:  # before anything is written
+        raise ParameterError(f"serve_variant {serve_variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}")
+    base = BaseConfig(**(server or {})) if serve_variant else None
     store = RunStore(Path(data_dir) / "runs")
     run_id = run_id or new_run_id("live-profile")
     store.open_or_create(
@@ -142,13 +147,8 @@ def live_profile_section(
         {"server_url": server_url, "profile_steps": profile_steps, "serve_variant": serve_variant},
         "profile of a live SGLang server",
     )
-    if serve_variant is None:
+    if base is None:
         return _profile_into(section, store, run_id, server_url, profile_steps, message_bytes)
-    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
-
-    if serve_variant not in DEFAULT_VARIANTS:
-        raise ParameterError(f"serve_variant {serve_variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}")
-    base = BaseConfig(**(server or {}))
     log_dir = store.path(run_id) / "logs" / "profile"  # chapter 02 logs the same variant names one level up
     with serve(base, DEFAULT_VARIANTS[serve_variant], log_dir) as (running, state):
         section.add(

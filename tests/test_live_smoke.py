@@ -1,0 +1,50 @@
+"""The live-smoke sections and chapter 03 starting the server it profiles (against the test double)."""
+
+import sys
+
+import pandas as pd
+import pytest
+
+from verifylab.errors import ParameterError
+from verifylab.report.breakdown import live_profile_section
+from verifylab.report.live_smoke import live_smoke_benchmarks, live_smoke_profile, live_smoke_runs
+
+from .test_bench import free_port
+
+RUN = "20261129-112945-h200-live-smoke"
+
+
+def test_sections_show_the_stored_smoke_with_its_caveat(repo_root):
+    assert RUN in live_smoke_runs(repo_root / "data")
+    bench = live_smoke_benchmarks(repo_root / "data")._repr_html_()
+    assert "Mechanics only, not performance" in bench and "0.5.17" in bench and "NVIDIA H200" in bench
+    assert "server_accept_length" in bench and "NGRAM" in bench
+    profile = live_smoke_profile(repo_root / "data")._repr_html_()
+    assert "Mechanics only, not performance" in profile and "_fwd_kernel" in profile and "target" in profile
+
+
+def test_sections_without_a_smoke_say_so(tmp_path):
+    assert "No live-smoke run" in live_smoke_benchmarks(tmp_path)._repr_html_()
+    assert "No live-smoke profile" in live_smoke_profile(tmp_path)._repr_html_()
+
+
+def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
+    server = {
+        "model_path": "tiny",
+        "port": free_port(),
+        "launcher": [sys.executable, "-m", "verifylab.testing.server"],
+        "extra_args": ["--step-ms", "5"],
+    }
+    section = live_profile_section(
+        "live", "http://unused", 2, tmp_path, "ch3-serve", "test double", serve_variant="ngram", server=server
+    )
+    html = section._repr_html_()
+    assert "Started ngram for the capture" in html and "speculative NGRAM" in html
+    run = tmp_path / "runs" / "ch3-serve"
+    assert (run / "logs" / "profile" / "server-ngram.log").is_file()
+    assert not (run / "logs" / "server-ngram.log").exists()  # chapter 02's log of the same variant stays its own
+    kernels = pd.read_csv(run / "trace_kernels.csv")
+    assert {"kernel", "group", "count", "total_us"} <= set(kernels.columns)
+    with pytest.raises(ParameterError, match="serve_variant 'nope'"):
+        live_profile_section("live", "", 2, tmp_path, "ch3-bad", "test double", serve_variant="nope", server=server)
+    assert not (tmp_path / "runs" / "ch3-bad").exists()
