@@ -187,6 +187,10 @@ def test_effective_state_marks_inactive_mechanisms():
     assert spec_off.inactive_reasons == ["speculation is off in the running server"]
     ok = effective_state(fusion, {"tp_size": 8, "flashinfer_allreduce_fusion_backend": "auto"}, "")
     assert ok.active and ok.fusion == "enabled"
+    # SGLang 0.5.17 at TP 1 (live smoke): the backend asked for stays 'auto', the resolved switch is False
+    resolved = {"tp_size": 1, "flashinfer_allreduce_fusion_backend": "auto", "flashinfer_allreduce_fusion": False}
+    tp1 = effective_state(fusion, {"server_args": resolved}, "")
+    assert tp1.fusion == "off" and not tp1.active
 
 
 def test_failure_signatures():

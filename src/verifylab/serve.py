@@ -206,7 +206,10 @@ def effective_state(variant: Variant, server_info: dict, log_text: str) -> Effec
             fusion = state
             break
     if fusion == "unknown":
-        enabled = args.get("enable_flashinfer_allreduce_fusion") or args.get("flashinfer_allreduce_fusion_backend")
+        if "flashinfer_allreduce_fusion" in args:  # resolved by SGLang (0.5.17: False at TP 1 whatever was asked)
+            enabled = bool(args["flashinfer_allreduce_fusion"])
+        else:
+            enabled = args.get("enable_flashinfer_allreduce_fusion") or args.get("flashinfer_allreduce_fusion_backend")
         disabled = args.get("enforce_disable_flashinfer_allreduce_fusion")
         fusion = "off" if disabled or not enabled else "enabled"
     spec = args.get("speculative_algorithm")
