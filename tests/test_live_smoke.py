@@ -11,7 +11,7 @@ from verifylab.report.live_smoke import live_smoke_benchmarks, live_smoke_profil
 
 from .test_bench import free_port
 
-RUN = "20261129-112945-h200-live-smoke"
+RUN = "20261129-114733-h200-live-smoke"
 
 
 def test_sections_show_the_stored_smoke_with_its_caveat(repo_root):

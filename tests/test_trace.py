@@ -262,7 +262,7 @@ def test_capture_from_a_server_profiler_and_summarize(tmp_path):
 def test_real_sglang_ngram_profile_tp1(repo_root):
     """The live smoke's own profile (SGLang 0.5.17, NGRAM, TP 1, H200): no all-reduce anywhere, so target
     passes are found by size, the rest are not called draft steps, and kernels keep their emitted names."""
-    run = repo_root / "data" / "runs" / "20261129-112945-h200-live-smoke"
+    run = repo_root / "data" / "runs" / "20261129-114733-h200-live-smoke"
     summary = summarize_traces(sorted((run / "profile").glob("*.trace.json.gz")))
     assert summary.steps["allreduce_count"].sum() == 0
     assert "no collective operation (all-reduce or other) was found in these traces" in summary.notes
