@@ -52,7 +52,7 @@ FAILURE_SIGNATURES = [
     ("import_error", r"No module named '([\w.]+)'", "a Python dependency is missing: no module named '{0}'"),
     ("import_error", r"ModuleNotFoundError|ImportError", "a Python dependency is missing"),
 ]
-_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception)|AssertionError)\b.*$", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^\s*[\w.]+(?:Error|Exception)\b.*$", re.MULTILINE)
 FUSION_LOG = [
     ("skipped", r"Skipping allreduce fusion"),
     ("enabled", r"Auto-enabling FlashInfer AllReduce Fusion|Enable FlashInfer AllReduce Fusion"),
