@@ -48,3 +48,17 @@ def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
     with pytest.raises(ParameterError, match="serve_variant 'nope'"):
         live_profile_section("live", "", 2, tmp_path, "ch3-bad", "test double", serve_variant="nope", server=server)
     assert not (tmp_path / "runs" / "ch3-bad").exists()
+
+
+def test_the_smoke_is_never_evidence_for_a_recommendation(repo_root, tmp_path):
+    import shutil
+
+    from verifylab.report.recommend import evidence_from_data
+
+    assert evidence_from_data(repo_root / "data").fusion_state is None  # its fusion row is TP 1, inactive
+    renamed = tmp_path / "runs" / "20261129-114733-h200-other"  # the same data under a non-smoke id counts
+    shutil.copytree(repo_root / "data" / "runs" / RUN, renamed)
+    shutil.copytree(repo_root / "data" / "reference", tmp_path / "reference")
+    manifest = (renamed / "manifest.json").read_text().replace(RUN, renamed.name)
+    (renamed / "manifest.json").write_text(manifest)
+    assert evidence_from_data(tmp_path).fusion_state["run_id"] == renamed.name
