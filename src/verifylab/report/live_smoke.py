@@ -25,6 +25,12 @@ def live_smoke_runs(data_dir: Path | str) -> list[str]:
     return [run_id for run_id in store.run_ids() if run_id.endswith(LIVE_SMOKE_SUFFIX)]
 
 
+def _latest_with(store: RunStore, table: str) -> str | None:
+    """The newest live-smoke run that holds ``table``."""
+    runs = [r for r in store.run_ids() if r.endswith(LIVE_SMOKE_SUFFIX) and store.table_or_none(r, table) is not None]
+    return runs[-1] if runs else None
+
+
 def _facts(store: RunStore, run_id: str) -> pd.DataFrame:
     m = store.manifest(run_id)
     model = (m.parameters.get("base") or {}).get("model_path", "—")
@@ -46,11 +52,10 @@ def _facts(store: RunStore, run_id: str) -> pd.DataFrame:
 def live_smoke_benchmarks(data_dir: Path | str) -> Section:
     """Chapter 02: the smoke's variants as the real server ran them, one stream and the small sweep."""
     section = Section("Live smoke: a real SGLang server (mechanics only)")
-    runs = live_smoke_runs(data_dir)
-    if not runs:
-        return section.add("No live-smoke run in this edition's data (benchmarks/live_smoke makes one).", "")
     store = RunStore(Path(data_dir) / "runs")
-    run_id = runs[-1]
+    run_id = _latest_with(store, "variant_state")
+    if run_id is None:
+        return section.add("No live-smoke run in this edition's data (benchmarks/live_smoke makes one).", "")
     section.add(CAVEAT, _facts(store, run_id))
     section.add(
         "Variants: requested vs in effect (read from the running server)", store.read_table(run_id, "variant_state")
@@ -73,10 +78,9 @@ def live_smoke_profile(data_dir: Path | str, top: int = 12) -> Section:
     """Chapter 03: the smoke's profile of the real server, per phase, and its kernels as emitted."""
     section = Section("Live smoke: a profile of the real server (mechanics only)")
     store = RunStore(Path(data_dir) / "runs")
-    runs = [r for r in live_smoke_runs(data_dir) if store.table_or_none(r, "trace_steps") is not None]
-    if not runs:
+    run_id = _latest_with(store, "trace_steps")
+    if run_id is None:
         return section.add("No live-smoke profile in this edition's data.", "")
-    run_id = runs[-1]
     steps = store.read_table(run_id, "trace_steps")
     per_phase = (
         steps.groupby("phase", as_index=False)
