@@ -9,7 +9,7 @@ experts a k-token pass touches, uniform top-k), so a CUDA graph can capture the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +18,8 @@ from verifylab.synth.shapes import ShardShape
 
 EPS = 1e-6
 AllReduce = Callable[[torch.Tensor], torch.Tensor]
+AddNorm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+ATTENTION_SITE, MLP_SITE = 0, 1  # the two places per layer where a TP pass all-reduces
 
 
 def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
@@ -52,6 +54,35 @@ def dist_allreduce(x: torch.Tensor) -> torch.Tensor:
     """In-place sum across the default process group (gloo or NCCL)."""
     torch.distributed.all_reduce(x)
     return x
+
+
+@dataclass
+class SeparateComm:
+    """All-reduce (at the ``sites`` kept), then a separate add+RMSNorm kernel: SGLang's unfused path.
+
+    ``sites`` smaller than both sites is the elimination stand-in (what removing those all-reduces saves)."""
+
+    allreduce: AllReduce = identity_allreduce
+    add_norm: AddNorm = add_rmsnorm_unfused
+    sites: frozenset[int] = field(default_factory=lambda: frozenset({ATTENTION_SITE, MLP_SITE}))
+
+    def __call__(self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, site: int):
+        if site in self.sites:
+            x = self.allreduce(x)
+        return self.add_norm(x, residual, weight)
+
+
+@dataclass
+class FusedComm:
+    """All-reduce + residual add + RMSNorm in one call (FlashInfer's fused kernel) at every site."""
+
+    fused: AddNorm
+
+    def __call__(self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, site: int):
+        return self.fused(x, residual, weight)
+
+
+LayerComm = SeparateComm | FusedComm
 
 
 @dataclass
@@ -147,13 +178,9 @@ class ShardLayer:
         out = padded.new_zeros(padded.shape).index_add_(0, r.token_index.flatten(), ye.flatten(0, 1))[:-1]
         return out + self._swiglu(x @ self.shared_gate_up) @ self.shared_down
 
-    def forward(
-        self, x: torch.Tensor, residual: torch.Tensor, allreduce: AllReduce, add_norm
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        o = allreduce(self.attention(x))
-        x, residual = add_norm(o, residual, self.post_attn_norm)
-        y = allreduce(self.mlp(x))
-        return add_norm(y, residual, self.next_input_norm)
+    def forward(self, x: torch.Tensor, residual: torch.Tensor, comm: LayerComm) -> tuple[torch.Tensor, torch.Tensor]:
+        x, residual = comm(self.attention(x), residual, self.post_attn_norm, ATTENTION_SITE)
+        return comm(self.mlp(x), residual, self.next_input_norm, MLP_SITE)
 
 
 class ShardStack:
@@ -202,8 +229,15 @@ class ShardStack:
             if isinstance(t, torch.Tensor) and t.dtype != torch.long
         )
 
-    def forward(self, allreduce: AllReduce = identity_allreduce, add_norm=add_rmsnorm_unfused) -> torch.Tensor:
+    def forward(
+        self,
+        allreduce: AllReduce = identity_allreduce,
+        add_norm: AddNorm = add_rmsnorm_unfused,
+        comm: LayerComm | None = None,
+    ) -> torch.Tensor:
+        """One pass over every layer; ``comm`` (default: ``allreduce`` then ``add_norm``) joins the shards."""
+        comm = comm or SeparateComm(allreduce, add_norm)
         x, residual = self.x.clone(), self.residual.clone()
         for layer in self.layers:
-            x, residual = layer.forward(x, residual, allreduce, add_norm)
+            x, residual = layer.forward(x, residual, comm)
         return x
