@@ -174,8 +174,8 @@ def latency_rows(rank: int, world: int, path: str, ks: list[int], calls: int, re
         ref_norm = _rmsnorm64(ref_res, weight)
         for name, fusion in fusions.items():
             impl = "fused" if name == SGLANG_0_5_17.name else "fused_legacy_settings"
-            if fusion.settings.use_oneshot is False and k < world:
-                row(impl, k, nbytes, None, None, fusion.settings.describe(), "two-shot needs k >= ranks")
+            if fusion.settings.use_oneshot is False and k <= world:
+                row(impl, k, nbytes, None, None, fusion.settings.describe(), "two-shot needs k > ranks")
                 continue
             norm_out, res_out = fusion(mine.clone(), residual.clone(), weight)
             torch.cuda.synchronize()
