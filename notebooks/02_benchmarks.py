@@ -40,6 +40,7 @@ max_tokens = 2048
 concurrency = [1, 2, 4, 8, 16, 32, 64]
 sweep_tokens = 512
 label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
+simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
 
 # %%
 import pandas as pd
@@ -68,6 +69,7 @@ live_campaign(
         "port": port,
         "launcher": launcher,
         "extra_args": extra_args,
+        "simulate_no_multicast": simulate_no_multicast,
         "variants": variants,
         "runs": runs,
         "warmup": warmup,

@@ -37,6 +37,8 @@ run_id = None
 data_dir = "data"
 server_url = "http://127.0.0.1:30000"  # live: the server to profile, unless serve_variant is set
 serve_variant = None  # live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture, then stop it
+profile_variants = []  # live: start, profile and stop each of these in turn (e.g. ["baseline", "fusion"])
+simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
 model_path = None  # live with serve_variant: launch settings, as chapter 02 takes them
 draft_model_path = None
 tp_size = 1
@@ -113,6 +115,7 @@ live_profile_section(
     label,
     message_bytes=draft_tokens * 7168 * 2,
     serve_variant=serve_variant,
+    profile_variants=profile_variants,
     server={
         "model_path": model_path,
         "draft_model_path": draft_model_path,
@@ -120,6 +123,7 @@ live_profile_section(
         "port": port,
         "launcher": launcher,
         "extra_args": extra_args,
+        "simulate_no_multicast": simulate_no_multicast,
     },
 )
 

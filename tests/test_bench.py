@@ -162,7 +162,7 @@ def test_early_exit_is_classified(tmp_path, help_text):
 def test_fusion_flags_follow_the_installed_version(help_text):
     cfg = base()
     fused = variant_args(cfg, DEFAULT_VARIANTS["fusion"], help_text)
-    assert fused[fused.index("--flashinfer-allreduce-fusion-backend") + 1] == "auto"
+    assert fused[fused.index("--flashinfer-allreduce-fusion-backend") + 1] == "trtllm"  # never mnnvl, never auto
     assert "--enforce-disable-flashinfer-allreduce-fusion" in variant_args(cfg, DEFAULT_VARIANTS["baseline"], help_text)
     old_help = "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion"
     assert "--enable-flashinfer-allreduce-fusion" in variant_args(cfg, DEFAULT_VARIANTS["fusion"], old_help)
@@ -173,24 +173,40 @@ def test_fusion_flags_follow_the_installed_version(help_text):
 
 def test_effective_state_marks_inactive_mechanisms():
     fusion = Variant(name="fusion", fusion=True)
-    assert effective_state(fusion, {"tp_size": 1}, "").inactive_reasons == [
-        "TP 1: there is no all-reduce to fuse",
-        "fusion not enabled in the running server",
-    ]
+    assert effective_state(fusion, {"tp_size": 1}, "").inactive_reasons == ["TP 1: there is no all-reduce to fuse"]
     skipped = effective_state(fusion, {"tp_size": 8}, "WARNING ... Skipping allreduce fusion.")
-    assert not skipped.active and "preflight" in skipped.inactive_reasons[0]
-    fused_baseline = effective_state(
-        Variant(name="baseline"), {"tp_size": 8}, "Auto-enabling FlashInfer AllReduce Fusion (auto) for KimiK25"
-    )
-    assert not fused_baseline.active and "baseline is fused" in fused_baseline.inactive_reasons[0]
+    assert skipped.fusion == "skipped" and not skipped.active and "preflight" in skipped.inactive_reasons[0]
     spec_off = effective_state(DEFAULT_VARIANTS["eagle3"], {"server_args": {"tp_size": 8}}, "")
     assert spec_off.inactive_reasons == ["speculation is off in the running server"]
-    ok = effective_state(fusion, {"tp_size": 8, "flashinfer_allreduce_fusion_backend": "auto"}, "")
-    assert ok.active and ok.fusion == "enabled"
     # SGLang 0.5.17 at TP 1 (live smoke): the backend asked for stays 'auto', the resolved switch is False
     resolved = {"tp_size": 1, "flashinfer_allreduce_fusion_backend": "auto", "flashinfer_allreduce_fusion": False}
     tp1 = effective_state(fusion, {"server_args": resolved}, "")
     assert tp1.fusion == "off" and not tp1.active
+
+
+ENABLED_LINE = (
+    "INFO flashinfer_comm_fusion.py:530 FlashInfer AllReduce Fusion enabled and workspace initialized: "
+    "backend=trtllm, rank=0, world_size=2, max_token_num=2048, hidden_dim=1024"
+)
+
+
+def test_fusion_in_effect_comes_from_the_log_not_the_server_args():
+    fusion = Variant(name="fusion", fusion=True)
+    args = {"tp_size": 2, "flashinfer_allreduce_fusion_backend": "trtllm", "flashinfer_allreduce_fusion": True}
+    # requested and resolved True, but nothing in the log: not shown to be in effect
+    unverified = effective_state(fusion, args, "Auto-enabling FlashInfer AllReduce Fusion on SM90/SM10X for X")
+    assert unverified.fusion == "unverified" and not unverified.active
+    assert effective_state(fusion, args, ENABLED_LINE).active
+    # a skip after the preflight wins over the backend the args keep (the PCIe failure mode)
+    pcie = "FlashInfer workspace preflight probe failed (CUDA_ERROR_NOT_SUPPORTED). Skipping allreduce fusion."
+    assert effective_state(fusion, args, pcie).fusion == "skipped"
+    failed = "Failed to initialize FlashInfer workspace (backend=trtllm): boom. Disabling flashinfer allreduce fusion"
+    assert effective_state(fusion, args, failed + " permanently.").fusion == "skipped"
+    # a baseline whose log shows an initialized workspace is fused: never a fusion-off baseline
+    fused_baseline = effective_state(Variant(name="baseline"), {"tp_size": 8}, ENABLED_LINE)
+    assert not fused_baseline.active and "baseline is fused" in fused_baseline.inactive_reasons[0]
+    guard = effective_state(fusion, args, ENABLED_LINE + "\nverifylab multicast guard loaded in pid 7")
+    assert guard.multicast_guard and not effective_state(fusion, args, ENABLED_LINE).multicast_guard
 
 
 def test_failure_signatures():

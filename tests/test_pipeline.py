@@ -170,3 +170,94 @@ def test_bad_params_file_is_named(tmp_path):
     with pytest.raises(Exception, match="unknown_key"):
         load_params(path)
     assert PipelineParams().mode == "replay"
+
+
+def tp2_params(launcher: list[str], ports: tuple[int, int], simulate: bool = False) -> dict:
+    server = {"model_path": "tiny", "draft_model_path": "tiny-draft", "tp_size": 2, "launcher": launcher}
+    return {
+        "mode": "live",
+        "data_dir": "data",
+        "run_id": "20261130-000000-live-tp2-test-double",
+        "parameters": {"label": "test double (not data)", "simulate_no_multicast": simulate},
+        "chapters": {
+            "02_benchmarks": {
+                **server,
+                "port": ports[0],
+                "variants": ["baseline", "fusion", "eagle3", "eagle3_fusion"],
+                "runs": 2,
+                "warmup": 0,
+                "max_tokens": 16,
+                "concurrency": [1],
+                "sweep_tokens": 16,
+            },
+            "03_verify_breakdown": {
+                **server,
+                "port": ports[1],
+                "profile_variants": ["baseline", "fusion", "eagle3_fusion"],
+                "profile_steps": 2,
+            },
+        },
+    }
+
+
+def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_path):
+    """The live TP-2 campaign as the GPU box runs it (chapters 02 and 03 only, no render), against the test
+    double: fusion in effect read from the server log, fused kernels counted per target pass."""
+    from .test_bench import free_port
+
+    root = project_copy(repo_root, tmp_path / "p")
+    launcher = [sys.executable, "-m", "verifylab.testing.server"]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(tp2_params(launcher, (free_port(), free_port()))))
+    result = run_pipeline(root, load_params(path), only=["02", "03_verify_breakdown"], render=False)
+    assert [c.name for c in result.chapters] == ["02_benchmarks", "03_verify_breakdown"]
+    assert all(c.ok for c in result.chapters), [c.error for c in result.chapters]
+    assert result.index_html is None  # not rendered
+    run = root / "data" / "runs" / "20261130-000000-live-tp2-test-double"
+    states = {r["variant"]: r for r in csv.DictReader((run / "variant_state.csv").open())}
+    assert {v: (s["fusion"], s["active"]) for v, s in states.items()} == {
+        "baseline": ("off", "True"),
+        "fusion": ("enabled", "True"),
+        "eagle3": ("off", "True"),
+        "eagle3_fusion": ("enabled", "True"),
+    }
+    assert all(s["multicast_guard"] == "True" for s in states.values())  # the server loaded the guard
+    kernels = list(csv.DictReader((run / "allreduce_kernels.csv").open()))
+    per_pass = {(r["variant"], r["impl"]): float(r["per_pass"]) for r in kernels if r["phase"] == "target"}
+    # the test double's two layers: fused, every all-reduce but the last MLP one is FlashInfer's kernel
+    assert per_pass == {
+        ("baseline", "nccl"): 4.0,
+        ("fusion", "flashinfer_fused"): 3.0,
+        ("fusion", "nccl"): 1.0,
+        ("eagle3_fusion", "flashinfer_fused"): 3.0,
+        ("eagle3_fusion", "nccl"): 1.0,
+    }
+    assert {r["variant"] for r in csv.DictReader((run / "trace_kernels.csv").open())} == {
+        "baseline",
+        "fusion",
+        "eagle3_fusion",
+    }
+
+
+def test_live_tp2_simulated_pcie_marks_fusion_skipped(repo_root, tmp_path):
+    from .test_bench import free_port
+
+    root = project_copy(repo_root, tmp_path / "p")
+    launcher = [sys.executable, "-m", "verifylab.testing.server"]
+    params = tp2_params(launcher, (free_port(), free_port()), simulate=True)
+    params["chapters"]["02_benchmarks"]["variants"] = ["fusion"]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    result = run_pipeline(root, load_params(path), only=["02"], render=False)
+    assert result.chapters[0].ok, result.chapters[0].error
+    run = root / "data" / "runs" / "20261130-000000-live-tp2-test-double"
+    (state,) = list(csv.DictReader((run / "variant_state.csv").open()))
+    assert state["fusion"] == "skipped" and state["active"] == "False"
+    assert "skipped" in state["inactive_reasons"]
+
+
+def test_only_names_an_unknown_chapter(repo_root, tmp_path):
+    from verifylab.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="--only 07: no such chapter"):
+        run_pipeline(repo_root, PipelineParams(), only=["07"], render=False)

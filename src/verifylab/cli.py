@@ -175,6 +175,8 @@ def book(
 def run_cmd(
     params: Path = typer.Option(..., "--params", help="params.yaml (see examples/params-*.yaml)."),
     root: Path = typer.Option(Path("."), help="Project root."),
+    only: str = typer.Option("", help="Run only these chapters, e.g. '01,02' (a campaign split over calls)."),
+    render: bool = typer.Option(True, help="Render the edition afterwards (--no-render: chapters only)."),
 ) -> None:
     """Run chapters 01-05 in order with papermill (live mode on the GPU box, or replay), store each chapter's
     data as it completes, and render the edition. A failing chapter is reported with its error and rendered
@@ -202,14 +204,15 @@ def run_cmd(
             def on_chapter(name: str, number: int, total: int) -> None:
                 progress.update(task, description=f"{parameters.mode}: {name}", completed=number - 1, total=total)
 
-            result = run_pipeline(project, parameters, on_chapter)
-            progress.update(task, description="rendered", completed=len(result.chapters))
+            result = run_pipeline(project, parameters, on_chapter, only=only.split(",") if only else None, render=render)
+            progress.update(task, description="rendered" if render else "done", completed=len(result.chapters))
     except VerifylabError as exc:
         raise fail(exc) from None
     for chapter in result.chapters:
         mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {chapter.error}"
         console.print(f"{chapter.name}: {mark}", highlight=False)
-    console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
+    if render:
+        console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
     if result.failed:
         raise typer.Exit(code=1)
 

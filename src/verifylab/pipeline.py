@@ -60,12 +60,28 @@ def _failure_page(result: ChapterResult, root: Path) -> None:
     nbformat.write(nb, result.output)
 
 
+def select_chapters(sources: list[Path], only: list[str] | None) -> list[Path]:
+    """The chapter sources named by ``only`` (stems or their number prefixes, e.g. '02'), in book order."""
+    if not only:
+        return sources
+    wanted = [name.strip() for name in only if name.strip()]
+    unknown = [w for w in wanted if not any(s.stem == w or s.stem.split("_", 1)[0] == w for s in sources)]
+    if unknown:
+        raise ParameterError(f"--only {', '.join(unknown)}: no such chapter; have {', '.join(s.stem for s in sources)}")
+    return [s for s in sources if s.stem in wanted or s.stem.split("_", 1)[0] in wanted]
+
+
 def run_pipeline(
-    root: Path, params: PipelineParams, on_chapter: Callable[[str, int, int], None] | None = None
+    root: Path,
+    params: PipelineParams,
+    on_chapter: Callable[[str, int, int], None] | None = None,
+    only: list[str] | None = None,
+    render: bool = True,
 ) -> BookResult:
-    """Execute every chapter in order with ``params``; render and archive the edition."""
+    """Execute the chapters (all, or ``only`` those) in order with ``params``; render and archive the edition
+    unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
     result = BookResult()
-    sources = chapter_sources(root)
+    sources = select_chapters(chapter_sources(root), only)
     for number, source in enumerate(sources, start=1):
         if on_chapter:
             on_chapter(source.stem, number, len(sources))
@@ -80,4 +96,6 @@ def run_pipeline(
         if not chapter.ok:
             _failure_page(chapter, root)
         result.chapters.append(chapter)
+    if not render:
+        return result
     return render_edition(root, root / params.data_dir, result)

@@ -24,6 +24,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from verifylab.errors import ServerError
+from verifylab.guard import guarded_env
 
 FAILURE_SIGNATURES = [
     (
@@ -53,10 +54,16 @@ FAILURE_SIGNATURES = [
     ("import_error", r"ModuleNotFoundError|ImportError", "a Python dependency is missing"),
 ]
 _ERROR_LINE = re.compile(r"^\s*[\w.]+(?:Error|Exception)\b.*$", re.MULTILINE)
+# Fusion *in effect*, from SGLang's log (0.5.11+: flashinfer_comm_fusion.py). Checked in this order: a skip or a
+# failed workspace wins over an earlier success. "Auto-enabling ..." only says fusion was *requested*.
 FUSION_LOG = [
-    ("skipped", r"Skipping allreduce fusion"),
-    ("enabled", r"Auto-enabling FlashInfer AllReduce Fusion|Enable FlashInfer AllReduce Fusion"),
+    ("skipped", r"Skipping allreduce fusion|Disabling flashinfer allreduce fusion permanently"),
+    ("enabled", r"AllReduce Fusion enabled and workspace initialized"),
 ]
+GUARD_LOG = "verifylab multicast guard loaded"
+# The workspace backend verifylab asks for: 'trtllm' (P2P buffers, no multicast). Never 'mnnvl' or 'auto' (which
+# may pick mnnvl): mnnvl creates NVLink multicast objects.
+FUSION_BACKEND = "trtllm"
 
 
 class BaseConfig(BaseModel):
@@ -74,6 +81,11 @@ class BaseConfig(BaseModel):
     speculative_num_draft_tokens: int = 4
     extra_args: list[str] = Field(default_factory=list)
     launcher: list[str] = Field(default_factory=lambda: [sys.executable, "-m", "sglang.launch_server"])
+    simulate_no_multicast: bool = Field(
+        False,
+        description="answer SGLang's multicast queries as a PCIe box without NVLink multicast would "
+        "(verifylab.guard's sitecustomize): reproduces the 'Skipping allreduce fusion' preflight on NVLink GPUs",
+    )
 
 
 class Variant(BaseModel):
@@ -128,7 +140,7 @@ def variant_args(base: BaseConfig, variant: Variant, help_text: str) -> list[str
         args += ["--attention-backend", base.attention_backend]
     if variant.fusion:
         if "--flashinfer-allreduce-fusion-backend" in flags:
-            args += ["--flashinfer-allreduce-fusion-backend", "auto"]
+            args += ["--flashinfer-allreduce-fusion-backend", FUSION_BACKEND]
         else:
             args += ["--enable-flashinfer-allreduce-fusion"]
     elif "--enforce-disable-flashinfer-allreduce-fusion" in flags:
@@ -194,45 +206,67 @@ class EffectiveState:
     tp_size: int
     active: bool
     inactive_reasons: list[str] = field(default_factory=list)
+    multicast_guard: bool = False  # the server's processes loaded verifylab's sitecustomize guard
+
+
+def fusion_in_effect(log_text: str) -> str | None:
+    """'skipped' or 'enabled' as SGLang's log says (a skip wins), or None when the log says neither."""
+    for state, pattern in FUSION_LOG:
+        if re.search(pattern, log_text, re.IGNORECASE):
+            return state
+    return None
 
 
 def effective_state(variant: Variant, server_info: dict, log_text: str) -> EffectiveState:
     """Decide whether the variant's mechanism can act, from /server_info and the log."""
     args = server_info.get("server_args", server_info)
     tp = int(args.get("tp_size") or 1)
-    fusion = "unknown"
-    for state, pattern in FUSION_LOG:
-        if re.search(pattern, log_text):
-            fusion = state
-            break
-    if fusion == "unknown":
-        if "flashinfer_allreduce_fusion" in args:  # resolved by SGLang (0.5.17: False at TP 1 whatever was asked)
-            enabled = bool(args["flashinfer_allreduce_fusion"])
-        else:
-            enabled = args.get("enable_flashinfer_allreduce_fusion") or args.get("flashinfer_allreduce_fusion_backend")
-        disabled = args.get("enforce_disable_flashinfer_allreduce_fusion")
-        fusion = "off" if disabled or not enabled else "enabled"
+    logged = fusion_in_effect(log_text)
+    if "flashinfer_allreduce_fusion" in args:  # resolved by SGLang (0.5.17: False at TP 1 whatever was asked)
+        requested = bool(args["flashinfer_allreduce_fusion"])
+    else:
+        requested = bool(
+            args.get("enable_flashinfer_allreduce_fusion") or args.get("flashinfer_allreduce_fusion_backend")
+        )
+    if args.get("enforce_disable_flashinfer_allreduce_fusion"):
+        requested = False
+    # the server args keep the backend set even when fusion was skipped: only the log says what is in effect
+    fusion = logged or ("unverified" if requested and tp > 1 else "off")
     spec = args.get("speculative_algorithm")
     reasons = []
     if variant.fusion:
         if tp == 1:
             reasons.append("TP 1: there is no all-reduce to fuse")
-        if fusion == "skipped":
-            reasons.append("fusion skipped by the workspace preflight (no NVLink multicast?)")
+        elif fusion == "skipped":
+            reasons.append("SGLang skipped fusion (workspace preflight or workspace creation failed; log says why)")
+        elif fusion == "unverified":
+            reasons.append("requested, but SGLang logged no initialized fusion workspace: not shown to be in effect")
         elif fusion == "off":
             reasons.append("fusion not enabled in the running server")
     elif fusion == "enabled" and tp > 1:
         reasons.append("baseline is fused (auto-enabled): not a fusion-off baseline")
     if variant.speculative and not spec:
         reasons.append("speculation is off in the running server")
-    return EffectiveState(variant.name, args, fusion, spec, tp, active=not reasons, inactive_reasons=reasons)
+    return EffectiveState(
+        variant.name,
+        args,
+        fusion,
+        spec,
+        tp,
+        active=not reasons,
+        inactive_reasons=reasons,
+        multicast_guard=GUARD_LOG in log_text,
+    )
 
 
 class Server:
     """A running server process in its own process group, logging to ``log_path``."""
 
-    def __init__(self, cmd: list[str], host: str, port: int, log_path: Path) -> None:
+    def __init__(
+        self, cmd: list[str], host: str, port: int, log_path: Path, simulate_no_multicast: bool = False
+    ) -> None:
         self.cmd, self.host, self.port, self.log_path = cmd, host, port, log_path
+        self.simulate_no_multicast = simulate_no_multicast
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -252,7 +286,7 @@ class Server:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**guarded_env(simulate_no_multicast=self.simulate_no_multicast), "PYTHONUNBUFFERED": "1"},
         )
         log.close()
         deadline = time.monotonic() + health_timeout_s
@@ -306,7 +340,13 @@ def serve(
     help_text = help_text if help_text is not None else launcher_help(base.launcher)
     args = variant_args(base, variant, help_text)
     check_flags(args, help_text)
-    server = Server([*base.launcher, *args], base.host, base.port, log_dir / f"server-{variant.name}.log")
+    server = Server(
+        [*base.launcher, *args],
+        base.host,
+        base.port,
+        log_dir / f"server-{variant.name}.log",
+        simulate_no_multicast=base.simulate_no_multicast,
+    )
     try:
         server.start(health_timeout_s)
         yield server, effective_state(variant, server.server_info(), server.log_text())

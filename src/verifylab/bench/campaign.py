@@ -67,6 +67,7 @@ def run_campaign(
                         "tp_size": state.tp_size,
                         "active": state.active,
                         "inactive_reasons": "; ".join(state.inactive_reasons),
+                        "multicast_guard": state.multicast_guard,
                         "failure": "",
                     }
                     run_single(server.url, single, recorder=recorder, variant=tag)

@@ -259,6 +259,7 @@ def live_campaign(mode: str, params: dict) -> Section:
         draft_model_path=params.get("draft_model_path"),
         launcher=params["launcher"],
         extra_args=params.get("extra_args", []),
+        simulate_no_multicast=params.get("simulate_no_multicast", False),
     )
     states = run_campaign(
         base,

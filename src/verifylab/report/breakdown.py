@@ -119,11 +119,13 @@ def live_profile_section(
     message_bytes: int | None = None,
     serve_variant: str | None = None,
     server: dict | None = None,
+    profile_variants: list[str] | None = None,
 ):
     """Chapter 03 live: profile a server, summarize the per-rank traces, store them as a run.
 
-    With ``serve_variant`` the chapter starts that variant itself (``server`` holds the launch settings, as
-    chapter 02 takes them) and stops it afterwards; otherwise it profiles the server already at ``server_url``."""
+    With ``profile_variants`` (or one ``serve_variant``) the chapter starts each variant itself (``server`` holds
+    the launch settings, as chapter 02 takes them), profiles it and stops it; otherwise it profiles the server
+    already at ``server_url``. Every table carries the variant it came from."""
     from verifylab.report.section import Section
     from verifylab.runs import new_run_id
 
@@ -131,48 +133,100 @@ def live_profile_section(
     if mode != "live":
         return section.add(
             "Replay mode: no live capture. In live mode this chapter profiles the server at "
-            "server_url (or starts serve_variant itself) and stores the summary as a measured run.",
+            "server_url (or starts each of profile_variants itself) and stores the summary as a measured run.",
             "",
         )
-    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
+    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig
 
-    if serve_variant is not None and serve_variant not in DEFAULT_VARIANTS:  # before anything is written
-        raise ParameterError(f"serve_variant {serve_variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}")
-    base = BaseConfig(**(server or {})) if serve_variant else None
+    variants = list(profile_variants or ([serve_variant] if serve_variant else []))
+    unknown = [v for v in variants if v not in DEFAULT_VARIANTS]
+    if unknown:  # before anything is written
+        raise ParameterError(f"profile_variants {unknown}: choose from {', '.join(DEFAULT_VARIANTS)}")
+    base = BaseConfig(**(server or {})) if variants else None
     store = RunStore(Path(data_dir) / "runs")
     run_id = run_id or new_run_id("live-profile")
     store.open_or_create(
         run_id,
         label,
-        {"server_url": server_url, "profile_steps": profile_steps, "serve_variant": serve_variant},
+        {"server_url": server_url, "profile_steps": profile_steps, "profile_variants": variants},
         "profile of a live SGLang server",
     )
     if base is None:
-        return _profile_into(section, store, run_id, server_url, profile_steps, message_bytes)
+        return _profile_into(section, store, run_id, server_url, profile_steps, message_bytes, "live", {})
+    return _profile_variants(section, store, run_id, base, variants, profile_steps, message_bytes)
+
+
+PROFILE_TABLES = ("trace_steps", "trace_kernels", "allreduce_kernels", "profile_state")
+
+
+def _profile_variants(section, store: RunStore, run_id: str, base, variants, steps: int, message_bytes):
+    """Start, profile and stop each variant in turn; a variant that fails to start is recorded and skipped."""
+    from verifylab.errors import ServerError
+    from verifylab.serve import DEFAULT_VARIANTS, serve
+
     log_dir = store.path(run_id) / "logs" / "profile"  # chapter 02 logs the same variant names one level up
-    with serve(base, DEFAULT_VARIANTS[serve_variant], log_dir) as (running, state):
-        section.add(
-            f"Started {serve_variant} for the capture: fusion {state.fusion}, speculative "
-            f"{state.speculative_algorithm or 'off'}, TP {state.tp_size}"
-            + (f"; not active: {'; '.join(state.inactive_reasons)}" if state.inactive_reasons else ""),
-            "",
-        )
-        return _profile_into(section, store, run_id, running.url, profile_steps, message_bytes)
+    gathered: dict[str, list[pd.DataFrame]] = {name: [] for name in PROFILE_TABLES}
+    for name in variants:
+        state_row = {"variant": name}
+        try:
+            with serve(base, DEFAULT_VARIANTS[name], log_dir) as (running, state):
+                state_row |= {
+                    "fusion": state.fusion,
+                    "speculative_algorithm": state.speculative_algorithm,
+                    "tp_size": state.tp_size,
+                    "active": state.active,
+                    "inactive_reasons": "; ".join(state.inactive_reasons),
+                    "multicast_guard": state.multicast_guard,
+                    "failure": "",
+                }
+                section.add(
+                    f"{name}: fusion {state.fusion}, speculative {state.speculative_algorithm or 'off'}, "
+                    f"TP {state.tp_size}"
+                    + (f"; not active: {'; '.join(state.inactive_reasons)}" if state.inactive_reasons else ""),
+                    "",
+                )
+                tables = _capture(store, run_id, running.url, steps, message_bytes, name)
+                for table in ("trace_steps", "trace_kernels", "allreduce_kernels"):
+                    gathered[table].append(tables[table])
+                section.add(f"{name}: all-reduce kernels per pass, by phase", tables["allreduce_kernels"])
+        except ServerError as exc:
+            state_row |= {"active": False, "failure": str(exc)}
+            section.add(f"{name}: did not start: {exc}", "")
+        gathered["profile_state"].append(pd.DataFrame([state_row]))
+        for table, frames in gathered.items():  # after every variant: nothing measured is lost
+            if frames:
+                store.write_table(run_id, table, pd.concat(frames, ignore_index=True), fmt="csv")
+    return section
 
 
-def _profile_into(section, store: RunStore, run_id: str, url: str, steps: int, message_bytes: int | None):
-    """Capture, summarize and store one profile of the server at ``url``; add what it found to ``section``."""
+def _capture(store: RunStore, run_id: str, url: str, steps: int, message_bytes, variant: str):
+    """Capture and summarize one profile of the server at ``url``; the tables, each with a variant column."""
     from verifylab.trace import summarize_traces
+    from verifylab.trace.analyze import allreduce_kernels_per_pass
     from verifylab.trace.capture import capture_profile
 
-    traces = capture_profile(url, store.path(run_id) / "profile", steps)
+    traces = capture_profile(url, store.path(run_id) / "profile" / variant, steps)
     summary = summarize_traces(traces, message_bytes=message_bytes)
-    store.write_table(run_id, "trace_steps", summary.steps.assign(norm="live"), fmt="csv")
-    store.write_table(run_id, "trace_kernels", summary.kernels, fmt="csv")
-    section.add(f"Stored in run {run_id}; notes: " + " | ".join(summary.notes), summary.per_step())
+    return {
+        "trace_steps": summary.steps.assign(norm=variant).assign(variant=variant),
+        "trace_kernels": summary.kernels.assign(variant=variant),
+        "allreduce_kernels": allreduce_kernels_per_pass(summary).assign(variant=variant),
+        "notes": summary.notes,
+    }
+
+
+def _profile_into(section, store, run_id, url, steps, message_bytes, variant, _state):
+    """Capture, summarize and store one profile of the server at ``url``; add what it found to ``section``."""
+    tables = _capture(store, run_id, url, steps, message_bytes, variant)
+    for table in ("trace_steps", "trace_kernels", "allreduce_kernels"):
+        store.write_table(run_id, table, tables[table], fmt="csv")
+    steps_frame = tables["trace_steps"]
+    section.add(f"Stored in run {run_id}; notes: " + " | ".join(tables["notes"]), steps_frame)
     section.add(
         "Fused kernels present? (all-reduce implementations per step)",
-        summary.steps[["rank", "step", "phase", "allreduce_count", "allreduce_impls", "nccl_name_suffixes"]],
+        steps_frame[["rank", "step", "phase", "allreduce_count", "allreduce_impls", "nccl_name_suffixes"]],
     )
-    section.add("The kernels by total time, named as SGLang, FlashInfer and Triton emit them", summary.kernels.head(15))
+    section.add(
+        "The kernels by total time, named as SGLang, FlashInfer and Triton emit them", tables["trace_kernels"].head(15)
+    )
     return section

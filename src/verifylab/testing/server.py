@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -73,6 +74,11 @@ class State:
         self.requests = 0
         self.accepted = 0
         self.verifies = 0
+        self.fusion_in_effect = bool(
+            args.flashinfer_allreduce_fusion_backend
+            and int(args.tp_size or 1) > 1
+            and os.environ.get("VERIFYLAB_SIMULATE_NO_MULTICAST") != "1"
+        )
         spec = args.speculative_algorithm
         self.server_args = {
             "model_path": args.model_path or "test-double",
@@ -217,13 +223,22 @@ async def start_profile(request: web.Request) -> web.Response:
     if folder:
         state: State = request.app["state"]
         steps = int(body.get("num_steps") or 1)
+        fused = state.fusion_in_effect
         for rank in range(state.server_args["tp_size"]):
-            write_fake_trace(Path(folder) / f"test-double-TP-{rank}.trace.json.gz", steps)
+            write_fake_trace(Path(folder) / f"test-double-TP-{rank}.trace.json.gz", steps, fused=fused)
     return web.Response(text="Start profiling.")
 
 
-def write_fake_trace(path: Path, steps: int, layers: int = 2) -> None:
-    """A test-double trace: per step one cudaGraphLaunch, 2 NCCL all-reduces and 2 GEMMs per layer."""
+NCCL_KERNEL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+FUSED_KERNEL = (
+    "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 2, true>"
+    "(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)"
+)
+
+
+def write_fake_trace(path: Path, steps: int, layers: int = 2, fused: bool = False) -> None:
+    """A test-double trace: per step one cudaGraphLaunch, 2 all-reduces and 2 GEMMs per layer. ``fused``: as
+    SGLang fuses a Qwen3-MoE layer stack, every all-reduce but the last layer's MLP one is FlashInfer's kernel."""
     events, ts, corr = [], 0.0, 1
     for _ in range(steps):
         events.append(
@@ -238,7 +253,8 @@ def write_fake_trace(path: Path, steps: int, layers: int = 2) -> None:
                 "args": {"correlation": corr},
             }
         )
-        for _ in range(layers * 2):
+        for site in range(layers * 2):
+            kernel = FUSED_KERNEL if fused and site < layers * 2 - 1 else NCCL_KERNEL
             events.append(
                 {
                     "ph": "X",
@@ -259,7 +275,7 @@ def write_fake_trace(path: Path, steps: int, layers: int = 2) -> None:
                     "tid": 7,
                     "ts": ts + 35,
                     "dur": 15.0,
-                    "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                    "name": kernel,
                     "args": {"correlation": corr},
                 }
             )
@@ -297,7 +313,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.startup_ms:
         time.sleep(float(args.startup_ms) / 1e3)
     if args.flashinfer_allreduce_fusion_backend and int(args.tp_size or 1) > 1:
-        print("Auto-enabling FlashInfer AllReduce Fusion (auto) for test-double", flush=True)
+        # the lines SGLang 0.5.17 logs (flashinfer_comm_fusion.py): a preflight skip without multicast, else success
+        if os.environ.get("VERIFYLAB_SIMULATE_NO_MULTICAST") == "1":
+            print(
+                "FlashInfer workspace preflight probe failed (cuMulticastGetGranularity failed for FlashInfer "
+                "workspace preflight: CUDA_ERROR_NOT_SUPPORTED). Skipping allreduce fusion.",
+                flush=True,
+            )
+        else:
+            print(
+                "FlashInfer AllReduce Fusion enabled and workspace initialized: backend=trtllm, rank=0, "
+                f"world_size={args.tp_size}, max_token_num=2048, hidden_dim=7168",
+                flush=True,
+            )
     print("The server is fired up and ready to roll!", flush=True)
     web.run_app(
         build_app(args), host=args.host or "127.0.0.1", port=int(args.port or 30000), print=None, access_log=None

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# On the GPU box (repository root, parts carried under .live/tp2/xfer/): unpack the SGLang + pipeline set and
+# the model configs once, then run `verifylab run` in live mode with params.yaml -- split over calls when one
+# call's 10 minutes cannot hold every chapter -- and pack the run, the executed chapters and the server logs
+# into $OUT. The run store lives in /tmp (kept while the machine stays warm between calls).
+#   bash benchmarks/live_tp2/device_run.sh stash              # a call that carries an early part
+#   bash benchmarks/live_tp2/device_run.sh run 01,02 --no-render   # unpack if needed, run those chapters
+#   bash benchmarks/live_tp2/device_run.sh run 03,04,05        # the rest, then render the edition
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the box has no internet: never try the Hub
+OUT=${OUT:-/tmp/tp2-out}
+S=/tmp/tp2
+mkdir -p "$OUT" "$S/bin"
+
+stash() {
+  mkdir -p "$S/parts"
+  cp -f .live/tp2/xfer/*/part.* .live/tp2/xfer/*/SHA256 "$S/parts/" 2>/dev/null
+  echo "parts stashed in $S/parts: $(ls "$S/parts" | tr '\n' ' ')"
+}
+
+unpack() {
+  [ -f "$S/.unpacked" ] && return 0
+  [ -f "$S/parts/SHA256" ] || { echo "no SHA256 yet: carry the last .live/tp2/xfer/N folder"; return 2; }
+  if ! cat "$S"/parts/part.* | sha256sum | grep -q "$(cut -d' ' -f1 "$S/parts/SHA256")"; then
+    echo "the parts do not add up to tp2.tar.xz: a part is missing (did the machine go back between calls?)"
+    return 2
+  fi
+  cat "$S"/parts/part.* | xz -d -T0 | tar -x -C "$S" && touch "$S/.unpacked" || return 2
+  rm -rf "$S/parts"
+  printf '#!/bin/sh\nexec python3 -c "import sys; from jupyter_book.cli.main import main; sys.exit(main())" "$@"\n' \
+    > "$S/bin/jupyter-book"
+  chmod +x "$S/bin/jupyter-book"
+  mkdir -p "$S/data" && cp -r data/reference data/runs "$S/data/"
+  date -u +%Y%m%d-%H%M%S > "$S/started"
+  echo "unpacked into $S: $(du -sh "$S/site" | cut -f1) of packages"
+}
+
+stash
+[ "${1:-}" = stash ] && exit 0
+unpack || exit 2
+shift  # 'run'
+chapters=${1:-}; shift || true
+
+# the multicast guard first on the path: every Python process (SGLang's schedulers too) loads it
+export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
+nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
+python3 -c "import torch, sglang, flashinfer; print('torch', torch.__version__, 'sglang', sglang.__version__, 'flashinfer', flashinfer.__version__)"
+RUN=$(cat "$S/started")-2xh200-live-tp2
+sed -e "s#@RUN_ID@#$RUN#" -e "s#@MODELS@#$S/models#g" -e "s#@PYTHON@#$(command -v python3)#g" -e "s#@DATA@#$S/data#g" \
+  benchmarks/live_tp2/params.yaml > "$S/params.yaml"
+echo "run id: $RUN; chapters: ${chapters:-all}"
+pkill -9 -f sglang.launch_server 2>/dev/null; sleep 1  # a server left by a stopped call holds the GPUs and ports
+timeout "${PIPELINE_TIMEOUT_S:-540}" python3 -m verifylab.cli run --params "$S/params.yaml" ${chapters:+--only "$chapters"} "$@" \
+  2>&1 | tee -a "$OUT/pipeline.log"
+rc=${PIPESTATUS[0]}
+echo "pipeline exit code: $rc"
+pkill -9 -f sglang.launch_server 2>/dev/null  # servers live in their own sessions: never leave one behind
+rm -rf "$S/data/runs/$RUN/profile"/*/*.tmp 2>/dev/null
+tar -czf "$OUT/run.tar.gz" -C "$S/data/runs" "$RUN" 2>/dev/null
+tar -czf "$OUT/chapters.tar.gz" book/_generated 2>/dev/null
+(cd ~ && tar -czf "$OUT/jit-cache.tar.gz" .cache/tvm-ffi .cache/sglang .triton 2>/dev/null)
+ls -la "$OUT"
+exit "$rc"
