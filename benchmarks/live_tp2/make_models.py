@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live_smoke"))
-from make_tiny_model import build_tokenizer  # noqa: E402
+from make_tiny_model import build_tokenizer
 
 VOCAB = 1024  # the tokenizer's size, divisible by the TP size
 

@@ -204,7 +204,8 @@ def run_cmd(
             def on_chapter(name: str, number: int, total: int) -> None:
                 progress.update(task, description=f"{parameters.mode}: {name}", completed=number - 1, total=total)
 
-            result = run_pipeline(project, parameters, on_chapter, only=only.split(",") if only else None, render=render)
+            chapters = only.split(",") if only else None
+            result = run_pipeline(project, parameters, on_chapter, only=chapters, render=render)
             progress.update(task, description="rendered" if render else "done", completed=len(result.chapters))
     except VerifylabError as exc:
         raise fail(exc) from None
