@@ -389,3 +389,18 @@ def test_runner_works_inside_a_running_event_loop():
         return run_coroutine(asyncio.sleep(0, result=5))
 
     assert asyncio.run(kernel_cell()) == 5
+
+
+def test_failure_names_the_module_that_stopped_the_server_not_an_ignored_one():
+    # SGLang 0.5.17 at TP 2 with EAGLE-3 on the H200s (run 20261130-080118-2xh200-live-tp2): an optional model
+    # module's import is ignored at start-up; the draft graph capture then dies on deep_gemm
+    log = (
+        "[2026-11-30 08:03:03 TP1] Ignore import error when loading sglang.srt.models.inkling: No module named "
+        "'helion'\n"
+        "[2026-11-30 08:04:07 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/tmp/tp2/site/sglang/srt/layers/attention/dsa_backend.py", line 90, in <module>\n'
+        "    import deep_gemm\n"
+        "ModuleNotFoundError: No module named 'deep_gemm'\n"
+    )
+    name, advice = classify_failure(log)
+    assert name == "import_error" and "deep_gemm" in advice and "helion" not in advice

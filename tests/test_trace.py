@@ -282,3 +282,13 @@ def test_real_sglang_ngram_profile_tp1(repo_root):
         == "spec_verify"
     )
     assert summary.kernels["total_us"].is_monotonic_decreasing
+
+
+def test_sglang_custom_allreduce_v2_is_an_allreduce():
+    """SGLang 0.5.17's custom all-reduce (JIT-built v2) names neither 'nccl' nor 'custom': seen on 2 x H200."""
+    name = (
+        "void (anonymous namespace)::all_reduce_kernel<(anonymous namespace)::AllReducePushImpl<__nv_bfloat16, 2u, "
+        "true>, 2u, 1>((anonymous namespace)::AllReduceParams<2u>)"
+    )
+    kind = classify_kernel(name)
+    assert (kind.group, kind.impl, kind.name_suffix) == ("allreduce", "custom", "v2_push")

@@ -31,7 +31,7 @@ unpack() {
   printf '#!/bin/sh\nexec python3 -c "import sys; from jupyter_book.cli.main import main; sys.exit(main())" "$@"\n' \
     > "$S/bin/jupyter-book"
   chmod +x "$S/bin/jupyter-book"
-  mkdir -p "$S/data" && cp -r data/reference data/runs "$S/data/"
+  mkdir -p "$S/data" && cp -r data/reference data/runs data/gates "$S/data/"
   date -u +%Y%m%d-%H%M%S > "$S/started"
   echo "unpacked into $S: $(du -sh "$S/site" | cut -f1) of packages"
 }

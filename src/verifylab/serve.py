@@ -180,12 +180,18 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+# Lines SGLang logs for problems it deliberately ignores (optional model modules whose imports fail).
+_IGNORED_LINE = re.compile(r"^.*Ignore import error when loading.*$\n?", re.MULTILINE)
+
+
 def classify_failure(log_text: str) -> tuple[str, str]:
-    """(signature, what to do) for a server log; ('unknown', ...) when nothing matches."""
+    """(signature, what to do) for a server log; ('unknown', ...) when nothing matches. Errors SGLang says it
+    ignores are skipped, and the last occurrence counts (the one that stopped the server)."""
+    text = _IGNORED_LINE.sub("", log_text)
     for name, pattern, advice in FAILURE_SIGNATURES:
-        match = re.search(pattern, log_text)
-        if match:
-            return name, advice.format(*match.groups())
+        matches = list(re.finditer(pattern, text))
+        if matches:
+            return name, advice.format(*matches[-1].groups())
     return "unknown", "read the server log"
 
 

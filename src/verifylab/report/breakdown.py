@@ -201,11 +201,17 @@ def _profile_variants(section, store: RunStore, run_id: str, base, variants, ste
 
 def _capture(store: RunStore, run_id: str, url: str, steps: int, message_bytes, variant: str):
     """Capture and summarize one profile of the server at ``url``; the tables, each with a variant column."""
-    from verifylab.trace import summarize_traces
-    from verifylab.trace.analyze import allreduce_kernels_per_pass
     from verifylab.trace.capture import capture_profile
 
     traces = capture_profile(url, store.path(run_id) / "profile" / variant, steps)
+    return summarize_variant(traces, variant, message_bytes)
+
+
+def summarize_variant(traces: list[Path], variant: str, message_bytes: int | None) -> dict:
+    """The profile tables of one variant's per-rank traces, each with a variant column (and the notes)."""
+    from verifylab.trace import summarize_traces
+    from verifylab.trace.analyze import allreduce_kernels_per_pass
+
     summary = summarize_traces(traces, message_bytes=message_bytes)
     return {
         "trace_steps": summary.steps.assign(norm=variant).assign(variant=variant),
@@ -213,6 +219,23 @@ def _capture(store: RunStore, run_id: str, url: str, steps: int, message_bytes, 
         "allreduce_kernels": allreduce_kernels_per_pass(summary).assign(variant=variant),
         "notes": summary.notes,
     }
+
+
+def resummarize_profiles(store: RunStore, run_id: str, message_bytes: int | None = None) -> list[str]:
+    """Summarize a run's stored per-variant traces (``profile/<variant>/``) again, e.g. after the kernel
+    classification learned a name, and rewrite its profile tables. Returns the variants found."""
+    folder = store.path(run_id) / "profile"
+    variants = sorted(d.name for d in folder.iterdir() if d.is_dir() and any(d.glob("*.trace.json*")))
+    if not variants:
+        raise ParameterError(f"run {run_id} holds no per-variant traces under {folder}")
+    gathered: dict[str, list[pd.DataFrame]] = {t: [] for t in ("trace_steps", "trace_kernels", "allreduce_kernels")}
+    for variant in variants:
+        tables = summarize_variant(sorted((folder / variant).glob("*.trace.json*")), variant, message_bytes)
+        for table in gathered:
+            gathered[table].append(tables[table])
+    for table, frames in gathered.items():
+        store.write_table(run_id, table, pd.concat(frames, ignore_index=True), fmt="csv")
+    return variants
 
 
 def _profile_into(section, store, run_id, url, steps, message_bytes, variant, _state):

@@ -33,6 +33,10 @@ _NCCL_ANY = re.compile(r"nccl", re.I)
 _FI_FUSED = re.compile(r"allreduce_fusion_kernel_(oneshot|twoshot)\w*|allreduce_fusion", re.I)
 _FI_MOE_FUSED = re.compile(r"moe_?allreduce|moereduction_allreduce", re.I)
 _CUSTOM_AR = re.compile(r"cross_device_reduce_(1stage|2stage)|custom_?all_?reduce", re.I)
+# SGLang's custom all-reduce v2 (0.5.17+, JIT-built from sglang/jit_kernel's custom_all_reduce.cuh), e.g.
+# "void (anonymous namespace)::all_reduce_kernel<(anonymous namespace)::AllReducePushImpl<__nv_bfloat16, 2u, true>,
+# 2u, 1>(...)": its name says neither "custom" nor "nccl", so a name filter misses it (as it misses fused kernels).
+_CUSTOM_AR_V2 = re.compile(r"all_reduce_kernel<[^>]*AllReduce(Push|Pull)Impl", re.I)
 _TRTLLM_AR = re.compile(r"(oneShot|twoShot)AllReduce|lamport\w*all_?reduce|allreduce\w*lamport", re.I)
 _SYMM_MEM = re.compile(r"multimem_all_reduce|one_shot_all_reduce|two_shot_all_reduce|symm_mem", re.I)
 _MSCCLPP = re.compile(r"mscclpp", re.I)
@@ -78,6 +82,9 @@ def classify_kernel(name: str, cat: str = "kernel") -> KernelClass:
     custom = _CUSTOM_AR.search(name)
     if custom:
         return KernelClass("allreduce", "custom", custom.group(1))
+    custom_v2 = _CUSTOM_AR_V2.search(name)
+    if custom_v2:
+        return KernelClass("allreduce", "custom", f"v2_{custom_v2.group(1).lower()}")
     if _TRTLLM_AR.search(name):
         return KernelClass("allreduce", "trtllm")
     if _SYMM_MEM.search(name):
