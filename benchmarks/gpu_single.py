@@ -202,7 +202,7 @@ def traces(out: Path) -> list[dict]:
             steps=2,
             warmup=1,
             context=2048,
-            fused_norm=fused,
+            norm="fused_kernel" if fused else "pytorch",
             profile_dir=folder,
         )
         res = run_synth_verify(cfg)

@@ -292,3 +292,72 @@ def test_sglang_custom_allreduce_v2_is_an_allreduce():
     )
     kind = classify_kernel(name)
     assert (kind.group, kind.impl, kind.name_suffix) == ("allreduce", "custom", "v2_push")
+
+
+def small_synth(tmp_path: Path, **over) -> SynthConfig:
+    base = dict(backend="gloo", ranks=2, layers=3, hidden=32, tokens=2, steps=2, context=8, profile_dir=tmp_path)
+    return SynthConfig(**(base | over))
+
+
+@pytest.mark.parametrize(
+    ("per_layer", "comm", "expected"), [(1, "allreduce", 3), (0, "allreduce", 0), (2, "compute_only", 0)]
+)
+def test_elimination_stand_ins_remove_exactly_those_allreduces(tmp_path, per_layer, comm, expected):
+    run_synth_verify(small_synth(tmp_path, allreduces_per_layer=per_layer, comm=comm))
+    if expected == 0:
+        assert not list(tmp_path.glob(".*")), "no sidecar left"
+        steps = summarize_traces([tmp_path]).steps
+        assert (steps["allreduce_count"] == 0).all()
+    else:
+        assert (summarize_traces([tmp_path]).steps["allreduce_count"] == expected).all()
+
+
+def test_a_rank_that_dies_mid_pass_ends_the_command_with_one_line_and_no_sidecar(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIFYLAB_SYNTH_FAULT", "1:profile")
+    result = CliRunner().invoke(
+        app,
+        [
+            *("synth-verify", "--backend", "gloo", "--ranks", "2", "--layers", "3", "--hidden", "32", "--tokens", "2"),
+            *("--context", "8", "--steps", "2", "--timeout", "20", "--profile-dir", str(tmp_path), "--no-summarize"),
+        ],
+    )
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert lines == ["error: synth-verify: rank 1 died in phase 'profile' (exit code 3); all ranks ended"]
+    assert not list(tmp_path.glob(".*")) and not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(tmp_path, monkeypatch):
+    from verifylab.errors import SynthError
+
+    monkeypatch.setenv("VERIFYLAB_SYNTH_FAULT", "1:profile:hang")
+    with pytest.raises(SynthError, match=r"rank 0 failed in phase 'profile': .*Timed out"):
+        run_synth_verify(small_synth(tmp_path, timeout=3))
+    assert not list(tmp_path.glob(".*"))
+
+
+def test_fused_comm_needs_gpus_and_says_so(tmp_path):
+    with pytest.raises(ValueError, match=r"FlashInfer kernels need GPUs"):
+        small_synth(tmp_path, comm="fused")
+
+
+def test_a_folder_with_sidecars_and_dotfiles_summarizes_the_traces_only(gloo_61, tmp_path):
+    import shutil
+
+    for trace in gloo_61.glob("synth-TP-*.trace.json.gz"):
+        shutil.copy(trace, tmp_path / trace.name)
+    (tmp_path / ".rank0.times.json").write_text("[1.0, 2.0]")
+    (tmp_path / ".rank1.json").write_text("{}")
+    (tmp_path / "synth-TP-0.times.json").write_text("[1.0]")
+    summary = summarize_traces([tmp_path])
+    assert sorted(Path(f).name for f in summary.files) == ["synth-TP-0.trace.json.gz", "synth-TP-1.trace.json.gz"]
+    assert (summary.steps["allreduce_count"] == 122).all()
+
+
+def test_two_files_claiming_one_rank_are_refused(gloo_61, tmp_path):
+    import shutil
+
+    shutil.copy(gloo_61 / "synth-TP-0.trace.json.gz", tmp_path / "1000.1-TP-0.trace.json.gz")
+    shutil.copy(gloo_61 / "synth-TP-0.trace.json.gz", tmp_path / "2000.2-TP-0.trace.json.gz")
+    with pytest.raises(TraceError, match="both claim rank 0"):
+        summarize_traces([tmp_path])

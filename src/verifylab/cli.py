@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from verifylab.errors import VerifylabError
@@ -54,7 +55,8 @@ err_console = Console(stderr=True)
 
 def fail(exc: VerifylabError) -> typer.Exit:
     """Print a library error as one line and return the exit to raise."""
-    err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True, highlight=False, markup=True)
+    # the message is text, not markup: errors quote paths and logs like "[/src/gloo/...:78]"
+    err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False, markup=True)
     return typer.Exit(code=2)
 
 
@@ -270,6 +272,17 @@ def trace_summarize(
 @app.command("synth-verify")
 def synth_verify(
     backend: str = typer.Option("gloo", help="gloo (CPU), nccl (one GPU per rank) or none (one rank, no comm)."),
+    comm: str = typer.Option(
+        "allreduce",
+        help="allreduce (the backend's: NCCL or gloo, then the norm), fused (FlashInfer's all-reduce + add + "
+        "RMSNorm kernel as SGLang 0.5.17 calls it; nccl) or compute_only (no communication: the floor).",
+    ),
+    allreduces_per_layer: int = typer.Option(
+        2, help="2 as SGLang runs a TP layer; 1 or 0 = what removing those all-reduces saves (norms kept)."
+    ),
+    norm: str = typer.Option(
+        "auto", help="fused_kernel (one FlashInfer kernel, as SGLang), pytorch (several kernels) or auto."
+    ),
     ranks: int = typer.Option(2, help="Processes, one per rank."),
     tp: int | None = typer.Option(None, help="Shard the model as TP=tp (default: ranks; 'none' may emulate)."),
     layers: int = typer.Option(61, help="Transformer layers (Kimi-K2: 61)."),
@@ -277,7 +290,7 @@ def synth_verify(
     tokens: int = typer.Option(4, help="Tokens per verify pass (k)."),
     steps: int = typer.Option(3, help="Profiled steps."),
     context: int = typer.Option(2048, help="KV-cache tokens attended to."),
-    fused_norm: bool = typer.Option(False, "--fused-norm", help="FlashInfer fused add+RMSNorm (GPU)."),
+    timeout: float = typer.Option(300.0, help="Seconds a collective phase may take before every rank is ended."),
     profile_dir: Path = typer.Option(..., help="Folder that receives synth-TP-<rank>.trace.json.gz."),
     summarize: bool = typer.Option(True, help="Print the trace summary afterwards."),
     run_id: str | None = typer.Option(None, help="Also store the summary as a measured run with this id."),
@@ -287,7 +300,8 @@ def synth_verify(
     """Run a TP-sharded synthetic verify pass (2 all-reduces + add/RMSNorm per layer) and profile it.
 
     Example (CPU, seconds): `verifylab synth-verify --backend gloo --ranks 2 --layers 61 --hidden 64
-    --tokens 4 --steps 2 --context 64 --profile-dir /tmp/synth`
+    --tokens 4 --steps 2 --context 64 --profile-dir /tmp/synth`. On 2+ GPUs compare `--backend nccl` with
+    `--comm fused`, `--comm compute_only` and `--allreduces-per-layer 1`.
     """
     from pydantic import ValidationError
 
@@ -297,6 +311,9 @@ def synth_verify(
     try:
         cfg = SynthConfig(
             backend=backend,
+            comm=comm,
+            allreduces_per_layer=allreduces_per_layer,
+            norm=norm,
             ranks=ranks,
             tp=tp,
             layers=layers,
@@ -304,7 +321,7 @@ def synth_verify(
             tokens=tokens,
             steps=steps,
             context=context,
-            fused_norm=fused_norm,
+            timeout=timeout,
             profile_dir=profile_dir,
         )
     except ValidationError as exc:

@@ -49,3 +49,7 @@ class ModelInputError(VerifylabError):
 
 class BookBuildError(VerifylabError):
     """Executing a chapter notebook or rendering the book failed."""
+
+
+class SynthError(VerifylabError):
+    """A rank of the synthetic verify pass failed, died or stopped making progress."""

@@ -1,7 +1,14 @@
-"""Run the synthetic verify pass on N ranks (one process each) and write one profiler trace per rank."""
+"""Run the synthetic verify pass on N ranks (one process each) and write one profiler trace per rank.
+
+Every rank records the phase it is in (``init``, ``build``, ``warmup``, ``capture``, ``profile``, ``export``,
+``teardown``) in a sidecar; collectives time out after ``timeout`` seconds, and the parent ends every rank when
+one fails or the deadline passes, with one error that names the rank and the phase. Sidecars are written
+atomically and removed on every exit path; traces are written atomically (a trace present is complete).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -9,20 +16,37 @@ import shutil
 import socket
 import statistics
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from verifylab.errors import ParameterError
+from verifylab.errors import ParameterError, SynthError
 
 STEP_PREFIX = "verify_step#"
+SIDECAR_PREFIX = ".rank"
+FAULT_VAR = "VERIFYLAB_SYNTH_FAULT"  # tests: "RANK:PHASE[:hang]": that rank dies (or hangs) entering PHASE
 
 
 class SynthConfig(BaseModel):
     """Parameters of ``verifylab synth-verify``."""
 
     backend: Literal["gloo", "nccl", "none"] = "gloo"
+    comm: Literal["allreduce", "fused", "compute_only"] = Field(
+        "allreduce",
+        description="allreduce: the backend's all-reduce (NCCL on GPUs, gloo on CPU), then the norm; fused: "
+        "FlashInfer's all-reduce + residual + RMSNorm kernel as SGLang 0.5.17 calls it (NCCL, GPUs); "
+        "compute_only: no communication at all (the floor)",
+    )
+    allreduces_per_layer: Literal[0, 1, 2] = Field(
+        2, description="2: as SGLang runs a TP layer; 1 or 0: what removing those all-reduces saves (norms kept)"
+    )
+    norm: Literal["auto", "fused_kernel", "pytorch"] = Field(
+        "auto",
+        description="add+RMSNorm: fused_kernel = one FlashInfer kernel (SGLang's unfused path, GPU); pytorch = "
+        "PyTorch's several kernels (a labelled extra); auto = fused_kernel on GPUs, pytorch on CPU",
+    )
     ranks: int = Field(2, ge=1, le=64)
     tp: int | None = Field(
         None,
@@ -37,22 +61,29 @@ class SynthConfig(BaseModel):
     steps: int = Field(3, ge=1, le=1000)
     warmup: int = Field(1, ge=0)
     context: int = Field(2048, ge=1)
-    fused_norm: bool = False
     cuda_graph: bool = True
+    timeout: float = Field(300.0, gt=0, description="seconds any collective phase may take before all ranks end")
     profile_dir: Path | None = None
     seed: int = 0
 
     @model_validator(mode="after")
     def _check(self) -> SynthConfig:
-        if self.backend == "gloo" and self.fused_norm:
-            raise ValueError("fused_norm needs a GPU (FlashInfer): use --backend nccl or none on a GPU")
+        if self.backend == "gloo" and (self.norm == "fused_kernel" or self.comm == "fused"):
+            raise ValueError("FlashInfer kernels need GPUs: use --backend nccl (or norm pytorch / comm allreduce)")
+        if self.comm == "fused" and self.backend != "nccl":
+            raise ValueError("comm 'fused' is FlashInfer's all-reduce kernel across GPUs: use --backend nccl")
         if self.backend == "none" and self.ranks != 1:
             raise ValueError("backend 'none' runs one rank without communication: use --ranks 1")
+        if self.comm == "fused" and self.allreduces_per_layer != 2:
+            raise ValueError("comm 'fused' fuses every all-reduce: keep allreduces_per_layer 2")
         return self
 
     @property
     def on_gpu(self) -> bool:
         return self.backend == "nccl" or (self.backend == "none" and _cuda_available())
+
+    def resolved_norm(self, on_gpu: bool) -> str:
+        return ("fused_kernel" if on_gpu else "pytorch") if self.norm == "auto" else self.norm
 
 
 def _cuda_available() -> bool:
@@ -78,6 +109,47 @@ def _shape(cfg: SynthConfig):
     return ShardShape(model, cfg.tp or cfg.ranks)
 
 
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def sidecar(out_dir: Path, rank: int, kind: str) -> Path:
+    """The rank's ``.rank<r>.<kind>`` file in ``out_dir`` (phase, times, raw trace)."""
+    return Path(out_dir) / f"{SIDECAR_PREFIX}{rank}.{kind}"
+
+
+class _Phases:
+    """Records the rank's current phase (for the parent's error) and injects a test fault if asked."""
+
+    def __init__(self, rank: int, out_dir: Path) -> None:
+        self.rank, self.path = rank, sidecar(out_dir, rank, "phase")
+        self.fault = os.environ.get(FAULT_VAR, "")
+
+    def enter(self, phase: str) -> None:
+        _atomic_write(self.path, phase)
+        if self.fault == f"{self.rank}:{phase}":
+            os._exit(3)  # a rank that dies without a word, as a crashed GPU process does
+        if self.fault == f"{self.rank}:{phase}:hang":
+            time.sleep(10**6)  # a rank that stops answering: its peers' collectives must time out
+
+
+def _comm(cfg: SynthConfig, rank: int, gpu: bool):
+    """The per-layer communication of this configuration (see ``verify_pass.SeparateComm`` / ``FusedComm``)."""
+    from verifylab.synth import verify_pass as vp
+
+    norm = vp.add_rmsnorm_flashinfer if cfg.resolved_norm(gpu) == "fused_kernel" else vp.add_rmsnorm_unfused
+    if cfg.comm == "fused":
+        from verifylab.synth.flashinfer_fusion import FlashInferFusedAllReduce
+
+        return vp.FusedComm(FlashInferFusedAllReduce(rank, cfg.ranks, cfg.hidden))
+    if cfg.comm == "compute_only" or cfg.backend == "none":
+        return vp.SeparateComm(vp.identity_allreduce, norm, frozenset())
+    sites = frozenset([vp.ATTENTION_SITE, vp.MLP_SITE][: cfg.allreduces_per_layer])
+    return vp.SeparateComm(vp.dist_allreduce, norm, sites)
+
+
 def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
@@ -86,33 +158,39 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
     from verifylab.synth import verify_pass as vp
     from verifylab.synth.cuda import capture_graph
 
+    out = Path(out_dir)
+    phases = _Phases(rank, out)
+    phases.enter("init")
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    if cfg.backend != "none":
-        dist.init_process_group(cfg.backend, rank=rank, world_size=cfg.ranks)
+    distributed = cfg.backend != "none"
+    if distributed:
+        dist.init_process_group(cfg.backend, rank=rank, world_size=cfg.ranks, timeout=timedelta(seconds=cfg.timeout))
     gpu = cfg.on_gpu
     device = torch.device("cuda", rank) if gpu else torch.device("cpu")
     if gpu:
         torch.cuda.set_device(device)
+    phases.enter("build")
     dtype = torch.bfloat16 if gpu else torch.float32
     stack = vp.ShardStack(_shape(cfg), cfg.tokens, cfg.layers, cfg.context, cfg.seed + rank, device, dtype)
-    allreduce = vp.identity_allreduce if cfg.backend == "none" else vp.dist_allreduce
-    add_norm = vp.add_rmsnorm_flashinfer if cfg.fused_norm else vp.add_rmsnorm_unfused
+    comm = _comm(cfg, rank, gpu)
 
     def step() -> None:
-        stack.forward(allreduce, add_norm)
+        stack.forward(comm=comm)
 
+    phases.enter("warmup")
     for _ in range(cfg.warmup):
         step()
+    graph = None
     if gpu and cfg.cuda_graph:
+        phases.enter("capture")
         graph = capture_graph(step)
-        run = graph.replay
-    else:
-        run = step
+    run = graph.replay if graph is not None else step
     if gpu:
         torch.cuda.synchronize()
-    if cfg.backend != "none":
+    if distributed:
         dist.barrier()
 
+    phases.enter("profile")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     times_ms: list[float] = []
     with profile(activities=activities, record_shapes=False, with_stack=False) as prof:
@@ -123,15 +201,68 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
                 if gpu:
                     torch.cuda.synchronize()
                 times_ms.append((time.perf_counter() - start) * 1e3)
-    raw = Path(out_dir) / f".rank{rank}.json"
+    phases.enter("export")
+    raw = sidecar(out, rank, "json")
     prof.export_chrome_trace(str(raw))
-    with open(raw, "rb") as src, gzip.open(Path(out_dir) / f"synth-TP-{rank}.trace.json.gz", "wb") as dst:
+    final = out / f"synth-TP-{rank}.trace.json.gz"
+    partial = final.with_name(final.name + ".tmp")
+    with open(raw, "rb") as src, gzip.open(partial, "wb") as dst:
         shutil.copyfileobj(src, dst)
+    partial.replace(final)
     raw.unlink()
-    (Path(out_dir) / f".rank{rank}.times.json").write_text(json.dumps(times_ms))
-    if cfg.backend != "none":
+    _atomic_write(sidecar(out, rank, "times.json"), json.dumps(times_ms))
+    phases.enter("teardown")
+    # a CUDA graph that captured NCCL collectives must be gone before the process group is destroyed, or
+    # destroy_process_group hangs
+    run = graph = None
+    if gpu:
+        torch.cuda.synchronize()
+    if distributed:
         dist.barrier()
         dist.destroy_process_group()
+    phases.enter("done")
+
+
+def _remove_sidecars(out: Path, ranks: int) -> None:
+    for rank in range(ranks):
+        for kind in ("phase", "times.json", "json"):
+            for path in (sidecar(out, rank, kind), sidecar(out, rank, kind + ".tmp")):
+                path.unlink(missing_ok=True)
+    for partial in out.glob("synth-TP-*.trace.json.gz.tmp"):
+        partial.unlink(missing_ok=True)
+
+
+def _phase_of(out: Path, rank: int) -> str:
+    path = sidecar(out, rank, "phase")
+    return path.read_text().strip() if path.exists() else "start-up"
+
+
+def _join(context, cfg: SynthConfig, out: Path) -> None:
+    """Wait for every rank; on a failure or past the deadline, end them all with one clear error."""
+    import torch.multiprocessing as mp
+
+    deadline = time.monotonic() + cfg.timeout * 2 + 60  # the collectives' own timeout fires first
+    try:
+        while not context.join(timeout=1.0):
+            if time.monotonic() > deadline:
+                stuck = {r: _phase_of(out, r) for r in range(cfg.ranks) if _phase_of(out, r) != "done"}
+                where = ", ".join(f"rank {r} in phase '{p}'" for r, p in stuck.items()) or "every rank"
+                raise SynthError(f"synth-verify: no progress within {cfg.timeout:.0f} s ({where}); all ranks ended")
+    except mp.ProcessExitedException as exc:
+        raise SynthError(
+            f"synth-verify: rank {exc.error_index} died in phase '{_phase_of(out, exc.error_index)}' "
+            f"(exit code {exc.exit_code}); all ranks ended"
+        ) from None
+    except mp.ProcessRaisedException as exc:
+        rank = getattr(exc, "error_index", "?")
+        last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        phase = _phase_of(out, rank) if isinstance(rank, int) else "?"
+        message = f"synth-verify: rank {rank} failed in phase '{phase}': {last[:300]}; all ranks ended"
+        raise SynthError(message) from None
+    finally:
+        for proc in context.processes:
+            if proc.is_alive():
+                proc.kill()
 
 
 def run_synth_verify(cfg: SynthConfig) -> dict:
@@ -148,15 +279,17 @@ def run_synth_verify(cfg: SynthConfig) -> dict:
     out = Path(cfg.profile_dir)
     out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
-    if cfg.ranks == 1:
-        _worker(0, cfg, port, str(out))
-    else:
-        mp.spawn(_worker, args=(cfg, port, str(out)), nprocs=cfg.ranks, join=True)
-    times = {}
-    for rank in range(cfg.ranks):
-        marker = out / f".rank{rank}.times.json"
-        times[rank] = json.loads(marker.read_text())
-        marker.unlink()
+    try:
+        if cfg.ranks == 1:
+            _worker(0, cfg, port, str(out))
+        else:
+            _join(mp.start_processes(_worker, args=(cfg, port, str(out)), nprocs=cfg.ranks, join=False), cfg, out)
+        times = {}
+        for rank in range(cfg.ranks):
+            times[rank] = json.loads(sidecar(out, rank, "times.json").read_text())
+    finally:
+        with contextlib.suppress(OSError):
+            _remove_sidecars(out, cfg.ranks)
     medians = [statistics.median(t) for t in times.values()]
     return {
         "config": cfg.model_dump(mode="json"),

@@ -1,9 +1,10 @@
 """The synthetic verify pass: a TP shard of a DeepSeek-V3/Kimi-K2-shaped layer stack run on k tokens.
 
 Each layer does real sharded matmuls (MLA projections, attention over a KV cache, routed + shared
-experts) and two all-reduces (after o_proj and after the MoE), each followed by residual add + RMSNorm:
-unfused PyTorch, or FlashInfer's fused add+RMSNorm with ``fused_norm``. Routing is fixed per run (the
-experts a k-token pass touches, uniform top-k), so a CUDA graph can capture the pass.
+experts) and two all-reduces (after o_proj and after the MoE), each followed by residual add + RMSNorm; how
+the shards are joined is a ``SeparateComm`` (all-reduce, then a norm kernel: FlashInfer's one fused
+add+RMSNorm kernel as in SGLang, or PyTorch's several) or a ``FusedComm`` (one all-reduce + add + norm kernel).
+Routing is fixed per run (the experts a k-token pass touches, uniform top-k), so a CUDA graph can capture the pass.
 """
 
 from __future__ import annotations

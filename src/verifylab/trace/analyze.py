@@ -481,20 +481,51 @@ class TraceSummary:
         }
 
 
+SIDECAR_SUFFIXES = (".times.json", ".tmp", ".phase")
+
+
+def is_trace_file(path: Path) -> bool:
+    """A profiler trace by its name: ``*.json`` / ``*.json.gz``, not a dotfile (sidecars, editors' files) and
+    not a sidecar such as ``*.times.json``."""
+    name = path.name
+    return (
+        path.is_file()
+        and not name.startswith(".")
+        and name.endswith(TRACE_SUFFIXES)
+        and not name.endswith(SIDECAR_SUFFIXES)
+    )
+
+
 def expand_paths(paths: list[Path | str]) -> list[Path]:
-    """Files as given; folders expanded to the trace files they hold (sorted)."""
+    """Files as given; folders expanded to the trace files they hold (sorted; dotfiles and sidecars skipped)."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            found = sorted(f for f in p.iterdir() if is_trace_file(f))
             if not found:
-                raise TraceError(f"{p}: folder holds no trace files (*.json, *.json.gz)")
+                raise TraceError(f"{p}: folder holds no trace files (*.json, *.json.gz; dotfiles and sidecars skipped)")
             files.extend(found)
         elif p.exists():
             files.append(p)
         else:
             raise TraceError(f"{p}: no such file or folder")
     return files
+
+
+def assign_ranks(files: list[Path]) -> list[tuple[Path, int]]:
+    """Each file with its rank; refuses two files that claim the same rank (two captures in one folder)."""
+    claimed: dict[int, Path] = {}
+    out = []
+    for i, f in enumerate(files):
+        rank = rank_of(f, i)
+        if rank in claimed:
+            raise TraceError(
+                f"{claimed[rank]} and {f} both claim rank {rank}: summarize one capture at a time "
+                "(pass the files of one capture, or move the other out of the folder)"
+            )
+        claimed[rank] = f
+        out.append((f, rank))
+    return out
 
 
 def _summarize_one(args: tuple[str, int, str, int | None]) -> dict:
@@ -515,7 +546,7 @@ def summarize_traces(
         re.compile(marker)
     except re.error as exc:
         raise TraceError(f"--step-marker {marker!r} is not a valid regular expression: {exc}") from None
-    jobs = [(str(f), rank_of(f, i), marker, message_bytes) for i, f in enumerate(files)]
+    jobs = [(str(f), rank, marker, message_bytes) for f, rank in assign_ranks(files)]
     n_workers = min(len(jobs), workers or os.cpu_count() or 1)
     if n_workers > 1:
         with ProcessPoolExecutor(n_workers) as pool:
