@@ -55,7 +55,14 @@ import pandas as pd
 from verifylab.params import validate_parameters
 from verifylab.report.breakdown import chapter3_tables, live_profile_section
 from verifylab.report.charts import step_breakdown_chart
+from verifylab.report.comm_measured import (
+    allreduce_latency_measured,
+    latency_curves_chart,
+    live_allreduce_kernels,
+    measured_trace_breakdown,
+)
 from verifylab.report.live_smoke import live_smoke_profile
+from verifylab.runs import RunStore
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="03_verify_breakdown")
 pd.set_option("display.max_colwidth", 120)
@@ -89,11 +96,40 @@ tables["breakdown"].pivot_table(index="source", columns="part", values="ms", agg
 # DeepSeek/Kimi layers do at TP > 1. On CPU with gloo (2 ranks, mechanics only) the analyzer finds 122 per
 # step on every rank, each `c10d::allreduce_` and its `gloo:all_reduce` counted once. The single-GPU H200
 # trace has none, and the analyzer says so rather than reporting zero communication as a finding.
-# A multi-GPU measurement (NCCL and FlashInfer's fused kernels on 2-8 H200s) was not possible here: no
-# multi-GPU machine was lent.
 
 # %%
 tables["counts"]
+
+# %% [markdown]
+# ## With real communication: the synthetic pass on two H200s
+#
+# `benchmarks/gpu_multi.py` ran the same TP-8-shaped pass on two H200s joined by NVLink, over three NCCL
+# paths: NVLink (P2P), host memory (`NCCL_P2P_DISABLE=1`: the stand-in for a PCIe box without P2P) and
+# loopback sockets (the slowest stand-in). These are the mechanism, not Blackwell figures. The analyzer,
+# run on the profiled passes, counts the all-reduces whatever implements them: NCCL's kernels, or
+# FlashInfer's fused kernel, whose time includes the residual add and RMSNorm it replaces (so its
+# "communication" is larger and the compute smaller than NCCL's).
+
+# %%
+store = RunStore(params.data_dir / "runs")
+measured_trace_breakdown(store).round(1)
+
+# %%
+latency_curves_chart(allreduce_latency_measured(store))
+
+# %% [markdown]
+# ## A real SGLang server at TP 2: which kernels do the all-reduces
+#
+# SGLang 0.5.17 served a tiny random-weight Qwen3-MoE on two H200s (chapter 03's live profile, each variant
+# started and profiled in turn). Without fusion every all-reduce of a target pass is SGLang's own custom
+# all-reduce (its v2 kernel, `all_reduce_kernel<AllReducePushImpl...>`, which names neither "nccl" nor
+# "custom": a name filter misses it just as it misses fused kernels). With fusion, FlashInfer's one-shot
+# Lamport kernel replaces them one for one, except the last layer's MLP all-reduce and the vocab-parallel
+# embedding's, which stay on the custom all-reduce: the count per pass does not change. Mechanics, not
+# performance.
+
+# %%
+live_allreduce_kernels(store)
 
 # %% [markdown]
 # ## Live mode: the GPU box's own server

@@ -35,14 +35,18 @@ def reported_breakdown(figures: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured_breakdown(store: RunStore, gpu_only: bool = True) -> pd.DataFrame:
-    """Mean per-step parts of every stored run with a ``trace_steps`` table (measured). CPU runs are
-    mechanics only (their times are not comparable) and are left out unless ``gpu_only`` is False."""
+    """Mean per-step parts of every stored run with a ``trace_steps`` table of synthetic verify passes
+    (measured). CPU runs are mechanics only (their times are not comparable) and are left out unless
+    ``gpu_only`` is False; live server profiles (CUDA-graph phases) have their own sections."""
     rows = []
     for run_id in store.runs_with_table("trace_steps"):
         manifest = store.manifest(run_id)
         if gpu_only and manifest.gpu_count == 0:
             continue
         steps = store.read_table(run_id, "trace_steps")
+        steps = steps[steps["phase"] == "verify_step"]
+        if steps.empty:
+            continue
         group_col = "norm" if "norm" in steps.columns else "backend"
         for variant, part in steps.groupby(group_col):
             mean = part.mean(numeric_only=True)

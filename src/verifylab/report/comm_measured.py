@@ -1,0 +1,218 @@
+"""The communication of a verify pass as measured on several GPUs (``benchmarks/gpu_multi.py`` runs) and the
+all-reduce kernels of a live SGLang server at TP > 1 (chapter 03's profile): tables, one finding, charts.
+
+Every frame carries ``label``, ``run_id`` and ``provenance`` ('measured'); the hardware label says what the
+numbers are (e.g. '2 x H200 (NVLink), SM90 — mechanism, not Blackwell').
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from verifylab.report.charts import Figure
+from verifylab.runs import RunStore
+
+PATH_ORDER = ["nvlink", "shm", "socket"]
+PATH_NAMES = {
+    "nvlink": "NVLink (NCCL P2P)",
+    "shm": "host memory (NCCL SHM, no P2P)",
+    "socket": "loopback sockets (NCCL NET)",
+}
+VARIANT_NAMES = {
+    "compute_only": "no communication (floor)",
+    "nccl": "NCCL all-reduce + fused add+RMSNorm kernel",
+    "fused": "FlashInfer fused all-reduce + add + RMSNorm",
+    "one_allreduce_per_layer": "one all-reduce per layer removed (stand-in)",
+    "no_allreduce": "both all-reduces removed (stand-in)",
+}
+IMPL_NAMES = {
+    "nccl": "NCCL",
+    "nccl_plus_fused_norm": "NCCL + add+RMSNorm kernel",
+    "fused": "FlashInfer fused (SGLang 0.5.17 settings)",
+    "fused_legacy_settings": "FlashInfer fused (forced strategy, earlier settings)",
+    "all_gather": "NCCL all-gather",
+    "all_to_all": "NCCL all-to-all",
+}
+
+
+def newest_run_with(store: RunStore, table: str) -> str | None:
+    """The most recently created run that holds ``table`` (by the manifest's ``created``), or None."""
+    runs = store.runs_with_table(table)
+    return max(runs, key=lambda r: store.manifest(r).created) if runs else None
+
+
+def _stamp(frame: pd.DataFrame, store: RunStore, run_id: str) -> pd.DataFrame:
+    return frame.assign(label=store.manifest(run_id).label, run_id=run_id, provenance="measured")
+
+
+def verify_pass_measured(store: RunStore) -> pd.DataFrame:
+    """One full 61-layer synthetic verify pass per path, variant and k (ms), from the newest such run."""
+    run_id = newest_run_with(store, "verify_pass")
+    if run_id is None:
+        return pd.DataFrame()
+    frame = store.read_table(run_id, "verify_pass")
+    return _stamp(frame.dropna(subset=["pass_ms"]), store, run_id)
+
+
+def fusion_vs_elimination_measured(store: RunStore) -> pd.DataFrame:
+    """Per path and k: what all communication costs in the pass, what fusing saves, what removing one or both
+    all-reduces per layer saves (ms of one 61-layer pass). Fusion runs only where peers share P2P (NVLink)."""
+    passes = verify_pass_measured(store)
+    if passes.empty:
+        return pd.DataFrame()
+    wide = passes.pivot_table(index=["path", "tokens"], columns="variant", values="pass_ms").reset_index()
+    for col in VARIANT_NAMES:
+        if col not in wide:
+            wide[col] = float("nan")
+    out = pd.DataFrame(
+        {
+            "path": wide["path"],
+            "tokens": wide["tokens"].astype(int),
+            "unfused_pass_ms": wide["nccl"],
+            "communication_ms": wide["nccl"] - wide["compute_only"],
+            "fusion_saves_ms": wide["nccl"] - wide["fused"],
+            "removing_one_per_layer_saves_ms": wide["nccl"] - wide["one_allreduce_per_layer"],
+            "removing_both_saves_ms": wide["nccl"] - wide["no_allreduce"],
+        }
+    )
+    out["path"] = pd.Categorical(out["path"], PATH_ORDER, ordered=True)
+    out = out.sort_values(["path", "tokens"]).reset_index(drop=True)
+    out["path"] = out["path"].astype(str)
+    run_id = passes["run_id"].iloc[0]
+    return _stamp(out, store, run_id)
+
+
+def allreduce_latency_measured(store: RunStore) -> pd.DataFrame:
+    """Per-call latency (µs, median of graph replays) by path, implementation and k, with the settings used."""
+    run_id = newest_run_with(store, "allreduce_latency")
+    if run_id is None:
+        return pd.DataFrame()
+    frame = store.read_table(run_id, "allreduce_latency")
+    extra = store.table_or_none(run_id, "collective_latency")
+    if extra is not None:
+        frame = pd.concat([frame, extra], ignore_index=True)
+    return _stamp(frame.dropna(subset=["us"]), store, run_id)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f} ms"
+
+
+def comm_finding(gains: pd.DataFrame, tokens: int = 16) -> str:
+    """The chapter's finding in one paragraph, every number formatted from ``gains`` (no typed numbers)."""
+    if gains.empty:
+        return "No multi-GPU measurement of the verify pass is stored yet."
+    rows = {r.path: r for r in gains[gains["tokens"] == tokens].itertuples()}
+    parts = []
+    if "nvlink" in rows:
+        r = rows["nvlink"]
+        parts.append(
+            f"Over NVLink at k = {tokens}, all communication costs {_ms(r.communication_ms)} of a "
+            f"{_ms(r.unfused_pass_ms)} pass; fusing every all-reduce with its norm saves {_ms(r.fusion_saves_ms)}, "
+            f"removing one all-reduce per layer saves {_ms(r.removing_one_per_layer_saves_ms)}."
+        )
+    slow = [rows[p] for p in ("shm", "socket") if p in rows]
+    for r in slow:
+        parts.append(
+            f"Through {PATH_NAMES[r.path]}, communication costs {_ms(r.communication_ms)} of "
+            f"{_ms(r.unfused_pass_ms)}, and removing one all-reduce per layer saves "
+            f"{_ms(r.removing_one_per_layer_saves_ms)}."
+        )
+    label = gains["label"].iloc[0]
+    return " ".join(parts) + f" ({label}; run {gains['run_id'].iloc[0]}.)"
+
+
+def fusion_vs_elimination_chart(gains: pd.DataFrame) -> Figure:
+    """Grouped bars: ms saved per pass by fusion and by removing one or both all-reduces per layer."""
+    long = gains.melt(
+        id_vars=["path", "tokens"],
+        value_vars=["fusion_saves_ms", "removing_one_per_layer_saves_ms", "removing_both_saves_ms"],
+        var_name="option",
+        value_name="saves_ms",
+    ).dropna(subset=["saves_ms"])
+    long["option"] = long["option"].map(
+        {
+            "fusion_saves_ms": "fuse all-reduce + norm",
+            "removing_one_per_layer_saves_ms": "remove 1 all-reduce / layer",
+            "removing_both_saves_ms": "remove both / layer",
+        }
+    )
+    long["path"] = long["path"].map(PATH_NAMES)
+    chart = (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("option:N", title=None, axis=alt.Axis(labelAngle=-30)),
+            y=alt.Y("saves_ms:Q", title="ms saved per 61-layer pass"),
+            color=alt.Color("option:N", legend=None),
+            column=alt.Column("tokens:O", title="tokens per verify (k)"),
+            row=alt.Row("path:N", title=None),
+            tooltip=["path", "tokens", "option", alt.Tooltip("saves_ms:Q", format=".2f")],
+        )
+        .properties(width=150, height=110)
+    )
+    return Figure(
+        chart,
+        "Fusion vs elimination, measured: ms saved per verify pass (synthetic Kimi-K2 TP-8 shard, 61 layers). "
+        "Fusion needs P2P and runs on NVLink only.",
+        [f"measured: {gains['label'].iloc[0]}, run {gains['run_id'].iloc[0]}"],
+        name="fusion_vs_elimination_measured",
+    )
+
+
+def latency_curves_chart(latency: pd.DataFrame) -> Figure:
+    """Per-call latency vs tokens per message, one line per implementation, one panel per path."""
+    frame = latency[latency["settings"].str.contains("two-shot", na=False) == False].copy()  # noqa: E712
+    frame["impl"] = frame["impl"].map(IMPL_NAMES).fillna(frame["impl"])
+    frame["path"] = frame["path"].map(PATH_NAMES)
+    chart = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens (x 7168 bf16)"),
+            y=alt.Y("us:Q", scale=alt.Scale(type="log"), title="µs per call (median)"),
+            color=alt.Color("impl:N", title="implementation"),
+            column=alt.Column("path:N", title=None),
+            tooltip=["path", "impl", "tokens", alt.Tooltip("us:Q", format=".2f"), "settings"],
+        )
+        .properties(width=200, height=180)
+    )
+    return Figure(
+        chart,
+        "Collective latency vs message size per NCCL path (forced two-shot rows left out)",
+        [f"measured: {latency['label'].iloc[0]}, run {latency['run_id'].iloc[0]}"],
+        name="collective_latency_measured",
+    )
+
+
+def measured_trace_breakdown(store: RunStore) -> pd.DataFrame:
+    """Per path and profiled variant: all-reduces per step and comm / exposed comm / compute / idle (µs),
+    from the trace analyzer on the profiled passes (mean over steps and ranks)."""
+    run_id = newest_run_with(store, "verify_pass_trace")
+    if run_id is None:
+        return pd.DataFrame()
+    steps = store.read_table(run_id, "verify_pass_trace")
+    cols = ["allreduce_count", "comm_us", "exposed_comm_us", "compute_us", "idle_us", "span_us"]
+    out = steps.groupby(["path", "variant", "tokens"], as_index=False)[cols].mean()
+    return _stamp(out, store, run_id)
+
+
+def live_allreduce_kernels(store: RunStore, phase: str = "target") -> pd.DataFrame:
+    """All-reduce kernels per pass of a live SGLang server at TP > 1 (chapter 03's profile), by variant and
+    implementation; kernel names shortened to their template head."""
+    run_id = newest_run_with(store, "allreduce_kernels")
+    if run_id is None:
+        return pd.DataFrame()
+    frame = store.read_table(run_id, "allreduce_kernels")
+    frame = frame[frame["phase"] == phase].copy()
+    frame["kernel"] = frame["kernel"].map(short_kernel_name)
+    out = frame.groupby(["variant", "impl", "kernel"], as_index=False)["per_pass"].sum()
+    return _stamp(out, store, run_id)
+
+
+def short_kernel_name(name: str, width: int = 90) -> str:
+    """A kernel's qualified name without its argument list and template arguments (readable in a table)."""
+    head = str(name).replace("(anonymous namespace)::", "").removeprefix("void ").split("(", 1)[0]
+    base = head.split("<", 1)[0]
+    return base if len(base) <= width else base[: width - 1] + "…"

@@ -1,0 +1,65 @@
+"""The measured communication of a verify pass (2 x H200 runs) as the book shows it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from verifylab.report import comm_measured as cm
+from verifylab.runs import RunStore
+
+
+def store(repo_root) -> RunStore:
+    return RunStore(repo_root / "data" / "runs")
+
+
+def test_fusion_vs_elimination_is_differences_of_the_stored_pass_times(repo_root):
+    s = store(repo_root)
+    gains = cm.fusion_vs_elimination_measured(s)
+    passes = cm.verify_pass_measured(s)
+    assert set(gains["path"]) == {"nvlink", "shm", "socket"}
+    assert (gains["provenance"] == "measured").all() and gains["label"].str.contains("not Blackwell").all()
+    row = gains[(gains["path"] == "nvlink") & (gains["tokens"] == 16)].iloc[0]
+    ms = passes[(passes["path"] == "nvlink") & (passes["tokens"] == 16)].set_index("variant")["pass_ms"]
+    assert row["fusion_saves_ms"] == ms["nccl"] - ms["fused"]
+    assert row["removing_one_per_layer_saves_ms"] == ms["nccl"] - ms["one_allreduce_per_layer"]
+    # fusion needs P2P: never reported for the host-memory and socket paths
+    assert gains.loc[gains["path"] != "nvlink", "fusion_saves_ms"].isna().all()
+
+
+def test_the_finding_is_formatted_from_the_values():
+    gains = pd.DataFrame(
+        [
+            {
+                "path": "nvlink",
+                "tokens": 16,
+                "unfused_pass_ms": 30.0,
+                "communication_ms": 1.234,
+                "fusion_saves_ms": 0.5,
+                "removing_one_per_layer_saves_ms": 0.25,
+                "removing_both_saves_ms": 1.2,
+                "label": "test frame",
+                "run_id": "r1",
+            }
+        ]
+    )
+    text = cm.comm_finding(gains, tokens=16)
+    assert "1.23 ms of a 30.00 ms pass" in text and "saves 0.50 ms" in text and "saves 0.25 ms" in text
+    assert "test frame; run r1" in text
+    assert cm.comm_finding(gains.iloc[0:0]) == "No multi-GPU measurement of the verify pass is stored yet."
+
+
+def test_live_tp2_kernels_show_fusion_replacing_custom_allreduce_one_for_one(repo_root):
+    kernels = cm.live_allreduce_kernels(store(repo_root))
+    per_variant = kernels.groupby("variant")["per_pass"].sum()
+    assert per_variant["baseline"] == per_variant["fusion"]  # fused, not eliminated: the count stays
+    fused = kernels[(kernels["variant"] == "fusion") & (kernels["impl"] == "flashinfer_fused")]
+    assert fused["kernel"].str.contains("allreduce_fusion_kernel_oneshot_lamport").all()
+    assert set(kernels.loc[kernels["variant"] == "baseline", "impl"]) == {"custom"}
+
+
+def test_short_kernel_names():
+    name = (
+        "void (anonymous namespace)::all_reduce_kernel<(anonymous namespace)::AllReducePushImpl<__nv_bfloat16, 2u, "
+        "true>, 2u, 1>((anonymous namespace)::AllReduceParams<2u>)"
+    )
+    assert cm.short_kernel_name(name) == "all_reduce_kernel"
