@@ -41,6 +41,7 @@ concurrency = [1, 2, 4, 8, 16, 32, 64]
 sweep_tokens = 512
 label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
 simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
+mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
 
 # %%
 import pandas as pd
@@ -70,6 +71,7 @@ live_campaign(
         "launcher": launcher,
         "extra_args": extra_args,
         "simulate_no_multicast": simulate_no_multicast,
+        "mechanics_only": mechanics_only,
         "variants": variants,
         "runs": runs,
         "warmup": warmup,

@@ -39,6 +39,7 @@ server_url = "http://127.0.0.1:30000"  # live: the server to profile, unless ser
 serve_variant = None  # live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture, then stop it
 profile_variants = []  # live: start, profile and stop each of these in turn (e.g. ["baseline", "fusion"])
 simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
+mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
 model_path = None  # live with serve_variant: launch settings, as chapter 02 takes them
 draft_model_path = None
 tp_size = 1
@@ -152,6 +153,7 @@ live_profile_section(
     message_bytes=draft_tokens * 7168 * 2,
     serve_variant=serve_variant,
     profile_variants=profile_variants,
+    mechanics_only=mechanics_only,
     server={
         "model_path": model_path,
         "draft_model_path": draft_model_path,

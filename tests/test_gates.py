@@ -219,3 +219,43 @@ def test_every_gates_command_has_help_with_an_example(command):
     result = CliRunner().invoke(app, ["gates", command, "--help"])
     assert result.exit_code == 0
     assert "Example" in result.output
+
+
+def with_flashinfer_metadata(root: Path, version: str) -> Path:
+    """The site-packages view the audit reads FlashInfer's version from (its dist-info), beside SGLang's sources."""
+    meta = root / f"flashinfer_python-{version}.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: flashinfer-python\nVersion: {version}\n")
+    return root
+
+
+def preflight(audit) -> list:
+    return [f for f in audit.findings if f.role == "multicast preflight"]
+
+
+def test_multicast_preflight_gate_opens_only_where_flashinfer_needs_no_multicast(copy_of):
+    """SGLang 0.5.17's workspace preflight skips fusion when the multicast granularity query fails (a PCIe box).
+    With FlashInfer >= 0.6.15 (TRT-LLM workspace without multicast) verifylab opens it; older: it says why not."""
+    root = copy_of("sglang", "0.5.17")
+    (alone,) = preflight(gates.audit(root, "sm90"))
+    assert alone.status == "info" and "no FlashInfer in this tree" in alone.note
+    old = with_flashinfer_metadata(root, "0.6.7.post2")
+    (too_old,) = preflight(gates.audit(old, "sm90"))
+    assert too_old.status == "info" and "still needs NVLink multicast" in too_old.note
+    assert gates.apply(old, "sm90", dry_run=True).changed == []
+    shutil.rmtree(old / "flashinfer_python-0.6.7.post2.dist-info")
+
+    root = with_flashinfer_metadata(root, "0.6.15.post1")
+    before = tree_digest(root)
+    (closed,) = preflight(gates.audit(root, "sm90"))
+    assert (closed.status, closed.function) == ("closed", "_flashinfer_trtllm_workspace_allocation_sizes")
+    result = gates.apply(root, "sm90")  # on SM90 the architecture gates are open: only the preflight changes
+    assert result.changed == ["sglang/srt/layers/flashinfer_comm_fusion.py"]
+    assert "err, mc_granularity = cuda_driver.CUresult.CUDA_SUCCESS, 1" in result.diff
+    (opened,) = preflight(gates.audit(root, "sm90"))
+    assert opened.status == "open"
+    report = gates.verify(root, "sm90")
+    assert report.ok and any("multicast preflight opened" in c["check"] for c in report.checks)
+    assert gates.apply(root, "sm90", dry_run=True).changed == []  # nothing left to open
+    gates.revert(root)
+    assert tree_digest(root) == before  # byte for byte

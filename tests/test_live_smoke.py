@@ -61,4 +61,6 @@ def test_the_smoke_is_never_evidence_for_a_recommendation(repo_root, tmp_path):
     shutil.copytree(repo_root / "data" / "reference", tmp_path / "reference")
     manifest = (renamed / "manifest.json").read_text().replace(RUN, renamed.name)
     (renamed / "manifest.json").write_text(manifest)
-    assert evidence_from_data(tmp_path).fusion_state["run_id"] == renamed.name
+    assert evidence_from_data(tmp_path).fusion_state is None  # marked mechanics_only: never evidence, any id
+    (renamed / "manifest.json").write_text(manifest.replace('"mechanics_only": true', '"mechanics_only": false'))
+    assert evidence_from_data(tmp_path).fusion_state["run_id"] == renamed.name  # a real run's state counts

@@ -65,6 +65,9 @@ class Manifest(BaseModel):
     environment: dict[str, str] = Field(default_factory=dict)
     tables: dict[str, str] = Field(default_factory=dict, description="table name -> file name")
     status: Literal["complete", "partial", "failed"] = "complete"
+    mechanics_only: bool = Field(
+        False, description="a run of the mechanism (tiny or random model): never evidence for a deployment"
+    )
     notes: list[str] = Field(default_factory=list)
 
     @field_validator("run_id")
@@ -185,6 +188,7 @@ class RunStore:
         purpose: str,
         status: Literal["complete", "partial"] = "complete",
         with_torch: bool = True,
+        mechanics_only: bool = False,
     ) -> Manifest:
         """The run ``run_id``: resumed when stored, else created for this host (``verifylab env``'s capture)."""
         if self.exists(run_id):
@@ -193,6 +197,7 @@ class RunStore:
 
         manifest = manifest_from_host(run_id, label, capture_host(with_torch=with_torch), parameters, purpose)
         manifest.status = status
+        manifest.mechanics_only = mechanics_only
         return self.create(manifest)
 
     def save_manifest(self, manifest: Manifest) -> None:

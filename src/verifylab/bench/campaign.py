@@ -26,6 +26,7 @@ def run_campaign(
     repeats: int = 1,
     seed: int = 0,
     health_timeout_s: float = 1800.0,
+    mechanics_only: bool = False,
 ) -> pd.DataFrame:
     """Run each variant (a server each) ``repeats`` times in a seeded random order; store tables as they finish.
 
@@ -49,6 +50,7 @@ def run_campaign(
             "repeats": repeats,
             "seed": seed,
         },
+        mechanics_only=mechanics_only,
     )
     rng = random.Random(seed)
     states = []

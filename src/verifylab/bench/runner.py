@@ -34,10 +34,20 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-def open_recorder(data_dir: Path, run_id: str, label: str, parameters: dict) -> BenchRecorder:
+def open_recorder(
+    data_dir: Path, run_id: str, label: str, parameters: dict, mechanics_only: bool = False
+) -> BenchRecorder:
     """The run to write into: resumed when it exists, created (status partial) otherwise."""
     store = RunStore(Path(data_dir) / "runs")
-    store.open_or_create(run_id, label, parameters, "benchmark of an SGLang server", status="partial", with_torch=False)
+    store.open_or_create(
+        run_id,
+        label,
+        parameters,
+        "benchmark of an SGLang server",
+        status="partial",
+        with_torch=False,
+        mechanics_only=mechanics_only,
+    )
     return BenchRecorder(store, run_id)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.patch import FilePlan, plan_file
-from verifylab.gates.scan import Finding, arch_of, scan_file, sha256_bytes, sha256_of
+from verifylab.gates.scan import MULTICAST_ROLE, Finding, arch_of, scan_file, sha256_bytes, sha256_of
 from verifylab.iorw import atomic_write_bytes, atomic_write_json
 
 STATE_DIR = ".verifylab-gates"
@@ -119,7 +119,33 @@ def audit(root: Path, arch: str = "sm120") -> Audit:
                 hashes[rel] = sha256_of(path)
     versions = {p: package_version(root, p) for p in present}
     findings.extend(_version_preconditions(versions, target))
+    _judge_multicast_preflight(findings, versions.get("flashinfer") or package_version(root, "flashinfer"))
     return Audit(root, target, findings, hashes, versions)
+
+
+TRTLLM_WORKSPACE_WITHOUT_MULTICAST = (0, 6, 15)  # FlashInfer's trtllm_ar.py: SymmDeviceMemory(enable_multicast=False)
+
+
+def _judge_multicast_preflight(findings: list[Finding], flashinfer: str | None) -> None:
+    """The preflight may be opened only where the installed FlashInfer allocates its TRT-LLM workspace without
+    NVLink multicast (>= 0.6.15); otherwise opening it would only move the failure into the workspace."""
+    for f in findings:
+        if f.role != MULTICAST_ROLE or f.status != "closed":
+            continue
+        if flashinfer is None:
+            f.status = "info"
+            f.note += (
+                "; no FlashInfer in this tree: cannot tell whether its TRT-LLM workspace needs multicast, "
+                "so the preflight is left alone (audit the site-packages that hold both)"
+            )
+        elif tuple(int(x) for x in re.findall(r"\d+", flashinfer)[:3]) < TRTLLM_WORKSPACE_WITHOUT_MULTICAST:
+            f.status = "info"
+            f.note += (
+                f"; FlashInfer {flashinfer}'s TRT-LLM workspace still needs NVLink multicast: fusion cannot run "
+                "without it; FlashInfer >= 0.6.15 allocates the workspace without multicast"
+            )
+        else:
+            f.note += f"; FlashInfer {flashinfer} allocates the TRT-LLM workspace without multicast: apply opens it"
 
 
 def _version_preconditions(versions: dict[str, str | None], target: int) -> list[Finding]:
@@ -337,6 +363,10 @@ def verify(root: Path, arch: str = "sm120") -> VerifyReport:
         if f.kind in ("boolean_gate", "raise_guard"):
             ok = evaluate_gate(f.expression, aud.target)
             checks.append({"check": f"{f.file}:{f.line} {f.function}: gate is True on sm{aud.target}", "ok": ok})
+        elif f.role == MULTICAST_ROLE and f.status != "info":
+            checks.append(
+                {"check": f"{f.file}:{f.line} {f.function}: multicast preflight opened", "ok": f.status == "open"}
+            )
         elif f.kind in ("capability_table", "jit_arch_list"):
             checks.append(
                 {"check": f"{f.file}:{f.line} {f.function}: admits major {aud.target // 10}", "ok": f.status == "open"}

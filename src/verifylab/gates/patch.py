@@ -14,7 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifylab.errors import GateError
-from verifylab.gates.scan import ARCH_PRED, SINGLE_ROLE, Finding, arch_of, arch_or_nodes, predicate_defined
+from verifylab.gates.scan import (
+    ARCH_PRED,
+    MULTICAST_MARKER,
+    MULTICAST_ROLE,
+    SINGLE_ROLE,
+    Finding,
+    arch_of,
+    arch_or_nodes,
+    multicast_preflight,
+    predicate_defined,
+)
 
 
 @dataclass
@@ -158,7 +168,25 @@ def plan_file(path: Path, rel: str, findings: list[Finding], target: int, root: 
         if isinstance(pred, ast.Name) and not pred.id.startswith("_"):
             _ensure_import(tree, offsets, plan, _renamed(pred.id, old, target), pred.id, root)
     _plan_tables_and_lists(tree, source, offsets, plan, findings, target)
+    if any(f.status == "closed" and f.role == MULTICAST_ROLE for f in findings):
+        _plan_multicast_preflight(tree, source, offsets, plan)
     return plan
+
+
+def _plan_multicast_preflight(tree: ast.Module, source: str, offsets: _Offsets, plan: FilePlan) -> None:
+    """After the multicast granularity query, turn its failure into 'no multicast rounding' (granularity 1), so
+    the preflight's ``raise`` no longer fires on a box without NVLink multicast. Only planned when the audit
+    found the installed FlashInfer's TRT-LLM workspace allocates without multicast."""
+    found = multicast_preflight(tree, source)
+    if found is None:
+        raise GateError(f"{plan.rel}: the multicast preflight changed shape: not patching it")
+    indent = offsets.indent(found.query.lineno)
+    err, gran, ok = found.error_name, found.granularity_name, found.success
+    plan.add(
+        offsets.line_end(found.query.end_lineno),
+        f"\n{indent}if {err} != {ok}:  {MULTICAST_MARKER}\n{indent}    {err}, {gran} = {ok}, 1",
+        f"line {found.query.lineno}: a failed multicast granularity query means no multicast rounding",
+    )
 
 
 def _needs_callable(tree, offsets, plan, value: ast.AST, old: int, new: int, root: Path) -> None:

@@ -351,6 +351,7 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
                 )
             )
     if "cuMulticastGetGranularity" in source and "Skipping allreduce fusion" in source:
+        preflight = multicast_preflight(tree, source)
         func = next(
             (
                 n
@@ -360,20 +361,88 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
             ),
             None,
         )
-        out.append(
-            Finding(
-                rel,
-                func.lineno if func else 1,
-                func.name if func else "<module>",
-                "precondition",
-                "workspace preflight (cuMulticastGetGranularity)",
-                "info",
-                "multicast preflight",
-                "on a box without NVLink multicast (a PCIe box) the preflight fails, logs 'Skipping "
-                "allreduce fusion' and stays on NCCL whatever the gates say: check the server log",
+        if preflight is None:
+            out.append(
+                Finding(
+                    rel,
+                    func.lineno if func else 1,
+                    func.name if func else "<module>",
+                    "precondition",
+                    "workspace preflight (cuMulticastGetGranularity)",
+                    "info",
+                    "multicast preflight",
+                    "on a box without NVLink multicast (a PCIe box) the preflight fails, logs 'Skipping "
+                    "allreduce fusion' and stays on the unfused path whatever the gates say: check the server log",
+                )
             )
-        )
+        else:
+            opened = MULTICAST_MARKER in (ast.get_source_segment(source, func) or "") if func else False
+            out.append(
+                Finding(
+                    rel,
+                    preflight.check.lineno,
+                    func.name if func else "<module>",
+                    "precondition",
+                    "a failed cuMulticastGetGranularity raises: the preflight skips fusion",
+                    "open" if opened else "closed",
+                    MULTICAST_ROLE,
+                    "a box without NVLink multicast (a PCIe box) answers the multicast granularity query with an "
+                    "error: the workspace preflight then logs 'Skipping allreduce fusion' and stays unfused"
+                    + (" (opened by verifylab: the query's failure now means no multicast rounding)" if opened else ""),
+                )
+            )
     return out
+
+
+MULTICAST_ROLE = "multicast preflight"
+MULTICAST_MARKER = "# verifylab precondition gate: FlashInfer >= 0.6.15's TRT-LLM workspace needs no multicast"
+
+
+@dataclass
+class MulticastPreflight:
+    """Where SGLang's workspace preflight queries the multicast granularity and raises when that fails."""
+
+    query: ast.Assign  # err, granularity = driver.cuMulticastGetGranularity(...)
+    check: ast.If  # if err != driver.CUresult.CUDA_SUCCESS: raise RuntimeError("cuMulticastGetGranularity ...")
+    error_name: str
+    granularity_name: str
+    success: str  # the source spelling of the success code
+
+
+def multicast_preflight(tree: ast.AST, source: str) -> MulticastPreflight | None:
+    """The granularity query and the ``raise`` that follows it (SGLang >= 0.5.11), or None."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for i, first in enumerate(body):
+            if not (
+                isinstance(first, ast.Assign)
+                and isinstance(first.value, ast.Call)
+                and isinstance(first.value.func, ast.Attribute)
+                and first.value.func.attr == "cuMulticastGetGranularity"
+                and isinstance(first.targets[0], ast.Tuple)
+                and len(first.targets[0].elts) == 2
+                and all(isinstance(e, ast.Name) for e in first.targets[0].elts)
+            ):
+                continue
+            err, gran = (e.id for e in first.targets[0].elts)
+            for second in body[i + 1 : i + 3]:  # verifylab's opened form puts its own check in between
+                if (
+                    isinstance(second, ast.If)
+                    and isinstance(second.test, ast.Compare)
+                    and isinstance(second.test.left, ast.Name)
+                    and second.test.left.id == err
+                    and isinstance(second.test.ops[0], ast.NotEq)
+                    and any(
+                        isinstance(stmt, ast.Raise)
+                        and "cuMulticastGetGranularity" in (ast.get_source_segment(source, stmt) or "")
+                        for stmt in second.body
+                    )
+                ):
+                    success = ast.get_source_segment(source, second.test.comparators[0]) or ""
+                    return MulticastPreflight(first, second, err, gran, success)
+    return None
 
 
 def predicate_defined(root: Path, name: str) -> bool:

@@ -271,5 +271,6 @@ def live_campaign(mode: str, params: dict) -> Section:
         params["run_id"],
         params["label"],
         params.get("repeats", 1),
+        mechanics_only=params.get("mechanics_only", False),
     )
     return section.add(f"Stored in run {params['run_id']}", states)

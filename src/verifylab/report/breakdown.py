@@ -124,6 +124,7 @@ def live_profile_section(
     serve_variant: str | None = None,
     server: dict | None = None,
     profile_variants: list[str] | None = None,
+    mechanics_only: bool = False,
 ):
     """Chapter 03 live: profile a server, summarize the per-rank traces, store them as a run.
 
@@ -145,7 +146,8 @@ def live_profile_section(
     variants = list(profile_variants or ([serve_variant] if serve_variant else []))
     unknown = [v for v in variants if v not in DEFAULT_VARIANTS]
     if unknown:  # before anything is written
-        raise ParameterError(f"profile_variants {unknown}: choose from {', '.join(DEFAULT_VARIANTS)}")
+        given = f"profile_variants {unknown}" if profile_variants else f"serve_variant {serve_variant!r}"
+        raise ParameterError(f"{given}: choose from {', '.join(DEFAULT_VARIANTS)}")
     base = BaseConfig(**(server or {})) if variants else None
     store = RunStore(Path(data_dir) / "runs")
     run_id = run_id or new_run_id("live-profile")
@@ -154,6 +156,7 @@ def live_profile_section(
         label,
         {"server_url": server_url, "profile_steps": profile_steps, "profile_variants": variants},
         "profile of a live SGLang server",
+        mechanics_only=mechanics_only,
     )
     if base is None:
         return _profile_into(section, store, run_id, server_url, profile_steps, message_bytes, "live", {})
@@ -184,8 +187,8 @@ def _profile_variants(section, store: RunStore, run_id: str, base, variants, ste
                     "failure": "",
                 }
                 section.add(
-                    f"{name}: fusion {state.fusion}, speculative {state.speculative_algorithm or 'off'}, "
-                    f"TP {state.tp_size}"
+                    f"Started {name} for the capture: fusion {state.fusion}, speculative "
+                    f"{state.speculative_algorithm or 'off'}, TP {state.tp_size}"
                     + (f"; not active: {'; '.join(state.inactive_reasons)}" if state.inactive_reasons else ""),
                     "",
                 )

@@ -19,6 +19,13 @@ CAVEAT = (
 )
 
 
+def mechanics_runs(data_dir: Path | str) -> list[str]:
+    """Ids of the stored runs that measured the mechanism only (live smokes, the live TP-2 run, ...)."""
+    store = RunStore(Path(data_dir) / "runs")
+    smoke = set(live_smoke_runs(data_dir))
+    return [m.run_id for m in store.manifests() if m.mechanics_only or m.run_id in smoke]
+
+
 def live_smoke_runs(data_dir: Path | str) -> list[str]:
     """Ids of the stored live-smoke runs, oldest first."""
     store = RunStore(Path(data_dir) / "runs")

@@ -297,14 +297,14 @@ def evidence_from_data(
     base: BaseConfig | None = None,
     help_text: str | None = None,
 ) -> Evidence:
-    """Collect the evidence the rules use from ``data/``: measured sweeps and variant states (live-smoke runs
-    left out: mechanics only), the reported figures, and the audited gate matrix for ``sglang_version``."""
+    """Collect the evidence the rules use from ``data/``: measured sweeps and variant states (mechanics-only
+    runs left out), the reported figures, and the audited gate matrix for ``sglang_version``."""
     from pathlib import Path
 
     from verifylab.reference import load_reported_figures, reported_value
     from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
     from verifylab.report.gates_report import load_matrix
-    from verifylab.report.live_smoke import live_smoke_runs
+    from verifylab.report.live_smoke import mechanics_runs
 
     data_dir = Path(data_dir)
     figures = load_reported_figures(data_dir)
@@ -323,7 +323,7 @@ def evidence_from_data(
             "baseline": reported_value(figures, "baseline_92_6"),
         },
     )
-    smoke = set(live_smoke_runs(data_dir))  # mechanics only: never evidence for a deployment
+    smoke = set(mechanics_runs(data_dir))  # mechanics only: never evidence for a deployment
     stored = {
         name: frame[~frame.run_id.isin(smoke)] if "run_id" in frame.columns else frame for name, frame in stored.items()
     }
