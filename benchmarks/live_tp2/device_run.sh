@@ -7,38 +7,20 @@
 #   bash benchmarks/live_tp2/device_run.sh run 01,02 --no-render   # unpack if needed, run those chapters
 #   bash benchmarks/live_tp2/device_run.sh run 03,04,05        # the rest, then render the edition
 set -uo pipefail
+source benchmarks/live_smoke/offline_set.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the box has no internet: never try the Hub
 OUT=${OUT:-/tmp/tp2-out}
 S=/tmp/tp2
-mkdir -p "$OUT" "$S/bin"
+mkdir -p "$OUT"
 
-stash() {
-  mkdir -p "$S/parts"
-  cp -f .live/tp2/xfer/*/part.* .live/tp2/xfer/*/SHA256 "$S/parts/" 2>/dev/null
-  echo "parts stashed in $S/parts: $(ls "$S/parts" | tr '\n' ' ')"
-}
-
-unpack() {
-  [ -f "$S/.unpacked" ] && return 0
-  [ -f "$S/parts/SHA256" ] || { echo "no SHA256 yet: carry the last .live/tp2/xfer/N folder"; return 2; }
-  if ! cat "$S"/parts/part.* | sha256sum | grep -q "$(cut -d' ' -f1 "$S/parts/SHA256")"; then
-    echo "the parts do not add up to tp2.tar.xz: a part is missing (did the machine go back between calls?)"
-    return 2
-  fi
-  cat "$S"/parts/part.* | xz -d -T0 | tar -x -C "$S" && touch "$S/.unpacked" || return 2
-  rm -rf "$S/parts"
-  printf '#!/bin/sh\nexec python3 -c "import sys; from jupyter_book.cli.main import main; sys.exit(main())" "$@"\n' \
-    > "$S/bin/jupyter-book"
-  chmod +x "$S/bin/jupyter-book"
+stash_parts .live/tp2/xfer "$S"
+[ "${1:-}" = stash ] && exit 0
+if [ ! -f "$S/.unpacked" ]; then
+  unpack_parts "$S" || exit 2
   mkdir -p "$S/data" && cp -r data/reference data/runs data/gates "$S/data/"
   date -u +%Y%m%d-%H%M%S > "$S/started"
-  echo "unpacked into $S: $(du -sh "$S/site" | cut -f1) of packages"
-}
-
-stash
-[ "${1:-}" = stash ] && exit 0
-unpack || exit 2
+fi
 shift  # 'run'
 chapters=${1:-}; shift || true
 

@@ -214,6 +214,18 @@ class EffectiveState:
     inactive_reasons: list[str] = field(default_factory=list)
     multicast_guard: bool = False  # the server's processes loaded verifylab's sitecustomize guard
 
+    def as_row(self) -> dict:
+        """The columns a ``variant_state`` / ``profile_state`` table stores for a server that started."""
+        return {
+            "fusion": self.fusion,
+            "speculative_algorithm": self.speculative_algorithm,
+            "tp_size": self.tp_size,
+            "active": self.active,
+            "inactive_reasons": "; ".join(self.inactive_reasons),
+            "multicast_guard": self.multicast_guard,
+            "failure": "",
+        }
+
 
 def fusion_in_effect(log_text: str) -> str | None:
     """'skipped' or 'enabled' as SGLang's log says (a skip wins), or None when the log says neither."""

@@ -63,15 +63,7 @@ def run_campaign(
             row = {"variant": name, "repeat": repeat, "order": order.index(name)}
             try:
                 with serve(base, DEFAULT_VARIANTS[name], log_dir, health_timeout_s, help_text) as (server, state):
-                    row |= {
-                        "fusion": state.fusion,
-                        "speculative_algorithm": state.speculative_algorithm,
-                        "tp_size": state.tp_size,
-                        "active": state.active,
-                        "inactive_reasons": "; ".join(state.inactive_reasons),
-                        "multicast_guard": state.multicast_guard,
-                        "failure": "",
-                    }
+                    row |= state.as_row()
                     run_single(server.url, single, recorder=recorder, variant=tag)
                     run_sweep(server.url, concurrency, sweep_tokens, recorder=recorder, variant=tag)
             except ServerError as exc:

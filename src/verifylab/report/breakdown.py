@@ -177,15 +177,7 @@ def _profile_variants(section, store: RunStore, run_id: str, base, variants, ste
         state_row = {"variant": name}
         try:
             with serve(base, DEFAULT_VARIANTS[name], log_dir) as (running, state):
-                state_row |= {
-                    "fusion": state.fusion,
-                    "speculative_algorithm": state.speculative_algorithm,
-                    "tp_size": state.tp_size,
-                    "active": state.active,
-                    "inactive_reasons": "; ".join(state.inactive_reasons),
-                    "multicast_guard": state.multicast_guard,
-                    "failure": "",
-                }
+                state_row |= state.as_row()
                 section.add(
                     f"Started {name} for the capture: fusion {state.fusion}, speculative "
                     f"{state.speculative_algorithm or 'off'}, TP {state.tp_size}"
