@@ -60,6 +60,7 @@ from verifylab.report.comm_measured import (
     allreduce_latency_measured,
     latency_curves_chart,
     live_allreduce_kernels,
+    live_allreduce_kernels_table,
     measured_trace_breakdown,
 )
 from verifylab.report.live_smoke import live_smoke_profile
@@ -113,7 +114,7 @@ tables["counts"]
 
 # %%
 store = RunStore(params.data_dir / "runs")
-measured_trace_breakdown(store).round(1)
+measured_trace_breakdown(store)
 
 # %%
 latency_curves_chart(allreduce_latency_measured(store))
@@ -130,7 +131,7 @@ latency_curves_chart(allreduce_latency_measured(store))
 # performance.
 
 # %%
-live_allreduce_kernels(store)
+live_allreduce_kernels_table(live_allreduce_kernels(store))
 
 # %% [markdown]
 # ## Live mode: the GPU box's own server

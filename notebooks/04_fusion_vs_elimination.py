@@ -49,7 +49,12 @@ from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.reconcile import HYPOTHESES
 from verifylab.params import validate_parameters
 from verifylab.report.charts import verify_components_chart
-from verifylab.report.comm_measured import comm_finding, fusion_vs_elimination_chart, fusion_vs_elimination_measured
+from verifylab.report.comm_measured import (
+    comm_finding,
+    fusion_vs_elimination_chart,
+    fusion_vs_elimination_measured,
+    fusion_vs_elimination_table,
+)
 from verifylab.runs import RunStore
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="04_fusion_vs_elimination")
@@ -72,7 +77,7 @@ gains = fusion_vs_elimination_measured(store)
 Markdown(comm_finding(gains, tokens=16))
 
 # %%
-gains.drop(columns=["label"]).round(2)
+fusion_vs_elimination_table(gains)
 
 # %%
 fusion_vs_elimination_chart(gains)

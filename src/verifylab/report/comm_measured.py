@@ -95,6 +95,32 @@ def allreduce_latency_measured(store: RunStore) -> pd.DataFrame:
     return _stamp(frame.dropna(subset=["us"]), store, run_id)
 
 
+GAIN_COLUMNS = {
+    "path": "path",
+    "tokens": "k",
+    "unfused_pass_ms": "pass, unfused (ms)",
+    "communication_ms": "all communication (ms)",
+    "fusion_saves_ms": "fusion saves (ms)",
+    "removing_one_per_layer_saves_ms": "removing 1 / layer saves (ms)",
+    "removing_both_saves_ms": "removing 2 / layer saves (ms)",
+    "provenance": "provenance",
+}
+
+
+def fusion_vs_elimination_table(gains: pd.DataFrame) -> pd.DataFrame:
+    """``gains`` as the chapter shows it: short headings, two decimals, fusion marked where it cannot run."""
+    if gains.empty:
+        return gains
+    out = gains[list(GAIN_COLUMNS)].rename(columns=GAIN_COLUMNS)
+    out["path"] = out["path"].map(PATH_NAMES)
+    numeric = [c for c in out.columns if c.endswith("(ms)")]
+    out[numeric] = out[numeric].round(2)
+    out["fusion saves (ms)"] = (
+        out["fusion saves (ms)"].astype(object).where(out["fusion saves (ms)"].notna(), "not run (no P2P)")
+    )
+    return out.set_index(["path", "k"])
+
+
 def _ms(value: float) -> str:
     return f"{value:.2f} ms"
 
@@ -144,13 +170,14 @@ def fusion_vs_elimination_chart(gains: pd.DataFrame) -> Figure:
         .mark_bar()
         .encode(
             x=alt.X("option:N", title=None, axis=alt.Axis(labelAngle=-30)),
-            y=alt.Y("saves_ms:Q", title="ms saved per 61-layer pass"),
+            y=alt.Y("saves_ms:Q", title="ms saved"),
             color=alt.Color("option:N", legend=None),
             column=alt.Column("tokens:O", title="tokens per verify (k)"),
-            row=alt.Row("path:N", title=None),
+            row=alt.Row("path:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=160)),
             tooltip=["path", "tokens", "option", alt.Tooltip("saves_ms:Q", format=".2f")],
         )
         .properties(width=150, height=110)
+        .resolve_scale(y="independent")  # NVLink's savings are far smaller than the socket path's
     )
     return Figure(
         chart,
@@ -194,8 +221,8 @@ def measured_trace_breakdown(store: RunStore) -> pd.DataFrame:
         return pd.DataFrame()
     steps = store.read_table(run_id, "verify_pass_trace")
     cols = ["allreduce_count", "comm_us", "exposed_comm_us", "compute_us", "idle_us", "span_us"]
-    out = steps.groupby(["path", "variant", "tokens"], as_index=False)[cols].mean()
-    return _stamp(out, store, run_id)
+    out = steps.groupby(["path", "variant", "tokens"], as_index=False)[cols].mean().round(1)
+    return _stamp(out, store, run_id).drop(columns="label").set_index(["path", "variant", "tokens"])
 
 
 def live_allreduce_kernels(store: RunStore, phase: str = "target") -> pd.DataFrame:
@@ -209,6 +236,26 @@ def live_allreduce_kernels(store: RunStore, phase: str = "target") -> pd.DataFra
     frame["kernel"] = frame["kernel"].map(short_kernel_name)
     out = frame.groupby(["variant", "impl", "kernel"], as_index=False)["per_pass"].sum()
     return _stamp(out, store, run_id)
+
+
+ALLREDUCE_IMPL_NAMES = {
+    "custom": "SGLang custom all-reduce",
+    "flashinfer_fused": "FlashInfer fused all-reduce + add + RMSNorm",
+    "nccl": "NCCL",
+}
+
+
+def live_allreduce_kernels_table(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The live kernels per target pass as the chapter shows them (one row per variant and kernel)."""
+    if kernels.empty:
+        return kernels
+    out = kernels.assign(
+        implementation=kernels["impl"].map(ALLREDUCE_IMPL_NAMES).fillna(kernels["impl"]),
+        kernel=kernels["kernel"].str.rsplit("::", n=1).str[-1],
+    )
+    out = out.rename(columns={"per_pass": "all-reduces per target pass"})
+    shown = ["variant", "implementation", "kernel", "all-reduces per target pass", "provenance", "run_id"]
+    return out[shown].set_index(["variant", "implementation"])
 
 
 def short_kernel_name(name: str, width: int = 90) -> str:
