@@ -2,7 +2,7 @@
 
 Everything here is best effort and never raises for a missing tool: a machine without a GPU says so.
 Environment variables are kept only for the prefixes that matter to the measurements, and any whose
-name contains TOKEN, KEY, SECRET or PASSWORD is redacted.
+name contains TOKEN, KEY, SECRET, PASSWORD, PASSWD, AUTH or CREDENTIAL is redacted (and URL passwords in the rest).
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from verifylab.redact import redact_text
+
 REDACTED = "<redacted>"
-SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL")
 ENV_PREFIXES = (
     "CUDA",
     "NCCL",
@@ -78,7 +80,7 @@ def redact_environment(env: Mapping[str, str], prefixes: tuple[str, ...] = ENV_P
         if is_secret_name(name):
             kept[name] = REDACTED
         elif name.upper().startswith(prefixes):
-            kept[name] = env[name]
+            kept[name] = redact_text(env[name])  # user:password@ in a URL
     return kept
 
 

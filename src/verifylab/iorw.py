@@ -1,21 +1,43 @@
-"""All file writes go through here: temp file in the same folder, fsync, then an atomic rename."""
+"""All file writes go through here: temp file in the same folder, fsync, then an atomic rename (and an fsync of
+the folder). The target keeps its permission bits (a new file gets the umask's); a symlinked target is written
+through, so the link stays a link."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 
+def _new_file_mode() -> int:
+    """The mode ``open()`` would give a new file under the current umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # some filesystems cannot open a folder for fsync
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 @contextlib.contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success rename it over ``target``, else delete it."""
     target = Path(target)
+    if target.is_symlink():
+        target = target.resolve()  # replace what the link points to, not the link
     target.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
@@ -23,7 +45,9 @@ def atomic_path(target: Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes 0600: other users must still read what they could read
         os.replace(tmp, target)
+        _fsync_dir(target.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifylab.env import HostInfo
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with
+from verifylab.redact import redact_obj, redact_text
 
 RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
 TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -201,6 +202,9 @@ class RunStore:
         return self.create(manifest)
 
     def save_manifest(self, manifest: Manifest) -> None:
+        """Validate and write ``manifest``; credentials in its parameters and notes never reach the disk."""
+        manifest.parameters = redact_obj(manifest.parameters)
+        manifest.notes = [redact_text(note) for note in manifest.notes]
         Manifest.model_validate(manifest.model_dump())  # re-validate edits made in place
         atomic_write_json(self.path(manifest.run_id) / MANIFEST, manifest.model_dump(mode="json"))
 

@@ -11,10 +11,12 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +27,8 @@ from pydantic import BaseModel, Field
 
 from verifylab.errors import ServerError
 from verifylab.guard import guarded_env
+from verifylab.iorw import atomic_write_text
+from verifylab.redact import redact_text
 
 FAILURE_SIGNATURES = [
     (
@@ -278,7 +282,8 @@ def effective_state(variant: Variant, server_info: dict, log_text: str) -> Effec
 
 
 class Server:
-    """A running server process in its own process group, logging to ``log_path``."""
+    """A running server process in its own process group. It logs into a private temporary file; ``log_path``
+    (usually inside a run) receives a copy with credentials redacted when the server stops or fails to start."""
 
     def __init__(
         self, cmd: list[str], host: str, port: int, log_path: Path, simulate_no_multicast: bool = False
@@ -286,19 +291,31 @@ class Server:
         self.cmd, self.host, self.port, self.log_path = cmd, host, port, log_path
         self.simulate_no_multicast = simulate_no_multicast
         self.proc: subprocess.Popen | None = None
+        self.raw_log: Path | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
     def log_text(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+        """The server's log so far (unredacted: for reading the state in effect, never for storing)."""
+        source = self.raw_log if self.raw_log is not None and self.raw_log.exists() else self.log_path
+        return source.read_text(encoding="utf-8", errors="replace") if source.exists() else ""
+
+    def publish_log(self) -> None:
+        """Write the log, credentials redacted (SGLang logs its api_key), to ``log_path``; drop the raw copy."""
+        if self.raw_log is None or not self.raw_log.exists():
+            return
+        atomic_write_text(self.log_path, redact_text(self.raw_log.read_text(encoding="utf-8", errors="replace")))
+        shutil.rmtree(self.raw_log.parent, ignore_errors=True)
+        self.raw_log = None
 
     def start(self, health_timeout_s: float = 900.0) -> None:
         if not port_free(self.host, self.port):
             raise ServerError(f"port {self.port} on {self.host} is in use: stop what holds it or pick --port")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
+        self.raw_log = Path(tempfile.mkdtemp(prefix="verifylab-server-")) / self.log_path.name  # private (0700)
+        log = open(self.raw_log, "wb")  # noqa: SIM115 - the child writes to it for its whole life
         self.proc = subprocess.Popen(
             self.cmd,
             stdout=log,
@@ -314,6 +331,7 @@ class Server:
                 log_text = self.log_text()
                 name, advice = classify_failure(log_text)
                 cause = last_error_line(log_text)
+                self.publish_log()
                 raise ServerError(
                     f"server exited with code {code} during start-up [{name}]: {advice}"
                     + (f"; last error: {cause}" if cause else "")
@@ -337,17 +355,20 @@ class Server:
         return {}
 
     def stop(self, grace_s: float = 20.0) -> None:
-        """SIGTERM the whole process group, then SIGKILL after ``grace_s``."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
+        """SIGTERM the whole process group, then SIGKILL after ``grace_s``; publish the redacted log."""
         try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
+            if self.proc is None or self.proc.poll() is not None:
+                return
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        finally:
+            self.publish_log()
 
 
 @contextlib.contextmanager

@@ -39,6 +39,7 @@ FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--trust-remote-code": False,
     "--disable-cuda-graph": False,
     "--log-level": True,
+    "--api-key": True,
     # test-double controls
     "--step-ms": True,
     "--tokens-per-step": True,
@@ -312,6 +313,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(1)
     if args.startup_ms:
         time.sleep(float(args.startup_ms) / 1e3)
+    # like SGLang, which logs every server argument at start-up, its API key included
+    print(f"server_args=ServerArgs(model_path={args.model_path!r}, api_key={args.api_key!r}, tp_size={args.tp_size})")
     if args.flashinfer_allreduce_fusion_backend and int(args.tp_size or 1) > 1:
         # the lines SGLang 0.5.17 logs (flashinfer_comm_fusion.py): a preflight skip without multicast, else success
         if os.environ.get("VERIFYLAB_SIMULATE_NO_MULTICAST") == "1":

@@ -1,0 +1,78 @@
+"""Keeping credentials out of everything verifylab writes: launch flags, parameters, server logs, URLs.
+
+A name is secret when it is a key, token, secret, password or credential (``api_key``, ``--admin-api-key``,
+``hf_token``, ``db_password``) — but not a count or a tokenizer (``max_total_tokens``, ``tokenizer_path``).
+Values are replaced by ``<redacted>``; everything else is left byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+REDACTED = "<redacted>"
+# snake_case names (flags are normalised to it): *api_key*, *_token (not *_tokens, *_tokenizer, *_token_*), ...
+_SECRET_NAME = re.compile(
+    r"(?:[a-z0-9_]*api_key[a-z0-9_]*|(?:[a-z0-9]+_)*token|[a-z0-9_]*secret[a-z0-9_]*|[a-z0-9_]*passw(?:or)?d[a-z0-9_]*"
+    r"|[a-z0-9_]*credential[a-z0-9_]*|auth(?:_[a-z0-9]+)*|[a-z0-9_]*_auth|[a-z0-9_]*access_key[a-z0-9_]*)",
+)
+# name=value / name: value / "name": "value" in free text (SGLang logs its ServerArgs as name=value pairs)
+_ASSIGNMENT = re.compile(
+    r"""(?P<name>["']?(?P<bare>[A-Za-z][A-Za-z0-9_-]*)["']?\s*[=:]\s*)(?P<value>'[^']*'|"[^"]*"|[^\s,)}\]]+)"""
+)
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]+):(?P<password>[^/\s@]+)@")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a parameter, flag or field name holds a credential (``--api-key``, ``hf_token``, ...)."""
+    snake = name.strip().lstrip("-").replace("-", "_").lower()
+    return bool(snake) and _SECRET_NAME.fullmatch(snake) is not None
+
+
+def redact_args(args: list[str]) -> list[str]:
+    """A command line with the values of secret flags redacted (``--api-key X`` and ``--api-key=X``)."""
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        if arg.startswith("--"):
+            flag, eq, _value = arg.partition("=")
+            if is_secret_name(flag):
+                if eq:
+                    out.append(f"{flag}={REDACTED}")
+                    continue
+                hide_next = True
+        out.append(redact_text(arg))
+    return out
+
+
+def redact_text(text: str) -> str:
+    """Free text (a log, a note, a URL) with secret assignments and URL passwords redacted."""
+
+    def assignment(match: re.Match) -> str:
+        if not is_secret_name(match.group("bare")) or match.group("value") in ("None", "''", '""'):
+            return match.group(0)
+        value = match.group("value")
+        quote = value[0] if value[:1] in ("'", '"') else ""
+        return f"{match.group('name')}{quote}{REDACTED}{quote}"
+
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:{REDACTED}@", text)
+    return _ASSIGNMENT.sub(assignment, text)
+
+
+def redact_obj(obj: Any) -> Any:
+    """Parameters as stored in a manifest: secret keys' values, secret flags in argument lists, URL passwords."""
+    if isinstance(obj, dict):
+        return {
+            k: REDACTED if is_secret_name(str(k)) and v not in (None, "") else redact_obj(v) for k, v in obj.items()
+        }
+    if isinstance(obj, list):
+        if all(isinstance(x, str) for x in obj):
+            return redact_args(obj)
+        return [redact_obj(x) for x in obj]
+    if isinstance(obj, str):
+        return redact_text(obj)
+    return obj
