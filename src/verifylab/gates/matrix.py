@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import zipfile
@@ -13,6 +12,7 @@ import pandas as pd
 
 from verifylab.errors import GateError
 from verifylab.gates import audit
+from verifylab.vocab import version_key as vocab_version_key
 
 DIST = {"sglang": "sglang", "flashinfer": "flashinfer-python"}
 FALLBACK_PLATFORM = [
@@ -112,6 +112,6 @@ def matrix_pivot(matrix: pd.DataFrame) -> pd.DataFrame:
     return pivot[order].fillna("—").reset_index()
 
 
-def version_key(version: str) -> tuple:
-    """Numeric sort key for versions like 0.5.8.post1."""
-    return tuple(int(x) for x in re.findall(r"\d+", version))
+def version_key(version: str):
+    """Sort key for versions like 0.5.8.post1 (PEP 440)."""
+    return vocab_version_key(version)

@@ -9,6 +9,7 @@ import subprocess
 import pandas as pd
 
 from verifylab.env import HostInfo, capture_host
+from verifylab.vocab import version_at_least
 
 
 def _nvcc_archs() -> list[str]:
@@ -56,7 +57,7 @@ def box_preflight(host: HostInfo | None = None, arch: int = 120) -> pd.DataFrame
         }
     )
     fi = host.versions.get("flashinfer")
-    fi_ok = bool(fi) and tuple(int(x) for x in re.findall(r"\d+", fi)[:3]) >= (0, 6, 17)
+    fi_ok = version_at_least(fi, "0.6.17")
     rows.append(
         {
             "check": "FlashInfer version",
