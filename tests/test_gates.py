@@ -211,7 +211,7 @@ def test_cli_audit_json_apply_verify_revert(copy_of):
     assert runner.invoke(app, ["gates", "verify", "--root", str(root)]).exit_code == 0
     assert runner.invoke(app, ["gates", "revert", "--root", str(root)]).exit_code == 0
     missing = runner.invoke(app, ["gates", "audit", "--root", str(root.parent / "nope")])
-    assert missing.exit_code == 2 and "no such folder" in missing.output
+    assert missing.exit_code == 1 and "no such folder" in missing.output
 
 
 @pytest.mark.parametrize("command", ["audit", "apply", "verify", "revert", "matrix"])

@@ -110,12 +110,12 @@ def test_cli_errors_are_one_line(tmp_path):
     store, manifest = make_store(tmp_path)
     runner = CliRunner()
     result = runner.invoke(app, ["runs", "show", "missing", "--data-dir", str(tmp_path)])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "run 'missing' not found" in result.output
     assert "Traceback" not in result.output
     (store.path(manifest.run_id) / "manifest.json").write_text("{")
     result = runner.invoke(app, ["runs", "list", "--data-dir", str(tmp_path)])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "manifest.json: not valid JSON" in result.output
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from verifylab.errors import VerifylabError
+from verifylab.errors import ParameterError, VerifylabError
 
 app = typer.Typer(
     help="Evidence for SGLang tensor-parallel speculative decoding on PCIe GPUs.\n\n"
@@ -54,10 +54,11 @@ err_console = Console(stderr=True)
 
 
 def fail(exc: VerifylabError) -> typer.Exit:
-    """Print a library error as one line and return the exit to raise."""
+    """Print a library error as one line and return the exit to raise: 2 for a wrong parameter (a usage error,
+    as click's own), 1 for everything that went wrong while working."""
     # the message is text, not markup: errors quote paths and logs like "[/src/gloo/...:78]"
     err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False, markup=True)
-    return typer.Exit(code=2)
+    return typer.Exit(code=2 if isinstance(exc, ParameterError) else 1)
 
 
 def print_frame(frame, title: str | None = None) -> None:
@@ -325,7 +326,7 @@ def synth_verify(
             profile_dir=profile_dir,
         )
     except ValidationError as exc:
-        raise fail(VerifylabError(describe_error(exc, "synth-verify"))) from None
+        raise fail(ParameterError(describe_error(exc, "synth-verify"))) from None
     try:
         if run_id:
             from verifylab.runs import RunStore
@@ -556,7 +557,7 @@ def _recorder(data_dir: Path, run_id: str | None, label: str | None, params: dic
     if run_id is None:
         return None
     if not label:
-        raise VerifylabError(
+        raise ParameterError(
             "--run-id needs --label (the hardware label shown with every number, e.g. '8x RTX PRO 6000')"
         )
     from verifylab.bench.runner import open_recorder
@@ -568,9 +569,9 @@ def _parse_concurrency(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise VerifylabError(f"--concurrency {text!r}: expected integers separated by commas, e.g. 1,4,16") from None
+        raise ParameterError(f"--concurrency {text!r}: expected integers separated by commas, e.g. 1,4,16") from None
     if not values or min(values) < 1:
-        raise VerifylabError(f"--concurrency {text!r}: every value must be >= 1")
+        raise ParameterError(f"--concurrency {text!r}: every value must be >= 1")
     return values
 
 
