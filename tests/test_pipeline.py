@@ -261,3 +261,10 @@ def test_only_names_an_unknown_chapter(repo_root, tmp_path):
 
     with pytest.raises(ParameterError, match="--only 07: no such chapter"):
         run_pipeline(repo_root, PipelineParams(), only=["07"], render=False)
+
+
+@pytest.mark.parametrize("name", ["params.yaml", "params-pcie-sim.yaml"])
+def test_live_tp2_params_files_load(repo_root, name):
+    params = load_params(repo_root / "benchmarks" / "live_tp2" / name)
+    assert params.mode == "live" and params.chapters["02_benchmarks"]["tp_size"] == 2
+    assert params.chapters["02_benchmarks"]["mechanics_only"] is True

@@ -6,6 +6,7 @@
 #   bash benchmarks/live_tp2/device_run.sh stash              # a call that carries an early part
 #   bash benchmarks/live_tp2/device_run.sh run 01,02 --no-render   # unpack if needed, run those chapters
 #   bash benchmarks/live_tp2/device_run.sh run 03,04,05        # the rest, then render the edition
+#   bash benchmarks/live_tp2/device_run.sh pcie                # the simulated-PCIe case: skipped, gate, fused again
 set -uo pipefail
 source benchmarks/live_smoke/offline_set.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -21,13 +22,36 @@ if [ ! -f "$S/.unpacked" ]; then
   mkdir -p "$S/data" && cp -r data/reference data/runs data/gates "$S/data/"
   date -u +%Y%m%d-%H%M%S > "$S/started"
 fi
-shift  # 'run'
+mode=${1:-run}; shift || true  # 'run' or 'pcie'
 chapters=${1:-}; shift || true
 
 # the multicast guard first on the path: every Python process (SGLang's schedulers too) loads it
 export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
 python3 -c "import torch, sglang, flashinfer; print('torch', torch.__version__, 'sglang', sglang.__version__, 'flashinfer', flashinfer.__version__)"
+if [ "$mode" = pcie ]; then
+  # before: fusion requested, the preflight sees no multicast -> skipped; then the precondition gate, after: fused
+  pkill -9 -f sglang.launch_server 2>/dev/null
+  fusion_py="$S/site/sglang/srt/layers/flashinfer_comm_fusion.py"
+  before_sha=$(sha256sum "$fusion_py" | cut -d' ' -f1); before_mode=$(stat -c %a "$fusion_py")
+  for phase in before after; do
+    RUN=$(date -u +%Y%m%d-%H%M%S)-2xh200-pcie-sim-$phase
+    sed -e "s#@RUN_ID@#$RUN#" -e "s#@MODELS@#$S/models#g" -e "s#@PYTHON@#$(command -v python3)#g" \
+      -e "s#@DATA@#$S/data#g" benchmarks/live_tp2/params-pcie-sim.yaml > "$S/params-pcie.yaml"
+    [ "$phase" = after ] && python3 -m verifylab.cli gates apply --arch sm90 --root "$S/site" \
+      && python3 -m verifylab.cli gates verify --arch sm90 --root "$S/site"
+    timeout 240 python3 -m verifylab.cli run --params "$S/params-pcie.yaml" --only 02,03 --no-render 2>&1 \
+      | tee -a "$OUT/pipeline.log"
+    pkill -9 -f sglang.launch_server 2>/dev/null
+    tar -czf "$OUT/run-pcie-$phase.tar.gz" -C "$S/data/runs" "$RUN" 2>/dev/null
+  done
+  python3 -m verifylab.cli gates revert --root "$S/site"
+  [ "$(sha256sum "$fusion_py" | cut -d' ' -f1)" = "$before_sha" ] && [ "$(stat -c %a "$fusion_py")" = "$before_mode" ] \
+    && echo "revert: flashinfer_comm_fusion.py restored byte for byte, mode $before_mode" \
+    || echo "revert: flashinfer_comm_fusion.py DIFFERS from before"
+  ls -la "$OUT"
+  exit 0
+fi
 RUN=$(cat "$S/started")-2xh200-live-tp2
 sed -e "s#@RUN_ID@#$RUN#" -e "s#@MODELS@#$S/models#g" -e "s#@PYTHON@#$(command -v python3)#g" -e "s#@DATA@#$S/data#g" \
   benchmarks/live_tp2/params.yaml > "$S/params.yaml"
