@@ -241,9 +241,13 @@ def _join(context, cfg: SynthConfig, out: Path) -> None:
     """Wait for every rank; on a failure or past the deadline, end them all with one clear error."""
     import torch.multiprocessing as mp
 
-    deadline = time.monotonic() + cfg.timeout * 2 + 60  # the collectives' own timeout fires first
+    grace = cfg.timeout * 2 + 60  # the collectives' own timeout fires first; this catches a rank stuck elsewhere
+    deadline, seen = time.monotonic() + grace, None
     try:
         while not context.join(timeout=1.0):
+            phases = [_phase_of(out, r) for r in range(cfg.ranks)]
+            if phases != seen:  # progress: a rank entered a new phase
+                deadline, seen = time.monotonic() + grace, phases
             if time.monotonic() > deadline:
                 stuck = {r: _phase_of(out, r) for r in range(cfg.ranks) if _phase_of(out, r) != "done"}
                 where = ", ".join(f"rank {r} in phase '{p}'" for r, p in stuck.items()) or "every rank"
