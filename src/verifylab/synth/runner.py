@@ -127,6 +127,10 @@ class _Phases:
         self.rank, self.path = rank, sidecar(out_dir, rank, "phase")
         self.fault = os.environ.get(FAULT_VAR, "")
 
+    def beat(self, step: int) -> None:
+        """Progress inside a phase (a profiled step done): the parent's no-progress deadline starts again."""
+        _atomic_write(self.path.with_suffix(".beat"), str(step))
+
     def enter(self, phase: str) -> None:
         _atomic_write(self.path, phase)
         if self.fault == f"{self.rank}:{phase}":
@@ -201,6 +205,7 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
                 if gpu:
                     torch.cuda.synchronize()
                 times_ms.append((time.perf_counter() - start) * 1e3)
+            phases.beat(i)
     phases.enter("export")
     raw = sidecar(out, rank, "json")
     prof.export_chrome_trace(str(raw))
@@ -225,7 +230,7 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
 
 def _remove_sidecars(out: Path, ranks: int) -> None:
     for rank in range(ranks):
-        for kind in ("phase", "times.json", "json"):
+        for kind in ("phase", "beat", "times.json", "json"):
             for path in (sidecar(out, rank, kind), sidecar(out, rank, kind + ".tmp")):
                 path.unlink(missing_ok=True)
     for partial in out.glob("synth-TP-*.trace.json.gz.tmp"):
@@ -237,6 +242,11 @@ def _phase_of(out: Path, rank: int) -> str:
     return path.read_text().strip() if path.exists() else "start-up"
 
 
+def _beat_of(out: Path, rank: int) -> str:
+    path = sidecar(out, rank, "beat")
+    return path.read_text().strip() if path.exists() else ""
+
+
 def _join(context, cfg: SynthConfig, out: Path) -> None:
     """Wait for every rank; on a failure or past the deadline, end them all with one clear error."""
     import torch.multiprocessing as mp
@@ -245,8 +255,8 @@ def _join(context, cfg: SynthConfig, out: Path) -> None:
     deadline, seen = time.monotonic() + grace, None
     try:
         while not context.join(timeout=1.0):
-            phases = [_phase_of(out, r) for r in range(cfg.ranks)]
-            if phases != seen:  # progress: a rank entered a new phase
+            phases = [(_phase_of(out, r), _beat_of(out, r)) for r in range(cfg.ranks)]
+            if phases != seen:  # progress: a rank entered a new phase or finished a step
                 deadline, seen = time.monotonic() + grace, phases
             if time.monotonic() > deadline:
                 stuck = {r: _phase_of(out, r) for r in range(cfg.ranks) if _phase_of(out, r) != "done"}
