@@ -54,6 +54,8 @@ from verifylab.report.comm_measured import (
     fusion_vs_elimination_chart,
     fusion_vs_elimination_measured,
     fusion_vs_elimination_table,
+    prediction_check,
+    prediction_finding,
 )
 from verifylab.runs import RunStore
 
@@ -81,6 +83,21 @@ fusion_vs_elimination_table(gains)
 
 # %%
 fusion_vs_elimination_chart(gains)
+
+# %% [markdown]
+# ### The same passes, predicted (modelled)
+#
+# `verifylab model pass` predicts each variant from two inputs only: the pass without communication and the
+# latency curve of the all-reduce measured in isolation (interpolated at k x 7168 x 2 bytes); the fused variant
+# also drops the separate norm kernels, which its kernel does. No constant is fitted to the passes it predicts.
+# The same command takes a user's own curve (a CSV, or nccl-tests' `all_reduce_perf` output from a PCIe box).
+
+# %%
+check = prediction_check(store)
+Markdown(prediction_finding(check))
+
+# %%
+check
 
 # %% [markdown]
 # ## The model's inputs and where they come from

@@ -63,3 +63,10 @@ def test_short_kernel_names():
         "true>, 2u, 1>((anonymous namespace)::AllReduceParams<2u>)"
     )
     assert cm.short_kernel_name(name) == "all_reduce_kernel"
+
+
+def test_the_prediction_finding_quotes_the_worst_error_of_the_check(repo_root):
+    check = cm.prediction_check(store(repo_root))
+    worst = check["error_pct"].abs().max()
+    assert f"within {worst:.1f} %" in cm.prediction_finding(check)
+    assert cm.prediction_finding(check.iloc[0:0]).startswith("No measured pass")

@@ -8,10 +8,10 @@ from verifylab.runs import RunStore
 from verifylab.synth.shapes import (
     KIMI_K2,
     ShardShape,
-    allreduce_message_bytes,
     expected_distinct_experts,
     expert_bytes_per_layer_all,
 )
+from verifylab.vocab import allreduce_message_bytes
 
 
 def test_kimi_k2_tp8_shard_sizes():

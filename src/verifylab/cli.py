@@ -370,6 +370,49 @@ def model_whatif(
     print_frame(shown, title=f"what-if at batch {batch} (modelled)")
 
 
+@model_app.command("pass")
+def model_pass(
+    compute_ms: float = typer.Option(..., help="The pass without communication, with its add+RMSNorm kernels (ms)."),
+    tokens: float = typer.Option(..., help="Tokens per verify pass (k): the all-reduce moves k x hidden bf16 values."),
+    latency: str = typer.Option(
+        ...,
+        help="A stored run id (allreduce_latency), a CSV 'path,impl,tokens,us' or nccl-tests all_reduce_perf output.",
+    ),
+    path: str = typer.Option(..., help="Which curve: nvlink, shm, socket, ... (nccl-tests output: names its path)."),
+    allreduces: int = typer.Option(122, min=0, help="All-reduces per pass (Kimi-K2: 61 layers x 2)."),
+    hidden: int = typer.Option(7168, min=1, help="Hidden size (bytes per all-reduce = tokens x hidden x 2)."),
+    norm_us: float | None = typer.Option(None, help="One add+RMSNorm kernel (µs); default: the stored measurement."),
+    data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (latency runs, the measured norm)."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"variants": [...]}.'),
+) -> None:
+    """Predict one verify pass per variant (nccl, fused, one all-reduce per layer, compute only) from its
+    compute and a measured latency curve, interpolated by message size. Modelled, no constant fitted to the pass.
+
+    Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency curve.csv --path shm --json`
+    """
+    from verifylab.model.comm_pass import load_curves, norm_us_measured, predict_pass
+    from verifylab.runs import RunStore
+
+    store = RunStore(data_dir / "runs") if (data_dir / "runs").is_dir() else None
+    try:
+        curves = load_curves(latency, store, path, hidden)
+        if norm_us is None:
+            found = norm_us_measured(store, tokens) if store else None
+            norm_us, norm_source = found if found else (0.0, "none stored: 0 (pass --norm-us)")
+        else:
+            norm_source = "given (--norm-us)"
+        variants = predict_pass(compute_ms, tokens, curves, path, norm_us, allreduces, hidden)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps({"variants": variants, "norm_us": norm_us, "norm_source": norm_source}, indent=2))
+        return
+    import pandas as pd
+
+    print_frame(pd.DataFrame(variants).round(3), title=f"one pass on {path}, k = {tokens:g} (modelled)")
+    console.print(f"norm: {norm_us:.2f} µs ({norm_source})", highlight=False)
+
+
 @model_app.command("reconcile")
 def model_reconcile(
     data_dir: Path = typer.Option(Path("data"), help="Folder with reference/ and runs/."),

@@ -1,4 +1,4 @@
-"""Facts shared across verifylab. For now: one way to compare package versions."""
+"""Facts shared across verifylab: one way to compare package versions, the Kimi-K2 sizes an all-reduce moves."""
 
 from __future__ import annotations
 
@@ -22,3 +22,13 @@ def version_key(version: str) -> Version | tuple:
         return (1, Version(version))
     except InvalidVersion:
         return (0, version)
+
+
+KIMI_K2_HIDDEN = 7168  # Kimi-K2 / DeepSeek-V3 hidden size: one all-reduce of k tokens moves k x 7168 values
+KIMI_K2_ALLREDUCES_PER_PASS = 122  # 61 layers x (after attention + after the MoE)
+BF16_BYTES = 2
+
+
+def allreduce_message_bytes(tokens: float, hidden: int = KIMI_K2_HIDDEN, itemsize: int = BF16_BYTES) -> float:
+    """Bytes of one TP all-reduce of ``tokens`` hidden states."""
+    return tokens * hidden * itemsize

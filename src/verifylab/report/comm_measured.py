@@ -263,3 +263,26 @@ def short_kernel_name(name: str, width: int = 90) -> str:
     head = str(name).replace("(anonymous namespace)::", "").removeprefix("void ").split("(", 1)[0]
     base = head.split("<", 1)[0]
     return base if len(base) <= width else base[: width - 1] + "…"
+
+
+def prediction_check(store: RunStore) -> pd.DataFrame:
+    """``model pass`` against the measured passes (modelled vs measured), as the chapter shows it."""
+    from verifylab.model.comm_pass import validate_against_run
+
+    check = validate_against_run(store)
+    if check.empty:
+        return check
+    check = check.assign(path=check["path"].map(PATH_NAMES))
+    return check.round({"predicted_ms": 2, "measured_ms": 2, "error_pct": 1}).set_index(["path", "tokens", "variant"])
+
+
+def prediction_finding(check: pd.DataFrame) -> str:
+    """One sentence, formatted from the check's values."""
+    if check.empty:
+        return "No measured pass is stored to check the prediction against."
+    worst = check["error_pct"].abs().max()
+    return (
+        f"Predicted from each path's isolated latency curve and the measured pass without communication, the "
+        f"{len(check)} measured passes are matched within {worst:.1f} %: a verify pass's all-reduces are "
+        "fully exposed, and their cost is their count times the latency at the pass's message size."
+    )

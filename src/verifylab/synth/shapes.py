@@ -134,8 +134,3 @@ def weight_bytes_per_layer(
 def expert_bytes_per_layer_all(shard: ShardShape, bytes_per_elem: float = BF16_BYTES) -> float:
     """Bytes of all routed experts of one layer on one rank (why 61 layers do not fit one GPU)."""
     return shard.model.experts * shard.expert_weight_elems() * bytes_per_elem
-
-
-def allreduce_message_bytes(tokens: int, hidden: int = 7168, itemsize: int = BF16_BYTES) -> int:
-    """Bytes of one TP all-reduce of ``tokens`` hidden states."""
-    return tokens * hidden * itemsize

@@ -1,0 +1,205 @@
+"""One verify pass predicted from its compute and a measured all-reduce latency curve — no constant fitted to
+the pass. Curves come from a stored run (``allreduce_latency``), a CSV (``path, impl, tokens, us``) or the stdout
+of nccl-tests' ``all_reduce_perf``; they are interpolated by message size (k x hidden x 2 bytes).
+
+``compute_ms`` is the pass without communication but *with* SGLang's separate add+RMSNorm kernels (what a
+``compute_only`` synthetic pass measures). Then, with ``n`` all-reduces and latency ``L(k)``:
+``nccl`` = compute + n L_nccl; ``one_allreduce_per_layer`` = compute + n/2 L_nccl (norms kept); ``fused`` =
+compute - n x norm + n L_fused (FlashInfer's kernel does the norm); ``compute_only`` = compute.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.errors import ModelInputError
+from verifylab.runs import RunStore
+from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, allreduce_message_bytes
+
+PASS_VARIANTS = ("compute_only", "nccl", "fused", "one_allreduce_per_layer")
+CURVE_COLUMNS = {"path", "impl", "tokens", "us"}
+
+
+@dataclass(frozen=True)
+class LatencyCurve:
+    """Per-call latency (µs) of one implementation on one path, by message size (bytes), sorted."""
+
+    path: str
+    impl: str
+    message_bytes: tuple[float, ...]
+    us: tuple[float, ...]
+    source: str
+
+    def at(self, message_bytes: float) -> float:
+        """Latency at ``message_bytes``: log-log interpolation, the end segments' slope outside the range."""
+        xs, ys = self.message_bytes, self.us
+        if len(xs) == 1:
+            return ys[0]
+        i = next((j for j in range(1, len(xs)) if xs[j] >= message_bytes), len(xs) - 1)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        t = (math.log(message_bytes) - math.log(x0)) / (math.log(x1) - math.log(x0))
+        return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
+
+
+def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str) -> LatencyCurve:
+    by_size: dict[float, list[float]] = {}
+    for size, us in pairs:
+        if size > 0 and us > 0 and not math.isnan(us):
+            by_size.setdefault(size, []).append(us)
+    if not by_size:
+        raise ModelInputError(f"{source}: no usable ({path}, {impl}) latency rows (sizes and times must be > 0)")
+    sizes = sorted(by_size)
+    return LatencyCurve(path, impl, tuple(sizes), tuple(min(by_size[s]) for s in sizes), source)
+
+
+def curves_from_frame(frame: pd.DataFrame, source: str, hidden: int = KIMI_K2_HIDDEN) -> list[LatencyCurve]:
+    """Curves from rows ``path, impl, tokens, us`` (a run's ``allreduce_latency`` table or a user's CSV)."""
+    missing = CURVE_COLUMNS - set(frame.columns)
+    if missing:
+        raise ModelInputError(f"{source}: latency table lacks column(s) {', '.join(sorted(missing))}")
+    rows = frame.dropna(subset=["us"])
+    if "settings" in rows.columns:  # a forced strategy is not how SGLang runs the fused kernel
+        rows = rows[~rows["settings"].astype(str).str.contains("forced|two-shot", case=False)]
+    rows = rows[rows["impl"].isin(["nccl", "fused"])]
+    curves = []
+    for (path, impl), group in rows.groupby(["path", "impl"]):
+        pairs = [(allreduce_message_bytes(t, hidden), u) for t, u in zip(group["tokens"], group["us"], strict=True)]
+        curves.append(_curve(str(path), str(impl), pairs, source))
+    return curves
+
+
+def parse_nccl_tests(text: str, path: str, source: str) -> LatencyCurve:
+    """nccl-tests' ``all_reduce_perf`` stdout: '#' lines are headers; each data row is size (B), count, type,
+    redop, root, then the out-of-place time (µs), algbw, busbw, #wrong, then the in-place columns."""
+    pairs = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields or line.lstrip().startswith("#"):
+            continue
+        try:
+            pairs.append((float(fields[0]), float(fields[5])))
+        except (ValueError, IndexError):
+            raise ModelInputError(f"{source}:{n}: not an all_reduce_perf data row: {line.strip()[:80]!r}") from None
+    return _curve(path, "nccl", pairs, source)
+
+
+def load_curves(
+    latency: str, store: RunStore | None, path: str | None = None, hidden: int = KIMI_K2_HIDDEN
+) -> list[LatencyCurve]:
+    """Curves from a stored run id, a CSV file (``path, impl, tokens, us``) or an nccl-tests output file."""
+    if store is not None and store.exists(latency):
+        table = store.table_or_none(latency, "allreduce_latency")
+        if table is None:
+            raise ModelInputError(f"run {latency} has no allreduce_latency table")
+        return curves_from_frame(table, f"run {latency}", hidden)
+    file = Path(latency)
+    if not file.is_file():
+        raise ModelInputError(f"--latency {latency}: neither a stored run id nor a file")
+    text = file.read_text(encoding="utf-8", errors="replace")
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    if {c.strip() for c in header.split(",")} >= CURVE_COLUMNS:
+        return curves_from_frame(pd.read_csv(io.StringIO(text)), str(file), hidden)
+    if path is None:
+        raise ModelInputError(f"{file}: an nccl-tests output holds one curve: name its path with --path")
+    return [parse_nccl_tests(text, path, str(file))]
+
+
+def norm_us_measured(store: RunStore, tokens: float) -> tuple[float, str] | None:
+    """The measured FlashInfer fused add+RMSNorm kernel (the one SGLang's unfused path runs) at ``tokens``."""
+    runs = store.runs_with_table("norm_fusion")
+    if not runs:
+        return None
+    run_id = max(runs, key=lambda r: store.manifest(r).created)
+    table = store.read_table(run_id, "norm_fusion").sort_values("tokens")
+    curve = _curve("gpu", "norm", list(zip(table["tokens"], table["fused_us"], strict=True)), f"run {run_id}")
+    return curve.at(tokens), f"measured: run {run_id} (FlashInfer fused add+RMSNorm)"
+
+
+def predict_pass(
+    compute_ms: float,
+    tokens: float,
+    curves: list[LatencyCurve],
+    path: str,
+    norm_us: float,
+    allreduces: int = KIMI_K2_ALLREDUCES_PER_PASS,
+    hidden: int = KIMI_K2_HIDDEN,
+) -> list[dict]:
+    """Every variant's pass (ms) on ``path``; a variant without a curve there gets ``pass_ms`` None and why."""
+    if compute_ms <= 0 or tokens <= 0 or allreduces < 0 or norm_us < 0:
+        raise ModelInputError("compute_ms and tokens must be > 0, allreduces and norm_us >= 0")
+    size = allreduce_message_bytes(tokens, hidden)
+    latency = {c.impl: c.at(size) for c in curves if c.path == path}
+    norms_ms = allreduces * norm_us / 1e3
+    out = []
+    for variant in PASS_VARIANTS:
+        row = {"name": variant, "path": path, "tokens": tokens, "compute_ms": compute_ms, "reason": ""}
+        if variant == "compute_only":
+            row |= {"allreduce_ms": 0.0, "norm_ms": norms_ms, "pass_ms": compute_ms}
+        elif variant == "fused" and "fused" not in latency:
+            row |= {"allreduce_ms": None, "norm_ms": None, "pass_ms": None}
+            row["reason"] = f"no fused curve for path {path!r} (FlashInfer's fused kernel needs P2P)"
+        elif variant != "fused" and "nccl" not in latency:
+            row |= {"allreduce_ms": None, "norm_ms": None, "pass_ms": None}
+            row["reason"] = f"no nccl curve for path {path!r}"
+        elif variant == "fused":
+            ar = allreduces * latency["fused"] / 1e3  # the kernel does add + RMSNorm as well
+            row |= {"allreduce_ms": ar, "norm_ms": 0.0, "pass_ms": compute_ms - norms_ms + ar}
+        else:
+            n = allreduces if variant == "nccl" else allreduces / 2
+            ar = n * latency["nccl"] / 1e3
+            row |= {"allreduce_ms": ar, "norm_ms": norms_ms, "pass_ms": compute_ms + ar}
+        out.append(row)
+    return out
+
+
+def validate_against_run(store: RunStore, run_id: str | None = None) -> pd.DataFrame:
+    """Predicted vs measured pass per path, variant and k of a ``verify_pass`` run, from that run's latency
+    curves and its own ``compute_only`` pass (out of sample: no predicted pass is an input)."""
+    runs = [run_id] if run_id else store.runs_with_table("verify_pass")
+    if not runs:
+        return pd.DataFrame()
+    run_id = max(runs, key=lambda r: store.manifest(r).created)
+    passes = store.read_table(run_id, "verify_pass")
+    curves = load_curves(run_id, store)
+    rows = []
+    for (path, k), group in passes.groupby(["path", "tokens"]):
+        measured = group.set_index("variant")["pass_ms"]
+        if "compute_only" not in measured or pd.isna(measured["compute_only"]):
+            continue
+        norm = norm_us_measured(store, k)
+        norm_us = norm[0] if norm else 0.0
+        for p in predict_pass(float(measured["compute_only"]), float(k), curves, str(path), norm_us):
+            if p["name"] == "compute_only" or p["name"] not in measured or p["pass_ms"] is None:
+                continue
+            actual = float(measured[p["name"]])
+            if math.isnan(actual):
+                continue
+            rows.append(
+                {
+                    "path": path,
+                    "tokens": int(k),
+                    "variant": p["name"],
+                    "predicted_ms": p["pass_ms"],
+                    "measured_ms": actual,
+                    "error_pct": 100 * (p["pass_ms"] - actual) / actual,
+                    "provenance": f"modelled (inputs: run {run_id} latency curves + compute_only pass)",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def write_curve_csv(curves: list[LatencyCurve], hidden: int = KIMI_K2_HIDDEN) -> str:
+    """The documented CSV layout (``path, impl, tokens, us``) of ``curves``."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["path", "impl", "tokens", "us"])
+    for c in curves:
+        for size, us in zip(c.message_bytes, c.us, strict=True):
+            writer.writerow([c.path, c.impl, size / (hidden * 2), us])
+    return buf.getvalue()

@@ -1,0 +1,68 @@
+"""One verify pass predicted from compute + a measured latency curve (modelled), checked against measurement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.cli import app
+from verifylab.errors import ModelInputError
+from verifylab.model.comm_pass import load_curves, parse_nccl_tests, predict_pass, validate_against_run
+from verifylab.runs import RunStore
+
+LATENCY = Path(__file__).parent / "data" / "latency"
+
+
+def by_name(variants: list[dict]) -> dict[str, dict]:
+    return {v["name"]: v for v in variants}
+
+
+def test_nccl_tests_output_and_csv_give_the_same_curve():
+    from_nccl_tests = parse_nccl_tests((LATENCY / "all_reduce_perf_shm.txt").read_text(), "shm", "fixture")
+    (from_csv,) = [c for c in load_curves(str(LATENCY / "curve.csv"), None) if c.path == "shm"]
+    assert from_nccl_tests.message_bytes == from_csv.message_bytes and from_nccl_tests.us == from_csv.us
+    assert from_nccl_tests.at(2 * 7168 * 2) == pytest.approx((16.0 * 20.0) ** 0.5)  # log-log midpoint of k=1..4
+
+
+def test_predictions_keep_norms_under_elimination_and_vary_with_k():
+    curves = load_curves(str(LATENCY / "curve.csv"), None)
+    k1 = by_name(predict_pass(8.0, 1, curves, "nvlink", norm_us=2.0))
+    k16 = by_name(predict_pass(8.0, 16, curves, "nvlink", norm_us=2.0))
+    assert k1["nccl"]["pass_ms"] == pytest.approx(8.0 + 122 * 10.0 / 1e3)
+    assert k1["one_allreduce_per_layer"]["pass_ms"] == pytest.approx(8.0 + 61 * 10.0 / 1e3)
+    assert k1["one_allreduce_per_layer"]["norm_ms"] == k1["nccl"]["norm_ms"] == pytest.approx(122 * 2.0 / 1e3)
+    assert k1["fused"]["pass_ms"] == pytest.approx(8.0 - 122 * 2.0 / 1e3 + 122 * 5.0 / 1e3)  # norm in the kernel
+    assert k16["nccl"]["pass_ms"] > k1["nccl"]["pass_ms"] and k16["fused"]["pass_ms"] > k1["fused"]["pass_ms"]
+    shm = by_name(predict_pass(8.0, 16, curves, "shm", norm_us=2.0))
+    assert shm["fused"]["pass_ms"] is None and "needs P2P" in shm["fused"]["reason"]
+
+
+def test_cli_model_pass_json_on_an_nccl_tests_file_exits_0(tmp_path):
+    args = ["model", "pass", "--compute-ms", "8", "--tokens", "16", "--path", "shm", "--json"]
+    args += ["--latency", str(LATENCY / "all_reduce_perf_shm.txt"), "--data-dir", str(tmp_path), "--norm-us", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    variants = by_name(json.loads(result.output)["variants"])
+    assert variants["nccl"]["pass_ms"] == pytest.approx(8.0 + 122 * 36.0 / 1e3)
+    assert variants["fused"]["pass_ms"] is None
+    assert {"name", "pass_ms", "allreduce_ms", "norm_ms", "compute_ms"} <= set(variants["nccl"])
+
+
+def test_a_bad_latency_file_is_named(tmp_path):
+    bad = tmp_path / "perf.txt"
+    bad.write_text("# header\n 14336 7168 bfloat16 sum -1 abc\n")
+    with pytest.raises(ModelInputError, match=r"perf.txt:2: not an all_reduce_perf data row"):
+        load_curves(str(bad), None, "shm")
+    with pytest.raises(ModelInputError, match="neither a stored run id nor a file"):
+        load_curves("nope", None)
+
+
+def test_predictions_match_the_two_h200_measurement_within_12_percent(repo_root):
+    """Inputs: the run's own isolated latency curves and compute_only pass; never the pass it predicts."""
+    check = validate_against_run(RunStore(repo_root / "data" / "runs"))
+    assert set(check["variant"]) == {"nccl", "fused", "one_allreduce_per_layer"}
+    assert set(check["path"]) == {"nvlink", "shm", "socket"}
+    assert check["error_pct"].abs().max() < 12
