@@ -159,7 +159,7 @@ def live_profile_section(
         mechanics_only=mechanics_only,
     )
     if base is None:
-        return _profile_into(section, store, run_id, server_url, profile_steps, message_bytes, "live", {})
+        return _profile_into(section, store, run_id, server_url, profile_steps, message_bytes, "live")
     return _profile_variants(section, store, run_id, base, variants, profile_steps, message_bytes)
 
 
@@ -216,6 +216,7 @@ def summarize_variant(traces: list[Path], variant: str, message_bytes: int | Non
         "trace_steps": summary.steps.assign(norm=variant).assign(variant=variant),
         "trace_kernels": summary.kernels.assign(variant=variant),
         "allreduce_kernels": allreduce_kernels_per_pass(summary).assign(variant=variant),
+        "per_step": summary.per_step(),
         "notes": summary.notes,
     }
 
@@ -237,13 +238,13 @@ def resummarize_profiles(store: RunStore, run_id: str, message_bytes: int | None
     return variants
 
 
-def _profile_into(section, store, run_id, url, steps, message_bytes, variant, _state):
+def _profile_into(section, store, run_id, url, steps, message_bytes, variant):
     """Capture, summarize and store one profile of the server at ``url``; add what it found to ``section``."""
     tables = _capture(store, run_id, url, steps, message_bytes, variant)
     for table in ("trace_steps", "trace_kernels", "allreduce_kernels"):
         store.write_table(run_id, table, tables[table], fmt="csv")
     steps_frame = tables["trace_steps"]
-    section.add(f"Stored in run {run_id}; notes: " + " | ".join(tables["notes"]), steps_frame)
+    section.add(f"Stored in run {run_id}; notes: " + " | ".join(tables["notes"]), tables["per_step"])
     section.add(
         "Fused kernels present? (all-reduce implementations per step)",
         steps_frame[["rank", "step", "phase", "allreduce_count", "allreduce_impls", "nccl_name_suffixes"]],
