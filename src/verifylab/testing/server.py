@@ -330,8 +330,13 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
     print("The server is fired up and ready to roll!", flush=True)
-    web.run_app(
-        build_app(args), host=args.host or "127.0.0.1", port=int(args.port or 30000), print=None, access_log=None
+    web.run_app(  # a stalled stream must not hold SIGTERM for aiohttp's default 60 s of graceful shutdown
+        build_app(args),
+        host=args.host or "127.0.0.1",
+        port=int(args.port or 30000),
+        print=None,
+        access_log=None,
+        shutdown_timeout=0.5,
     )
 
 
