@@ -124,3 +124,17 @@ def test_runs_list_shows_stored_runs(tmp_path):
     result = CliRunner().invoke(app, ["runs", "list", "--data-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0
     assert json.loads(result.output)[0]["label"] == "H200, SM90, one GPU"
+
+
+def test_a_run_id_that_is_a_path_is_refused_before_anything_is_read(tmp_path):
+    from verifylab.errors import ParameterError
+
+    outside = tmp_path / "x"
+    outside.mkdir()
+    (outside / "manifest.json").write_text("{}")  # a manifest outside the store must never be read
+    store = RunStore(tmp_path / "data" / "runs")
+    for bad in ("../../x", str(outside), "a b", ".."):
+        with pytest.raises(ParameterError, match="not a plain run name"):
+            store.manifest(bad)
+    result = CliRunner().invoke(app, ["runs", "show", "../../x", "--data-dir", str(tmp_path / "data")])
+    assert result.exit_code == 2 and "not a plain run name" in result.output

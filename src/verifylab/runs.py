@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifylab.env import HostInfo
-from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError
+from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with
 from verifylab.redact import redact_obj, redact_text
 
@@ -153,6 +153,11 @@ class RunStore:
         self.root = Path(root)
 
     def path(self, run_id: str) -> Path:
+        """The run's folder; a run id is a plain name (no path: nothing outside the store is ever read)."""
+        if not re.match(RUN_ID_PATTERN, str(run_id)):
+            raise ParameterError(
+                f"run id {run_id!r} is not a plain run name ({RUN_ID_PATTERN}: lower case, digits, . _ -)"
+            )
         return self.root / run_id
 
     def run_ids(self) -> list[str]:
