@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from verifylab.guard import guarded_env  # noqa: E402
+from verifylab.iorw import atomic_write_json  # noqa: E402
 
 HIDDEN = 7168
 LAYERS = 61
@@ -260,17 +261,14 @@ def pass_rows(
 
     rows: list[dict] = []
     fusion = FlashInferFusedAllReduce(rank, world, HIDDEN, SGLANG_0_5_17) if path == "nvlink" else None
-    both = frozenset({vp.ATTENTION_SITE, vp.MLP_SITE})
-    comms = {
-        "compute_only": (vp.SeparateComm(vp.identity_allreduce, vp.add_rmsnorm_flashinfer, frozenset()), 0),
-        "nccl": (vp.SeparateComm(vp.dist_allreduce, vp.add_rmsnorm_flashinfer, both), 2),
+    norm = vp.add_rmsnorm_flashinfer  # SGLang's unfused path: one fused add+RMSNorm kernel
+    comms = {  # variant -> (communication, all-reduces per layer)
+        "compute_only": (vp.layer_comm(vp.identity_allreduce, norm, 0), 0),
+        "nccl": (vp.layer_comm(vp.dist_allreduce, norm, 2), 2),
         "fused": ((vp.FusedComm(fusion), 2) if fusion else None),
-        "one_allreduce_per_layer": (
-            vp.SeparateComm(vp.dist_allreduce, vp.add_rmsnorm_flashinfer, frozenset({vp.ATTENTION_SITE})),
-            1,
-        ),
-        "no_allreduce": (vp.SeparateComm(vp.dist_allreduce, vp.add_rmsnorm_flashinfer, frozenset()), 0),
-        "nccl_pytorch_norm": (vp.SeparateComm(vp.dist_allreduce, vp.add_rmsnorm_unfused, both), 2),
+        "one_allreduce_per_layer": (vp.layer_comm(vp.dist_allreduce, norm, 1), 1),
+        "no_allreduce": (vp.layer_comm(vp.dist_allreduce, norm, 0), 0),
+        "nccl_pytorch_norm": (vp.layer_comm(vp.dist_allreduce, vp.add_rmsnorm_unfused, 2), 2),
     }
     for k in ks:
         measured = layers_that_fit(k, budget_gb, LAYERS)
@@ -345,9 +343,7 @@ def worker(rank: int, world: int, path: str, args: dict) -> None:
 
     def save() -> None:
         if rank == 0:
-            target = out / f"path-{path}.json"
-            target.with_suffix(".tmp").write_text(json.dumps(result, indent=1, default=str))
-            target.with_suffix(".tmp").replace(target)
+            atomic_write_json(out / f"path-{path}.json", result)
 
     for phase, fn in (
         ("latency", lambda: latency_rows(rank, world, path, args["ks"], args["calls"], args["replays"], device)),

@@ -117,7 +117,8 @@ store = RunStore(params.data_dir / "runs")
 measured_trace_breakdown(store)
 
 # %%
-latency_curves_chart(allreduce_latency_measured(store))
+latency = allreduce_latency_measured(store)
+latency_curves_chart(latency)
 
 # %% [markdown]
 # ## A real SGLang server at TP 2: which kernels do the all-reduces
@@ -131,7 +132,8 @@ latency_curves_chart(allreduce_latency_measured(store))
 # performance.
 
 # %%
-live_allreduce_kernels_table(live_allreduce_kernels(store))
+live_kernels = live_allreduce_kernels(store)
+live_allreduce_kernels_table(live_kernels)
 
 # %% [markdown]
 # ## Live mode: the GPU box's own server

@@ -40,7 +40,6 @@ draft_tokens = 4
 
 # %%
 import pandas as pd
-from IPython.display import Markdown
 
 from verifylab.model.case import case_from_data, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
@@ -56,6 +55,7 @@ from verifylab.report.comm_measured import (
     fusion_vs_elimination_table,
     prediction_check,
     prediction_finding,
+    prediction_table,
 )
 from verifylab.runs import RunStore
 
@@ -76,7 +76,7 @@ store = RunStore(params.data_dir / "runs")
 
 # %%
 gains = fusion_vs_elimination_measured(store)
-Markdown(comm_finding(gains, tokens=16))
+comm_finding(gains, tokens=16)
 
 # %%
 fusion_vs_elimination_table(gains)
@@ -94,10 +94,10 @@ fusion_vs_elimination_chart(gains)
 
 # %%
 check = prediction_check(store)
-Markdown(prediction_finding(check))
+prediction_finding(check)
 
 # %%
-check
+prediction_table(check)
 
 # %% [markdown]
 # ## The model's inputs and where they come from

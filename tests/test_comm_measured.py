@@ -70,3 +70,18 @@ def test_the_prediction_finding_quotes_the_worst_error_of_the_check(repo_root):
     worst = check["error_pct"].abs().max()
     assert f"within {worst:.1f} %" in cm.prediction_finding(check)
     assert cm.prediction_finding(check.iloc[0:0]).startswith("No measured pass")
+
+
+def test_summarizing_the_stored_live_traces_again_gives_the_stored_tables(repo_root, tmp_path):
+    """The TP-2 run's profile tables were re-derived from its traces after the classifier learned SGLang's custom
+    all-reduce v2 (manifest note): doing it again reproduces them."""
+    import shutil
+
+    from verifylab.report.breakdown import resummarize_profiles
+
+    run_id = "20261130-080118-2xh200-live-tp2"
+    shutil.copytree(repo_root / "data" / "runs" / run_id, tmp_path / "runs" / run_id)
+    copy = RunStore(tmp_path / "runs")
+    before = copy.read_table(run_id, "allreduce_kernels")
+    assert resummarize_profiles(copy, run_id, message_bytes=4 * 1024 * 2) == ["baseline", "fusion"]
+    pd.testing.assert_frame_equal(copy.read_table(run_id, "allreduce_kernels"), before)

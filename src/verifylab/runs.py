@@ -257,6 +257,11 @@ class RunStore:
         """Ids of runs that store a table called ``name``."""
         return [m.run_id for m in self.manifests() if name in m.tables]
 
+    def newest_with(self, name: str) -> str | None:
+        """The most recently created run (by the manifest's ``created``) that holds table ``name``, or None."""
+        holding = [m for m in self.manifests() if name in m.tables]
+        return max(holding, key=lambda m: m.created).run_id if holding else None
+
     def summary(self) -> pd.DataFrame:
         """One row per stored run: id, label, GPU, interconnect, created, tables."""
         rows = [

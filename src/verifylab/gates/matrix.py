@@ -12,7 +12,7 @@ import pandas as pd
 
 from verifylab.errors import GateError
 from verifylab.gates import audit
-from verifylab.vocab import version_key as vocab_version_key
+from verifylab.vocab import version_key
 
 DIST = {"sglang": "sglang", "flashinfer": "flashinfer-python"}
 FALLBACK_PLATFORM = [
@@ -110,8 +110,3 @@ def matrix_pivot(matrix: pd.DataFrame) -> pd.DataFrame:
     pivot = frame.pivot_table(index=["kind", "gate"], columns="column", values="status", aggfunc="first")
     order = sorted(pivot.columns, key=lambda c: (c.split()[0] != "sglang", version_key(c.split()[1])))
     return pivot[order].fillna("—").reset_index()
-
-
-def version_key(version: str):
-    """Sort key for versions like 0.5.8.post1 (PEP 440)."""
-    return vocab_version_key(version)

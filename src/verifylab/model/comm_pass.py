@@ -10,7 +10,6 @@ compute - n x norm + n L_fused (FlashInfer's kernel does the norm); ``compute_on
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from dataclasses import dataclass
@@ -37,14 +36,18 @@ class LatencyCurve:
     source: str
 
     def at(self, message_bytes: float) -> float:
-        """Latency at ``message_bytes``: log-log interpolation, the end segments' slope outside the range."""
-        xs, ys = self.message_bytes, self.us
-        if len(xs) == 1:
-            return ys[0]
-        i = next((j for j in range(1, len(xs)) if xs[j] >= message_bytes), len(xs) - 1)
-        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
-        t = (math.log(message_bytes) - math.log(x0)) / (math.log(x1) - math.log(x0))
-        return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
+        """Latency at ``message_bytes`` (log-log interpolation)."""
+        return loglog_interpolate(self.message_bytes, self.us, message_bytes)
+
+
+def loglog_interpolate(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -> float:
+    """``y(x)`` on the log-log line through the sorted points; the end segments' slope outside their range."""
+    if len(xs) == 1:
+        return ys[0]
+    i = next((j for j in range(1, len(xs)) if xs[j] >= x), len(xs) - 1)
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    t = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+    return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
 
 
 def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str) -> LatencyCurve:
@@ -112,13 +115,12 @@ def load_curves(
 
 def norm_us_measured(store: RunStore, tokens: float) -> tuple[float, str] | None:
     """The measured FlashInfer fused add+RMSNorm kernel (the one SGLang's unfused path runs) at ``tokens``."""
-    runs = store.runs_with_table("norm_fusion")
-    if not runs:
+    run_id = store.newest_with("norm_fusion")
+    if run_id is None:
         return None
-    run_id = max(runs, key=lambda r: store.manifest(r).created)
     table = store.read_table(run_id, "norm_fusion").sort_values("tokens")
-    curve = _curve("gpu", "norm", list(zip(table["tokens"], table["fused_us"], strict=True)), f"run {run_id}")
-    return curve.at(tokens), f"measured: run {run_id} (FlashInfer fused add+RMSNorm)"
+    us = loglog_interpolate(tuple(table["tokens"]), tuple(table["fused_us"]), tokens)
+    return us, f"measured: run {run_id} (FlashInfer fused add+RMSNorm)"
 
 
 def predict_pass(
@@ -161,10 +163,9 @@ def predict_pass(
 def validate_against_run(store: RunStore, run_id: str | None = None) -> pd.DataFrame:
     """Predicted vs measured pass per path, variant and k of a ``verify_pass`` run, from that run's latency
     curves and its own ``compute_only`` pass (out of sample: no predicted pass is an input)."""
-    runs = [run_id] if run_id else store.runs_with_table("verify_pass")
-    if not runs:
+    run_id = run_id or store.newest_with("verify_pass")
+    if run_id is None:
         return pd.DataFrame()
-    run_id = max(runs, key=lambda r: store.manifest(r).created)
     passes = store.read_table(run_id, "verify_pass")
     curves = load_curves(run_id, store)
     rows = []
@@ -188,18 +189,8 @@ def validate_against_run(store: RunStore, run_id: str | None = None) -> pd.DataF
                     "predicted_ms": p["pass_ms"],
                     "measured_ms": actual,
                     "error_pct": 100 * (p["pass_ms"] - actual) / actual,
-                    "provenance": f"modelled (inputs: run {run_id} latency curves + compute_only pass)",
+                    "provenance": "modelled",
+                    "inputs_run": run_id,  # its latency curves and compute_only pass
                 }
             )
     return pd.DataFrame(rows)
-
-
-def write_curve_csv(curves: list[LatencyCurve], hidden: int = KIMI_K2_HIDDEN) -> str:
-    """The documented CSV layout (``path, impl, tokens, us``) of ``curves``."""
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(["path", "impl", "tokens", "us"])
-    for c in curves:
-        for size, us in zip(c.message_bytes, c.us, strict=True):
-            writer.writerow([c.path, c.impl, size / (hidden * 2), us])
-    return buf.getvalue()

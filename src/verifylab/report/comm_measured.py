@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 
 from verifylab.report.charts import Figure
+from verifylab.report.section import Prose
 from verifylab.runs import RunStore
 
 PATH_ORDER = ["nvlink", "shm", "socket"]
@@ -36,19 +37,13 @@ IMPL_NAMES = {
 }
 
 
-def newest_run_with(store: RunStore, table: str) -> str | None:
-    """The most recently created run that holds ``table`` (by the manifest's ``created``), or None."""
-    runs = store.runs_with_table(table)
-    return max(runs, key=lambda r: store.manifest(r).created) if runs else None
-
-
 def _stamp(frame: pd.DataFrame, store: RunStore, run_id: str) -> pd.DataFrame:
     return frame.assign(label=store.manifest(run_id).label, run_id=run_id, provenance="measured")
 
 
 def verify_pass_measured(store: RunStore) -> pd.DataFrame:
     """One full 61-layer synthetic verify pass per path, variant and k (ms), from the newest such run."""
-    run_id = newest_run_with(store, "verify_pass")
+    run_id = store.newest_with("verify_pass")
     if run_id is None:
         return pd.DataFrame()
     frame = store.read_table(run_id, "verify_pass")
@@ -85,7 +80,7 @@ def fusion_vs_elimination_measured(store: RunStore) -> pd.DataFrame:
 
 def allreduce_latency_measured(store: RunStore) -> pd.DataFrame:
     """Per-call latency (µs, median of graph replays) by path, implementation and k, with the settings used."""
-    run_id = newest_run_with(store, "allreduce_latency")
+    run_id = store.newest_with("allreduce_latency")
     if run_id is None:
         return pd.DataFrame()
     frame = store.read_table(run_id, "allreduce_latency")
@@ -125,10 +120,10 @@ def _ms(value: float) -> str:
     return f"{value:.2f} ms"
 
 
-def comm_finding(gains: pd.DataFrame, tokens: int = 16) -> str:
+def comm_finding(gains: pd.DataFrame, tokens: int = 16) -> Prose:
     """The chapter's finding in one paragraph, every number formatted from ``gains`` (no typed numbers)."""
     if gains.empty:
-        return "No multi-GPU measurement of the verify pass is stored yet."
+        return Prose("No multi-GPU measurement of the verify pass is stored yet.")
     rows = {r.path: r for r in gains[gains["tokens"] == tokens].itertuples()}
     parts = []
     if "nvlink" in rows:
@@ -146,7 +141,7 @@ def comm_finding(gains: pd.DataFrame, tokens: int = 16) -> str:
             f"{_ms(r.removing_one_per_layer_saves_ms)}."
         )
     label = gains["label"].iloc[0]
-    return " ".join(parts) + f" ({label}; run {gains['run_id'].iloc[0]}.)"
+    return Prose(" ".join(parts) + f" ({label}; run {gains['run_id'].iloc[0]}.)")
 
 
 def fusion_vs_elimination_chart(gains: pd.DataFrame) -> Figure:
@@ -216,7 +211,7 @@ def latency_curves_chart(latency: pd.DataFrame) -> Figure:
 def measured_trace_breakdown(store: RunStore) -> pd.DataFrame:
     """Per path and profiled variant: all-reduces per step and comm / exposed comm / compute / idle (µs),
     from the trace analyzer on the profiled passes (mean over steps and ranks)."""
-    run_id = newest_run_with(store, "verify_pass_trace")
+    run_id = store.newest_with("verify_pass_trace")
     if run_id is None:
         return pd.DataFrame()
     steps = store.read_table(run_id, "verify_pass_trace")
@@ -228,7 +223,7 @@ def measured_trace_breakdown(store: RunStore) -> pd.DataFrame:
 def live_allreduce_kernels(store: RunStore, phase: str = "target") -> pd.DataFrame:
     """All-reduce kernels per pass of a live SGLang server at TP > 1 (chapter 03's profile), by variant and
     implementation; kernel names shortened to their template head."""
-    run_id = newest_run_with(store, "allreduce_kernels")
+    run_id = store.newest_with("allreduce_kernels")
     if run_id is None:
         return pd.DataFrame()
     frame = store.read_table(run_id, "allreduce_kernels")
@@ -266,23 +261,30 @@ def short_kernel_name(name: str, width: int = 90) -> str:
 
 
 def prediction_check(store: RunStore) -> pd.DataFrame:
-    """``model pass`` against the measured passes (modelled vs measured), as the chapter shows it."""
+    """``model pass`` against the measured passes (modelled vs measured), one row per path, k and variant."""
     from verifylab.model.comm_pass import validate_against_run
 
     check = validate_against_run(store)
     if check.empty:
         return check
     check = check.assign(path=check["path"].map(PATH_NAMES))
-    return check.round({"predicted_ms": 2, "measured_ms": 2, "error_pct": 1}).set_index(["path", "tokens", "variant"])
+    rounded = check.round({"predicted_ms": 2, "measured_ms": 2, "error_pct": 1})
+    return rounded.set_index(["path", "tokens", "variant"])
 
 
-def prediction_finding(check: pd.DataFrame) -> str:
+def prediction_table(check: pd.DataFrame) -> pd.DataFrame:
+    """The check as the chapter shows it (its input run is named in the finding sentence)."""
+    return check.drop(columns="inputs_run") if "inputs_run" in check else check
+
+
+def prediction_finding(check: pd.DataFrame) -> Prose:
     """One sentence, formatted from the check's values."""
     if check.empty:
-        return "No measured pass is stored to check the prediction against."
+        return Prose("No measured pass is stored to check the prediction against.")
     worst = check["error_pct"].abs().max()
-    return (
+    return Prose(
         f"Predicted from each path's isolated latency curve and the measured pass without communication, the "
         f"{len(check)} measured passes are matched within {worst:.1f} %: a verify pass's all-reduces are "
-        "fully exposed, and their cost is their count times the latency at the pass's message size."
+        "fully exposed, and their cost is their count times the latency at the pass's message size "
+        f"(inputs: run {check['inputs_run'].iloc[0]})."
     )

@@ -32,3 +32,10 @@ class Section:
 
     def __repr__(self) -> str:
         return "\n".join([self.title] + [f"{c}\n{p}" for c, p in self.parts])
+
+
+class Prose(str):
+    """Text a chapter shows as Markdown (a finding sentence formatted from values); still a plain ``str``."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)

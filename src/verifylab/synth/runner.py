@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from verifylab.errors import ParameterError, SynthError
+from verifylab.iorw import atomic_path, atomic_write_text
 
 STEP_PREFIX = "verify_step#"
 SIDECAR_PREFIX = ".rank"
@@ -109,12 +110,6 @@ def _shape(cfg: SynthConfig):
     return ShardShape(model, cfg.tp or cfg.ranks)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def sidecar(out_dir: Path, rank: int, kind: str) -> Path:
     """The rank's ``.rank<r>.<kind>`` file in ``out_dir`` (phase, times, raw trace)."""
     return Path(out_dir) / f"{SIDECAR_PREFIX}{rank}.{kind}"
@@ -124,15 +119,15 @@ class _Phases:
     """Records the rank's current phase (for the parent's error) and injects a test fault if asked."""
 
     def __init__(self, rank: int, out_dir: Path) -> None:
-        self.rank, self.path = rank, sidecar(out_dir, rank, "phase")
+        self.rank, self.out = rank, out_dir
         self.fault = os.environ.get(FAULT_VAR, "")
 
     def beat(self, step: int) -> None:
         """Progress inside a phase (a profiled step done): the parent's no-progress deadline starts again."""
-        _atomic_write(self.path.with_suffix(".beat"), str(step))
+        atomic_write_text(sidecar(self.out, self.rank, "beat"), str(step))
 
     def enter(self, phase: str) -> None:
-        _atomic_write(self.path, phase)
+        atomic_write_text(sidecar(self.out, self.rank, "phase"), phase)
         if self.fault == f"{self.rank}:{phase}":
             os._exit(3)  # a rank that dies without a word, as a crashed GPU process does
         if self.fault == f"{self.rank}:{phase}:hang":
@@ -149,9 +144,8 @@ def _comm(cfg: SynthConfig, rank: int, gpu: bool):
 
         return vp.FusedComm(FlashInferFusedAllReduce(rank, cfg.ranks, cfg.hidden))
     if cfg.comm == "compute_only" or cfg.backend == "none":
-        return vp.SeparateComm(vp.identity_allreduce, norm, frozenset())
-    sites = frozenset([vp.ATTENTION_SITE, vp.MLP_SITE][: cfg.allreduces_per_layer])
-    return vp.SeparateComm(vp.dist_allreduce, norm, sites)
+        return vp.layer_comm(vp.identity_allreduce, norm, 0)
+    return vp.layer_comm(vp.dist_allreduce, norm, cfg.allreduces_per_layer)
 
 
 def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
@@ -209,13 +203,14 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
     phases.enter("export")
     raw = sidecar(out, rank, "json")
     prof.export_chrome_trace(str(raw))
-    final = out / f"synth-TP-{rank}.trace.json.gz"
-    partial = final.with_name(final.name + ".tmp")
-    with open(raw, "rb") as src, gzip.open(partial, "wb") as dst:
+    with (  # the gzip stream closes before the trace is renamed into place
+        atomic_path(out / f"synth-TP-{rank}.trace.json.gz") as partial,
+        open(raw, "rb") as src,
+        gzip.open(partial, "wb") as dst,
+    ):
         shutil.copyfileobj(src, dst)
-    partial.replace(final)
     raw.unlink()
-    _atomic_write(sidecar(out, rank, "times.json"), json.dumps(times_ms))
+    atomic_write_text(sidecar(out, rank, "times.json"), json.dumps(times_ms))
     phases.enter("teardown")
     # a CUDA graph that captured NCCL collectives must be gone before the process group is destroyed, or
     # destroy_process_group hangs
@@ -228,23 +223,20 @@ def _worker(rank: int, cfg: SynthConfig, port: int, out_dir: str) -> None:
     phases.enter("done")
 
 
-def _remove_sidecars(out: Path, ranks: int) -> None:
-    for rank in range(ranks):
-        for kind in ("phase", "beat", "times.json", "json"):
-            for path in (sidecar(out, rank, kind), sidecar(out, rank, kind + ".tmp")):
-                path.unlink(missing_ok=True)
-    for partial in out.glob("synth-TP-*.trace.json.gz.tmp"):
-        partial.unlink(missing_ok=True)
+def _remove_sidecars(out: Path) -> None:
+    """Every rank's sidecars and any temporary file a killed rank left (``iorw`` names them ``.<name>.*.tmp``)."""
+    for pattern in (f"{SIDECAR_PREFIX}*", f".{SIDECAR_PREFIX}*.tmp", ".synth-TP-*.tmp"):
+        for path in out.glob(pattern):
+            path.unlink(missing_ok=True)
+
+
+def _read_sidecar(out: Path, rank: int, kind: str, default: str) -> str:
+    path = sidecar(out, rank, kind)
+    return path.read_text().strip() if path.exists() else default
 
 
 def _phase_of(out: Path, rank: int) -> str:
-    path = sidecar(out, rank, "phase")
-    return path.read_text().strip() if path.exists() else "start-up"
-
-
-def _beat_of(out: Path, rank: int) -> str:
-    path = sidecar(out, rank, "beat")
-    return path.read_text().strip() if path.exists() else ""
+    return _read_sidecar(out, rank, "phase", "start-up")
 
 
 def _join(context, cfg: SynthConfig, out: Path) -> None:
@@ -255,12 +247,12 @@ def _join(context, cfg: SynthConfig, out: Path) -> None:
     deadline, seen = time.monotonic() + grace, None
     try:
         while not context.join(timeout=1.0):
-            phases = [(_phase_of(out, r), _beat_of(out, r)) for r in range(cfg.ranks)]
-            if phases != seen:  # progress: a rank entered a new phase or finished a step
-                deadline, seen = time.monotonic() + grace, phases
+            progress = [(_phase_of(out, r), _read_sidecar(out, r, "beat", "")) for r in range(cfg.ranks)]
+            if progress != seen:  # a rank entered a new phase or finished a step
+                deadline, seen = time.monotonic() + grace, progress
             if time.monotonic() > deadline:
-                stuck = {r: _phase_of(out, r) for r in range(cfg.ranks) if _phase_of(out, r) != "done"}
-                where = ", ".join(f"rank {r} in phase '{p}'" for r, p in stuck.items()) or "every rank"
+                stuck = [(r, phase) for r, (phase, _) in enumerate(progress) if phase != "done"]
+                where = ", ".join(f"rank {r} in phase '{p}'" for r, p in stuck) or "every rank"
                 raise SynthError(f"synth-verify: no progress within {cfg.timeout:.0f} s ({where}); all ranks ended")
     except mp.ProcessExitedException as exc:
         raise SynthError(
@@ -303,7 +295,7 @@ def run_synth_verify(cfg: SynthConfig) -> dict:
             times[rank] = json.loads(sidecar(out, rank, "times.json").read_text())
     finally:
         with contextlib.suppress(OSError):
-            _remove_sidecars(out, cfg.ranks)
+            _remove_sidecars(out)
     medians = [statistics.median(t) for t in times.values()]
     return {
         "config": cfg.model_dump(mode="json"),

@@ -86,6 +86,12 @@ class FusedComm:
 LayerComm = SeparateComm | FusedComm
 
 
+def layer_comm(allreduce: AllReduce, add_norm: AddNorm, allreduces_per_layer: int = 2) -> SeparateComm:
+    """All-reduce at the first ``allreduces_per_layer`` sites (attention, then MLP), a norm kernel after each site:
+    2 is SGLang's TP layer; 1 and 0 are the elimination stand-ins."""
+    return SeparateComm(allreduce, add_norm, frozenset([ATTENTION_SITE, MLP_SITE][:allreduces_per_layer]))
+
+
 @dataclass
 class Routing:
     """Fixed expert routing of a k-token pass: which experts, which tokens each, with what gate weight."""

@@ -481,7 +481,7 @@ class TraceSummary:
         }
 
 
-SIDECAR_SUFFIXES = (".times.json", ".tmp", ".phase")
+SIDECAR_SUFFIXES = (".times.json",)  # JSON that is not a trace (other sidecars are dotfiles or not *.json)
 
 
 def is_trace_file(path: Path) -> bool:
