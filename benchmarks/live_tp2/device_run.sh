@@ -29,6 +29,7 @@ chapters=${1:-}; shift || true
 export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader
 python3 -c "import torch, sglang, flashinfer; print('torch', torch.__version__, 'sglang', sglang.__version__, 'flashinfer', flashinfer.__version__)"
+python3 -c "import torch, deep_gemm; print('deep_gemm imports (EAGLE-3 draft graphs need it)')" 2>&1 | tail -1
 if [ "$mode" = pcie ]; then
   # before: fusion requested, the preflight sees no multicast -> skipped; then the precondition gate, after: fused
   pkill -9 -f sglang.launch_server 2>/dev/null
@@ -40,7 +41,8 @@ if [ "$mode" = pcie ]; then
       -e "s#@DATA@#$S/data#g" benchmarks/live_tp2/params-pcie-sim.yaml > "$S/params-pcie.yaml"
     [ "$phase" = after ] && python3 -m verifylab.cli gates apply --arch sm90 --root "$S/site" \
       && python3 -m verifylab.cli gates verify --arch sm90 --root "$S/site"
-    timeout 240 python3 -m verifylab.cli run --params "$S/params-pcie.yaml" --only 02,03 --no-render 2>&1 \
+    # chapter 03 alone: it reads the fusion state from SGLang's log and counts the kernels of the target passes
+    timeout 240 python3 -m verifylab.cli run --params "$S/params-pcie.yaml" --only 03 --no-render 2>&1 \
       | tee -a "$OUT/pipeline.log"
     pkill -9 -f sglang.launch_server 2>/dev/null
     tar -czf "$OUT/run-pcie-$phase.tar.gz" -C "$S/data/runs" "$RUN" 2>/dev/null
