@@ -54,9 +54,10 @@ if [ "$mode" = pcie ]; then
   ls -la "$OUT"
   exit 0
 fi
-RUN=$(cat "$S/started")-2xh200-live-tp2
+# PARAMS / RUN_NAME: another parameter file and run name (params-eagle3.yaml: the EAGLE-3 variants on their own)
+RUN=$(cat "$S/started")-2xh200-${RUN_NAME:-live-tp2}
 sed -e "s#@RUN_ID@#$RUN#" -e "s#@MODELS@#$S/models#g" -e "s#@PYTHON@#$(command -v python3)#g" -e "s#@DATA@#$S/data#g" \
-  benchmarks/live_tp2/params.yaml > "$S/params.yaml"
+  "${PARAMS:-benchmarks/live_tp2/params.yaml}" > "$S/params.yaml"
 echo "run id: $RUN; chapters: ${chapters:-all}"
 pkill -9 -f sglang.launch_server 2>/dev/null; sleep 1  # a server left by a stopped call holds the GPUs and ports
 timeout "${PIPELINE_TIMEOUT_S:-540}" python3 -m verifylab.cli run --params "$S/params.yaml" ${chapters:+--only "$chapters"} "$@" \

@@ -56,7 +56,17 @@ def target_config(hidden: int, layers: int, tokenizer) -> dict:
     }
 
 
-def draft_config(hidden: int, tokenizer) -> dict:
+def aux_hidden_state_layer_ids(layers: int) -> list[int]:
+    """Three distinct target layers whose outputs the EAGLE-3 draft reads. SGLang's default for Qwen3-MoE
+    (inputs of layers 2, L // 2 and L - 3) repeats a layer when L = 6 and the draft's fc then gets 2 of its 3
+    hidden states ("mat1 and mat2 shapes cannot be multiplied", seen on the box), so the draft names them."""
+    ids = [0, layers // 2 - 1, layers - 2]
+    if len(set(ids)) != 3:
+        raise ValueError(f"--layers {layers}: an EAGLE-3 draft needs a target of at least 4 layers")
+    return ids
+
+
+def draft_config(hidden: int, target_layers: int, tokenizer) -> dict:
     """One Llama decoder layer reading three of the target's hidden states (EAGLE-3)."""
     return {
         "architectures": ["LlamaForCausalLMEagle3"],
@@ -65,6 +75,10 @@ def draft_config(hidden: int, tokenizer) -> dict:
         "draft_vocab_size": VOCAB,
         "hidden_size": hidden,
         "target_hidden_size": hidden,
+        "eagle_config": {
+            "use_aux_hidden_state": True,
+            "eagle_aux_hidden_state_layer_ids": aux_hidden_state_layer_ids(target_layers),
+        },
         "intermediate_size": 2 * hidden,
         "num_hidden_layers": 1,
         "num_attention_heads": hidden // 128,
@@ -98,6 +112,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.hidden % 128 or args.hidden < 1024:
         parser.error("--hidden must be a multiple of 128 and >= 1024")
+    if args.layers < 4:
+        parser.error("--layers must be >= 4: the EAGLE-3 draft reads three distinct target layers")
     tok_dir = args.out / "tokenizer"
     tokenizer = build_tokenizer(tok_dir, vocab_size=VOCAB)
     weights = "none on disk: served with --load-format dummy (random); outputs are noise, mechanics only"
@@ -109,7 +125,7 @@ def main() -> None:
     )
     write_model(
         args.out / "draft",
-        draft_config(args.hidden, tokenizer),
+        draft_config(args.hidden, args.layers, tokenizer),
         {"architecture": "LlamaForCausalLMEagle3", "layers": 1, "hidden_size": args.hidden, "weights": weights},
         tok_dir,
     )
