@@ -1,5 +1,6 @@
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,9 @@ from verifylab.cli import app
 from verifylab.errors import TraceError
 from verifylab.synth.runner import SynthConfig, run_synth_verify
 from verifylab.trace import summarize_traces
-from verifylab.trace.analyze import STEP_COLUMNS, align_ranks, overlap_length, union_length
+from verifylab.trace.analyze import STEP_COLUMNS, align_ranks
 from verifylab.trace.classify import classify_kernel
+from verifylab.trace.intervals import overlap_length, union_length
 
 from .tracefactory import event, write_trace
 
@@ -260,16 +262,18 @@ def test_capture_from_a_server_profiler_and_summarize(tmp_path):
 
 
 def test_real_sglang_ngram_profile_tp1(repo_root):
-    """The live smoke's own profile (SGLang 0.5.17, NGRAM, TP 1, H200): no all-reduce anywhere, so target
-    passes are found by size, the rest are not called draft steps, and kernels keep their emitted names."""
+    """The live smoke's own profile (SGLang 0.5.17, NGRAM, TP 1, H200): no all-reduce anywhere; the passes
+    come from SGLang's own step markers on the GPU timeline (step[EXTEND] -> prefill, step[TARGET_VERIFY] ->
+    target), and kernels keep their emitted names."""
     run = repo_root / "data" / "runs" / "20261129-114733-h200-live-smoke"
     summary = summarize_traces(sorted((run / "profile").glob("*.trace.json.gz")))
     assert summary.steps["allreduce_count"].sum() == 0
     assert "no collective operation (all-reduce or other) was found in these traces" in summary.notes
     assert not any("message sizes" in note for note in summary.notes)
+    assert summary.steps["source"].str.endswith("steps from step markers (GPU timeline)").all()
     phases = summary.steps.groupby("phase")["kernel_count"]
-    assert set(phases.groups) == {"target", "other graph"}
-    assert phases.min()["target"] > phases.max()["other graph"]
+    assert set(phases.groups) == {"target", "prefill"}
+    assert phases.nunique()["target"] == 1  # every verify pass replays the same graph
     assert (summary.steps.loc[summary.steps.phase == "target", "attention_us"] > 0).all()
     kernels = summary.kernels.set_index("kernel")
     assert kernels.loc["_fwd_kernel", "group"] == "attention"
@@ -361,3 +365,50 @@ def test_two_files_claiming_one_rank_are_refused(gloo_61, tmp_path):
     shutil.copy(gloo_61 / "synth-TP-0.trace.json.gz", tmp_path / "2000.2-TP-0.trace.json.gz")
     with pytest.raises(TraceError, match="both claim rank 0"):
         summarize_traces([tmp_path])
+
+
+def sglang_eagle3_cycle(t0: float) -> list[dict]:
+    """One EAGLE-3 cycle as SGLang 0.5.17 annotates it: CPU ranges, their GPU-timeline copies 500 us later,
+    the draft model's step[EXTEND] nested in draft_extend; kernels only on the GPU side."""
+    ar = "void (anonymous namespace)::all_reduce_kernel<(anonymous namespace)::AllReducePushImpl<bf16, 2u, true>>"
+    spans = [("draft", 0, 300, 2), ("step[TARGET_VERIFY bs=2]", 400, 300, 13), ("draft_extend", 800, 400, 3)]
+    events = []
+    for name, start, dur, n_allreduce in spans:
+        for cat, shift in (("user_annotation", 0), ("gpu_user_annotation", 500)):
+            events.append(event(name, cat, t0 + start + shift, dur, tid=1 if shift == 0 else 7))
+        for i in range(n_allreduce):
+            events.append(event(ar, "kernel", t0 + start + 500 + 10 + i * 20, 5, tid=7))
+    events.append(event("step[EXTEND bs=2 toks=8]", "user_annotation", t0 + 850, 200))  # nested in draft_extend
+    events.append(event("step[EXTEND bs=2 toks=8]", "gpu_user_annotation", t0 + 1350, 200, tid=7))
+    events.append(event("nccl:_all_gather_base", "gpu_user_annotation", t0 + 1260, 5, tid=7))  # not a step
+    events.append(event("sampling_kernel", "kernel", t0 + 1290, 5, tid=7))  # between steps: in none
+    return events
+
+
+def test_sglang_step_markers_on_the_gpu_timeline_give_target_draft_and_draft_extend(tmp_path):
+    """The verify pass is step[TARGET_VERIFY]; kernels belong to the GPU copy of a range (they run after the CPU
+    range that launched them); a step nested in another belongs to the outer one."""
+    events = sglang_eagle3_cycle(0) + sglang_eagle3_cycle(2000)
+    steps = summarize_traces([write_trace(tmp_path / "x-TP-0.trace.json", events)]).steps
+    assert list(steps["phase"]) == ["draft", "target", "draft_extend"] * 2
+    assert list(steps["allreduce_count"]) == [2, 13, 3] * 2
+    assert list(steps["kernel_count"]) == [2, 13, 3] * 2  # the sampling kernel between steps is in none
+    assert steps["source"].str.endswith("(GPU timeline)").all()
+
+
+@pytest.mark.parametrize(
+    ("name", "phase"),
+    [
+        ("step[TARGET_VERIFY bs=2]", "target"),
+        ("step[DECODE bs=8]", "target"),
+        ("step[EXTEND bs=1 toks=12]", "prefill"),
+        ("draft_extend", "draft_extend"),
+        ("ProfilerStep#12", "ProfilerStep"),
+        ("step[SOMETHING_NEW bs=1]", "something_new"),
+    ],
+)
+def test_phase_of_marker(name, phase):
+    from verifylab.trace.steps import DEFAULT_STEP_MARKER, phase_of_marker
+
+    assert re.match(DEFAULT_STEP_MARKER, name)
+    assert phase_of_marker(name) == phase

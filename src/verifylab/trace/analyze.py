@@ -1,5 +1,6 @@
 """Per-step breakdown of profiler traces: all-reduce counts, communication vs compute, idle, exposure,
-arrival skew across ranks. Reading is in ``reader``; what a kernel is, in ``classify``."""
+arrival skew across ranks. Reading is in ``reader``, cutting a rank into steps in ``steps``, what a kernel is
+in ``classify``."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import TraceError
-from verifylab.trace.classify import KERNEL_CATS, classify_cpu_collective, classify_kernel
-from verifylab.trace.reader import Event, iter_raw, to_event
+from verifylab.trace.classify import classify_cpu_collective, classify_kernel
+from verifylab.trace.files import assign_ranks, expand_paths
+from verifylab.trace.intervals import last_at_or_before, outermost, overlap_length, union_length
+from verifylab.trace.reader import Event
+from verifylab.trace.steps import DEFAULT_STEP_MARKER, RankEvents, label_graph_phases, load_rank_events, segment_steps
 
-DEFAULT_STEP_MARKER = r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*)$"
-GRAPH_LAUNCH = re.compile(r"^cudaGraphLaunch")
-TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".trace.json.gz")
 DTYPE_BYTES = {
     "bfloat16": 2,
     "bf16": 2,
@@ -77,66 +78,6 @@ PER_STEP_NUMERIC = [
 ]
 
 
-def union_length(intervals: list[tuple[float, float]]) -> float:
-    """Total length covered by a set of [start, end) intervals."""
-    total, cur_start, cur_end = 0.0, None, None
-    for start, end in sorted(intervals):
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
-    return total
-
-
-def merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
-def overlap_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Length of the intersection of two interval sets."""
-    a, b = merged(a), merged(b)
-    i = j = 0
-    total = 0.0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            total += hi - lo
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-def outermost(events: list[Event]) -> list[Event]:
-    """Drop events nested inside another of the list on the same thread (c10d op + backend op = one)."""
-    kept: list[Event] = []
-    by_thread: dict[tuple, list[Event]] = defaultdict(list)
-    for ev in events:
-        by_thread[(ev.pid, ev.tid)].append(ev)
-    for evs in by_thread.values():
-        evs.sort(key=lambda e: (e.ts, -e.dur))
-        current_end = -1.0
-        for ev in evs:
-            if ev.ts >= current_end:
-                kept.append(ev)
-                current_end = ev.end
-            else:
-                current_end = max(current_end, ev.end) if ev.end > current_end else current_end
-    kept.sort(key=lambda e: e.ts)
-    return kept
-
-
 def collective_levels(events: list[Event]) -> tuple[list[Event], list[Event]]:
     """(counted, timed): one all-reduce appears as a c10d op, a record_param_comms range and the backend's
     op (gloo:/nccl:, often on another thread). Count the front-end level only; time with the backend op,
@@ -149,59 +90,6 @@ def collective_levels(events: list[Event]) -> tuple[list[Event], list[Event]]:
     return counted, timed
 
 
-def rank_of(path: Path, fallback: int) -> int:
-    """Rank from an SGLang-style (``-TP-3``) or ``rank3`` file name, else the file's position."""
-    match = re.search(r"(?:-TP-|rank[_-]?|-rank-)(\d+)", path.name, re.I)
-    return int(match.group(1)) if match else fallback
-
-
-@dataclass
-class RankEvents:
-    """The events of one rank's trace that the analysis uses."""
-
-    path: Path
-    rank: int
-    kernels: list[Event] = field(default_factory=list)
-    cpu_collectives: list[Event] = field(default_factory=list)
-    markers: list[Event] = field(default_factory=list)
-    graph_launches: list[Event] = field(default_factory=list)
-    event_count: int = 0
-
-
-def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
-    """One streaming pass over a trace, keeping kernels, collectives, step markers and graph launches."""
-    marker = re.compile(step_marker)
-    out = RankEvents(path, rank)
-    wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
-    count = 0
-    for obj in iter_raw(path):
-        count += 1
-        if obj.get("ph") != "X":
-            continue
-        cat = obj.get("cat", "")
-        if cat in KERNEL_CATS:
-            out.kernels.append(to_event(obj))
-        elif cat in ("cpu_op", "user_annotation", "python_function"):
-            name = obj.get("name", "")
-            keep = wanted.get(name)
-            if keep is None:
-                keep = wanted[name] = bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
-                if name == "record_param_comms":
-                    keep = wanted[name] = True
-            if keep:
-                ev = to_event(obj)
-                if marker.match(name):
-                    out.markers.append(ev)
-                elif classify_cpu_collective(name, ev.args):
-                    out.cpu_collectives.append(ev)
-        elif cat == "cuda_runtime" and GRAPH_LAUNCH.match(obj.get("name", "")):
-            out.graph_launches.append(to_event(obj))
-    out.event_count = count
-    if count == 0:
-        raise TraceError(f"{path}: the trace holds no events")
-    return out
-
-
 def _message_bytes(ev: Event) -> int | None:
     nelems = ev.args.get("In msg nelems")
     dtype = str(ev.args.get("dtype", "")).lower()
@@ -210,25 +98,10 @@ def _message_bytes(ev: Event) -> int | None:
     return int(nelems) * DTYPE_BYTES[dtype]
 
 
-def _segment(rank: RankEvents) -> tuple[list[tuple[str, int, float, float]], str, dict[int, int]]:
-    """Steps as (phase, index, start, end) plus how they were found and, for graphs, correlation -> step."""
-    if rank.markers:
-        ms = sorted(rank.markers, key=lambda e: e.ts)
-        steps = [(re.sub(r"#?\d+$", "", m.name) or m.name, i, m.ts, m.end) for i, m in enumerate(ms)]
-        return steps, "step markers", {}
-    if rank.graph_launches:
-        gl = sorted(rank.graph_launches, key=lambda e: e.ts)
-        corr = {int(g.args["correlation"]): i for i, g in enumerate(gl) if "correlation" in g.args}
-        return [("graph", i, g.ts, g.end) for i, g in enumerate(gl)], "CUDA-graph launches", corr
-    events = rank.kernels or rank.cpu_collectives
-    if not events:
-        return [], "none", {}
-    return [("trace", 0, min(e.ts for e in events), max(e.end for e in events))], "whole trace", {}
-
-
 def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str, pd.DataFrame | list[str]]:
     """Per-step rows, the collectives and time per kernel class of one rank."""
-    steps, how, corr_step = _segment(rank)
+    segmented = segment_steps(rank)
+    steps, how, corr_step = segmented.spans, segmented.how, segmented.graph_step
     notes: list[str] = []
     starts = [s[2] for s in steps]
     kernels_by_step: dict[int, list[Event]] = defaultdict(list)
@@ -242,14 +115,17 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
             notes.append(f"rank {rank.rank}: {eager} kernels outside CUDA-graph launches were not assigned to a step")
     else:
         for k in rank.kernels:
-            idx = _last_le(starts, k.ts)
-            if idx is not None:
+            idx = last_at_or_before(starts, k.ts)
+            if idx is not None and (not segmented.bounded or k.ts < steps[idx][3]):
                 kernels_by_step[idx].append(k)
     cpu_by_step: dict[int, list[Event]] = defaultdict(list)
-    for ev in rank.cpu_collectives:
-        idx = _last_le(starts, ev.ts)
-        if idx is not None and ev.ts <= steps[idx][3]:
-            cpu_by_step[idx].append(ev)
+    cpu_spans = [segmented.cpu_span(i) for i in range(len(steps))]
+    if all(cpu_spans):
+        cpu_starts = [span[0] for span in cpu_spans]
+        for ev in rank.cpu_collectives:
+            idx = last_at_or_before(cpu_starts, ev.ts)
+            if idx is not None and ev.ts <= cpu_spans[idx][1]:
+                cpu_by_step[idx].append(ev)
 
     rows, colls, classes = [], [], []
     for phase, idx, start, end in steps:
@@ -363,7 +239,7 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
             }
         )
     if how == "CUDA-graph launches":
-        _label_graph_phases(rows)
+        label_graph_phases(rows)
     return {
         "steps": pd.DataFrame(rows, columns=STEP_COLUMNS),
         "collectives": pd.DataFrame(colls),
@@ -390,38 +266,6 @@ def kernel_totals(rank: RankEvents) -> pd.DataFrame:
     ]
     frame = pd.DataFrame(rows, columns=["rank", "kernel", "group", "count", "total_us"])
     return frame.sort_values("total_us", ascending=False, ignore_index=True)
-
-
-def _last_le(starts: list[float], ts: float) -> int | None:
-    lo, hi = 0, len(starts)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if starts[mid] <= ts:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - 1 if lo > 0 else None
-
-
-def _label_graph_phases(rows: list[dict]) -> None:
-    """Under SGLang's CUDA graphs: the launches with the most all-reduces are target-model passes
-    (verify), the one right after a target pass is the draft-extend, the rest are draft steps. Without any
-    all-reduce (TP 1) only size is left: the launches with the most kernels are target passes, the rest
-    are labelled "other graph" (a draft model cannot be told apart from other graphs by size alone)."""
-    if not rows:
-        return
-    by_collectives = any(r["allreduce_count"] for r in rows)
-    key = "allreduce_count" if by_collectives else "kernel_count"
-    top = max(r[key] for r in rows)
-    previous_target = False
-    for r in rows:
-        if top and r[key] == top:
-            r["phase"], previous_target = "target", True
-        elif by_collectives:
-            r["phase"] = "draft_extend" if previous_target else "draft"
-            previous_target = False
-        else:
-            r["phase"] = "other graph"
 
 
 def align_ranks(steps: pd.DataFrame, colls: pd.DataFrame) -> pd.DataFrame:
@@ -479,53 +323,6 @@ class TraceSummary:
             "steps": json.loads(self.steps.to_json(orient="records")),
             "rank_skew": json.loads(self.rank_skew().to_json(orient="records")),
         }
-
-
-SIDECAR_SUFFIXES = (".times.json",)  # JSON that is not a trace (other sidecars are dotfiles or not *.json)
-
-
-def is_trace_file(path: Path) -> bool:
-    """A profiler trace by its name: ``*.json`` / ``*.json.gz``, not a dotfile (sidecars, editors' files) and
-    not a sidecar such as ``*.times.json``."""
-    name = path.name
-    return (
-        path.is_file()
-        and not name.startswith(".")
-        and name.endswith(TRACE_SUFFIXES)
-        and not name.endswith(SIDECAR_SUFFIXES)
-    )
-
-
-def expand_paths(paths: list[Path | str]) -> list[Path]:
-    """Files as given; folders expanded to the trace files they hold (sorted; dotfiles and sidecars skipped)."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(f for f in p.iterdir() if is_trace_file(f))
-            if not found:
-                raise TraceError(f"{p}: folder holds no trace files (*.json, *.json.gz; dotfiles and sidecars skipped)")
-            files.extend(found)
-        elif p.exists():
-            files.append(p)
-        else:
-            raise TraceError(f"{p}: no such file or folder")
-    return files
-
-
-def assign_ranks(files: list[Path]) -> list[tuple[Path, int]]:
-    """Each file with its rank; refuses two files that claim the same rank (two captures in one folder)."""
-    claimed: dict[int, Path] = {}
-    out = []
-    for i, f in enumerate(files):
-        rank = rank_of(f, i)
-        if rank in claimed:
-            raise TraceError(
-                f"{claimed[rank]} and {f} both claim rank {rank}: summarize one capture at a time "
-                "(pass the files of one capture, or move the other out of the folder)"
-            )
-        claimed[rank] = f
-        out.append((f, rank))
-    return out
 
 
 def _summarize_one(args: tuple[str, int, str, int | None]) -> dict:

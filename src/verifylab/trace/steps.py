@@ -1,0 +1,153 @@
+"""Reading one rank's trace into the events the analysis uses, and cutting it into steps (passes) with a
+phase each: from step markers (SGLang's ``step[TARGET_VERIFY bs=2]``, ``draft``, ``draft_extend``, PyTorch's
+``ProfilerStep#3``), preferring their GPU-timeline copies, else from CUDA-graph launches, else the whole trace."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verifylab.errors import TraceError
+from verifylab.trace.classify import KERNEL_CATS, classify_cpu_collective
+from verifylab.trace.intervals import outermost
+from verifylab.trace.reader import Event, iter_raw, to_event
+
+DEFAULT_STEP_MARKER = (
+    r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*"
+    r"|step\[[A-Z_]+\b[^\]]*\])$"
+)
+GRAPH_LAUNCH = re.compile(r"^cudaGraphLaunch")
+SGLANG_STEP = re.compile(r"^step\[(?P<mode>[A-Z_]+)\b")
+# SGLang's forward modes as phases: a target pass is a verify pass under speculative decoding, a decode otherwise
+SGLANG_PHASES = {
+    "TARGET_VERIFY": "target",
+    "DECODE": "target",
+    "EXTEND": "prefill",
+    "MIXED": "prefill",
+    "DRAFT_EXTEND": "draft_extend",
+    "DRAFT_EXTEND_V2": "draft_extend",
+    "IDLE": "idle",
+}
+
+
+@dataclass
+class RankEvents:
+    """The events of one rank's trace that the analysis uses."""
+
+    path: Path
+    rank: int
+    kernels: list[Event] = field(default_factory=list)
+    cpu_collectives: list[Event] = field(default_factory=list)
+    markers: list[Event] = field(default_factory=list)
+    gpu_markers: list[Event] = field(default_factory=list)
+    graph_launches: list[Event] = field(default_factory=list)
+    event_count: int = 0
+
+
+def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
+    """One streaming pass over a trace, keeping kernels, collectives, step markers (CPU and GPU timeline) and
+    graph launches."""
+    marker = re.compile(step_marker)
+    out = RankEvents(path, rank)
+    wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
+    count = 0
+    for obj in iter_raw(path):
+        count += 1
+        if obj.get("ph") != "X":
+            continue
+        cat = obj.get("cat", "")
+        if cat in KERNEL_CATS:
+            out.kernels.append(to_event(obj))
+        elif cat in ("cpu_op", "user_annotation", "python_function"):
+            name = obj.get("name", "")
+            keep = wanted.get(name)
+            if keep is None:
+                keep = wanted[name] = bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
+                if name == "record_param_comms":
+                    keep = wanted[name] = True
+            if keep:
+                ev = to_event(obj)
+                if marker.match(name):
+                    out.markers.append(ev)
+                elif classify_cpu_collective(name, ev.args):
+                    out.cpu_collectives.append(ev)
+        elif cat == "gpu_user_annotation" and marker.match(obj.get("name", "")):
+            out.gpu_markers.append(to_event(obj))
+        elif cat == "cuda_runtime" and GRAPH_LAUNCH.match(obj.get("name", "")):
+            out.graph_launches.append(to_event(obj))
+    out.event_count = count
+    if count == 0:
+        raise TraceError(f"{path}: the trace holds no events")
+    return out
+
+
+def phase_of_marker(name: str) -> str:
+    """The phase a step marker names: SGLang's ``step[TARGET_VERIFY bs=2]`` -> target, ``step[EXTEND ...]`` ->
+    prefill; ``draft_extend`` / ``ProfilerStep#3`` -> the name without its number."""
+    sglang = SGLANG_STEP.match(name)
+    if sglang:
+        return SGLANG_PHASES.get(sglang["mode"], sglang["mode"].lower())
+    return re.sub(r"#?\d+$", "", name) or name
+
+
+@dataclass
+class Steps:
+    """A rank's steps as (phase, index, start, end), how they were found, whether a kernel must lie inside its
+    step's span (GPU-timeline markers) and, for graph replays, kernel correlation id -> step."""
+
+    spans: list[tuple[str, int, float, float]]
+    how: str
+    bounded: bool = False
+    graph_step: dict[int, int] = field(default_factory=dict)
+    cpu_spans: list[tuple[float, float]] | None = None  # where CPU-side events of each step lie, if known
+
+    def cpu_span(self, idx: int) -> tuple[float, float] | None:
+        if self.cpu_spans is not None:
+            return self.cpu_spans[idx]
+        return None if self.bounded else self.spans[idx][2:]
+
+
+def segment_steps(rank: RankEvents) -> Steps:
+    """Cut one rank's trace into steps. GPU-timeline markers come first: kernels run after the CPU range that
+    launched them, so only the GPU copy holds them; a marker nested in another (the draft model's
+    ``step[EXTEND]`` inside ``draft_extend``) belongs to the outer one."""
+    if rank.gpu_markers:
+        ms = outermost(rank.gpu_markers, same_thread=False)
+        spans = [(phase_of_marker(m.name), i, m.ts, m.end) for i, m in enumerate(ms)]
+        cpu = outermost(rank.markers, same_thread=False)  # the CPU copies, for CPU-side events (message sizes)
+        same = [c.name for c in cpu] == [m.name for m in ms]
+        cpu_spans = [(c.ts, c.end) for c in cpu] if same else None
+        return Steps(spans, "step markers (GPU timeline)", bounded=True, cpu_spans=cpu_spans)
+    if rank.markers:
+        ms = sorted(rank.markers, key=lambda e: e.ts)
+        return Steps([(phase_of_marker(m.name), i, m.ts, m.end) for i, m in enumerate(ms)], "step markers")
+    if rank.graph_launches:
+        gl = sorted(rank.graph_launches, key=lambda e: e.ts)
+        corr = {int(g.args["correlation"]): i for i, g in enumerate(gl) if "correlation" in g.args}
+        return Steps([("graph", i, g.ts, g.end) for i, g in enumerate(gl)], "CUDA-graph launches", graph_step=corr)
+    events = rank.kernels or rank.cpu_collectives
+    if not events:
+        return Steps([], "none")
+    return Steps([("trace", 0, min(e.ts for e in events), max(e.end for e in events))], "whole trace")
+
+
+def label_graph_phases(rows: list[dict]) -> None:
+    """Under SGLang's CUDA graphs without step markers: the launches with the most all-reduces are target-model
+    passes (verify), the one right after a target pass is the draft-extend, the rest are draft steps. Without
+    any all-reduce (TP 1) only size is left: the launches with the most kernels are target passes, the rest
+    are labelled "other graph" (a draft model cannot be told apart from other graphs by size alone)."""
+    if not rows:
+        return
+    by_collectives = any(r["allreduce_count"] for r in rows)
+    key = "allreduce_count" if by_collectives else "kernel_count"
+    top = max(r[key] for r in rows)
+    previous_target = False
+    for r in rows:
+        if top and r[key] == top:
+            r["phase"], previous_target = "target", True
+        elif by_collectives:
+            r["phase"] = "draft_extend" if previous_target else "draft"
+            previous_target = False
+        else:
+            r["phase"] = "other graph"
