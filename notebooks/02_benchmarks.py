@@ -55,6 +55,8 @@ from verifylab.report.bench_report import (
     single_stream_chart,
 )
 from verifylab.report.live_smoke import live_smoke_benchmarks
+from verifylab.report.live_tp2 import live_single_stream, live_single_stream_finding
+from verifylab.runs import RunStore
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="02_benchmarks")
 pd.set_option("display.max_colwidth", 120)
@@ -107,6 +109,21 @@ reported_comparisons(params.data_dir)
 
 # %%
 benchmark_section(params.data_dir)
+
+# %% [markdown]
+# ## A real SGLang server at TP 2 (mechanics)
+#
+# The live TP-2 round (`benchmarks/live_tp2`): SGLang 0.5.17 on two H200s (NVLink) serving a random-weight
+# Qwen3-MoE with a random one-layer EAGLE-3 draft, each variant started in turn. A tiny model on NVLink says
+# nothing about a Blackwell PCIe box: these rows show that each variant starts, serves and reports what it
+# should, not which is faster. Each row names its run.
+
+# %%
+live_tp2 = live_single_stream(RunStore(params.data_dir / "runs"))
+live_single_stream_finding(live_tp2)
+
+# %%
+live_tp2
 
 # %% [markdown]
 # ## Live smoke: the pipeline against a real SGLang server

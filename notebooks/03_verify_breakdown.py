@@ -54,16 +54,15 @@ label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
 import pandas as pd
 
 from verifylab.params import validate_parameters
-from verifylab.report.breakdown import chapter3_tables, live_profile_section
+from verifylab.report.breakdown import chapter3_tables, live_profile_section, verify_allreduce_bytes
 from verifylab.report.charts import step_breakdown_chart
 from verifylab.report.comm_measured import (
     allreduce_latency_measured,
     latency_curves_chart,
-    live_allreduce_kernels,
-    live_allreduce_kernels_table,
     measured_trace_breakdown,
 )
 from verifylab.report.live_smoke import live_smoke_profile
+from verifylab.report.live_tp2 import live_allreduce_kernels, live_kernels_finding, live_kernels_table
 from verifylab.runs import RunStore
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="03_verify_breakdown")
@@ -123,17 +122,19 @@ latency_curves_chart(latency)
 # %% [markdown]
 # ## A real SGLang server at TP 2: which kernels do the all-reduces
 #
-# SGLang 0.5.17 served a tiny random-weight Qwen3-MoE on two H200s (chapter 03's live profile, each variant
-# started and profiled in turn). Without fusion every all-reduce of a target pass is SGLang's own custom
-# all-reduce (its v2 kernel, `all_reduce_kernel<AllReducePushImpl...>`, which names neither "nccl" nor
-# "custom": a name filter misses it just as it misses fused kernels). With fusion, FlashInfer's one-shot
-# Lamport kernel replaces them one for one, except the last layer's MLP all-reduce and the vocab-parallel
-# embedding's, which stay on the custom all-reduce: the count per pass does not change. Mechanics, not
-# performance.
+# SGLang 0.5.17 served a tiny random-weight Qwen3-MoE (with a random one-layer EAGLE-3 draft) on two H200s:
+# chapter 3's live profile started and profiled each variant in turn, and the analyzer cut the traces at
+# SGLang's own step markers (`step[TARGET_VERIFY]` is the verify pass, `draft` the draft model's steps,
+# `draft_extend` its extend). Without fusion every all-reduce is SGLang's own custom all-reduce (its v2
+# kernel, `all_reduce_kernel<AllReducePushImpl...>`, which names neither "nccl" nor "custom": a name filter
+# misses it just as it misses fused kernels). Mechanics, not performance.
 
 # %%
 live_kernels = live_allreduce_kernels(store)
-live_allreduce_kernels_table(live_kernels)
+live_kernels_finding(live_kernels)
+
+# %%
+live_kernels_table(live_kernels)
 
 # %% [markdown]
 # ## Live mode: the GPU box's own server
@@ -153,7 +154,7 @@ live_profile_section(
     params.data_dir,
     params.run_id,
     label,
-    message_bytes=draft_tokens * 7168 * 2,
+    message_bytes=verify_allreduce_bytes(model_path, draft_tokens),
     serve_variant=serve_variant,
     profile_variants=profile_variants,
     mechanics_only=mechanics_only,

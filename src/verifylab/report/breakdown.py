@@ -113,6 +113,21 @@ def chapter3_tables(data_dir: Path | str) -> dict[str, pd.DataFrame]:
     }
 
 
+def verify_allreduce_bytes(model_path: str | None, draft_tokens: int) -> int:
+    """Bytes of one all-reduce of a verify pass of one request: ``draft_tokens`` hidden states of the served
+    model (``hidden_size`` of its config.json), of Kimi-K2 when no local model is named (replay mode)."""
+    import json
+
+    from verifylab.vocab import KIMI_K2_HIDDEN, allreduce_message_bytes
+
+    hidden = KIMI_K2_HIDDEN
+    config = Path(model_path) / "config.json" if model_path else None
+    if config is not None and config.is_file():
+        doc = json.loads(config.read_text(encoding="utf-8"))
+        hidden = int(doc.get("hidden_size") or doc.get("text_config", {}).get("hidden_size") or KIMI_K2_HIDDEN)
+    return int(allreduce_message_bytes(draft_tokens, hidden))
+
+
 def live_profile_section(
     mode: str,
     server_url: str,

@@ -1,5 +1,5 @@
-"""The communication of a verify pass as measured on several GPUs (``benchmarks/gpu_multi.py`` runs) and the
-all-reduce kernels of a live SGLang server at TP > 1 (chapter 03's profile): tables, one finding, charts.
+"""The communication of a verify pass as measured on several GPUs (``benchmarks/gpu_multi.py`` runs): tables,
+findings, charts (a live SGLang server's kernels are in ``live_tp2``).
 
 Every frame carries ``label``, ``run_id`` and ``provenance`` ('measured'); the hardware label says what the
 numbers are (e.g. '2 x H200 (NVLink), SM90 — mechanism, not Blackwell').
@@ -218,46 +218,6 @@ def measured_trace_breakdown(store: RunStore) -> pd.DataFrame:
     cols = ["allreduce_count", "comm_us", "exposed_comm_us", "compute_us", "idle_us", "span_us"]
     out = steps.groupby(["path", "variant", "tokens"], as_index=False)[cols].mean().round(1)
     return _stamp(out, store, run_id).drop(columns="label").set_index(["path", "variant", "tokens"])
-
-
-def live_allreduce_kernels(store: RunStore, phase: str = "target") -> pd.DataFrame:
-    """All-reduce kernels per pass of a live SGLang server at TP > 1 (chapter 03's profile), by variant and
-    implementation; kernel names shortened to their template head."""
-    run_id = store.newest_with("allreduce_kernels")
-    if run_id is None:
-        return pd.DataFrame()
-    frame = store.read_table(run_id, "allreduce_kernels")
-    frame = frame[frame["phase"] == phase].copy()
-    frame["kernel"] = frame["kernel"].map(short_kernel_name)
-    out = frame.groupby(["variant", "impl", "kernel"], as_index=False)["per_pass"].sum()
-    return _stamp(out, store, run_id)
-
-
-ALLREDUCE_IMPL_NAMES = {
-    "custom": "SGLang custom all-reduce",
-    "flashinfer_fused": "FlashInfer fused all-reduce + add + RMSNorm",
-    "nccl": "NCCL",
-}
-
-
-def live_allreduce_kernels_table(kernels: pd.DataFrame) -> pd.DataFrame:
-    """The live kernels per target pass as the chapter shows them (one row per variant and kernel)."""
-    if kernels.empty:
-        return kernels
-    out = kernels.assign(
-        implementation=kernels["impl"].map(ALLREDUCE_IMPL_NAMES).fillna(kernels["impl"]),
-        kernel=kernels["kernel"].str.rsplit("::", n=1).str[-1],
-    )
-    out = out.rename(columns={"per_pass": "all-reduces per target pass"})
-    shown = ["variant", "implementation", "kernel", "all-reduces per target pass", "provenance", "run_id"]
-    return out[shown].set_index(["variant", "implementation"])
-
-
-def short_kernel_name(name: str, width: int = 90) -> str:
-    """A kernel's qualified name without its argument list and template arguments (readable in a table)."""
-    head = str(name).replace("(anonymous namespace)::", "").removeprefix("void ").split("(", 1)[0]
-    base = head.split("<", 1)[0]
-    return base if len(base) <= width else base[: width - 1] + "…"
 
 
 def prediction_check(store: RunStore) -> pd.DataFrame:
