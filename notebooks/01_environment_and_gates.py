@@ -38,10 +38,15 @@ from verifylab.params import validate_parameters
 from verifylab.report.gates_report import (
     live_gates_section,
     load_matrix,
+    load_pins,
     matrix_overview,
+    pcie_sm120_finding,
+    pcie_sm120_outlook,
     sm120_build_runs,
     version_findings,
 )
+from verifylab.report.live_tp2 import pcie_finding, pcie_simulation
+from verifylab.runs import RunStore
 
 params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="01_environment_and_gates")
 pd.set_option("display.max_colwidth", 160, "display.max_rows", 100)
@@ -67,8 +72,37 @@ matrix_overview(matrix)
 # - the symmetric-memory tables have no SM12x entry in any version: adding one only turns a `KeyError` crash
 #   into the communicator's own "no multicast" fallback — a crash fix, not a speed-up on PCIe;
 # - FlashInfer's JIT list admits major 12 only from 0.6.17;
-# - from 0.5.12 a workspace preflight needs NVLink multicast: on a PCIe box it logs "Skipping allreduce
-#   fusion" and stays on NCCL, whatever the gates say.
+# - from 0.5.12 a workspace preflight queries NVLink multicast: on a PCIe box the query fails, SGLang logs
+#   "Skipping allreduce fusion" and stays unfused whatever the arch gates say — until the multicast-preflight
+#   precondition is opened too (next section).
+
+# %% [markdown]
+# ## Which versions can run fused on a PCIe SM120 box
+#
+# Three things must hold on a PCIe Blackwell box: SGLang's arch gates admit SM120, FlashInfer's fusion module
+# builds for it, and the fusion workspace can be allocated without NVLink multicast. FlashInfer's TRT-LLM
+# workspace needs no multicast from 0.6.15, so the version SGLang pins decides; SGLang's own preflight still
+# asks for multicast and skips fusion when the answer is "not supported", which `verifylab gates apply` opens
+# as a precondition gate only where the FlashInfer installed allocates without it.
+
+# %%
+outlook = pcie_sm120_outlook(matrix, load_pins(params.data_dir))
+pcie_sm120_finding(outlook)
+
+# %%
+outlook
+
+# %% [markdown]
+# The precondition was reproduced on two H200s (SGLang 0.5.17, FlashInfer 0.6.15.post1) with the multicast
+# queries answered as a PCIe box answers them (`simulate_no_multicast`), before and after the gate; fusion in
+# effect is read from SGLang's log and the fused kernels from a profile (chapter 3):
+
+# %%
+pcie_sim = pcie_simulation(RunStore(params.data_dir / "runs"))
+pcie_finding(pcie_sim)
+
+# %%
+pcie_sim
 
 # %% [markdown]
 # ## One version in detail: SGLang 0.5.9 (the case study's era)

@@ -563,11 +563,12 @@ def gates_matrix(
     cache: Path = typer.Option(Path(".cache"), help="Wheel cache (git-ignored)."),
 ) -> None:
     """Download the published wheels (`pip download --no-deps`), audit each and store the version x gate
-    table: which versions need which patch. Chapter 1 shows it.
+    table: which versions need which patch, and next to it (`flashinfer_pins.csv`) the FlashInfer version each
+    SGLang wheel pins. Chapter 1 shows both.
 
     Example: `verifylab gates matrix --versions 0.5.8,0.5.9,0.5.23 --out data/gates/gate_matrix.csv`
     """
-    from verifylab.gates.matrix import gate_matrix, matrix_pivot
+    from verifylab.gates.matrix import flashinfer_pins, gate_matrix, matrix_pivot
     from verifylab.iorw import atomic_write_text
 
     wanted = {
@@ -577,9 +578,11 @@ def gates_matrix(
     try:
         with console.status("auditing") as status:
             frame = gate_matrix(wanted, cache, arch, progress=lambda what: status.update(f"auditing {what}"))
+            pins = flashinfer_pins(wanted["sglang"], cache)
     except VerifylabError as exc:
         raise fail(exc) from None
     atomic_write_text(out, frame.to_csv(index=False))
+    atomic_write_text(out.with_name("flashinfer_pins.csv"), pins.to_csv(index=False))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
 
 

@@ -32,3 +32,9 @@ BF16_BYTES = 2
 def allreduce_message_bytes(tokens: float, hidden: int = KIMI_K2_HIDDEN, itemsize: int = BF16_BYTES) -> float:
     """Bytes of one TP all-reduce of ``tokens`` hidden states."""
     return tokens * hidden * itemsize
+
+
+# FlashInfer facts from its source: its TRT-LLM all-reduce workspace allocates without multicast from 0.6.15
+# (trtllm_ar.py: SymmDeviceMemory(enable_multicast=False)); its fusion module's JIT list admits SM12x from 0.6.17
+FLASHINFER_WORKSPACE_WITHOUT_MULTICAST = "0.6.15"
+FLASHINFER_JIT_ADMITS_SM12X = "0.6.17"

@@ -22,7 +22,7 @@ from verifylab.errors import GateError
 from verifylab.gates.patch import FilePlan, plan_file
 from verifylab.gates.scan import MULTICAST_ROLE, Finding, arch_of, scan_file, sha256_bytes, sha256_of
 from verifylab.iorw import atomic_write_bytes, atomic_write_json
-from verifylab.vocab import version_at_least
+from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST, version_at_least
 
 STATE_DIR = ".verifylab-gates"
 PACKAGES = ("sglang", "flashinfer")
@@ -124,9 +124,6 @@ def audit(root: Path, arch: str = "sm120") -> Audit:
     return Audit(root, target, findings, hashes, versions)
 
 
-TRTLLM_WORKSPACE_WITHOUT_MULTICAST = "0.6.15"  # FlashInfer's trtllm_ar.py: SymmDeviceMemory(enable_multicast=False)
-
-
 def _judge_multicast_preflight(findings: list[Finding], flashinfer: str | None) -> None:
     """The preflight may be opened only where the installed FlashInfer allocates its TRT-LLM workspace without
     NVLink multicast (>= 0.6.15); otherwise opening it would only move the failure into the workspace."""
@@ -139,7 +136,7 @@ def _judge_multicast_preflight(findings: list[Finding], flashinfer: str | None) 
                 "; no FlashInfer in this tree: cannot tell whether its TRT-LLM workspace needs multicast, "
                 "so the preflight is left alone (audit the site-packages that hold both)"
             )
-        elif not version_at_least(flashinfer, TRTLLM_WORKSPACE_WITHOUT_MULTICAST):
+        elif not version_at_least(flashinfer, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST):
             f.status = "info"
             f.note += (
                 f"; FlashInfer {flashinfer}'s TRT-LLM workspace still needs NVLink multicast: fusion cannot run "
@@ -153,7 +150,7 @@ def _version_preconditions(versions: dict[str, str | None], target: int) -> list
     out = []
     fi = versions.get("flashinfer")
     if fi and target >= 120:
-        supported = version_at_least(fi, "0.6.17")
+        supported = version_at_least(fi, FLASHINFER_JIT_ADMITS_SM12X)
         out.append(
             Finding(
                 "flashinfer",

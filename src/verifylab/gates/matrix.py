@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import zipfile
@@ -99,6 +100,33 @@ def gate_matrix(
                         "provenance": f"audited: published {DIST[package]} {version} wheel",
                     }
                 )
+    return pd.DataFrame(rows)
+
+
+def flashinfer_pin(unpacked: Path) -> str | None:
+    """The FlashInfer version an unpacked SGLang wheel requires (``Requires-Dist: flashinfer_python==X``)."""
+    for metadata in unpacked.glob("*.dist-info/METADATA"):
+        for line in metadata.read_text(encoding="utf-8", errors="replace").splitlines():
+            found = re.match(r"Requires-Dist:\s*flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*([^\s;,]+)", line, re.I)
+            if found:
+                return found.group(1)
+    return None
+
+
+def flashinfer_pins(versions: list[str], cache: Path) -> pd.DataFrame:
+    """Per SGLang version (wheels already in ``cache``, as ``gate_matrix`` leaves them): the FlashInfer it pins."""
+    rows = []
+    for version in versions:
+        root = unpack_sources(
+            download_wheel("sglang", version, cache / "wheels"), "sglang", cache / "unpacked" / f"sglang-{version}"
+        )
+        rows.append(
+            {
+                "sglang": version,
+                "flashinfer_pin": flashinfer_pin(root),
+                "provenance": f"audited: published sglang {version} wheel METADATA",
+            }
+        )
     return pd.DataFrame(rows)
 
 

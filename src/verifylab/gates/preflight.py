@@ -9,7 +9,7 @@ import subprocess
 import pandas as pd
 
 from verifylab.env import HostInfo, capture_host
-from verifylab.vocab import version_at_least
+from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, version_at_least
 
 
 def _nvcc_archs() -> list[str]:
@@ -57,7 +57,7 @@ def box_preflight(host: HostInfo | None = None, arch: int = 120) -> pd.DataFrame
         }
     )
     fi = host.versions.get("flashinfer")
-    fi_ok = version_at_least(fi, "0.6.17")
+    fi_ok = version_at_least(fi, FLASHINFER_JIT_ADMITS_SM12X)
     rows.append(
         {
             "check": "FlashInfer version",

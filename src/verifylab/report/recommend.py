@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, variant_args
+from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST, version_at_least
 
 FUSION_BATCH_LIMIT = 2048
 
@@ -177,20 +178,18 @@ def _gates(ev: Evidence) -> Recommendation:
 
 def _risks(ev: Evidence) -> list[Recommendation]:
     out = []
-    if ev.flashinfer_version:
-        parts = tuple(int(x) for x in ev.flashinfer_version.split(".")[:3] if x.isdigit())
-        if parts < (0, 6, 17):
-            out.append(
-                Recommendation(
-                    "risk: FlashInfer version",
-                    f"FlashInfer {ev.flashinfer_version} predates SM12x support (0.6.17): "
-                    "opening its JIT list compiles for sm_120a (measured on an H200 machine) but running is untested.",
-                    ["sm120 build check run", "chapter 1"],
-                    "medium",
-                    measure_next="upgrade to FlashInfer >= 0.6.17",
-                    provenance=["measured"],
-                )
+    if ev.flashinfer_version and not version_at_least(ev.flashinfer_version, FLASHINFER_JIT_ADMITS_SM12X):
+        out.append(
+            Recommendation(
+                "risk: FlashInfer version",
+                f"FlashInfer {ev.flashinfer_version} predates SM12x support ({FLASHINFER_JIT_ADMITS_SM12X}): "
+                "opening its JIT list compiles for sm_120a (measured on an H200 machine) but running is untested.",
+                ["sm120 build check run", "chapter 1"],
+                "medium",
+                measure_next="upgrade to FlashInfer >= 0.6.17",
+                provenance=["measured"],
             )
+        )
     if ev.flashinfer_version and ev.flashinfer_version.startswith("0.6.1") and len(ev.flashinfer_version) == 5:
         out.append(
             Recommendation(
@@ -214,18 +213,37 @@ def _risks(ev: Evidence) -> list[Recommendation]:
         )
     )
     if ev.interconnect != "NVLink":
-        out.append(
-            Recommendation(
-                "risk: no NVLink multicast",
-                "On PCIe, SGLang >= 0.5.12 runs a workspace preflight that needs NVLink "
-                "multicast: it logs 'Skipping allreduce fusion' and stays on NCCL whatever the gates say.",
-                ["gates audit (precondition)", "chapter 1"],
-                "medium",
-                measure_next="grep the server log; profile for fused kernel names",
-                provenance=["audited"],
-            )
-        )
+        out.append(_no_multicast_risk(ev))
     return out
+
+
+def _no_multicast_risk(ev: Evidence) -> Recommendation:
+    """Without NVLink multicast (PCIe) fusion runs only where FlashInfer allocates its workspace without it;
+    SGLang's preflight (>= 0.5.12) must then be opened as a precondition gate."""
+    common = dict(
+        evidence=["gates audit (precondition)", "simulated-PCIe run on 2 x H200 (SM90)", "chapter 1"],
+        provenance=["audited", "measured"],
+    )
+    if ev.flashinfer_version and not version_at_least(ev.flashinfer_version, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST):
+        return Recommendation(
+            "risk: no NVLink multicast",
+            f"FlashInfer {ev.flashinfer_version}'s all-reduce workspace needs NVLink multicast, which a PCIe box "
+            f"lacks: fusion cannot run on it, whatever the gates say. SGLang versions that pin FlashInfer >= "
+            f"{FLASHINFER_WORKSPACE_WITHOUT_MULTICAST} can (chapter 1's table).",
+            confidence="medium",
+            measure_next="upgrade SGLang with its pinned FlashInfer; grep the log for 'AllReduce Fusion enabled'",
+            **common,
+        )
+    return Recommendation(
+        "risk: no NVLink multicast",
+        "On PCIe SGLang's workspace preflight (>= 0.5.12) asks for NVLink multicast, logs 'Skipping allreduce "
+        "fusion' and stays unfused; `verifylab gates apply` opens it as a precondition (FlashInfer "
+        f">= {FLASHINFER_WORKSPACE_WITHOUT_MULTICAST} needs no multicast). Check the log says 'AllReduce Fusion "
+        "enabled' and a profile shows fused kernels.",
+        confidence="medium",
+        measure_next="grep the server log; profile for fused kernel names",
+        **common,
+    )
 
 
 DRAFT_PLACEHOLDER = "<EAGLE-3-draft-path>"
