@@ -34,6 +34,7 @@ launcher = ["python", "-m", "sglang.launch_server"]
 import pandas as pd
 
 from verifylab.params import validate_parameters
+from verifylab.report.gates_report import load_matrix, load_pins, pcie_sm120_finding, pcie_sm120_outlook
 from verifylab.report.recommend import evidence_from_data, recommend, recommendations_frame
 from verifylab.serve import BaseConfig, launcher_help
 
@@ -46,6 +47,15 @@ recommendations = recommend(evidence)
 
 # %%
 recommendations_frame(recommendations)
+
+# %% [markdown]
+# ## Fusion on a PCIe SM120 box: which versions
+#
+# Chapter 1's table, in one sentence: which SGLang releases (with the FlashInfer they pin) can run the
+# all-reduce fusion without NVLink multicast, and what must be opened first.
+
+# %%
+pcie_sm120_finding(pcie_sm120_outlook(load_matrix(params.data_dir), load_pins(params.data_dir)))
 
 # %% [markdown]
 # ## The launch command
