@@ -67,10 +67,11 @@ def arch_of(node: ast.AST) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def arch_or_nodes(tree: ast.AST) -> list[ast.BoolOp]:
-    """``or`` expressions with at least two operands that are architecture predicates."""
+def arch_or_nodes(tree: ast.AST, nodes: list[ast.AST] | None = None) -> list[ast.BoolOp]:
+    """``or`` expressions with at least two operands that are architecture predicates (``nodes``: the tree's
+    nodes when already walked)."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes if nodes is not None else ast.walk(tree):
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
             archs = [arch_of(v) for v in node.values]
             if sum(a is not None for a in archs) >= 2:
@@ -79,11 +80,15 @@ def arch_or_nodes(tree: ast.AST) -> list[ast.BoolOp]:
 
 
 class _Parents(ast.NodeVisitor):
+    """Every node of a tree (one walk, shared by the scans of a file) and each node's parent."""
+
     def __init__(self, tree: ast.AST) -> None:
         self.parent: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(tree):
+        self.nodes: list[ast.AST] = [tree]
+        for node in self.nodes:  # breadth first, as ast.walk; the list grows while it is read
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
+                self.nodes.append(child)
 
     def chain(self, node: ast.AST) -> list[ast.AST]:
         out = []
@@ -106,20 +111,19 @@ def _raise_about_fusion(stmt: ast.If, source: str) -> bool:
     return any(isinstance(s, ast.Raise) and _mentions_fusion(s, source) for s in stmt.body)
 
 
+# a file without any of these cannot hold a gate, table, limit or precondition (nor define an arch predicate)
+SCAN_TOKENS = ("is_sm", "supported_major_versions", "FUSE_ALLREDUCE", "MiB", "MULTIMEM", "Skipping allreduce fusion")
+
+
+def may_hold_gates(source: str) -> bool:
+    """Whether a source is worth parsing: it mentions one of ``SCAN_TOKENS``."""
+    return any(tok in source for tok in SCAN_TOKENS)
+
+
 def scan_file(path: Path, rel: str, target: int) -> list[Finding]:
     """All findings in one Python file (empty when it has none)."""
     source = path.read_text(encoding="utf-8")
-    if not any(
-        tok in source
-        for tok in (
-            "is_sm",
-            "supported_major_versions",
-            "FUSE_ALLREDUCE",
-            "MiB",
-            "MULTIMEM",
-            "Skipping allreduce fusion",
-        )
-    ):
+    if not may_hold_gates(source):
         return []
     try:
         tree = ast.parse(source, filename=rel)
@@ -127,7 +131,7 @@ def scan_file(path: Path, rel: str, target: int) -> list[Finding]:
         raise SyntaxError(f"{rel}: line {exc.lineno}: {exc.msg}") from exc
     parents = _Parents(tree)
     findings: list[Finding] = []
-    for node in arch_or_nodes(tree):
+    for node in arch_or_nodes(tree, parents.nodes):
         archs = sorted({a for a in (arch_of(v) for v in node.values) if a is not None})
         if not ({90, 100} & set(archs)):
             continue
@@ -189,9 +193,9 @@ def _sets_fusion_flag(stmt: ast.If) -> bool:
 
 def _single_predicate_gates(tree, source, rel, target, parents) -> list[Finding]:
     """``if ... and is_sm100_supported(): ... enable_flashinfer_allreduce_fusion = True`` (one arch only)."""
-    in_or = {id(v) for n in arch_or_nodes(tree) for v in n.values}
+    in_or = {id(v) for n in arch_or_nodes(tree, parents.nodes) for v in n.values}
     out = []
-    for stmt in ast.walk(tree):
+    for stmt in parents.nodes:
         if not (isinstance(stmt, ast.If) and _sets_fusion_flag(stmt)):
             continue
         for node in ast.walk(stmt.test):
@@ -262,7 +266,7 @@ def auto_enable_models(scope: ast.AST | None, tree: ast.Module) -> list[str]:
 
 def _tables(tree, source, rel, target, parents) -> list[Finding]:
     out = []
-    for node in ast.walk(tree):
+    for node in parents.nodes:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         name = node.targets[0].id
@@ -301,7 +305,7 @@ def _tables(tree, source, rel, target, parents) -> list[Finding]:
 
 def _jit_lists(tree, source, rel, target, parents) -> list[Finding]:
     out = []
-    for node in ast.walk(tree):
+    for node in parents.nodes:
         if not isinstance(node, ast.keyword) or node.arg != "supported_major_versions":
             continue
         if not isinstance(node.value, ast.List):
