@@ -4,29 +4,19 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from verifylab.book import build_book
-from verifylab.cli import app
 from verifylab.edition import changes_since, data_digest, edition_id
 from verifylab.pipeline import PipelineParams, load_params, run_pipeline
 
+from .projects import project_copy
+
 pytestmark = pytest.mark.slow
-
-
-def project_copy(repo_root: Path, target: Path) -> Path:
-    for name in ("notebooks", "data", "_config.yml", "_toc.yml"):
-        src = repo_root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, target / name)
-    shutil.copytree(repo_root / "book", target / "book", ignore=shutil.ignore_patterns("_generated"))
-    return target
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +88,9 @@ def test_data_digest_depends_on_content_and_names(tmp_path):
     assert data_digest(tmp_path) != d1
 
 
-def test_smoke_params_replay_end_to_end(repo_root, tmp_path):
-    root = project_copy(repo_root, tmp_path)
-    result = CliRunner().invoke(
-        app, ["run", "--params", str(repo_root / "examples" / "params-smoke.yaml"), "--root", str(root)]
-    )
+def test_smoke_params_replay_end_to_end(smoke_run):
+    """`verifylab run --params examples/params-smoke.yaml` in replay mode renders the book (the session's build)."""
+    root, result = smoke_run
     assert result.exit_code == 0, result.output
     assert (root / "_build" / "html" / "index.html").is_file()
 

@@ -11,6 +11,8 @@ compute-capability major, FlashInfer's JIT arch list and the fusion batch limit 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field
@@ -121,10 +123,20 @@ def may_hold_gates(source: str) -> bool:
 
 
 def scan_file(path: Path, rel: str, target: int) -> list[Finding]:
-    """All findings in one Python file (empty when it has none)."""
+    """All findings in one Python file (empty when it has none). A source already scanned in this process is
+    not parsed again (apply and verify audit the same files; the findings are copies, free to change)."""
     source = path.read_text(encoding="utf-8")
     if not may_hold_gates(source):
         return []
+    return [dataclasses.replace(f) for f in _scan_source(source, rel, target)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _scan_source(source: str, rel: str, target: int) -> tuple[Finding, ...]:
+    return tuple(_scan_tree(source, rel, target))
+
+
+def _scan_tree(source: str, rel: str, target: int) -> list[Finding]:
     try:
         tree = ast.parse(source, filename=rel)
     except SyntaxError as exc:
