@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import sys
 import xml.etree.ElementTree as ET
 
@@ -11,7 +12,7 @@ import pytest
 import yaml
 
 from verifylab.book import build_book
-from verifylab.edition import changes_since, data_digest, edition_id
+from verifylab.edition import changes_since, data_digest, write_generated_pages
 from verifylab.pipeline import PipelineParams, load_params, run_pipeline
 
 from .projects import project_copy
@@ -20,10 +21,15 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def editions(repo_root, tmp_path_factory):
-    root = project_copy(repo_root, tmp_path_factory.mktemp("project"))
-    first = build_book(root).edition
-    again = {"id": edition_id(root, root / "data")}  # the same inputs, without rendering a second time
+def editions(smoke_run, tmp_path_factory):
+    """Two editions: the session's build (a copy, so the session's book stays as it is) and one more after a
+    data file was added (``build_book``, the ``make book`` path)."""
+    session_root, result = smoke_run
+    assert result.exit_code == 0, result.output
+    root = tmp_path_factory.mktemp("project") / "p"
+    shutil.copytree(session_root, root)
+    again = json.loads((root / "_build" / "editions" / "editions.json").read_text())[-1]  # as rendered
+    first = write_generated_pages(root, root / "data")  # the same inputs' edition, computed without rendering
     extra = root / "data" / "reference" / "extra_note.csv"
     extra.write_text("figure,value\nnew,1\n")
     changed = build_book(root).edition
@@ -66,7 +72,7 @@ def test_exports_open(editions):
 
 def test_publish_registers_and_changes_page_compares(editions):
     root, first, _, _changed = editions
-    from verifylab.edition import publish, write_generated_pages
+    from verifylab.edition import publish
 
     publish(root, first)
     registry = json.loads((root / "book" / "editions.json").read_text())
