@@ -1,0 +1,34 @@
+"""The ``verifylab`` command line: a thin shell over library calls (typer + rich), one module per command
+group; ``_shared`` holds the consoles, the one error exit and the progress bar."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    help="Evidence for SGLang tensor-parallel speculative decoding on PCIe GPUs.\n\n"
+    "On the GPU box: `verifylab env`, `verifylab gates audit|apply|verify`, `verifylab serve VARIANT`, "
+    "`verifylab bench|sweep --url URL`, `verifylab trace summarize DIR`, or all of it at once with "
+    "`verifylab run --params params.yaml`. Anywhere: `verifylab model whatif|reconcile`, `verifylab runs list`, "
+    "`verifylab book` (renders the book from data/).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+from verifylab.cli import bench, book, gates, model, trace  # noqa: E402  (the modules register their commands)
+
+app.command()(book.env)
+app.add_typer(book.runs_app, name="runs")
+app.command()(book.book)
+app.command("run")(book.run_cmd)
+app.add_typer(trace.trace_app, name="trace")
+app.command("synth-verify")(trace.synth_verify)
+app.add_typer(model.model_app, name="model")
+app.add_typer(gates.gates_app, name="gates")
+app.command()(bench.bench)
+app.command()(bench.sweep)
+app.command("serve")(bench.serve_cmd)
+
+
+def main() -> None:  # pragma: no cover - console entry point alias
+    app()

@@ -1,0 +1,5 @@
+"""``python -m verifylab.cli``."""
+
+from verifylab.cli import app
+
+app()

@@ -1,0 +1,59 @@
+"""What every command group shares: the consoles, one error exit, a table printer, a progress bar."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from verifylab.errors import ParameterError, VerifylabError
+
+ROOT_HELP = (
+    "Folder holding sglang/ (site-packages or an unpacked wheel), maybe flashinfer/ too. "
+    "Default: the sglang importable here."
+)
+console = Console() if sys.stdout.isatty() else Console(width=160)  # pipes and CI: wide, no wrapping
+err_console = Console(stderr=True)
+
+
+def gates_root(root: Path | None) -> Path:
+    """The folder a gates command works on: the given one, else the sglang importable here."""
+    from verifylab.gates import default_root
+
+    return root if root is not None else default_root()
+
+
+def fail(exc: VerifylabError) -> typer.Exit:
+    """Print a library error as one line and return the exit to raise: 2 for a wrong parameter (a usage error,
+    as click's own), 1 for everything that went wrong while working."""
+    # the message is text, not markup: errors quote paths and logs like "[/src/gloo/...:78]"
+    err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False, markup=True)
+    return typer.Exit(code=2 if isinstance(exc, ParameterError) else 1)
+
+
+def print_frame(frame, title: str | None = None) -> None:
+    """Render a DataFrame as a rich table."""
+    table = Table(title=title, show_lines=False)
+    for column in frame.columns:
+        table.add_column(str(column), overflow="fold")
+    for row in frame.itertuples(index=False):
+        table.add_row(*["" if v is None else str(v) for v in row])
+    console.print(table)
+
+
+def progress_bar():
+    """A transient rich progress bar on stderr (description, bar, n/total, elapsed)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )

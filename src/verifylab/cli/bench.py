@@ -1,0 +1,215 @@
+"""``verifylab bench``, ``sweep`` and ``serve``: a live SGLang server, started and measured."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from verifylab.cli._shared import console, fail, print_frame, progress_bar
+from verifylab.errors import ParameterError, VerifylabError
+
+
+def _recorder(data_dir: Path, run_id: str | None, label: str | None, params: dict):
+    if run_id is None:
+        return None
+    if not label:
+        raise ParameterError(
+            "--run-id needs --label (the hardware label shown with every number, e.g. '8x RTX PRO 6000')"
+        )
+    from verifylab.bench.runner import open_recorder
+
+    return open_recorder(data_dir, run_id, label, params)
+
+
+def _parse_concurrency(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ParameterError(f"--concurrency {text!r}: expected integers separated by commas, e.g. 1,4,16") from None
+    if not values or min(values) < 1:
+        raise ParameterError(f"--concurrency {text!r}: every value must be >= 1")
+    return values
+
+
+def bench(
+    url: str = typer.Option(..., help="Server URL, e.g. http://127.0.0.1:30000"),
+    runs: int = typer.Option(5, min=1, help="Timed runs (one stream, one after the other)."),
+    warmup: int = typer.Option(2, min=0, help="Warm-up requests, discarded."),
+    max_tokens: int = typer.Option(2048, min=2, help="Output tokens per run (ignore_eos, temperature 0)."),
+    api: str = typer.Option("generate", help="generate (SGLang native, counts tokens per chunk) or openai."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (runs, median, CI, accept length)."),
+    variant: str = typer.Option("server", help="Name the results are stored under."),
+    run_id: str | None = typer.Option(None, help="Store into this run (created or resumed) under DATA_DIR/runs."),
+    label: str | None = typer.Option(None, help="Hardware label of the stored run."),
+    data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/."),
+) -> None:
+    """The single-stream method: W warm-ups, then N runs x M tokens at temperature 0, one stream.
+    Reports output tokens/s per run, the median with a 95 % bootstrap interval, TPOT statistics and the
+    token-weighted accept length (sum of tokens / sum of verify passes), cross-checked with /server_info.
+
+    Example: `verifylab bench --url http://127.0.0.1:30000 --runs 5 --warmup 2 --max-tokens 2048 --json`
+    """
+    from verifylab.bench.method import SingleStreamConfig
+    from verifylab.bench.runner import run_single
+
+    try:
+        recorder = _recorder(
+            data_dir, run_id, label, {"url": url, "runs": runs, "warmup": warmup, "max_tokens": max_tokens, "api": api}
+        )
+        with progress_bar() as progress:
+            task = progress.add_task("runs", total=runs)
+            summary = run_single(
+                url,
+                SingleStreamConfig(runs, warmup, max_tokens),
+                api,
+                recorder=recorder,
+                variant=variant,
+                progress=lambda _, d, t: progress.update(task, completed=d, total=t),
+            )
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    ci = summary["ci95_output_tokens_per_s"]
+    console.print(
+        f"median {summary['median_output_tokens_per_s'] or 0:.2f} tok/s"
+        + (f" (95 % CI {ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
+        + f"; accept length {summary['accept_length']}; failed {summary['failed']}"
+    )
+    for r in summary["runs"]:
+        console.print(
+            f"  {r['prompt_id']:<22} {r['output_tokens']:>6} tokens "
+            f"{(r['output_tokens_per_s'] or 0):8.2f} tok/s  {r['error'] or ''}",
+            highlight=False,
+        )
+
+
+def sweep(
+    url: str = typer.Option(..., help="Server URL."),
+    concurrency: str = typer.Option("1,2,4,8,16,32,64", help="Requests in flight per cell (closed loop)."),
+    max_tokens: int = typer.Option(512, min=2, help="Output tokens per request."),
+    requests_per_cell: int | None = typer.Option(None, min=1, help="Requests per cell (default max(2C, 8))."),
+    api: str = typer.Option("generate", help="generate or openai."),
+    stall_timeout: float = typer.Option(60.0, help="Seconds without a byte before a request counts as stalled."),
+    as_json: bool = typer.Option(False, "--json", help="Print {cells: [...]} as JSON."),
+    variant: str = typer.Option("server", help="Name the results are stored under."),
+    run_id: str | None = typer.Option(None, help="Store (and resume) into this run; finished cells are skipped."),
+    label: str | None = typer.Option(None, help="Hardware label of the stored run."),
+    data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/."),
+) -> None:
+    """Concurrency sweep: per cell, C requests in flight until the cell's requests finish. Reports aggregate
+    output tokens/s, median/p90/p99 inter-token latency (per token, not per chunk), TTFT, TPOT and accept
+    length. With --run-id every finished cell is stored at once; rerunning the same command resumes.
+
+    Example: `verifylab sweep --url http://127.0.0.1:30000 --concurrency 1,4,16 --max-tokens 512 --json`
+    """
+    from verifylab.bench.runner import mark_complete, run_sweep
+
+    try:
+        levels = _parse_concurrency(concurrency)
+        recorder = _recorder(
+            data_dir,
+            run_id,
+            label,
+            {
+                "url": url,
+                "concurrency": levels,
+                "max_tokens": max_tokens,
+                "requests_per_cell": requests_per_cell,
+                "api": api,
+            },
+        )
+        with progress_bar() as progress:
+            tasks: dict[str, int] = {}
+
+            def update(name: str, done: int, total: int) -> None:
+                if name not in tasks:
+                    tasks[name] = progress.add_task(name, total=total)
+                progress.update(tasks[name], completed=done)
+
+            result = run_sweep(
+                url,
+                levels,
+                max_tokens,
+                requests_per_cell,
+                api,
+                recorder=recorder,
+                variant=variant,
+                progress=update,
+                stall_s=stall_timeout,
+            )
+        if recorder:
+            mark_complete(recorder)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    import pandas as pd
+
+    if result["skipped_concurrency"]:
+        console.print(f"resumed: cells already stored for C = {result['skipped_concurrency']}")
+    if result["cells"]:
+        frame = pd.DataFrame(result["cells"])[
+            [
+                "concurrency",
+                "requests",
+                "failed",
+                "output_tokens_per_s",
+                "median_itl_ms",
+                "p99_itl_ms",
+                "median_ttft_ms",
+                "accept_length",
+            ]
+        ]
+        print_frame(frame.round(2), title=f"sweep of {url}")
+
+
+def serve_cmd(
+    variant: str = typer.Argument(..., help="baseline, fusion, eagle3, eagle3_fusion or ngram."),
+    model_path: str = typer.Option(..., help="Model path or id as SGLang takes it."),
+    tp_size: int = typer.Option(1, min=1, help="Tensor-parallel size."),
+    port: int = typer.Option(30000, help="Port (the server binds 127.0.0.1)."),
+    draft_model_path: str | None = typer.Option(None, help="EAGLE-3 draft model (eagle3 variants)."),
+    launcher: str = typer.Option(f"{sys.executable} -m sglang.launch_server", help="Command that starts SGLang."),
+    log_dir: Path = typer.Option(Path("serve-logs"), help="Where the server log goes."),
+    extra: list[str] = typer.Option([], help="Extra launch arguments (repeat), e.g. --extra=--disable-cuda-graph"),
+    hold: bool = typer.Option(True, help="Keep the server up until Ctrl-C (else stop after reporting)."),
+) -> None:
+    """Start one variant with the flags the installed SGLang knows (checked against its --help first),
+    wait for /health_generate, and print the state actually in effect: server args, fusion enabled /
+    skipped / off, speculative algorithm, and whether the variant's mechanism can act at all.
+
+    Example: `verifylab serve eagle3_fusion --model-path /models/kimi --tp-size 8 --draft-model-path /models/eagle3`
+    """
+    import shlex
+    from dataclasses import asdict
+
+    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
+
+    if variant not in DEFAULT_VARIANTS:
+        raise fail(VerifylabError(f"unknown variant {variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}"))
+    base = BaseConfig(
+        model_path=model_path,
+        tp_size=tp_size,
+        port=port,
+        draft_model_path=draft_model_path,
+        launcher=shlex.split(launcher),
+        extra_args=list(extra),
+    )
+    try:
+        with serve(base, DEFAULT_VARIANTS[variant], log_dir) as (server, state):
+            typer.echo(json.dumps({"url": server.url, **asdict(state)}, indent=2, default=str))
+            if hold:
+                console.print(f"serving {variant} at {server.url}; Ctrl-C stops it")
+                while server.proc and server.proc.poll() is None:
+                    time.sleep(1)
+    except KeyboardInterrupt:
+        console.print("stopped")
+    except VerifylabError as exc:
+        raise fail(exc) from None

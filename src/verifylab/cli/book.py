@@ -1,0 +1,161 @@
+"""``verifylab env``, ``runs list|show``, ``book`` and ``run``: the box, the run store, the book."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from verifylab.cli._shared import console, fail, print_frame
+from verifylab.errors import VerifylabError
+
+runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
+
+
+def env(
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest fields as JSON."),
+    no_torch: bool = typer.Option(False, "--no-torch", help="Do not import torch (faster; no NCCL version)."),
+) -> None:
+    """Describe this machine as a run manifest would: GPUs, arch, interconnect, driver, CUDA, versions.
+
+    Secrets are redacted (any variable whose name contains TOKEN, KEY, SECRET or PASSWORD).
+    Example: `verifylab env --json > host.json`
+    """
+    from verifylab.env import capture_host
+
+    info = capture_host(with_torch=not no_torch)
+    if as_json:
+        typer.echo(json.dumps(info.model_dump(mode="json"), indent=2, sort_keys=True))
+        return
+    table = Table(title="this host", show_header=False)
+    for key, value in info.model_dump(exclude={"environment", "topology"}).items():
+        table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
+    console.print(table)
+    if info.gpu_count == 0:
+        console.print("[yellow]No GPU visible: live mode is not possible here; replay mode works.[/]")
+
+
+@runs_app.command("list")
+def runs_list(
+    data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/ and reference/."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """List the measured runs stored under DATA_DIR/runs, with their hardware label.
+
+    Example: `verifylab runs list --data-dir data`
+    """
+    from verifylab.runs import RunStore
+
+    try:
+        frame = RunStore(data_dir / "runs").summary()
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if as_json:
+        typer.echo(frame.to_json(orient="records", indent=2))
+    elif frame.empty:
+        console.print(f"no runs stored under {data_dir / 'runs'}")
+    else:
+        print_frame(frame, title=f"runs in {data_dir / 'runs'}")
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: str = typer.Argument(..., help="Run id (a folder under DATA_DIR/runs)."),
+    data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/."),
+) -> None:
+    """Print one run's manifest (validated). Example: `verifylab runs show 20261129-h200-compute`"""
+    from verifylab.runs import RunStore
+
+    try:
+        manifest = RunStore(data_dir / "runs").manifest(run_id)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    typer.echo(manifest.model_dump_json(indent=2))
+
+
+def book(
+    root: Path = typer.Option(Path("."), help="Project root (holds _config.yml and notebooks/)."),
+    publish: bool = typer.Option(False, "--publish", help="Register this edition in the committed book/editions.json."),
+) -> None:
+    """Execute every chapter in replay mode with papermill and render the HTML book (_build/html).
+
+    This is `make book`'s build step. Example: `verifylab book`
+    """
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    from verifylab.book import build_book, project_root
+
+    try:
+        project = project_root(root)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            console=console,
+            transient=False,
+        ) as progress:
+            task = progress.add_task("chapters", total=None)
+
+            def on_chapter(name: str, number: int, total: int) -> None:
+                progress.update(task, description=f"executing {name}", completed=number - 1, total=total)
+
+            result = build_book(project, on_chapter=on_chapter)
+            progress.update(task, description="rendered", completed=len(result.chapters))
+        if publish:
+            from verifylab.edition import publish as publish_edition
+
+            publish_edition(project, result.edition)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    console.print(f"edition {result.edition['id']} (all editions: {result.edition_dir.parent / 'index.html'})")
+    if publish:
+        console.print("registered in book/editions.json: commit it so the edition outlives the build folder")
+    console.print(f"book: [bold]{result.index_html}[/]")
+
+
+def run_cmd(
+    params: Path = typer.Option(..., "--params", help="params.yaml (see examples/params-*.yaml)."),
+    root: Path = typer.Option(Path("."), help="Project root."),
+    only: str = typer.Option("", help="Run only these chapters, e.g. '01,02' (a campaign split over calls)."),
+    render: bool = typer.Option(True, help="Render the edition afterwards (--no-render: chapters only)."),
+) -> None:
+    """Run chapters 01-05 in order with papermill (live mode on the GPU box, or replay), store each chapter's
+    data as it completes, and render the edition. A failing chapter is reported with its error and rendered
+    as such; later chapters run on what exists. Exit 1 when a chapter failed (the book is still rendered).
+
+    Example: `verifylab run --params examples/params-smoke.yaml`
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from verifylab.book import project_root
+    from verifylab.pipeline import load_params, run_pipeline
+
+    try:
+        project = project_root(root)
+        parameters = load_params(params)
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
+            task = progress.add_task("chapters", total=None)
+
+            def on_chapter(name: str, number: int, total: int) -> None:
+                progress.update(task, description=f"{parameters.mode}: {name}", completed=number - 1, total=total)
+
+            chapters = only.split(",") if only else None
+            result = run_pipeline(project, parameters, on_chapter, only=chapters, render=render)
+            progress.update(task, description="rendered" if render else "done", completed=len(result.chapters))
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    for chapter in result.chapters:
+        mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {chapter.error}"
+        console.print(f"{chapter.name}: {mark}", highlight=False)
+    if render:
+        console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
+    if result.failed:
+        raise typer.Exit(code=1)

@@ -1,0 +1,165 @@
+"""``verifylab gates audit|apply|verify|revert|matrix``: the architecture and precondition gates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from verifylab.cli._shared import ROOT_HELP, console, fail, gates_root, print_frame
+from verifylab.errors import VerifylabError
+
+gates_app = typer.Typer(
+    help="Architecture gates that keep FlashInfer all-reduce fusion off (e.g. on SM120): audit, apply, verify, "
+    "revert, and a version matrix.",
+    no_args_is_help=True,
+)
+
+
+@gates_app.command("audit")
+def gates_audit(
+    root: Path | None = typer.Option(None, help=ROOT_HELP),
+    arch: str = typer.Option("sm120", help="Target architecture (sm120 = RTX PRO 6000 / RTX 50 Blackwell)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable findings (+ sha256 of every file)."),
+) -> None:
+    """Find, by parsing the source, every gate on the fusion and symmetric-memory paths that admits
+    SM90/SM100 but not ARCH; plus capability tables, FlashInfer's JIT arch list, the fusion batch limit and
+    the non-architecture preconditions (multicast preflight, P2P, FlashInfer version). Writes nothing.
+
+    Example: `verifylab gates audit --root /opt/venv/lib/python3.12/site-packages --json > audit.json`
+    """
+    from verifylab.gates import audit
+
+    try:
+        result = audit(gates_root(root), arch)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+        return
+    table = Table(title=f"gates for sm{result.target} in {result.root} ({result.versions})")
+    for col in ("status", "kind", "file:line", "function", "expression / note"):
+        table.add_column(col, overflow="fold")
+    for f in result.findings:
+        colour = {"closed": "red", "open": "green"}.get(f.status, "yellow")
+        table.add_row(
+            f"[{colour}]{f.status}[/]",
+            f.kind,
+            f"{f.file}:{f.line}",
+            f.function,
+            f.expression + (f"\n{f.note}" if f.note else ""),
+        )
+    console.print(table)
+    console.print(
+        f"{len(result.closed)} closed gate(s). A patched gate does not prove fusion runs: only fused "
+        "kernels in a profile do (chapter 3)."
+    )
+
+
+@gates_app.command("apply")
+def gates_apply(
+    root: Path | None = typer.Option(None, help=ROOT_HELP),
+    arch: str = typer.Option("sm120", help="Target architecture."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the unified diff and change nothing."),
+    audit_json: Path | None = typer.Option(
+        None, "--audit", help="An earlier `audit --json`: refuse if a file changed since."
+    ),
+) -> None:
+    """Open the gates on the fusion and symmetric-memory paths: minimal edits in each file's own style
+    (`or is_sm120_supported()`, `or _is_sm120_supported` + its module variable and import, `or
+    get_platform().is_sm120`, a `12:` table entry, `12` in FlashInfer's JIT list). All files or none;
+    backups and sha256 hashes go to ROOT/.verifylab-gates/. Applying twice changes nothing.
+
+    Example: `verifylab gates apply --root site-packages --dry-run`
+    """
+    from verifylab.gates import apply
+
+    try:
+        expected = json.loads(audit_json.read_text())["sha256"] if audit_json else None
+        result = apply(gates_root(root), arch, dry_run=dry_run, expected=expected)
+    except (OSError, KeyError, json.JSONDecodeError) as exc:
+        raise fail(VerifylabError(f"--audit {audit_json}: not an audit --json file ({exc})")) from None
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if result.diff:
+        typer.echo(result.diff)
+    for note in result.notes:
+        console.print(f"- {note}", highlight=False)
+    if not result.changed:
+        console.print("nothing to change: no closed gate")
+    elif dry_run:
+        console.print(f"dry run: {len(result.changed)} file(s) would change; nothing written")
+    else:
+        console.print(f"patched {len(result.changed)} file(s); manifest {result.manifest}. Now: verifylab gates verify")
+
+
+@gates_app.command("verify")
+def gates_verify(
+    root: Path | None = typer.Option(None, help=ROOT_HELP),
+    arch: str = typer.Option("sm120", help="Target architecture."),
+) -> None:
+    """Check a patched tree: every patched file compiles, re-audit finds no closed gate, and each gate
+    evaluates True when the platform predicates say ARCH (no GPU needed). Exit 1 when a check fails.
+
+    Example: `verifylab gates verify --root site-packages`
+    """
+    from verifylab.gates import verify
+
+    try:
+        report = verify(gates_root(root), arch)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    for check in report.checks:
+        mark = "[green]ok[/]" if check["ok"] else "[red]FAIL[/]"
+        console.print(f"{mark} {check['check']} {check.get('detail', '')}", highlight=False)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+@gates_app.command("revert")
+def gates_revert(root: Path | None = typer.Option(None, help=ROOT_HELP)) -> None:
+    """Restore every patched file byte for byte, checked against the sha256 hashes in the manifest.
+
+    Example: `verifylab gates revert --root site-packages`
+    """
+    from verifylab.gates import revert
+
+    try:
+        restored = revert(gates_root(root))
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    console.print(f"restored {len(restored)} file(s) byte-identical: " + ", ".join(restored), highlight=False)
+
+
+@gates_app.command("matrix")
+def gates_matrix(
+    versions: str = typer.Option("0.5.8,0.5.9,0.5.23", help="SGLang versions, comma-separated."),
+    flashinfer_versions: str = typer.Option("0.6.4,0.6.17", help="FlashInfer versions (JIT gate), comma-separated."),
+    arch: str = typer.Option("sm120", help="Target architecture."),
+    out: Path = typer.Option(Path("data/gates/gate_matrix.csv"), help="Where the version x gate table is stored."),
+    cache: Path = typer.Option(Path(".cache"), help="Wheel cache (git-ignored)."),
+) -> None:
+    """Download the published wheels (`pip download --no-deps`), audit each and store the version x gate
+    table: which versions need which patch, and next to it (`flashinfer_pins.csv`) the FlashInfer version each
+    SGLang wheel pins. Chapter 1 shows both.
+
+    Example: `verifylab gates matrix --versions 0.5.8,0.5.9,0.5.23 --out data/gates/gate_matrix.csv`
+    """
+    from verifylab.gates.matrix import flashinfer_pins, gate_matrix, matrix_pivot
+    from verifylab.iorw import atomic_write_text
+
+    wanted = {
+        "sglang": [v for v in versions.split(",") if v],
+        "flashinfer": [v for v in flashinfer_versions.split(",") if v],
+    }
+    try:
+        with console.status("auditing") as status:
+            frame = gate_matrix(wanted, cache, arch, progress=lambda what: status.update(f"auditing {what}"))
+            pins = flashinfer_pins(wanted["sglang"], cache)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    atomic_write_text(out, frame.to_csv(index=False))
+    atomic_write_text(out.with_name("flashinfer_pins.csv"), pins.to_csv(index=False))
+    print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
