@@ -20,7 +20,8 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.patch import FilePlan, plan_file
-from verifylab.gates.scan import MULTICAST_ROLE, Finding, arch_of, scan_file, sha256_bytes, sha256_of
+from verifylab.gates.scan import Finding, arch_of, scan_file, sha256_bytes, sha256_of
+from verifylab.gates.source import MULTICAST_ROLE
 from verifylab.iorw import atomic_write_bytes, atomic_write_json
 from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST, version_at_least
 

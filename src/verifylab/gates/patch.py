@@ -14,17 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifylab.errors import GateError
-from verifylab.gates.scan import (
-    ARCH_PRED,
-    MULTICAST_MARKER,
-    MULTICAST_ROLE,
-    SINGLE_ROLE,
-    Finding,
-    arch_of,
-    arch_or_nodes,
-    multicast_preflight,
-    predicate_defined,
-)
+from verifylab.gates.scan import ARCH_PRED, SINGLE_ROLE, Finding, arch_of, arch_or_nodes
+from verifylab.gates.source import MULTICAST_MARKER, MULTICAST_ROLE, multicast_preflight, predicate_defined
 
 
 @dataclass

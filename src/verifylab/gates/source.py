@@ -1,0 +1,114 @@
+"""Facts found in an installed package's source beyond the gates themselves: SGLang's multicast workspace
+preflight (where it queries the granularity and raises), the models an auto-enable names, and whether an arch
+predicate is defined anywhere."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MULTICAST_ROLE = "multicast preflight"
+MULTICAST_MARKER = "# verifylab precondition gate: FlashInfer >= 0.6.15's TRT-LLM workspace needs no multicast"
+
+
+@dataclass
+class MulticastPreflight:
+    """Where SGLang's workspace preflight queries the multicast granularity and raises when that fails."""
+
+    query: ast.Assign  # err, granularity = driver.cuMulticastGetGranularity(...)
+    check: ast.If  # if err != driver.CUresult.CUDA_SUCCESS: raise RuntimeError("cuMulticastGetGranularity ...")
+    error_name: str
+    granularity_name: str
+    success: str  # the source spelling of the success code
+
+
+def multicast_preflight(tree: ast.AST, source: str) -> MulticastPreflight | None:
+    """The granularity query and the ``raise`` that follows it (SGLang >= 0.5.11), or None."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for i, first in enumerate(body):
+            if not (
+                isinstance(first, ast.Assign)
+                and isinstance(first.value, ast.Call)
+                and isinstance(first.value.func, ast.Attribute)
+                and first.value.func.attr == "cuMulticastGetGranularity"
+                and isinstance(first.targets[0], ast.Tuple)
+                and len(first.targets[0].elts) == 2
+                and all(isinstance(e, ast.Name) for e in first.targets[0].elts)
+            ):
+                continue
+            err, gran = (e.id for e in first.targets[0].elts)
+            for second in body[i + 1 : i + 3]:  # verifylab's opened form puts its own check in between
+                if (
+                    isinstance(second, ast.If)
+                    and isinstance(second.test, ast.Compare)
+                    and isinstance(second.test.left, ast.Name)
+                    and second.test.left.id == err
+                    and isinstance(second.test.ops[0], ast.NotEq)
+                    and any(
+                        isinstance(stmt, ast.Raise)
+                        and "cuMulticastGetGranularity" in (ast.get_source_segment(source, stmt) or "")
+                        for stmt in second.body
+                    )
+                ):
+                    success = ast.get_source_segment(source, second.test.comparators[0]) or ""
+                    return MulticastPreflight(first, second, err, gran, success)
+    return None
+
+
+def predicate_defined(root: Path, name: str) -> bool:
+    """Whether the package under ``root`` defines (or maps) the predicate ``name`` anywhere."""
+    pattern = re.compile(rf"(def {name}\b|^{name}\s*=|[\"']{name}[\"']|\.{name}\b)", re.M)
+    for pkg in ("sglang", "flashinfer"):
+        base = root / pkg
+        if not base.is_dir():
+            continue
+        for path in base.rglob("*.py"):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if name in text and pattern.search(text):
+                return True
+    return False
+
+
+def _string_list(node: ast.AST) -> list[str] | None:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("frozenset", "set", "tuple", "list")
+        and len(node.args) == 1
+    ):
+        node = node.args[0]
+    if (
+        isinstance(node, ast.List | ast.Tuple | ast.Set)
+        and node.elts
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+    ):
+        return [e.value for e in node.elts]
+    return None
+
+
+def auto_enable_models(scope: ast.AST | None, tree: ast.Module) -> list[str]:
+    """Model architectures an auto-enable condition lists (``model_arch in [...]`` or a module constant)."""
+    if scope is None:
+        return []
+    constants = {
+        n.targets[0].id: n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+    }
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In) for op in node.ops):
+            for comp in node.comparators:
+                values = _string_list(comp)
+                if values is None and isinstance(comp, ast.Name) and comp.id in constants:
+                    values = _string_list(constants[comp.id])
+                if values and any(v.endswith(("ForCausalLM", "ForConditionalGeneration")) for v in values):
+                    return values
+    return []
