@@ -230,7 +230,7 @@ def latency_rows(rank: int, world: int, path: str, ks: list[int], calls: int, re
 
 def layers_that_fit(k: int, budget_gb: float, layers: int) -> int:
     """How many TP-8 shard layers (each with its own weights) fit ``budget_gb`` at k tokens."""
-    from verifylab.synth.shapes import KIMI_K2, ShardShape, expected_distinct_experts, weight_bytes_per_layer
+    from verifylab.shapes import KIMI_K2, ShardShape, expected_distinct_experts, weight_bytes_per_layer
 
     shard = ShardShape(KIMI_K2, 8)
     per_layer = weight_bytes_per_layer(shard, round(expected_distinct_experts(k) * 1.1) + 1)
@@ -253,11 +253,11 @@ def pass_rows(
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    from verifylab.shapes import KIMI_K2, ModelShape, ShardShape
     from verifylab.synth import verify_pass as vp
     from verifylab.synth.cuda import capture_graph
     from verifylab.synth.flashinfer_fusion import SGLANG_0_5_17, FlashInferFusedAllReduce
     from verifylab.synth.runner import STEP_PREFIX
-    from verifylab.synth.shapes import KIMI_K2, ModelShape, ShardShape
 
     rows: list[dict] = []
     fusion = FlashInferFusedAllReduce(rank, world, HIDDEN, SGLANG_0_5_17) if path == "nvlink" else None

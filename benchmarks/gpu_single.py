@@ -86,8 +86,8 @@ def shard_compute(ks: list[int], budget_gb: float, replays: int, bandwidth_gbs: 
     """Per k: time per MoE layer and per 61-layer pass of one TP-8 shard, unfused and fused norm."""
     import torch
 
+    from verifylab.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
     from verifylab.synth import verify_pass as vp
-    from verifylab.synth.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
 
     shard = ShardShape(KIMI_K2, 8)
     rows = []

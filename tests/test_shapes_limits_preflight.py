@@ -5,7 +5,7 @@ from verifylab.env import HostInfo
 from verifylab.gates.preflight import box_preflight
 from verifylab.model.limits import INT4_BYTES, decode_weight_bytes_per_gpu, limits_table
 from verifylab.runs import RunStore
-from verifylab.synth.shapes import (
+from verifylab.shapes import (
     KIMI_K2,
     ShardShape,
     expected_distinct_experts,

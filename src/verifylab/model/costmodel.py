@@ -252,7 +252,7 @@ def solve_allreduce_us(case: CaseInputs, target_tokens_per_s: float) -> float:
 def compute_scale(from_tokens: int, to_tokens: int) -> float:
     """How compute grows with tokens per pass: by the weight bytes a pass must read (attention + the
     expected distinct experts of uniform top-8 routing), the weight-streaming regime of decode/verify."""
-    from verifylab.synth.shapes import KIMI_K2, ShardShape, expected_distinct_experts, weight_bytes_per_layer
+    from verifylab.shapes import KIMI_K2, ShardShape, expected_distinct_experts, weight_bytes_per_layer
 
     shard = ShardShape(KIMI_K2, 8)
 

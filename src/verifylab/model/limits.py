@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.synth.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
+from verifylab.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
 
 RTX_PRO_6000_BLACKWELL_GBS = 1792.0  # NVIDIA datasheet: 96 GB GDDR7, 1792 GB/s (a lead, not measured here)
 INT4_BYTES = 0.5 + 1 / 32  # 4-bit weights plus one bf16 scale per 32 (group quantization, assumed)

@@ -100,7 +100,7 @@ def _free_port() -> int:
 
 
 def _shape(cfg: SynthConfig):
-    from verifylab.synth.shapes import KIMI_K2, ModelShape, ShardShape, small_shape
+    from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, small_shape
 
     model = (
         ModelShape(**{**KIMI_K2.to_dict(), "layers": cfg.layers})

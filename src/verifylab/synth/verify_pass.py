@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from verifylab.synth.shapes import ShardShape
+from verifylab.shapes import ShardShape
 
 EPS = 1e-6
 AllReduce = Callable[[torch.Tensor], torch.Tensor]

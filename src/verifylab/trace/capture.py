@@ -4,8 +4,8 @@ stay off unless asked: SGLang's defaults make traces huge."""
 
 from __future__ import annotations
 
-import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -37,19 +37,12 @@ def capture_profile(
     timeout_s: float = 300.0,
 ) -> list[Path]:
     """Profile ``num_steps`` forward steps while requests run; returns the per-rank trace files."""
-    from verifylab.bench.client import Client
-    from verifylab.bench.runner import run_coroutine
-
     output_dir = Path(output_dir).resolve()  # the server has its own working directory
     output_dir.mkdir(parents=True, exist_ok=True)
     started = time.time() - 1.0  # traces written from now on are this capture's (names may repeat)
     start_profile(url, output_dir, num_steps)
-
-    async def drive() -> None:
-        async with Client(url) as client:
-            await asyncio.gather(*(client.generate(prompt, max_tokens) for _ in range(2)))
-
-    run_coroutine(drive())
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two requests in flight: a batch of two to profile
+        list(pool.map(lambda _: _generate(url, prompt, max_tokens, timeout_s), range(2)))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         traces = sorted(p for p in output_dir.glob("*.trace.json*") if p.stat().st_mtime >= started)
@@ -63,6 +56,14 @@ def capture_profile(
         )
     httpx.post(url.rstrip("/") + "/stop_profile", timeout=60.0)  # a no-op once num_steps were profiled
     return traces
+
+
+def _generate(url: str, prompt: str, max_tokens: int, timeout_s: float) -> None:
+    """One greedy request to SGLang's native /generate: load for the profiler, its answer is not used."""
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}}
+    response = httpx.post(url.rstrip("/") + "/generate", json=body, timeout=timeout_s)
+    if response.status_code != 200:
+        raise TraceError(f"{url}/generate answered {response.status_code} while profiling: {response.text[:200]}")
 
 
 def _stable(path: Path, wait_s: float = 0.5) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-BF16_BYTES = 2
+from verifylab.vocab import BF16_BYTES
 
 
 @dataclass(frozen=True)
