@@ -37,11 +37,16 @@ data_dir = "data"
 # %%
 import pandas as pd
 
-from verifylab.params import validate_parameters
+from verifylab.chapter_params import chapter_parameters
 from verifylab.reference import load_reported_figures, reported_throughput
 from verifylab.report.charts import reported_throughput_chart
 
-params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="00_introduction")
+params = chapter_parameters(
+    "00_introduction",
+    mode=mode,
+    run_id=run_id,
+    data_dir=data_dir,
+)
 pd.set_option("display.max_rows", 200, "display.max_colwidth", 120)
 figures = load_reported_figures(params.data_dir)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from verifylab.params import validate_parameters
+from verifylab.chapter_params import chapter_parameters
 from verifylab.report.gates_report import (
     live_gates_section,
     load_matrix,
@@ -48,7 +48,15 @@ from verifylab.report.gates_report import (
 from verifylab.report.live_tp2 import pcie_finding, pcie_simulation
 from verifylab.runs import RunStore
 
-params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="01_environment_and_gates")
+params = chapter_parameters(
+    "01_environment_and_gates",
+    mode=mode,
+    run_id=run_id,
+    data_dir=data_dir,
+    sglang_root=sglang_root,
+    arch=arch,
+    apply_patch=apply_patch,
+)
 pd.set_option("display.max_colwidth", 160, "display.max_rows", 100)
 matrix = load_matrix(params.data_dir)
 

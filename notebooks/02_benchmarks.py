@@ -46,7 +46,7 @@ mechanics_only = False  # live: a run of the mechanism (tiny/random model): neve
 # %%
 import pandas as pd
 
-from verifylab.params import validate_parameters
+from verifylab.chapter_params import chapter_parameters
 from verifylab.report.bench_report import (
     benchmark_section,
     live_campaign,
@@ -58,7 +58,27 @@ from verifylab.report.live_smoke import live_smoke_benchmarks
 from verifylab.report.live_tp2 import live_single_stream, live_single_stream_finding
 from verifylab.runs import RunStore
 
-params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="02_benchmarks")
+params = chapter_parameters(
+    "02_benchmarks",
+    mode=mode,
+    run_id=run_id,
+    data_dir=data_dir,
+    model_path=model_path,
+    draft_model_path=draft_model_path,
+    tp_size=tp_size,
+    port=port,
+    launcher=launcher,
+    extra_args=extra_args,
+    variants=variants,
+    runs=runs,
+    warmup=warmup,
+    max_tokens=max_tokens,
+    concurrency=concurrency,
+    sweep_tokens=sweep_tokens,
+    label=label,
+    simulate_no_multicast=simulate_no_multicast,
+    mechanics_only=mechanics_only,
+)
 pd.set_option("display.max_colwidth", 120)
 
 # %%

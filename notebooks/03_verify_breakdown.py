@@ -53,7 +53,7 @@ label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
 # %%
 import pandas as pd
 
-from verifylab.params import validate_parameters
+from verifylab.chapter_params import chapter_parameters
 from verifylab.report.breakdown import chapter3_tables, live_profile_section, verify_allreduce_bytes
 from verifylab.report.charts import step_breakdown_chart
 from verifylab.report.comm_measured import (
@@ -65,7 +65,26 @@ from verifylab.report.live_smoke import live_smoke_profile
 from verifylab.report.live_tp2 import live_allreduce_kernels, live_kernels_finding, live_kernels_table
 from verifylab.runs import RunStore
 
-params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="03_verify_breakdown")
+params = chapter_parameters(
+    "03_verify_breakdown",
+    mode=mode,
+    run_id=run_id,
+    data_dir=data_dir,
+    server_url=server_url,
+    serve_variant=serve_variant,
+    profile_variants=profile_variants,
+    simulate_no_multicast=simulate_no_multicast,
+    mechanics_only=mechanics_only,
+    model_path=model_path,
+    draft_model_path=draft_model_path,
+    tp_size=tp_size,
+    port=port,
+    launcher=launcher,
+    extra_args=extra_args,
+    profile_steps=profile_steps,
+    draft_tokens=draft_tokens,
+    label=label,
+)
 pd.set_option("display.max_colwidth", 120)
 tables = chapter3_tables(params.data_dir)
 

@@ -41,12 +41,12 @@ draft_tokens = 4
 # %%
 import pandas as pd
 
+from verifylab.chapter_params import chapter_parameters
 from verifylab.model.case import case_from_data, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
 from verifylab.model.inputs import compute_validation
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.reconcile import HYPOTHESES
-from verifylab.params import validate_parameters
 from verifylab.report.charts import verify_components_chart
 from verifylab.report.comm_measured import (
     comm_finding,
@@ -59,7 +59,14 @@ from verifylab.report.comm_measured import (
 )
 from verifylab.runs import RunStore
 
-params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="04_fusion_vs_elimination")
+params = chapter_parameters(
+    "04_fusion_vs_elimination",
+    mode=mode,
+    run_id=run_id,
+    data_dir=data_dir,
+    batch=batch,
+    draft_tokens=draft_tokens,
+)
 pd.set_option("display.max_colwidth", 200)
 case, figures = case_from_data(params.data_dir, draft_tokens)
 store = RunStore(params.data_dir / "runs")

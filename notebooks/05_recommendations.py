@@ -33,12 +33,24 @@ launcher = ["python", "-m", "sglang.launch_server"]
 # %%
 import pandas as pd
 
-from verifylab.params import validate_parameters
+from verifylab.chapter_params import chapter_parameters
 from verifylab.report.gates_report import load_matrix, load_pins, pcie_sm120_finding, pcie_sm120_outlook
 from verifylab.report.recommend import evidence_from_data, recommend, recommendations_frame
 from verifylab.serve import BaseConfig, launcher_help
 
-params = validate_parameters(mode=mode, run_id=run_id, data_dir=data_dir, where="05_recommendations")
+params = chapter_parameters(
+    "05_recommendations",
+    mode=mode,
+    run_id=run_id,
+    data_dir=data_dir,
+    sglang_version=sglang_version,
+    flashinfer_version=flashinfer_version,
+    interconnect=interconnect,
+    model_path=model_path,
+    draft_model_path=draft_model_path,
+    tp_size=tp_size,
+    launcher=launcher,
+)
 pd.set_option("display.max_colwidth", 400)
 base = BaseConfig(model_path=model_path, tp_size=tp_size, draft_model_path=draft_model_path, launcher=launcher)
 help_text = launcher_help(launcher) if params.mode == "live" else None

@@ -4,14 +4,14 @@ from pathlib import Path
 import pytest
 
 from verifylab.book import execute_chapter
+from verifylab.chapter_params import CHAPTER_PARAMS, chapter_parameters
 from verifylab.errors import ParameterError
-from verifylab.params import validate_parameters
 
 
 def test_invalid_mode_names_parameter_and_allowed_values(repo_root, monkeypatch):
     monkeypatch.chdir(repo_root)
     with pytest.raises(ParameterError) as info:
-        validate_parameters(mode="livee", where="02_benchmarks")
+        chapter_parameters("02_benchmarks", mode="livee")
     message = str(info.value)
     assert "\n" not in message
     assert "02_benchmarks: parameter 'mode' = 'livee'" in message
@@ -20,7 +20,27 @@ def test_invalid_mode_names_parameter_and_allowed_values(repo_root, monkeypatch)
 
 def test_missing_data_dir_is_named(tmp_path):
     with pytest.raises(ParameterError, match=r"parameter 'data_dir'.*does not exist"):
-        validate_parameters(data_dir=tmp_path / "nope")
+        chapter_parameters("00_introduction", data_dir=tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    ("chapter", "name"), [(chapter, name) for chapter, model in CHAPTER_PARAMS.items() for name in model.model_fields]
+)
+def test_a_wrong_type_in_any_parameter_of_any_chapter_is_one_line_naming_it(repo_root, monkeypatch, chapter, name):
+    monkeypatch.chdir(repo_root)
+    with pytest.raises(ParameterError) as info:
+        chapter_parameters(chapter, **{name: {"not": "valid"}})
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{chapter}: parameter '{name}'")
+
+
+def test_every_notebook_parameter_is_a_validated_field(repo_root):
+    """The parameters cell of every notebook and its chapter's model name the same parameters."""
+    for chapter, model in CHAPTER_PARAMS.items():
+        text = (repo_root / "notebooks" / f"{chapter}.py").read_text(encoding="utf-8")
+        cell = text.split('# %% tags=["parameters"]', 1)[1].split("# %%", 1)[0]
+        assigned = set(re.findall(r"^(\w+) = ", cell, re.M))
+        assert assigned == set(model.model_fields), chapter
 
 
 def test_invalid_notebook_parameter_fails_the_chapter_with_one_line(repo_root, tmp_path):

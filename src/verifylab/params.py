@@ -1,13 +1,12 @@
-"""Notebook parameters, validated before any work: a bad value names the parameter and what is allowed."""
+"""The parameters every chapter shares and the one-line description of a validation error (each chapter's own
+model is in ``chapter_params``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
-from verifylab.errors import ParameterError
 
 
 class ChapterParameters(BaseModel):
@@ -38,11 +37,3 @@ def describe_error(exc: ValidationError, where: str) -> str:
             allowed = f"; allowed: {ctx['expected']}"
         parts.append(f"parameter '{name}' = {err.get('input')!r}: {err['msg']}{allowed}")
     return f"{where}: " + "; ".join(parts)
-
-
-def validate_parameters(model: type[BaseModel] = ChapterParameters, where: str = "notebook", **values: Any) -> Any:
-    """Validate a notebook's parameters; raise :class:`ParameterError` with one clear line."""
-    try:
-        return model.model_validate(values)
-    except ValidationError as exc:
-        raise ParameterError(describe_error(exc, where)) from None

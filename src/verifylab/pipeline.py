@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifylab.book import GENERATED, BookResult, ChapterResult, chapter_sources, execute_chapter, render_edition
+from verifylab.chapter_params import check_pipeline_chapters
 from verifylab.errors import ParameterError
 from verifylab.params import describe_error
 
@@ -38,9 +39,11 @@ def load_params(path: Path) -> PipelineParams:
     except yaml.YAMLError as exc:
         raise ParameterError(f"{path}: not valid YAML ({exc})") from None
     try:
-        return PipelineParams.model_validate(data)
+        params = PipelineParams.model_validate(data)
     except ValidationError as exc:
         raise ParameterError(describe_error(exc, str(path))) from None
+    check_pipeline_chapters(params.parameters, params.chapters, str(path))
+    return params
 
 
 def _failure_page(result: ChapterResult, root: Path) -> None:
@@ -80,6 +83,7 @@ def run_pipeline(
 ) -> BookResult:
     """Execute the chapters (all, or ``only`` those) in order with ``params``; render and archive the edition
     unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
+    check_pipeline_chapters(params.parameters, params.chapters, "params")  # all of them, before any work
     result = BookResult()
     sources = select_chapters(chapter_sources(root), only)
     for number, source in enumerate(sources, start=1):

@@ -1,0 +1,136 @@
+"""Every chapter's parameters as a pydantic model: a notebook validates all of its parameters before any work,
+and ``verifylab run`` validates every chapter's before the first one runs (a typo in chapter 3's settings
+fails in a second, not after chapter 2's benchmarks). Unknown names are refused, with the chapter named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
+
+from verifylab.errors import ParameterError
+from verifylab.params import ChapterParameters, describe_error
+
+
+def _known_variants(names: list[str]) -> list[str]:
+    from verifylab.serve import DEFAULT_VARIANTS
+
+    unknown = [n for n in names if n not in DEFAULT_VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}; choose from {', '.join(DEFAULT_VARIANTS)}")
+    return names
+
+
+class _Chapter(ChapterParameters):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Server(_Chapter):
+    """How a chapter that starts SGLang itself launches it (chapter 02's settings)."""
+
+    model_path: str | None = None
+    draft_model_path: str | None = None
+    tp_size: PositiveInt = 1
+    port: int = Field(30000, ge=1, le=65535)
+    launcher: list[str] = Field(default_factory=lambda: ["python", "-m", "sglang.launch_server"], min_length=1)
+    extra_args: list[str] = Field(default_factory=list)
+    simulate_no_multicast: bool = False
+    mechanics_only: bool = False
+    label: str = ""
+
+
+class Introduction(_Chapter):
+    """Chapter 00 takes the shared parameters only."""
+
+
+class EnvironmentAndGates(_Chapter):
+    sglang_root: Path | None = None
+    arch: str = Field("sm120", pattern=r"^sm\d{2,3}$")
+    apply_patch: bool = False
+
+
+class Benchmarks(_Server):
+    variants: list[str] = Field(default_factory=lambda: ["baseline", "fusion", "eagle3", "eagle3_fusion"])
+    runs: PositiveInt = 5
+    warmup: NonNegativeInt = 2
+    max_tokens: PositiveInt = 2048
+    concurrency: list[PositiveInt] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64], min_length=1)
+    sweep_tokens: PositiveInt = 512
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, value: list[str]) -> list[str]:
+        return _known_variants(value)
+
+
+class VerifyBreakdown(_Server):
+    server_url: str = "http://127.0.0.1:30000"
+    serve_variant: str | None = None
+    profile_variants: list[str] = Field(default_factory=list)
+    profile_steps: PositiveInt = 5
+    draft_tokens: PositiveInt = 4
+
+    @field_validator("profile_variants")
+    @classmethod
+    def _variants(cls, value: list[str]) -> list[str]:
+        return _known_variants(value)
+
+    @field_validator("serve_variant")
+    @classmethod
+    def _serve_variant(cls, value: str | None) -> str | None:
+        return None if value is None else _known_variants([value])[0]
+
+
+class FusionVsElimination(_Chapter):
+    batch: PositiveInt = 1
+    draft_tokens: PositiveInt = 4
+
+
+class Recommendations(_Chapter):
+    sglang_version: str = "0.5.9"
+    flashinfer_version: str = "0.6.4"
+    interconnect: str = "PCIe"
+    model_path: str | None = None
+    draft_model_path: str | None = None
+    tp_size: PositiveInt = 8
+    launcher: list[str] = Field(default_factory=lambda: ["python", "-m", "sglang.launch_server"], min_length=1)
+
+
+CHAPTER_PARAMS: dict[str, type[_Chapter]] = {
+    "00_introduction": Introduction,
+    "01_environment_and_gates": EnvironmentAndGates,
+    "02_benchmarks": Benchmarks,
+    "03_verify_breakdown": VerifyBreakdown,
+    "04_fusion_vs_elimination": FusionVsElimination,
+    "05_recommendations": Recommendations,
+}
+
+
+def chapter_parameters(chapter: str, **values: Any) -> Any:
+    """A notebook's parameters, every one validated; :class:`ParameterError` with one line naming the chapter and
+    the parameter otherwise."""
+    model = CHAPTER_PARAMS[chapter]
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise ParameterError(describe_error(exc, chapter)) from None
+
+
+def check_pipeline_chapters(shared: dict[str, Any], chapters: dict[str, dict[str, Any]], where: str) -> None:
+    """Before any chapter runs: every chapter named exists, its overrides are its parameters with valid values, and
+    every shared parameter is one that some chapter takes (papermill gives each chapter only those it declares)."""
+    unknown = [name for name in chapters if name not in CHAPTER_PARAMS]
+    if unknown:
+        raise ParameterError(f"{where}: chapters {unknown} do not exist; chapters are {', '.join(CHAPTER_PARAMS)}")
+    taken = {field for model in CHAPTER_PARAMS.values() for field in model.model_fields}
+    stray = sorted(set(shared) - taken)
+    if stray:
+        raise ParameterError(f"{where}: parameters {stray} are taken by no chapter")
+    for name, model in CHAPTER_PARAMS.items():
+        values = {k: v for k, v in shared.items() if k in model.model_fields} | chapters.get(name, {})
+        values.pop("data_dir", None)  # checked where the chapter runs (relative to the project root)
+        try:
+            model.model_validate(values)
+        except ValidationError as exc:
+            raise ParameterError(describe_error(exc, f"{where}: {name}")) from None
