@@ -119,18 +119,45 @@ def gates_verify(
 
 
 @gates_app.command("revert")
-def gates_revert(root: Path | None = typer.Option(None, help=ROOT_HELP)) -> None:
-    """Restore every patched file byte for byte, checked against the sha256 hashes in the manifest.
+def gates_revert(
+    root: Path | None = typer.Option(None, help=ROOT_HELP),
+    forget: bool = typer.Option(
+        False, "--forget", help="Drop verifylab's record without touching any file (after pip reinstalled/upgraded)."
+    ),
+) -> None:
+    """Restore every patched file byte for byte, checked against the sha256 hashes in the manifest; also gets a
+    tree out of an interrupted apply or revert (`verifylab gates status` says which state it is in).
 
     Example: `verifylab gates revert --root site-packages`
     """
     from verifylab.gates import revert
 
     try:
-        restored = revert(gates_root(root))
+        restored = revert(gates_root(root), forget=forget)
     except VerifylabError as exc:
         raise fail(exc) from None
+    if forget:
+        console.print("verifylab's record dropped; no file was touched", highlight=False)
+        return
     console.print(f"restored {len(restored)} file(s) byte-identical: " + ", ".join(restored), highlight=False)
+
+
+@gates_app.command("status")
+def gates_status(root: Path | None = typer.Option(None, help=ROOT_HELP)) -> None:
+    """Say where the tree stands with verifylab's patch — clean, applied, interrupted (kill -9 in an apply or a
+    revert), reinstalled or changed by pip — and the one command that gets out of it.
+
+    Example: `verifylab gates status --root site-packages`
+    """
+    from verifylab.gates import tree_state
+
+    try:
+        current = tree_state(gates_root(root))
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    console.print(f"{current.state}: {current.detail}", highlight=False)
+    if current.way_out:
+        console.print(f"next: {current.way_out}", highlight=False)
 
 
 @gates_app.command("matrix")

@@ -22,10 +22,13 @@ from verifylab.errors import GateError
 from verifylab.gates.patch import FilePlan, plan_file
 from verifylab.gates.scan import Finding, arch_of, scan_file, sha256_bytes, sha256_of
 from verifylab.gates.source import MULTICAST_ROLE
+from verifylab.gates.state import STATE_DIR, recover_for_apply, remove_state, remove_temps
+from verifylab.gates.state import TreeState as TreeState
+from verifylab.gates.state import revert as revert
+from verifylab.gates.state import tree_state as tree_state
 from verifylab.iorw import atomic_write_bytes, atomic_write_json
 from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST, version_at_least
 
-STATE_DIR = ".verifylab-gates"
 PACKAGES = ("sglang", "flashinfer")
 
 
@@ -235,7 +238,10 @@ def _write_file(path: Path, data: bytes) -> None:
 def apply(
     root: Path, arch: str = "sm120", dry_run: bool = False, expected: dict[str, str] | None = None
 ) -> ApplyResult:
-    """Open the gates: all files or none. ``expected``: sha256 per file from an earlier audit."""
+    """Open the gates: all files or none. ``expected``: sha256 per file from an earlier audit. An interrupted
+    earlier apply (or one a reinstall undid) is rolled back first."""
+    if not dry_run:
+        recover_for_apply(root)
     aud = audit(root, arch)
     if expected:
         for rel, digest in expected.items():
@@ -268,6 +274,7 @@ def apply(
     for rel, p in plans.items():  # the tree must not have moved since we read it
         if (root / rel).read_bytes() != p.original:
             raise GateError(f"{rel} changed while planning; nothing was changed")
+    remove_temps(root, plans)
     manifest = {
         "created": datetime.now(UTC).isoformat(),
         "target": f"sm{aud.target}",
@@ -289,7 +296,7 @@ def apply(
     except BaseException as exc:
         for rel in written:
             atomic_write_bytes(root / rel, plans[rel].original)
-        _remove_state(state)
+        remove_state(state)
         raise GateError(
             f"writing {len(written) + 1}/{len(plans)} files failed ({exc}); "
             f"{len(written)} already written were restored: nothing is applied"
@@ -297,35 +304,6 @@ def apply(
     manifest["status"] = "applied"
     atomic_write_json(state / "manifest.json", manifest)
     return ApplyResult(sorted(plans), diff, notes, state / "manifest.json")
-
-
-def _remove_state(state: Path) -> None:
-    for path in sorted(state.rglob("*"), reverse=True):
-        path.unlink() if path.is_file() else path.rmdir()
-    if state.exists():
-        state.rmdir()
-
-
-def revert(root: Path) -> list[str]:
-    """Restore every patched file byte for byte (checked against the manifest's hashes)."""
-    state = root / STATE_DIR
-    manifest_path = state / "manifest.json"
-    if not manifest_path.is_file():
-        raise GateError(f"{root}: no {STATE_DIR}/manifest.json: nothing to revert")
-    manifest = json.loads(manifest_path.read_text())
-    for rel, hashes in manifest["files"].items():
-        if sha256_of(root / rel) != hashes["after"]:
-            raise GateError(f"{rel} changed after apply (sha256 differs from the manifest): not reverting anything")
-        backup = state / "backup" / rel
-        if not backup.is_file() or sha256_bytes(backup.read_bytes()) != hashes["before"]:
-            raise GateError(f"{backup}: backup missing or altered: not reverting anything")
-    for rel in manifest["files"]:
-        atomic_write_bytes(root / rel, (state / "backup" / rel).read_bytes())
-    restored = [rel for rel, h in manifest["files"].items() if sha256_of(root / rel) == h["before"]]
-    if len(restored) != len(manifest["files"]):
-        raise GateError("revert wrote every file but some hashes differ from the originals")
-    _remove_state(state)
-    return sorted(restored)
 
 
 @dataclass
