@@ -27,9 +27,12 @@ GENERATED = Path("book") / "_generated"
 
 
 def data_digest(data_dir: Path) -> str:
-    """sha256 over every file under ``data_dir`` (relative path + bytes), in sorted order."""
+    """sha256 over every file under ``data_dir`` (relative path + bytes), in sorted order; run-store lock files
+    are not data."""
+    from verifylab.runs import LOCK_FILE
+
     h = hashlib.sha256()
-    for path in sorted(p for p in Path(data_dir).rglob("*") if p.is_file()):
+    for path in sorted(p for p in Path(data_dir).rglob("*") if p.is_file() and p.name != LOCK_FILE):
         h.update(path.relative_to(data_dir).as_posix().encode() + b"\0")
         h.update(path.read_bytes())
     return h.hexdigest()

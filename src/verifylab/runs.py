@@ -6,8 +6,10 @@ atomic; reads validate against the schema and fail naming the file and field.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifylab.env import HostInfo
@@ -146,6 +149,10 @@ def read_manifest(path: Path) -> Manifest:
     return manifest
 
 
+LOCK_FILE = ".verifylab.lock"
+_LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder and process
+
+
 class RunStore:
     """The folder of measured runs (default ``data/runs``)."""
 
@@ -206,12 +213,24 @@ class RunStore:
         manifest.mechanics_only = mechanics_only
         return self.create(manifest)
 
+    @contextlib.contextmanager
+    def lock(self, run_id: str) -> Iterator[None]:
+        """Hold the run's lock (``<run>/.verifylab.lock``, another process waits): read-modify-write of the
+        manifest by two writers never loses a table. Re-entrant in one process."""
+        folder = self.path(run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = str(folder / LOCK_FILE)
+        lock = _LOCKS.setdefault(path, FileLock(path))
+        with lock:
+            yield
+
     def save_manifest(self, manifest: Manifest) -> None:
         """Validate and write ``manifest``; credentials in its parameters and notes never reach the disk."""
         manifest.parameters = redact_obj(manifest.parameters)
         manifest.notes = [redact_text(note) for note in manifest.notes]
         Manifest.model_validate(manifest.model_dump())  # re-validate edits made in place
-        atomic_write_json(self.path(manifest.run_id) / MANIFEST, manifest.model_dump(mode="json"))
+        with self.lock(manifest.run_id):
+            atomic_write_json(self.path(manifest.run_id) / MANIFEST, manifest.model_dump(mode="json"))
 
     def write_table(
         self, run_id: str, name: str, frame: pd.DataFrame, fmt: Literal["parquet", "csv"] = "parquet"
@@ -219,16 +238,17 @@ class RunStore:
         """Store one table atomically and list it in the manifest."""
         if not re.match(TABLE_NAME_PATTERN, name):
             raise ManifestError(f"table name {name!r} must match {TABLE_NAME_PATTERN}")
-        manifest = self.manifest(run_id)
         file_name = f"{name}.{fmt}"
         target = self.path(run_id) / file_name
-        if fmt == "parquet":
-            table = pa.Table.from_pandas(frame, preserve_index=False)
-            atomic_write_with(target, lambda tmp: pq.write_table(table, tmp))
-        else:
-            atomic_write_text(target, frame.to_csv(index=False))
-        manifest.tables[name] = file_name
-        self.save_manifest(manifest)
+        with self.lock(run_id):  # the manifest is read inside the lock: a concurrent writer's table stays listed
+            manifest = self.manifest(run_id)
+            if fmt == "parquet":
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                atomic_write_with(target, lambda tmp: pq.write_table(table, tmp))
+            else:
+                atomic_write_text(target, frame.to_csv(index=False))
+            manifest.tables[name] = file_name
+            self.save_manifest(manifest)
         return target
 
     def read_table(self, run_id: str, name: str) -> pd.DataFrame:

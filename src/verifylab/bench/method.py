@@ -217,15 +217,20 @@ class BenchRecorder:
         return f"sweep-{variant}-c{concurrency}"[:64]
 
     def has_cell(self, variant: str, concurrency: int) -> bool:
-        return self.cell_table(variant, concurrency) in self.store.manifest(self.run_id).tables
+        """A cell is stored when its summary row is: the row is written last, so a cell whose requests table was
+        written but not its row (a crash between the two) is measured again on resume."""
+        cells = self.store.table_or_none(self.run_id, "sweep_cells")
+        if cells is None or self.cell_table(variant, concurrency) not in self.store.manifest(self.run_id).tables:
+            return False
+        return bool(((cells["variant"] == variant) & (cells["concurrency"] == concurrency)).any())
 
     def save_cell(self, variant: str, concurrency: int, results: list[RequestResult], summary: dict) -> None:
+        """The requests table, then the summary row (the commit point), under the run's lock."""
         frame = requests_frame(results, variant=variant, concurrency=concurrency)
-        self.store.write_table(self.run_id, self.cell_table(variant, concurrency), frame)
-        self._append(
-            "sweep_cells",
-            {"variant": variant, **{k: (json.dumps(v) if isinstance(v, list) else v) for k, v in summary.items()}},
-        )
+        row = {"variant": variant, **{k: (json.dumps(v) if isinstance(v, list) else v) for k, v in summary.items()}}
+        with self.store.lock(self.run_id):
+            self.store.write_table(self.run_id, self.cell_table(variant, concurrency), frame)
+            self._append("sweep_cells", row, replace={"variant": variant, "concurrency": row.get("concurrency")})
 
     def save_single(self, variant: str, results: list[RequestResult], summary: dict) -> None:
         self.store.write_table(
@@ -245,9 +250,19 @@ class BenchRecorder:
             },
         )
 
-    def _append(self, table: str, row: dict) -> None:
-        existing = self.store.table_or_none(self.run_id, table)
-        frame = (
-            pd.DataFrame([row]) if existing is None else pd.concat([existing, pd.DataFrame([row])], ignore_index=True)
-        )
-        self.store.write_table(self.run_id, table, frame, fmt="csv")
+    def _append(self, table: str, row: dict, replace: dict | None = None) -> None:
+        """Add ``row`` to a CSV table (read and written under the run's lock); rows matching ``replace`` (a cell
+        measured again) are dropped first."""
+        with self.store.lock(self.run_id):
+            existing = self.store.table_or_none(self.run_id, table)
+            if existing is not None and replace:
+                same = pd.Series(True, index=existing.index)
+                for key, value in replace.items():
+                    same &= existing[key] == value
+                existing = existing[~same]
+            frame = (
+                pd.DataFrame([row])
+                if existing is None
+                else pd.concat([existing, pd.DataFrame([row])], ignore_index=True)
+            )
+            self.store.write_table(self.run_id, table, frame, fmt="csv")
