@@ -23,7 +23,9 @@ def test_each_variant_comes_from_the_newest_run_where_it_was_active(repo_root):
     single = lt.live_single_stream(store(repo_root)).set_index("variant")
     assert single.loc[["eagle3", "eagle3_fusion"], "accept_length"].notna().all()
     assert single.loc[["baseline", "fusion"], "accept_length"].isna().all()  # no speculation, no accept length
-    assert (single["ci95_low"] <= single["median_output_tokens_per_s"]).all()
+    assert (single["interval_low"] <= single["median_output_tokens_per_s"]).all()
+    assert (single["interval_high"] >= single["median_output_tokens_per_s"]).all()
+    assert (single.loc[single["runs"] == 3, "interval_coverage"] == 0.75).all()  # 3 runs: min-max covers 75 %
 
 
 def test_fused_kernels_replace_custom_allreduces_one_for_one_in_target_passes(repo_root):

@@ -14,7 +14,7 @@ import pandas as pd
 
 from verifylab.bench.client import Client, RequestResult, accept_length, parse_spec_meta
 from verifylab.bench.prompts import Prompt
-from verifylab.bench.stats import bootstrap_ci, summarize
+from verifylab.bench.stats import bootstrap_ci, median_interval, summarize
 from verifylab.runs import RunStore
 
 Progress = Callable[[int, int], None]
@@ -150,7 +150,7 @@ def single_stream_summary(results: list[RequestResult], server_accept: float | N
     """What `verifylab bench --json` prints."""
     ok = [r for r in results if r.ok]
     tput = [r.output_tokens_per_s for r in ok]
-    ci = bootstrap_ci(tput) if tput else None
+    interval = median_interval(tput)  # of the median, with its true coverage (not 95 % below 6 runs)
     return {
         "runs": [
             {
@@ -166,7 +166,8 @@ def single_stream_summary(results: list[RequestResult], server_accept: float | N
             for r in results
         ],
         "median_output_tokens_per_s": float(np.median(tput)) if tput else None,
-        "ci95_output_tokens_per_s": list(ci) if ci else None,
+        "ci95_output_tokens_per_s": list(interval[:2]) if interval else None,
+        "ci_coverage": interval[2] if interval else None,
         "tpot_ms": summarize([r.tpot_s * 1e3 for r in ok if r.tpot_s is not None]),
         "accept_length": accept_length(results),
         "server_accept_length": server_accept,
@@ -243,6 +244,7 @@ class BenchRecorder:
                 "median_output_tokens_per_s": summary["median_output_tokens_per_s"],
                 "ci95_low": (summary["ci95_output_tokens_per_s"] or [None, None])[0],
                 "ci95_high": (summary["ci95_output_tokens_per_s"] or [None, None])[1],
+                "ci_coverage": summary.get("ci_coverage"),
                 "accept_length": summary["accept_length"],
                 "server_accept_length": summary["server_accept_length"],
                 "runs": len(summary["runs"]),

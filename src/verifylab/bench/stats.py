@@ -27,6 +27,24 @@ def summarize(values: Sequence[float]) -> dict[str, float | int | None]:
     }
 
 
+def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float] | None:
+    """Distribution-free interval of the median from order statistics, with its exact coverage: the narrowest
+    [x(j), x(n+1-j)] whose coverage 1 - 2 P(Bin(n, 1/2) < j) reaches ``level``, else min-max with the coverage
+    it has (n = 5: 93.8 %, n = 3: 75 %). None below two values: one sample has no interval."""
+    arr = np.sort(np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float))
+    n = int(arr.size)
+    if n < 2:
+        return None
+
+    def coverage(j: int) -> float:
+        return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(j)) / 2.0**n
+
+    j = 1
+    while j + 1 <= n // 2 and coverage(j + 1) >= level:
+        j += 1
+    return float(arr[j - 1]), float(arr[n - j]), coverage(j)
+
+
 def bootstrap_ci(
     values: Sequence[float], stat: Callable = np.median, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float] | None:

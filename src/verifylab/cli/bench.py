@@ -78,7 +78,7 @@ def bench(
     ci = summary["ci95_output_tokens_per_s"]
     console.print(
         f"median {summary['median_output_tokens_per_s'] or 0:.2f} tok/s"
-        + (f" (95 % CI {ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
+        + (f" (median's interval {ci[0]:.2f}-{ci[1]:.2f}, coverage {summary['ci_coverage']:.1%})" if ci else "")
         + f"; accept length {summary['accept_length']}; failed {summary['failed']}"
     )
     for r in summary["runs"]:
