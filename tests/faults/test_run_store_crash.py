@@ -54,7 +54,7 @@ from verifylab.bench.method import BenchRecorder
 from verifylab.runs import RunStore
 recorder = BenchRecorder(RunStore(Path(sys.argv[1])), sys.argv[2])
 results = [RequestResult("p", "c", ok=True, output_tokens=8)]
-recorder.save_cell("fusion", 2, results, {"concurrency": 2, "requests": 1, "output_tokens_per_s": 99.0})
+recorder.save_cell("fusion", 2, results, {"concurrency": 2, "requests": 1, "failed": 0, "output_tokens_per_s": 99.0})
 """
 
 
@@ -71,7 +71,9 @@ def test_kill_at_every_write_of_a_sweep_cell_never_leaves_a_cell_half_stored(tmp
             assert store.read_table(RUN, recorder.cell_table("fusion", 2)).shape[0] == 1
             assert cells.loc[cells["concurrency"] == 2, "output_tokens_per_s"].tolist() == [99.0]
         else:  # not stored: the resume measures it again, and the new row replaces nothing twice
-            recorder.save_cell("fusion", 2, [], {"concurrency": 2, "requests": 0, "output_tokens_per_s": 1.0})
+            recorder.save_cell(
+                "fusion", 2, [], {"concurrency": 2, "requests": 0, "failed": 0, "output_tokens_per_s": 1.0}
+            )
             cells = store.read_table(RUN, "sweep_cells")
             assert cells.loc[cells["concurrency"] == 2, "output_tokens_per_s"].tolist() == [1.0]
         assert not list(store.path(RUN).glob(".*.tmp"))

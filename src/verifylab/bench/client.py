@@ -109,16 +109,23 @@ class Client:
         """GET the first path that answers 200 (e.g. /server_info then /get_server_info)."""
         assert self.session
         for path in paths:
-            async with self.session.get(self.url + path) as resp:
-                if resp.status == 200:
-                    return await resp.json(content_type=None)
+            try:
+                async with self.session.get(self.url + path) as resp:
+                    if resp.status == 200:
+                        return await resp.json(content_type=None)
+            except aiohttp.ClientError as exc:
+                raise BenchmarkError(f"{self.url}{path}: cannot reach the server ({exc})") from None
         raise BenchmarkError(f"{self.url}: none of {', '.join(paths)} answered 200")
 
     async def post(self, path: str, body: dict | None = None) -> int:
+        """POST and return the status; an unreachable server is one line naming the URL, not a traceback."""
         assert self.session
-        async with self.session.post(self.url + path, json=body or {}) as resp:
-            await resp.read()
-            return resp.status
+        try:
+            async with self.session.post(self.url + path, json=body or {}) as resp:
+                await resp.read()
+                return resp.status
+        except aiohttp.ClientError as exc:
+            raise BenchmarkError(f"{self.url}{path}: cannot reach the server ({exc})") from None
 
     async def generate(
         self, prompt: str, max_tokens: int, prompt_id: str = "", category: str = "", stream: bool = True

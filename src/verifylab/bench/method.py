@@ -218,12 +218,15 @@ class BenchRecorder:
         return f"sweep-{variant}-c{concurrency}"[:64]
 
     def has_cell(self, variant: str, concurrency: int) -> bool:
-        """A cell is stored when its summary row is: the row is written last, so a cell whose requests table was
-        written but not its row (a crash between the two) is measured again on resume."""
+        """A cell is stored when its summary row is, without failed requests: the row is written last, so a cell
+        whose requests table was written but not its row (a crash between the two) is measured again on resume,
+        and so is a cell whose requests failed (its row keeps the errors until then)."""
         cells = self.store.table_or_none(self.run_id, "sweep_cells")
         if cells is None or self.cell_table(variant, concurrency) not in self.store.manifest(self.run_id).tables:
             return False
-        return bool(((cells["variant"] == variant) & (cells["concurrency"] == concurrency)).any())
+        same = (cells["variant"] == variant) & (cells["concurrency"] == concurrency)
+        ok = cells["failed"].fillna(0) == 0 if "failed" in cells else True
+        return bool((same & ok).any())
 
     def save_cell(self, variant: str, concurrency: int, results: list[RequestResult], summary: dict) -> None:
         """The requests table, then the summary row (the commit point), under the run's lock."""

@@ -89,7 +89,8 @@ def run_sweep(
     progress: Progress | None = None,
     stall_s: float = 60.0,
 ) -> dict:
-    """Closed-loop cells at each concurrency; stored cells are skipped (resume); returns the cells."""
+    """Closed-loop cells at each concurrency; stored cells are skipped (resume); returns the cells and which of
+    them failed (a request failed: stored with its errors, not a result, measured again on resume)."""
     prompts = prompts or load_prompts()
     cells, skipped = [], []
 
@@ -114,7 +115,17 @@ def run_sweep(
                     recorder.save_cell(variant, c, results, summary)
 
     run_coroutine(go())
-    return {"cells": cells, "skipped_concurrency": skipped}
+    failed = [c for c in cells if c.get("failed")]
+    return {"cells": cells, "skipped_concurrency": skipped, "failed_cells": failed}
+
+
+def failure_line(cells: list[dict]) -> str:
+    """One line for the failed cells of a sweep (or the runs of a bench): which, how many requests, why."""
+    parts = []
+    for cell in cells:
+        errors = "; ".join(cell.get("errors") or []) or "no error text"
+        parts.append(f"C={cell['concurrency']}: {cell['failed']} of {cell['requests']} requests failed ({errors})")
+    return "; ".join(parts) + " — not results: measured again on resume"
 
 
 def mark_complete(recorder: BenchRecorder) -> None:

@@ -74,10 +74,22 @@ def bench(
         raise fail(exc) from None
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
-        return
+    else:
+        _print_single(summary)
+    if summary["failed"]:
+        errors = "; ".join(sorted({r["error"] for r in summary["runs"] if r["error"]}))
+        raise fail(
+            VerifylabError(f"{summary['failed']} of {len(summary['runs'])} runs failed ({errors}): not a result")
+        )
+
+
+def _print_single(summary: dict) -> None:
     ci = summary["ci95_output_tokens_per_s"]
+    if summary["median_output_tokens_per_s"] is None:
+        console.print("no successful run", highlight=False)
+        return
     console.print(
-        f"median {summary['median_output_tokens_per_s'] or 0:.2f} tok/s"
+        f"median {summary['median_output_tokens_per_s']:.2f} tok/s"
         + (f" (median's interval {ci[0]:.2f}-{ci[1]:.2f}, coverage {summary['ci_coverage']:.1%})" if ci else "")
         + f"; accept length {summary['accept_length']}; failed {summary['failed']}"
     )
@@ -108,7 +120,7 @@ def sweep(
 
     Example: `verifylab sweep --url http://127.0.0.1:30000 --concurrency 1,4,16 --max-tokens 512 --json`
     """
-    from verifylab.bench.runner import mark_complete, run_sweep
+    from verifylab.bench.runner import failure_line, mark_complete, run_sweep
 
     try:
         levels = _parse_concurrency(concurrency)
@@ -143,13 +155,19 @@ def sweep(
                 progress=update,
                 stall_s=stall_timeout,
             )
-        if recorder:
+        if recorder and not result["failed_cells"]:
             mark_complete(recorder)
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
         typer.echo(json.dumps(result, indent=2))
-        return
+    else:
+        _print_sweep(url, result)
+    if result["failed_cells"]:
+        raise fail(VerifylabError(failure_line(result["failed_cells"])))
+
+
+def _print_sweep(url: str, result: dict) -> None:
     import pandas as pd
 
     if result["skipped_concurrency"]:
