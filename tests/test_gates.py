@@ -259,3 +259,15 @@ def test_multicast_preflight_gate_opens_only_where_flashinfer_needs_no_multicast
     assert gates.apply(root, "sm90", dry_run=True).changed == []  # nothing left to open
     gates.revert(root)
     assert tree_digest(root) == before  # byte for byte
+
+
+def test_source_segment_is_the_standard_one_without_resplitting():
+    """The cached segment reader gives ast.get_source_segment's text for every node (multi-line, non-ASCII, CRLF)."""
+    import ast
+
+    from verifylab.gates.source import source_segment
+
+    source = 'def f(x):\r\n    return "é" if (x\n        or y) else {"k": [1,\r 2]}\n\nz = f(1)  # ünïcode\n'
+    for node in ast.walk(ast.parse(source)):
+        if hasattr(node, "lineno"):
+            assert source_segment(source, node) == ast.get_source_segment(source, node), ast.dump(node)

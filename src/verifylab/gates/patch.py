@@ -15,7 +15,13 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.scan import ARCH_PRED, SINGLE_ROLE, Finding, arch_of, arch_or_nodes
-from verifylab.gates.source import MULTICAST_MARKER, MULTICAST_ROLE, multicast_preflight, predicate_defined
+from verifylab.gates.source import (
+    MULTICAST_MARKER,
+    MULTICAST_ROLE,
+    multicast_preflight,
+    predicate_defined,
+    source_segment,
+)
 
 
 @dataclass
@@ -105,12 +111,12 @@ def plan_file(path: Path, rel: str, findings: list[Finding], target: int, root: 
     }
     module_vars_added: set[str] = set()
     for node in arch_or_nodes(tree):
-        segment = ast.get_source_segment(source, node) or ""
+        segment = source_segment(source, node) or ""
         if (node.lineno, segment) not in closed_lines:
             continue
         best = max((v for v in node.values if arch_of(v) is not None), key=lambda v: arch_of(v) or 0)
         best_arch = arch_of(best) or 0
-        new_operand = _renamed(ast.get_source_segment(source, best) or "", best_arch, target)
+        new_operand = _renamed(source_segment(source, best) or "", best_arch, target)
         last = node.values[-1]
         plan.add(
             offsets.at(last.end_lineno, last.end_col_offset),
@@ -124,7 +130,7 @@ def plan_file(path: Path, rel: str, findings: list[Finding], target: int, root: 
                 assign = _module_assignment(tree, pred.id)
                 if assign is None:
                     raise GateError(f"{rel}: '{pred.id}' is not a module-level variable: cannot add '{new_var}' safely")
-                rhs = ast.get_source_segment(source, assign.value) or ""
+                rhs = source_segment(source, assign.value) or ""
                 new_rhs = _renamed(rhs, best_arch, target)
                 plan.add(
                     offsets.line_end(assign.end_lineno),
@@ -143,7 +149,7 @@ def plan_file(path: Path, rel: str, findings: list[Finding], target: int, root: 
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call | ast.Name | ast.Attribute) or arch_of(node) is None:
             continue
-        segment = ast.get_source_segment(source, node) or ""
+        segment = source_segment(source, node) or ""
         if (node.lineno, segment) not in singles:
             continue
         singles.discard((node.lineno, segment))
@@ -223,7 +229,7 @@ def _plan_tables_and_lists(tree, source, offsets, plan, findings, target) -> Non
             if "MULTIMEM" in name.upper():
                 value, why = "[]", "no multicast world sizes (PCIe has no NVLink multicast)"
             else:
-                value, why = ast.get_source_segment(source, donor) or "", "sizes copied from the SM100 entry"
+                value, why = source_segment(source, donor) or "", "sizes copied from the SM100 entry"
             last = node.value.values[-1]
             end = offsets.at(last.end_lineno, last.end_col_offset)
             indent = offsets.indent(node.value.keys[-1].lineno)
@@ -234,7 +240,7 @@ def _plan_tables_and_lists(tree, source, offsets, plan, findings, target) -> Non
             else:
                 plan.add(end, f",\n{indent}{major}: {value}", f"{name}: add {major}: entry ({why})")
         if isinstance(node, ast.List) and node.lineno in lists and all(isinstance(e, ast.Constant) for e in node.elts):
-            parent_kw = ast.get_source_segment(source, node)
+            parent_kw = source_segment(source, node)
             if parent_kw is None or not node.elts:
                 continue
             last = node.elts[-1]

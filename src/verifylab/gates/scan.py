@@ -19,7 +19,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from verifylab.gates.source import MULTICAST_MARKER, MULTICAST_ROLE, auto_enable_models, multicast_preflight
+from verifylab.gates.source import (
+    MULTICAST_MARKER,
+    MULTICAST_ROLE,
+    auto_enable_models,
+    multicast_preflight,
+    source_segment,
+)
 
 ARCH_PRED = re.compile(r"^_?is_sm(\d+)(?:_supported)?$")
 FUSION_NAME = re.compile(r"allreduce_fusion|ar_fusion|allreduce_residual_rmsnorm", re.I)
@@ -107,7 +113,7 @@ def _enclosing(chain: list[ast.AST], types) -> ast.AST | None:
 
 
 def _mentions_fusion(node: ast.AST, source: str) -> bool:
-    segment = ast.get_source_segment(source, node) or ""
+    segment = source_segment(source, node) or ""
     return bool(FUSION_TEXT.search(segment) or re.search(r"flashinfer_allreduce_fusion", segment))
 
 
@@ -179,7 +185,7 @@ def _scan_tree(source: str, rel: str, target: int) -> list[Finding]:
                 node.lineno,
                 func_name,
                 kind,
-                ast.get_source_segment(source, node) or "",
+                source_segment(source, node) or "",
                 status,
                 role,
                 note,
@@ -231,7 +237,7 @@ def _single_predicate_gates(tree, source, rel, target, parents) -> list[Finding]
                     node.lineno,
                     func.name if func else "<module>",
                     "boolean_gate",
-                    ast.get_source_segment(source, node) or "",
+                    source_segment(source, node) or "",
                     "closed" if target != arch else "open",
                     SINGLE_ROLE,
                     note,
@@ -288,7 +294,7 @@ def _jit_lists(tree, source, rel, target, parents) -> list[Finding]:
         if not isinstance(node.value, ast.List):
             continue
         func = _enclosing(parents.chain(node), (ast.FunctionDef,))
-        if func is None or "trtllm_allreduce_fusion" not in (ast.get_source_segment(source, func) or ""):
+        if func is None or "trtllm_allreduce_fusion" not in (source_segment(source, func) or ""):
             continue  # only the module that builds the fusion kernels is on the path
         majors = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
         status: Status = "open" if target // 10 in majors else "closed"
@@ -298,7 +304,7 @@ def _jit_lists(tree, source, rel, target, parents) -> list[Finding]:
                 node.value.lineno,
                 func.name,
                 "jit_arch_list",
-                ast.get_source_segment(source, node) or "",
+                source_segment(source, node) or "",
                 status,
                 "FlashInfer JIT arch list of the all-reduce fusion module",
                 "opening it on FlashInfer < 0.6.17 is experimental (SM12x unsupported upstream)",
@@ -337,8 +343,7 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
             (
                 n
                 for n in ast.walk(tree)
-                if isinstance(n, ast.FunctionDef)
-                and "cuMulticastGetGranularity" in (ast.get_source_segment(source, n) or "")
+                if isinstance(n, ast.FunctionDef) and "cuMulticastGetGranularity" in (source_segment(source, n) or "")
             ),
             None,
         )
@@ -357,7 +362,7 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
                 )
             )
         else:
-            opened = MULTICAST_MARKER in (ast.get_source_segment(source, func) or "") if func else False
+            opened = MULTICAST_MARKER in (source_segment(source, func) or "") if func else False
             out.append(
                 Finding(
                     rel,

@@ -5,9 +5,43 @@ predicate is defined anywhere."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+@functools.lru_cache(maxsize=64)
+def _source_lines(source: str) -> tuple[str, ...]:
+    """The source split as ``ast.get_source_segment`` splits it (on \\r\\n, \\r, \\n only), ends kept; once per
+    source: the standard function splits the whole file again on every call (seconds on server_args.py)."""
+    lines, start = [], 0
+    for match in _LINE_END.finditer(source):
+        lines.append(source[start : match.end()])
+        start = match.end()
+    if start < len(source):
+        lines.append(source[start:])
+    return tuple(lines)
+
+
+def source_segment(source: str, node: ast.AST) -> str | None:
+    """``source_segment(source, node)`` with the source's lines split once (same result)."""
+    try:
+        first, last = node.lineno - 1, node.end_lineno - 1
+        start, end = node.col_offset, node.end_col_offset
+    except AttributeError:
+        return None
+    if last is None or end is None:
+        return None
+    lines = _source_lines(source)
+    if first == last:
+        return lines[first].encode()[start:end].decode()
+    head = lines[first].encode()[start:].decode()
+    tail = lines[last].encode()[:end].decode()
+    return "".join([head, *lines[first + 1 : last], tail])
+
 
 MULTICAST_ROLE = "multicast preflight"
 MULTICAST_MARKER = "# verifylab precondition gate: FlashInfer >= 0.6.15's TRT-LLM workspace needs no multicast"
@@ -51,11 +85,11 @@ def multicast_preflight(tree: ast.AST, source: str) -> MulticastPreflight | None
                     and isinstance(second.test.ops[0], ast.NotEq)
                     and any(
                         isinstance(stmt, ast.Raise)
-                        and "cuMulticastGetGranularity" in (ast.get_source_segment(source, stmt) or "")
+                        and "cuMulticastGetGranularity" in (source_segment(source, stmt) or "")
                         for stmt in second.body
                     )
                 ):
-                    success = ast.get_source_segment(source, second.test.comparators[0]) or ""
+                    success = source_segment(source, second.test.comparators[0]) or ""
                     return MulticastPreflight(first, second, err, gran, success)
     return None
 
