@@ -20,7 +20,7 @@ def test_each_variant_comes_from_the_newest_run_where_it_was_active(repo_root):
     sources = lt.variant_sources(store(repo_root), "variant_state")
     assert list(sources) == ["baseline", "fusion", "eagle3", "eagle3_fusion"]
     assert sources["eagle3"].endswith("-live-tp2-eagle3") and sources["baseline"].endswith("-live-tp2")
-    single = lt.live_single_stream(store(repo_root)).set_index("variant")
+    single = lt.live_single_stream(store(repo_root))
     assert single.loc[["eagle3", "eagle3_fusion"], "accept_length"].notna().all()
     assert single.loc[["baseline", "fusion"], "accept_length"].isna().all()  # no speculation, no accept length
     assert (single["interval_low"] <= single["median_output_tokens_per_s"]).all()

@@ -81,7 +81,8 @@ def live_single_stream(store: RunStore) -> pd.DataFrame:
                 "provenance": "measured",
             }
         )
-    return pd.DataFrame(rows)
+    rounded = {"median_output_tokens_per_s": 1, "interval_low": 1, "interval_high": 1, "accept_length": 2}
+    return pd.DataFrame(rows).round(rounded).set_index("variant")
 
 
 def live_single_stream_finding(single: pd.DataFrame) -> Prose:
@@ -89,7 +90,7 @@ def live_single_stream_finding(single: pd.DataFrame) -> Prose:
     and what speculation did to tok/s there (mechanics: a random draft is never a speed-up)."""
     if single.empty:
         return Prose("No live TP-2 benchmark is stored yet.")
-    by = single.set_index("variant")
+    by = single
     spec = by["accept_length"].dropna()
     if spec.empty or "baseline" not in by.index:
         return Prose("The stored live TP-2 rows hold no EAGLE-3 variant beside a baseline.")
