@@ -220,6 +220,7 @@ def serve_cmd(
         launcher=shlex.split(launcher),
         extra_args=list(extra),
     )
+    _stop_on_signals()  # SIGTERM / SIGHUP end the with-block as Ctrl-C does: the server's process group stops too
     try:
         with serve(base, DEFAULT_VARIANTS[variant], log_dir) as (server, state):
             typer.echo(json.dumps({"url": server.url, **asdict(state)}, indent=2, default=str))
@@ -231,3 +232,15 @@ def serve_cmd(
         console.print("stopped")
     except VerifylabError as exc:
         raise fail(exc) from None
+
+
+def _stop_on_signals() -> None:
+    """Turn SIGTERM and SIGHUP into KeyboardInterrupt: Python's default for them ends the process without
+    leaving ``with`` blocks, and SGLang (in its own session) would keep running."""
+    import signal
+
+    def interrupt(signum, frame) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
