@@ -112,6 +112,7 @@ def test_interrupted_sweep_keeps_finished_cells(tmp_path, help_text):
         ("drop", "dropped mid-stream"),
         ("malformed", "malformed stream chunk"),
         ("stall", "timeout: the server stalled"),
+        ("keepalive", "timeout: the server stalled (no token within 1 s)"),
     ],
 )
 def test_faults_are_recorded_and_finished_cells_kept(tmp_path, help_text, fault, expected):

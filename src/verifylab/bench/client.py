@@ -91,7 +91,7 @@ class Client:
     def __init__(self, url: str, api: str = "generate", timeout_s: float = 600.0, stall_s: float = 60.0) -> None:
         if api not in ("generate", "openai"):
             raise BenchmarkError(f"--api {api!r}: use 'generate' (SGLang native) or 'openai'")
-        self.url, self.api = url.rstrip("/"), api
+        self.url, self.api, self.stall_s = url.rstrip("/"), api, stall_s
         self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_s)
         self.session: aiohttp.ClientSession | None = None
 
@@ -166,7 +166,7 @@ class Client:
                     return result
                 await self._read_stream(resp, result, start)
         except TimeoutError:
-            result.error = "timeout: the server stalled (no bytes within the read timeout)"
+            result.error = f"timeout: the server stalled (no token within {self.stall_s:g} s)"
         except aiohttp.ClientPayloadError as exc:
             result.error = f"connection dropped mid-stream ({exc.__class__.__name__})"
         except aiohttp.ClientError as exc:
@@ -179,8 +179,11 @@ class Client:
         buffer = b""
         done = False
         last: dict | None = None
+        last_token = 0.0  # the stall clock runs on tokens: keep-alive comments and empty chunks do not reset it
         async for data in resp.content.iter_any():
             now = time.perf_counter() - start
+            if now - last_token > self.stall_s:
+                raise TimeoutError
             buffer += data
             while b"\n\n" in buffer:
                 event, buffer = buffer.split(b"\n\n", 1)
@@ -197,6 +200,8 @@ class Client:
                     raise BenchmarkError(f"malformed stream chunk: {payload[:80]!r}") from None
                 if self._chunk(result, chunk, now):
                     last = chunk
+                if result.chunk_times and result.chunk_times[-1] == now:
+                    last_token = now
         if last is not None:
             self._final(result, last)
         if not done:

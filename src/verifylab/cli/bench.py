@@ -46,6 +46,7 @@ def bench(
     run_id: str | None = typer.Option(None, help="Store into this run (created or resumed) under DATA_DIR/runs."),
     label: str | None = typer.Option(None, help="Hardware label of the stored run."),
     data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/."),
+    stall_timeout: float = typer.Option(60.0, help="Seconds without a new token before a request counts as stalled."),
 ) -> None:
     """The single-stream method: W warm-ups, then N runs x M tokens at temperature 0, one stream.
     Reports output tokens/s per run, the median with a 95 % bootstrap interval, TPOT statistics and the
@@ -69,6 +70,7 @@ def bench(
                 recorder=recorder,
                 variant=variant,
                 progress=lambda _, d, t: progress.update(task, completed=d, total=t),
+                stall_s=stall_timeout,
             )
     except VerifylabError as exc:
         raise fail(exc) from None
@@ -107,7 +109,7 @@ def sweep(
     max_tokens: int = typer.Option(512, min=2, help="Output tokens per request."),
     requests_per_cell: int | None = typer.Option(None, min=1, help="Requests per cell (default max(2C, 8))."),
     api: str = typer.Option("generate", help="generate or openai."),
-    stall_timeout: float = typer.Option(60.0, help="Seconds without a byte before a request counts as stalled."),
+    stall_timeout: float = typer.Option(60.0, help="Seconds without a new token before a request counts as stalled."),
     as_json: bool = typer.Option(False, "--json", help="Print {cells: [...]} as JSON."),
     variant: str = typer.Option("server", help="Name the results are stored under."),
     run_id: str | None = typer.Option(None, help="Store (and resume) into this run; finished cells are skipped."),

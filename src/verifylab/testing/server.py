@@ -4,7 +4,8 @@ It accepts SGLang-style launch flags (``--help`` lists them, so the launcher's f
 serves the endpoints verifylab's client uses with SGLang's response shapes, and emits ``tokens_per_step``
 tokens every ``step_ms`` on an absolute schedule, so the true rates are known exactly:
 TPOT = step_ms / tokens_per_step, tokens/s per stream = 1000 x tokens_per_step / step_ms.
-Faults on request: ``--fault 500|drop|malformed|stall`` after ``--fault-after`` requests.
+Faults on request: ``--fault 500|drop|malformed|stall|keepalive`` after ``--fault-after`` requests (keepalive:
+SSE comments every 0.2 s and no token).
 
     python -m verifylab.testing.server --port 30000 --step-ms 20 --tokens-per-step 2
 """
@@ -154,6 +155,10 @@ async def generate(request: web.Request) -> web.StreamResponse:
             continue
         if fault == "stall" and i == 2:
             await asyncio.sleep(3600)
+        if fault == "keepalive" and i == 2:  # bytes keep coming, tokens do not
+            for _ in range(18000):
+                await resp.write(b": keep-alive\n\n")
+                await asyncio.sleep(0.2)
         meta = _meta(state, prompt_tokens, produced, i + 1, produced >= max_new)
         meta["test_double_elapsed_s"] = time.perf_counter() - start  # when the server sent it (fidelity checks)
         chunk = {
