@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ import pandas as pd
 from verifylab.bench.client import Client, RequestResult, accept_length, parse_spec_meta
 from verifylab.bench.prompts import Prompt
 from verifylab.bench.stats import bootstrap_ci, median_interval, summarize
-from verifylab.runs import RunStore
+from verifylab.errors import ParameterError
+from verifylab.runs import TABLE_NAME_PATTERN, RunStore
 
 Progress = Callable[[int, int], None]
 
@@ -215,7 +217,19 @@ class BenchRecorder:
 
     @staticmethod
     def cell_table(variant: str, concurrency: int) -> str:
-        return f"sweep-{variant}-c{concurrency}"[:64]
+        return f"sweep-{variant}-c{concurrency}"
+
+    @classmethod
+    def check_names(cls, variant: str, concurrency: list[int] | None = None) -> None:
+        """Before anything is measured: every table this variant would write has a valid name, never truncated
+        (a cut name let C=2 overwrite C=1). A :class:`ParameterError` names the variant otherwise."""
+        names = [f"single-{variant}"] + [cls.cell_table(variant, c) for c in concurrency or []]
+        bad = [n for n in names if not re.match(TABLE_NAME_PATTERN, n)]
+        if bad:
+            raise ParameterError(
+                f"variant {variant!r}: it would store tables named {bad[0]!r}, which must match "
+                f"{TABLE_NAME_PATTERN} (lower case, digits, _ and -, at most 64 characters)"
+            )
 
     def has_cell(self, variant: str, concurrency: int) -> bool:
         """A cell is stored when its summary row is, without failed requests: the row is written last, so a cell
@@ -238,7 +252,7 @@ class BenchRecorder:
 
     def save_single(self, variant: str, results: list[RequestResult], summary: dict) -> None:
         self.store.write_table(
-            self.run_id, f"single-{variant}"[:64], requests_frame(results, keep_ids=True, variant=variant)
+            self.run_id, f"single-{variant}", requests_frame(results, keep_ids=True, variant=variant)
         )
         self._append(
             "single_stream",

@@ -62,6 +62,8 @@ def run_single(
     stall_s: float = 60.0,
 ) -> dict:
     """The single-stream method against ``url``; the summary (and, with a recorder, stored tables)."""
+    if recorder:
+        recorder.check_names(variant)
     prompts = prompts or load_prompts()
 
     async def go() -> dict:
@@ -91,6 +93,8 @@ def run_sweep(
 ) -> dict:
     """Closed-loop cells at each concurrency; stored cells are skipped (resume); returns the cells and which of
     them failed (a request failed: stored with its errors, not a result, measured again on resume)."""
+    if recorder:
+        recorder.check_names(variant, concurrency)
     prompts = prompts or load_prompts()
     cells, skipped = [], []
 

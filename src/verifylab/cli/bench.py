@@ -13,9 +13,15 @@ from verifylab.cli._shared import console, fail, print_frame, progress_bar
 from verifylab.errors import ParameterError, VerifylabError
 
 
-def _recorder(data_dir: Path, run_id: str | None, label: str | None, params: dict):
+def _recorder(
+    data_dir: Path, run_id: str | None, label: str | None, params: dict, variant: str, levels: list[int] | None = None
+):
+    """The run to store into (None without --run-id); the variant's table names are checked before it is opened."""
     if run_id is None:
         return None
+    from verifylab.bench.method import BenchRecorder
+
+    BenchRecorder.check_names(variant, levels)
     if not label:
         raise ParameterError(
             "--run-id needs --label (the hardware label shown with every number, e.g. '8x RTX PRO 6000')"
@@ -59,7 +65,11 @@ def bench(
 
     try:
         recorder = _recorder(
-            data_dir, run_id, label, {"url": url, "runs": runs, "warmup": warmup, "max_tokens": max_tokens, "api": api}
+            data_dir,
+            run_id,
+            label,
+            {"url": url, "runs": runs, "warmup": warmup, "max_tokens": max_tokens, "api": api},
+            variant,
         )
         with progress_bar() as progress:
             task = progress.add_task("runs", total=runs)
@@ -137,6 +147,8 @@ def sweep(
                 "requests_per_cell": requests_per_cell,
                 "api": api,
             },
+            variant,
+            levels,
         )
         with progress_bar() as progress:
             tasks: dict[str, int] = {}
