@@ -85,6 +85,26 @@ def accept_length(results: list[RequestResult]) -> float | None:
     return sum(r.output_tokens for r in results if r.ok) / sum(verifies)
 
 
+def sse_events(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """Split a Server-Sent-Events byte stream into the data of its complete events and the unfinished rest.
+
+    As the SSE format defines it: lines end in CRLF, LF or CR; an event ends at a blank line; ``data:`` lines of
+    one event are joined with a newline (one optional space after the colon is dropped); comment lines (``:``)
+    and other fields (``event:``, ``id:``, ``retry:``) carry no data. An event without data yields nothing."""
+    text = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    *complete, rest = text.split(b"\n\n")
+    events = []
+    for block in complete:
+        data = []
+        for line in block.split(b"\n"):
+            if line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+        if data:
+            events.append(b"\n".join(data))
+    return events, rest
+
+
 class Client:
     """An aiohttp session bound to one server URL."""
 
@@ -158,13 +178,17 @@ class Client:
                     detail = (await resp.text())[:200]
                     result.error = f"HTTP {resp.status}: {detail}"
                     return result
-                if not stream and self.api == "generate":
-                    data = await resp.json(content_type=None)
+                if (not stream and self.api == "generate") or resp.content_type == "application/json":
+                    data = await resp.json(content_type=None)  # asked or not, the answer came in one piece
                     result.e2e_s = time.perf_counter() - start
                     self._final(result, data)
                     result.ok = True
-                    return result
-                await self._read_stream(resp, result, start)
+                else:
+                    await self._read_stream(resp, result, start, max_tokens)
+                if result.ok and result.output_tokens < max_tokens:  # ignore_eos: every token asked must come
+                    result.ok = False
+                    result.error = f"short answer: {result.output_tokens} of {max_tokens} tokens"
+                return result
         except TimeoutError:
             result.error = f"timeout: the server stalled (no token within {self.stall_s:g} s)"
         except aiohttp.ClientPayloadError as exc:
@@ -175,7 +199,9 @@ class Client:
             result.error = str(exc)
         return result
 
-    async def _read_stream(self, resp: aiohttp.ClientResponse, result: RequestResult, start: float) -> None:
+    async def _read_stream(
+        self, resp: aiohttp.ClientResponse, result: RequestResult, start: float, max_tokens: int
+    ) -> None:
         buffer = b""
         done = False
         last: dict | None = None
@@ -184,13 +210,9 @@ class Client:
             now = time.perf_counter() - start
             if now - last_token > self.stall_s:
                 raise TimeoutError
-            buffer += data
-            while b"\n\n" in buffer:
-                event, buffer = buffer.split(b"\n\n", 1)
-                payload = event.strip()
-                if not payload.startswith(b"data:"):
-                    continue
-                payload = payload[5:].strip()
+            events, buffer = sse_events(buffer + data)
+            for payload in events:
+                payload = payload.strip()
                 if payload == b"[DONE]":
                     done = True
                     break
@@ -198,10 +220,14 @@ class Client:
                     chunk = json.loads(payload)
                 except json.JSONDecodeError:
                     raise BenchmarkError(f"malformed stream chunk: {payload[:80]!r}") from None
+                before, chunks = result.output_tokens, len(result.chunk_times)
                 if self._chunk(result, chunk, now):
                     last = chunk
-                if result.chunk_times and result.chunk_times[-1] == now:
+                if len(result.chunk_times) > chunks:  # a chunk with tokens (OpenAI chunks do not count them)
                     last_token = now
+                self._check_count(result, before, chunk, max_tokens)
+            if done:
+                break
         if last is not None:
             self._final(result, last)
         if not done:
@@ -236,6 +262,16 @@ class Client:
         result.chunk_tokens.append(new)
         result.output_tokens = tokens
         return True
+
+    @staticmethod
+    def _check_count(result: RequestResult, before: int, chunk: dict, max_tokens: int) -> None:
+        """The server's token count only grows and never passes what was asked (a jump to 100,000 tokens would
+        make a throughput of 564,330 tok/s)."""
+        reported = int((chunk.get("meta_info") or {}).get("completion_tokens", result.output_tokens))
+        if reported < before:
+            raise BenchmarkError(f"token count went back from {before} to {reported}: the stream is not trusted")
+        if max(reported, result.output_tokens) > max_tokens:
+            raise BenchmarkError(f"server reported {max(reported, result.output_tokens)} tokens for max {max_tokens}")
 
     @staticmethod
     def _final(result: RequestResult, data: dict) -> None:
