@@ -10,9 +10,10 @@ from verifylab.cli import app
 from verifylab.errors import TraceError
 from verifylab.synth.runner import SynthConfig, run_synth_verify
 from verifylab.trace import summarize_traces
-from verifylab.trace.analyze import STEP_COLUMNS, align_ranks
+from verifylab.trace.analyze import STEP_COLUMNS
 from verifylab.trace.classify import classify_kernel
 from verifylab.trace.intervals import overlap_length, union_length
+from verifylab.trace.ranks import align_ranks
 
 from .tracefactory import event, write_trace
 

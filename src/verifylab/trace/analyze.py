@@ -18,8 +18,16 @@ from verifylab.errors import TraceError
 from verifylab.trace.classify import classify_cpu_collective, classify_kernel
 from verifylab.trace.files import assign_ranks, expand_paths
 from verifylab.trace.intervals import last_at_or_before, outermost, overlap_length, union_length
+from verifylab.trace.ranks import align_ranks, rank_disagreements
 from verifylab.trace.reader import Event
-from verifylab.trace.steps import DEFAULT_STEP_MARKER, RankEvents, label_graph_phases, load_rank_events, segment_steps
+from verifylab.trace.steps import (
+    DEFAULT_STEP_MARKER,
+    STEP_COLUMNS,
+    RankEvents,
+    label_graph_phases,
+    load_rank_events,
+    segment_steps,
+)
 
 DTYPE_BYTES = {
     "bfloat16": 2,
@@ -38,30 +46,6 @@ DTYPE_BYTES = {
     "c10::bfloat16": 2,
     "c10::half": 2,
 }
-STEP_COLUMNS = [
-    "rank",
-    "step",
-    "phase",
-    "span_us",
-    "kernel_count",
-    "allreduce_count",
-    "allgather_count",
-    "other_collective_count",
-    "comm_us",
-    "comm_wait_us",
-    "comm_transfer_us",
-    "compute_us",
-    "idle_us",
-    "exposed_comm_us",
-    "norm_us",
-    "gemm_moe_us",
-    "attention_us",
-    "bytes_per_allreduce",
-    "bytes_source",
-    "allreduce_impls",
-    "nccl_name_suffixes",
-    "source",
-]
 
 
 PER_STEP_NUMERIC = [
@@ -268,26 +252,6 @@ def kernel_totals(rank: RankEvents) -> pd.DataFrame:
     return frame.sort_values("total_us", ascending=False, ignore_index=True)
 
 
-def align_ranks(steps: pd.DataFrame, colls: pd.DataFrame) -> pd.DataFrame:
-    """Split each collective's time into arrival wait and transfer, aligning ranks on one host's clock.
-
-    For collective j of a step, the last rank to arrive starts at max_r(start); a rank's wait is that
-    minus its own start, its transfer is its end minus that. Needs >= 2 ranks with the same collectives.
-    """
-    n_ranks = colls["rank"].nunique() if not colls.empty else 0
-    if n_ranks < 2:
-        return steps
-    c = colls[["rank", "step", "ordinal", "start_us", "dur_us"]].copy()
-    groups = c.groupby(["step", "ordinal"])["start_us"]
-    c["last"], c["n"] = groups.transform("max"), groups.transform("count")
-    c = c[c["n"] == n_ranks]
-    c["comm_wait_us"] = (c["last"] - c["start_us"]).clip(lower=0.0)
-    c["comm_transfer_us"] = (c["start_us"] + c["dur_us"] - c["last"]).clip(lower=0.0)
-    sums = c.groupby(["rank", "step"], as_index=False)[["comm_wait_us", "comm_transfer_us"]].sum()
-    out = steps.drop(columns=["comm_wait_us", "comm_transfer_us"]).merge(sums, on=["rank", "step"], how="left")
-    return out[STEP_COLUMNS]
-
-
 @dataclass
 class TraceSummary:
     """What ``summarize_traces`` returns: tidy tables plus notes the reader must see."""
@@ -363,6 +327,7 @@ def summarize_traces(
             "NCCL kernel names carry suffixes such as _RING_LL: they are names, not proof of the "
             "algorithm or protocol that ran"
         )
+    notes += rank_disagreements(steps)
     if (steps["bytes_source"] == "model config (trace has no sizes)").any() and steps["allreduce_count"].sum():
         notes.append("message sizes come from the model config: the trace records none (CUDA-graph replay)")
     return TraceSummary(

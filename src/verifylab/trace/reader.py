@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -61,6 +62,19 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8", errors="replace")
 
 
+def _time(obj: dict, key: str) -> float:
+    """A finite number of microseconds; a trace event with "abc" or NaN there is refused, naming the event
+    (a NaN start silently dropped its all-reduce from every step)."""
+    value = obj.get(key, 0.0) or 0.0
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise TraceError(f"event {str(obj.get('name', ''))[:60]!r}: '{key}' is {value!r}, not a time in microseconds")
+    return number
+
+
 def to_event(obj: dict) -> Event:
     """Reduce one decoded trace event to an :class:`Event`."""
     args = obj.get("args") or {}
@@ -68,8 +82,8 @@ def to_event(obj: dict) -> Event:
         name=str(obj.get("name", "")),
         cat=obj.get("cat", ""),
         ph=obj.get("ph", ""),
-        ts=float(obj.get("ts", 0.0)),
-        dur=float(obj.get("dur", 0.0) or 0.0),
+        ts=_time(obj, "ts"),
+        dur=_time(obj, "dur"),
         pid=obj.get("pid", 0),
         tid=obj.get("tid", 0),
         args={k: args[k] for k in KEPT_ARGS if k in args},

@@ -17,6 +17,30 @@ DEFAULT_STEP_MARKER = (
     r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*"
     r"|step\[[A-Z_]+\b[^\]]*\])$"
 )
+STEP_COLUMNS = [
+    "rank",
+    "step",
+    "phase",
+    "span_us",
+    "kernel_count",
+    "allreduce_count",
+    "allgather_count",
+    "other_collective_count",
+    "comm_us",
+    "comm_wait_us",
+    "comm_transfer_us",
+    "compute_us",
+    "idle_us",
+    "exposed_comm_us",
+    "norm_us",
+    "gemm_moe_us",
+    "attention_us",
+    "bytes_per_allreduce",
+    "bytes_source",
+    "allreduce_impls",
+    "nccl_name_suffixes",
+    "source",
+]
 GRAPH_LAUNCH = re.compile(r"^cudaGraphLaunch")
 SGLANG_STEP = re.compile(r"^step\[(?P<mode>[A-Z_]+)\b")
 # SGLang's forward modes as phases: a target pass is a verify pass under speculative decoding, a decode otherwise
@@ -45,6 +69,13 @@ class RankEvents:
     event_count: int = 0
 
 
+def _event(obj: dict, path: Path) -> Event:
+    try:
+        return to_event(obj)
+    except TraceError as exc:
+        raise TraceError(f"{path}: {exc}") from None
+
+
 def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
     """One streaming pass over a trace, keeping kernels, collectives, step markers (CPU and GPU timeline) and
     graph launches."""
@@ -58,7 +89,7 @@ def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
             continue
         cat = obj.get("cat", "")
         if cat in KERNEL_CATS:
-            out.kernels.append(to_event(obj))
+            out.kernels.append(_event(obj, path))
         elif cat in ("cpu_op", "user_annotation", "python_function"):
             name = obj.get("name", "")
             keep = wanted.get(name)
@@ -67,15 +98,15 @@ def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
                 if name == "record_param_comms":
                     keep = wanted[name] = True
             if keep:
-                ev = to_event(obj)
+                ev = _event(obj, path)
                 if marker.match(name):
                     out.markers.append(ev)
                 elif classify_cpu_collective(name, ev.args):
                     out.cpu_collectives.append(ev)
         elif cat == "gpu_user_annotation" and marker.match(obj.get("name", "")):
-            out.gpu_markers.append(to_event(obj))
+            out.gpu_markers.append(_event(obj, path))
         elif cat == "cuda_runtime" and GRAPH_LAUNCH.match(obj.get("name", "")):
-            out.graph_launches.append(to_event(obj))
+            out.graph_launches.append(_event(obj, path))
     out.event_count = count
     if count == 0:
         raise TraceError(f"{path}: the trace holds no events")
