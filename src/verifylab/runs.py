@@ -85,7 +85,16 @@ class Manifest(BaseModel):
 def manifest_from_host(
     run_id: str, label: str, host: HostInfo, parameters: dict[str, Any] | None = None, purpose: str = ""
 ) -> Manifest:
-    """A fresh manifest for a run made on ``host``."""
+    """A fresh manifest for a run made on ``host``; a bad run id or label is one line naming the field."""
+    try:
+        return _manifest_from_host(run_id, label, host, parameters, purpose)
+    except ValidationError as exc:
+        raise ParameterError(_format_validation(Path(f"run {run_id}"), exc)) from None
+
+
+def _manifest_from_host(
+    run_id: str, label: str, host: HostInfo, parameters: dict[str, Any] | None, purpose: str
+) -> Manifest:
     return Manifest(
         run_id=run_id,
         label=label,
@@ -134,6 +143,8 @@ def read_manifest(path: Path) -> Manifest:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ManifestError(f"{path}: manifest missing") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -283,20 +294,26 @@ class RunStore:
         return max(holding, key=lambda m: m.created).run_id if holding else None
 
     def summary(self) -> pd.DataFrame:
-        """One row per stored run: id, label, GPU, interconnect, created, tables."""
-        rows = [
-            {
-                "run_id": m.run_id,
-                "label": m.label,
-                "status": m.status,
-                "gpu": f"{m.gpu_count}x {m.gpu_name}" if m.gpu_name else "no GPU",
-                "sm": m.compute_capability,
-                "interconnect": m.interconnect,
-                "created": m.created.strftime("%Y-%m-%d %H:%M"),
-                "tables": ", ".join(sorted(m.tables)),
-            }
-            for m in self.manifests()
-        ]
-        return pd.DataFrame(
-            rows, columns=["run_id", "label", "status", "gpu", "sm", "interconnect", "created", "tables"]
-        )
+        """One row per stored run: id, label, GPU, interconnect, created, tables. A run whose manifest cannot be
+        read is listed with the reason as its status (one bad manifest never hides the others)."""
+        rows = []
+        for run_id in self.run_ids():
+            try:
+                m = self.manifest(run_id)
+            except ManifestError as exc:
+                rows.append({"run_id": run_id, "label": "", "status": f"unreadable: {exc}"})
+                continue
+            rows.append(
+                {
+                    "run_id": m.run_id,
+                    "label": m.label,
+                    "status": m.status,
+                    "gpu": f"{m.gpu_count}x {m.gpu_name}" if m.gpu_name else "no GPU",
+                    "sm": m.compute_capability,
+                    "interconnect": m.interconnect,
+                    "created": m.created.strftime("%Y-%m-%d %H:%M"),
+                    "tables": ", ".join(sorted(m.tables)),
+                }
+            )
+        columns = ["run_id", "label", "status", "gpu", "sm", "interconnect", "created", "tables"]
+        return pd.DataFrame(rows, columns=columns).astype(object).fillna("")

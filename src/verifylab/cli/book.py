@@ -58,6 +58,10 @@ def runs_list(
         console.print(f"no runs stored under {data_dir / 'runs'}")
     else:
         print_frame(frame, title=f"runs in {data_dir / 'runs'}")
+    bad = frame[frame["status"].astype(str).str.startswith("unreadable")] if not frame.empty else frame
+    if not bad.empty:  # the others are listed above; the exit code says something is wrong
+        reasons = "; ".join(s.removeprefix("unreadable: ") for s in bad["status"])
+        raise fail(VerifylabError(f"{len(bad)} run(s) with an unreadable manifest: {reasons}"))
 
 
 @runs_app.command("show")

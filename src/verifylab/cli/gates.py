@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from verifylab.cli._shared import ROOT_HELP, console, fail, gates_root, print_frame
-from verifylab.errors import VerifylabError
+from verifylab.errors import ParameterError, VerifylabError
 
 gates_app = typer.Typer(
     help="Architecture gates that keep FlashInfer all-reduce fusion off (e.g. on SM120): audit, apply, verify, "
@@ -77,10 +77,8 @@ def gates_apply(
     from verifylab.gates import apply
 
     try:
-        expected = json.loads(audit_json.read_text())["sha256"] if audit_json else None
+        expected = _audit_hashes(audit_json) if audit_json else None
         result = apply(gates_root(root), arch, dry_run=dry_run, expected=expected)
-    except (OSError, KeyError, json.JSONDecodeError) as exc:
-        raise fail(VerifylabError(f"--audit {audit_json}: not an audit --json file ({exc})")) from None
     except VerifylabError as exc:
         raise fail(exc) from None
     if result.diff:
@@ -190,3 +188,15 @@ def gates_matrix(
     atomic_write_text(out, frame.to_csv(index=False))
     atomic_write_text(out.with_name("flashinfer_pins.csv"), pins.to_csv(index=False))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
+
+
+def _audit_hashes(path: Path) -> dict[str, str]:
+    """The sha256 table of an earlier ``gates audit --json``; anything else is one line naming the file."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ParameterError(f"--audit {path}: not an audit --json file ({exc})") from None
+    hashes = doc.get("sha256") if isinstance(doc, dict) else None
+    if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
+        raise ParameterError(f"--audit {path}: not an audit --json file (no 'sha256' table of file -> hash)")
+    return hashes
