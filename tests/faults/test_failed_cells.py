@@ -38,3 +38,17 @@ def test_a_bench_against_a_dead_server_is_one_line_and_exit_1(tmp_path):
     assert out.exit_code == 1, out.output
     assert out.output.strip().startswith(f"error: {url}/") and "cannot reach the server" in out.output  # one line
     assert "Traceback" not in out.output and "median 0.00" not in out.output
+
+
+def test_a_cell_with_fewer_requests_than_streams_stores_its_effective_concurrency():
+    from verifylab.bench.client import RequestResult
+    from verifylab.bench.method import cell_summary
+
+    results = [
+        RequestResult(
+            "p", "c", ok=True, output_tokens=8, ttft_s=0.01, e2e_s=0.1, chunk_times=[0.01, 0.1], chunk_tokens=[1, 7]
+        )
+        for _ in range(2)
+    ]
+    cell = cell_summary(results, 0.1, concurrency=16)
+    assert (cell["concurrency"], cell["effective_concurrency"]) == (16, 2)

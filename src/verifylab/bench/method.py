@@ -190,6 +190,8 @@ def cell_summary(
     ci = bootstrap_ci(per_req, stat=np.mean)
     return {
         "concurrency": concurrency,
+        # fewer requests than streams: only that many were ever in flight (C=16 with 2 requests is 2 streams)
+        "effective_concurrency": min(concurrency, len(results)),
         "requests": len(results),
         "failed": len(results) - len(ok),
         "wall_s": wall_s,

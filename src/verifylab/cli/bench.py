@@ -186,10 +186,24 @@ def _print_sweep(url: str, result: dict) -> None:
 
     if result["skipped_concurrency"]:
         console.print(f"resumed: cells already stored for C = {result['skipped_concurrency']}")
+    for cell in result["cells"]:
+        if cell["effective_concurrency"] < cell["concurrency"]:
+            console.print(
+                f"C={cell['concurrency']}: only {cell['effective_concurrency']} request(s), so at most that many in "
+                "flight (stored as effective_concurrency); raise --requests-per-cell",
+                highlight=False,
+            )
+        if cell["median_itl_ms"] is None and cell["requests"] > cell["failed"]:
+            console.print(
+                f"C={cell['concurrency']}: no inter-token latency: the OpenAI stream does not say how many tokens a "
+                "chunk holds (use --api generate)",
+                highlight=False,
+            )
     if result["cells"]:
         frame = pd.DataFrame(result["cells"])[
             [
                 "concurrency",
+                "effective_concurrency",
                 "requests",
                 "failed",
                 "output_tokens_per_s",
