@@ -82,28 +82,7 @@ params = chapter_parameters(
 pd.set_option("display.max_colwidth", 120)
 
 # %%
-live_campaign(
-    params.mode,
-    {
-        **params.model_dump(),
-        "model_path": model_path,
-        "draft_model_path": draft_model_path,
-        "tp_size": tp_size,
-        "port": port,
-        "launcher": launcher,
-        "extra_args": extra_args,
-        "simulate_no_multicast": simulate_no_multicast,
-        "mechanics_only": mechanics_only,
-        "variants": variants,
-        "runs": runs,
-        "warmup": warmup,
-        "max_tokens": max_tokens,
-        "concurrency": concurrency,
-        "sweep_tokens": sweep_tokens,
-        "label": label,
-        "run_id": run_id or "live-benchmarks",
-    },
-)
+live_campaign(params)
 
 # %% [markdown]
 # ## What the case study reports, one stream

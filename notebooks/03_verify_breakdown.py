@@ -54,7 +54,7 @@ label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
 import pandas as pd
 
 from verifylab.chapter_params import chapter_parameters
-from verifylab.report.breakdown import chapter3_tables, live_profile_section, verify_allreduce_bytes
+from verifylab.report.breakdown import chapter3_tables, live_profile
 from verifylab.report.charts import step_breakdown_chart
 from verifylab.report.comm_measured import (
     allreduce_latency_measured,
@@ -166,27 +166,7 @@ live_kernels_table(live_kernels)
 # fused path. The live smoke below is such a capture, of a tiny model at TP 1.
 
 # %%
-live_profile_section(
-    params.mode,
-    server_url,
-    profile_steps,
-    params.data_dir,
-    params.run_id,
-    label,
-    message_bytes=verify_allreduce_bytes(model_path, draft_tokens),
-    serve_variant=serve_variant,
-    profile_variants=profile_variants,
-    mechanics_only=mechanics_only,
-    server={
-        "model_path": model_path,
-        "draft_model_path": draft_model_path,
-        "tp_size": tp_size,
-        "port": port,
-        "launcher": launcher,
-        "extra_args": extra_args,
-        "simulate_no_multicast": simulate_no_multicast,
-    },
-)
+live_profile(params)
 
 # %% [markdown]
 # ## Live smoke: a profile of the real server

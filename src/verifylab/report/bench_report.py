@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from verifylab.bench.stats import compare, crossover
+from verifylab.errors import ParameterError
 from verifylab.reference import load_reported_figures
 from verifylab.report.charts import Figure, provenance_color
 from verifylab.report.section import Section
@@ -243,34 +244,37 @@ def greedy_equivalence(data_dir: Path | str) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
-def live_campaign(mode: str, params: dict) -> Section:
-    """Chapter 02 live mode: run every variant on the box into ``params['run_id']``; replay: say so."""
+def live_campaign(params) -> Section:
+    """Chapter 02 live mode: run every variant on the box into ``params.run_id`` (default ``live-benchmarks``);
+    replay: say so. ``params``: the chapter's validated parameters (``chapter_params.Benchmarks``)."""
     section = Section("Live campaign")
-    if mode != "live":
+    if params.mode != "live":
         return section.add("Replay mode: stored runs are shown below; live mode runs every variant here.", "")
     from verifylab.bench.campaign import run_campaign
     from verifylab.bench.method import SingleStreamConfig
     from verifylab.serve import BaseConfig
 
+    if not params.model_path:
+        raise ParameterError("02_benchmarks: parameter 'model_path' is needed in live mode (the model SGLang serves)")
     base = BaseConfig(
-        model_path=params["model_path"],
-        tp_size=params["tp_size"],
-        port=params["port"],
-        draft_model_path=params.get("draft_model_path"),
-        launcher=params["launcher"],
-        extra_args=params.get("extra_args", []),
-        simulate_no_multicast=params.get("simulate_no_multicast", False),
+        model_path=params.model_path,
+        tp_size=params.tp_size,
+        port=params.port,
+        draft_model_path=params.draft_model_path,
+        launcher=params.launcher,
+        extra_args=params.extra_args,
+        simulate_no_multicast=params.simulate_no_multicast,
     )
+    run_id = params.run_id or "live-benchmarks"
     states = run_campaign(
         base,
-        params["variants"],
-        SingleStreamConfig(params["runs"], params["warmup"], params["max_tokens"]),
-        params["concurrency"],
-        params["sweep_tokens"],
-        Path(params["data_dir"]),
-        params["run_id"],
-        params["label"],
-        params.get("repeats", 1),
-        mechanics_only=params.get("mechanics_only", False),
+        params.variants,
+        SingleStreamConfig(params.runs, params.warmup, params.max_tokens),
+        params.concurrency,
+        params.sweep_tokens,
+        Path(params.data_dir),
+        run_id,
+        params.label,
+        mechanics_only=params.mechanics_only,
     )
-    return section.add(f"Stored in run {params['run_id']}", states)
+    return section.add(f"Stored in run {run_id}", states)
