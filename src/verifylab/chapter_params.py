@@ -39,6 +39,21 @@ class _Server(_Chapter):
     mechanics_only: bool = False
     label: str = ""
 
+    def server_settings(self) -> dict[str, Any]:
+        """The launch settings as ``serve.BaseConfig`` takes them (chapters 02 and 03 start servers from these)."""
+        return self.model_dump(include=set(SERVER_SETTINGS))
+
+
+SERVER_SETTINGS = (
+    "model_path",
+    "draft_model_path",
+    "tp_size",
+    "port",
+    "launcher",
+    "extra_args",
+    "simulate_no_multicast",
+)
+
 
 class Introduction(_Chapter):
     """Chapter 00 takes the shared parameters only."""

@@ -256,15 +256,7 @@ def live_campaign(params) -> Section:
 
     if not params.model_path:
         raise ParameterError("02_benchmarks: parameter 'model_path' is needed in live mode (the model SGLang serves)")
-    base = BaseConfig(
-        model_path=params.model_path,
-        tp_size=params.tp_size,
-        port=params.port,
-        draft_model_path=params.draft_model_path,
-        launcher=params.launcher,
-        extra_args=params.extra_args,
-        simulate_no_multicast=params.simulate_no_multicast,
-    )
+    base = BaseConfig(**params.server_settings())
     run_id = params.run_id or "live-benchmarks"
     states = run_campaign(
         base,

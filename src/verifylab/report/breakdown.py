@@ -128,9 +128,6 @@ def verify_allreduce_bytes(model_path: str | None, draft_tokens: int) -> int:
     return int(allreduce_message_bytes(draft_tokens, hidden))
 
 
-SERVER_FIELDS = ("model_path", "draft_model_path", "tp_size", "port", "launcher", "extra_args", "simulate_no_multicast")
-
-
 def live_profile(params):
     """Chapter 03's live capture from its validated parameters (``chapter_params.VerifyBreakdown``)."""
     return live_profile_section(
@@ -142,7 +139,7 @@ def live_profile(params):
         params.label,
         message_bytes=verify_allreduce_bytes(params.model_path, params.draft_tokens),
         serve_variant=params.serve_variant,
-        server={name: getattr(params, name) for name in SERVER_FIELDS},
+        server=params.server_settings(),
         profile_variants=params.profile_variants,
         mechanics_only=params.mechanics_only,
     )
