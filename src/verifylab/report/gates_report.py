@@ -96,7 +96,7 @@ def pcie_sm120_outlook(matrix: pd.DataFrame, pins: pd.DataFrame) -> pd.DataFrame
         if pin is None:
             verdict = "unknown: no FlashInfer pin recorded"
         elif version_at_least(pin, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST):
-            verdict = "fused after `verifylab gates apply --arch sm120`" + (
+            verdict = "fused after verifylab gates apply --arch sm120" + (
                 "" if version_at_least(pin, FLASHINFER_JIT_ADMITS_SM12X) else " (SM12x experimental in this FlashInfer)"
             )
         else:
