@@ -1,0 +1,152 @@
+"""The book pipeline: jupytext sources -> papermill execution (into ``book/_generated``) -> Jupyter Book 1.
+
+Chapters are executed once, by papermill, with validated parameters; the book renders those executed
+copies (``execute_notebooks: "off"``). A chapter that fails is reported by name with its error.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verifylab.errors import BookBuildError
+from verifylab.publish.edition import archive, write_generated_pages
+from verifylab.store.evidence import Evidence
+
+GENERATED = Path("book") / "_generated"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+@dataclass
+class ChapterResult:
+    """Outcome of executing one chapter notebook."""
+
+    name: str
+    output: Path
+    ok: bool
+    error: str | None = None
+
+
+@dataclass
+class BookResult:
+    """What a build produced: per-chapter outcomes and the index page."""
+
+    chapters: list[ChapterResult] = field(default_factory=list)
+    index_html: Path | None = None
+    edition: dict = field(default_factory=dict)
+    edition_dir: Path | None = None
+
+    @property
+    def failed(self) -> list[ChapterResult]:
+        return [c for c in self.chapters if not c.ok]
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The folder holding ``_config.yml`` and ``notebooks/``, searching upwards from ``start``."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in [here, *here.parents]:
+        if (candidate / "_config.yml").is_file() and (candidate / "notebooks").is_dir():
+            return candidate
+    raise BookBuildError(f"no verifylab project (with _config.yml and notebooks/) at or above {here}")
+
+
+def chapter_sources(root: Path) -> list[Path]:
+    """The chapter notebooks (jupytext percent-format ``.py``), in chapter order."""
+    sources = sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
+    if not sources:
+        raise BookBuildError(f"{root / 'notebooks'}: no chapter notebooks (NN_name.py)")
+    return sources
+
+
+def to_notebook(source: Path, target: Path) -> None:
+    """Convert a jupytext ``.py`` to ``.ipynb`` with a Python kernelspec (papermill cannot read ``.py``)."""
+    import jupytext
+
+    notebook = jupytext.read(source)
+    notebook.metadata["kernelspec"] = dict(KERNELSPEC)
+    jupytext.write(notebook, target, fmt="ipynb")
+
+
+def execute_chapter(source: Path, output: Path, parameters: dict[str, Any], cwd: Path) -> ChapterResult:
+    """Execute one chapter with papermill into ``output``; the output is replaced only on success."""
+    import papermill
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="verifylab-nb-") as tmp:
+        src_nb = Path(tmp) / f"{source.stem}.ipynb"
+        out_nb = Path(tmp) / f"{source.stem}.out.ipynb"
+        to_notebook(source, src_nb)
+        try:
+            papermill.execute_notebook(
+                str(src_nb),
+                str(out_nb),
+                parameters=parameters,
+                cwd=str(cwd),
+                kernel_name="python3",
+                progress_bar=False,
+                log_output=False,
+            )
+        except papermill.PapermillExecutionError as exc:
+            last_line = (exc.evalue or str(exc)).strip().splitlines()[-1:] or [str(exc)]
+            output.unlink(missing_ok=True)
+            if out_nb.exists():
+                shutil.copyfile(out_nb, output.with_suffix(".failed.ipynb"))
+            return ChapterResult(source.stem, output, ok=False, error=f"{exc.ename}: {last_line[0]}")
+        shutil.move(str(out_nb), output)
+    return ChapterResult(source.stem, output, ok=True)
+
+
+def render_html(root: Path, strict: bool = True) -> Path:
+    """Run ``jupyter-book build`` on the project root; returns ``_build/html/index.html``.
+
+    ``_build/html`` and the doctree cache are removed first: Sphinx never deletes stale pages."""
+    for stale in (root / "_build" / "html", root / "_build" / ".doctrees", root / "_build" / "jupyter_execute"):
+        shutil.rmtree(stale, ignore_errors=True)
+    exe = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root), "--quiet"]
+    if strict:
+        cmd += ["--warningiserror", "--keep-going"]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
+    index = root / "_build" / "html" / "index.html"
+    if not index.is_file():
+        raise BookBuildError(f"jupyter-book build succeeded but {index} is missing")
+    return index
+
+
+def build_book(
+    root: Path,
+    parameters: dict[str, Any] | None = None,
+    on_chapter: Callable[[str, int, int], None] | None = None,
+) -> BookResult:
+    """Execute every chapter (replay by default) and render the HTML book; the first failing chapter stops it
+    (``verifylab run`` instead renders failed chapters and goes on)."""
+    params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
+    result = BookResult()
+    sources = chapter_sources(root)
+    for number, source in enumerate(sources, start=1):
+        if on_chapter:
+            on_chapter(source.stem, number, len(sources))
+        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, cwd=root)
+        result.chapters.append(chapter)
+        if not chapter.ok:
+            raise BookBuildError(f"chapter {chapter.name} failed: {chapter.error}")
+    return render_edition(root, root / params["data_dir"], result)
+
+
+def render_edition(root: Path, data_dir: Path, result: BookResult) -> BookResult:
+    """After the chapters ran: generated pages (summary, changes, edition stamp), HTML, archived edition.
+    Warnings are errors unless a chapter failed (its page then carries the error)."""
+    ev = Evidence(data_dir)
+    result.edition = write_generated_pages(root, ev)
+    result.index_html = render_html(root, strict=not result.failed)
+    result.edition_dir = archive(root, result.edition, ev)
+    return result

@@ -1,0 +1,111 @@
+"""The one-command pipeline: chapters 01-05 in order with papermill (live or replay), then the edition.
+
+A failing chapter is recorded with its error and rendered as such; later chapters run on what exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import nbformat
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifylab.chapters.params import check_pipeline_chapters
+from verifylab.errors import ParameterError, describe_error
+from verifylab.publish.build import (
+    GENERATED,
+    BookResult,
+    ChapterResult,
+    chapter_sources,
+    execute_chapter,
+    render_edition,
+)
+
+
+class PipelineParams(BaseModel):
+    """``params.yaml``: mode, data folder, parameters for every chapter, and per-chapter overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["replay", "live"] = "replay"
+    data_dir: str = "data"
+    run_id: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict, description="passed to every chapter")
+    chapters: dict[str, dict[str, Any]] = Field(default_factory=dict, description="chapter name -> overrides")
+
+
+def load_params(path: Path) -> PipelineParams:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ParameterError(f"{path}: no such parameters file") from None
+    except yaml.YAMLError as exc:
+        raise ParameterError(f"{path}: not valid YAML ({exc})") from None
+    try:
+        params = PipelineParams.model_validate(data)
+    except ValidationError as exc:
+        raise ParameterError(describe_error(exc, str(path))) from None
+    check_pipeline_chapters(params.parameters, params.chapters, str(path))
+    return params
+
+
+def _failure_page(result: ChapterResult, root: Path) -> None:
+    """Render a failed chapter: its executed notebook (with the error) under a warning, or a stub."""
+    failed = result.output.with_suffix(".failed.ipynb")
+    note = nbformat.v4.new_markdown_cell(
+        f"```{{warning}}\nThis chapter failed in this run: `{result.error}`. Later chapters ran on the data "
+        "that exists. The cells below show where it stopped.\n```"
+    )
+    if failed.is_file():
+        nb = nbformat.read(failed, as_version=4)
+        title = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+        nb.cells.insert(title + 1, note)
+        failed.unlink()
+    else:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {result.name}"), note])
+    nbformat.write(nb, result.output)
+
+
+def select_chapters(sources: list[Path], only: list[str] | None) -> list[Path]:
+    """The chapter sources named by ``only`` (stems or their number prefixes, e.g. '02'), in book order."""
+    if not only:
+        return sources
+    wanted = [name.strip() for name in only if name.strip()]
+    unknown = [w for w in wanted if not any(s.stem == w or s.stem.split("_", 1)[0] == w for s in sources)]
+    if unknown:
+        raise ParameterError(f"--only {', '.join(unknown)}: no such chapter; have {', '.join(s.stem for s in sources)}")
+    return [s for s in sources if s.stem in wanted or s.stem.split("_", 1)[0] in wanted]
+
+
+def run_pipeline(
+    root: Path,
+    params: PipelineParams,
+    on_chapter: Callable[[str, int, int], None] | None = None,
+    only: list[str] | None = None,
+    render: bool = True,
+) -> BookResult:
+    """Execute the chapters (all, or ``only`` those) in order with ``params``; render and archive the edition
+    unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
+    check_pipeline_chapters(params.parameters, params.chapters, "params")  # all of them, before any work
+    result = BookResult()
+    sources = select_chapters(chapter_sources(root), only)
+    for number, source in enumerate(sources, start=1):
+        if on_chapter:
+            on_chapter(source.stem, number, len(sources))
+        chapter_params = {
+            "mode": params.mode,
+            "data_dir": params.data_dir,
+            "run_id": params.run_id,
+            **params.parameters,
+            **params.chapters.get(source.stem, {}),
+        }
+        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", chapter_params, cwd=root)
+        if not chapter.ok:
+            _failure_page(chapter, root)
+        result.chapters.append(chapter)
+    if not render:
+        return result
+    return render_edition(root, root / params.data_dir, result)

@@ -1,0 +1,319 @@
+"""Run store: ``data/runs/<run_id>/manifest.json`` plus tables (Parquet, or CSV for small summaries).
+
+A run is *measured* data: it names the host, GPU, versions and project commit it came from. Writes are
+atomic; reads validate against the schema and fail naming the file and field.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from filelock import FileLock
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError
+from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with
+from verifylab.redact import redact_obj, redact_text
+from verifylab.store.env import HostInfo
+
+RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
+TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+MANIFEST = "manifest.json"
+SCHEMA_VERSION = 1
+
+
+class Versions(BaseModel):
+    """Software versions that decide the results."""
+
+    model_config = ConfigDict(extra="allow")
+
+    torch: str | None = None
+    sglang: str | None = None
+    flashinfer: str | None = None
+    nccl: str | None = None
+    cuda: str | None = None
+    verifylab: str | None = None
+
+
+class Manifest(BaseModel):
+    """The schema of ``manifest.json``. ``label`` is what every chart shows next to the numbers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    kind: Literal["measured"] = "measured"
+    label: str = Field(min_length=3, description="hardware label shown with every figure, e.g. 'H200, SM90'")
+    purpose: str = ""
+    created: datetime
+    host: str
+    gpu_name: str | None
+    compute_capability: str | None
+    gpu_count: int = Field(ge=0)
+    interconnect: str | None
+    topology: str | None = None
+    driver: str | None
+    cuda: str | None
+    versions: Versions
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    git_commit: str | None
+    environment: dict[str, str] = Field(default_factory=dict)
+    tables: dict[str, str] = Field(default_factory=dict, description="table name -> file name")
+    status: Literal["complete", "partial", "failed"] = "complete"
+    mechanics_only: bool = Field(
+        False, description="a run of the mechanism (tiny or random model): never evidence for a deployment"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    @field_validator("run_id")
+    @classmethod
+    def _check_run_id(cls, value: str) -> str:
+        if not re.match(RUN_ID_PATTERN, value):
+            raise ValueError(f"run_id {value!r} must match {RUN_ID_PATTERN} (lower case, digits, . _ -)")
+        return value
+
+
+def manifest_from_host(
+    run_id: str, label: str, host: HostInfo, parameters: dict[str, Any] | None = None, purpose: str = ""
+) -> Manifest:
+    """A fresh manifest for a run made on ``host``; a bad run id or label is one line naming the field."""
+    try:
+        return _manifest_from_host(run_id, label, host, parameters, purpose)
+    except ValidationError as exc:
+        raise ParameterError(_format_validation(Path(f"run {run_id}"), exc)) from None
+
+
+def _manifest_from_host(
+    run_id: str, label: str, host: HostInfo, parameters: dict[str, Any] | None, purpose: str
+) -> Manifest:
+    return Manifest(
+        run_id=run_id,
+        label=label,
+        purpose=purpose,
+        created=datetime.now(UTC),
+        host=host.host,
+        gpu_name=host.gpu_name,
+        compute_capability=host.compute_capability,
+        gpu_count=host.gpu_count,
+        interconnect=host.interconnect,
+        topology=host.topology,
+        driver=host.driver,
+        cuda=host.cuda,
+        versions=Versions(
+            torch=host.versions.get("torch"),
+            sglang=host.versions.get("sglang"),
+            flashinfer=host.versions.get("flashinfer"),
+            nccl=host.nccl,
+            cuda=host.cuda,
+            verifylab=host.versions.get("verifylab"),
+        ),
+        parameters=parameters or {},
+        git_commit=host.git_commit,
+        environment=host.environment,
+        notes=list(host.notes),
+    )
+
+
+def new_run_id(slug: str, now: datetime | None = None) -> str:
+    """``YYYYMMDD-HHMMSS-<slug>``: sortable by time, readable by purpose."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    clean = re.sub(r"[^a-z0-9._-]+", "-", slug.lower()).strip("-") or "run"
+    return f"{stamp}-{clean}"[:96]
+
+
+def _format_validation(path: Path, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "(root)"
+    more = len(exc.errors()) - 1
+    return f"{path}: field '{field}': {first['msg']}" + (f" (and {more} more)" if more else "")
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Load and validate one manifest file; errors name the file and the field."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ManifestError(f"{path}: manifest missing") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise ManifestError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    try:
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(_format_validation(path, exc)) from exc
+    if manifest.run_id != path.parent.name:
+        raise ManifestError(f"{path}: field 'run_id' is {manifest.run_id!r} but the folder is {path.parent.name!r}")
+    return manifest
+
+
+LOCK_FILE = ".verifylab.lock"
+_LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder and process
+
+
+class RunStore:
+    """The folder of measured runs (default ``data/runs``)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def path(self, run_id: str) -> Path:
+        """The run's folder; a run id is a plain name (no path: nothing outside the store is ever read)."""
+        if not re.match(RUN_ID_PATTERN, str(run_id)):
+            raise ParameterError(
+                f"run id {run_id!r} is not a plain run name ({RUN_ID_PATTERN}: lower case, digits, . _ -)"
+            )
+        return self.root / run_id
+
+    def run_ids(self) -> list[str]:
+        """Ids of every folder holding a manifest, sorted."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if (p / MANIFEST).is_file())
+
+    def exists(self, run_id: str) -> bool:
+        return (self.path(run_id) / MANIFEST).is_file()
+
+    def manifest(self, run_id: str) -> Manifest:
+        """Validated manifest of one run; unknown ids list what is stored."""
+        if not self.exists(run_id):
+            known = ", ".join(self.run_ids()) or "none"
+            raise RunNotFoundError(f"run '{run_id}' not found in {self.root} (stored runs: {known})")
+        return read_manifest(self.path(run_id) / MANIFEST)
+
+    def manifests(self) -> list[Manifest]:
+        return [self.manifest(run_id) for run_id in self.run_ids()]
+
+    def create(self, manifest: Manifest, exist_ok: bool = False) -> Manifest:
+        """Register a new run (writes its manifest). Refuses to overwrite unless ``exist_ok``."""
+        if self.exists(manifest.run_id) and not exist_ok:
+            raise RunExistsError(f"run '{manifest.run_id}' already exists in {self.root}")
+        self.save_manifest(manifest)
+        return manifest
+
+    def open_or_create(
+        self,
+        run_id: str,
+        label: str,
+        parameters: dict[str, Any],
+        purpose: str,
+        status: Literal["complete", "partial"] = "complete",
+        with_torch: bool = True,
+        mechanics_only: bool = False,
+    ) -> Manifest:
+        """The run ``run_id``: resumed when stored, else created for this host (``verifylab env``'s capture)."""
+        if self.exists(run_id):
+            return self.manifest(run_id)
+        from verifylab.store.env import capture_host
+
+        manifest = manifest_from_host(run_id, label, capture_host(with_torch=with_torch), parameters, purpose)
+        manifest.status = status
+        manifest.mechanics_only = mechanics_only
+        return self.create(manifest)
+
+    @contextlib.contextmanager
+    def lock(self, run_id: str) -> Iterator[None]:
+        """Hold the run's lock (``<run>/.verifylab.lock``, another process waits): read-modify-write of the
+        manifest by two writers never loses a table. Re-entrant in one process."""
+        folder = self.path(run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = str(folder / LOCK_FILE)
+        lock = _LOCKS.setdefault(path, FileLock(path))
+        with lock:
+            yield
+
+    def save_manifest(self, manifest: Manifest) -> None:
+        """Validate and write ``manifest``; credentials in its parameters and notes never reach the disk."""
+        manifest.parameters = redact_obj(manifest.parameters)
+        manifest.notes = [redact_text(note) for note in manifest.notes]
+        Manifest.model_validate(manifest.model_dump())  # re-validate edits made in place
+        with self.lock(manifest.run_id):
+            atomic_write_json(self.path(manifest.run_id) / MANIFEST, manifest.model_dump(mode="json"))
+
+    def write_table(
+        self, run_id: str, name: str, frame: pd.DataFrame, fmt: Literal["parquet", "csv"] = "parquet"
+    ) -> Path:
+        """Store one table atomically and list it in the manifest."""
+        if not re.match(TABLE_NAME_PATTERN, name):
+            raise ManifestError(f"table name {name!r} must match {TABLE_NAME_PATTERN}")
+        file_name = f"{name}.{fmt}"
+        target = self.path(run_id) / file_name
+        with self.lock(run_id):  # the manifest is read inside the lock: a concurrent writer's table stays listed
+            manifest = self.manifest(run_id)
+            if fmt == "parquet":
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                atomic_write_with(target, lambda tmp: pq.write_table(table, tmp))
+            else:
+                atomic_write_text(target, frame.to_csv(index=False))
+            manifest.tables[name] = file_name
+            self.save_manifest(manifest)
+        return target
+
+    def read_table(self, run_id: str, name: str) -> pd.DataFrame:
+        """Load one table of a run; a missing or unreadable table names the file."""
+        manifest = self.manifest(run_id)
+        if name not in manifest.tables:
+            have = ", ".join(sorted(manifest.tables)) or "none"
+            raise ManifestError(f"run '{run_id}' has no table '{name}' (tables: {have})")
+        path = self.path(run_id) / manifest.tables[name]
+        try:
+            if path.suffix == ".parquet":
+                return pq.read_table(path).to_pandas()
+            return pd.read_csv(path)
+        except FileNotFoundError as exc:
+            raise ManifestError(f"{path}: listed in the manifest but missing") from exc
+        except (pa.ArrowInvalid, pd.errors.ParserError, OSError) as exc:
+            raise ManifestError(f"{path}: unreadable table ({exc})") from exc
+
+    def table_or_none(self, run_id: str, name: str) -> pd.DataFrame | None:
+        """Like :meth:`read_table`, but None when the run has no such table."""
+        if name not in self.manifest(run_id).tables:
+            return None
+        return self.read_table(run_id, name)
+
+    def runs_with_table(self, name: str) -> list[str]:
+        """Ids of runs that store a table called ``name``."""
+        return [m.run_id for m in self.manifests() if name in m.tables]
+
+    def newest_with(self, name: str) -> str | None:
+        """The most recently created run (by the manifest's ``created``) that holds table ``name``, or None."""
+        holding = [m for m in self.manifests() if name in m.tables]
+        return max(holding, key=lambda m: m.created).run_id if holding else None
+
+    def summary(self) -> pd.DataFrame:
+        """One row per stored run: id, label, GPU, interconnect, created, tables. A run whose manifest cannot be
+        read is listed with the reason as its status (one bad manifest never hides the others)."""
+        rows = []
+        for run_id in self.run_ids():
+            try:
+                m = self.manifest(run_id)
+            except ManifestError as exc:
+                rows.append({"run_id": run_id, "label": "", "status": f"unreadable: {exc}"})
+                continue
+            rows.append(
+                {
+                    "run_id": m.run_id,
+                    "label": m.label,
+                    "status": m.status,
+                    "gpu": f"{m.gpu_count}x {m.gpu_name}" if m.gpu_name else "no GPU",
+                    "sm": m.compute_capability,
+                    "interconnect": m.interconnect,
+                    "created": m.created.strftime("%Y-%m-%d %H:%M"),
+                    "tables": ", ".join(sorted(m.tables)),
+                }
+            )
+        columns = ["run_id", "label", "status", "gpu", "sm", "interconnect", "created", "tables"]
+        return pd.DataFrame(rows, columns=columns).astype(object).fillna("")
