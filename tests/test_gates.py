@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import verifylab.gates as gates
+import verifylab.gates.opening as opening
 from verifylab.cli import app
 from verifylab.errors import GateError
 from verifylab.gates.matrix import download_wheel, unpack_sources
@@ -131,7 +132,7 @@ def test_file_edited_after_audit_is_refused(copy_of):
 def test_failure_between_two_writes_leaves_nothing_half_applied(copy_of, monkeypatch):
     root = copy_of("sglang", "0.5.9")
     before = tree_digest(root)
-    real = gates._write_file
+    real = opening._write_file
     calls = {"n": 0}
 
     def flaky(path, data):
@@ -140,7 +141,7 @@ def test_failure_between_two_writes_leaves_nothing_half_applied(copy_of, monkeyp
             raise OSError("disk full (injected)")
         real(path, data)
 
-    monkeypatch.setattr(gates, "_write_file", flaky)
+    monkeypatch.setattr(opening, "_write_file", flaky)
     with pytest.raises(GateError, match=r"1 already written were restored: nothing is applied"):
         gates.apply(root)
     assert tree_digest(root) == before
@@ -153,7 +154,7 @@ def test_read_only_root_is_refused(copy_of, monkeypatch):
         for path in root.rglob("*"):
             path.chmod(0o555 if path.is_dir() else 0o444)
     else:  # root ignores permission bits: emulate a read-only mount (statvfs ST_RDONLY)
-        monkeypatch.setattr(gates, "writable", lambda path: False)
+        monkeypatch.setattr(opening, "writable", lambda path: False)
     try:
         with pytest.raises(GateError, match=r"not writable \(read-only install\?\): nothing was changed"):
             gates.apply(root)

@@ -1,6 +1,6 @@
 """One way to compare versions (PEP 440), used by the gates."""
 
-from verifylab.gates import _version_preconditions
+from verifylab.gates.inventory import _version_preconditions
 from verifylab.vocab import version_at_least, version_key
 
 
