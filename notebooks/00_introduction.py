@@ -37,18 +37,16 @@ data_dir = "data"
 # %%
 import pandas as pd
 
-from verifylab.chapter_params import chapter_parameters
-from verifylab.reference import load_reported_figures, reported_throughput
-from verifylab.report.charts import reported_throughput_chart
+from verifylab.chapters import ch00_introduction as chapter
+from verifylab.store.evidence import Evidence
 
-params = chapter_parameters(
-    "00_introduction",
+params = chapter.Params.validated(
     mode=mode,
     run_id=run_id,
     data_dir=data_dir,
 )
 pd.set_option("display.max_rows", 200, "display.max_colwidth", 120)
-figures = load_reported_figures(params.data_dir)
+ev = Evidence(params.data_dir)
 
 # %% [markdown]
 # ## What the case study reports
@@ -58,24 +56,11 @@ figures = load_reported_figures(params.data_dir)
 # comparison, which is why chapter 4 takes them apart.
 
 # %%
-reported_throughput_chart(reported_throughput(figures))
+chapter.reported_throughput_figure(ev)
 
 # %% [markdown]
 # Every figure the source documents report, one row each, with the seed file and a verbatim quote
 # (`data/reference/reported_figures.csv`):
 
 # %%
-figures[
-    [
-        "figure_id",
-        "quantity",
-        "value",
-        "value_text",
-        "unit",
-        "configuration",
-        "stack",
-        "seed_file",
-        "quote",
-        "provenance",
-    ]
-]
+chapter.reported_figures_table(ev)

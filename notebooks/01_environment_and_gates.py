@@ -30,26 +30,12 @@ arch = "sm120"
 apply_patch = False  # live: open the gates (backups + manifest in <root>/.verifylab-gates/)
 
 # %%
-from pathlib import Path
-
 import pandas as pd
 
-from verifylab.chapter_params import chapter_parameters
-from verifylab.report.gates_report import (
-    live_gates_section,
-    load_matrix,
-    load_pins,
-    matrix_overview,
-    pcie_sm120_finding,
-    pcie_sm120_outlook,
-    sm120_build_runs,
-    version_findings,
-)
-from verifylab.report.live_tp2 import pcie_finding, pcie_simulation
-from verifylab.runs import RunStore
+from verifylab.chapters import ch01_environment_and_gates as chapter
+from verifylab.store.evidence import Evidence
 
-params = chapter_parameters(
-    "01_environment_and_gates",
+params = chapter.Params.validated(
     mode=mode,
     run_id=run_id,
     data_dir=data_dir,
@@ -58,7 +44,7 @@ params = chapter_parameters(
     apply_patch=apply_patch,
 )
 pd.set_option("display.max_colwidth", 160, "display.max_rows", 100)
-matrix = load_matrix(params.data_dir)
+ev = Evidence(params.data_dir)
 
 # %% [markdown]
 # ## Which versions need which patch
@@ -68,7 +54,7 @@ matrix = load_matrix(params.data_dir)
 # published wheels (`verifylab gates matrix`, data in `data/gates/gate_matrix.csv`).
 
 # %%
-matrix_overview(matrix)
+chapter.gate_matrix(ev)
 
 # %% [markdown]
 # What to read in it:
@@ -94,11 +80,10 @@ matrix_overview(matrix)
 # as a precondition gate only where the FlashInfer installed allocates without it.
 
 # %%
-outlook = pcie_sm120_outlook(matrix, load_pins(params.data_dir))
-pcie_sm120_finding(outlook)
+chapter.pcie_sm120_finding(ev)
 
 # %%
-outlook
+chapter.pcie_sm120_table(ev)
 
 # %% [markdown]
 # The precondition was reproduced on two H200s (SGLang 0.5.17, FlashInfer 0.6.15.post1) with the multicast
@@ -106,11 +91,10 @@ outlook
 # effect is read from SGLang's log and the fused kernels from a profile (chapter 3):
 
 # %%
-pcie_sim = pcie_simulation(RunStore(params.data_dir / "runs"))
-pcie_finding(pcie_sim)
+chapter.pcie_simulation_finding(ev)
 
 # %%
-pcie_sim
+chapter.pcie_simulation_table(ev)
 
 # %% [markdown]
 # ## One version in detail: SGLang 0.5.9 (the case study's era)
@@ -121,10 +105,10 @@ pcie_sim
 # vs fusion 92.6" may well compare fused with fused.
 
 # %%
-version_findings(matrix, "sglang", "0.5.9")
+chapter.version_findings(ev, "sglang", "0.5.9")
 
 # %%
-version_findings(matrix, "sglang", "0.5.23")
+chapter.version_findings(ev, "sglang", "0.5.23")
 
 # %% [markdown]
 # ## Does the fusion module compile for SM120?
@@ -137,7 +121,7 @@ version_findings(matrix, "sglang", "0.5.23")
 # upgrade alone cannot clear that error.
 
 # %%
-sm120_build_runs(params.data_dir)
+chapter.sm120_build_runs(ev)
 
 # %% [markdown]
 # ## Live mode: this box
@@ -147,4 +131,4 @@ sm120_build_runs(params.data_dir)
 # versions, peer-to-peer access, NVLink multicast).
 
 # %%
-live_gates_section(params.mode, Path(sglang_root) if sglang_root else None, arch, apply_patch)
+chapter.live(params, ev)

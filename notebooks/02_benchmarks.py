@@ -46,20 +46,10 @@ mechanics_only = False  # live: a run of the mechanism (tiny/random model): neve
 # %%
 import pandas as pd
 
-from verifylab.chapter_params import chapter_parameters
-from verifylab.report.bench_report import (
-    benchmark_section,
-    live_campaign,
-    reported_comparisons,
-    reported_single_stream,
-    single_stream_chart,
-)
-from verifylab.report.live_smoke import live_smoke_benchmarks
-from verifylab.report.live_tp2 import live_single_stream, live_single_stream_finding
-from verifylab.runs import RunStore
+from verifylab.chapters import ch02_benchmarks as chapter
+from verifylab.store.evidence import Evidence
 
-params = chapter_parameters(
-    "02_benchmarks",
+params = chapter.Params.validated(
     mode=mode,
     run_id=run_id,
     data_dir=data_dir,
@@ -80,16 +70,16 @@ params = chapter_parameters(
     mechanics_only=mechanics_only,
 )
 pd.set_option("display.max_colwidth", 120)
+ev = Evidence(params.data_dir)
 
 # %%
-live_campaign(params)
+chapter.live(params, ev)
 
 # %% [markdown]
 # ## What the case study reports, one stream
 
 # %%
-reported = reported_single_stream(params.data_dir)
-single_stream_chart(reported)
+chapter.reported_single_stream_figure(ev)
 
 # %% [markdown]
 # What these figures can and cannot say. The five fusion runs (92.6-93.1) against the baseline's 92.6 on the
@@ -97,7 +87,7 @@ single_stream_chart(reported)
 # statistic can attribute it; chapter 4 takes it apart with arithmetic.
 
 # %%
-reported_comparisons(params.data_dir)
+chapter.reported_comparisons(ev)
 
 # %% [markdown]
 # ## Measured on a real server
@@ -107,7 +97,7 @@ reported_comparisons(params.data_dir)
 # last concurrency where speculation is resolved faster and the first where it is resolved slower.
 
 # %%
-benchmark_section(params.data_dir)
+chapter.benchmark_section(ev)
 
 # %% [markdown]
 # ## A real SGLang server at TP 2 (mechanics)
@@ -118,11 +108,10 @@ benchmark_section(params.data_dir)
 # should, not which is faster. Each row names its run.
 
 # %%
-live_tp2 = live_single_stream(RunStore(params.data_dir / "runs"))
-live_single_stream_finding(live_tp2)
+chapter.live_tp2_finding(ev)
 
 # %%
-live_tp2
+chapter.live_tp2_table(ev)
 
 # %% [markdown]
 # ## Live smoke: the pipeline against a real SGLang server
@@ -132,4 +121,4 @@ live_tp2
 # harness (flags, `meta_info`, the sweep), not SGLang's speed, and are kept out of the recommendations.
 
 # %%
-live_smoke_benchmarks(params.data_dir)
+chapter.live_smoke_benchmarks(ev)

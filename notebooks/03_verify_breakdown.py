@@ -53,20 +53,10 @@ label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
 # %%
 import pandas as pd
 
-from verifylab.chapter_params import chapter_parameters
-from verifylab.report.breakdown import chapter3_tables, live_profile
-from verifylab.report.charts import step_breakdown_chart
-from verifylab.report.comm_measured import (
-    allreduce_latency_measured,
-    latency_curves_chart,
-    measured_trace_breakdown,
-)
-from verifylab.report.live_smoke import live_smoke_profile
-from verifylab.report.live_tp2 import live_allreduce_kernels, live_kernels_finding, live_kernels_table
-from verifylab.runs import RunStore
+from verifylab.chapters import ch03_verify_breakdown as chapter
+from verifylab.store.evidence import Evidence
 
-params = chapter_parameters(
-    "03_verify_breakdown",
+params = chapter.Params.validated(
     mode=mode,
     run_id=run_id,
     data_dir=data_dir,
@@ -86,13 +76,13 @@ params = chapter_parameters(
     label=label,
 )
 pd.set_option("display.max_colwidth", 120)
-tables = chapter3_tables(params.data_dir)
+ev = Evidence(params.data_dir)
 
 # %% [markdown]
 # ## What the case study reports
 
 # %%
-tables["reported"]
+chapter.reported_table(ev)
 
 # %% [markdown]
 # ## Reported next to measured
@@ -104,10 +94,10 @@ tables["reported"]
 # not Blackwell figures.
 
 # %%
-step_breakdown_chart(tables["breakdown"])
+chapter.breakdown_figure(ev)
 
 # %%
-tables["breakdown"].pivot_table(index="source", columns="part", values="ms", aggfunc="sum").round(3)
+chapter.breakdown_table(ev)
 
 # %% [markdown]
 # ## All-reduces per step found by the analyzer
@@ -118,7 +108,7 @@ tables["breakdown"].pivot_table(index="source", columns="part", values="ms", agg
 # trace has none, and the analyzer says so rather than reporting zero communication as a finding.
 
 # %%
-tables["counts"]
+chapter.allreduce_counts(ev)
 
 # %% [markdown]
 # ## With real communication: the synthetic pass on two H200s
@@ -131,12 +121,10 @@ tables["counts"]
 # "communication" is larger and the compute smaller than NCCL's).
 
 # %%
-store = RunStore(params.data_dir / "runs")
-measured_trace_breakdown(store)
+chapter.measured_trace_breakdown(ev)
 
 # %%
-latency = allreduce_latency_measured(store)
-latency_curves_chart(latency)
+chapter.latency_figure(ev)
 
 # %% [markdown]
 # ## A real SGLang server at TP 2: which kernels do the all-reduces
@@ -149,11 +137,10 @@ latency_curves_chart(latency)
 # misses it just as it misses fused kernels). Mechanics, not performance.
 
 # %%
-live_kernels = live_allreduce_kernels(store)
-live_kernels_finding(live_kernels)
+chapter.live_kernels_finding(ev)
 
 # %%
-live_kernels_table(live_kernels)
+chapter.live_kernels_table(ev)
 
 # %% [markdown]
 # ## Live mode: the GPU box's own server
@@ -166,7 +153,7 @@ live_kernels_table(live_kernels)
 # fused path. The live smoke below is such a capture, of a tiny model at TP 1.
 
 # %%
-live_profile(params)
+chapter.live(params, ev)
 
 # %% [markdown]
 # ## Live smoke: a profile of the real server
@@ -176,4 +163,4 @@ live_profile(params)
 # all-reduce at TP 1 (fusion not exercised).
 
 # %%
-live_smoke_profile(params.data_dir)
+chapter.live_smoke_profile(ev)

@@ -41,26 +41,10 @@ draft_tokens = 4
 # %%
 import pandas as pd
 
-from verifylab.chapter_params import chapter_parameters
-from verifylab.model.case import case_from_data, inputs_table, reconcile_table, whatif_table
-from verifylab.model.costmodel import components_long
-from verifylab.model.inputs import compute_validation
-from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
-from verifylab.model.reconcile import HYPOTHESES
-from verifylab.report.charts import verify_components_chart
-from verifylab.report.comm_measured import (
-    comm_finding,
-    fusion_vs_elimination_chart,
-    fusion_vs_elimination_measured,
-    fusion_vs_elimination_table,
-    prediction_check,
-    prediction_finding,
-    prediction_table,
-)
-from verifylab.runs import RunStore
+from verifylab.chapters import ch04_fusion_vs_elimination as chapter
+from verifylab.store.evidence import Evidence
 
-params = chapter_parameters(
-    "04_fusion_vs_elimination",
+params = chapter.Params.validated(
     mode=mode,
     run_id=run_id,
     data_dir=data_dir,
@@ -68,8 +52,7 @@ params = chapter_parameters(
     draft_tokens=draft_tokens,
 )
 pd.set_option("display.max_colwidth", 200)
-case, figures = case_from_data(params.data_dir, draft_tokens)
-store = RunStore(params.data_dir / "runs")
+ev = Evidence(params.data_dir)
 
 # %% [markdown]
 # ## Fusion vs elimination, measured on two H200s
@@ -82,14 +65,13 @@ store = RunStore(params.data_dir / "runs")
 # socket paths are slower stand-ins, and fusion cannot run without P2P.
 
 # %%
-gains = fusion_vs_elimination_measured(store)
-comm_finding(gains, tokens=16)
+chapter.measured_finding(ev)
 
 # %%
-fusion_vs_elimination_table(gains)
+chapter.measured_table(ev)
 
 # %%
-fusion_vs_elimination_chart(gains)
+chapter.measured_figure(ev)
 
 # %% [markdown]
 # ### The same passes, predicted (modelled)
@@ -100,17 +82,16 @@ fusion_vs_elimination_chart(gains)
 # The same command takes a user's own curve (a CSV, or nccl-tests' `all_reduce_perf` output from a PCIe box).
 
 # %%
-check = prediction_check(store)
-prediction_finding(check)
+chapter.prediction_finding(ev)
 
 # %%
-prediction_table(check)
+chapter.prediction_table(ev)
 
 # %% [markdown]
 # ## The model's inputs and where they come from
 
 # %%
-inputs_table(case)
+chapter.model_inputs(ev, params)
 
 # %% [markdown]
 # ## What-if: the same verify pass under each mechanism (modelled)
@@ -122,24 +103,10 @@ inputs_table(case)
 # take the reported 205 µs.
 
 # %%
-scenarios = whatif_table(params.data_dir, batch=batch, draft_tokens=draft_tokens)
-scenarios[
-    [
-        "name",
-        "kind",
-        "allreduces_per_pass",
-        "allreduce_us",
-        "compute_ms",
-        "allreduce_ms",
-        "norm_ms",
-        "verify_ms",
-        "eagle3_tokens_per_s",
-        "provenance",
-    ]
-].round(2)
+chapter.whatif(ev, params)
 
 # %%
-verify_components_chart(components_long(scenarios))
+chapter.whatif_figure(ev, params)
 
 # %% [markdown]
 # Kernel fusion alone moves the verify pass by 122 x (unfused - fused add+RMSNorm): about 2 ms with the
@@ -154,7 +121,7 @@ verify_components_chart(components_long(scenarios))
 # arithmetic is shown.
 
 # %%
-reconcile_table(params.data_dir, draft_tokens)[["step", "arithmetic", "verdict", "figures"]]
+chapter.reconciliation(ev, params)
 
 # %% [markdown]
 # ## Why were verify all-reduces slower than decode's?
@@ -163,7 +130,7 @@ reconcile_table(params.data_dir, draft_tokens)[["step", "arithmetic", "verdict",
 # explain it (line 4 above). The hypotheses, and the measurement that settles each:
 
 # %%
-HYPOTHESES
+chapter.hypotheses()
 
 # %% [markdown]
 # ## Limits: how far from the floor?
@@ -174,14 +141,7 @@ HYPOTHESES
 # H200's measured copy bandwidth.
 
 # %%
-ceilings = store.read_table(store.runs_with_table("ceilings")[-1], "ceilings")
-limits_table(
-    {
-        "RTX PRO 6000 Blackwell (datasheet)": (RTX_PRO_6000_BLACKWELL_GBS, "reported: NVIDIA datasheet"),
-        "H200 (measured copy bandwidth)": (float(ceilings["copy_bandwidth_gbs"].iloc[0]), "measured"),
-    },
-    allreduce_floor_us=10.0,
-).round(2)
+chapter.limits(ev)
 
 # %% [markdown]
 # ## Validation of the compute term
@@ -191,8 +151,7 @@ limits_table(
 # not yet fitted to the two-H200 measurement above (the cost-model issue does that).
 
 # %%
-runs_with_compute = store.runs_with_table("shard_compute")
-compute_validation(store.read_table(runs_with_compute[-1], "shard_compute")).round(4)
+chapter.compute_check(ev)
 
 # %% [markdown]
 # ## The measurement that would separate the factors

@@ -33,13 +33,10 @@ launcher = ["python", "-m", "sglang.launch_server"]
 # %%
 import pandas as pd
 
-from verifylab.chapter_params import chapter_parameters
-from verifylab.report.gates_report import load_matrix, load_pins, pcie_sm120_finding, pcie_sm120_outlook
-from verifylab.report.recommend import evidence_from_data, recommend, recommendations_frame
-from verifylab.serve import BaseConfig, launcher_help
+from verifylab.chapters import ch05_recommendations as chapter
+from verifylab.store.evidence import Evidence
 
-params = chapter_parameters(
-    "05_recommendations",
+params = chapter.Params.validated(
     mode=mode,
     run_id=run_id,
     data_dir=data_dir,
@@ -52,13 +49,10 @@ params = chapter_parameters(
     launcher=launcher,
 )
 pd.set_option("display.max_colwidth", 400)
-base = BaseConfig(model_path=model_path, tp_size=tp_size, draft_model_path=draft_model_path, launcher=launcher)
-help_text = launcher_help(launcher) if params.mode == "live" else None
-evidence = evidence_from_data(params.data_dir, sglang_version, flashinfer_version, interconnect, base, help_text)
-recommendations = recommend(evidence)
+ev = Evidence(params.data_dir)
 
 # %%
-recommendations_frame(recommendations)
+chapter.recommendations(ev, params)
 
 # %% [markdown]
 # ## Fusion on a PCIe SM120 box: which versions
@@ -67,7 +61,7 @@ recommendations_frame(recommendations)
 # all-reduce fusion without NVLink multicast, and what must be opened first.
 
 # %%
-pcie_sm120_finding(pcie_sm120_outlook(load_matrix(params.data_dir), load_pins(params.data_dir)))
+chapter.pcie_sm120_finding(ev)
 
 # %% [markdown]
 # ## The launch command
@@ -76,7 +70,7 @@ pcie_sm120_finding(pcie_sm120_outlook(load_matrix(params.data_dir), load_pins(pa
 # they are SGLang 0.5.9's spellings, unchecked.
 
 # %%
-print(next(r.command for r in recommendations if r.topic == "launch command"))
+chapter.print_launch_command(ev, params)
 
 # %% [markdown]
 # ## What to measure next

@@ -18,8 +18,7 @@ from verifylab.bench.runner import open_recorder, run_single, run_sweep
 from verifylab.bench.stats import compare, crossover, summarize
 from verifylab.cli import app
 from verifylab.errors import ServerError
-from verifylab.runs import RunStore
-from verifylab.serve import (
+from verifylab.server.launch import (
     DEFAULT_VARIANTS,
     BaseConfig,
     Variant,
@@ -30,6 +29,8 @@ from verifylab.serve import (
     serve,
     variant_args,
 )
+from verifylab.store.evidence import Evidence
+from verifylab.store.runs import RunStore
 
 TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
 
@@ -362,15 +363,15 @@ def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_
     assert not by_variant.loc["fusion", "active"]  # TP 1: nothing to fuse
     assert "TP 1" in by_variant.loc["fusion", "inactive_reasons"]
     assert by_variant.loc["baseline", "active"] and by_variant.loc["ngram", "active"]
-    stored = stored_benchmarks(tmp_path / "data")
+    stored = stored_benchmarks(Evidence(tmp_path / "data"))
     assert set(stored["single"].variant) == {"baseline", "fusion", "ngram"}
-    html = benchmark_section(tmp_path / "data")._repr_html_()
+    html = benchmark_section(Evidence(tmp_path / "data"))._repr_html_()
     assert "Single stream (active variants only)" in html
     single_html = html.split("Single stream (active variants only)")[1].split("Sweep cells")[0]
     assert "ngram" in single_html and ">fusion<" not in single_html
     assert "Pareto view" in html and "Greedy outputs vs the baseline" in html
     assert "<td>True</td>" in html.split("Greedy outputs vs the baseline")[1]  # the double's outputs agree
-    figure = single_stream_chart(reported_single_stream(repo_root / "data"), stored["single"])
+    figure = single_stream_chart(reported_single_stream(Evidence(repo_root / "data")), stored["single"])
     assert "<svg" in figure._repr_html_()
 
 
@@ -384,7 +385,7 @@ def test_greedy_divergence_position():
 
 def test_runner_works_inside_a_running_event_loop():
     """Live chapters run inside a Jupyter kernel, whose event loop is already running."""
-    from verifylab.bench.runner import run_coroutine
+    from verifylab.server.aio import run_coroutine
 
     async def kernel_cell():
         return run_coroutine(asyncio.sleep(0, result=5))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.report import comm_measured as cm
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 
 
 def store(repo_root) -> RunStore:
@@ -60,7 +60,7 @@ def test_summarizing_the_stored_live_traces_again_gives_the_stored_tables(repo_r
     all-reduce v2 (manifest note): doing it again reproduces them."""
     import shutil
 
-    from verifylab.report.breakdown import resummarize_profiles
+    from verifylab.trace.profile_tables import resummarize_profiles
 
     run_id = "20261130-080118-2xh200-live-tp2"
     shutil.copytree(repo_root / "data" / "runs" / run_id, tmp_path / "runs" / run_id)
@@ -72,7 +72,7 @@ def test_summarizing_the_stored_live_traces_again_gives_the_stored_tables(repo_r
 
 def test_verify_allreduce_bytes_follow_the_served_model(tmp_path):
     """A live profile's message size is the served model's hidden size, not Kimi-K2's (a tiny model at 1024)."""
-    from verifylab.report.breakdown import verify_allreduce_bytes
+    from verifylab.chapters.ch03_verify_breakdown import verify_allreduce_bytes
 
     (tmp_path / "config.json").write_text('{"hidden_size": 1024}', encoding="utf-8")
     assert verify_allreduce_bytes(str(tmp_path), 4) == 4 * 1024 * 2

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import load_curves, parse_nccl_tests, predict_pass, validate_against_run
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 
 LATENCY = Path(__file__).parent / "data" / "latency"
 

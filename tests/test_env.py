@@ -3,7 +3,7 @@ import json
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.env import REDACTED, capture_host, interconnect_from_topology, redact_environment
+from verifylab.store.env import REDACTED, capture_host, interconnect_from_topology, redact_environment
 
 TOPO_NVLINK = """\
         GPU0    GPU1    CPU Affinity

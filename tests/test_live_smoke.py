@@ -5,9 +5,10 @@ import sys
 import pandas as pd
 import pytest
 
+from verifylab.chapters import ch03_verify_breakdown
 from verifylab.errors import ParameterError
-from verifylab.report.breakdown import live_profile_section
 from verifylab.report.live_smoke import live_smoke_benchmarks, live_smoke_profile, live_smoke_runs
+from verifylab.store.evidence import Evidence
 
 from .test_bench import free_port
 
@@ -15,17 +16,17 @@ RUN = "20261129-114733-h200-live-smoke"
 
 
 def test_sections_show_the_stored_smoke_with_its_caveat(repo_root):
-    assert RUN in live_smoke_runs(repo_root / "data")
-    bench = live_smoke_benchmarks(repo_root / "data")._repr_html_()
+    assert RUN in live_smoke_runs(Evidence(repo_root / "data"))
+    bench = live_smoke_benchmarks(Evidence(repo_root / "data"))._repr_html_()
     assert "Mechanics only, not performance" in bench and "0.5.17" in bench and "NVIDIA H200" in bench
     assert "server_accept_length" in bench and "NGRAM" in bench
-    profile = live_smoke_profile(repo_root / "data")._repr_html_()
+    profile = live_smoke_profile(Evidence(repo_root / "data"))._repr_html_()
     assert "Mechanics only, not performance" in profile and "_fwd_kernel" in profile and "target" in profile
 
 
 def test_sections_without_a_smoke_say_so(tmp_path):
-    assert "No live-smoke run" in live_smoke_benchmarks(tmp_path)._repr_html_()
-    assert "No live-smoke profile" in live_smoke_profile(tmp_path)._repr_html_()
+    assert "No live-smoke run" in live_smoke_benchmarks(Evidence(tmp_path))._repr_html_()
+    assert "No live-smoke profile" in live_smoke_profile(Evidence(tmp_path))._repr_html_()
 
 
 def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
@@ -35,9 +36,16 @@ def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
         "launcher": [sys.executable, "-m", "verifylab.testing.server"],
         "extra_args": ["--step-ms", "5"],
     }
-    section = live_profile_section(
-        "live", "http://unused", 2, tmp_path, "ch3-serve", "test double", serve_variant="ngram", server=server
+    params = ch03_verify_breakdown.Params.validated(
+        mode="live",
+        data_dir=tmp_path,
+        run_id="ch3-serve",
+        label="test double",
+        profile_steps=2,
+        serve_variant="ngram",
+        **server,
     )
+    section = ch03_verify_breakdown.live(params, Evidence(tmp_path))
     html = section._repr_html_()
     assert "Started ngram for the capture" in html and "speculative NGRAM" in html
     run = tmp_path / "runs" / "ch3-serve"
@@ -45,22 +53,23 @@ def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
     assert not (run / "logs" / "server-ngram.log").exists()  # chapter 02's log of the same variant stays its own
     kernels = pd.read_csv(run / "trace_kernels.csv")
     assert {"kernel", "group", "count", "total_us"} <= set(kernels.columns)
-    with pytest.raises(ParameterError, match="serve_variant 'nope'"):
-        live_profile_section("live", "", 2, tmp_path, "ch3-bad", "test double", serve_variant="nope", server=server)
+    with pytest.raises(ParameterError, match="serve_variant"):  # refused before anything is written
+        ch03_verify_breakdown.Params.validated(mode="live", data_dir=tmp_path, run_id="ch3-bad", serve_variant="nope")
     assert not (tmp_path / "runs" / "ch3-bad").exists()
 
 
 def test_the_smoke_is_never_evidence_for_a_recommendation(repo_root, tmp_path):
     import shutil
 
-    from verifylab.report.recommend import evidence_from_data
+    from verifylab.report.recommend import facts_from_evidence
+    from verifylab.store.evidence import Evidence
 
-    assert evidence_from_data(repo_root / "data").fusion_state is None  # its fusion row is TP 1, inactive
+    assert facts_from_evidence(Evidence(repo_root / "data")).fusion_state is None  # its fusion row is TP 1, inactive
     renamed = tmp_path / "runs" / "20261129-114733-h200-other"  # the same data under a non-smoke id counts
     shutil.copytree(repo_root / "data" / "runs" / RUN, renamed)
     shutil.copytree(repo_root / "data" / "reference", tmp_path / "reference")
     manifest = (renamed / "manifest.json").read_text().replace(RUN, renamed.name)
     (renamed / "manifest.json").write_text(manifest)
-    assert evidence_from_data(tmp_path).fusion_state is None  # marked mechanics_only: never evidence, any id
+    assert facts_from_evidence(Evidence(tmp_path)).fusion_state is None  # marked mechanics_only: never evidence, any id
     (renamed / "manifest.json").write_text(manifest.replace('"mechanics_only": true', '"mechanics_only": false'))
-    assert evidence_from_data(tmp_path).fusion_state["run_id"] == renamed.name  # a real run's state counts
+    assert facts_from_evidence(Evidence(tmp_path)).fusion_state["run_id"] == renamed.name  # a real run's state counts

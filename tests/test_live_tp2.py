@@ -7,7 +7,7 @@ import shutil
 import pandas as pd
 
 from verifylab.report import live_tp2 as lt
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 
 
 def store(repo_root) -> RunStore:
@@ -72,10 +72,12 @@ def test_a_newer_round_where_a_variant_failed_does_not_replace_one_where_it_ran(
 def test_pcie_sm120_outlook_follows_the_pinned_flashinfer(repo_root):
     """Fused on a PCIe SM120 box only where the pinned FlashInfer allocates its workspace without multicast;
     every row says it is inferred, not run on SM120."""
-    from verifylab.report.gates_report import load_matrix, load_pins, pcie_sm120_finding, pcie_sm120_outlook
+    from verifylab.report.gates_report import pcie_sm120_finding, pcie_sm120_outlook
+    from verifylab.store.evidence import Evidence
     from verifylab.vocab import version_at_least
 
-    outlook = pcie_sm120_outlook(load_matrix(repo_root / "data"), load_pins(repo_root / "data"))
+    ev = Evidence(repo_root / "data")
+    outlook = pcie_sm120_outlook(ev.gate_matrix, ev.flashinfer_pins)
     for version, row in outlook.iterrows():
         fused = row["PCIe SM120"].startswith("fused")
         assert fused == version_at_least(row["flashinfer (pinned)"], "0.6.15"), version

@@ -19,7 +19,7 @@ from verifylab.model.costmodel import (
 )
 from verifylab.model.inputs import compute_validation
 from verifylab.model.reconcile import reconcile
-from verifylab.reference import load_reported_figures
+from verifylab.store.reference import load_reported_figures
 
 
 def simple_case(**over):

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from verifylab.book import execute_chapter
-from verifylab.chapter_params import CHAPTER_PARAMS, chapter_parameters
+from verifylab.chapters.params import CHAPTER_PARAMS, chapter_parameters
 from verifylab.errors import ParameterError
+from verifylab.publish.build import execute_chapter
 
 
 def test_invalid_mode_names_parameter_and_allowed_values(repo_root, monkeypatch):

@@ -11,10 +11,13 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from verifylab.book import build_book
-from verifylab.edition import changes_since, data_digest, write_generated_pages
-from verifylab.errors import ParameterError
-from verifylab.pipeline import PipelineParams, load_params, run_pipeline
+from verifylab.errors import ParameterError, ReferenceDataError
+from verifylab.publish.build import build_book
+from verifylab.publish.edition import changes_since, data_digest, load_registry, write_generated_pages
+from verifylab.publish.findings import Finding, FindingKey
+from verifylab.publish.pipeline import PipelineParams, load_params, run_pipeline
+from verifylab.report.recommend import Topic
+from verifylab.store.evidence import Evidence
 
 from .projects import project_copy
 
@@ -30,7 +33,7 @@ def editions(smoke_run, tmp_path_factory):
     root = tmp_path_factory.mktemp("project") / "p"
     shutil.copytree(session_root, root)
     again = json.loads((root / "_build" / "editions" / "editions.json").read_text())[-1]  # as rendered
-    first = write_generated_pages(root, root / "data")  # the same inputs' edition, computed without rendering
+    first = write_generated_pages(root, Evidence(root / "data"))  # the same inputs' edition, computed without rendering
     extra = root / "data" / "reference" / "extra_note.csv"
     extra.write_text("figure,value\nnew,1\n")
     changed = build_book(root).edition
@@ -73,19 +76,52 @@ def test_exports_open(editions):
 
 def test_publish_registers_and_changes_page_compares(editions):
     root, first, _, _changed = editions
-    from verifylab.edition import publish
+    from verifylab.publish.edition import publish
 
     publish(root, first)
     registry = json.loads((root / "book" / "editions.json").read_text())
     assert registry[-1]["id"] == first["id"] and "key_findings" in registry[-1]
-    current = write_generated_pages(root, root / "data")
+    current = write_generated_pages(root, Evidence(root / "data"))
     assert current["previous"] == first["id"]
     assert f"Compared with edition `{first['id']}`" in (root / "book" / "_generated" / "changes.md").read_text()
 
 
-def test_changes_since_lists_only_changed_findings():
-    frame = changes_since({"key_findings": {"a": 1, "b": 2, "gone": 3}}, {"a": 1, "b": 5, "new": 7})
-    assert sorted(frame["finding"]) == ["b", "gone", "new"]
+def _finding(key: FindingKey, value: float) -> Finding:
+    return Finding(key=key, label=f"label of {key.value}", value=value, unit="ms", provenance="modelled")
+
+
+def test_changes_since_compares_typed_findings_by_key():
+    kept, changed, gone, new = (
+        FindingKey.VERIFY_ALLREDUCE_US,
+        FindingKey.KERNEL_FUSION_SHARE_MS,
+        FindingKey.H200_COMPUTE_K1_MS,
+        FindingKey.H200_COMPUTE_K16_MS,
+    )
+    before = [_finding(kept, 1), _finding(changed, 2), _finding(gone, 3)]
+    relabelled = _finding(kept, 1).model_copy(update={"label": "same number, new words"})
+    frame = changes_since({"key_findings": before}, [relabelled, _finding(changed, 5), _finding(new, 7)])
+    assert sorted(frame["finding"]) == sorted(f"label of {k.value}" for k in (changed, gone, new))
+
+
+def test_the_committed_registry_holds_typed_findings(repo_root):
+    raw = json.loads((repo_root / "book" / "editions.json").read_text())
+    for edition in raw:
+        assert isinstance(edition["key_findings"], list)
+        for finding in edition["key_findings"]:
+            Finding.model_validate(finding)  # an enum key, the value as a field
+
+
+def test_an_untyped_registry_is_read_by_key_and_an_unknown_label_is_named(tmp_path):
+    legacy = {"kernel-fusion share (ms)": 2.22, "recommendation: speculation vs load": "[low] Route by load."}
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "editions.json").write_text(json.dumps([{"id": "old", "key_findings": legacy}]))
+    found = {f.key: f for f in load_registry(tmp_path)[0]["key_findings"]}
+    assert found[FindingKey.KERNEL_FUSION_SHARE_MS].value == 2.22
+    assert found[Topic.SPECULATION].confidence == "low" and found[Topic.SPECULATION].value == "Route by load."
+    legacy["a sentence nobody keyed"] = 1
+    (tmp_path / "book" / "editions.json").write_text(json.dumps([{"id": "old", "key_findings": legacy}]))
+    with pytest.raises(ReferenceDataError, match="a sentence nobody keyed"):
+        load_registry(tmp_path)
 
 
 def test_data_digest_depends_on_content_and_names(tmp_path):
@@ -118,6 +154,7 @@ def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_ro
                 "tp_size": 1,
                 "port": free_port(),
                 "launcher": launcher,
+                "extra_args": ["--step-ms", "2"],
                 "variants": ["baseline", "ngram"],
                 "runs": 2,
                 "warmup": 0,
@@ -129,10 +166,12 @@ def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_ro
             "05_recommendations": {"launcher": launcher, "model_path": "tiny", "tp_size": 1},
         },
     }
-    from verifylab.serve import Server
+    from verifylab.server.launch import Server
 
     port = free_port()  # a running "server" for chapter 03's live profile
-    profiled = Server([*launcher, "--port", str(port), "--tp-size", "2"], "127.0.0.1", port, tmp_path / "s.log")
+    profiled = Server(
+        [*launcher, "--port", str(port), "--tp-size", "2", "--step-ms", "2"], "127.0.0.1", port, tmp_path / "s.log"
+    )
     profiled.start(health_timeout_s=60)
     params["chapters"]["03_verify_breakdown"] = {
         "server_url": profiled.url,
@@ -168,7 +207,13 @@ def test_bad_params_file_is_named(tmp_path):
 
 
 def tp2_params(launcher: list[str], ports: tuple[int, int], simulate: bool = False) -> dict:
-    server = {"model_path": "tiny", "draft_model_path": "tiny-draft", "tp_size": 2, "launcher": launcher}
+    server = {
+        "model_path": "tiny",
+        "draft_model_path": "tiny-draft",
+        "tp_size": 2,
+        "launcher": launcher,
+        "extra_args": ["--step-ms", "2"],  # the test double's decode step: fast, the checks stay the same
+    }
     return {
         "mode": "live",
         "data_dir": "data",

@@ -1,23 +1,24 @@
 """Recommendation rules on contrasting evidence sets."""
 
-from verifylab.report.recommend import Evidence, recommend, recommendations_frame
-from verifylab.serve import BaseConfig
+from verifylab.report.recommend import DeploymentFacts as Facts
+from verifylab.report.recommend import recommend, recommendations_frame
+from verifylab.server.launch import BaseConfig
 
 BASE = BaseConfig(model_path="/models/kimi", tp_size=8, draft_model_path="/models/eagle3")
 
 
-def by_topic(ev: Evidence) -> dict:
+def by_topic(ev: Facts) -> dict:
     return {r.topic: r for r in recommend(ev)}
 
 
 def test_speculation_wins_everywhere():
-    rec = by_topic(Evidence(crossover={"status": "wins everywhere", "run_id": "r1"}))["speculation vs load"]
+    rec = by_topic(Facts(crossover={"status": "wins everywhere", "run_id": "r1"}))["speculation vs load"]
     assert rec.recommendation.startswith("Keep EAGLE-3 on") and rec.confidence == "high"
     assert "run r1 (sweep)" in rec.evidence
 
 
 def test_crossover_inside_the_range():
-    ev = Evidence(crossover={"status": "crosses", "estimate": 24.0, "bracket": (16, 32), "run_id": "r2"}, base=BASE)
+    ev = Facts(crossover={"status": "crosses", "estimate": 24.0, "bracket": (16, 32), "run_id": "r2"}, base=BASE)
     recs = by_topic(ev)
     assert "up to 16 concurrent requests" in recs["speculation vs load"].recommendation
     assert "from 32 up" in recs["speculation vs load"].recommendation
@@ -25,7 +26,7 @@ def test_crossover_inside_the_range():
 
 
 def test_speculation_loses_everywhere_switches_the_command():
-    recs = by_topic(Evidence(crossover={"status": "loses everywhere", "run_id": "r3"}, base=BASE))
+    recs = by_topic(Facts(crossover={"status": "loses everywhere", "run_id": "r3"}, base=BASE))
     assert recs["speculation vs load"].recommendation.startswith("Turn EAGLE-3 off")
     assert "--speculative-algorithm" not in recs["launch command"].command
 
@@ -33,20 +34,20 @@ def test_speculation_loses_everywhere_switches_the_command():
 def test_command_without_a_draft_model_uses_a_named_placeholder():
     # a live run on a box with no EAGLE-3 draft (the live smoke) used to fail chapter 05 with a ServerError
     base = BaseConfig(model_path="/models/tiny", tp_size=1)
-    rec = by_topic(Evidence(crossover={"status": "wins everywhere", "run_id": "r1"}, base=base))["launch command"]
+    rec = by_topic(Facts(crossover={"status": "wins everywhere", "run_id": "r1"}, base=base))["launch command"]
     assert "--speculative-draft-model-path <EAGLE-3-draft-path>" in rec.command
     assert "No draft model was given" in rec.recommendation
 
 
 def test_fusion_inactive_is_not_counted_on():
     rec = by_topic(
-        Evidence(fusion_state={"active": False, "reasons": "fusion skipped by the workspace preflight", "run_id": "r4"})
+        Facts(fusion_state={"active": False, "reasons": "fusion skipped by the workspace preflight", "run_id": "r4"})
     )["all-reduce fusion"]
     assert rec.recommendation.startswith("Fusion does not act on this box") and rec.confidence == "high"
 
 
 def test_no_evidence_says_so_and_names_the_measurement():
-    recs = by_topic(Evidence())
+    recs = by_topic(Facts())
     for topic in ("speculation vs load", "all-reduce fusion", "architecture gates"):
         assert recs[topic].confidence == "none"
         assert recs[topic].measure_next
@@ -55,7 +56,7 @@ def test_no_evidence_says_so_and_names_the_measurement():
 
 def test_reported_only_evidence_is_low_confidence():
     recs = by_topic(
-        Evidence(
+        Facts(
             reported_liability_concurrency=30,
             reported_fusion={"eagle3": 54.1, "eagle3_fusion": 96.1},
             flashinfer_version="0.6.4",
@@ -74,16 +75,17 @@ def test_reported_only_evidence_is_low_confidence():
 
 
 def test_frame_has_every_recommendation_with_evidence_column():
-    frame = recommendations_frame(recommend(Evidence(crossover={"status": "wins everywhere", "run_id": "r"})))
+    frame = recommendations_frame(recommend(Facts(crossover={"status": "wins everywhere", "run_id": "r"})))
     assert {"topic", "recommendation", "confidence", "evidence", "measure_next"} <= set(frame.columns)
     assert (frame["evidence"] != "").all()
 
 
 def test_evidence_from_the_shipped_data(repo_root):
-    from verifylab.report.recommend import evidence_from_data
+    from verifylab.report.recommend import facts_from_evidence
+    from verifylab.store.evidence import Evidence
 
-    ev = evidence_from_data(
-        repo_root / "data", sglang_version="0.5.9", flashinfer_version="0.6.4", interconnect="PCIe", base=BASE
+    ev = facts_from_evidence(
+        Evidence(repo_root / "data"), sglang_version="0.5.9", flashinfer_version="0.6.4", interconnect="PCIe", base=BASE
     )
     assert ev.reported_liability_concurrency == 30
     assert ev.gates_closed and any("communicator.py" in g for g in ev.gates_closed)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from verifylab.bench.method import SingleStreamConfig
-from verifylab.env import redact_environment
 from verifylab.redact import REDACTED, is_secret_name, redact_args, redact_obj, redact_text
+from verifylab.store.env import redact_environment
 
 from .test_bench import base
 

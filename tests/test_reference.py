@@ -1,7 +1,7 @@
 import pytest
 
 from verifylab.errors import ReferenceDataError
-from verifylab.reference import load_reported_figures, quote_in_seed, reported_throughput, reported_value
+from verifylab.store.reference import load_reported_figures, quote_in_seed, reported_throughput, reported_value
 
 from .conftest import SEEDS
 

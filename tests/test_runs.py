@@ -6,10 +6,10 @@ import pytest
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.env import HostInfo
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError
 from verifylab.iorw import atomic_write_with
-from verifylab.runs import RunStore, manifest_from_host, new_run_id
+from verifylab.store.env import HostInfo
+from verifylab.store.runs import RunStore, manifest_from_host, new_run_id
 
 
 def make_store(tmp_path):

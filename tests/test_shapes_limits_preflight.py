@@ -1,16 +1,16 @@
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.env import HostInfo
 from verifylab.gates.preflight import box_preflight
 from verifylab.model.limits import INT4_BYTES, decode_weight_bytes_per_gpu, limits_table
-from verifylab.runs import RunStore
 from verifylab.shapes import (
     KIMI_K2,
     ShardShape,
     expected_distinct_experts,
     expert_bytes_per_layer_all,
 )
+from verifylab.store.env import HostInfo
+from verifylab.store.runs import RunStore
 from verifylab.vocab import allreduce_message_bytes
 
 

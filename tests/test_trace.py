@@ -242,8 +242,8 @@ def test_capture_from_a_server_profiler_and_summarize(tmp_path):
     """Drive /start_profile on the test double (which writes per-rank traces like SGLang) and summarize."""
     import sys
 
-    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
-    from verifylab.trace.capture import capture_profile
+    from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
+    from verifylab.server.profile import capture_profile
 
     from .test_bench import free_port
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class VerifylabError(Exception):
     """Base class: the CLI prints these as one line, without a traceback."""
@@ -53,3 +58,16 @@ class BookBuildError(VerifylabError):
 
 class SynthError(VerifylabError):
     """A rank of the synthetic verify pass failed, died or stopped making progress."""
+
+
+def describe_error(exc: ValidationError, where: str) -> str:
+    """One line naming the parameter(s), the value given and what is allowed."""
+    parts = []
+    for err in exc.errors():
+        name = ".".join(str(p) for p in err["loc"]) or "(parameters)"
+        allowed = ""
+        ctx = err.get("ctx") or {}
+        if "expected" in ctx and str(ctx["expected"]) not in err["msg"]:
+            allowed = f"; allowed: {ctx['expected']}"
+        parts.append(f"parameter '{name}' = {err.get('input')!r}: {err['msg']}{allowed}")
+    return f"{where}: " + "; ".join(parts)

@@ -38,3 +38,7 @@ def allreduce_message_bytes(tokens: float, hidden: int = KIMI_K2_HIDDEN, itemsiz
 # (trtllm_ar.py: SymmDeviceMemory(enable_multicast=False)); its fusion module's JIT list admits SM12x from 0.6.17
 FLASHINFER_WORKSPACE_WITHOUT_MULTICAST = "0.6.15"
 FLASHINFER_JIT_ADMITS_SM12X = "0.6.17"
+
+# SGLang's fusion handles at most this many tokens per forward (layernorm.py: max_token_num=max(x.shape[0], 2048);
+# FUSE_ALLREDUCE_MAX_BATCH_SIZE); larger passes fall back to the unfused all-reduce
+SGLANG_FUSION_MAX_TOKENS = 2048

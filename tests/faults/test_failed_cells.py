@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 
 from ..test_bench import free_port
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.bench.method import BenchRecorder
-from verifylab.env import HostInfo
-from verifylab.runs import RunStore, manifest_from_host
+from verifylab.store.env import HostInfo
+from verifylab.store.runs import RunStore, manifest_from_host
 
 CRASHED = 137
 RUN = "20261130-000000-faults"
@@ -29,7 +29,7 @@ WRITER = """
 import sys
 from pathlib import Path
 import pandas as pd
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 store = RunStore(Path(sys.argv[1]))
 for i in range(int(sys.argv[3])):
     store.write_table(sys.argv[2], f"{sys.argv[4]}-{i}", pd.DataFrame({"i": [i]}), fmt="csv")
@@ -51,7 +51,7 @@ import sys
 from pathlib import Path
 from verifylab.bench.client import RequestResult
 from verifylab.bench.method import BenchRecorder
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 recorder = BenchRecorder(RunStore(Path(sys.argv[1])), sys.argv[2])
 results = [RequestResult("p", "c", ok=True, output_tokens=8)]
 recorder.save_cell("fusion", 2, results, {"concurrency": 2, "requests": 1, "failed": 0, "output_tokens_per_s": 99.0})

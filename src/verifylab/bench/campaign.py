@@ -11,7 +11,7 @@ import pandas as pd
 from verifylab.bench.method import SingleStreamConfig
 from verifylab.bench.runner import mark_complete, open_recorder, run_single, run_sweep
 from verifylab.errors import ServerError
-from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, launcher_help, serve
+from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, launcher_help, serve
 
 
 def run_campaign(

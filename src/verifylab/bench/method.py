@@ -17,7 +17,7 @@ from verifylab.bench.client import Client, RequestResult, accept_length, parse_s
 from verifylab.bench.prompts import Prompt
 from verifylab.bench.stats import bootstrap_ci, median_interval, summarize
 from verifylab.errors import ParameterError
-from verifylab.runs import TABLE_NAME_PATTERN, RunStore
+from verifylab.store.runs import TABLE_NAME_PATTERN, RunStore
 
 Progress = Callable[[int, int], None]
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 from verifylab.bench.client import Client
 from verifylab.bench.method import (
@@ -18,20 +15,10 @@ from verifylab.bench.method import (
     sweep_cell,
 )
 from verifylab.bench.prompts import Prompt, load_prompts
-from verifylab.runs import RunStore
+from verifylab.server.aio import run_coroutine
+from verifylab.store.runs import RunStore
 
 Progress = Callable[[str, int, int], None]
-T = TypeVar("T")
-
-
-def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run`` that also works where a loop is already running (a Jupyter kernel: live chapters)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def open_recorder(

@@ -236,7 +236,7 @@ def serve_cmd(
     import shlex
     from dataclasses import asdict
 
-    from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, serve
+    from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
 
     if variant not in DEFAULT_VARIANTS:
         raise fail(VerifylabError(f"unknown variant {variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}"))

@@ -23,7 +23,7 @@ def env(
     Secrets are redacted (any variable whose name contains TOKEN, KEY, SECRET or PASSWORD).
     Example: `verifylab env --json > host.json`
     """
-    from verifylab.env import capture_host
+    from verifylab.store.env import capture_host
 
     info = capture_host(with_torch=not no_torch)
     if as_json:
@@ -46,7 +46,7 @@ def runs_list(
 
     Example: `verifylab runs list --data-dir data`
     """
-    from verifylab.runs import RunStore
+    from verifylab.store.runs import RunStore
 
     try:
         frame = RunStore(data_dir / "runs").summary()
@@ -70,7 +70,7 @@ def runs_show(
     data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/."),
 ) -> None:
     """Print one run's manifest (validated). Example: `verifylab runs show 20261129-h200-compute`"""
-    from verifylab.runs import RunStore
+    from verifylab.store.runs import RunStore
 
     try:
         manifest = RunStore(data_dir / "runs").manifest(run_id)
@@ -89,7 +89,7 @@ def book(
     """
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from verifylab.book import build_book, project_root
+    from verifylab.publish.build import build_book, project_root
 
     try:
         project = project_root(root)
@@ -108,7 +108,7 @@ def book(
             result = build_book(project, on_chapter=on_chapter)
             progress.update(task, description="rendered", completed=len(result.chapters))
         if publish:
-            from verifylab.edition import publish as publish_edition
+            from verifylab.publish.edition import publish as publish_edition
 
             publish_edition(project, result.edition)
     except VerifylabError as exc:
@@ -133,8 +133,8 @@ def run_cmd(
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from verifylab.book import project_root
-    from verifylab.pipeline import load_params, run_pipeline
+    from verifylab.publish.build import project_root
+    from verifylab.publish.pipeline import load_params, run_pipeline
 
     try:
         project = project_root(root)

@@ -28,9 +28,10 @@ def model_whatif(
     Example: `verifylab model whatif --json --batch 8`
     """
     from verifylab.model.case import whatif_table
+    from verifylab.store.evidence import Evidence
 
     try:
-        frame = whatif_table(data_dir, batch=batch, draft_tokens=draft_tokens)
+        frame = whatif_table(Evidence(data_dir), batch=batch, draft_tokens=draft_tokens)
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
@@ -63,7 +64,7 @@ def model_pass(
     Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency curve.csv --path shm --json`
     """
     from verifylab.model.comm_pass import load_curves, norm_us_measured, predict_pass
-    from verifylab.runs import RunStore
+    from verifylab.store.runs import RunStore
 
     store = RunStore(data_dir / "runs") if (data_dir / "runs").is_dir() else None
     try:
@@ -97,9 +98,10 @@ def model_reconcile(
     Example: `verifylab model reconcile`
     """
     from verifylab.model.case import reconcile_table
+    from verifylab.store.evidence import Evidence
 
     try:
-        frame = reconcile_table(data_dir)
+        frame = reconcile_table(Evidence(data_dir))
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:

@@ -97,7 +97,7 @@ def synth_verify(
     """
     from pydantic import ValidationError
 
-    from verifylab.params import describe_error
+    from verifylab.errors import describe_error
     from verifylab.synth.runner import SynthConfig, run_synth_verify
 
     try:
@@ -120,7 +120,7 @@ def synth_verify(
         raise fail(ParameterError(describe_error(exc, "synth-verify"))) from None
     try:
         if run_id:
-            from verifylab.runs import RunStore
+            from verifylab.store.runs import RunStore
             from verifylab.synth.record import record_synth_run
 
             record_synth_run(cfg, RunStore(data_dir / "runs"), run_id, label or f"{backend}, {ranks} ranks")

@@ -2,33 +2,30 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from verifylab.model.costmodel import CaseInputs, scenarios_frame, whatif_scenarios
 from verifylab.model.inputs import norm_inputs
 from verifylab.model.reconcile import ASSUMED_DRAFT_TOKENS, reconcile, reported_case
-from verifylab.reference import load_reported_figures
-from verifylab.runs import RunStore
+from verifylab.store.evidence import Evidence
 
 
-def case_from_data(data_dir: Path | str, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> tuple[CaseInputs, pd.DataFrame]:
+def case_from_data(ev: Evidence, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> tuple[CaseInputs, pd.DataFrame]:
     """Model inputs of the reported case (norm cost measured where a run has it) and the figures used."""
-    figures = load_reported_figures(data_dir)
-    unfused, fused, source = norm_inputs(RunStore(Path(data_dir) / "runs"), draft_tokens)
+    figures = ev.figures
+    unfused, fused, source = norm_inputs(ev.runs, draft_tokens)
     return reported_case(figures, unfused, fused, draft_tokens, sources_norm=source), figures
 
 
-def whatif_table(data_dir: Path | str, batch: int = 1, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> pd.DataFrame:
+def whatif_table(ev: Evidence, batch: int = 1, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> pd.DataFrame:
     """The what-if scenarios of the reported case at ``batch`` streams."""
-    case, _ = case_from_data(data_dir, draft_tokens)
+    case, _ = case_from_data(ev, draft_tokens)
     return scenarios_frame(case, whatif_scenarios(case, batch=batch))
 
 
-def reconcile_table(data_dir: Path | str, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> pd.DataFrame:
+def reconcile_table(ev: Evidence, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> pd.DataFrame:
     """The reconciliation of the reported figures, kernel-fusion saving from the measured norm cost."""
-    case, figures = case_from_data(data_dir, draft_tokens)
+    case, figures = case_from_data(ev, draft_tokens)
     return reconcile(figures, case.norm_us_unfused - case.norm_us_fused, draft_tokens)
 
 

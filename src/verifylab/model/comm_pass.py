@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import ModelInputError
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
 PASS_VARIANTS = ("compute_only", "nccl", "fused", "one_allreduce_per_layer")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from verifylab.runs import RunStore
 from verifylab.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
+from verifylab.store.runs import RunStore
 
 ASSUMED_NORM_US = (20.0, 2.5)  # unfused, fused add+RMSNorm per all-reduce, used when no run measured them
 

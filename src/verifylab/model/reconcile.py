@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from verifylab.model.costmodel import CaseInputs, LinkLatency, case_inputs, solve_allreduce_us
-from verifylab.reference import reported_value
+from verifylab.store.reference import reported_value
 
 # Stated assumptions (not reported by the sources); the chapter lists them.
 ASSUMED_DRAFT_TOKENS = 4  # SGLang EAGLE-3 commonly: 3 steps, top-k 1, 4 draft tokens; the seeds do not say

@@ -2,33 +2,29 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import altair as alt
 import pandas as pd
 
 from verifylab.bench.stats import compare, crossover
-from verifylab.errors import ParameterError
-from verifylab.reference import load_reported_figures
 from verifylab.report.charts import Figure, provenance_color
 from verifylab.report.section import Section
-from verifylab.runs import RunStore
+from verifylab.store.evidence import Evidence
 
 SPECULATIVE_TWINS = {"eagle3": "baseline", "eagle3_fusion": "fusion", "ngram": "baseline"}
 
 
-def reported_single_stream(data_dir: Path | str) -> pd.DataFrame:
+def reported_single_stream(ev: Evidence) -> pd.DataFrame:
     """Single-stream tok/s per variant as the case study reports them (each with stack and seed)."""
-    figures = load_reported_figures(data_dir)
+    figures = ev.figures
     tput = figures[(figures.quantity == "decode throughput") & (figures.unit == "tok/s")]
     return tput[["figure_id", "configuration", "stack", "value", "seed_file", "quote", "provenance"]].rename(
         columns={"configuration": "variant", "value": "tokens_per_s"}
     )
 
 
-def reported_comparisons(data_dir: Path | str) -> pd.DataFrame:
+def reported_comparisons(ev: Evidence) -> pd.DataFrame:
     """Statistics on reported figures: what the numbers resolve, and what they cannot (confounded stacks)."""
-    tput = reported_single_stream(data_dir)
+    tput = reported_single_stream(ev)
     fusion_runs = tput[tput.figure_id.str.startswith("fusion_run_")].tokens_per_s.tolist()
     baseline = tput[tput.figure_id == "baseline_92_6"].tokens_per_s.tolist()
     eagle = tput[tput.figure_id == "eagle3_54_1"].tokens_per_s.tolist()
@@ -55,9 +51,9 @@ def reported_comparisons(data_dir: Path | str) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(provenance="statistic on reported figures")
 
 
-def stored_benchmarks(data_dir: Path | str) -> dict[str, pd.DataFrame]:
+def stored_benchmarks(ev: Evidence) -> dict[str, pd.DataFrame]:
     """Every stored run's single-stream table, sweep cells, per-request rows and variant states."""
-    store = RunStore(Path(data_dir) / "runs")
+    store = ev.runs
     out: dict[str, list[pd.DataFrame]] = {"single": [], "cells": [], "requests": [], "states": []}
     for m in store.manifests():
         for key, table in (("single", "single_stream"), ("cells", "sweep_cells"), ("states", "variant_state")):
@@ -173,9 +169,9 @@ def sweep_chart(cells: pd.DataFrame, crossing: pd.DataFrame) -> Figure:
     )
 
 
-def benchmark_section(data_dir: Path | str) -> Section:
+def benchmark_section(ev: Evidence) -> Section:
     """What is stored: single-stream results (active variants only), sweeps, crossovers — or that none is."""
-    stored = stored_benchmarks(data_dir)
+    stored = stored_benchmarks(ev)
     section = Section("Measured benchmark runs")
     if stored["single"].empty and stored["cells"].empty:
         return section.add(
@@ -195,7 +191,7 @@ def benchmark_section(data_dir: Path | str) -> Section:
         section.add("Crossover concurrency", crossovers(active_only(stored["requests"], stored["states"])))
         section.add("Pareto view and goodput under the SLOs", pareto_frame(cells, stored["states"]))
         section.add("Accept length per prompt category", accept_by_category(stored["requests"]))
-    greedy = greedy_equivalence(data_dir)
+    greedy = greedy_equivalence(ev)
     if not greedy.empty:
         section.add("Greedy outputs vs the baseline (fusion must not change answers)", greedy)
     return section
@@ -227,11 +223,11 @@ def pareto_frame(cells: pd.DataFrame, states: pd.DataFrame) -> pd.DataFrame:
     ]
 
 
-def greedy_equivalence(data_dir: Path | str) -> pd.DataFrame:
+def greedy_equivalence(ev: Evidence) -> pd.DataFrame:
     """Each variant's greedy outputs against the baseline's of the same run, token by token."""
     from verifylab.bench.method import compare_greedy_outputs
 
-    store = RunStore(Path(data_dir) / "runs")
+    store = ev.runs
     rows = []
     for m in store.manifests():
         if "single-baseline" not in m.tables:
@@ -242,31 +238,3 @@ def greedy_equivalence(data_dir: Path | str) -> pd.DataFrame:
                 cmp = compare_greedy_outputs(base, store.read_table(m.run_id, table))
                 rows.append(cmp.assign(run_id=m.run_id, variant=table.removeprefix("single-")))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-
-
-def live_campaign(params) -> Section:
-    """Chapter 02 live mode: run every variant on the box into ``params.run_id`` (default ``live-benchmarks``);
-    replay: say so. ``params``: the chapter's validated parameters (``chapter_params.Benchmarks``)."""
-    section = Section("Live campaign")
-    if params.mode != "live":
-        return section.add("Replay mode: stored runs are shown below; live mode runs every variant here.", "")
-    from verifylab.bench.campaign import run_campaign
-    from verifylab.bench.method import SingleStreamConfig
-    from verifylab.serve import BaseConfig
-
-    if not params.model_path:
-        raise ParameterError("02_benchmarks: parameter 'model_path' is needed in live mode (the model SGLang serves)")
-    base = BaseConfig(**params.server_settings())
-    run_id = params.run_id or "live-benchmarks"
-    states = run_campaign(
-        base,
-        params.variants,
-        SingleStreamConfig(params.runs, params.warmup, params.max_tokens),
-        params.concurrency,
-        params.sweep_tokens,
-        Path(params.data_dir),
-        run_id,
-        params.label,
-        mechanics_only=params.mechanics_only,
-    )
-    return section.add(f"Stored in run {run_id}", states)

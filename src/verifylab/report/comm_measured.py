@@ -12,7 +12,7 @@ import pandas as pd
 
 from verifylab.report.charts import Figure
 from verifylab.report.section import Prose
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 
 PATH_ORDER = ["nvlink", "shm", "socket"]
 PATH_NAMES = {

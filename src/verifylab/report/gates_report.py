@@ -3,24 +3,15 @@ versions can run fused on a PCIe SM120 box."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from verifylab.gates import Audit
 from verifylab.gates.matrix import matrix_pivot
-from verifylab.report.section import Prose, Section
-from verifylab.runs import RunStore
+from verifylab.report.section import Prose
+from verifylab.store.evidence import Evidence
 from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST
 
-MATRIX_FILE = Path("gates") / "gate_matrix.csv"
-PINS_FILE = Path("gates") / "flashinfer_pins.csv"  # written next to the matrix by `verifylab gates matrix`
 PCIE_SM120_LABEL = "inferred from source and an SM90 simulation, not run on SM120"
-
-
-def load_matrix(data_dir: Path | str) -> pd.DataFrame:
-    """The stored matrix (``verifylab gates matrix``), provenance: audited published wheels."""
-    return pd.read_csv(Path(data_dir) / MATRIX_FILE, keep_default_na=False)
 
 
 def matrix_overview(matrix: pd.DataFrame) -> pd.DataFrame:
@@ -39,9 +30,9 @@ def audit_table(audit: Audit) -> pd.DataFrame:
     return pd.DataFrame([f.to_dict() for f in audit.findings]).drop(columns=["archs"])
 
 
-def sm120_build_runs(data_dir: Path | str) -> pd.DataFrame:
+def sm120_build_runs(ev: Evidence) -> pd.DataFrame:
     """The SM120 build checks stored as measured runs, labelled with their machine."""
-    store = RunStore(Path(data_dir) / "runs")
+    store = ev.runs
     frames = []
     for run_id in store.runs_with_table("sm120_build"):
         frame = store.read_table(run_id, "sm120_build")
@@ -49,29 +40,6 @@ def sm120_build_runs(data_dir: Path | str) -> pd.DataFrame:
         frame["machine"] = store.manifest(run_id).label
         frames.append(frame)
     return pd.concat(frames, ignore_index=True).fillna("") if frames else pd.DataFrame()
-
-
-def live_gates_section(mode: str, root: Path | None, arch: str, apply_patch: bool) -> Section:
-    """Chapter 01's live part: preflight of the box, audit of its install, optional apply + verify."""
-    from verifylab.gates import apply, audit, default_root, parse_arch, verify
-    from verifylab.gates.preflight import box_preflight
-
-    section = Section("This box (live mode)")
-    if mode != "live":
-        return section.add("Replay mode: the box's own audit and preflight run in live mode.", "")
-    root = root or default_root()
-    section.add("Preflight", box_preflight(arch=parse_arch(arch)))
-    section.add(f"Audit of {root}", audit_table(audit(root, arch)))
-    if apply_patch:
-        result = apply(root, arch)
-        section.add("Applied", "\n".join(result.notes) or "nothing to change")
-        section.add("Verification", pd.DataFrame(verify(root, arch).checks))
-    return section
-
-
-def load_pins(data_dir: Path | str) -> pd.DataFrame:
-    """The FlashInfer version each audited SGLang wheel pins (``verifylab gates matrix``)."""
-    return pd.read_csv(Path(data_dir) / PINS_FILE, dtype=str, keep_default_na=False)
 
 
 def pcie_sm120_outlook(matrix: pd.DataFrame, pins: pd.DataFrame) -> pd.DataFrame:

@@ -3,12 +3,11 @@ with a random-weight tiny model (benchmarks/live_smoke). Mechanics, not performa
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from verifylab.report.section import Section
-from verifylab.runs import RunStore
+from verifylab.store.evidence import Evidence
+from verifylab.store.runs import RunStore
 
 LIVE_SMOKE_SUFFIX = "-live-smoke"  # device_run.sh names its runs <timestamp>-<gpu>-live-smoke
 CAVEAT = (
@@ -19,16 +18,16 @@ CAVEAT = (
 )
 
 
-def mechanics_runs(data_dir: Path | str) -> list[str]:
+def mechanics_runs(ev: Evidence) -> list[str]:
     """Ids of the stored runs that measured the mechanism only (live smokes, the live TP-2 run, ...)."""
-    store = RunStore(Path(data_dir) / "runs")
-    smoke = set(live_smoke_runs(data_dir))
+    store = ev.runs
+    smoke = set(live_smoke_runs(ev))
     return [m.run_id for m in store.manifests() if m.mechanics_only or m.run_id in smoke]
 
 
-def live_smoke_runs(data_dir: Path | str) -> list[str]:
+def live_smoke_runs(ev: Evidence) -> list[str]:
     """Ids of the stored live-smoke runs, oldest first."""
-    store = RunStore(Path(data_dir) / "runs")
+    store = ev.runs
     return [run_id for run_id in store.run_ids() if run_id.endswith(LIVE_SMOKE_SUFFIX)]
 
 
@@ -56,10 +55,10 @@ def _facts(store: RunStore, run_id: str) -> pd.DataFrame:
     )
 
 
-def live_smoke_benchmarks(data_dir: Path | str) -> Section:
+def live_smoke_benchmarks(ev: Evidence) -> Section:
     """Chapter 02: the smoke's variants as the real server ran them, one stream and the small sweep."""
     section = Section("Live smoke: a real SGLang server (mechanics only)")
-    store = RunStore(Path(data_dir) / "runs")
+    store = ev.runs
     run_id = _latest_with(store, "variant_state")
     if run_id is None:
         return section.add("No live-smoke run in this edition's data (benchmarks/live_smoke makes one).", "")
@@ -81,10 +80,10 @@ def live_smoke_benchmarks(data_dir: Path | str) -> Section:
     return section
 
 
-def live_smoke_profile(data_dir: Path | str, top: int = 12) -> Section:
+def live_smoke_profile(ev: Evidence, top: int = 12) -> Section:
     """Chapter 03: the smoke's profile of the real server, per phase, and its kernels as emitted."""
     section = Section("Live smoke: a profile of the real server (mechanics only)")
-    store = RunStore(Path(data_dir) / "runs")
+    store = ev.runs
     run_id = _latest_with(store, "trace_steps")
     if run_id is None:
         return section.add("No live-smoke profile in this edition's data.", "")

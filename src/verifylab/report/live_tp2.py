@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.report.section import Prose
-from verifylab.runs import RunStore
+from verifylab.store.runs import RunStore
 
 LIVE_TP2_MARK = "-live-tp2"
 PCIE_SIM_MARK = "-pcie-sim-"

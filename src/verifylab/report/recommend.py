@@ -5,17 +5,42 @@ confidence; where evidence is missing or only reported, it says so and names the
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Literal
 
 import pandas as pd
 
-from verifylab.serve import DEFAULT_VARIANTS, BaseConfig, variant_args
-from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST, version_at_least
+from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
+from verifylab.report.live_smoke import mechanics_runs
+from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, variant_args
+from verifylab.store.evidence import Evidence
+from verifylab.store.reference import reported_value
+from verifylab.vocab import (
+    FLASHINFER_JIT_ADMITS_SM12X,
+    FLASHINFER_WORKSPACE_WITHOUT_MULTICAST,
+    SGLANG_FUSION_MAX_TOKENS,
+    version_at_least,
+)
 
-FUSION_BATCH_LIMIT = 2048
+
+class Topic(StrEnum):
+    """What a recommendation is about; its value is the heading the book shows."""
+
+    SPECULATION = "speculation vs load"
+    FUSION = "all-reduce fusion"
+    GATES = "architecture gates"
+    LAUNCH_COMMAND = "launch command"
+    RISK_NO_MULTICAST = "risk: no NVLink multicast"
+    RISK_FUSION_BATCH_LIMIT = "risk: fusion batch limit"
+    RISK_FLASHINFER_VERSION = "risk: FlashInfer version"
+    RISK_FLASHINFER_0_6_1 = "risk: FlashInfer 0.6.1"
+
+
+Confidence = Literal["high", "medium", "low", "none"]
 
 
 @dataclass
-class Evidence:
+class DeploymentFacts:
     """What the rules see. Every field may be missing; the rules then say so."""
 
     crossover: dict | None = None  # {"status", "estimate", "bracket", "run_id"} from a measured sweep
@@ -33,22 +58,23 @@ class Evidence:
 
 @dataclass
 class Recommendation:
-    topic: str
+    topic: Topic
     recommendation: str
     evidence: list[str]
-    confidence: str  # high / medium / low / none
+    confidence: Confidence
     command: str = ""
     measure_next: str = ""
     provenance: list[str] = field(default_factory=list)
+    keep_speculation: bool | None = None  # speculation vs load only: False when the evidence says turn it off
 
 
-def _speculation(ev: Evidence) -> Recommendation:
+def _speculation(ev: DeploymentFacts) -> Recommendation:
     if ev.crossover and ev.crossover.get("status") not in (None, "no data"):
         run = ev.crossover.get("run_id", "?")
         status = ev.crossover["status"]
         if status == "wins everywhere":
             return Recommendation(
-                "speculation vs load",
+                Topic.SPECULATION,
                 "Keep EAGLE-3 on at every tested concurrency: it is "
                 "resolved faster everywhere measured; extend the sweep upwards to find its limit.",
                 [f"run {run} (sweep)", "chapter 2"],
@@ -58,16 +84,17 @@ def _speculation(ev: Evidence) -> Recommendation:
             )
         if status == "loses everywhere":
             return Recommendation(
-                "speculation vs load",
+                Topic.SPECULATION,
                 "Turn EAGLE-3 off: it is resolved slower at every tested concurrency, even one stream.",
                 [f"run {run} (sweep)", "chapter 2"],
                 "high",
                 provenance=["measured"],
+                keep_speculation=False,
             )
         if status == "crosses":
             lo, hi = ev.crossover["bracket"]
             return Recommendation(
-                "speculation vs load",
+                Topic.SPECULATION,
                 f"Use EAGLE-3 up to {lo} concurrent requests and the non-speculative deployment from {hi} up "
                 f"(crossover ~{ev.crossover['estimate']:.0f}, resolved between {lo} and {hi}). SGLang does not switch "
                 "speculation by load at run time (an adaptive option that reacts to acceptance is not the same): "
@@ -77,7 +104,7 @@ def _speculation(ev: Evidence) -> Recommendation:
                 provenance=["measured"],
             )
         return Recommendation(
-            "speculation vs load",
+            Topic.SPECULATION,
             "The measured sweep does not resolve a difference: more requests per cell are needed before deciding.",
             [f"run {run} (sweep)"],
             "low",
@@ -86,7 +113,7 @@ def _speculation(ev: Evidence) -> Recommendation:
         )
     if ev.reported_liability_concurrency:
         return Recommendation(
-            "speculation vs load",
+            Topic.SPECULATION,
             f"Reported only: speculation becomes a liability from about {ev.reported_liability_concurrency:.0f} "
             "concurrent requests. Plan to route loads above that to a non-speculative server, and measure first.",
             ["reported: seed 002 ('C≥30')", "chapter 2"],
@@ -96,7 +123,7 @@ def _speculation(ev: Evidence) -> Recommendation:
             provenance=["reported"],
         )
     return Recommendation(
-        "speculation vs load",
+        Topic.SPECULATION,
         "No evidence on how speculation behaves under load.",
         [],
         "none",
@@ -104,12 +131,12 @@ def _speculation(ev: Evidence) -> Recommendation:
     )
 
 
-def _fusion(ev: Evidence) -> Recommendation:
+def _fusion(ev: DeploymentFacts) -> Recommendation:
     if ev.fusion_state is not None:
         run = ev.fusion_state.get("run_id", "?")
         if not ev.fusion_state.get("active", False):
             return Recommendation(
-                "all-reduce fusion",
+                Topic.FUSION,
                 f"Fusion does not act on this box: {ev.fusion_state.get('reasons')}. Do not "
                 "count on it; the verify pass stays on NCCL.",
                 [f"run {run} (variant state)", "chapter 2"],
@@ -119,7 +146,7 @@ def _fusion(ev: Evidence) -> Recommendation:
                 provenance=["measured"],
             )
         return Recommendation(
-            "all-reduce fusion",
+            Topic.FUSION,
             "Fusion is active on this box: deploy EAGLE-3 with fusion, and confirm fused kernels in a profile.",
             [f"run {run}", "chapter 3"],
             "medium",
@@ -128,7 +155,7 @@ def _fusion(ev: Evidence) -> Recommendation:
     if ev.reported_fusion:
         r = ev.reported_fusion
         return Recommendation(
-            "all-reduce fusion",
+            Topic.FUSION,
             f"Enable fusion with EAGLE-3: reported {r.get('eagle3')} -> {r.get('eagle3_fusion')} tok/s, but across a "
             "CUDA upgrade and other patches; plain decoding shows no resolved difference (92.6 vs 92.6-93.1). The "
             "model attributes most of the gain to algorithm substitution (NCCL ring -> one-shot push), not to "
@@ -140,7 +167,7 @@ def _fusion(ev: Evidence) -> Recommendation:
             provenance=["reported", "modelled"],
         )
     return Recommendation(
-        "all-reduce fusion",
+        Topic.FUSION,
         "No evidence about fusion on this box.",
         [],
         "none",
@@ -148,10 +175,10 @@ def _fusion(ev: Evidence) -> Recommendation:
     )
 
 
-def _gates(ev: Evidence) -> Recommendation:
+def _gates(ev: DeploymentFacts) -> Recommendation:
     if ev.gates_closed is None:
         return Recommendation(
-            "architecture gates",
+            Topic.GATES,
             "The installed SGLang was not audited.",
             [],
             "none",
@@ -159,14 +186,14 @@ def _gates(ev: Evidence) -> Recommendation:
         )
     if not ev.gates_closed:
         return Recommendation(
-            "architecture gates",
+            Topic.GATES,
             "No gate keeps the target architecture out in the audited install.",
             ["gates audit", "chapter 1"],
             "high",
             provenance=["audited"],
         )
     return Recommendation(
-        "architecture gates",
+        Topic.GATES,
         f"SGLang {ev.sglang_version or '?'}: open {len(ev.gates_closed)} gate(s) with `verifylab gates apply`, "
         "then `verifylab gates verify` (revert with `verifylab gates revert`): " + "; ".join(ev.gates_closed),
         ["gates audit", "chapter 1"],
@@ -176,12 +203,12 @@ def _gates(ev: Evidence) -> Recommendation:
     )
 
 
-def _risks(ev: Evidence) -> list[Recommendation]:
+def _risks(ev: DeploymentFacts) -> list[Recommendation]:
     out = []
     if ev.flashinfer_version and not version_at_least(ev.flashinfer_version, FLASHINFER_JIT_ADMITS_SM12X):
         out.append(
             Recommendation(
-                "risk: FlashInfer version",
+                Topic.RISK_FLASHINFER_VERSION,
                 f"FlashInfer {ev.flashinfer_version} predates SM12x support ({FLASHINFER_JIT_ADMITS_SM12X}): "
                 "opening its JIT list compiles for sm_120a (measured on an H200 machine) but running is untested.",
                 ["sm120 build check run", "chapter 1"],
@@ -193,18 +220,18 @@ def _risks(ev: Evidence) -> list[Recommendation]:
     if ev.flashinfer_version and ev.flashinfer_version.startswith("0.6.1") and len(ev.flashinfer_version) == 5:
         out.append(
             Recommendation(
-                "risk: FlashInfer 0.6.1",
+                Topic.RISK_FLASHINFER_0_6_1,
                 "A fusion performance regression on SM100 is noted for FlashInfer 0.6.1 in SGLang's source.",
                 ["reported: seed 000"],
                 "low",
                 provenance=["reported"],
             )
         )
-    limit_c = FUSION_BATCH_LIMIT // max(ev.draft_tokens, 1)
+    limit_c = SGLANG_FUSION_MAX_TOKENS // max(ev.draft_tokens, 1)
     out.append(
         Recommendation(
-            "risk: fusion batch limit",
-            f"Fusion applies only up to {FUSION_BATCH_LIMIT} tokens per forward: with "
+            Topic.RISK_FUSION_BATCH_LIMIT,
+            f"Fusion applies only up to {SGLANG_FUSION_MAX_TOKENS} tokens per forward: with "
             f"{ev.draft_tokens} draft tokens per request, verify passes above {limit_c} concurrent requests fall back "
             "to NCCL.",
             ["gates audit (FUSE_ALLREDUCE_MAX_BATCH_SIZE)", "chapter 1"],
@@ -217,7 +244,7 @@ def _risks(ev: Evidence) -> list[Recommendation]:
     return out
 
 
-def _no_multicast_risk(ev: Evidence) -> Recommendation:
+def _no_multicast_risk(ev: DeploymentFacts) -> Recommendation:
     """Without NVLink multicast (PCIe) fusion runs only where FlashInfer allocates its workspace without it;
     SGLang's preflight (>= 0.5.12) must then be opened as a precondition gate."""
     common = dict(
@@ -226,7 +253,7 @@ def _no_multicast_risk(ev: Evidence) -> Recommendation:
     )
     if ev.flashinfer_version and not version_at_least(ev.flashinfer_version, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST):
         return Recommendation(
-            "risk: no NVLink multicast",
+            Topic.RISK_NO_MULTICAST,
             f"FlashInfer {ev.flashinfer_version}'s all-reduce workspace needs NVLink multicast, which a PCIe box "
             f"lacks: fusion cannot run on it, whatever the gates say. SGLang versions that pin FlashInfer >= "
             f"{FLASHINFER_WORKSPACE_WITHOUT_MULTICAST} can (chapter 1's table).",
@@ -235,7 +262,7 @@ def _no_multicast_risk(ev: Evidence) -> Recommendation:
             **common,
         )
     return Recommendation(
-        "risk: no NVLink multicast",
+        Topic.RISK_NO_MULTICAST,
         "On PCIe SGLang's workspace preflight (>= 0.5.12) asks for NVLink multicast, logs 'Skipping allreduce "
         "fusion' and stays unfused; `verifylab gates apply` opens it as a precondition (FlashInfer "
         f">= {FLASHINFER_WORKSPACE_WITHOUT_MULTICAST} needs no multicast). Check the log says 'AllReduce Fusion "
@@ -249,19 +276,15 @@ def _no_multicast_risk(ev: Evidence) -> Recommendation:
 DRAFT_PLACEHOLDER = "<EAGLE-3-draft-path>"
 
 
-def _command(ev: Evidence, rec: Recommendation) -> Recommendation:
+def _command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
     if ev.base is None:
-        return Recommendation("launch command", "No model path given: no command built.", [], "none")
+        return Recommendation(Topic.LAUNCH_COMMAND, "No model path given: no command built.", [], "none")
     help_text = ev.help_text or (
         "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion "
         "--speculative-algorithm --speculative-draft-model-path --speculative-num-steps "
         "--speculative-eagle-topk --speculative-num-draft-tokens"
     )
-    variant = (
-        DEFAULT_VARIANTS["eagle3_fusion"]
-        if "Turn EAGLE-3 off" not in rec.recommendation
-        else DEFAULT_VARIANTS["fusion"]
-    )
+    variant = DEFAULT_VARIANTS["fusion" if rec.keep_speculation is False else "eagle3_fusion"]
     base, placeholder = ev.base, ""
     if variant.speculative and not base.draft_model_path:
         base = base.model_copy(update={"draft_model_path": DRAFT_PLACEHOLDER})
@@ -273,7 +296,7 @@ def _command(ev: Evidence, rec: Recommendation) -> Recommendation:
         else "flags not checked (replay): `verifylab serve` checks them against the installed --help"
     )
     return Recommendation(
-        "launch command",
+        Topic.LAUNCH_COMMAND,
         f"Deploy variant '{variant.name}' ({checked}). Speculative parameters "
         f"(steps {ev.base.speculative_num_steps}, top-k {ev.base.speculative_eagle_topk}, draft "
         f"tokens {ev.base.speculative_num_draft_tokens}) are the common defaults, not tuned here.{placeholder}",
@@ -284,7 +307,7 @@ def _command(ev: Evidence, rec: Recommendation) -> Recommendation:
     )
 
 
-def recommend(ev: Evidence) -> list[Recommendation]:
+def recommend(ev: DeploymentFacts) -> list[Recommendation]:
     """All recommendations for the evidence at hand."""
     spec = _speculation(ev)
     return [spec, _fusion(ev), _gates(ev), _command(ev, spec), *_risks(ev)]
@@ -292,7 +315,9 @@ def recommend(ev: Evidence) -> list[Recommendation]:
 
 def recommendations_frame(recs: list[Recommendation]) -> pd.DataFrame:
     rows = [
-        asdict(r) | {"evidence": "; ".join(r.evidence) or "none", "provenance": ", ".join(r.provenance)} for r in recs
+        asdict(r)
+        | {"topic": r.topic.value, "evidence": "; ".join(r.evidence) or "none", "provenance": ", ".join(r.provenance)}
+        for r in recs
     ]
     return pd.DataFrame(
         rows, columns=["topic", "recommendation", "confidence", "evidence", "command", "measure_next", "provenance"]
@@ -302,32 +327,24 @@ def recommendations_frame(recs: list[Recommendation]) -> pd.DataFrame:
 CASE_STUDY_BOX = {"sglang_version": "0.5.9", "flashinfer_version": "0.6.4", "interconnect": "PCIe"}
 
 
-def case_study_evidence(data_dir) -> Evidence:
+def case_study_facts(ev: Evidence) -> DeploymentFacts:
     """The evidence for the case-study box (SGLang 0.5.9, FlashInfer 0.6.4, PCIe), as editions and exports cite it."""
-    return evidence_from_data(data_dir, **CASE_STUDY_BOX)
+    return facts_from_evidence(ev, **CASE_STUDY_BOX)
 
 
-def evidence_from_data(
-    data_dir,
+def facts_from_evidence(
+    ev: Evidence,
     sglang_version: str | None = None,
     flashinfer_version: str | None = None,
     interconnect: str | None = None,
     base: BaseConfig | None = None,
     help_text: str | None = None,
-) -> Evidence:
+) -> DeploymentFacts:
     """Collect the evidence the rules use from ``data/``: measured sweeps and variant states (mechanics-only
     runs left out), the reported figures, and the audited gate matrix for ``sglang_version``."""
-    from pathlib import Path
-
-    from verifylab.reference import load_reported_figures, reported_value
-    from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
-    from verifylab.report.gates_report import load_matrix
-    from verifylab.report.live_smoke import mechanics_runs
-
-    data_dir = Path(data_dir)
-    figures = load_reported_figures(data_dir)
-    stored = stored_benchmarks(data_dir)
-    ev = Evidence(
+    figures = ev.figures
+    stored = stored_benchmarks(ev)
+    facts = DeploymentFacts(
         sglang_version=sglang_version,
         flashinfer_version=flashinfer_version,
         interconnect=interconnect,
@@ -341,31 +358,30 @@ def evidence_from_data(
             "baseline": reported_value(figures, "baseline_92_6"),
         },
     )
-    smoke = set(mechanics_runs(data_dir))  # mechanics only: never evidence for a deployment
+    smoke = set(mechanics_runs(ev))  # mechanics only: never evidence for a deployment
     stored = {
         name: frame[~frame.run_id.isin(smoke)] if "run_id" in frame.columns else frame for name, frame in stored.items()
     }
     cross = crossovers(active_only(stored["requests"], stored["states"]))
     eagle = cross[cross.speculative == "eagle3"] if not cross.empty else cross
     if not eagle.empty:
-        ev.crossover = eagle.iloc[-1].to_dict()
+        facts.crossover = eagle.iloc[-1].to_dict()
     states = stored["states"]
     if not states.empty:
         fused = states[states.variant.isin(["fusion", "eagle3_fusion"])]
         if not fused.empty:
             row = fused.iloc[-1]
-            ev.fusion_state = {
+            facts.fusion_state = {
                 "active": bool(row.active),
                 "reasons": row.get("inactive_reasons") or row.get("failure"),
                 "run_id": row.run_id,
             }
-    matrix_path = data_dir / "gates" / "gate_matrix.csv"
-    if sglang_version and matrix_path.is_file():
-        matrix = load_matrix(data_dir)
+    if sglang_version and ev.has_gate_matrix:
+        matrix = ev.gate_matrix
         rows = matrix[(matrix.package == "sglang") & (matrix.version.astype(str) == sglang_version)]
         if not rows.empty:
             closed = rows[rows.status == "closed"]
-            ev.gates_closed = [
+            facts.gates_closed = [
                 f"{f.replace('sglang/srt/', '')} : {fn}" for f, fn in zip(closed.file, closed.function, strict=False)
             ]
-    return ev
+    return facts

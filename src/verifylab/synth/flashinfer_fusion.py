@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from verifylab.synth.verify_pass import EPS
-
-SGLANG_FUSION_MAX_TOKENS = 2048  # layernorm.py: max_token_num=max(x.shape[0], 2048)
+from verifylab.vocab import SGLANG_FUSION_MAX_TOKENS
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,83 @@
+"""Chapter 02, the benchmarks: reported single-stream figures, what they resolve, every stored measured run, the
+live TP-2 runs (mechanics), and ``live``: run every variant on the box, one stream and the sweep."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from verifylab.bench.campaign import run_campaign
+from verifylab.bench.method import SingleStreamConfig
+from verifylab.chapters._base import live_section
+from verifylab.chapters.params import Benchmarks as Params
+from verifylab.errors import ParameterError
+from verifylab.report import bench_report, live_smoke, live_tp2
+from verifylab.report.charts import Figure
+from verifylab.report.section import Prose, Section
+from verifylab.server.launch import BaseConfig
+from verifylab.store.evidence import Evidence
+
+__all__ = ["Params"]
+
+DEFAULT_RUN_ID = "live-benchmarks"
+
+
+def reported_single_stream_figure(ev: Evidence) -> Figure:
+    """Figure: single-stream tok/s per variant, as reported."""
+    return bench_report.single_stream_chart(bench_report.reported_single_stream(ev))
+
+
+def reported_comparisons(ev: Evidence) -> pd.DataFrame:
+    """Table: what the reported figures resolve, and what they cannot."""
+    return bench_report.reported_comparisons(ev)
+
+
+def benchmark_section(ev: Evidence) -> Section:
+    """Every stored benchmark of a real server (active variants only), or that none is stored."""
+    return bench_report.benchmark_section(ev)
+
+
+def _live_tp2(ev: Evidence) -> pd.DataFrame:
+    return ev.derived("live_single_stream", lambda e: live_tp2.live_single_stream(e.runs))
+
+
+def live_tp2_finding(ev: Evidence) -> Prose:
+    """Finding: the four variants at TP 2 on 2 x H200 (mechanics, not performance)."""
+    return live_tp2.live_single_stream_finding(_live_tp2(ev))
+
+
+def live_tp2_table(ev: Evidence) -> pd.DataFrame:
+    """Table: single-stream tok/s with the median's interval and accept length, per live TP-2 variant."""
+    return _live_tp2(ev)
+
+
+def live_smoke_benchmarks(ev: Evidence) -> Section:
+    """The live smoke's variants on one H200 (TP 1): mechanics only."""
+    return live_smoke.live_smoke_benchmarks(ev)
+
+
+def live(params: Params, ev: Evidence) -> Section:
+    """Live mode: run every variant on the box into ``params.run_id`` (default ``live-benchmarks``)."""
+    return live_section(
+        params,
+        "Live campaign",
+        "Replay mode: stored runs are shown below; live mode runs every variant here.",
+        lambda: _campaign(params, ev),
+    )
+
+
+def _campaign(params: Params, ev: Evidence) -> Section:
+    if not params.model_path:
+        raise ParameterError("02_benchmarks: parameter 'model_path' is needed in live mode (the model SGLang serves)")
+    run_id = params.run_id or DEFAULT_RUN_ID
+    states = run_campaign(
+        BaseConfig(**params.server_settings()),
+        params.variants,
+        SingleStreamConfig(params.runs, params.warmup, params.max_tokens),
+        params.concurrency,
+        params.sweep_tokens,
+        ev.data_dir,
+        run_id,
+        params.label,
+        mechanics_only=params.mechanics_only,
+    )
+    return Section("Live campaign").add(f"Stored in run {run_id}", states)

@@ -1,0 +1,168 @@
+"""Chapter 03, the verify pass broken down: what the case study reports, what the traces measured (2 x H200,
+synthetic and live), and ``live``: profile a server on the box, or start and profile each variant in turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.chapters._base import live_section
+from verifylab.chapters.params import VerifyBreakdown as Params
+from verifylab.errors import ServerError
+from verifylab.report import breakdown, comm_measured, live_smoke, live_tp2
+from verifylab.report.charts import Figure, step_breakdown_chart
+from verifylab.report.section import Prose, Section
+from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
+from verifylab.server.profile import capture_profile
+from verifylab.store.evidence import Evidence
+from verifylab.store.runs import RunStore, new_run_id
+from verifylab.trace.profile_tables import PROFILE_TABLES, summarize_variant
+from verifylab.vocab import KIMI_K2_HIDDEN, allreduce_message_bytes
+
+__all__ = ["Params"]
+
+
+def _tables(ev: Evidence) -> dict[str, pd.DataFrame]:
+    return ev.derived("chapter3_tables", breakdown.chapter3_tables)
+
+
+def reported_table(ev: Evidence) -> pd.DataFrame:
+    """Table: the verify-pass figures the case study reports."""
+    return _tables(ev)["reported"]
+
+
+def breakdown_figure(ev: Evidence) -> Figure:
+    """Figure: all-reduce vs compute per pass, reported next to measured."""
+    return step_breakdown_chart(_tables(ev)["breakdown"])
+
+
+def breakdown_table(ev: Evidence) -> pd.DataFrame:
+    """Table: the same parts in milliseconds, one row per source."""
+    parts = _tables(ev)["breakdown"]
+    return parts.pivot_table(index="source", columns="part", values="ms", aggfunc="sum").round(3)
+
+
+def allreduce_counts(ev: Evidence) -> pd.DataFrame:
+    """Table: all-reduces per pass and their implementations, per measured trace."""
+    return _tables(ev)["counts"]
+
+
+def measured_trace_breakdown(ev: Evidence) -> pd.DataFrame:
+    """Table: the synthetic verify pass on 2 x H200, traced, per variant."""
+    return comm_measured.measured_trace_breakdown(ev.runs)
+
+
+def latency_figure(ev: Evidence) -> Figure:
+    """Figure: all-reduce latency vs message size, measured in isolation."""
+    return comm_measured.latency_curves_chart(comm_measured.allreduce_latency_measured(ev.runs))
+
+
+def live_kernels_finding(ev: Evidence) -> Prose:
+    """Finding: which all-reduce kernels the live TP-2 passes ran."""
+    return live_tp2.live_kernels_finding(live_tp2.live_allreduce_kernels(ev.runs))
+
+
+def live_kernels_table(ev: Evidence) -> pd.DataFrame:
+    """Table: all-reduce kernels per target pass, by variant and kernel family."""
+    return live_tp2.live_kernels_table(live_tp2.live_allreduce_kernels(ev.runs))
+
+
+def live_smoke_profile(ev: Evidence) -> Section:
+    """The live smoke's profile (one H200, TP 1): mechanics only."""
+    return live_smoke.live_smoke_profile(ev)
+
+
+def live(params: Params, ev: Evidence) -> Section:
+    """Live mode: profile the server at ``server_url``, or start, profile and stop each of ``profile_variants``
+    (or ``serve_variant``) with chapter 02's launch settings; store the summaries as a measured run."""
+    return live_section(
+        params,
+        "Live profile of the box's server",
+        "Replay mode: no live capture. In live mode this chapter profiles the server at "
+        "server_url (or starts each of profile_variants itself) and stores the summary as a measured run.",
+        lambda: _profile(params, ev),
+    )
+
+
+def _profile(params: Params, ev: Evidence) -> Section:
+    section = Section("Live profile of the box's server")
+    variants = list(params.profile_variants or ([params.serve_variant] if params.serve_variant else []))
+    message_bytes = verify_allreduce_bytes(params.model_path, params.draft_tokens)
+    store = ev.runs
+    run_id = params.run_id or new_run_id("live-profile")
+    store.open_or_create(
+        run_id,
+        params.label,
+        {"server_url": params.server_url, "profile_steps": params.profile_steps, "profile_variants": variants},
+        "profile of a live SGLang server",
+        mechanics_only=params.mechanics_only,
+    )
+    if not variants:
+        return _profile_into(section, store, run_id, params.server_url, params.profile_steps, message_bytes, "live")
+    base = BaseConfig(**params.server_settings())
+    return _profile_variants(section, store, run_id, base, variants, params.profile_steps, message_bytes)
+
+
+def verify_allreduce_bytes(model_path: str | None, draft_tokens: int) -> int:
+    """Bytes of one all-reduce of a verify pass of one request: ``draft_tokens`` hidden states of the served
+    model (``hidden_size`` of its config.json), of Kimi-K2 when no local model is named (replay mode)."""
+    hidden = KIMI_K2_HIDDEN
+    config = Path(model_path) / "config.json" if model_path else None
+    if config is not None and config.is_file():
+        doc = json.loads(config.read_text(encoding="utf-8"))
+        hidden = int(doc.get("hidden_size") or doc.get("text_config", {}).get("hidden_size") or KIMI_K2_HIDDEN)
+    return int(allreduce_message_bytes(draft_tokens, hidden))
+
+
+def _profile_variants(section, store: RunStore, run_id: str, base, variants, steps: int, message_bytes):
+    """Start, profile and stop each variant in turn; a variant that fails to start is recorded and skipped."""
+    log_dir = store.path(run_id) / "logs" / "profile"  # chapter 02 logs the same variant names one level up
+    gathered: dict[str, list[pd.DataFrame]] = {name: [] for name in PROFILE_TABLES}
+    for name in variants:
+        state_row = {"variant": name}
+        try:
+            with serve(base, DEFAULT_VARIANTS[name], log_dir) as (running, state):
+                state_row |= state.as_row()
+                section.add(
+                    f"Started {name} for the capture: fusion {state.fusion}, speculative "
+                    f"{state.speculative_algorithm or 'off'}, TP {state.tp_size}"
+                    + (f"; not active: {'; '.join(state.inactive_reasons)}" if state.inactive_reasons else ""),
+                    "",
+                )
+                tables = _capture(store, run_id, running.url, steps, message_bytes, name)
+                for table in ("trace_steps", "trace_kernels", "allreduce_kernels"):
+                    gathered[table].append(tables[table])
+                section.add(f"{name}: all-reduce kernels per pass, by phase", tables["allreduce_kernels"])
+        except ServerError as exc:
+            state_row |= {"active": False, "failure": str(exc)}
+            section.add(f"{name}: did not start: {exc}", "")
+        gathered["profile_state"].append(pd.DataFrame([state_row]))
+        for table, frames in gathered.items():  # after every variant: nothing measured is lost
+            if frames:
+                store.write_table(run_id, table, pd.concat(frames, ignore_index=True), fmt="csv")
+    return section
+
+
+def _capture(store: RunStore, run_id: str, url: str, steps: int, message_bytes, variant: str):
+    """Capture and summarize one profile of the server at ``url``; the tables, each with a variant column."""
+    traces = capture_profile(url, store.path(run_id) / "profile" / variant, steps)
+    return summarize_variant(traces, variant, message_bytes)
+
+
+def _profile_into(section, store, run_id, url, steps, message_bytes, variant):
+    """Capture, summarize and store one profile of the server at ``url``; add what it found to ``section``."""
+    tables = _capture(store, run_id, url, steps, message_bytes, variant)
+    for table in ("trace_steps", "trace_kernels", "allreduce_kernels"):
+        store.write_table(run_id, table, tables[table], fmt="csv")
+    steps_frame = tables["trace_steps"]
+    section.add(f"Stored in run {run_id}; notes: " + " | ".join(tables["notes"]), tables["per_step"])
+    section.add(
+        "Fused kernels present? (all-reduce implementations per step)",
+        steps_frame[["rank", "step", "phase", "allreduce_count", "allreduce_impls", "nccl_name_suffixes"]],
+    )
+    section.add(
+        "The kernels by total time, named as SGLang, FlashInfer and Triton emit them", tables["trace_kernels"].head(15)
+    )
+    return section

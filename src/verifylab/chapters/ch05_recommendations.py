@@ -1,0 +1,43 @@
+"""Chapter 05, the recommendations: rules over the evidence (what to deploy, when to turn speculation off,
+which gates to open, the risks), the PCIe SM120 outlook, and the launch command."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
+from verifylab.chapters.params import Recommendations as Params
+from verifylab.report.recommend import Recommendation, Topic, facts_from_evidence, recommend, recommendations_frame
+from verifylab.server.launch import BaseConfig, launcher_help
+from verifylab.store.evidence import Evidence
+
+__all__ = ["Params", "pcie_sm120_finding"]
+
+
+def _recommendations(ev: Evidence, params: Params) -> list[Recommendation]:
+    def compute(e: Evidence) -> list[Recommendation]:
+        base = None  # without a model there is no command to build
+        if params.model_path:
+            base = BaseConfig(
+                model_path=params.model_path,
+                tp_size=params.tp_size,
+                draft_model_path=params.draft_model_path,
+                launcher=params.launcher,
+            )
+        help_text = launcher_help(params.launcher) if params.mode == "live" else None
+        facts = facts_from_evidence(
+            e, params.sglang_version, params.flashinfer_version, params.interconnect, base, help_text
+        )
+        return recommend(facts)
+
+    return ev.derived(f"recommendations/{params.model_dump_json()}", compute)
+
+
+def recommendations(ev: Evidence, params: Params) -> pd.DataFrame:
+    """Table: every recommendation with its evidence, confidence, command and what to measure next."""
+    return recommendations_frame(_recommendations(ev, params))
+
+
+def print_launch_command(ev: Evidence, params: Params) -> None:
+    """Print the launch command of the recommended variant (flags checked against --help in live mode)."""
+    print(next(r.command for r in _recommendations(ev, params) if r.topic is Topic.LAUNCH_COMMAND))

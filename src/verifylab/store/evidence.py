@@ -1,0 +1,79 @@
+"""``Evidence``: one data folder as the book reads it — reported figures, measured runs, the audited gate
+matrix — each part loaded once on first use and shared by every table, figure and finding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from verifylab.errors import ManifestError, ReferenceDataError
+from verifylab.store.reference import load_reported_figures
+from verifylab.store.runs import RunStore
+
+GATE_MATRIX_FILE = Path("gates") / "gate_matrix.csv"  # written by `verifylab gates matrix`
+FLASHINFER_PINS_FILE = Path("gates") / "flashinfer_pins.csv"  # written next to the matrix
+
+
+class Evidence:
+    """Everything under one ``data/`` folder; pass it down instead of a path."""
+
+    def __init__(self, data_dir: Path | str) -> None:
+        self.data_dir = Path(data_dir)
+        self._derived: dict[str, Any] = {}
+        if not self.data_dir.is_dir():
+            raise ReferenceDataError(f"data folder {self.data_dir} does not exist")
+
+    def __repr__(self) -> str:
+        return f"Evidence({str(self.data_dir)!r})"
+
+    @cached_property
+    def runs(self) -> RunStore:
+        """The measured runs (``data/runs/``)."""
+        return RunStore(self.data_dir / "runs")
+
+    @cached_property
+    def figures(self) -> pd.DataFrame:
+        """The figures reported by the case study, each with seed file and quote."""
+        return load_reported_figures(self.data_dir)
+
+    @cached_property
+    def gate_matrix(self) -> pd.DataFrame:
+        """Every gate of every audited SGLang/FlashInfer wheel (provenance: audited published wheels)."""
+        return self._gates_csv(GATE_MATRIX_FILE, keep_default_na=False)
+
+    @cached_property
+    def flashinfer_pins(self) -> pd.DataFrame:
+        """The FlashInfer version each audited SGLang wheel pins."""
+        return self._gates_csv(FLASHINFER_PINS_FILE, dtype=str, keep_default_na=False)
+
+    @property
+    def has_gate_matrix(self) -> bool:
+        return (self.data_dir / GATE_MATRIX_FILE).is_file()
+
+    def newest_with(self, table: str) -> str | None:
+        """The most recently created run holding ``table``, or None."""
+        return self.runs.newest_with(table)
+
+    def newest_table(self, table: str) -> pd.DataFrame:
+        """Table ``table`` of the most recently created run holding it; an error naming it when none does."""
+        run_id = self.newest_with(table)
+        if run_id is None:
+            raise ManifestError(f"no run under {self.runs.root} holds table '{table}'")
+        return self.runs.read_table(run_id, table)
+
+    def derived(self, key: str, compute: Callable[[Evidence], Any]) -> Any:
+        """``compute(self)``, once: a value several tables or figures of a chapter share."""
+        if key not in self._derived:
+            self._derived[key] = compute(self)
+        return self._derived[key]
+
+    def _gates_csv(self, name: Path, **read_options) -> pd.DataFrame:
+        path = self.data_dir / name
+        try:
+            return pd.read_csv(path, **read_options)
+        except FileNotFoundError as exc:
+            raise ReferenceDataError(f"{path}: missing (write it with `verifylab gates matrix`)") from exc

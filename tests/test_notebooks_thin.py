@@ -1,0 +1,82 @@
+"""Notebooks are thin: parameter assignments (scalar or list literals), imports and single library calls — one
+call whose arguments are names, attributes or literals (no nested call, subscript or arithmetic)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.py"))
+
+
+def _is_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant)
+    return isinstance(node, ast.List) and all(_is_literal(e) for e in node.elts)
+
+
+def _is_name_or_attribute(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _is_single_call(node: ast.expr) -> bool:
+    if not isinstance(node, ast.Call) or not _is_name_or_attribute(node.func):
+        return False
+    values = [*node.args, *(k.value for k in node.keywords)]
+    plain = all(k.arg is not None for k in node.keywords) and not any(isinstance(a, ast.Starred) for a in node.args)
+    return plain and all(_is_literal(v) or _is_name_or_attribute(v) for v in values)
+
+
+def thick_statements(source: str) -> list[str]:
+    """``line: code`` of every top-level statement that is not a literal assignment, an import or a single call."""
+    found = []
+    for stmt in ast.parse(source).body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            continue
+        named = isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
+        if named and (_is_literal(stmt.value) or _is_single_call(stmt.value)):
+            continue
+        if isinstance(stmt, ast.Expr) and _is_single_call(stmt.value):
+            continue
+        found.append(f"{stmt.lineno}: {ast.unparse(stmt)[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_holds_only_parameters_imports_and_single_calls(notebook: Path):
+    assert thick_statements(notebook.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        'tables["counts"]',  # subscript
+        "store = RunStore(params.data_dir / 'runs')",  # arithmetic in an argument
+        "chapter.show(chapter.table(ev))",  # nested call
+        "outlook",  # a bare name displays a value computed elsewhere
+        "x = [r.command for r in recs]",  # a comprehension
+        "chapter.table(ev).round(2)",  # a call on a call's result
+        "chapter.table(*args)",  # unpacking hides what is passed
+    ],
+)
+def test_the_parser_refuses_what_is_not_a_single_call(statement: str):
+    assert thick_statements(statement) != []
+
+
+def test_the_parser_accepts_the_thin_forms():
+    source = "\n".join(
+        [
+            'mode = "replay"',
+            "runs = [1, 2]",
+            "import pandas as pd",
+            "ev = Evidence(params.data_dir)",
+            "chapter.live(params, ev)",
+        ]
+    )
+    assert thick_statements(source) == []
