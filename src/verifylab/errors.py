@@ -56,6 +56,14 @@ class BookBuildError(VerifylabError):
     """Executing a chapter notebook or rendering the book failed."""
 
 
+class StorageError(VerifylabError, OSError):
+    """A file could not be written (disk full, quota, read-only): nothing was replaced. Still an ``OSError``, so
+    code that rolls back on a failed write keeps doing so."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
 class SynthError(VerifylabError):
     """A rank of the synthetic verify pass failed, died or stopped making progress."""
 

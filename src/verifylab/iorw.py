@@ -5,13 +5,19 @@ through, so the link stays a link."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from verifylab.errors import StorageError
+
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
 def _new_file_mode() -> int:
@@ -54,7 +60,10 @@ def atomic_path(target: Path) -> Iterator[Path]:
         target = target.resolve()  # replace what the link points to, not the link
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _storage_error(target, exc) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -64,10 +73,25 @@ def atomic_path(target: Path) -> Iterator[Path]:
         os.chmod(tmp, mode)  # mkstemp makes 0600: other users must still read what they could read
         os.replace(tmp, target)
         _fsync_dir(target.parent)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.errno in _NO_ROOM or exc.errno in (errno.EROFS, errno.EACCES):
+            raise _storage_error(target, exc) from None
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fault_point()
+
+
+def _storage_error(target: Path, exc: OSError) -> StorageError:
+    """One line: which file, why, and (disk full) how much room is left there."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    room = ""
+    if exc.errno in _NO_ROOM:
+        with contextlib.suppress(OSError):
+            room = f"; {shutil.disk_usage(target.parent).free / 2**20:.0f} MiB free there"
+    return StorageError(exc.errno, f"cannot write {target}: {reason}{room}; nothing was replaced")
 
 
 def stray_temps(target: Path) -> list[Path]:

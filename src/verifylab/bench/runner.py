@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from verifylab.bench.method import (
     sweep_cell,
 )
 from verifylab.bench.prompts import Prompt, load_prompts
+from verifylab.errors import BenchmarkError
 from verifylab.server.aio import run_coroutine
 from verifylab.store.runs import RunStore
 
@@ -66,6 +68,22 @@ def run_single(
     return run_coroutine(go())
 
 
+def ensure_open_files(concurrency: int, spare: int = 64) -> None:
+    """C streams hold C sockets: raise the soft open-file limit to cover them (up to the hard limit), or refuse
+    before any request with one line that says what to change."""
+    need = concurrency + spare
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    allowed = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (allowed, hard))
+    if allowed < need:
+        raise BenchmarkError(
+            f"concurrency {concurrency} needs about {need} open files, and this process may open at most {hard} "
+            "(ulimit -Hn): lower --concurrency or raise the hard limit"
+        )
+
+
 def run_sweep(
     url: str,
     concurrency: list[int],
@@ -82,6 +100,7 @@ def run_sweep(
     them failed (a request failed: stored with its errors, not a result, measured again on resume)."""
     if recorder:
         recorder.check_names(variant, concurrency)
+    ensure_open_files(max(concurrency))
     prompts = prompts or load_prompts()
     cells, skipped = [], []
 
