@@ -46,8 +46,12 @@ def test_every_notebook_parameter_is_a_validated_field(repo_root):
 def test_invalid_notebook_parameter_fails_the_chapter_with_one_line(repo_root, tmp_path):
     source = repo_root / "notebooks" / "00_introduction.py"
     out = tmp_path / "00_introduction.ipynb"
-    result = execute_chapter(source, out, {"mode": "bogus", "data_dir": "data"}, cwd=repo_root)
+    heard: list[tuple[int, int]] = []
+    result = execute_chapter(
+        source, out, {"mode": "bogus", "data_dir": "data"}, repo_root, lambda done, total: heard.append((done, total))
+    )
     assert not result.ok
+    assert heard and heard[-1][0] < heard[-1][1]  # every finished cell was reported, up to the failing one
     assert result.error.startswith("ParameterError: 00_introduction: parameter 'mode' = 'bogus'")
     assert not out.exists()  # nothing half-written where the book reads
 

@@ -48,3 +48,37 @@ def test_ranks_that_disagree_are_noted(tmp_path):
     (tmp_path / "c").mkdir()
     short = summarize_traces([rank_trace(tmp_path / "c", 0, [4, 4]), rank_trace(tmp_path / "c", 1, [4])], workers=1)
     assert any("different numbers of steps (rank 0: 2, rank 1: 1)" in n for n in short.notes)
+
+
+def big_trace_with_an_error_near_the_start(path, events: int = 20000):
+    """A valid-looking trace whose second event is broken JSON, followed by many good events."""
+    good = ",".join(
+        f'{{"name":"k{i}","cat":"kernel","ph":"X","ts":{i},"dur":1,"pid":0,"tid":7}}' for i in range(events)
+    )
+    path.write_text('{"traceEvents":[{"name":"a","ph":"X","ts":0,"dur":1},{"name": oops},' + good + "]}")
+    return path
+
+
+def test_an_error_near_the_start_is_reported_without_reading_the_rest(tmp_path, monkeypatch):
+    from verifylab.trace import reader
+
+    monkeypatch.setattr(reader, "CHUNK", 64 << 10)
+    monkeypatch.setattr(reader, "MAX_EVENT_CHARS", 64 << 10)
+    path = big_trace_with_an_error_near_the_start(tmp_path / "bad-TP-0.trace.json")
+    size = path.stat().st_size
+    assert size > 20 * reader.CHUNK
+    read: list[int] = []
+    with pytest.raises(TraceError, match=r"bad-TP-0\.trace\.json: invalid JSON at byte \d+"):
+        list(reader.iter_raw(path, read.append))
+    assert max(read) <= 2 * reader.CHUNK  # not the whole file
+
+
+def test_progress_counts_every_byte_and_a_bad_rank_ends_the_parallel_read(tmp_path):
+    good = [rank_trace(tmp_path, 0, [4, 4]), rank_trace(tmp_path, 1, [4, 4])]
+    heard: list[tuple[int, int]] = []
+    summarize_traces(good, workers=1, progress=lambda done, total: heard.append((done, total)))
+    total = sum(p.stat().st_size for p in good)
+    assert heard and heard[-1] == (total, total)
+    bad = big_trace_with_an_error_near_the_start(tmp_path / "y-TP-1.trace.json", events=200)
+    with pytest.raises(TraceError, match=r"y-TP-1\.trace\.json: invalid JSON"):
+        summarize_traces([good[0], bad], workers=2, progress=lambda done, total: None)

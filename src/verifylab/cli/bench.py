@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
-from verifylab.cli._shared import console, fail, print_frame, progress_bar
+from verifylab.cli._shared import console, err_console, fail, print_frame, progress_bar
 from verifylab.errors import ParameterError, VerifylabError
 
 
@@ -250,7 +251,11 @@ def serve_cmd(
     )
     _stop_on_signals()  # SIGTERM / SIGHUP end the with-block as Ctrl-C does: the server's process group stops too
     try:
-        with serve(base, DEFAULT_VARIANTS[variant], log_dir) as (server, state):
+        with (
+            err_console.status(f"starting {variant}") as status,
+            serve(base, DEFAULT_VARIANTS[variant], log_dir, on_wait=_show_wait(status, variant)) as (server, state),
+        ):
+            status.stop()
             typer.echo(json.dumps({"url": server.url, **asdict(state)}, indent=2, default=str))
             if hold:
                 console.print(f"serving {variant} at {server.url}; Ctrl-C stops it")
@@ -260,6 +265,15 @@ def serve_cmd(
         console.print("stopped")
     except VerifylabError as exc:
         raise fail(exc) from None
+
+
+def _show_wait(status, variant: str):
+    """Update the spinner while SGLang starts: seconds waited and what its log says now."""
+
+    def show(seconds: float, line: str) -> None:
+        status.update(f"starting {variant}: {seconds:.0f} s, waiting for /health_generate  {escape(line[-90:])}")
+
+    return show
 
 
 def _stop_on_signals() -> None:

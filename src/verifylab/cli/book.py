@@ -102,10 +102,16 @@ def book(
         ) as progress:
             task = progress.add_task("chapters", total=None)
 
+            current = {"name": ""}
+
             def on_chapter(name: str, number: int, total: int) -> None:
+                current["name"] = name
                 progress.update(task, description=f"executing {name}", completed=number - 1, total=total)
 
-            result = build_book(project, on_chapter=on_chapter)
+            def on_cell(done: int, cells: int) -> None:
+                progress.update(task, description=f"executing {current['name']} (cell {done}/{cells})")
+
+            result = build_book(project, on_chapter=on_chapter, on_cell=on_cell)
             progress.update(task, description="rendered", completed=len(result.chapters))
         if publish:
             from verifylab.publish.edition import publish as publish_edition
@@ -148,11 +154,17 @@ def run_cmd(
         ) as progress:
             task = progress.add_task("chapters", total=None)
 
+            current = {"name": ""}
+
             def on_chapter(name: str, number: int, total: int) -> None:
+                current["name"] = name
                 progress.update(task, description=f"{parameters.mode}: {name}", completed=number - 1, total=total)
 
+            def on_cell(done: int, cells: int) -> None:
+                progress.update(task, description=f"{parameters.mode}: {current['name']} (cell {done}/{cells})")
+
             chapters = only.split(",") if only else None
-            result = run_pipeline(project, parameters, on_chapter, only=chapters, render=render)
+            result = run_pipeline(project, parameters, on_chapter, on_cell, only=chapters, render=render)
             progress.update(task, description="rendered" if render else "done", completed=len(result.chapters))
     except VerifylabError as exc:
         raise fail(exc) from None

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from verifylab.cli._shared import ROOT_HELP, console, fail, gates_root, print_frame
+from verifylab.cli._shared import ROOT_HELP, console, err_console, fail, gates_root, print_frame
 from verifylab.errors import ParameterError, VerifylabError
 
 gates_app = typer.Typer(
@@ -33,7 +33,9 @@ def gates_audit(
     from verifylab.gates import audit
 
     try:
-        result = audit(gates_root(root), arch)
+        target = gates_root(root)
+        with err_console.status(f"auditing {target} for {arch}"):
+            result = audit(target, arch)
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
@@ -78,7 +80,9 @@ def gates_apply(
 
     try:
         expected = _audit_hashes(audit_json) if audit_json else None
-        result = apply(gates_root(root), arch, dry_run=dry_run, expected=expected)
+        target = gates_root(root)
+        with err_console.status(f"{'planning' if dry_run else 'opening'} the {arch} gates in {target}"):
+            result = apply(target, arch, dry_run=dry_run, expected=expected)
     except VerifylabError as exc:
         raise fail(exc) from None
     if result.diff:

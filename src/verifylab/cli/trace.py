@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from verifylab.cli._shared import console, fail, print_frame
+from verifylab.cli._shared import bytes_progress, console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, VerifylabError
 
 trace_app = typer.Typer(help="Profiler traces: per-step all-reduce counts, comm vs compute.", no_args_is_help=True)
@@ -36,7 +36,8 @@ def trace_summarize(
     from verifylab.trace import summarize_traces
 
     try:
-        summary = summarize_traces(paths, step_marker=step_marker, message_bytes=message_bytes)
+        with bytes_progress("reading traces") as advance:
+            summary = summarize_traces(paths, step_marker=step_marker, message_bytes=message_bytes, progress=advance)
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
@@ -123,10 +124,12 @@ def synth_verify(
             from verifylab.store.runs import RunStore
             from verifylab.synth.record import record_synth_run
 
-            record_synth_run(cfg, RunStore(data_dir / "runs"), run_id, label or f"{backend}, {ranks} ranks")
+            with err_console.status(f"synthetic verify pass: {ranks} rank(s), {backend}, profiling"):
+                record_synth_run(cfg, RunStore(data_dir / "runs"), run_id, label or f"{backend}, {ranks} ranks")
             console.print(f"stored run {run_id} in {data_dir / 'runs'}")
         else:
-            result = run_synth_verify(cfg)
+            with err_console.status(f"synthetic verify pass: {ranks} rank(s), {backend}, profiling"):
+                result = run_synth_verify(cfg)
             console.print(f"median step {result['median_step_ms']:.2f} ms; traces in {profile_dir}")
     except VerifylabError as exc:
         raise fail(exc) from None

@@ -20,6 +20,7 @@ from verifylab.publish.edition import archive, write_generated_pages
 from verifylab.store.evidence import Evidence
 
 GENERATED = Path("book") / "_generated"
+CellProgress = Callable[[int, int], None]  # (cells done, cells in the chapter)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
@@ -73,9 +74,14 @@ def to_notebook(source: Path, target: Path) -> None:
     jupytext.write(notebook, target, fmt="ipynb")
 
 
-def execute_chapter(source: Path, output: Path, parameters: dict[str, Any], cwd: Path) -> ChapterResult:
-    """Execute one chapter with papermill into ``output``; the output is replaced only on success."""
+def execute_chapter(
+    source: Path, output: Path, parameters: dict[str, Any], cwd: Path, on_cell: CellProgress | None = None
+) -> ChapterResult:
+    """Execute one chapter with papermill into ``output``; the output is replaced only on success.
+    ``on_cell(done, total)`` hears every finished cell."""
     import papermill
+
+    from verifylab.publish.cell_progress import ENGINE
 
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="verifylab-nb-") as tmp:
@@ -91,6 +97,8 @@ def execute_chapter(source: Path, output: Path, parameters: dict[str, Any], cwd:
                 kernel_name="python3",
                 progress_bar=False,
                 log_output=False,
+                engine_name=ENGINE,
+                on_cell=on_cell,
             )
         except papermill.PapermillExecutionError as exc:
             last_line = (exc.evalue or str(exc)).strip().splitlines()[-1:] or [str(exc)]
@@ -126,6 +134,7 @@ def build_book(
     root: Path,
     parameters: dict[str, Any] | None = None,
     on_chapter: Callable[[str, int, int], None] | None = None,
+    on_cell: CellProgress | None = None,
 ) -> BookResult:
     """Execute every chapter (replay by default) and render the HTML book; the first failing chapter stops it
     (``verifylab run`` instead renders failed chapters and goes on)."""
@@ -135,7 +144,7 @@ def build_book(
     for number, source in enumerate(sources, start=1):
         if on_chapter:
             on_chapter(source.stem, number, len(sources))
-        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, cwd=root)
+        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, root, on_cell)
         result.chapters.append(chapter)
         if not chapter.ok:
             raise BookBuildError(f"chapter {chapter.name} failed: {chapter.error}")

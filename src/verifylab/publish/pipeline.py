@@ -84,6 +84,7 @@ def run_pipeline(
     root: Path,
     params: PipelineParams,
     on_chapter: Callable[[str, int, int], None] | None = None,
+    on_cell: Callable[[int, int], None] | None = None,
     only: list[str] | None = None,
     render: bool = True,
 ) -> BookResult:
@@ -102,7 +103,7 @@ def run_pipeline(
             **params.parameters,
             **params.chapters.get(source.stem, {}),
         }
-        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", chapter_params, cwd=root)
+        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", chapter_params, root, on_cell)
         if not chapter.ok:
             _failure_page(chapter, root)
         result.chapters.append(chapter)

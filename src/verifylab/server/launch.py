@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -310,7 +310,8 @@ class Server:
         shutil.rmtree(self.raw_log.parent, ignore_errors=True)
         self.raw_log = None
 
-    def start(self, health_timeout_s: float = 900.0) -> None:
+    def start(self, health_timeout_s: float = 900.0, on_wait: Callable[[float, str], None] | None = None) -> None:
+        """Start the server and wait for /health_generate; ``on_wait(seconds, last log line)`` hears the wait."""
         if not port_free(self.host, self.port):
             raise ServerError(f"port {self.port} on {self.host} is in use: stop what holds it or pick --port")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -324,8 +325,11 @@ class Server:
             env={**guarded_env(simulate_no_multicast=self.simulate_no_multicast), "PYTHONUNBUFFERED": "1"},
         )
         log.close()
-        deadline = time.monotonic() + health_timeout_s
+        started = time.monotonic()
+        deadline = started + health_timeout_s
         while time.monotonic() < deadline:
+            if on_wait is not None:
+                on_wait(time.monotonic() - started, last_log_line(self.raw_log))
             code = self.proc.poll()
             if code is not None:
                 log_text = self.log_text()
@@ -371,9 +375,24 @@ class Server:
             self.publish_log()
 
 
+def last_log_line(path: Path | None, tail_bytes: int = 4096) -> str:
+    """The last non-empty line of a log being written (what a start-up is doing now), or ''."""
+    if path is None or not path.exists():
+        return ""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - tail_bytes))
+        lines = fh.read().decode("utf-8", errors="replace").strip().splitlines()
+    return redact_text(lines[-1].strip()) if lines else ""
+
+
 @contextlib.contextmanager
 def serve(
-    base: BaseConfig, variant: Variant, log_dir: Path, health_timeout_s: float = 900.0, help_text: str | None = None
+    base: BaseConfig,
+    variant: Variant,
+    log_dir: Path,
+    health_timeout_s: float = 900.0,
+    help_text: str | None = None,
+    on_wait: Callable[[float, str], None] | None = None,
 ) -> Iterator[tuple[Server, EffectiveState]]:
     """Start ``variant`` (flags and port checked first), yield it with its effective state, always tear down."""
     help_text = help_text if help_text is not None else launcher_help(base.launcher)
@@ -387,7 +406,7 @@ def serve(
         simulate_no_multicast=base.simulate_no_multicast,
     )
     try:
-        server.start(health_timeout_s)
+        server.start(health_timeout_s, on_wait)
         yield server, effective_state(variant, server.server_info(), server.log_text())
     finally:
         server.stop()

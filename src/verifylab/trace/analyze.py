@@ -8,7 +8,6 @@ import json
 import os
 import re
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from verifylab.errors import TraceError
 from verifylab.trace.classify import classify_cpu_collective, classify_kernel
 from verifylab.trace.files import assign_ranks, expand_paths
 from verifylab.trace.intervals import last_at_or_before, outermost, overlap_length, union_length
+from verifylab.trace.pool import Progress, bytes_read, run_jobs
 from verifylab.trace.ranks import align_ranks, rank_disagreements
 from verifylab.trace.reader import Event
 from verifylab.trace.steps import (
@@ -289,9 +289,9 @@ class TraceSummary:
         }
 
 
-def _summarize_one(args: tuple[str, int, str, int | None]) -> dict:
-    path, rank, marker, message_bytes = args
-    return analyze_rank(load_rank_events(Path(path), rank, marker), message_bytes)
+def _summarize_one(args: tuple[str, int, str, int | None, int]) -> dict:
+    path, rank, marker, message_bytes, slot = args
+    return analyze_rank(load_rank_events(Path(path), rank, marker, bytes_read(slot)), message_bytes)
 
 
 def summarize_traces(
@@ -299,21 +299,20 @@ def summarize_traces(
     step_marker: str | None = None,
     message_bytes: int | None = None,
     workers: int | None = None,
+    progress: Progress | None = None,
 ) -> TraceSummary:
-    """Summarize one trace per rank (files or folders). Ranks are read in parallel processes."""
+    """Summarize one trace per rank (files or folders). Ranks are read in parallel processes; ``progress(read,
+    total)`` hears the bytes read across all of them; the first bad file ends the read."""
     files = expand_paths(paths)
     marker = step_marker or DEFAULT_STEP_MARKER
     try:
         re.compile(marker)
     except re.error as exc:
         raise TraceError(f"--step-marker {marker!r} is not a valid regular expression: {exc}") from None
-    jobs = [(str(f), rank, marker, message_bytes) for f, rank in assign_ranks(files)]
+    ranked = assign_ranks(files)
+    jobs = [(str(f), rank, marker, message_bytes, slot) for slot, (f, rank) in enumerate(ranked)]
     n_workers = min(len(jobs), workers or os.cpu_count() or 1)
-    if n_workers > 1:
-        with ProcessPoolExecutor(n_workers) as pool:
-            parts = list(pool.map(_summarize_one, jobs))
-    else:
-        parts = [_summarize_one(j) for j in jobs]
+    parts = run_jobs(_summarize_one, jobs, [Path(f).stat().st_size for f, _ in ranked], n_workers, progress)
     steps = pd.concat([p["steps"] for p in parts], ignore_index=True)
     colls = pd.concat([p["collectives"] for p in parts], ignore_index=True)
     classes = pd.concat([p["kernel_classes"] for p in parts], ignore_index=True)

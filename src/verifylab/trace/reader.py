@@ -8,16 +8,18 @@ stays at one chunk plus the events kept.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifylab.errors import TraceError
 
 CHUNK = 8 << 20
+MAX_EVENT_CHARS = CHUNK  # no trace event is this long: a decode error with more text after it is real
 _KEY = re.compile(r'"traceEvents"\s*:\s*\[')
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
@@ -54,12 +56,12 @@ class Event:
         return self.ts + self.dur
 
 
-def _open_text(path: Path):
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+def _open_text(raw) -> io.TextIOWrapper:
+    """Text over the raw file, decompressed when it is gzip; the raw file's position is the bytes read."""
+    magic = raw.read(2)
+    raw.seek(0)
+    binary = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace")
 
 
 def _time(obj: dict, key: str) -> float:
@@ -90,64 +92,77 @@ def to_event(obj: dict) -> Event:
     )
 
 
-def iter_raw(path: Path | str) -> Iterator[dict]:
-    """Yield the decoded event objects of a trace; errors name the file and the uncompressed byte offset."""
+def iter_raw(path: Path | str, on_bytes: Callable[[int], None] | None = None) -> Iterator[dict]:
+    """Yield the decoded event objects of a trace; errors name the file and the uncompressed byte offset.
+    ``on_bytes(n)`` hears how many bytes of the file (as stored, compressed or not) were read, chunk by chunk."""
     path = Path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
     if path.stat().st_size == 0:
         raise TraceError(f"{path}: empty file, not a trace")
     try:
-        yield from _iter_objects(path)
+        with open(path, "rb") as raw:
+            yield from _iter_objects(path, raw, on_bytes or (lambda n: None))
     except (EOFError, gzip.BadGzipFile, OSError) as exc:
         raise TraceError(f"{path}: cannot read ({exc}); truncated or corrupt compressed trace") from exc
 
 
-def _iter_objects(path: Path) -> Iterator[dict]:
-    with _open_text(path) as fh:
-        buf = fh.read(CHUNK)
-        consumed = 0  # characters dropped from the front of buf so far
-        start = len(buf) - len(buf.lstrip(_WS))
-        if start >= len(buf):
-            raise TraceError(f"{path}: empty file, not a trace")
-        if buf[start] == "[":
-            pos = start + 1
-        elif buf[start] == "{":
+def _iter_objects(path: Path, raw, on_bytes: Callable[[int], None]) -> Iterator[dict]:
+    with _open_text(raw) as text:
+
+        def read() -> str:
+            chunk = text.read(CHUNK)
+            on_bytes(raw.tell())
+            return chunk
+
+        yield from _decode_events(path, read)
+
+
+def _decode_events(path: Path, read: Callable[[], str]) -> Iterator[dict]:
+    """The elements of ``traceEvents``, one at a time, from text handed over a chunk at a time by ``read``."""
+    buf = read()
+    consumed = 0  # characters dropped from the front of buf so far
+    start = len(buf) - len(buf.lstrip(_WS))
+    if start >= len(buf):
+        raise TraceError(f"{path}: empty file, not a trace")
+    if buf[start] == "[":
+        pos = start + 1
+    elif buf[start] == "{":
+        match = _KEY.search(buf)
+        while match is None:
+            more = read()
+            if not more:
+                raise TraceError(f"{path}: JSON object without a 'traceEvents' list: not a profiler trace")
+            buf += more
             match = _KEY.search(buf)
-            while match is None:
-                more = fh.read(CHUNK)
-                if not more:
-                    raise TraceError(f"{path}: JSON object without a 'traceEvents' list: not a profiler trace")
-                buf += more
-                match = _KEY.search(buf)
-            pos = match.end()
-        else:
-            raise TraceError(f"{path}: not JSON (byte 0 starts with {buf[start : start + 20]!r})")
-        eof = False
-        while True:
-            while pos < len(buf) and buf[pos] in _WS + ",":
-                pos += 1
-            if pos >= len(buf):
-                if eof:
-                    raise TraceError(f"{path}: truncated at byte {consumed + pos}: the trace ends inside 'traceEvents'")
-                more = fh.read(CHUNK)
+        pos = match.end()
+    else:
+        raise TraceError(f"{path}: not JSON (byte 0 starts with {buf[start : start + 20]!r})")
+    eof = False
+    while True:
+        while pos < len(buf) and buf[pos] in _WS + ",":
+            pos += 1
+        if pos >= len(buf):
+            if eof:
+                raise TraceError(f"{path}: truncated at byte {consumed + pos}: the trace ends inside 'traceEvents'")
+            more = read()
+            eof = not more
+            buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
+            continue
+        if buf[pos] == "]":
+            return
+        try:
+            obj, end = _DECODER.raw_decode(buf, pos)
+        except json.JSONDecodeError as exc:
+            if not eof and len(buf) - pos <= MAX_EVENT_CHARS:  # the event may go on in the next chunk
+                more = read()
                 eof = not more
                 buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
                 continue
-            if buf[pos] == "]":
-                return
-            try:
-                obj, end = _DECODER.raw_decode(buf, pos)
-            except json.JSONDecodeError as exc:
-                if not eof:
-                    more = fh.read(CHUNK)
-                    eof = not more
-                    buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
-                    continue
-                where = consumed + exc.pos
-                if not buf[exc.pos :].strip():
-                    raise TraceError(f"{path}: truncated at byte {where}: the trace ends inside an event") from None
-                raise TraceError(f"{path}: invalid JSON at byte {where}: {exc.msg}") from None
-            pos = end
-            if isinstance(obj, dict):
-                yield obj
+            where = consumed + exc.pos
+            if not buf[exc.pos :].strip():
+                raise TraceError(f"{path}: truncated at byte {where}: the trace ends inside an event") from None
+            raise TraceError(f"{path}: invalid JSON at byte {where}: {exc.msg}") from None
+        pos = end
+        if isinstance(obj, dict):
+            yield obj

@@ -5,6 +5,7 @@ phase each: from step markers (SGLang's ``step[TARGET_VERIFY bs=2]``, ``draft``,
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,14 +77,16 @@ def _event(obj: dict, path: Path) -> Event:
         raise TraceError(f"{path}: {exc}") from None
 
 
-def load_rank_events(path: Path, rank: int, step_marker: str) -> RankEvents:
+def load_rank_events(
+    path: Path, rank: int, step_marker: str, on_bytes: Callable[[int], None] | None = None
+) -> RankEvents:
     """One streaming pass over a trace, keeping kernels, collectives, step markers (CPU and GPU timeline) and
-    graph launches."""
+    graph launches; ``on_bytes`` hears the bytes read."""
     marker = re.compile(step_marker)
     out = RankEvents(path, rank)
     wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
     count = 0
-    for obj in iter_raw(path):
+    for obj in iter_raw(path, on_bytes):
         count += 1
         if obj.get("ph") != "X":
             continue
