@@ -8,28 +8,6 @@
 
 # %% [markdown]
 # # Fusion vs elimination of all-reduces
-#
-# The case study argued that FlashInfer's all-reduce fusion "fuses kernels but does not eliminate
-# all-reduces", so it should save 2-8 ms per verify pass. Then EAGLE-3 went from 54.1 to 96.1 tok/s with it,
-# while plain decoding stayed at 92.6. This chapter explains that with arithmetic.
-#
-# ## Three different things
-#
-# - **Kernel fusion** — the all-reduce's output feeds residual add + RMSNorm inside the same kernel: fewer
-#   launches, one less round trip through memory per all-reduce. The number and latency of all-reduces do
-#   not change.
-# - **Algorithm substitution** — the same number of all-reduces, each cheaper. On a PCIe box SGLang's own
-#   custom all-reduce is disabled beyond two GPUs, so every all-reduce goes to NCCL, whose ring takes
-#   2(n-1) = 14 sequential steps at 8 ranks. FlashInfer's TRT-LLM fusion kernels do the all-reduce
-#   themselves: one-shot (each rank pushes its slice to every peer and polls locally; up to about 192
-#   tokens at TP 8 and hidden 7168) or two-shot above that. "Fusion" therefore also *swaps the algorithm*.
-# - **Elimination** — fewer all-reduces: fewer TP ranks, data-parallel attention, sequence parallelism,
-#   or overlapping them with compute.
-#
-# The sources confound the attribution: 54.1 tok/s was measured on the CUDA 12.8 stack, 96.1 after the CUDA
-# 13 upgrade *and* fusion *and* symmetric-memory and model patches; no EAGLE-3 run without fusion on the new
-# stack is reported, and SGLang's auto-enable may have fused the "baseline" too. Below, each factor gets
-# the share it *could* carry; the measurement that would separate them is named at the end.
 
 # %% tags=["parameters"]
 mode = "replay"
@@ -54,6 +32,48 @@ params = chapter.Params.validated(
 pd.set_option("display.max_colwidth", 200)
 ev = Evidence(params.data_dir)
 
+# %%
+chapter.finding(ev, params)
+
+# %% [markdown]
+# ## Three different things
+#
+# - **Kernel fusion** — the all-reduce's output feeds residual add + RMSNorm inside the same kernel: one
+#   kernel less per all-reduce. The number and latency of all-reduces do not change. SGLang without fusion
+#   already runs one fused add+RMSNorm kernel per all-reduce, so this is all kernel fusion can remove.
+# - **Algorithm substitution** — the same number of all-reduces, each cheaper. On a PCIe box SGLang's own
+#   custom all-reduce is disabled beyond two GPUs, so every all-reduce goes to NCCL, whose ring takes
+#   2(n-1) sequential steps. FlashInfer's TRT-LLM fusion kernels do the all-reduce themselves: one-shot (each
+#   rank pushes its slice to every peer and polls locally) for small messages, two-shot above. "Fusion"
+#   therefore also *swaps the algorithm*.
+# - **Elimination** — fewer all-reduces: data-parallel attention, expert parallelism, fewer tensor-parallel
+#   ranks per stage (pipeline parallelism). Each removes some all-reduces and adds other communication or
+#   compute; overlapping communication with compute hides it rather than removing it.
+#
+# The sources confound the attribution: the EAGLE-3 figure before was measured on the CUDA 12.8 stack, the
+# one after on CUDA 13 *and* fusion *and* symmetric-memory and model patches; no EAGLE-3 run without fusion
+# on the new stack is reported, and SGLang's auto-enable may have fused the "baseline" too. The account below
+# gives each factor what measurement supports and leaves the rest unexplained.
+
+# %% [markdown]
+# ## Fusion vs elimination at one stream and under load (modelled)
+#
+# Every option from the same account: the reported pass split into compute, all-reduces and norms; compute,
+# communication and norm cost grow with tokens per pass as the H200 measurements grow; collectives other than
+# the reported all-reduce (all-gather, reduce-scatter, all-to-all, the one-shot push, a pipeline send) are
+# priced by an alpha-beta model of the PCIe link whose alpha makes NCCL's ring take the reported latency.
+# Ranges span both readings of the reported cycle and the draft-token range; one stream's tok/s assumes the
+# draft phase does not grow with load.
+
+# %%
+chapter.options_at_load(ev, params)
+
+# %%
+chapter.whatif_figure(ev, params)
+
+# %%
+chapter.whatif(ev, params)
+
 # %% [markdown]
 # ## Fusion vs elimination, measured on two H200s
 #
@@ -77,9 +97,10 @@ chapter.measured_figure(ev)
 # ### The same passes, predicted (modelled)
 #
 # `verifylab model pass` predicts each variant from two inputs only: the pass without communication and the
-# latency curve of the all-reduce measured in isolation (interpolated at k x 7168 x 2 bytes); the fused variant
-# also drops the separate norm kernels, which its kernel does. No constant is fitted to the passes it predicts.
-# The same command takes a user's own curve (a CSV, or nccl-tests' `all_reduce_perf` output from a PCIe box).
+# latency curve of the all-reduce measured in isolation (interpolated at the pass's message size); the fused
+# variant also drops the separate norm kernels, which its kernel does. No constant is fitted to the passes it
+# predicts. The same command takes a user's own curve (a CSV, or nccl-tests' `all_reduce_perf` output from a
+# PCIe box).
 
 # %%
 chapter.prediction_finding(ev)
@@ -88,46 +109,26 @@ chapter.prediction_finding(ev)
 chapter.prediction_table(ev)
 
 # %% [markdown]
-# ## The model's inputs and where they come from
+# ## The account's inputs and where they come from
 
 # %%
-chapter.model_inputs(ev, params)
-
-# %% [markdown]
-# ## What-if: the same verify pass under each mechanism (modelled)
-#
-# Verify time = compute + all-reduces x latency + all-reduces x separate add+RMSNorm (+ launches).
-# The substitution latency is *solved* so that the fused path reproduces the reported 96.1 tok/s at the
-# reported accept length: it is what substitution would have to deliver if it carried the whole gain. The
-# last row bounds it from the other side: one hop of a link whose per-step latency makes a 14-step ring
-# take the reported 205 µs.
-
-# %%
-chapter.whatif(ev, params)
-
-# %%
-chapter.whatif_figure(ev, params)
-
-# %% [markdown]
-# Kernel fusion alone moves the verify pass by 122 x (unfused - fused add+RMSNorm): about 2 ms with the
-# norm costs measured on the H200 — the lower end of the sources' 2-8 ms estimate, and far from the ~10 ms
-# the reported gain needs. To match the fused path by *elimination*, about a third of the all-reduces
-# would have to go.
+chapter.model_inputs(ev)
 
 # %% [markdown]
 # ## Reconciliation of the reported figures
 #
-# Each line uses only reported figures (by id in `data/reference/`) and the stated assumptions; the
-# arithmetic is shown.
+# Each line uses only reported figures (by id in `data/reference/`), the measured norm kernel and the stated
+# assumptions; the arithmetic is shown, and every number comes from the one account the finding above quotes.
 
 # %%
-chapter.reconciliation(ev, params)
+chapter.reconciliation(ev)
 
 # %% [markdown]
 # ## Why were verify all-reduces slower than decode's?
 #
-# Decode at 92.6 tok/s leaves at most 88 µs per all-reduce; verify's averaged 205 µs. Message size cannot
-# explain it (line 4 above). The hypotheses, and the measurement that settles each:
+# The reconciliation bounds a decode step's all-reduces well below the verify pass's average (its third line),
+# and message size stays open without the case-study box's own curve (its fourth). The hypotheses, and the
+# measurement that settles each:
 
 # %%
 chapter.hypotheses()
@@ -136,9 +137,9 @@ chapter.hypotheses()
 # ## Limits: how far from the floor?
 #
 # The floor of a one-token decode step per GPU: the weights it must stream (TP-8 shard of Kimi-K2: bf16
-# attention, INT4 or bf16 experts) over memory bandwidth, plus 122 all-reduces at a one-hop latency
-# floor (assumed 10 µs). Bandwidths: the RTX PRO 6000's datasheet figure (a lead, not measured here) and the
-# H200's measured copy bandwidth.
+# attention, INT4 or bf16 experts) over memory bandwidth, plus every all-reduce at an assumed one-hop latency
+# floor (the table's all-reduce column). Bandwidths: the RTX PRO 6000's datasheet figure (a lead, not
+# measured here) and the H200's measured copy bandwidth.
 
 # %%
 chapter.limits(ev)
@@ -147,8 +148,7 @@ chapter.limits(ev)
 # ## Validation of the compute term
 #
 # The compute term is fitted on two token counts of the H200 measurement (k = 1 and 16: time per layer =
-# a + b x bytes read) and predicts the others, which were not used to fit it. The communication terms are
-# not yet fitted to the two-H200 measurement above (the cost-model issue does that).
+# a + b x bytes read) and predicts the others, which were not used to fit it.
 
 # %%
 chapter.compute_check(ev)
@@ -161,4 +161,6 @@ chapter.compute_check(ev)
 # The trace analyzer then gives, per verify pass, the all-reduce count (unchanged if fusion only fuses), the
 # implementation (NCCL kernels vs `allreduce_fusion_kernel_oneshot_lamport`), and the latency per all-reduce
 # split into arrival wait and transfer. The difference in per-all-reduce latency is algorithm substitution;
-# the difference in norm kernels is kernel fusion; what remains between the two stacks is the upgrade.
+# the difference in norm kernels is kernel fusion; what remains between the two stacks is the upgrade. First
+# check the server log says "AllReduce Fusion enabled": with a FlashInfer whose workspace needs NVLink
+# multicast (chapter 1's table) a PCIe box cannot run the fused kernels.

@@ -54,11 +54,16 @@ def test_no_evidence_says_so_and_names_the_measurement():
     assert recs["launch command"].recommendation.startswith("No model path")
 
 
-def test_reported_only_evidence_is_low_confidence():
+def test_reported_only_evidence_is_low_confidence(repo_root):
+    from verifylab.model.cycle import cycle_account
+    from verifylab.store.evidence import Evidence
+
+    account = cycle_account(Evidence(repo_root / "data"))
     recs = by_topic(
         Facts(
             reported_liability_concurrency=30,
-            reported_fusion={"eagle3": 54.1, "eagle3_fusion": 96.1},
+            reported_fusion={"eagle3": 54.1, "eagle3_fusion": 96.1, "baseline": 92.6, "fusion_runs": (92.6, 93.1)},
+            account=account,
             flashinfer_version="0.6.4",
             interconnect="PCIe",
             gates_closed=["communicator.py : x"],
@@ -68,8 +73,13 @@ def test_reported_only_evidence_is_low_confidence():
         recs["speculation vs load"].confidence == "low"
         and "Reported only" in recs["speculation vs load"].recommendation
     )
-    assert recs["all-reduce fusion"].provenance == ["reported", "modelled"]
-    assert recs["architecture gates"].command.startswith("verifylab gates apply")
+    fusion = recs["all-reduce fusion"]
+    assert fusion.provenance == ["reported", "modelled"] and fusion.confidence == "low"
+    assert f"kernel fusion removes {account.text('kernel_fusion_ms')}" in fusion.recommendation
+    assert f"{account.text('remainder_ms')} of it is unexplained" in fusion.recommendation
+    assert fusion.recommendation.startswith("Fusion cannot run with FlashInfer 0.6.4 on PCIe")  # needs multicast
+    gates = recs["architecture gates"]
+    assert gates.command.startswith("verifylab gates apply") and gates.confidence == "medium"  # never run on SM120
     assert "risk: FlashInfer version" in recs and "risk: no NVLink multicast" in recs
     assert "above 512 concurrent requests" in recs["risk: fusion batch limit"].recommendation
 

@@ -1,46 +1,51 @@
-"""The case study as the model sees it: reported figures + measured norm cost -> inputs, what-ifs, tables."""
+"""The case study as the model sees it: the cycle account, its inputs, the reconciliation and the what-if
+options, each from one :class:`~verifylab.store.evidence.Evidence`."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.model.costmodel import CaseInputs, scenarios_frame, whatif_scenarios
-from verifylab.model.inputs import norm_inputs
-from verifylab.model.reconcile import ASSUMED_DRAFT_TOKENS, reconcile, reported_case
+from verifylab.model.cycle import CycleAccount, cycle_account
+from verifylab.model.options import measured_scaling, options_table
+from verifylab.model.reconcile import reconcile
 from verifylab.store.evidence import Evidence
 
 
-def case_from_data(ev: Evidence, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> tuple[CaseInputs, pd.DataFrame]:
-    """Model inputs of the reported case (norm cost measured where a run has it) and the figures used."""
-    figures = ev.figures
-    unfused, fused, source = norm_inputs(ev.runs, draft_tokens)
-    return reported_case(figures, unfused, fused, draft_tokens, sources_norm=source), figures
+def account(ev: Evidence) -> CycleAccount:
+    """The cycle account of this evidence, built once."""
+    return ev.derived("cycle_account", cycle_account)
 
 
-def whatif_table(ev: Evidence, batch: int = 1, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> pd.DataFrame:
-    """The what-if scenarios of the reported case at ``batch`` streams."""
-    case, _ = case_from_data(ev, draft_tokens)
-    return scenarios_frame(case, whatif_scenarios(case, batch=batch))
+def whatif_table(ev: Evidence, batch: int = 1, draft_tokens: int | None = None) -> pd.DataFrame:
+    """Every option at ``batch`` streams: verify ms and tok/s, point and range (modelled)."""
+    return options_table(ev, account(ev), batch, draft_tokens)
 
 
-def reconcile_table(ev: Evidence, draft_tokens: int = ASSUMED_DRAFT_TOKENS) -> pd.DataFrame:
-    """The reconciliation of the reported figures, kernel-fusion saving from the measured norm cost."""
-    case, figures = case_from_data(ev, draft_tokens)
-    return reconcile(figures, case.norm_us_unfused - case.norm_us_fused, draft_tokens)
+def reconcile_table(ev: Evidence) -> pd.DataFrame:
+    """The reconciliation of the reported figures, every number from the cycle account."""
+    return reconcile(ev, account(ev))
 
 
-def inputs_table(case: CaseInputs) -> pd.DataFrame:
-    """Every model input with its value and where it came from."""
-    rows = [{"input": k, "value": v} for k, v in case.model_dump(exclude={"sources"}).items()]
-    rows += [
-        {"input": "allreduces (derived)", "value": case.allreduces},
-        {"input": "allreduce_us (derived)", "value": round(case.allreduce_us, 2)},
+def inputs_table(ev: Evidence) -> pd.DataFrame:
+    """Every input of the account and the what-ifs with its value and where it came from."""
+    a = account(ev)
+    scaling = measured_scaling(ev, a)
+    rows = [
+        ("verify pass", f"{a.verify_ms:.0f} ms", "reported (seed 000)"),
+        ("all-reduce time in it", f"{a.allreduce_ms:.0f} ms", "reported (seed 000)"),
+        ("compute in it", f"{a.compute_ms:.0f} ms", "reported (seed 000)"),
+        ("all-reduces per pass", f"{a.allreduces}", "reported (seed 000)"),
+        ("verify share of the cycle", f"{a.verify_share:.0%}", "reported (seed 000)"),
+        (
+            "accept length",
+            a.text("accept"),
+            f"reported {a.accept_reported:.1f} (seed 000); {a.readings[1].accept:.2f} if the verify share holds",
+        ),
+        ("EAGLE-3 before -> after", f"{a.before_tps:.1f} -> {a.after_tps:.1f} tok/s", "reported (seed 002)"),
+        ("draft tokens per verify", f"{a.draft_tokens[0]}-{a.draft_tokens[1]}", "assumption (not reported)"),
+        ("norm kernel per all-reduce", a.text("norm_us"), a.norm_source),
+        ("compute vs tokens", "measured curve", scaling.sources["compute"]),
+        ("communication vs tokens", "measured curve", scaling.sources["comm"]),
+        ("PCIe link for other collectives", "alpha-beta", "modelled: alpha calibrated to the reported ring latency"),
     ]
-    frame = pd.DataFrame(rows)
-    frame["source"] = frame["input"].map(
-        lambda name: next(
-            (src for key, src in case.sources.items() if name.split(" ")[0] in key),
-            "design default (Kimi-K2 shape)",
-        )
-    )
-    return frame
+    return pd.DataFrame(rows, columns=["input", "value", "source"])

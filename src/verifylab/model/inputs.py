@@ -6,25 +6,6 @@ import numpy as np
 import pandas as pd
 
 from verifylab.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
-from verifylab.store.runs import RunStore
-
-ASSUMED_NORM_US = (20.0, 2.5)  # unfused, fused add+RMSNorm per all-reduce, used when no run measured them
-
-
-def norm_inputs(store: RunStore, tokens: int) -> tuple[float, float, str]:
-    """(unfused_us, fused_us, provenance) for add+RMSNorm at ``tokens`` x 7168, from the newest run."""
-    runs = store.runs_with_table("norm_fusion")
-    if not runs:
-        return ASSUMED_NORM_US[0], ASSUMED_NORM_US[1], "assumption (no measured run has norm_fusion)"
-    run_id = runs[-1]
-    table = store.read_table(run_id, "norm_fusion")
-    row = table.iloc[(table["tokens"] - tokens).abs().argmin()]
-    label = store.manifest(run_id).label
-    return (
-        float(row["unfused_us"]),
-        float(row["fused_us"]),
-        f"measured: run {run_id} ({label}), k={int(row['tokens'])}",
-    )
 
 
 def compute_validation(

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from verifylab.model.case import reconcile_table, whatif_table
+from verifylab.model.case import account, whatif_table
 from verifylab.report.recommend import Topic, case_study_facts, recommend
 from verifylab.store.evidence import Evidence
 
@@ -17,9 +17,13 @@ class FindingKey(StrEnum):
 
     VERIFY_ALLREDUCE_US = "verify_allreduce_us"
     DECODE_ALLREDUCE_BOUND_US = "decode_allreduce_bound_us"
+    ACCEPT_LENGTH = "accept_length"
     CYCLE_TIME_REMOVED_MS = "cycle_time_removed_ms"
+    ALLREDUCE_US_AFTER = "allreduce_us_after"
     KERNEL_FUSION_SHARE_MS = "kernel_fusion_share_ms"
-    SUBSTITUTION_SHARE_MS = "substitution_share_ms"
+    UPGRADE_SHARE_MS = "upgrade_share_ms"
+    UNEXPLAINED_REMAINDER_MS = "unexplained_remainder_ms"
+    SUBSTITUTION_SHARE_MS = "substitution_share_ms"  # editions before the cycle account only
     KERNEL_FUSION_ONLY_VERIFY_MS = "kernel_fusion_only_verify_ms"
     H200_COMPUTE_K1_MS = "h200_compute_k1_ms"
     H200_COMPUTE_K16_MS = "h200_compute_k16_ms"
@@ -33,60 +37,71 @@ class Finding(BaseModel):
     key: FindingKey | Topic
     label: str  # how the summary and the changes page name it
     value: float | str
+    low: float | None = None  # a range: value is its middle
+    high: float | None = None
+    text: str | None = None  # the value as prose shows it ("13.5-16.2 ms")
     unit: str = ""
     provenance: str
     confidence: str | None = None  # recommendations only
 
     @property
     def shown(self) -> str:
-        """The value as the changes page shows it (a recommendation with its confidence)."""
-        return f"[{self.confidence}] {self.value}" if self.confidence else str(self.value)
+        """The value as the summary and the changes page show it (a recommendation with its confidence)."""
+        if self.confidence:
+            return f"[{self.confidence}] {self.value}"
+        return self.text or str(self.value)
 
 
-# reconciliation step -> finding; what-if kind -> finding (the rows are the model's, the keys are ours)
-_RECONCILED = {
-    FindingKey.VERIFY_ALLREDUCE_US: (
-        "latency per all-reduce in verify",
-        "verify all-reduce latency (us, reported-derived)",
-        "us",
-        1,
-    ),
-    FindingKey.DECODE_ALLREDUCE_BOUND_US: (
-        "upper bound per all-reduce in decode",
-        "decode all-reduce upper bound (us)",
-        "us",
-        1,
-    ),
-    FindingKey.CYCLE_TIME_REMOVED_MS: (
-        "cycle time removed by 54.1 -> 96.1 tok/s (accept length unchanged)",
-        "cycle time removed 54.1 -> 96.1 (ms)",
-        "ms",
-        2,
-    ),
-    FindingKey.KERNEL_FUSION_SHARE_MS: ("share kernel fusion could carry", "kernel-fusion share (ms)", "ms", 2),
-    FindingKey.SUBSTITUTION_SHARE_MS: (
-        "left for algorithm substitution",
-        "algorithm-substitution share (ms)",
-        "ms",
-        2,
-    ),
+# account quantity -> finding (labels are what the summary and the changes page show)
+_ACCOUNT = {
+    FindingKey.VERIFY_ALLREDUCE_US: ("allreduce_us_before", "verify all-reduce latency (us, reported-derived)"),
+    FindingKey.DECODE_ALLREDUCE_BOUND_US: ("decode_bound_us", "decode all-reduce upper bound (us)"),
+    FindingKey.ACCEPT_LENGTH: ("accept", "accept length (two readings of the reported cycle)"),
+    FindingKey.CYCLE_TIME_REMOVED_MS: ("removed_ms", "cycle time removed 54.1 -> 96.1 (ms)"),
+    FindingKey.ALLREDUCE_US_AFTER: ("allreduce_us_after", "per-all-reduce latency implied after (us)"),
+    FindingKey.KERNEL_FUSION_SHARE_MS: ("kernel_fusion_ms", "kernel-fusion share (ms)"),
+    FindingKey.UPGRADE_SHARE_MS: ("upgrade_ms", "CUDA-upgrade share if proportional (ms, assumption)"),
+    FindingKey.UNEXPLAINED_REMAINDER_MS: ("remainder_ms", "unexplained remainder (ms)"),
+}
+_LEGACY_LABELS = {  # the English keys of registries written before findings were typed
+    "verify all-reduce latency (us, reported-derived)": (FindingKey.VERIFY_ALLREDUCE_US, "us", "reported-derived"),
+    "decode all-reduce upper bound (us)": (FindingKey.DECODE_ALLREDUCE_BOUND_US, "us", "reported-derived"),
+    "cycle time removed 54.1 -> 96.1 (ms)": (FindingKey.CYCLE_TIME_REMOVED_MS, "ms", "reported-derived"),
+    "kernel-fusion share (ms)": (FindingKey.KERNEL_FUSION_SHARE_MS, "ms", "modelled"),
+    "algorithm-substitution share (ms)": (FindingKey.SUBSTITUTION_SHARE_MS, "ms", "modelled"),
+    "kernel-fusion-only verify (ms, modelled)": (FindingKey.KERNEL_FUSION_ONLY_VERIFY_MS, "ms", "modelled"),
+    "H200 compute per TP-8 pass, k=1 (ms, measured)": (FindingKey.H200_COMPUTE_K1_MS, "ms", "measured"),
+    "H200 compute per TP-8 pass, k=16 (ms, measured)": (FindingKey.H200_COMPUTE_K16_MS, "ms", "measured"),
 }
 _COMPUTE = {1: FindingKey.H200_COMPUTE_K1_MS, 16: FindingKey.H200_COMPUTE_K16_MS}
 
 
 def key_findings(ev: Evidence) -> list[Finding]:
     """The figures and recommendations a reader would cite (compared across editions by key)."""
-    steps = reconcile_table(ev).set_index("step")["value"]
-    found = [
-        Finding(key=key, label=label, value=round(float(steps[step]), digits), unit=unit, provenance="reported-derived")
-        for key, (step, label, unit, digits) in _RECONCILED.items()
-    ]
-    verify = whatif_table(ev).set_index("kind")["verify_ms"]
+    cycle = account(ev)
+    found = []
+    for key, (quantity, label) in _ACCOUNT.items():
+        span, unit, digits = cycle.quantities()[quantity]
+        found.append(
+            Finding(
+                key=key,
+                label=label,
+                value=round(span.mid, digits + 1),
+                low=round(span.low, digits + 1),
+                high=round(span.high, digits + 1),
+                text=cycle.text(quantity),
+                unit=unit,
+                provenance="modelled from reported figures (cycle account)",
+            )
+        )
+    options = whatif_table(ev).set_index("key")
     found.append(
         Finding(
             key=FindingKey.KERNEL_FUSION_ONLY_VERIFY_MS,
             label="kernel-fusion-only verify (ms, modelled)",
-            value=round(float(verify["kernel_fusion"]), 2),
+            value=round(float(options.loc["kernel_fusion", "verify_ms"]), 2),
+            low=round(float(options.loc["kernel_fusion", "verify_ms_low"]), 2),
+            high=round(float(options.loc["kernel_fusion", "verify_ms_high"]), 2),
             unit="ms",
             provenance="modelled",
         )
@@ -126,12 +141,7 @@ def by_key(findings: list[Finding]) -> dict[str, Finding]:
 def from_legacy(findings: dict[str, object]) -> list[Finding]:
     """Findings of a registry written before they were typed (``{English label: value}``), as records; a label
     that names no known finding is an error naming it."""
-    labels = {label: (key, unit, "reported-derived") for key, (_, label, unit, _) in _RECONCILED.items()}
-    labels["kernel-fusion-only verify (ms, modelled)"] = (FindingKey.KERNEL_FUSION_ONLY_VERIFY_MS, "ms", "modelled")
-    labels |= {
-        f"H200 compute per TP-8 pass, k={k} (ms, measured)": (key, "ms", "measured (run not recorded)")
-        for k, key in _COMPUTE.items()
-    }
+    labels = _LEGACY_LABELS
     out = []
     for label, value in findings.items():
         if label.startswith("recommendation: "):

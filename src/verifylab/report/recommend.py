@@ -10,6 +10,8 @@ from typing import Literal
 
 import pandas as pd
 
+from verifylab.model.case import account, whatif_table
+from verifylab.model.cycle import CycleAccount, Span
 from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
 from verifylab.report.live_smoke import mechanics_runs
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, variant_args
@@ -31,6 +33,7 @@ class Topic(StrEnum):
     GATES = "architecture gates"
     LAUNCH_COMMAND = "launch command"
     RISK_NO_MULTICAST = "risk: no NVLink multicast"
+    ELIMINATION = "fusion vs elimination"
     RISK_FUSION_BATCH_LIMIT = "risk: fusion batch limit"
     RISK_FLASHINFER_VERSION = "risk: FlashInfer version"
     RISK_FLASHINFER_0_6_1 = "risk: FlashInfer 0.6.1"
@@ -46,7 +49,9 @@ class DeploymentFacts:
     crossover: dict | None = None  # {"status", "estimate", "bracket", "run_id"} from a measured sweep
     reported_liability_concurrency: float | None = None  # the case study's "C >= 30" (reported)
     fusion_state: dict | None = None  # {"active": bool, "reasons": str, "run_id"} of a measured fusion variant
-    reported_fusion: dict | None = None  # {"eagle3": 54.1, "eagle3_fusion": 96.1, "baseline": 92.6, "fusion": [...]}
+    reported_fusion: dict | None = None  # {"eagle3", "eagle3_fusion", "baseline", "fusion_runs": (low, high)}
+    account: CycleAccount | None = None  # the case study's cycle, every derived quantity as a range
+    options: pd.DataFrame | None = None  # fusion vs elimination at one stream (model.options.options_table)
     gates_closed: list[str] | None = None  # "file : function" closed for the target arch, installed version
     sglang_version: str | None = None
     flashinfer_version: str | None = None
@@ -152,15 +157,30 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
             "medium",
             provenance=["measured"],
         )
-    if ev.reported_fusion:
-        r = ev.reported_fusion
+    if ev.reported_fusion and ev.account:
+        r, a = ev.reported_fusion, ev.account
+        runs = r["fusion_runs"]
+        blocked = (
+            ev.interconnect not in (None, "NVLink")
+            and ev.flashinfer_version is not None
+            and not version_at_least(ev.flashinfer_version, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST)
+        )
+        first = (
+            f"Fusion cannot run with FlashInfer {ev.flashinfer_version} on {ev.interconnect}: its workspace needs "
+            "NVLink multicast (audited source), so the reported 'fusion' run may not have fused at all. Upgrade "
+            "first; then enable it with EAGLE-3"
+            if blocked
+            else "Enable fusion with EAGLE-3"
+        )
         return Recommendation(
             Topic.FUSION,
-            f"Enable fusion with EAGLE-3: reported {r.get('eagle3')} -> {r.get('eagle3_fusion')} tok/s, but across a "
-            "CUDA upgrade and other patches; plain decoding shows no resolved difference (92.6 vs 92.6-93.1). The "
-            "model attributes most of the gain to algorithm substitution (NCCL ring -> one-shot push), not to "
-            "kernel fusion (~2 ms of the ~16 ms).",
-            ["reported: seeds 000-002", "chapter 4 (modelled)"],
+            f"{first}, but expect little from the fusion itself: kernel fusion removes "
+            f"{a.text('kernel_fusion_ms')} per verify pass of the {a.text('removed_ms')} per cycle that the reported "
+            f"{r['eagle3']:.1f} -> {r['eagle3_fusion']:.1f} tok/s removed; {a.text('remainder_ms')} of it is "
+            "unexplained (the jump spans a CUDA upgrade and other patches; algorithm substitution, NCCL ring -> "
+            f"one-shot push, is the leading hypothesis, unmeasured). Plain decoding shows no resolved difference "
+            f"({r['baseline']:.1f} vs {runs[0]:.1f}-{runs[1]:.1f} tok/s).",
+            ["reported: seeds 000-002", "chapter 4 (cycle account, modelled)"],
             "low",
             measure_next="EAGLE-3 with --enforce-disable-flashinfer-allreduce-fusion vs with fusion on the same stack, "
             "profiled (chapter 3)",
@@ -195,9 +215,11 @@ def _gates(ev: DeploymentFacts) -> Recommendation:
     return Recommendation(
         Topic.GATES,
         f"SGLang {ev.sglang_version or '?'}: open {len(ev.gates_closed)} gate(s) with `verifylab gates apply`, "
-        "then `verifylab gates verify` (revert with `verifylab gates revert`): " + "; ".join(ev.gates_closed),
+        "then `verifylab gates verify` (revert with `verifylab gates revert`): "
+        + "; ".join(ev.gates_closed)
+        + ". Which gates is audited; that the opened path runs on SM120 is not: no SM120 GPU ran it.",
         ["gates audit", "chapter 1"],
-        "high",
+        "medium",
         command="verifylab gates apply --root <site-packages>",
         provenance=["audited"],
     )
@@ -307,10 +329,41 @@ def _command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
     )
 
 
+def _elimination(ev: DeploymentFacts) -> Recommendation:
+    """Fusion vs removing all-reduces, from the modelled options at one stream."""
+    if ev.options is None or ev.options.empty:
+        return Recommendation(Topic.ELIMINATION, "No model of the options.", [], "none")
+    rows = ev.options.set_index("key")
+    span = lambda key, col: Span(rows.loc[key, col + "_low"], rows.loc[key, col + "_high"]).text(1)  # noqa: E731
+    elim = rows.loc[[k for k in ("dp_attention", "tp4_pp2", "ep8") if k in rows.index and rows.loc[k, "fits"]]]
+    best = elim["verify_ms"].idxmin() if not elim.empty else None
+    text = (
+        f"At one stream the verify pass is {span('baseline', 'verify_ms')} ms as run; kernel fusion alone gives "
+        f"{span('kernel_fusion', 'verify_ms')} ms, and fusion with a one-shot all-reduce up to "
+        f"{span('fusion_oneshot_bound', 'tokens_per_s')} tok/s (an optimistic link-model bound)."
+    )
+    if best is not None:
+        text += (
+            f" The best elimination that fits, {rows.loc[best, 'option'].removeprefix('elimination: ')}, gives "
+            f"{span(best, 'verify_ms')} ms ({span(best, 'tokens_per_s')} tok/s): {rows.loc[best, 'removes_and_adds']}."
+        )
+    unfit = [rows.loc[k, "option"].removeprefix("elimination: ") for k in rows.index if not rows.loc[k, "fits"]]
+    if unfit:
+        text += f" {', '.join(unfit)}: the weights leave no room for the KV cache."
+    return Recommendation(
+        Topic.ELIMINATION,
+        text + " Measure the all-reduce curve of the box before choosing: every option here prices PCIe by a model.",
+        ["chapter 4 (options, modelled)"],
+        "low",
+        measure_next="nccl-tests all_reduce_perf / all_gather_perf on the box, then `verifylab model pass`",
+        provenance=["modelled"],
+    )
+
+
 def recommend(ev: DeploymentFacts) -> list[Recommendation]:
     """All recommendations for the evidence at hand."""
     spec = _speculation(ev)
-    return [spec, _fusion(ev), _gates(ev), _command(ev, spec), *_risks(ev)]
+    return [spec, _fusion(ev), _elimination(ev), _gates(ev), _command(ev, spec), *_risks(ev)]
 
 
 def recommendations_frame(recs: list[Recommendation]) -> pd.DataFrame:
@@ -343,6 +396,7 @@ def facts_from_evidence(
     """Collect the evidence the rules use from ``data/``: measured sweeps and variant states (mechanics-only
     runs left out), the reported figures, and the audited gate matrix for ``sglang_version``."""
     figures = ev.figures
+    fusion_runs = figures[figures.figure_id.str.startswith("fusion_run_")]["value"]
     stored = stored_benchmarks(ev)
     facts = DeploymentFacts(
         sglang_version=sglang_version,
@@ -356,7 +410,10 @@ def facts_from_evidence(
             "eagle3": reported_value(figures, "eagle3_54_1"),
             "eagle3_fusion": reported_value(figures, "eagle3_fusion_96_1"),
             "baseline": reported_value(figures, "baseline_92_6"),
+            "fusion_runs": (fusion_runs.min(), fusion_runs.max()),
         },
+        account=account(ev),
+        options=whatif_table(ev),
     )
     smoke = set(mechanics_runs(ev))  # mechanics only: never evidence for a deployment
     stored = {

@@ -1,0 +1,98 @@
+"""One quantity, one value: every number with a unit in the prose of chapters 04 and 05 and the summary is one
+the code computes — the cycle account, the modelled options, a reported figure, or a measured finding — never
+a number typed into a page (#15)."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from verifylab.chapters import ch04_fusion_vs_elimination as ch04
+from verifylab.model.case import account
+from verifylab.model.cycle import Span
+from verifylab.store.evidence import Evidence
+
+NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?(ms|µs|us|tok/s)(?![\w])")
+SKIPPED = {"table", "pre", "svg", "script", "style", "code"}
+
+
+class Prose(HTMLParser):
+    """The text of a page outside tables, code and charts (``keep_tables``: tables too)."""
+
+    def __init__(self, keep_tables: bool = False) -> None:
+        super().__init__()
+        self.skipped = SKIPPED - ({"table"} if keep_tables else set())
+        self.depth, self.parts = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        classes = dict(attrs).get("class") or ""
+        if tag in self.skipped or "cell_input" in classes or self.depth:
+            self.depth += tag not in ("br", "img", "input", "meta", "hr", "col", "link")
+
+    def handle_endtag(self, tag):
+        if self.depth and tag not in ("br", "img", "input", "meta", "hr", "col", "link"):
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if not self.depth:
+            self.parts.append(data)
+
+
+def prose(path: Path, keep_tables: bool = False) -> str:
+    parser = Prose(keep_tables)
+    parser.feed(path.read_text(encoding="utf-8"))
+    return " ".join(parser.parts)
+
+
+def _span_texts(span: Span, digits: int) -> set[str]:
+    ends = {f"{span.low:.{digits}f}", f"{span.high:.{digits}f}"}
+    return ends | {span.text(digits)}
+
+
+@pytest.fixture(scope="module")
+def computed(repo_root) -> set[str]:
+    """Every number the code puts into these pages, as the pages format it."""
+    ev = Evidence(repo_root / "data")
+    a = account(ev)
+    allowed: set[str] = set()
+    for span, _, digits in a.quantities().values():
+        allowed |= _span_texts(span, digits)
+    params = ch04.Params(data_dir=ev.data_dir)
+    for streams in ch04.LOADS:
+        for r in ch04._options(ev, streams, params.draft_tokens).itertuples():
+            allowed |= _span_texts(Span(r.verify_ms_low, r.verify_ms_high), 1)
+            allowed |= _span_texts(Span(r.tokens_per_s_low, r.tokens_per_s_high), 1)
+    figures = ev.figures.dropna(subset=["value"]).set_index("figure_id")["value"]
+    allowed |= {f"{v:g}" for v in figures} | {f"{v:.1f}" for v in figures}
+    runs = figures[figures.index.str.startswith("fusion_run_")]
+    allowed |= {f"{runs.min():.1f}-{runs.max():.1f}"}
+    for low in figures.index[figures.index.str.endswith("_estimate_low")]:  # reported ranges, e.g. "2-8 ms"
+        allowed.add(f"{figures[low]:g}-{figures[low.replace('_low', '_high')]:g}")
+    for measured in (ch04.measured_finding(ev), ch04.prediction_finding(ev)):  # computed from measured runs
+        allowed |= {m.group(1) for m in NUMBER_WITH_UNIT.finditer(str(measured))}
+    return allowed
+
+
+PAGES = [
+    ("book/_generated/04_fusion_vs_elimination.html", False),
+    ("book/_generated/05_recommendations.html", True),
+    ("book/_generated/summary.html", True),
+]
+
+
+@pytest.mark.parametrize(("page", "keep_tables"), PAGES, ids=[Path(p).stem for p, _ in PAGES])
+def test_every_number_with_a_unit_is_a_computed_value(built_book, computed, page, keep_tables):
+    text = prose(built_book / page, keep_tables)
+    found = [(m.group(1), m.group(2)) for m in NUMBER_WITH_UNIT.finditer(text)]
+    assert found, f"{page}: no number with a unit found: the scan is not reading the page"
+    typed = sorted({f"{n} {u}" for n, u in found if n not in computed})
+    assert typed == [], f"{page}: numbers not computed from the account, the options or a figure: {typed}"
+
+
+def test_the_scan_catches_a_typed_number(computed):
+    text = "Kernel fusion saves about 2.2 ms of the ~16 ms; 0.30 ms per pass."
+    typed = [m.group(1) for m in NUMBER_WITH_UNIT.finditer(text) if m.group(1) not in computed]
+    assert typed == ["2.2", "16"]
