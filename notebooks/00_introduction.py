@@ -25,7 +25,7 @@
 # - **reported** — a figure from the case-study documents, with the file it came from and a quote;
 # - **modelled** — an output of the cost model, labelled with its inputs.
 #
-# The chapters: (1) the architecture gates that keep fusion off on SM120, (2) benchmarks at one stream
+# The chapters: (1) the architecture {term}`gates <gate>` that keep fusion off on SM120, (2) benchmarks at one stream
 # and under load, (3) where a verify pass spends its time, (4) fusion vs elimination of all-reduces,
 # (5) recommendations.
 
@@ -55,12 +55,12 @@ ev = Evidence(params.data_dir)
 # vs 13, patched or not) and, for the EAGLE-3 bars, different drafters: they are not a controlled
 # comparison, which is why chapter 4 takes them apart.
 
-# %%
+# %% mystnb={"figure": {"caption": "Decode throughput at one stream as the case study reports it (reported; the stacks differ between bars)", "name": "fig-reported-throughput"}}
 chapter.reported_throughput_figure(ev)
 
 # %% [markdown]
 # Every figure the source documents report, one row each, with the seed file and a verbatim quote
 # (`data/reference/reported_figures.csv`):
 
-# %%
+# %% mystnb={"figure": {"caption": "Every reported figure with its seed file and a verbatim quote (reported)", "name": "tbl-reported-figures"}}
 chapter.reported_figures_table(ev)

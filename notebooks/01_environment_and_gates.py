@@ -8,18 +8,6 @@
 
 # %% [markdown]
 # # Environment and architecture gates
-#
-# On the case-study box (8x RTX PRO 6000 Blackwell, **SM120**, PCIe) SGLang never used FlashInfer's
-# all-reduce fusion: the code only admitted SM90 (Hopper) and SM100 (B200/GB200). The case study opened it
-# with two `sed` one-liners against one SGLang version — a fix that breaks with every release, since the
-# gates move. `verifylab gates` finds them by parsing the source of whatever version is installed, opens
-# exactly those on the fusion and symmetric-memory paths, verifies the result and can revert it byte for
-# byte.
-#
-# A gate that admits the architecture does **not** prove that fusion runs. Other conditions keep it off all
-# the same: the FlashInfer JIT's own arch list, SGLang's workspace preflight that needs NVLink multicast
-# (a PCIe box has none), peer-to-peer access, the batch limit. Only fused kernels in a profile prove it
-# (chapter 3).
 
 # %% tags=["parameters"]
 mode = "replay"
@@ -46,14 +34,17 @@ params = chapter.Params.validated(
 pd.set_option("display.max_colwidth", 160, "display.max_rows", 100)
 ev = Evidence(params.data_dir)
 
+# %%
+chapter.pcie_sm120_finding(ev)
+
 # %% [markdown]
 # ## Which versions need which patch
 #
-# Each cell: `closed` — the gate exists in that version and keeps SM120 out; `open` — it admits SM120;
+# Each cell: `closed` — the {term}`gate` exists in that version and keeps SM120 out; `open` — it admits SM120;
 # `info` — a precondition reported, never patched; `—` — no such gate in that version. Audited from the
 # published wheels (`verifylab gates matrix`, data in `data/gates/gate_matrix.csv`).
 
-# %%
+# %% mystnb={"figure": {"caption": "Gates by audited SGLang / FlashInfer version for SM120 (audited published wheels)", "name": "tbl-gate-matrix"}}
 chapter.gate_matrix(ev)
 
 # %% [markdown]
@@ -79,10 +70,7 @@ chapter.gate_matrix(ev)
 # asks for multicast and skips fusion when the answer is "not supported", which `verifylab gates apply` opens
 # as a precondition gate only where the FlashInfer installed allocates without it.
 
-# %%
-chapter.pcie_sm120_finding(ev)
-
-# %%
+# %% mystnb={"figure": {"caption": "What a PCIe SM120 box must open per SGLang version, and whether fusion can run there (inferred from source and an SM90 simulation)", "name": "tbl-pcie-sm120"}}
 chapter.pcie_sm120_table(ev)
 
 # %% [markdown]
@@ -93,7 +81,7 @@ chapter.pcie_sm120_table(ev)
 # %%
 chapter.pcie_simulation_finding(ev)
 
-# %%
+# %% mystnb={"figure": {"caption": "Simulated PCIe on 2 x H200: fusion before and after the precondition gate (measured, SM90)", "name": "tbl-pcie-simulation"}}
 chapter.pcie_simulation_table(ev)
 
 # %% [markdown]
@@ -104,10 +92,10 @@ chapter.pcie_simulation_table(ev)
 # `--enforce-disable-flashinfer-allreduce-fusion` (it appears in 0.5.12). The case study's "baseline 92.6
 # vs fusion 92.6" may well compare fused with fused.
 
-# %%
+# %% mystnb={"figure": {"caption": "Every gate of SGLang 0.5.9, the case study's era (audited wheel)", "name": "tbl-gates-sglang-0-5-9"}}
 chapter.version_findings(ev, "sglang", "0.5.9")
 
-# %%
+# %% mystnb={"figure": {"caption": "Every gate of the newest audited SGLang (audited wheel)", "name": "tbl-gates-sglang-0-5-23"}}
 chapter.version_findings(ev, "sglang", "0.5.23")
 
 # %% [markdown]
@@ -120,7 +108,7 @@ chapter.version_findings(ev, "sglang", "0.5.23")
 # architecture list comes from the GPU (or that variable), not from the CUDA version: a CUDA 12.8 -> 13
 # upgrade alone cannot clear that error.
 
-# %%
+# %% mystnb={"figure": {"caption": "Does FlashInfer's fusion module compile for SM120? (measured on an H200 machine, not run on SM120)", "name": "tbl-sm120-build"}}
 chapter.sm120_build_runs(ev)
 
 # %% [markdown]
@@ -132,3 +120,18 @@ chapter.sm120_build_runs(ev)
 
 # %%
 chapter.live(params, ev)
+
+# %% [markdown]
+# ## What a gate is, and what it is not
+#
+# On the case-study box (8x RTX PRO 6000 Blackwell, **SM120**, PCIe) SGLang never used FlashInfer's
+# all-reduce fusion: the code only admitted SM90 (Hopper) and SM100 (B200/GB200). The case study opened it
+# with two `sed` one-liners against one SGLang version — a fix that breaks with every release, since the
+# gates move. `verifylab gates` finds them by parsing the source of whatever version is installed, opens
+# exactly those on the fusion and symmetric-memory paths, verifies the result and can revert it byte for
+# byte.
+#
+# A gate that admits the architecture does **not** prove that fusion runs. Other conditions keep it off all
+# the same: the FlashInfer JIT's own arch list, SGLang's workspace preflight that needs NVLink multicast
+# (a PCIe box has none), peer-to-peer access, the batch limit. Only fused kernels in a profile prove it
+# (chapter 3).

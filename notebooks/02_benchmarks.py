@@ -8,20 +8,6 @@
 
 # %% [markdown]
 # # Benchmarks: baseline, fusion, EAGLE-3, EAGLE-3 + fusion
-#
-# The case study compared variants with a one-off script (2 warm-ups, 5 runs x 2048 tokens, one stream,
-# port 30000) and noted that from about 30 concurrent requests speculation becomes a liability. This chapter
-# runs the same comparison with a harness that makes it trustworthy: each variant's flags are checked
-# against the installed SGLang's `--help` and chosen for its version (`--enforce-disable-flashinfer-allreduce-
-# fusion` on the baseline where it exists, because some versions auto-enable fusion for Kimi/DeepSeek); the
-# state *in effect* is recorded from `/server_info` and the log (a fusion variant at TP 1, or one whose
-# fusion the multicast preflight skipped, is marked inactive and never charted as active); tokens are counted
-# per chunk from `completion_tokens` (a speculative chunk carries several); the accept length is
-# token-weighted over the run and cross-checked with the server's own figure after `/flush_cache`; every
-# throughput carries a 95 % bootstrap interval, and a comparison says whether its difference is resolved.
-#
-# The harness itself was checked against a test double at known rates (`benchmarks/harness_fidelity.py`):
-# at 64 streams its TPOT and end-to-end times agree with the server's to better than 0.3 %.
 
 # %% tags=["parameters"]
 mode = "replay"
@@ -75,10 +61,13 @@ ev = Evidence(params.data_dir)
 # %%
 chapter.live(params, ev)
 
+# %%
+chapter.live_tp2_finding(ev)
+
 # %% [markdown]
 # ## What the case study reports, one stream
 
-# %%
+# %% mystnb={"figure": {"caption": "Single-stream tok/s per variant as reported (different stacks: not a controlled comparison)", "name": "fig-reported-single-stream"}}
 chapter.reported_single_stream_figure(ev)
 
 # %% [markdown]
@@ -86,7 +75,7 @@ chapter.reported_single_stream_figure(ev)
 # same stack: no difference is resolved. EAGLE-3's jump from 54.1 to 96.1 spans two software stacks, so no
 # statistic can attribute it; chapter 4 takes it apart with arithmetic.
 
-# %%
+# %% mystnb={"figure": {"caption": "What the reported figures resolve, and what they cannot (statistics on reported figures)", "name": "tbl-reported-comparisons"}}
 chapter.reported_comparisons(ev)
 
 # %% [markdown]
@@ -96,21 +85,18 @@ chapter.reported_comparisons(ev)
 # requests (reported, seed 002). The harness finds that crossover from a sweep with its uncertainty: the
 # last concurrency where speculation is resolved faster and the first where it is resolved slower.
 
-# %%
+# %% mystnb={"figure": {"caption": "Every stored benchmark of a real SGLang server: variant states, single stream, sweeps, crossovers (measured)", "name": "tbl-benchmark-runs"}}
 chapter.benchmark_section(ev)
 
 # %% [markdown]
-# ## A real SGLang server at TP 2 (mechanics)
+# ## A real SGLang server at TP 2 ({term}`mechanics <mechanics, not performance>`)
 #
 # The live TP-2 round (`benchmarks/live_tp2`): SGLang 0.5.17 on two H200s (NVLink) serving a random-weight
 # Qwen3-MoE with a random one-layer EAGLE-3 draft, each variant started in turn. A tiny model on NVLink says
 # nothing about a Blackwell PCIe box: these rows show that each variant starts, serves and reports what it
 # should, not which is faster. Each row names its run.
 
-# %%
-chapter.live_tp2_finding(ev)
-
-# %%
+# %% mystnb={"figure": {"caption": "The four variants at TP 2 on 2 x H200, one stream: median, interval and accept length (measured; mechanics, not performance)", "name": "tbl-live-tp2"}}
 chapter.live_tp2_table(ev)
 
 # %% [markdown]
@@ -120,5 +106,26 @@ chapter.live_tp2_table(ev)
 # against a real `sglang.launch_server` with a random-weight tiny model on one H200. Its figures test the
 # harness (flags, `meta_info`, the sweep), not SGLang's speed, and are kept out of the recommendations.
 
-# %%
+# %% mystnb={"figure": {"caption": "The live smoke's variants on one H200 at TP 1 (measured; mechanics only)", "name": "tbl-live-smoke-benchmarks"}}
 chapter.live_smoke_benchmarks(ev)
+
+# %% [markdown]
+# ## Method
+#
+# The case study compared variants with a one-off script (2 warm-ups, 5 runs x 2048 tokens, one stream,
+# port 30000) and noted that from about 30 concurrent requests speculation becomes a liability. This chapter
+# runs the same comparison with a harness that makes it trustworthy: each variant's flags are checked
+# against the installed SGLang's `--help` and chosen for its version (`--enforce-disable-flashinfer-allreduce-
+# fusion` on the baseline where it exists, because some versions auto-enable fusion for Kimi/DeepSeek); the
+# state *in effect* is recorded from `/server_info` and the log (a fusion variant at TP 1, or one whose
+# fusion the multicast preflight skipped, is marked inactive and never charted as active); tokens are counted
+# per chunk from `completion_tokens` (a speculative chunk carries several); the accept length is
+# token-weighted over the run and cross-checked with the server's own figure after `/flush_cache`; every
+# throughput carries a 95 % bootstrap interval, and a comparison says whether its difference is resolved.
+#
+# The harness itself was checked against a test double at known rates (`benchmarks/harness_fidelity.py`):
+# at 64 streams its TPOT and end-to-end times agree with the server's to better than 0.3 %.
+#
+# In {term}`live mode` the chapter first runs every variant on the box — start it, one stream, the sweep, stop
+# it — into the run named by `run_id` (default `live-benchmarks`), then shows it with the stored evidence;
+# in {term}`replay mode` it shows the stored runs only.

@@ -8,28 +8,6 @@
 
 # %% [markdown]
 # # Where the verify pass spends its time
-#
-# The case study's key measurement: a verify pass of about 30 ms, of which about 25 ms went to 122 NCCL
-# all-reduces and about 5 ms to compute. This chapter shows the instrument that produces such a breakdown
-# from a profiler trace (`verifylab trace summarize`), what it finds on traces made here, and — in live
-# mode — on the GPU box's own SGLang server.
-#
-# How the analyzer counts (see the Methods appendix for the rest):
-#
-# - every all-reduce is counted **once**, whatever implements it: an NCCL kernel, a custom one-shot kernel,
-#   or FlashInfer's fused all-reduce + RMSNorm kernel, which is communication *and* norm. (Holistic Trace
-#   Analysis counts only `nccl*` kernels as communication, so after fusion it reports almost none although
-#   every all-reduce still happens.) On the CPU side a `c10d::allreduce_` op and the backend op under it are
-#   one all-reduce;
-# - NCCL kernel-name suffixes such as `_RING_LL` are shown as names: they do not prove which algorithm or
-#   protocol ran;
-# - an NCCL kernel's duration includes the time it waits for the last rank: with several ranks, each
-#   collective is split into *arrival wait* and *transfer*, or the per-all-reduce cost is overstated;
-# - steps come from markers (`ProfilerStep#N`, named ranges) or, in SGLang traces, which have none, from
-#   CUDA-graph launches; under graphs the trace holds no message sizes, which then come from the model config.
-#
-# A patched gate (chapter 1) does not prove that fusion runs: only fused kernel names in a profile of the
-# real server do.
 
 # %% tags=["parameters"]
 mode = "replay"
@@ -78,10 +56,13 @@ params = chapter.Params.validated(
 pd.set_option("display.max_colwidth", 120)
 ev = Evidence(params.data_dir)
 
+# %%
+chapter.live_kernels_finding(ev)
+
 # %% [markdown]
 # ## What the case study reports
 
-# %%
+# %% mystnb={"figure": {"caption": "The verify pass as the case study reports it (reported)", "name": "tbl-verify-reported"}}
 chapter.reported_table(ev)
 
 # %% [markdown]
@@ -93,10 +74,10 @@ chapter.reported_table(ev)
 # with FlashInfer's fused add+RMSNorm. They calibrate the compute term of the model in chapter 4; they are
 # not Blackwell figures.
 
-# %%
+# %% mystnb={"figure": {"caption": "All-reduce vs compute per verify pass, reported next to measured", "name": "fig-verify-breakdown"}}
 chapter.breakdown_figure(ev)
 
-# %%
+# %% mystnb={"figure": {"caption": "The same parts in milliseconds, one row per source", "name": "tbl-verify-breakdown"}}
 chapter.breakdown_table(ev)
 
 # %% [markdown]
@@ -107,7 +88,7 @@ chapter.breakdown_table(ev)
 # step on every rank, each `c10d::allreduce_` and its `gloo:all_reduce` counted once. The single-GPU H200
 # trace has none, and the analyzer says so rather than reporting zero communication as a finding.
 
-# %%
+# %% mystnb={"figure": {"caption": "All-reduces per pass and their implementations, per measured trace (measured)", "name": "tbl-allreduce-counts"}}
 chapter.allreduce_counts(ev)
 
 # %% [markdown]
@@ -120,10 +101,10 @@ chapter.allreduce_counts(ev)
 # FlashInfer's fused kernel, whose time includes the residual add and RMSNorm it replaces (so its
 # "communication" is larger and the compute smaller than NCCL's).
 
-# %%
+# %% mystnb={"figure": {"caption": "The synthetic verify pass on 2 x H200, traced, per variant (measured, SM90)", "name": "tbl-synthetic-trace"}}
 chapter.measured_trace_breakdown(ev)
 
-# %%
+# %% mystnb={"figure": {"caption": "All-reduce latency vs message size on 2 x H200 per path and implementation (measured, SM90)", "name": "fig-allreduce-latency"}}
 chapter.latency_figure(ev)
 
 # %% [markdown]
@@ -136,10 +117,7 @@ chapter.latency_figure(ev)
 # kernel, `all_reduce_kernel<AllReducePushImpl...>`, which names neither "nccl" nor "custom": a name filter
 # misses it just as it misses fused kernels). Mechanics, not performance.
 
-# %%
-chapter.live_kernels_finding(ev)
-
-# %%
+# %% mystnb={"figure": {"caption": "All-reduce kernels per target pass of the live TP-2 server, by variant and kernel family (measured, SM90)", "name": "tbl-live-kernels"}}
 chapter.live_kernels_table(ev)
 
 # %% [markdown]
@@ -162,5 +140,30 @@ chapter.live(params, ev)
 # smoke's tiny model: real SGLang, Triton and FlashInfer kernel names, NGRAM's tree verification, and no
 # all-reduce at TP 1 (fusion not exercised).
 
-# %%
+# %% mystnb={"figure": {"caption": "The live smoke's profile on one H200 at TP 1 (measured; mechanics only)", "name": "tbl-live-smoke-profile"}}
 chapter.live_smoke_profile(ev)
+
+# %% [markdown]
+# ## How the analyzer counts
+#
+# The case study's key measurement: a verify pass of about 30 ms, of which about 25 ms went to 122 NCCL
+# all-reduces and about 5 ms to compute. This chapter shows the instrument that produces such a breakdown
+# from a profiler trace (`verifylab trace summarize`), what it finds on traces made here, and — in live
+# mode — on the GPU box's own SGLang server.
+#
+# How the analyzer counts (see the Methods appendix for the rest):
+#
+# - every all-reduce is counted **once**, whatever implements it: an NCCL kernel, a custom {term}`one-shot` kernel,
+#   or FlashInfer's fused all-reduce + RMSNorm kernel, which is communication *and* norm. (Holistic Trace
+#   Analysis counts only `nccl*` kernels as communication, so after fusion it reports almost none although
+#   every all-reduce still happens.) On the CPU side a `c10d::allreduce_` op and the backend op under it are
+#   one all-reduce;
+# - NCCL kernel-name suffixes such as `_RING_LL` are shown as names: they do not prove which algorithm or
+#   protocol ran;
+# - an NCCL kernel's duration includes the time it waits for the last rank: with several ranks, each
+#   collective is split into *arrival wait* and *transfer*, or the per-all-reduce cost is overstated;
+# - steps come from markers (`ProfilerStep#N`, named ranges) or, in SGLang traces, which have none, from
+#   CUDA-graph launches; under graphs the trace holds no message sizes, which then come from the model config.
+#
+# A patched gate (chapter 1) does not prove that fusion runs: only fused kernel names in a profile of the
+# real server do.

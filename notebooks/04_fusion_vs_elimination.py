@@ -38,15 +38,15 @@ chapter.finding(ev, params)
 # %% [markdown]
 # ## Three different things
 #
-# - **Kernel fusion** — the all-reduce's output feeds residual add + RMSNorm inside the same kernel: one
+# - **{term}`Kernel fusion <kernel fusion>`** — the all-reduce's output feeds residual add + RMSNorm inside the same kernel: one
 #   kernel less per all-reduce. The number and latency of all-reduces do not change. SGLang without fusion
 #   already runs one fused add+RMSNorm kernel per all-reduce, so this is all kernel fusion can remove.
-# - **Algorithm substitution** — the same number of all-reduces, each cheaper. On a PCIe box SGLang's own
+# - **{term}`Algorithm substitution <algorithm substitution>`** — the same number of all-reduces, each cheaper. On a PCIe box SGLang's own
 #   custom all-reduce is disabled beyond two GPUs, so every all-reduce goes to NCCL, whose ring takes
 #   2(n-1) sequential steps. FlashInfer's TRT-LLM fusion kernels do the all-reduce themselves: one-shot (each
 #   rank pushes its slice to every peer and polls locally) for small messages, two-shot above. "Fusion"
 #   therefore also *swaps the algorithm*.
-# - **Elimination** — fewer all-reduces: data-parallel attention, expert parallelism, fewer tensor-parallel
+# - **{term}`Elimination <elimination>`** — fewer all-reduces: data-parallel attention, expert parallelism, fewer tensor-parallel
 #   ranks per stage (pipeline parallelism). Each removes some all-reduces and adds other communication or
 #   compute; overlapping communication with compute hides it rather than removing it.
 #
@@ -61,17 +61,17 @@ chapter.finding(ev, params)
 # Every option from the same account: the reported pass split into compute, all-reduces and norms; compute,
 # communication and norm cost grow with tokens per pass as the H200 measurements grow; collectives other than
 # the reported all-reduce (all-gather, reduce-scatter, all-to-all, the one-shot push, a pipeline send) are
-# priced by an alpha-beta model of the PCIe link whose alpha makes NCCL's ring take the reported latency.
+# priced by an {term}`alpha-beta model` of the PCIe link whose alpha makes NCCL's ring take the reported latency.
 # Ranges span both readings of the reported cycle and the draft-token range; one stream's tok/s assumes the
 # draft phase does not grow with load.
 
-# %%
+# %% mystnb={"figure": {"caption": "Fusion vs elimination at 1, 8 and 32 streams: verify pass and one stream's tok/s as ranges (modelled)", "name": "tbl-fusion-options"}}
 chapter.options_at_load(ev, params)
 
-# %%
+# %% mystnb={"figure": {"caption": "Each option's verify pass split into compute, communication and norm (modelled)", "name": "fig-whatif-components"}}
 chapter.whatif_figure(ev, params)
 
-# %%
+# %% mystnb={"figure": {"caption": "Each option's terms at the chosen number of streams (modelled)", "name": "tbl-whatif-terms"}}
 chapter.whatif(ev, params)
 
 # %% [markdown]
@@ -87,10 +87,10 @@ chapter.whatif(ev, params)
 # %%
 chapter.measured_finding(ev)
 
-# %%
+# %% mystnb={"figure": {"caption": "The synthetic verify pass on 2 x H200 per communication variant and path (measured, SM90)", "name": "tbl-measured-passes"}}
 chapter.measured_table(ev)
 
-# %%
+# %% mystnb={"figure": {"caption": "Time saved per pass by fusion and by removing all-reduces, 2 x H200 (measured, SM90)", "name": "fig-measured-savings"}}
 chapter.measured_figure(ev)
 
 # %% [markdown]
@@ -105,13 +105,13 @@ chapter.measured_figure(ev)
 # %%
 chapter.prediction_finding(ev)
 
-# %%
+# %% mystnb={"figure": {"caption": "The pass model's predictions against the measured passes, out of sample (modelled vs measured)", "name": "tbl-prediction"}}
 chapter.prediction_table(ev)
 
 # %% [markdown]
 # ## The account's inputs and where they come from
 
-# %%
+# %% mystnb={"figure": {"caption": "The cycle account's inputs and where each comes from", "name": "tbl-account-inputs"}}
 chapter.model_inputs(ev)
 
 # %% [markdown]
@@ -120,7 +120,7 @@ chapter.model_inputs(ev)
 # Each line uses only reported figures (by id in `data/reference/`), the measured norm kernel and the stated
 # assumptions; the arithmetic is shown, and every number comes from the one account the finding above quotes.
 
-# %%
+# %% mystnb={"figure": {"caption": "Reconciliation of the reported figures, arithmetic shown (modelled from reported figures)", "name": "tbl-reconciliation"}}
 chapter.reconciliation(ev)
 
 # %% [markdown]
@@ -130,7 +130,7 @@ chapter.reconciliation(ev)
 # and message size stays open without the case-study box's own curve (its fourth). The hypotheses, and the
 # measurement that settles each:
 
-# %%
+# %% mystnb={"figure": {"caption": "Why verify all-reduces may be slower than decode's, and the measurement that settles each", "name": "tbl-hypotheses"}}
 chapter.hypotheses()
 
 # %% [markdown]
@@ -141,7 +141,7 @@ chapter.hypotheses()
 # floor (the table's all-reduce column). Bandwidths: the RTX PRO 6000's datasheet figure (a lead, not
 # measured here) and the H200's measured copy bandwidth.
 
-# %%
+# %% mystnb={"figure": {"caption": "The floor of a one-token decode step per GPU (modelled; bandwidths reported and measured)", "name": "tbl-limits"}}
 chapter.limits(ev)
 
 # %% [markdown]
@@ -150,7 +150,7 @@ chapter.limits(ev)
 # The compute term is fitted on two token counts of the H200 measurement (k = 1 and 16: time per layer =
 # a + b x bytes read) and predicts the others, which were not used to fit it.
 
-# %%
+# %% mystnb={"figure": {"caption": "The compute term fitted on two token counts and checked on the others (measured, H200)", "name": "tbl-compute-check"}}
 chapter.compute_check(ev)
 
 # %% [markdown]

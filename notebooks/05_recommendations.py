@@ -8,15 +8,6 @@
 
 # %% [markdown]
 # # Recommendations
-#
-# Derived by rules (`verifylab.report.recommend`, tested) from the evidence in this edition's data: measured
-# runs where they exist, the audited gate matrix, the reported case-study figures and the model. Each
-# recommendation cites its evidence and a confidence: **high** — measured or audited on the relevant
-# software; **medium** — measured on other hardware, or derived; **low** — reported or modelled only;
-# **none** — no evidence, with the measurement that would settle it.
-#
-# The parameters describe the box the recommendations are for: by default the case-study box (8x RTX PRO
-# 6000 Blackwell on PCIe, SGLang 0.5.9, FlashInfer 0.6.4, Kimi-K2.5 at TP 8 with an EAGLE-3 draft).
 
 # %% tags=["parameters"]
 mode = "replay"
@@ -52,6 +43,9 @@ pd.set_option("display.max_colwidth", 400)
 ev = Evidence(params.data_dir)
 
 # %%
+chapter.finding(ev, params)
+
+# %% mystnb={"figure": {"caption": "Recommendations with evidence, confidence, command and what to measure next", "name": "tbl-recommendations"}}
 chapter.recommendations(ev, params)
 
 # %% [markdown]
@@ -66,7 +60,7 @@ chapter.pcie_sm120_finding(ev)
 # %% [markdown]
 # ## The launch command
 #
-# Flags are chosen for the installed version and checked against its `--help` in live mode; in replay mode
+# Flags are chosen for the installed version and checked against its `--help` in {term}`live mode`; in {term}`replay mode`
 # they are SGLang 0.5.9's spellings, unchecked.
 
 # %%
@@ -78,3 +72,15 @@ chapter.print_launch_command(ev, params)
 # Every recommendation below medium confidence names the measurement that would settle it; the most
 # valuable is on the case-study box itself: EAGLE-3 with fusion forced off vs on, same CUDA 13 stack and
 # drafter, profiled — it separates kernel fusion, algorithm substitution and the upgrade (chapter 4).
+
+# %% [markdown]
+# ## How the recommendations are made
+#
+# Derived by rules (`verifylab.report.recommend`, tested) from the evidence in this edition's data: measured
+# runs where they exist, the audited gate matrix, the reported case-study figures and the model. Each
+# recommendation cites its evidence and a {term}`confidence`: **high** — measured or audited on the relevant
+# software; **medium** — measured on other hardware, or derived; **low** — reported or modelled only;
+# **none** — no evidence, with the measurement that would settle it.
+#
+# The parameters describe the box the recommendations are for: by default the case-study box (8x RTX PRO
+# 6000 Blackwell on PCIe, SGLang 0.5.9, FlashInfer 0.6.4, Kimi-K2.5 at TP 8 with an EAGLE-3 draft).

@@ -370,7 +370,7 @@ def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_
     single_html = html.split("Single stream (active variants only)")[1].split("Sweep cells")[0]
     assert "ngram" in single_html and ">fusion<" not in single_html
     assert "Pareto view" in html and "Greedy outputs vs the baseline" in html
-    assert "<td>True</td>" in html.split("Greedy outputs vs the baseline")[1]  # the double's outputs agree
+    assert ">yes</td>" in html.split("Greedy outputs vs the baseline")[1]  # the double's outputs agree
     figure = single_stream_chart(reported_single_stream(Evidence(repo_root / "data")), stored["single"])
     assert "<svg" in figure._repr_html_()
 

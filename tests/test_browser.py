@@ -130,12 +130,12 @@ def test_no_internal_link_is_broken(built_book):
     assert broken == []
 
 
-def test_summary_page_screenshot_is_attached(browser, book_url, built_book, repo_root):
-    page, errors, blocked = open_page(browser, f"{book_url}/book/_generated/summary.html")
-    assert "The numbers behind it" in page.content()
-    target = repo_root / "_build" / "test-artifacts" / "summary.png"
+def test_decision_page_screenshot_is_attached(browser, book_url, built_book, repo_root):
+    page, errors, blocked = open_page(browser, f"{book_url}/book/_generated/decision.html")
+    assert "Fusion vs elimination, in numbers" in page.content()
+    target = repo_root / "_build" / "test-artifacts" / "decision.png"
     target.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(target), full_page=True)
-    print(f"summary screenshot: {target}")
+    print(f"decision screenshot: {target}")
     assert target.stat().st_size > 10_000 and errors == [] and blocked == []
     page.close()

@@ -1,4 +1,4 @@
-"""One quantity, one value: every number with a unit in the prose of chapters 04 and 05 and the summary is one
+"""One quantity, one value: every number with a unit in the prose of chapters 04 and 05 and the decision page is one
 the code computes — the cycle account, the modelled options, a reported figure, or a measured finding — never
 a number typed into a page (#15)."""
 
@@ -79,7 +79,7 @@ def computed(repo_root) -> set[str]:
 PAGES = [
     ("book/_generated/04_fusion_vs_elimination.html", False),
     ("book/_generated/05_recommendations.html", True),
-    ("book/_generated/summary.html", True),
+    ("book/_generated/decision.html", True),
 ]
 
 

@@ -57,7 +57,8 @@ def test_exports_open(editions):
     root, _, _, changed = editions
     folder = root / "_build" / "editions" / changed["id"] / "exports"
     index = json.loads((folder / "exports.json").read_text())
-    assert {"reported_throughput", "verify_components", "whatif", "recommendations"} <= {e["name"] for e in index}
+    names = {e["name"] for e in index}
+    assert {"fig-reported-throughput", "fig-whatif-components", "tbl-fusion-options", "tbl-recommendations"} <= names
     for entry in index:
         assert entry["edition"] == changed["id"]
         for name in entry["files"]:
@@ -72,6 +73,18 @@ def test_exports_open(editions):
             else:
                 rows = list(csv.reader(path.open()))
                 assert len(rows) >= 2
+
+
+def test_make_book_prints_the_decision_and_every_chapter_to_pdf(editions):
+    from pypdf import PdfReader
+
+    root, _, _, changed = editions
+    folder = root / "_build" / "editions" / changed["id"] / "exports" / "pdf"
+    pdfs = {p.stem: p for p in folder.glob("*.pdf")}
+    assert set(pdfs) >= {"decision", "01_environment_and_gates", "04_fusion_vs_elimination", "05_recommendations"}
+    text = " ".join(page.extract_text() for page in PdfReader(pdfs["decision"]).pages)
+    assert "The decision" in text and changed["id"] in text
+    assert "Fusion vs elimination" in PdfReader(pdfs["04_fusion_vs_elimination"]).pages[0].extract_text()
 
 
 def test_publish_registers_and_changes_page_compares(editions):

@@ -3,6 +3,7 @@ that decides between replaying stored evidence and running an experiment on the 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -11,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from verifylab.errors import ParameterError, describe_error
 from verifylab.report.section import Section
+from verifylab.report.tables import Table, as_table
 
 
 class ChapterParams(BaseModel):
@@ -40,9 +42,20 @@ class ChapterParams(BaseModel):
             raise ParameterError(describe_error(exc, cls.chapter)) from None
 
 
-def live_section(params: ChapterParams, title: str, replay_note: str, experiment: Callable[[], Section]) -> Section:
-    """The chapter's live part: ``experiment()`` in live mode; in replay mode a section that says what live mode
-    would do (the only place a chapter looks at ``mode``)."""
+def live_section(params: ChapterParams, experiment: Callable[[], Section]) -> Section | None:
+    """The chapter's live part: ``experiment()`` in live mode; nothing in replay mode, where the page shows the
+    stored evidence (each chapter's method section says what live mode does). The only place that looks at
+    ``mode``."""
     if params.mode != "live":
-        return Section(title).add(replay_note, "")
+        return None
     return experiment()
+
+
+def shown_as_table(function: Callable[..., Any]) -> Callable[..., Table]:
+    """A chapter function whose DataFrame the page shows through the book's one table renderer."""
+
+    @functools.wraps(function)
+    def shown(*args: Any, **kwargs: Any) -> Table:
+        return as_table(function(*args, **kwargs))
+
+    return shown

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
+from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import Introduction as Params
 from verifylab.report.charts import Figure, reported_throughput_chart
+from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_throughput
 
@@ -30,6 +30,7 @@ def reported_throughput_figure(ev: Evidence) -> Figure:
     return reported_throughput_chart(reported_throughput(ev.figures))
 
 
-def reported_figures_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def reported_figures_table(ev: Evidence) -> Table:
     """Table: every reported figure with its seed file and quote."""
     return ev.figures[FIGURE_COLUMNS]

@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.chapters._base import live_section
+from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import EnvironmentAndGates as Params
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
 from verifylab.report import gates_report, live_tp2
 from verifylab.report.section import Prose, Section
+from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params"]
 
 
-def gate_matrix(ev: Evidence) -> pd.DataFrame:
-    """Table: gate x audited version -> closed / open / info."""
-    return gates_report.matrix_overview(ev.gate_matrix)
+@shown_as_table
+def gate_matrix(ev: Evidence) -> Table:
+    """Table: gate x audited version -> closed / open / info (gate kinds in words, so the column can wrap)."""
+    overview = gates_report.matrix_overview(ev.gate_matrix)
+    return overview.assign(kind=overview["kind"].str.replace("_", " "))
 
 
 def _outlook(ev: Evidence) -> pd.DataFrame:
@@ -30,7 +33,8 @@ def pcie_sm120_finding(ev: Evidence) -> Prose:
     return gates_report.pcie_sm120_finding(_outlook(ev))
 
 
-def pcie_sm120_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def pcie_sm120_table(ev: Evidence) -> Table:
     """Table: per audited SGLang version, the gates to open and whether fusion can run without multicast."""
     return _outlook(ev)
 
@@ -44,29 +48,27 @@ def pcie_simulation_finding(ev: Evidence) -> Prose:
     return live_tp2.pcie_finding(_pcie_simulation(ev))
 
 
-def pcie_simulation_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def pcie_simulation_table(ev: Evidence) -> Table:
     """Table: the simulated-PCIe runs, what SGLang logged and which kernels ran."""
     return _pcie_simulation(ev)
 
 
-def version_findings(ev: Evidence, package: str, version: str) -> pd.DataFrame:
+@shown_as_table
+def version_findings(ev: Evidence, package: str, version: str) -> Table:
     """Table: every gate found in one audited version, with its note."""
     return gates_report.version_findings(ev.gate_matrix, package, version)
 
 
-def sm120_build_runs(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def sm120_build_runs(ev: Evidence) -> Table:
     """Table: the SM120 build checks, labelled with their machine."""
     return gates_report.sm120_build_runs(ev)
 
 
-def live(params: Params, ev: Evidence) -> Section:
+def live(params: Params, ev: Evidence) -> Section | None:
     """Live mode: preflight this box, audit its SGLang install and, with ``apply_patch``, open and verify."""
-    return live_section(
-        params,
-        "This box (live mode)",
-        "Replay mode: the box's own audit and preflight run in live mode.",
-        lambda: _audit_this_box(params),
-    )
+    return live_section(params, lambda: _audit_this_box(params))
 
 
 def _audit_this_box(params: Params) -> Section:

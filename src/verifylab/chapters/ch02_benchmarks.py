@@ -7,12 +7,13 @@ import pandas as pd
 
 from verifylab.bench.campaign import run_campaign
 from verifylab.bench.method import SingleStreamConfig
-from verifylab.chapters._base import live_section
+from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import Benchmarks as Params
 from verifylab.errors import ParameterError
 from verifylab.report import bench_report, live_smoke, live_tp2
 from verifylab.report.charts import Figure
 from verifylab.report.section import Prose, Section
+from verifylab.report.tables import Table
 from verifylab.server.launch import BaseConfig
 from verifylab.store.evidence import Evidence
 
@@ -26,7 +27,8 @@ def reported_single_stream_figure(ev: Evidence) -> Figure:
     return bench_report.single_stream_chart(bench_report.reported_single_stream(ev))
 
 
-def reported_comparisons(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def reported_comparisons(ev: Evidence) -> Table:
     """Table: what the reported figures resolve, and what they cannot."""
     return bench_report.reported_comparisons(ev)
 
@@ -45,7 +47,8 @@ def live_tp2_finding(ev: Evidence) -> Prose:
     return live_tp2.live_single_stream_finding(_live_tp2(ev))
 
 
-def live_tp2_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def live_tp2_table(ev: Evidence) -> Table:
     """Table: single-stream tok/s with the median's interval and accept length, per live TP-2 variant."""
     return _live_tp2(ev)
 
@@ -55,14 +58,9 @@ def live_smoke_benchmarks(ev: Evidence) -> Section:
     return live_smoke.live_smoke_benchmarks(ev)
 
 
-def live(params: Params, ev: Evidence) -> Section:
+def live(params: Params, ev: Evidence) -> Section | None:
     """Live mode: run every variant on the box into ``params.run_id`` (default ``live-benchmarks``)."""
-    return live_section(
-        params,
-        "Live campaign",
-        "Replay mode: stored runs are shown below; live mode runs every variant here.",
-        lambda: _campaign(params, ev),
-    )
+    return live_section(params, lambda: _campaign(params, ev))
 
 
 def _campaign(params: Params, ev: Evidence) -> Section:

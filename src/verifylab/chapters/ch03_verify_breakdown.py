@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from verifylab.chapters._base import live_section
+from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
 from verifylab.report import breakdown, comm_measured, live_smoke, live_tp2
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
+from verifylab.report.tables import Table
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
 from verifylab.server.profile import capture_profile
 from verifylab.store.evidence import Evidence
@@ -28,7 +29,8 @@ def _tables(ev: Evidence) -> dict[str, pd.DataFrame]:
     return ev.derived("chapter3_tables", breakdown.chapter3_tables)
 
 
-def reported_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def reported_table(ev: Evidence) -> Table:
     """Table: the verify-pass figures the case study reports."""
     return _tables(ev)["reported"]
 
@@ -38,18 +40,21 @@ def breakdown_figure(ev: Evidence) -> Figure:
     return step_breakdown_chart(_tables(ev)["breakdown"])
 
 
-def breakdown_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def breakdown_table(ev: Evidence) -> Table:
     """Table: the same parts in milliseconds, one row per source."""
     parts = _tables(ev)["breakdown"]
     return parts.pivot_table(index="source", columns="part", values="ms", aggfunc="sum").round(3)
 
 
-def allreduce_counts(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def allreduce_counts(ev: Evidence) -> Table:
     """Table: all-reduces per pass and their implementations, per measured trace."""
     return _tables(ev)["counts"]
 
 
-def measured_trace_breakdown(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def measured_trace_breakdown(ev: Evidence) -> Table:
     """Table: the synthetic verify pass on 2 x H200, traced, per variant."""
     return comm_measured.measured_trace_breakdown(ev.runs)
 
@@ -64,7 +69,8 @@ def live_kernels_finding(ev: Evidence) -> Prose:
     return live_tp2.live_kernels_finding(live_tp2.live_allreduce_kernels(ev.runs))
 
 
-def live_kernels_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def live_kernels_table(ev: Evidence) -> Table:
     """Table: all-reduce kernels per target pass, by variant and kernel family."""
     return live_tp2.live_kernels_table(live_tp2.live_allreduce_kernels(ev.runs))
 
@@ -74,16 +80,10 @@ def live_smoke_profile(ev: Evidence) -> Section:
     return live_smoke.live_smoke_profile(ev)
 
 
-def live(params: Params, ev: Evidence) -> Section:
+def live(params: Params, ev: Evidence) -> Section | None:
     """Live mode: profile the server at ``server_url``, or start, profile and stop each of ``profile_variants``
     (or ``serve_variant``) with chapter 02's launch settings; store the summaries as a measured run."""
-    return live_section(
-        params,
-        "Live profile of the box's server",
-        "Replay mode: no live capture. In live mode this chapter profiles the server at "
-        "server_url (or starts each of profile_variants itself) and stores the summary as a measured run.",
-        lambda: _profile(params, ev),
-    )
+    return live_section(params, lambda: _profile(params, ev))
 
 
 def _profile(params: Params, ev: Evidence) -> Section:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.model.case import account, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
@@ -15,6 +16,7 @@ from verifylab.model.reconcile import HYPOTHESES
 from verifylab.report import comm_measured
 from verifylab.report.charts import Figure, verify_components_chart
 from verifylab.report.section import Prose
+from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_value
 
@@ -48,7 +50,8 @@ def measured_finding(ev: Evidence) -> Prose:
     return comm_measured.comm_finding(_gains(ev), tokens=MEASURED_TOKENS)
 
 
-def measured_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def measured_table(ev: Evidence) -> Table:
     """Table: pass time per variant and token count, measured."""
     return comm_measured.fusion_vs_elimination_table(_gains(ev))
 
@@ -67,7 +70,8 @@ def prediction_finding(ev: Evidence) -> Prose:
     return comm_measured.prediction_finding(_prediction(ev))
 
 
-def prediction_table(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def prediction_table(ev: Evidence) -> Table:
     """Table: predicted vs measured pass time per variant."""
     return comm_measured.prediction_table(_prediction(ev))
 
@@ -112,7 +116,8 @@ def finding(ev: Evidence, params: Params) -> Prose:
     )
 
 
-def options_at_load(ev: Evidence, params: Params) -> pd.DataFrame:
+@shown_as_table
+def options_at_load(ev: Evidence, params: Params) -> Table:
     """Table: every option at 1, 8 and 32 streams — verify ms and tok/s per stream as ranges (modelled)."""
     rows = []
     for streams in LOADS:
@@ -132,12 +137,14 @@ def options_at_load(ev: Evidence, params: Params) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def model_inputs(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def model_inputs(ev: Evidence) -> Table:
     """Table: every input of the cycle account and the what-ifs, with its source."""
     return inputs_table(ev)
 
 
-def whatif(ev: Evidence, params: Params) -> pd.DataFrame:
+@shown_as_table
+def whatif(ev: Evidence, params: Params) -> Table:
     """Table: each option's verify pass split into its terms at ``batch`` streams (modelled)."""
     return _options(ev, params.batch, params.draft_tokens)[WHATIF_COLUMNS].round(2)
 
@@ -150,17 +157,20 @@ def whatif_figure(ev: Evidence, params: Params) -> Figure:
     return verify_components_chart(components_long(frame.assign(launch_ms=0.0)))
 
 
-def reconciliation(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def reconciliation(ev: Evidence) -> Table:
     """Table: the reconciliation of the reported figures, arithmetic shown, every number from the account."""
     return reconcile_table(ev)[["step", "arithmetic", "verdict", "figures"]]
 
 
-def hypotheses() -> pd.DataFrame:
+@shown_as_table
+def hypotheses() -> Table:
     """Table: why verify all-reduces may be slower than decode's, and the measurement that settles each."""
     return HYPOTHESES
 
 
-def limits(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def limits(ev: Evidence) -> Table:
     """Table: the floor of a one-token decode step, at the datasheet and at the measured bandwidth."""
     ceilings = ev.newest_table("ceilings")
     return limits_table(
@@ -172,6 +182,7 @@ def limits(ev: Evidence) -> pd.DataFrame:
     ).round(2)
 
 
-def compute_check(ev: Evidence) -> pd.DataFrame:
+@shown_as_table
+def compute_check(ev: Evidence) -> Table:
     """Table: the compute term fitted on two token counts, checked on the others."""
     return compute_validation(ev.newest_table("shard_compute")).round(4)

@@ -3,11 +3,21 @@ which gates to open, the risks), the PCIe SM120 outlook, and the launch command.
 
 from __future__ import annotations
 
-import pandas as pd
-
+from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
 from verifylab.chapters.params import Recommendations as Params
-from verifylab.report.recommend import Recommendation, Topic, facts_from_evidence, recommend, recommendations_frame
+from verifylab.report.recommend import (
+    DECISION_TOPICS,
+    Recommendation,
+    Topic,
+    decision_lines,
+    facts_from_evidence,
+    recommend,
+    recommendations_frame,
+    wrapped_command,
+)
+from verifylab.report.section import Prose
+from verifylab.report.tables import Table
 from verifylab.server.launch import BaseConfig, launcher_help
 from verifylab.store.evidence import Evidence
 
@@ -33,11 +43,18 @@ def _recommendations(ev: Evidence, params: Params) -> list[Recommendation]:
     return ev.derived(f"recommendations/{params.model_dump_json()}", compute)
 
 
-def recommendations(ev: Evidence, params: Params) -> pd.DataFrame:
+@shown_as_table
+def recommendations(ev: Evidence, params: Params) -> Table:
     """Table: every recommendation with its evidence, confidence, command and what to measure next."""
     return recommendations_frame(_recommendations(ev, params))
 
 
+def finding(ev: Evidence, params: Params) -> Prose:
+    """Finding: the decision for this box in a few lines, each with its confidence (chapter 4 carries the ranges)."""
+    return decision_lines(_recommendations(ev, params), DECISION_TOPICS)
+
+
 def print_launch_command(ev: Evidence, params: Params) -> None:
-    """Print the launch command of the recommended variant (flags checked against --help in live mode)."""
-    print(next(r.command for r in _recommendations(ev, params) if r.topic is Topic.LAUNCH_COMMAND))
+    """Print the launch command of the recommended variant, one flag per line (checked against --help live)."""
+    command = next(r.command for r in _recommendations(ev, params) if r.topic is Topic.LAUNCH_COMMAND)
+    print(wrapped_command(command) if command else "No launch command: no model path was given.")

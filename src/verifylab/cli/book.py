@@ -120,6 +120,7 @@ def book(
     except VerifylabError as exc:
         raise fail(exc) from None
     console.print(f"edition {result.edition['id']} (all editions: {result.edition_dir.parent / 'index.html'})")
+    console.print(f"PDFs: {result.pdf_note}", highlight=False)
     if publish:
         console.print("registered in book/editions.json: commit it so the edition outlives the build folder")
     console.print(f"book: [bold]{result.index_html}[/]")

@@ -17,6 +17,7 @@ from typing import Any
 
 from verifylab.errors import BookBuildError
 from verifylab.publish.edition import archive, write_generated_pages
+from verifylab.publish.pdf import print_pdfs
 from verifylab.store.evidence import Evidence
 
 GENERATED = Path("book") / "_generated"
@@ -42,6 +43,8 @@ class BookResult:
     index_html: Path | None = None
     edition: dict = field(default_factory=dict)
     edition_dir: Path | None = None
+    pdfs: list[Path] = field(default_factory=list)
+    pdf_note: str = ""  # how many PDFs were printed, or why none
 
     @property
     def failed(self) -> list[ChapterResult]:
@@ -136,8 +139,8 @@ def build_book(
     on_chapter: Callable[[str, int, int], None] | None = None,
     on_cell: CellProgress | None = None,
 ) -> BookResult:
-    """Execute every chapter (replay by default) and render the HTML book; the first failing chapter stops it
-    (``verifylab run`` instead renders failed chapters and goes on)."""
+    """Execute every chapter (replay by default), render the HTML book and print its pages to PDF; the first
+    failing chapter stops it (``verifylab run`` instead renders failed chapters and goes on)."""
     params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
     result = BookResult()
     sources = chapter_sources(root)
@@ -148,14 +151,16 @@ def build_book(
         result.chapters.append(chapter)
         if not chapter.ok:
             raise BookBuildError(f"chapter {chapter.name} failed: {chapter.error}")
-    return render_edition(root, root / params["data_dir"], result)
+    result = render_edition(root, root / params["data_dir"], result)
+    result.pdfs, result.pdf_note = print_pdfs(root / "_build" / "html", result.edition_dir / "exports" / "pdf")
+    return result
 
 
 def render_edition(root: Path, data_dir: Path, result: BookResult) -> BookResult:
-    """After the chapters ran: generated pages (summary, changes, edition stamp), HTML, archived edition.
+    """After the chapters ran: generated pages (decision, changes, edition stamp), HTML, archived edition.
     Warnings are errors unless a chapter failed (its page then carries the error)."""
     ev = Evidence(data_dir)
     result.edition = write_generated_pages(root, ev)
     result.index_html = render_html(root, strict=not result.failed)
-    result.edition_dir = archive(root, result.edition, ev)
+    result.edition_dir = archive(root, result.edition)
     return result

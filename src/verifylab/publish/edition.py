@@ -21,9 +21,9 @@ import pandas as pd
 from verifylab import __version__
 from verifylab.errors import ReferenceDataError
 from verifylab.iorw import atomic_write_json, atomic_write_text
+from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
-from verifylab.publish.findings import Finding, FindingKey, by_key, from_legacy, key_findings
-from verifylab.report.recommend import Topic
+from verifylab.publish.findings import Finding, by_key, from_legacy, key_findings
 from verifylab.store.evidence import Evidence
 
 REGISTRY = Path("book") / "editions.json"
@@ -93,7 +93,7 @@ def _md_table(frame: pd.DataFrame) -> str:
 
 
 def write_generated_pages(root: Path, ev: Evidence) -> dict:
-    """edition.json (for the banner), the summary page and the changes page, before the book is rendered."""
+    """edition.json (for the banner), the decision page and the changes page, before the book is rendered."""
     eid = edition_id(root, ev.data_dir)
     findings = key_findings(ev)
     registry = load_registry(root)
@@ -120,57 +120,18 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
         )
         + _md_table(changes_since(previous, findings)),
     )
-    atomic_write_text(out / "summary.md", summary_markdown(edition))
+    atomic_write_text(out / PAGE, decision_markdown(edition))
     return edition
 
 
-def summary_markdown(edition: dict) -> str:
-    """The one-page summary: the decision, the numbers behind it (from the cycle account), the caveats."""
-    f = {k: v.shown for k, v in by_key(edition["key_findings"]).items()}
-    remainder = f[FindingKey.UNEXPLAINED_REMAINDER_MS]
-    spec = f.get(Topic.SPECULATION, "")
-    fusion = f.get(Topic.FUSION, "")
-    return f"""# Summary for design reviews
-
-Edition `{edition["id"]}` · built {edition["built"]} · runs: {", ".join(edition["runs"]) or "none"}
-
-## The decision
-
-- **Fusion:** {fusion}
-- **Fusion vs elimination:** {f.get(Topic.ELIMINATION, "")}
-- **Speculation under load:** {spec}
-
-## The numbers behind it
-
-1. **{f[FindingKey.VERIFY_ALLREDUCE_US]} per all-reduce in the verify pass** (reported all-reduce time over the
-   reported count) against at most **{f[FindingKey.DECODE_ALLREDUCE_BOUND_US]}** in a decode step of the CUDA 13
-   baseline: the verify pass's all-reduces run differently, and that is where the time goes.
-2. **{f[FindingKey.CYCLE_TIME_REMOVED_MS]} per cycle** is what the reported 54.1 -> 96.1 tok/s removed (the
-   reported cycle fits an accept length of {f[FindingKey.ACCEPT_LENGTH]}). Kernel fusion carries
-   **{f[FindingKey.KERNEL_FUSION_SHARE_MS]}** of it (one add+RMSNorm kernel per all-reduce, measured on an H200); the
-   CUDA upgrade {f[FindingKey.UPGRADE_SHARE_MS]} if it sped EAGLE-3 as it sped the baseline; **{remainder} is
-   unexplained** — algorithm substitution (NCCL ring -> one-shot push) is the leading hypothesis, unmeasured.
-3. **Speculation under load**: where the case study saw it become a liability (reported; the harness measures
-   the crossover with its interval in live mode).
-
-## Caveats
-
-- No Blackwell GPU was available: H200 (SM90) measurements calibrate the mechanism, they are not SM120 results.
-- The 54.1 -> 96.1 tok/s gain spans a CUDA 12.8 -> 13 upgrade and other patches: attribution is modelled, not
-  measured. SGLang 0.5.9 auto-enables fusion for Kimi-K2.5 once its gate admits SM120, so a "baseline" may be fused.
-- On PCIe, SGLang >= 0.5.12 skips fusion when NVLink multicast is missing: a patched gate does not prove fusion
-  runs; only fused kernels in a profile do.
-"""
-
-
-def archive(root: Path, edition: dict, ev: Evidence) -> Path:
+def archive(root: Path, edition: dict) -> Path:
     """Copy the rendered HTML to ``_build/editions/<id>/``, write exports, refresh the editions index."""
     editions = root / "_build" / "editions"
     target = editions / edition["id"]
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(root / "_build" / "html", target)
-    write_exports(ev, target / "exports", edition["id"])
+    write_exports(root / GENERATED, target / "exports", edition["id"])
     index_path = editions / "editions.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else []
     known = [e for e in known if e["id"] != edition["id"]] + [

@@ -1,72 +1,85 @@
-"""Design-review exports: every key chart as SVG and PNG, every key table as CSV, each with the edition id.
-The charts and tables are the chapters' own (same functions), so an export never disagrees with its page."""
+"""Design-review exports, written from the very objects the pages show: every numbered table of every chapter
+as CSV (its cells as the page shows them, an ``edition`` column first) and every numbered chart as SVG and PNG
+(captioned with the edition id), read from the executed chapters. An export therefore cannot disagree with its
+page, and every export appears in the book."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from verifylab.chapters import ch00_introduction, ch01_environment_and_gates, ch02_benchmarks, ch03_verify_breakdown
-from verifylab.chapters.ch04_fusion_vs_elimination import Params as FusionParams
-from verifylab.chapters.ch04_fusion_vs_elimination import whatif_figure
+from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_json, atomic_write_text
-from verifylab.model.case import reconcile_table, whatif_table
-from verifylab.report.charts import Figure, norm_fusion_chart, shard_compute_chart
-from verifylab.report.recommend import case_study_facts, recommend, recommendations_frame
-from verifylab.store.evidence import Evidence
+from verifylab.report.charts import FIGURE_MIME, save_spec
+from verifylab.report.section import SECTION_MIME
+from verifylab.report.tables import TABLE_MIME
 
 
-def key_figures(ev: Evidence) -> list[Figure]:
-    """The charts a design review cites, built by the same functions as the chapters."""
-    defaults = FusionParams(data_dir=ev.data_dir)
-    figures = [
-        ch00_introduction.reported_throughput_figure(ev),
-        whatif_figure(ev, defaults),
-        ch03_verify_breakdown.breakdown_figure(ev),
-        ch02_benchmarks.reported_single_stream_figure(ev),
-    ]
-    for table, chart in (("shard_compute", shard_compute_chart), ("norm_fusion", norm_fusion_chart)):
-        run_id = ev.newest_with(table)
-        if run_id:
-            figures.append(chart(ev.runs.read_table(run_id, table), ev.runs.manifest(run_id).label, run_id))
-    return figures
+@dataclass(frozen=True)
+class Exhibit:
+    """One numbered table or figure of a chapter, as its executed cell holds it."""
+
+    chapter: str
+    name: str  # the anchor: tbl-... or fig-...
+    caption: str
+    kind: str  # "table" or "figure"
+    data: dict
 
 
-def key_tables(ev: Evidence) -> dict[str, tuple[str, pd.DataFrame]]:
-    """name -> (caption, table)."""
-    return {
-        "reported_figures": ("Figures reported by the case study, with seed file and quote", ev.figures),
-        "whatif": ("Verify pass under each mechanism (modelled)", whatif_table(ev)),
-        "reconciliation": ("Reconciliation of the reported figures (arithmetic)", reconcile_table(ev)),
-        "gate_matrix": (
-            "SGLang/FlashInfer gates by version for SM120 (audited wheels)",
-            ch01_environment_and_gates.gate_matrix(ev),
-        ),
-        "recommendations": (
-            "Recommendations with evidence and confidence (case-study box)",
-            recommendations_frame(recommend(case_study_facts(ev))),
-        ),
-    }
+def exhibits(generated: Path) -> Iterator[Exhibit]:
+    """Every numbered exhibit of the executed chapters in ``generated``, in page order."""
+    for notebook in sorted(generated.glob("[0-9][0-9]_*.ipynb")):
+        doc = json.loads(notebook.read_text(encoding="utf-8"))
+        for cell in doc.get("cells", []):
+            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
+            if not figure:
+                continue
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                for mime, kind in ((TABLE_MIME, "table"), (FIGURE_MIME, "figure"), (SECTION_MIME, "section")):
+                    if mime in data:
+                        yield Exhibit(notebook.stem, figure["name"], figure["caption"], kind, data[mime])
 
 
-def write_exports(ev: Evidence, folder: Path, edition: str) -> list[dict]:
-    """Write the exports and an ``exports.json`` index (name, caption, edition, files)."""
+def table_frame(exhibit: Exhibit, edition: str) -> pd.DataFrame:
+    """A numbered table's cells, with the edition id as the first column."""
+    frame = pd.DataFrame(exhibit.data["rows"], columns=exhibit.data["columns"])
+    frame.insert(0, "edition", edition)
+    return frame
+
+
+def write_exports(generated: Path, folder: Path, edition: str) -> list[dict]:
+    """Write every exhibit and an ``exports.json`` index (chapter, name, caption, edition, files)."""
     folder.mkdir(parents=True, exist_ok=True)
     index = []
-    for fig in key_figures(ev):
-        paths = fig.save(folder, edition)
+    for exhibit in exhibits(generated):
+        if exhibit.kind == "table":
+            atomic_write_text(folder / f"{exhibit.name}.csv", table_frame(exhibit, edition).to_csv(index=False))
+            files = [f"{exhibit.name}.csv"]
+        elif exhibit.kind == "section":  # one CSV per table of the section, numbered in page order
+            files = []
+            for number, part in enumerate(exhibit.data["tables"], start=1):
+                frame = table_frame(Exhibit(exhibit.chapter, exhibit.name, part["caption"], "table", part), edition)
+                atomic_write_text(folder / f"{exhibit.name}-{number}.csv", frame.to_csv(index=False))
+                files.append(f"{exhibit.name}-{number}.csv")
+        else:
+            save_spec(exhibit.data["spec"], exhibit.name, f"{exhibit.caption} — edition {edition}", folder)
+            files = [f"{exhibit.name}.svg", f"{exhibit.name}.png"]
         index.append(
             {
-                "name": fig.name,
-                "caption": fig.caption,
+                "chapter": exhibit.chapter,
+                "name": exhibit.name,
+                "caption": exhibit.caption,
+                "kind": exhibit.kind,
                 "edition": edition,
-                "provenance": fig.provenance,
-                "files": sorted(p.name for p in paths.values()),
+                "files": files,
             }
         )
-    for name, (caption, table) in key_tables(ev).items():
-        atomic_write_text(folder / f"{name}.csv", table.to_csv(index=False))
-        index.append({"name": name, "caption": caption, "edition": edition, "files": [f"{name}.csv"]})
+    if not index:
+        raise BookBuildError(f"no numbered table or figure in the executed chapters under {generated}")
     atomic_write_json(folder / "exports.json", index)
     return index

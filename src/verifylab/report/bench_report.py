@@ -169,6 +169,27 @@ def sweep_chart(cells: pd.DataFrame, crossing: pd.DataFrame) -> Figure:
     )
 
 
+STATE_COLUMNS = ["variant", "fusion", "speculative_algorithm", "tp_size", "active", "inactive_reasons", "run_id"]
+CELL_COLUMNS = [
+    "variant",
+    "concurrency",
+    "requests",
+    "failed",
+    "output_tokens_per_s",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "median_ttft_ms",
+    "median_tpot_ms",
+    "accept_length",
+    "run_id",
+]
+
+
+def _shown(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The columns a page has room for (those the frame has)."""
+    return frame[[c for c in columns if c in frame.columns]]
+
+
 def benchmark_section(ev: Evidence) -> Section:
     """What is stored: single-stream results (active variants only), sweeps, crossovers — or that none is."""
     stored = stored_benchmarks(ev)
@@ -181,13 +202,13 @@ def benchmark_section(ev: Evidence) -> Section:
             "",
         )
     if not stored["states"].empty:
-        section.add("Variant states (requested vs in effect)", stored["states"])
+        section.add("Variant states (requested vs in effect)", _shown(stored["states"], STATE_COLUMNS))
     single = active_only(stored["single"], stored["states"])
     if not single.empty:
         section.add("Single stream (active variants only)", single)
     if not stored["cells"].empty:
         cells = active_only(stored["cells"], stored["states"])
-        section.add("Sweep cells", cells)
+        section.add("Sweep cells (the full table is in the run's sweep_cells)", _shown(cells, CELL_COLUMNS))
         section.add("Crossover concurrency", crossovers(active_only(stored["requests"], stored["states"])))
         section.add("Pareto view and goodput under the SLOs", pareto_frame(cells, stored["states"]))
         section.add("Accept length per prompt category", accept_by_category(stored["requests"]))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from verifylab.iorw import atomic_write_bytes, atomic_write_text
 
+FIGURE_MIME = "application/vnd.verifylab.figure+json"
 PROVENANCE_COLORS = {"measured": "#1b7837", "reported": "#762a83", "modelled": "#e08214"}
 PROVENANCE_SCALE = alt.Scale(domain=list(PROVENANCE_COLORS), range=list(PROVENANCE_COLORS.values()))
 
@@ -45,17 +46,21 @@ class Figure:
             "</figure>"
         )
 
-    def save(self, folder: Path, edition: str | None = None) -> dict[str, Path]:
-        """Write ``<name>.svg`` and ``<name>.png`` into ``folder`` atomically; returns the paths."""
-        import vl_convert as vlc
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The page's HTML, plus the chart spec the exports render from (a MIME type the page ignores)."""
+        spec = {"name": self.name, "caption": self.caption, "provenance": self.provenance, "spec": self.chart.to_dict()}
+        return {"text/html": self._repr_html_(), FIGURE_MIME: spec}
 
-        stamp = f" — edition {edition}" if edition else ""
-        titled = self.chart.properties(title=alt.TitleParams(self.caption + stamp, fontSize=11, anchor="start"))
-        spec = titled.to_dict()
-        svg_path, png_path = folder / f"{self.name}.svg", folder / f"{self.name}.png"
-        atomic_write_text(svg_path, vlc.vegalite_to_svg(spec, vl_version=_vl_version()))
-        atomic_write_bytes(png_path, vlc.vegalite_to_png(spec, vl_version=_vl_version(), scale=2))
-        return {"svg": svg_path, "png": png_path}
+
+def save_spec(spec: dict, name: str, title: str, folder: Path) -> dict[str, Path]:
+    """Write a Vega-Lite spec as ``<name>.svg`` and ``<name>.png`` (titled) into ``folder``, atomically."""
+    import vl_convert as vlc
+
+    titled = dict(spec, title={"text": title, "fontSize": 11, "anchor": "start"})
+    svg_path, png_path = folder / f"{name}.svg", folder / f"{name}.png"
+    atomic_write_text(svg_path, vlc.vegalite_to_svg(titled, vl_version=_vl_version()))
+    atomic_write_bytes(png_path, vlc.vegalite_to_png(titled, vl_version=_vl_version(), scale=2))
+    return {"svg": svg_path, "png": png_path}
 
 
 def _vl_version() -> str:

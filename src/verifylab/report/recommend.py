@@ -4,6 +4,7 @@ confidence; where evidence is missing or only reported, it says so and names the
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -14,6 +15,7 @@ from verifylab.model.case import account, whatif_table
 from verifylab.model.cycle import CycleAccount, Span
 from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
 from verifylab.report.live_smoke import mechanics_runs
+from verifylab.report.section import Prose
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, variant_args
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_value
@@ -442,3 +444,23 @@ def facts_from_evidence(
                 f"{f.replace('sglang/srt/', '')} : {fn}" for f, fn in zip(closed.file, closed.function, strict=False)
             ]
     return facts
+
+
+DECISION_TOPICS = (Topic.FUSION, Topic.ELIMINATION, Topic.SPECULATION)
+
+
+def decision_lines(recs: list[Recommendation], topics: tuple[Topic, ...] = DECISION_TOPICS) -> Prose:
+    """The decision as Markdown bullets: each topic's recommendation with its confidence."""
+    by_topic = {r.topic: r for r in recs}
+    lines = [
+        f"- **{t.value.capitalize()}** ({by_topic[t].confidence} confidence): {by_topic[t].recommendation}"
+        for t in topics
+        if t in by_topic
+    ]
+    return Prose("\n".join(lines))
+
+
+def wrapped_command(command: str) -> str:
+    """A shell command one flag per line, continued with backslashes (pages and terminals stay narrow)."""
+    head, *flags = re.split(r" (?=--)", command)
+    return " \\\n  ".join([head, *flags])

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from verifylab.report.tables import Table
+
+SECTION_MIME = "application/vnd.verifylab.section+json"
+
 
 @dataclass
 class Section:
@@ -24,11 +28,20 @@ class Section:
         for caption, content in self.parts:
             out.append(f"<p>{html.escape(caption)}</p>")
             out.append(
-                content.to_html(index=False)
+                Table(content)._repr_html_()
                 if isinstance(content, pd.DataFrame)
                 else f"<pre>{html.escape(content)}</pre>"
             )
         return "".join(out) + "</div>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The page's HTML, plus each table's cells for the exports (a MIME type the page ignores)."""
+        parts = []
+        for caption, content in self.parts:
+            if isinstance(content, pd.DataFrame):
+                cells = Table(content).cells()
+                parts.append({"caption": caption, "columns": list(cells.columns), "rows": cells.to_numpy().tolist()})
+        return {"text/html": self._repr_html_(), SECTION_MIME: {"title": self.title, "tables": parts}}
 
     def __repr__(self) -> str:
         return "\n".join([self.title] + [f"{c}\n{p}" for c, p in self.parts])

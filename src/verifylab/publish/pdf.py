@@ -1,0 +1,46 @@
+"""The decision page and every chapter printed to PDF with the headless Chromium the browser tests use
+(offline: pages are opened from disk). Optional: without Chromium or playwright it says why it skipped."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from verifylab.iorw import atomic_path
+
+PAGES = ["decision", "00_introduction", "01_environment_and_gates", "02_benchmarks", "03_verify_breakdown",
+         "04_fusion_vs_elimination", "05_recommendations"]  # fmt: skip
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
+    """Print the pages of ``html_root/book/_generated`` into ``folder``; (the PDFs, or [] and why none)."""
+    executable = chromium()
+    if executable is None:
+        return [], "no Chromium on PATH (Debian: apt-get install chromium): PDFs skipped"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return [], "playwright is not installed (pip install playwright; no browser download needed): PDFs skipped"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable)
+        try:
+            page = browser.new_page()
+            page.route("http*://**", lambda route: route.abort())  # offline: the book needs nothing remote
+            for name in PAGES:
+                source = html_root / "book" / "_generated" / f"{name}.html"
+                if not source.is_file():
+                    continue
+                page.goto(source.as_uri())
+                target = folder / f"{name}.pdf"
+                with atomic_path(target) as tmp:
+                    page.pdf(path=str(tmp), format="A4", print_background=True)
+                written.append(target)
+        finally:
+            browser.close()
+    return written, f"{len(written)} PDFs in {folder}"

@@ -1,0 +1,173 @@
+"""The book as its readers see it (#19): pages open with their finding, show no code, tables and code fit the
+text column at 1400 px with no scrolling wrapper, no NaN / None / [] / repr / traceback, every table and chart
+numbered, captioned and anchored, the landing page states the decision with links that resolve, and the
+exports hold exactly what the pages show."""
+
+from __future__ import annotations
+
+import csv
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from .test_browser import book_url, browser, open_page  # noqa: F401 - fixtures shared with the browser tests
+
+CHAPTERS = [
+    "00_introduction",
+    "01_environment_and_gates",
+    "02_benchmarks",
+    "03_verify_breakdown",
+    "04_fusion_vs_elimination",
+    "05_recommendations",
+]
+PAGES = [*CHAPTERS, "decision"]
+
+READING = """() => {
+  const article = document.querySelector('article.bd-article');
+  const style = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const all = [...article.querySelectorAll('*')];
+  const wide = [...article.querySelectorAll('table, pre')]
+    .filter(e => e.getBoundingClientRect().width > column + 1)
+    .map(e => e.tagName + ' ' + Math.round(e.getBoundingClientRect().width) + ' > ' + Math.round(column));
+  const scrollers = all.filter(e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)
+    && e.scrollWidth > e.clientWidth + 1).map(e => e.tagName + '.' + e.className);
+  const cells = [...article.querySelectorAll('td')].map(td => td.innerText.trim());
+  const unnumbered = [...article.querySelectorAll('table, figure.verifylab-chart')].filter(e => {
+    const outer = e.parentElement.closest('figure[id]');
+    return !outer || !outer.querySelector('.caption-number') || !outer.querySelector('figcaption');
+  }).map(e => e.tagName + ' ' + (e.innerText || '').slice(0, 60));
+  return {column, wide, scrollers, cells, unnumbered, inputs: document.querySelectorAll('.cell_input').length,
+          text: article.innerText};
+}"""
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_a_page_reads_as_a_report(browser, book_url, name):  # noqa: F811
+    page, errors, blocked = open_page(browser, f"{book_url}/book/_generated/{name}.html")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    seen = page.evaluate(READING)
+    page.close()
+    assert errors == [] and blocked == [], f"{name}: console errors {errors}, requests {blocked}"
+    assert seen["wide"] == [], f"{name}: wider than the text column: {seen['wide']}"
+    assert seen["scrollers"] == [], f"{name}: a scrolling wrapper: {seen['scrollers']}"
+    assert seen["inputs"] == 0, f"{name}: input cells are visible"
+    assert not re.search(r"\b(NaN|nan)\b", seen["text"]), f"{name}: NaN in the page"
+    assert "Traceback" not in seen["text"]
+    odd = [c for c in seen["cells"] if c in ("None", "[]") or re.fullmatch(r"\[.*\]|-?\d+\.\d{6,}", c)]
+    assert odd == [], f"{name}: raw values in table cells: {odd[:5]}"
+    assert seen["unnumbered"] == [], f"{name}: tables or charts without number, caption and anchor"
+
+
+def test_every_chapter_opens_with_its_finding(built_book):
+    """The first thing after a chapter's title is prose (its finding), not a table, a chart or code."""
+    for name in CHAPTERS[1:]:
+        text = (built_book / "book" / "_generated" / f"{name}.html").read_text(encoding="utf-8")
+        body = text.split("</h1>", 1)[1]
+        first = re.search(r"<(p|table|figure|pre|ul)\b", body)
+        assert first and first.group(1) in ("p", "ul"), f"{name} opens with <{first and first.group(1)}>"
+
+
+class Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+
+
+def _parse(path: Path) -> Anchors:
+    parser = Anchors()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def test_the_landing_page_states_the_decision_with_links_that_resolve(built_book):
+    index = (built_book / "index.html").read_text(encoding="utf-8")
+    assert "book/_generated/decision.html" in index  # the book opens on the decision
+    page = built_book / "book" / "_generated" / "decision.html"
+    text = page.read_text(encoding="utf-8")
+    assert "<h1>The decision" in text and "What to deploy" in text and "Caveats" in text
+    assert text.index("What to deploy") < text.index("Caveats")
+    links = [link for link in _parse(page).links if "#" in link and not link.startswith("#")]
+    assert len(links) >= 6
+    for link in links:
+        target, anchor = link.split("#", 1)
+        assert anchor in _parse((page.parent / target).resolve()).ids, f"{link} does not resolve"
+
+
+class Tables(HTMLParser):
+    """The cells of every table inside each numbered figure (a shortened name counts as its full title)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: dict[str, list[list[list[str]]]] = {}
+        self.stack: list[str | None] = []
+        self.row: list[str] | None = None
+        self.cell: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "figure":
+            self.stack.append(a.get("id"))
+        current = next((f for f in reversed(self.stack) if f), None)
+        if tag == "table" and current:
+            self.figures.setdefault(current, []).append([])
+        elif tag == "tr" and current:
+            self.row = []
+        elif tag in ("td", "th") and self.row is not None:
+            self.cell = ""
+        elif tag == "span" and self.cell is not None and a.get("title"):
+            self.cell = a["title"]
+            self.cell_fixed = True
+
+    def handle_endtag(self, tag):
+        current = next((f for f in reversed(self.stack) if f), None)
+        if tag == "figure" and self.stack:
+            self.stack.pop()
+        elif tag in ("td", "th") and self.row is not None and self.cell is not None:
+            self.row.append(self.cell.strip())
+            self.cell = None
+            self.cell_fixed = False
+        elif tag == "tr" and self.row is not None and current:
+            self.figures[current][-1].append(self.row)
+            self.row = None
+
+    def handle_data(self, data):
+        if self.cell is not None and not getattr(self, "cell_fixed", False):
+            self.cell += data
+
+
+def test_exports_hold_exactly_what_the_pages_show(smoke_run):
+    import json
+
+    root, _ = smoke_run
+    (folder,) = [p / "exports" for p in (root / "_build" / "editions").iterdir() if (p / "exports").is_dir()]
+    edition_id = folder.parent.name
+    pages = {}
+    for name in CHAPTERS:
+        parser = Tables()
+        parser.feed((root / "_build" / "html" / "book" / "_generated" / f"{name}.html").read_text(encoding="utf-8"))
+        pages.update(parser.figures)
+    index = json.loads((folder / "exports.json").read_text(encoding="utf-8"))
+    assert {e["name"] for e in index} == set(pages) | {e["name"] for e in index if e["kind"] == "figure"}
+    compared = 0
+    for entry in index:
+        assert entry["edition"] == edition_id
+        csvs = [f for f in entry["files"] if f.endswith(".csv")]
+        for number, file in enumerate(csvs):
+            rows = list(csv.reader((folder / file).open(encoding="utf-8")))
+            assert rows[0][0] == "edition" and all(r[0] == edition_id for r in rows[1:]), file
+            assert [r[1:] for r in rows] == pages[entry["name"]][number], f"{file} differs from its page"
+            compared += 1
+        for file in (f for f in entry["files"] if f.endswith(".svg")):
+            assert edition_id in (folder / file).read_text(encoding="utf-8"), file
+    assert compared >= 30
