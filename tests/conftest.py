@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+from functools import partial
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from .browsing import CHART_MARKS, CHROMIUM, LAUNCH_ARGS, READING, QuietHandler, open_page, pages
 from .projects import project_copy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,3 +53,42 @@ def built_book(smoke_run) -> Path:
     root, result = smoke_run
     assert result.exit_code == 0, result.output
     return root / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def book_url(built_book: Path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(built_book)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="session")
+def visited(browser, book_url, built_book) -> dict[str, dict]:
+    """Every page of the book opened once at 1400 px: console errors, blocked requests, marks per chart and
+    (``reading``, for pages with an article) what the reader sees — shared by the page-level tests."""
+    seen = {}
+    for path in pages(built_book):
+        rel = path.relative_to(built_book).as_posix()
+        page, errors, blocked = open_page(browser, f"{book_url}/{rel}")
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        has_article = page.locator("article.bd-article").count() > 0
+        seen[rel] = {
+            "errors": errors,
+            "blocked": blocked,
+            "marks": page.evaluate(CHART_MARKS),
+            "reading": page.evaluate(READING) if has_article else None,
+        }
+        page.close()
+    return seen

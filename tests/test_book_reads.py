@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_browser import book_url, browser, open_page  # noqa: F401 - fixtures shared with the browser tests
+from .browsing import CHROMIUM
 
 CHAPTERS = [
     "00_introduction",
@@ -24,33 +24,12 @@ CHAPTERS = [
 ]
 PAGES = [*CHAPTERS, "decision"]
 
-READING = """() => {
-  const article = document.querySelector('article.bd-article');
-  const style = getComputedStyle(article);
-  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  const all = [...article.querySelectorAll('*')];
-  const wide = [...article.querySelectorAll('table, pre')]
-    .filter(e => e.getBoundingClientRect().width > column + 1)
-    .map(e => e.tagName + ' ' + Math.round(e.getBoundingClientRect().width) + ' > ' + Math.round(column));
-  const scrollers = all.filter(e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)
-    && e.scrollWidth > e.clientWidth + 1).map(e => e.tagName + '.' + e.className);
-  const cells = [...article.querySelectorAll('td')].map(td => td.innerText.trim());
-  const unnumbered = [...article.querySelectorAll('table, figure.verifylab-chart')].filter(e => {
-    const outer = e.parentElement.closest('figure[id]');
-    return !outer || !outer.querySelector('.caption-number') || !outer.querySelector('figcaption');
-  }).map(e => e.tagName + ' ' + (e.innerText || '').slice(0, 60));
-  return {column, wide, scrollers, cells, unnumbered, inputs: document.querySelectorAll('.cell_input').length,
-          text: article.innerText};
-}"""
 
-
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)")
 @pytest.mark.parametrize("name", PAGES)
-def test_a_page_reads_as_a_report(browser, book_url, name):  # noqa: F811
-    page, errors, blocked = open_page(browser, f"{book_url}/book/_generated/{name}.html")
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    seen = page.evaluate(READING)
-    page.close()
-    assert errors == [] and blocked == [], f"{name}: console errors {errors}, requests {blocked}"
+def test_a_page_reads_as_a_report(visited, name):
+    seen = visited[f"book/_generated/{name}.html"]["reading"]
     assert seen["wide"] == [], f"{name}: wider than the text column: {seen['wide']}"
     assert seen["scrollers"] == [], f"{name}: a scrolling wrapper: {seen['scrollers']}"
     assert seen["inputs"] == 0, f"{name}: input cells are visible"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from verifylab.iorw import atomic_path
@@ -17,7 +18,14 @@ def chromium() -> str | None:
 
 
 def print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
-    """Print the pages of ``html_root/book/_generated`` into ``folder``; (the PDFs, or [] and why none)."""
+    """Print the pages of ``html_root/book/_generated`` into ``folder``; (the PDFs, or [] and why none). Runs
+    in its own thread: playwright's sync API refuses a thread that already runs an event loop (a notebook, a
+    test session holding a browser)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(_print_pdfs, html_root, folder).result()
+
+
+def _print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
     executable = chromium()
     if executable is None:
         return [], "no Chromium on PATH (Debian: apt-get install chromium): PDFs skipped"

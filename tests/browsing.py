@@ -1,0 +1,72 @@
+"""Opening the built book in Debian's headless Chromium with every non-local request blocked: helpers shared by
+the browser tests (their fixtures are in conftest.py: one browser, one visit of every page, per session)."""
+
+from __future__ import annotations
+
+import shutil
+from http.server import SimpleHTTPRequestHandler
+from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+
+def open_page(browser, url: str):
+    """Load ``url`` blocking every non-local request; returns (page, console errors, blocked urls)."""
+    page = browser.new_page()
+    errors: list[str] = []
+    blocked: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def route(request_route):
+        target = request_route.request.url
+        if target.startswith(("http://127.0.0.1", "data:", "about:")):
+            request_route.continue_()
+        else:
+            blocked.append(target)
+            request_route.abort()
+
+    page.route("**/*", route)
+    page.goto(url, wait_until="load")  # the pages load nothing after "load": charts are inline SVG
+    return page, errors, blocked
+
+
+def pages(built_book: Path) -> list[Path]:
+    return sorted(p for p in built_book.rglob("*.html") if "_static" not in p.parts)
+
+
+CHART_MARKS = """() => [...document.querySelectorAll('figure.verifylab-chart')]
+  .map(f => f.querySelectorAll("svg [class^='mark-'] path, svg [class^='mark-'] line").length)"""
+READING = """() => {
+  const article = document.querySelector('article.bd-article');
+  const style = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const all = [...article.querySelectorAll('*')];
+  const wide = [...article.querySelectorAll('table, pre')]
+    .filter(e => e.getBoundingClientRect().width > column + 1)
+    .map(e => e.tagName + ' ' + Math.round(e.getBoundingClientRect().width) + ' > ' + Math.round(column));
+  const scrollers = all.filter(e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)
+    && e.scrollWidth > e.clientWidth + 1).map(e => e.tagName + '.' + e.className);
+  const cells = [...article.querySelectorAll('td')].map(td => td.innerText.trim());
+  const unnumbered = [...article.querySelectorAll('table, figure.verifylab-chart')].filter(e => {
+    const outer = e.parentElement.closest('figure[id]');
+    return !outer || !outer.querySelector('.caption-number') || !outer.querySelector('figcaption');
+  }).map(e => e.tagName + ' ' + (e.innerText || '').slice(0, 60));
+  return {column, wide, scrollers, cells, unnumbered, inputs: document.querySelectorAll('.cell_input').length,
+          text: article.innerText};
+}"""
