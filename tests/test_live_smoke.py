@@ -61,7 +61,7 @@ def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
 def test_the_smoke_is_never_evidence_for_a_recommendation(repo_root, tmp_path):
     import shutil
 
-    from verifylab.report.recommend import facts_from_evidence
+    from verifylab.report.facts import facts_from_evidence
     from verifylab.store.evidence import Evidence
 
     assert facts_from_evidence(Evidence(repo_root / "data")).fusion_state is None  # its fusion row is TP 1, inactive

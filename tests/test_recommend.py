@@ -1,6 +1,6 @@
 """Recommendation rules on contrasting evidence sets."""
 
-from verifylab.report.recommend import DeploymentFacts as Facts
+from verifylab.report.facts import DeploymentFacts as Facts
 from verifylab.report.recommend import recommend, recommendations_frame
 from verifylab.server.launch import BaseConfig
 
@@ -91,7 +91,7 @@ def test_frame_has_every_recommendation_with_evidence_column():
 
 
 def test_evidence_from_the_shipped_data(repo_root):
-    from verifylab.report.recommend import facts_from_evidence
+    from verifylab.report.facts import facts_from_evidence
     from verifylab.store.evidence import Evidence
 
     ev = facts_from_evidence(

@@ -6,12 +6,12 @@ from __future__ import annotations
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
 from verifylab.chapters.params import Recommendations as Params
+from verifylab.report.facts import facts_from_evidence
 from verifylab.report.recommend import (
     DECISION_TOPICS,
     Recommendation,
     Topic,
     decision_lines,
-    facts_from_evidence,
     recommend,
     recommendations_frame,
     wrapped_command,

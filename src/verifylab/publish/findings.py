@@ -8,7 +8,8 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from verifylab.model.case import account, whatif_table
-from verifylab.report.recommend import Topic, case_study_facts, recommend
+from verifylab.report.facts import case_study_facts
+from verifylab.report.recommend import Topic, recommend
 from verifylab.store.evidence import Evidence
 
 

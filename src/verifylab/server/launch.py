@@ -1,5 +1,5 @@
-"""Launch and stop an SGLang server for one variant, wait for health, capture the log, classify failures,
-and record the state actually in effect (server args, fusion enabled/skipped, speculative algorithm).
+"""Launch and stop an SGLang server for one variant: flags checked against its --help, wait for health (with
+what the log says meanwhile), keep the log (redacted), and record the state in effect (``server_log``).
 
 The launcher is a command (default ``python -m sglang.launch_server``); tests pass the test double's
 command through the very same code path.
@@ -15,99 +15,44 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel, Field
 
 from verifylab.errors import ServerError
 from verifylab.guard import guarded_env
 from verifylab.iorw import atomic_write_text
 from verifylab.redact import redact_text
+from verifylab.server.server_log import (
+    EffectiveState,
+    classify_failure,
+    effective_state,
+    last_error_line,
+    last_log_line,
+)
+from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, Variant
 
-FAILURE_SIGNATURES = [
-    (
-        "sm120_jit_gate",
-        r"No supported CUDA architectures found for major versions",
-        "FlashInfer's JIT arch list excludes this GPU: open it (verifylab gates apply) or use FlashInfer >= 0.6.17",
-    ),
-    ("cuda_oom", r"CUDA out of memory|OutOfMemoryError", "lower --mem-fraction-static or the model/batch size"),
-    (
-        "nccl_error",
-        r"NCCL error|ncclUnhandledCudaError|ncclSystemError|NCCL WARN",
-        "NCCL failed: check P2P/topology, NCCL_DEBUG=INFO",
-    ),
-    ("unknown_argument", r"unrecognized arguments?|error: argument", "a flag this SGLang version does not know"),
-    (
-        "fusion_resolve",
-        r"FlashInfer allreduce fusion requires SM90 or SM10X",
-        "the fusion backend guard rejects this arch: verifylab gates apply",
-    ),
-    ("port_in_use", r"address already in use|Errno 98", "another process holds the port"),
-    (
-        "missing_package",
-        r'requires "([\w.\-]+)" to be installed',
-        "SGLang needs the Python package '{0}' at run time: install it beside SGLang",
-    ),
-    ("import_error", r"No module named '([\w.]+)'", "a Python dependency is missing: no module named '{0}'"),
-    ("import_error", r"ModuleNotFoundError|ImportError", "a Python dependency is missing"),
+__all__ = [  # what callers import from here (the log readers and the variants live in their own modules)
+    "DEFAULT_VARIANTS",
+    "BaseConfig",
+    "EffectiveState",
+    "Server",
+    "Variant",
+    "check_flags",
+    "classify_failure",
+    "effective_state",
+    "last_error_line",
+    "launcher_help",
+    "serve",
+    "variant_args",
 ]
-_ERROR_LINE = re.compile(r"^\s*[\w.]+(?:Error|Exception)\b.*$", re.MULTILINE)
-# Fusion *in effect*, from SGLang's log (0.5.11+: flashinfer_comm_fusion.py). Checked in this order: a skip or a
-# failed workspace wins over an earlier success. "Auto-enabling ..." only says fusion was *requested*.
-FUSION_LOG = [
-    ("skipped", r"Skipping allreduce fusion|Disabling flashinfer allreduce fusion permanently"),
-    ("enabled", r"AllReduce Fusion enabled and workspace initialized"),
-]
-GUARD_LOG = "verifylab multicast guard loaded"
+
 # The workspace backend verifylab asks for: 'trtllm' (P2P buffers, no multicast). Never 'mnnvl' or 'auto' (which
 # may pick mnnvl): mnnvl creates NVLink multicast objects.
 FUSION_BACKEND = "trtllm"
-
-
-class BaseConfig(BaseModel):
-    """What every variant shares."""
-
-    model_path: str
-    tp_size: int = Field(1, ge=1)
-    host: str = "127.0.0.1"
-    port: int = Field(30000, ge=1, le=65535)
-    mem_fraction_static: float | None = Field(None, gt=0, le=1)
-    attention_backend: str | None = None
-    draft_model_path: str | None = None
-    speculative_num_steps: int = 3
-    speculative_eagle_topk: int = 1
-    speculative_num_draft_tokens: int = 4
-    extra_args: list[str] = Field(default_factory=list)
-    launcher: list[str] = Field(default_factory=lambda: [sys.executable, "-m", "sglang.launch_server"])
-    simulate_no_multicast: bool = Field(
-        False,
-        description="answer SGLang's multicast queries as a PCIe box without NVLink multicast would "
-        "(verifylab.guard's sitecustomize): reproduces the 'Skipping allreduce fusion' preflight on NVLink GPUs",
-    )
-
-
-class Variant(BaseModel):
-    """A named server configuration: which mechanisms it asks for."""
-
-    name: str
-    fusion: bool = False
-    speculative: str | None = None  # EAGLE3, NGRAM, ...
-    extra_args: list[str] = Field(default_factory=list)
-
-
-DEFAULT_VARIANTS = {
-    "baseline": Variant(name="baseline"),
-    "fusion": Variant(name="fusion", fusion=True),
-    "eagle3": Variant(name="eagle3", speculative="EAGLE3"),
-    "eagle3_fusion": Variant(name="eagle3_fusion", fusion=True, speculative="EAGLE3"),
-    "ngram": Variant(name="ngram", speculative="NGRAM"),
-}
 
 
 def launcher_help(launcher: list[str], timeout: float = 120.0) -> str:
@@ -182,103 +127,6 @@ def port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-# Lines SGLang logs for problems it deliberately ignores (optional model modules whose imports fail).
-_IGNORED_LINE = re.compile(r"^.*Ignore import error when loading.*$\n?", re.MULTILINE)
-
-
-def classify_failure(log_text: str) -> tuple[str, str]:
-    """(signature, what to do) for a server log; ('unknown', ...) when nothing matches. Errors SGLang says it
-    ignores are skipped, and the last occurrence counts (the one that stopped the server)."""
-    text = _IGNORED_LINE.sub("", log_text)
-    for name, pattern, advice in FAILURE_SIGNATURES:
-        matches = list(re.finditer(pattern, text))
-        if matches:
-            return name, advice.format(*matches[-1].groups())
-    return "unknown", "read the server log"
-
-
-def last_error_line(log_text: str) -> str | None:
-    """The last ``SomethingError: ...`` line of a log: usually what killed the server."""
-    lines = _ERROR_LINE.findall(log_text)
-    return lines[-1].strip()[:300] if lines else None
-
-
-@dataclass
-class EffectiveState:
-    """What the running server actually does, not what was asked."""
-
-    variant: str
-    server_args: dict
-    fusion: str  # enabled / skipped / off / unknown
-    speculative_algorithm: str | None
-    tp_size: int
-    active: bool
-    inactive_reasons: list[str] = field(default_factory=list)
-    multicast_guard: bool = False  # the server's processes loaded verifylab's sitecustomize guard
-
-    def as_row(self) -> dict:
-        """The columns a ``variant_state`` / ``profile_state`` table stores for a server that started."""
-        return {
-            "fusion": self.fusion,
-            "speculative_algorithm": self.speculative_algorithm,
-            "tp_size": self.tp_size,
-            "active": self.active,
-            "inactive_reasons": "; ".join(self.inactive_reasons),
-            "multicast_guard": self.multicast_guard,
-            "failure": "",
-        }
-
-
-def fusion_in_effect(log_text: str) -> str | None:
-    """'skipped' or 'enabled' as SGLang's log says (a skip wins), or None when the log says neither."""
-    for state, pattern in FUSION_LOG:
-        if re.search(pattern, log_text, re.IGNORECASE):
-            return state
-    return None
-
-
-def effective_state(variant: Variant, server_info: dict, log_text: str) -> EffectiveState:
-    """Decide whether the variant's mechanism can act, from /server_info and the log."""
-    args = server_info.get("server_args", server_info)
-    tp = int(args.get("tp_size") or 1)
-    logged = fusion_in_effect(log_text)
-    if "flashinfer_allreduce_fusion" in args:  # resolved by SGLang (0.5.17: False at TP 1 whatever was asked)
-        requested = bool(args["flashinfer_allreduce_fusion"])
-    else:
-        requested = bool(
-            args.get("enable_flashinfer_allreduce_fusion") or args.get("flashinfer_allreduce_fusion_backend")
-        )
-    if args.get("enforce_disable_flashinfer_allreduce_fusion"):
-        requested = False
-    # the server args keep the backend set even when fusion was skipped: only the log says what is in effect
-    fusion = logged or ("unverified" if requested and tp > 1 else "off")
-    spec = args.get("speculative_algorithm")
-    reasons = []
-    if variant.fusion:
-        if tp == 1:
-            reasons.append("TP 1: there is no all-reduce to fuse")
-        elif fusion == "skipped":
-            reasons.append("SGLang skipped fusion (workspace preflight or workspace creation failed; log says why)")
-        elif fusion == "unverified":
-            reasons.append("requested, but SGLang logged no initialized fusion workspace: not shown to be in effect")
-        elif fusion == "off":
-            reasons.append("fusion not enabled in the running server")
-    elif fusion == "enabled" and tp > 1:
-        reasons.append("baseline is fused (auto-enabled): not a fusion-off baseline")
-    if variant.speculative and not spec:
-        reasons.append("speculation is off in the running server")
-    return EffectiveState(
-        variant.name,
-        args,
-        fusion,
-        spec,
-        tp,
-        active=not reasons,
-        inactive_reasons=reasons,
-        multicast_guard=GUARD_LOG in log_text,
-    )
 
 
 class Server:
@@ -373,16 +221,6 @@ class Server:
                 self.proc.wait(timeout=10)
         finally:
             self.publish_log()
-
-
-def last_log_line(path: Path | None, tail_bytes: int = 4096) -> str:
-    """The last non-empty line of a log being written (what a start-up is doing now), or ''."""
-    if path is None or not path.exists():
-        return ""
-    with open(path, "rb") as fh:
-        fh.seek(max(0, path.stat().st_size - tail_bytes))
-        lines = fh.read().decode("utf-8", errors="replace").strip().splitlines()
-    return redact_text(lines[-1].strip()) if lines else ""
 
 
 @contextlib.contextmanager

@@ -1,0 +1,103 @@
+"""What the recommendation rules see: ``DeploymentFacts`` for one box, collected from the evidence — measured
+sweeps and variant states (mechanics-only runs left out), the reported figures, the cycle account and the
+fusion-vs-elimination options, and the audited gate matrix for the installed SGLang."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from verifylab.model.case import account, whatif_table
+from verifylab.model.cycle import CycleAccount
+from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
+from verifylab.report.live_smoke import mechanics_runs
+from verifylab.server.launch import BaseConfig
+from verifylab.store.evidence import Evidence
+from verifylab.store.reference import reported_value
+
+
+@dataclass
+class DeploymentFacts:
+    """What the rules see. Every field may be missing; the rules then say so."""
+
+    crossover: dict | None = None  # {"status", "estimate", "bracket", "run_id"} from a measured sweep
+    reported_liability_concurrency: float | None = None  # the case study's "C >= 30" (reported)
+    fusion_state: dict | None = None  # {"active": bool, "reasons": str, "run_id"} of a measured fusion variant
+    reported_fusion: dict | None = None  # {"eagle3", "eagle3_fusion", "baseline", "fusion_runs": (low, high)}
+    account: CycleAccount | None = None  # the case study's cycle, every derived quantity as a range
+    options: pd.DataFrame | None = None  # fusion vs elimination at one stream (model.options.options_table)
+    gates_closed: list[str] | None = None  # "file : function" closed for the target arch, installed version
+    sglang_version: str | None = None
+    flashinfer_version: str | None = None
+    interconnect: str | None = None
+    draft_tokens: int = 4
+    help_text: str | None = None  # the installed SGLang's --help (live mode)
+    base: BaseConfig | None = None
+
+
+CASE_STUDY_BOX = {"sglang_version": "0.5.9", "flashinfer_version": "0.6.4", "interconnect": "PCIe"}
+
+
+def case_study_facts(ev: Evidence) -> DeploymentFacts:
+    """The evidence for the case-study box (SGLang 0.5.9, FlashInfer 0.6.4, PCIe), as editions and exports cite it."""
+    return facts_from_evidence(ev, **CASE_STUDY_BOX)
+
+
+def facts_from_evidence(
+    ev: Evidence,
+    sglang_version: str | None = None,
+    flashinfer_version: str | None = None,
+    interconnect: str | None = None,
+    base: BaseConfig | None = None,
+    help_text: str | None = None,
+) -> DeploymentFacts:
+    """Collect the evidence the rules use from ``data/``: measured sweeps and variant states (mechanics-only
+    runs left out), the reported figures, and the audited gate matrix for ``sglang_version``."""
+    figures = ev.figures
+    fusion_runs = figures[figures.figure_id.str.startswith("fusion_run_")]["value"]
+    stored = stored_benchmarks(ev)
+    facts = DeploymentFacts(
+        sglang_version=sglang_version,
+        flashinfer_version=flashinfer_version,
+        interconnect=interconnect,
+        base=base,
+        help_text=help_text,
+        draft_tokens=base.speculative_num_draft_tokens if base else 4,
+        reported_liability_concurrency=reported_value(figures, "spec_liability_concurrency"),
+        reported_fusion={
+            "eagle3": reported_value(figures, "eagle3_54_1"),
+            "eagle3_fusion": reported_value(figures, "eagle3_fusion_96_1"),
+            "baseline": reported_value(figures, "baseline_92_6"),
+            "fusion_runs": (fusion_runs.min(), fusion_runs.max()),
+        },
+        account=account(ev),
+        options=whatif_table(ev),
+    )
+    smoke = set(mechanics_runs(ev))  # mechanics only: never evidence for a deployment
+    stored = {
+        name: frame[~frame.run_id.isin(smoke)] if "run_id" in frame.columns else frame for name, frame in stored.items()
+    }
+    cross = crossovers(active_only(stored["requests"], stored["states"]))
+    eagle = cross[cross.speculative == "eagle3"] if not cross.empty else cross
+    if not eagle.empty:
+        facts.crossover = eagle.iloc[-1].to_dict()
+    states = stored["states"]
+    if not states.empty:
+        fused = states[states.variant.isin(["fusion", "eagle3_fusion"])]
+        if not fused.empty:
+            row = fused.iloc[-1]
+            facts.fusion_state = {
+                "active": bool(row.active),
+                "reasons": row.get("inactive_reasons") or row.get("failure"),
+                "run_id": row.run_id,
+            }
+    if sglang_version and ev.has_gate_matrix:
+        matrix = ev.gate_matrix
+        rows = matrix[(matrix.package == "sglang") & (matrix.version.astype(str) == sglang_version)]
+        if not rows.empty:
+            closed = rows[rows.status == "closed"]
+            facts.gates_closed = [
+                f"{f.replace('sglang/srt/', '')} : {fn}" for f, fn in zip(closed.file, closed.function, strict=False)
+            ]
+    return facts
