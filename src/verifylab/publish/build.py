@@ -6,11 +6,13 @@ copies (``execute_notebooks: "off"``). A chapter that fails is reported by name 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,6 +135,31 @@ def render_html(root: Path, strict: bool = True) -> Path:
     return index
 
 
+REPLAY_WORKERS = min(2, os.cpu_count() or 1)  # replayed chapters only read data: two run at once
+
+
+def execute_chapters(
+    root: Path,
+    jobs: list[tuple[Path, dict[str, Any]]],
+    on_chapter: Callable[[str, int, int], None] | None = None,
+    on_cell: CellProgress | None = None,
+    workers: int = 1,
+) -> list[ChapterResult]:
+    """Execute (chapter, parameters) jobs: in order, or up to ``workers`` at a time (replay: the chapters are
+    independent); results in chapter order."""
+
+    def run(number: int, source: Path, params: dict[str, Any]) -> ChapterResult:
+        if on_chapter:
+            on_chapter(source.stem, number, len(jobs))
+        return execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, root, on_cell)
+
+    if workers <= 1:
+        return [run(number, source, params) for number, (source, params) in enumerate(jobs, start=1)]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run, n, source, params) for n, (source, params) in enumerate(jobs, start=1)]
+        return [future.result() for future in futures]
+
+
 def build_book(
     root: Path,
     parameters: dict[str, Any] | None = None,
@@ -143,14 +170,12 @@ def build_book(
     failing chapter stops it (``verifylab run`` instead renders failed chapters and goes on)."""
     params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
     result = BookResult()
-    sources = chapter_sources(root)
-    for number, source in enumerate(sources, start=1):
-        if on_chapter:
-            on_chapter(source.stem, number, len(sources))
-        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, root, on_cell)
-        result.chapters.append(chapter)
-        if not chapter.ok:
-            raise BookBuildError(f"chapter {chapter.name} failed: {chapter.error}")
+    jobs = [(source, params) for source in chapter_sources(root)]
+    workers = REPLAY_WORKERS if params["mode"] == "replay" else 1
+    result.chapters = execute_chapters(root, jobs, on_chapter, on_cell, workers)
+    failed = next((c for c in result.chapters if not c.ok), None)
+    if failed:
+        raise BookBuildError(f"chapter {failed.name} failed: {failed.error}")
     result = render_edition(root, root / params["data_dir"], result)
     result.pdfs, result.pdf_note = print_pdfs(root / "_build" / "html", result.edition_dir / "exports" / "pdf")
     return result

@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from verifylab.chapters.params import check_pipeline_chapters
 from verifylab.errors import ParameterError, describe_error
 from verifylab.publish.build import (
-    GENERATED,
+    REPLAY_WORKERS,
     BookResult,
     ChapterResult,
     chapter_sources,
-    execute_chapter,
+    execute_chapters,
     render_edition,
 )
 
@@ -92,21 +92,24 @@ def run_pipeline(
     unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
     check_pipeline_chapters(params.parameters, params.chapters, "params")  # all of them, before any work
     result = BookResult()
-    sources = select_chapters(chapter_sources(root), only)
-    for number, source in enumerate(sources, start=1):
-        if on_chapter:
-            on_chapter(source.stem, number, len(sources))
-        chapter_params = {
-            "mode": params.mode,
-            "data_dir": params.data_dir,
-            "run_id": params.run_id,
-            **params.parameters,
-            **params.chapters.get(source.stem, {}),
-        }
-        chapter = execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", chapter_params, root, on_cell)
+    jobs = [
+        (
+            source,
+            {
+                "mode": params.mode,
+                "data_dir": params.data_dir,
+                "run_id": params.run_id,
+                **params.parameters,
+                **params.chapters.get(source.stem, {}),
+            },
+        )
+        for source in select_chapters(chapter_sources(root), only)
+    ]
+    workers = REPLAY_WORKERS if params.mode == "replay" else 1  # live chapters run in order: 02 feeds 03
+    result.chapters = execute_chapters(root, jobs, on_chapter, on_cell, workers)
+    for chapter in result.chapters:
         if not chapter.ok:
             _failure_page(chapter, root)
-        result.chapters.append(chapter)
     if not render:
         return result
     return render_edition(root, root / params.data_dir, result)

@@ -9,6 +9,7 @@ from verifylab.bench.stats import compare, crossover
 from verifylab.report.charts import Figure, provenance_color
 from verifylab.report.section import Section
 from verifylab.store.evidence import Evidence
+from verifylab.store.reference import figure_label
 
 SPECULATIVE_TWINS = {"eagle3": "baseline", "eagle3_fusion": "fusion", "ngram": "baseline"}
 
@@ -17,9 +18,9 @@ def reported_single_stream(ev: Evidence) -> pd.DataFrame:
     """Single-stream tok/s per variant as the case study reports them (each with stack and seed)."""
     figures = ev.figures
     tput = figures[(figures.quantity == "decode throughput") & (figures.unit == "tok/s")]
-    return tput[["figure_id", "configuration", "stack", "value", "seed_file", "quote", "provenance"]].rename(
-        columns={"configuration": "variant", "value": "tokens_per_s"}
-    )
+    return tput[
+        ["figure_id", "configuration", "stack", "conditions", "value", "seed_file", "quote", "provenance"]
+    ].rename(columns={"configuration": "variant", "value": "tokens_per_s"})
 
 
 def reported_comparisons(ev: Evidence) -> pd.DataFrame:
@@ -106,15 +107,19 @@ def crossovers(requests: pd.DataFrame) -> pd.DataFrame:
 def single_stream_chart(reported: pd.DataFrame, measured: pd.DataFrame | None = None) -> Figure:
     """Tok/s per variant, one stream: reported bars; measured points with 95 % intervals when stored."""
     bars = reported.assign(
-        label=reported["figure_id"] + " (" + reported["stack"].replace("", "stack unspecified") + ")"
+        label=[
+            figure_label(*row)
+            for row in reported[["variant", "stack", "conditions", "seed_file"]].itertuples(index=False)
+        ]
     )
+    kinds = {"reported"} | ({"measured"} if measured is not None and not measured.empty else set())
     layers = [
         alt.Chart(bars)
         .mark_bar()
         .encode(
             y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
             x=alt.X("tokens_per_s:Q", title="output tokens/s, one stream"),
-            color=provenance_color(),
+            color=provenance_color(kinds),
             tooltip=["figure_id", "variant", "stack", "tokens_per_s", "seed_file", "quote"],
         )
     ]
@@ -128,7 +133,7 @@ def single_stream_chart(reported: pd.DataFrame, measured: pd.DataFrame | None = 
             .encode(
                 y="label:N",
                 x="median_output_tokens_per_s:Q",
-                color=provenance_color(),
+                color=provenance_color(kinds),
                 tooltip=["variant", "label", "median_output_tokens_per_s", "ci95_low", "ci95_high", "run_id"],
             )
         )

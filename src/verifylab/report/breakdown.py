@@ -48,7 +48,7 @@ def measured_breakdown(store: RunStore, gpu_only: bool = True) -> pd.DataFrame:
         group_col = "norm" if "norm" in steps.columns else "backend"
         for variant, part in steps.groupby(group_col):
             mean = part.mean(numeric_only=True)
-            source = f"{manifest.label} · {variant} · run {run_id}"
+            source = f"measured: {variant} · run {run_id}"  # the run's hardware is in its manifest and the caption
             if mean.get("allreduce_count", 0) > 0:
                 rows.append({"source": source, "part": "all-reduce", "ms": mean["comm_us"] / 1e3})
             named = sum(mean.get(col, 0.0) for col in COMPUTE_PARTS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,9 +81,12 @@ def add_svg_tooltips(svg: str) -> str:
     return _SYMBOL.sub(lambda m: f"<{m[1]}{m[2]}><title>{m[3]}</title></{m[1]}>", svg)
 
 
-def provenance_color() -> alt.Color:
-    """The shared colour encoding for the ``provenance`` column."""
-    return alt.Color("provenance:N", scale=PROVENANCE_SCALE, title="provenance")
+def provenance_color(present: Iterable[str] | None = None) -> alt.Color:
+    """The shared colour encoding for the ``provenance`` column (measured / reported / modelled, always the same
+    colours); the legend lists only the kinds ``present``."""
+    kinds = [k for k in PROVENANCE_COLORS if present is None or k in set(present)]
+    scale = alt.Scale(domain=kinds, range=[PROVENANCE_COLORS[k] for k in kinds])
+    return alt.Color("provenance:N", scale=scale, title="provenance")
 
 
 def reported_throughput_chart(tput: pd.DataFrame) -> Figure:
@@ -91,9 +95,9 @@ def reported_throughput_chart(tput: pd.DataFrame) -> Figure:
         alt.Chart(tput)
         .mark_bar()
         .encode(
-            y=alt.Y("figure_id:N", sort="-x", title=None),
+            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
             x=alt.X("value:Q", title="decode throughput, one stream (tok/s)"),
-            color=provenance_color(),
+            color=provenance_color(tput["provenance"]),
             tooltip=["figure_id", "configuration", "stack", "value", "seed_file", "quote"],
         )
         .properties(width=460, height=alt.Step(18))
@@ -190,18 +194,18 @@ def step_breakdown_chart(breakdown: pd.DataFrame) -> Figure:
         alt.Chart(breakdown)
         .mark_bar()
         .encode(
-            y=alt.Y("source:N", title=None),
+            y=alt.Y("source:N", title=None, axis=alt.Axis(labelLimit=380)),
             x=alt.X("sum(ms):Q", title="time per step (ms)"),
             color=alt.Color("part:N", title="part"),
-            stroke=provenance_color(),
+            stroke=provenance_color(breakdown["provenance"]),
             tooltip=["source", "part", alt.Tooltip("ms:Q", format=".2f"), "provenance"],
         )
         .properties(width=420, height=alt.Step(26))
     )
     return Figure(
         chart,
-        caption="Where a verify pass spends its time: reported (case study) next to what was "
-        "measured here (different hardware and scale: compare shapes, not numbers)",
+        caption="Where a verify pass spends its time: reported (case study, 8x RTX PRO 6000, TP 8) next to what "
+        "was measured here (H200 / CPU runs, SM90, not Blackwell: compare shapes, not numbers)",
         provenance=sorted(set(breakdown["provenance"])),
         name="step_breakdown",
     )

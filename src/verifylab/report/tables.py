@@ -41,7 +41,7 @@ def header(column: str) -> str:
     for ending, unit, _ in UNITS:
         if name.endswith(ending) or f"{ending}_" in name:
             base = name.replace(ending, "", 1).replace("_", " ").strip()
-            return f"{base or ending.strip('_').replace('_', ' ')} ({unit})"
+            return f"{base} ({unit})" if base else unit
     return name.replace("_", " ")
 
 
@@ -78,8 +78,9 @@ def _cell(text: str) -> str:
     if " " not in text.strip() and len(text) <= SHORT_TOKEN:
         return f'<td class="v-short">{html.escape(text)}</td>'
     shown = html.escape(text)
-    if len(text) > LONG_NAME:
-        cut = re.split(r"[<(]", text, maxsplit=1)[0][:LONG_NAME] + "…"
+    head = re.split(r"[<(]", re.sub(r"^(void|static|auto)\s+", "", text), maxsplit=1)[0]
+    if len(text) > LONG_NAME and head.strip() and " " not in head.strip():  # an identifier (a kernel), not prose
+        cut = head[:LONG_NAME] + "…"
         shown = f'<span title="{html.escape(text)}">{html.escape(cut)}</span>'
     return f"<td>{shown}</td>"
 

@@ -64,8 +64,22 @@ def quote_in_seed(quote: str, seed_text: str) -> bool:
     return squash(quote) in squash(seed_text)
 
 
+VARIANT_NAMES = {"eagle3": "EAGLE-3", "eagle3_fusion": "EAGLE-3 + fusion", "ngram": "NGRAM"}
+
+
+def figure_label(configuration: str, stack: str, conditions: str, seed_file: str) -> str:
+    """A reported figure as a reader names it: 'fusion, run 5 · CUDA 13 · seed 002' (never its id)."""
+    run = re.match(r"run (\d+)/\d+", conditions or "")
+    name = VARIANT_NAMES.get(configuration, configuration) + (f", run {run.group(1)}" if run else "")
+    stack = stack if stack and stack != "unspecified" else "stack unspecified"
+    return f"{name} · {stack} · seed {seed_file[:3]}"
+
+
 def reported_throughput(figures: pd.DataFrame) -> pd.DataFrame:
     """Decode-throughput figures per configuration, for the introduction's chart."""
     tput = figures[(figures["quantity"] == "decode throughput") & (figures["unit"] == "tok/s")].copy()
-    tput["label"] = tput["configuration"] + " · " + tput["stack"].replace("", "stack unspecified")
+    tput["label"] = [
+        figure_label(*row)
+        for row in tput[["configuration", "stack", "conditions", "seed_file"]].itertuples(index=False)
+    ]
     return tput[["figure_id", "configuration", "stack", "label", "value", "seed_file", "quote", "provenance"]]
