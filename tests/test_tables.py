@@ -38,3 +38,11 @@ def test_html_keeps_prose_whole_cuts_kernels_and_explains_the_dash():
     assert EMPTY_NOTE in html and "<th>kernel</th>" in html
     bundle = Table(frame)._repr_mimebundle_()
     assert bundle[TABLE_MIME]["rows"][0][0] == KERNEL  # the export holds the full name
+
+
+def test_a_meaningful_index_is_kept_as_a_column_and_a_plain_one_dropped():
+    pivot = pd.DataFrame({"ms": [1.0, 2.0]}, index=pd.Index(["reported", "measured"], name="source"))
+    assert list(Table(pivot).cells().columns) == ["source", "ms"]
+    by_variant = pd.DataFrame({"tok_per_s": [1.0]}, index=["baseline"])
+    assert Table(by_variant).cells().iloc[0, 0] == "baseline"
+    assert list(Table(pd.DataFrame({"a": [1]})).cells().columns) == ["a"]

@@ -92,10 +92,14 @@ class Table:
     frame: pd.DataFrame
 
     def cells(self) -> pd.DataFrame:
-        """Every cell as its text, headers with units: what the page shows and the export holds."""
+        """Every cell as its text, headers with units: what the page shows and the export holds. A meaningful
+        index (named, or not 0..n-1: a pivot's rows, a variant per row) becomes the first column(s)."""
+        frame = self.frame
+        if frame.index.names != [None] or not isinstance(frame.index, pd.RangeIndex):
+            frame = frame.reset_index()
         shown = pd.DataFrame(
-            {header(c): [cell_text(c, v) for v in self.frame[c].tolist()] for c in self.frame.columns},
-            columns=[header(c) for c in self.frame.columns],
+            {header(c): [cell_text(c, v) for v in frame[c].tolist()] for c in frame.columns},
+            columns=[header(c) for c in frame.columns],
         )
         return shown.reset_index(drop=True)
 
