@@ -14,10 +14,18 @@ def store(repo_root) -> RunStore:
     return RunStore(repo_root / "data" / "runs")
 
 
-def test_each_variant_comes_from_the_newest_run_where_it_was_active(repo_root):
-    """The first full round's EAGLE-3 variants failed; a later round ran them alone: both rounds together give
-    all four variants, each from a run where it ran."""
+ALL_FOUR = "20261130-130757-2xh200-live-tp2"  # the run that holds all four variants
+
+
+def test_each_variant_comes_from_the_newest_run_where_it_was_active(repo_root, tmp_path):
+    """The run with all four variants supplies all four; without it, the first full round (whose EAGLE-3 variants
+    failed) and the later EAGLE-3-only round together still give all four, each from a run where it ran."""
     sources = lt.variant_sources(store(repo_root), "variant_state")
+    assert list(sources) == ["baseline", "fusion", "eagle3", "eagle3_fusion"]
+    assert set(sources.values()) == {ALL_FOUR}
+    older = tmp_path / "runs"
+    shutil.copytree(repo_root / "data" / "runs", older, ignore=lambda d, names: [n for n in names if n == ALL_FOUR])
+    sources = lt.variant_sources(RunStore(older), "variant_state")
     assert list(sources) == ["baseline", "fusion", "eagle3", "eagle3_fusion"]
     assert sources["eagle3"].endswith("-live-tp2-eagle3") and sources["baseline"].endswith("-live-tp2")
     single = lt.live_single_stream(store(repo_root))
