@@ -67,6 +67,7 @@ READING = """() => {
     const outer = e.parentElement.closest('figure[id]');
     return !outer || !outer.querySelector('.caption-number') || !outer.querySelector('figcaption');
   }).map(e => e.tagName + ' ' + (e.innerText || '').slice(0, 60));
-  return {column, wide, scrollers, cells, unnumbered, inputs: document.querySelectorAll('.cell_input').length,
+  const stderr = article.querySelectorAll('.output.stderr, .output.traceback').length;
+  return {column, wide, scrollers, cells, unnumbered, stderr, inputs: document.querySelectorAll('.cell_input').length,
           text: article.innerText};
 }"""

@@ -34,7 +34,8 @@ def test_a_page_reads_as_a_report(visited, name):
     assert seen["scrollers"] == [], f"{name}: a scrolling wrapper: {seen['scrollers']}"
     assert seen["inputs"] == 0, f"{name}: input cells are visible"
     assert not re.search(r"\b(NaN|nan)\b", seen["text"]), f"{name}: NaN in the page"
-    assert "Traceback" not in seen["text"]
+    assert "Traceback" not in seen["text"] and "Warning:" not in seen["text"], f"{name}: a warning on the page"
+    assert seen["stderr"] == 0, f"{name}: a cell's stderr or traceback is shown"
     odd = [c for c in seen["cells"] if c in ("None", "[]") or re.fullmatch(r"\[.*\]|-?\d+\.\d{6,}", c)]
     assert odd == [], f"{name}: raw values in table cells: {odd[:5]}"
     assert seen["unnumbered"] == [], f"{name}: tables or charts without number, caption and anchor"

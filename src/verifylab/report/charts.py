@@ -7,6 +7,7 @@ tooltips survive as SVG ``<title>`` elements, which browsers show on hover.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ class Figure:
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """The page's HTML, plus the chart spec the exports render from (a MIME type the page ignores)."""
         spec = {"name": self.name, "caption": self.caption, "provenance": self.provenance, "spec": self.chart.to_dict()}
-        return {"text/html": self._repr_html_(), FIGURE_MIME: spec}
+        return {"text/html": self._repr_html_(), FIGURE_MIME: json_safe(spec)}
 
 
 def save_spec(spec: dict, name: str, title: str, folder: Path) -> dict[str, Path]:
@@ -62,6 +63,18 @@ def save_spec(spec: dict, name: str, title: str, folder: Path) -> dict[str, Path
     atomic_write_text(svg_path, vlc.vegalite_to_svg(titled, vl_version=_vl_version()))
     atomic_write_bytes(png_path, vlc.vegalite_to_png(titled, vl_version=_vl_version(), scale=2))
     return {"svg": svg_path, "png": png_path}
+
+
+def json_safe(value):
+    """``value`` with NaN and infinities as None: notebook messages must be strict JSON (else jupyter_client
+    prints a warning onto the page)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def _vl_version() -> str:
