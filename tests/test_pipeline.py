@@ -91,9 +91,11 @@ def test_publish_registers_and_changes_page_compares(editions):
     root, first, _, _changed = editions
     from verifylab.publish.edition import publish
 
+    before = json.loads((root / "book" / "editions.json").read_text())
     publish(root, first)
     registry = json.loads((root / "book" / "editions.json").read_text())
     assert registry[-1]["id"] == first["id"] and "key_findings" in registry[-1]
+    assert [e for e in registry if e["id"] != first["id"]] == [e for e in before if e["id"] != first["id"]]
     current = write_generated_pages(root, Evidence(root / "data"))
     assert current["previous"] == first["id"]
     assert f"Compared with edition `{first['id']}`" in (root / "book" / "_generated" / "changes.md").read_text()

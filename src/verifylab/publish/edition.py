@@ -154,21 +154,22 @@ def archive(root: Path, edition: dict) -> Path:
 
 
 def publish(root: Path, edition: dict) -> None:
-    """Register the edition in the committed ``book/editions.json`` (id, date, commit, digest, runs, findings)."""
-    registry = [e for e in load_registry(root) if e["id"] != edition["id"]]
-    registry.append(
-        {
-            "id": edition["id"],
-            "date": edition["built"],
-            "commit": edition["commit"],
-            "data_digest": edition["data_digest"],
-            "runs": edition["runs"],
-            "key_findings": edition["key_findings"],
-        }
-    )
-    atomic_write_json(root / REGISTRY, [_as_json(e) for e in registry])
+    """Register the edition in the committed ``book/editions.json`` (id, date, commit, digest, runs, findings).
+    Earlier entries are kept as they were written, byte for byte in content: a registry is never rewritten."""
+    load_registry(root)  # refuse to append to a registry that does not read
+    path = root / REGISTRY
+    earlier = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    entry = {
+        "id": edition["id"],
+        "date": edition["built"],
+        "commit": edition["commit"],
+        "data_digest": edition["data_digest"],
+        "runs": edition["runs"],
+        "key_findings": edition["key_findings"],
+    }
+    atomic_write_json(path, [e for e in earlier if e["id"] != edition["id"]] + [_as_json(entry)])
 
 
 def _as_json(edition: dict) -> dict:
-    """An edition with its findings as plain dicts."""
-    return edition | {"key_findings": [f.model_dump(mode="json") for f in edition["key_findings"]]}
+    """An edition with its findings as plain dicts (fields a finding does not have are left out)."""
+    return edition | {"key_findings": [f.model_dump(mode="json", exclude_none=True) for f in edition["key_findings"]]}
