@@ -16,14 +16,13 @@ Norms stay where the all-reduces go: each layer still normalizes its output.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from verifylab.model.costmodel import LinkLatency
+from verifylab.model.comm_pass import loglog_interpolate
+from verifylab.model.costmodel import LinkLatency, eagle3_tokens_per_s
 from verifylab.model.cycle import CycleAccount, Reading
 from verifylab.shapes import KIMI_K2, ShardShape, expected_distinct_experts, weight_bytes_per_layer
 from verifylab.store.evidence import Evidence
@@ -58,8 +57,9 @@ class Scaling:
 
 
 def _loglog(xs: list[float], ys: list[float]) -> Callable[[float], float]:
-    lx, ly = np.log(xs), np.log(ys)
-    return lambda x: float(np.exp(np.interp(math.log(x), lx, ly)))
+    """The measured curve through (xs, ys), log-log, held at its end values outside the measured range."""
+    points, values = tuple(xs), tuple(ys)
+    return lambda x: loglog_interpolate(points, values, min(max(x, points[0]), points[-1]))
 
 
 def measured_scaling(ev: Evidence, account: CycleAccount) -> Scaling:
@@ -208,9 +208,10 @@ def options_table(ev: Evidence, account: CycleAccount, streams: int = 1, k_point
     scaling = measured_scaling(ev, account)
     ks = sorted({*account.draft_tokens, k_point or account.draft_tokens[0]})
     point_k = k_point or account.draft_tokens[0]
+    passes = {k: option_passes(account, scaling, streams, k) for k in ks}  # every option, once per k
     rows = []
     for key, (title, basis, weights_gb, feasibility) in OPTION_FACTS.items():
-        verify = {k: option_passes(account, scaling, streams, k)[key][0] for k in ks}
+        verify = {k: passes[k][key][0] for k in ks}
         rates = [tokens_per_s(verify[k].verify_ms, r) for k in ks for r in account.readings]
         point = verify[point_k]
         rows.append(
@@ -228,7 +229,7 @@ def options_table(ev: Evidence, account: CycleAccount, streams: int = 1, k_point
                 "tokens_per_s": tokens_per_s(point.verify_ms, account.readings[0]),
                 "tokens_per_s_low": min(rates),
                 "tokens_per_s_high": max(rates),
-                "removes_and_adds": option_passes(account, scaling, streams, point_k)[key][1],
+                "removes_and_adds": passes[point_k][key][1],
                 "weights_gb_per_gpu": weights_gb,
                 "fits": weights_gb < GPU_MEMORY_GB * 0.9,
                 "feasibility": feasibility,
@@ -241,4 +242,4 @@ def options_table(ev: Evidence, account: CycleAccount, streams: int = 1, k_point
 
 def tokens_per_s(verify_ms: float, reading: Reading) -> float:
     """One stream's tok/s: accepted tokens per cycle over the cycle (draft time as in the reading)."""
-    return reading.accept / (verify_ms + reading.draft_ms) * 1e3
+    return eagle3_tokens_per_s(reading.accept, verify_ms, reading.draft_ms)
