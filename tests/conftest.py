@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+from contextlib import contextmanager
 from functools import partial
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -64,20 +65,36 @@ def book_url(built_book: Path):
     server.shutdown()
 
 
-@pytest.fixture(scope="session")
-def browser():
+@contextmanager
+def _chromium():
+    """Headless Chromium for as long as the block runs. Playwright's sync API keeps an event loop in this
+    thread while it is open: a fixture that holds it must not outlive the module that needs it."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         instance = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with _chromium() as instance:
         yield instance
-        instance.close()
 
 
 @pytest.fixture(scope="session")
-def visited(browser, book_url, built_book) -> dict[str, dict]:
+def visited(book_url, built_book) -> dict[str, dict]:
     """Every page of the book opened once at 1400 px: console errors, blocked requests, marks per chart and
-    (``reading``, for pages with an article) what the reader sees — shared by the page-level tests."""
+    (``reading``, for pages with an article) what the reader sees — shared by the page-level tests. The
+    browser closes as soon as the pages are read."""
+    with _chromium() as browser:
+        return _visit(browser, book_url, built_book)
+
+
+def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
     seen = {}
     for path in pages(built_book):
         rel = path.relative_to(built_book).as_posix()
