@@ -45,9 +45,9 @@ def exhibits(generated: Path) -> Iterator[Exhibit]:
                         yield Exhibit(notebook.stem, figure["name"], figure["caption"], kind, data[mime])
 
 
-def table_frame(exhibit: Exhibit, edition: str) -> pd.DataFrame:
-    """A numbered table's cells, with the edition id as the first column."""
-    frame = pd.DataFrame(exhibit.data["rows"], columns=exhibit.data["columns"])
+def table_frame(cells: dict, edition: str) -> pd.DataFrame:
+    """A table's cells (``{"columns", "rows"}`` as the page holds them), with the edition id as the first column."""
+    frame = pd.DataFrame(cells["rows"], columns=cells["columns"])
     frame.insert(0, "edition", edition)
     return frame
 
@@ -57,15 +57,15 @@ def write_exports(generated: Path, folder: Path, edition: str) -> list[dict]:
     folder.mkdir(parents=True, exist_ok=True)
     index = []
     for exhibit in exhibits(generated):
-        if exhibit.kind == "table":
-            atomic_write_text(folder / f"{exhibit.name}.csv", table_frame(exhibit, edition).to_csv(index=False))
-            files = [f"{exhibit.name}.csv"]
-        elif exhibit.kind == "section":  # one CSV per table of the section, numbered in page order
-            files = []
-            for number, part in enumerate(exhibit.data["tables"], start=1):
-                frame = table_frame(Exhibit(exhibit.chapter, exhibit.name, part["caption"], "table", part), edition)
-                atomic_write_text(folder / f"{exhibit.name}-{number}.csv", frame.to_csv(index=False))
-                files.append(f"{exhibit.name}-{number}.csv")
+        if exhibit.kind != "figure":  # a table, or a section's tables: one CSV each, numbered in page order
+            csvs = (
+                {f"{exhibit.name}.csv": exhibit.data}
+                if exhibit.kind == "table"
+                else {f"{exhibit.name}-{n}.csv": t for n, t in enumerate(exhibit.data["tables"], start=1)}
+            )
+            for file, cells in csvs.items():
+                atomic_write_text(folder / file, table_frame(cells, edition).to_csv(index=False))
+            files = list(csvs)
         else:
             save_spec(exhibit.data["spec"], exhibit.name, f"{exhibit.caption} — edition {edition}", folder)
             files = [f"{exhibit.name}.svg", f"{exhibit.name}.png"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from verifylab.report.tables import Table
+from verifylab.report.tables import Table, cells_data, cells_html
 
 SECTION_MIME = "application/vnd.verifylab.section+json"
 
@@ -23,25 +23,26 @@ class Section:
         self.parts.append((caption, content))
         return self
 
-    def _repr_html_(self) -> str:
+    def _rendered(self) -> list[tuple[str, pd.DataFrame | str]]:
+        """Each part with its table as the cells the book shows (computed once for the page and the export)."""
+        return [(c, Table(p).cells() if isinstance(p, pd.DataFrame) else p) for c, p in self.parts]
+
+    def _html(self, rendered: list[tuple[str, pd.DataFrame | str]]) -> str:
         out = [f"<div class='verifylab-section'><p><strong>{html.escape(self.title)}</strong></p>"]
-        for caption, content in self.parts:
+        for caption, content in rendered:
             out.append(f"<p>{html.escape(caption)}</p>")
-            out.append(
-                Table(content)._repr_html_()
-                if isinstance(content, pd.DataFrame)
-                else f"<pre>{html.escape(content)}</pre>"
-            )
+            is_table = isinstance(content, pd.DataFrame)
+            out.append(cells_html(content) if is_table else f"<pre>{html.escape(content)}</pre>")
         return "".join(out) + "</div>"
+
+    def _repr_html_(self) -> str:
+        return self._html(self._rendered())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """The page's HTML, plus each table's cells for the exports (a MIME type the page ignores)."""
-        parts = []
-        for caption, content in self.parts:
-            if isinstance(content, pd.DataFrame):
-                cells = Table(content).cells()
-                parts.append({"caption": caption, "columns": list(cells.columns), "rows": cells.to_numpy().tolist()})
-        return {"text/html": self._repr_html_(), SECTION_MIME: {"title": self.title, "tables": parts}}
+        rendered = self._rendered()
+        tables = [{"caption": c} | cells_data(p) for c, p in rendered if isinstance(p, pd.DataFrame)]
+        return {"text/html": self._html(rendered), SECTION_MIME: {"title": self.title, "tables": tables}}
 
     def __repr__(self) -> str:
         return "\n".join([self.title] + [f"{c}\n{p}" for c, p in self.parts])

@@ -35,20 +35,25 @@ UNITS = (  # column-name endings -> (unit shown in the header, decimals)
 )
 
 
+def _unit(column: str) -> tuple[str, str, int] | None:
+    """The (ending, unit, decimals) a column name carries (``verify_ms``, ``verify_ms_low``), or None."""
+    name = str(column)
+    return next((u for u in UNITS if name.endswith(u[0]) or f"{u[0]}_" in name), None)
+
+
 def header(column: str) -> str:
     """``verify_ms_low`` -> ``verify low (ms)``; other names lose their underscores."""
-    name = str(column)
-    for ending, unit, _ in UNITS:
-        if name.endswith(ending) or f"{ending}_" in name:
-            base = name.replace(ending, "", 1).replace("_", " ").strip()
-            return f"{base} ({unit})" if base else unit
-    return name.replace("_", " ")
+    unit = _unit(column)
+    if unit is None:
+        return str(column).replace("_", " ")
+    base = str(column).replace(unit[0], "", 1).replace("_", " ").strip()
+    return f"{base} ({unit[1]})" if base else unit[1]
 
 
 def _decimals(column: str, value: float) -> int:
-    for ending, _, digits in UNITS:
-        if str(column).endswith(ending) or f"{ending}_" in str(column):
-            return digits
+    unit = _unit(column)
+    if unit is not None:
+        return unit[2]
     magnitude = abs(value)
     return 0 if magnitude >= 100 else 1 if magnitude >= 10 else 2 if magnitude >= 0.1 else 4
 
@@ -104,24 +109,26 @@ class Table:
         return shown.reset_index(drop=True)
 
     def _repr_html_(self) -> str:
-        cells = self.cells()
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in cells.columns)
-        body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in cells.itertuples(index=False))
-        note = (
-            f'<p class="verifylab-table-note">{html.escape(EMPTY_NOTE)}</p>'
-            if (cells == EMPTY).to_numpy().any()
-            else ""
-        )
-        empty = "" if len(cells) else '<p class="verifylab-table-note">No rows.</p>'
-        classes = "verifylab-table wide" if len(cells.columns) > WIDE else "verifylab-table"
-        return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{empty}{note}'
+        return cells_html(self.cells())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         cells = self.cells()
-        return {
-            "text/html": self._repr_html_(),
-            TABLE_MIME: {"columns": list(cells.columns), "rows": cells.to_numpy().tolist()},
-        }
+        return {"text/html": cells_html(cells), TABLE_MIME: cells_data(cells)}
+
+
+def cells_html(cells: pd.DataFrame) -> str:
+    """The HTML of a table's cells (:meth:`Table.cells`), with the footnote when a cell is empty."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cells.columns)
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in cells.itertuples(index=False))
+    note = f'<p class="verifylab-table-note">{html.escape(EMPTY_NOTE)}</p>' if (cells == EMPTY).to_numpy().any() else ""
+    empty = "" if len(cells) else '<p class="verifylab-table-note">No rows.</p>'
+    classes = "verifylab-table wide" if len(cells.columns) > WIDE else "verifylab-table"
+    return f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{empty}{note}'
+
+
+def cells_data(cells: pd.DataFrame) -> dict:
+    """A table's cells as the exports read them: ``{"columns": [...], "rows": [[...], ...]}``."""
+    return {"columns": list(cells.columns), "rows": cells.to_numpy().tolist()}
 
 
 def as_table(value: Any) -> Any:
