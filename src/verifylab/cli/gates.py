@@ -178,6 +178,7 @@ def gates_matrix(
     """
     from verifylab.gates.matrix import flashinfer_pins, gate_matrix, matrix_pivot
     from verifylab.iorw import atomic_write_text
+    from verifylab.store.evidence import FLASHINFER_PINS_FILE  # where chapter 01 reads the pins
 
     wanted = {
         "sglang": [v for v in versions.split(",") if v],
@@ -190,7 +191,7 @@ def gates_matrix(
     except VerifylabError as exc:
         raise fail(exc) from None
     atomic_write_text(out, frame.to_csv(index=False))
-    atomic_write_text(out.with_name("flashinfer_pins.csv"), pins.to_csv(index=False))
+    atomic_write_text(out.with_name(FLASHINFER_PINS_FILE.name), pins.to_csv(index=False))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
 
 

@@ -142,7 +142,6 @@ def by_key(findings: list[Finding]) -> dict[str, Finding]:
 def from_legacy(findings: dict[str, object]) -> list[Finding]:
     """Findings of a registry written before they were typed (``{English label: value}``), as records; a label
     that names no known finding is an error naming it."""
-    labels = _LEGACY_LABELS
     out = []
     for label, value in findings.items():
         if label.startswith("recommendation: "):
@@ -153,8 +152,8 @@ def from_legacy(findings: dict[str, object]) -> list[Finding]:
                     key=topic, label=label, value=text, provenance="not recorded", confidence=confidence.lstrip("[")
                 )
             )
-        elif label in labels:
-            key, unit, provenance = labels[label]
+        elif label in _LEGACY_LABELS:
+            key, unit, provenance = _LEGACY_LABELS[label]
             out.append(Finding(key=key, label=label, value=value, unit=unit, provenance=provenance))
         else:
             raise ValueError(f"finding {label!r} has no key")
