@@ -174,7 +174,16 @@ def sweep_chart(cells: pd.DataFrame, crossing: pd.DataFrame) -> Figure:
     )
 
 
-STATE_COLUMNS = ["variant", "fusion", "speculative_algorithm", "tp_size", "active", "inactive_reasons", "run_id"]
+STATE_COLUMNS = [
+    "variant",
+    "fusion",
+    "speculative_algorithm",
+    "tp_size",
+    "active",
+    "inactive_reasons",
+    "failure",
+    "run_id",
+]
 CELL_COLUMNS = [
     "variant",
     "concurrency",
