@@ -3,6 +3,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -12,8 +13,9 @@ from verifylab.synth.runner import SynthConfig, run_synth_verify
 from verifylab.trace import summarize_traces
 from verifylab.trace.analyze import STEP_COLUMNS
 from verifylab.trace.classify import classify_kernel
-from verifylab.trace.intervals import overlap_length, union_length
+from verifylab.trace.intervals import union_length, union_lengths
 from verifylab.trace.ranks import align_ranks
+from verifylab.trace.steps import DEFAULT_STEP_MARKER, load_rank_events
 
 from .tracefactory import event, write_trace
 
@@ -151,7 +153,39 @@ def test_align_ranks_splits_wait_and_transfer():
 
 def test_interval_arithmetic():
     assert union_length([(0, 10), (5, 15), (20, 30)]) == 25
-    assert overlap_length([(0, 10), (20, 30)], [(5, 25)]) == 10
+    assert union_length([(0, 10), (10, 20)]) == 20  # touching intervals join
+
+
+def test_union_lengths_of_many_sets_agree_with_one_set_at_a_time():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, keys = int(rng.integers(0, 60)), int(rng.integers(1, 6))
+        key = rng.integers(0, keys, n)
+        start = np.round(rng.uniform(0, 100, n), int(rng.integers(0, 2)))  # whole numbers too: ties and touches
+        end = start + np.round(rng.uniform(0, 15, n), int(rng.integers(0, 2)))
+        got = union_lengths(key, start, end, keys)
+        want = [union_length(list(zip(start[key == k], end[key == k], strict=True))) for k in range(keys)]
+        assert got == pytest.approx(want)
+    assert union_lengths(np.array([1, 1, 2]), np.array([0.0, 5, 3]), np.array([10.0, 15, 4]), 4).tolist() == [
+        0,
+        15,
+        1,
+        0,
+    ]
+
+
+def test_kernels_are_kept_as_columns_one_name_each(tmp_path):
+    names = ["nvjet_gemm", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"]
+    events = [event(names[i % 2], "kernel", 10.0 * i, 4.0, tid=7, correlation=i) for i in range(500)] + [
+        event("cudaLaunchKernel", "cuda_runtime", 1.0, 1.0)
+    ]
+    rank = load_rank_events(write_trace(tmp_path / "t.json", events), 0, DEFAULT_STEP_MARKER)
+    kernels = rank.kernels
+    assert len(kernels) == 500 and rank.event_count == 501
+    assert [name for name, _ in kernels.keys] == names  # each distinct name stored once
+    assert kernels.code.dtype == np.int32 and kernels.code.tolist() == [i % 2 for i in range(500)]
+    assert kernels.correlation.tolist() == list(range(500))
+    assert kernels.end[-1] == 10.0 * 499 + 4.0
 
 
 @pytest.mark.parametrize(

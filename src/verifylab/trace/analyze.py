@@ -14,9 +14,17 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import TraceError
-from verifylab.trace.classify import classify_cpu_collective, classify_kernel
+from verifylab.trace.classify import classify_cpu_collective
 from verifylab.trace.files import assign_ranks, expand_paths
-from verifylab.trace.intervals import last_at_or_before, outermost, overlap_length, union_length
+from verifylab.trace.intervals import last_at_or_before, outermost, union_length
+from verifylab.trace.kernel_steps import (
+    CLASS_COLUMNS,
+    COLLECTIVE_COLUMNS,
+    COLLECTIVE_GROUPS,
+    device_steps,
+    kernel_step_index,
+    kernel_totals,
+)
 from verifylab.trace.pool import Progress, bytes_read, run_jobs
 from verifylab.trace.ranks import align_ranks, rank_disagreements
 from verifylab.trace.reader import Event
@@ -24,6 +32,7 @@ from verifylab.trace.steps import (
     DEFAULT_STEP_MARKER,
     STEP_COLUMNS,
     RankEvents,
+    Steps,
     label_graph_phases,
     load_rank_events,
     segment_steps,
@@ -85,111 +94,45 @@ def _message_bytes(ev: Event) -> int | None:
 def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str, pd.DataFrame | list[str]]:
     """Per-step rows, the collectives and time per kernel class of one rank."""
     segmented = segment_steps(rank)
-    steps, how, corr_step = segmented.spans, segmented.how, segmented.graph_step
+    steps, how = segmented.spans, segmented.how
     notes: list[str] = []
-    starts = [s[2] for s in steps]
-    kernels_by_step: dict[int, list[Event]] = defaultdict(list)
-    if corr_step:
-        for k in rank.kernels:
-            step = corr_step.get(int(k.args.get("correlation", -1)))
-            if step is not None:
-                kernels_by_step[step].append(k)
-        eager = sum(1 for k in rank.kernels if int(k.args.get("correlation", -1)) not in corr_step)
+    step_of = kernel_step_index(
+        rank.kernels, [s[2] for s in steps], [s[3] for s in steps], segmented.bounded, segmented.graph_step
+    )
+    if segmented.graph_step:
+        eager = int((step_of < 0).sum())
         if eager:
             notes.append(f"rank {rank.rank}: {eager} kernels outside CUDA-graph launches were not assigned to a step")
-    else:
-        for k in rank.kernels:
-            idx = last_at_or_before(starts, k.ts)
-            if idx is not None and (not segmented.bounded or k.ts < steps[idx][3]):
-                kernels_by_step[idx].append(k)
-    cpu_by_step: dict[int, list[Event]] = defaultdict(list)
-    cpu_spans = [segmented.cpu_span(i) for i in range(len(steps))]
-    if all(cpu_spans):
-        cpu_starts = [span[0] for span in cpu_spans]
-        for ev in rank.cpu_collectives:
-            idx = last_at_or_before(cpu_starts, ev.ts)
-            if idx is not None and ev.ts <= cpu_spans[idx][1]:
-                cpu_by_step[idx].append(ev)
+    device = device_steps(rank.kernels, step_of, len(steps))
+    cpu_by_step = _cpu_collectives_by_step(rank, segmented)
 
-    rows, colls, classes = [], [], []
+    rows, cpu_colls_rows = [], []
     for phase, idx, start, end in steps:
-        ks = kernels_by_step.get(idx, [])
-        classified = [(k, classify_kernel(k.name, k.cat)) for k in ks]
-        device_colls = [(k, c) for k, c in classified if c.group in ("allreduce", "allgather", "collective")]
-        cpu_colls, cpu_timed = collective_levels(cpu_by_step.get(idx, []))
-        sizes = [b for b in (_message_bytes(e) for e in cpu_by_step.get(idx, [])) if b]
-        if device_colls:
-            comm_iv = [(k.ts, k.end) for k, _ in device_colls]
-            compute_iv = [
-                (k.ts, k.end) for k, c in classified if c.group not in ("allreduce", "allgather", "collective")
-            ]
-            all_iv = comm_iv + compute_iv
-            span = (max(e for _, e in all_iv) - min(s for s, _ in all_iv)) if all_iv else 0.0
-            comm_us, compute_us = union_length(comm_iv), union_length(compute_iv)
-            idle_us = span - union_length(all_iv)
-            exposed = comm_us - overlap_length(comm_iv, compute_iv)
-            kinds = Counter(c.group for _, c in device_colls)
-            impls = Counter(c.impl for _, c in device_colls if c.group == "allreduce")
-            suffixes = Counter(
-                c.name_suffix for _, c in device_colls if c.impl == "nccl" and c.group == "allreduce" and c.name_suffix
-            )
+        cpu_events = cpu_by_step.get(idx, [])
+        cpu_colls, cpu_timed = collective_levels(cpu_events)
+        sizes = [b for b in (_message_bytes(e) for e in cpu_events) if b]
+        kinds = {kind: device.kind_count(idx, kind) for kind in COLLECTIVE_GROUPS}
+        impls, suffixes = device.impls.get(idx, ""), device.nccl_suffixes.get(idx, "")
+        has_kernels = device.kernel_count[idx] > 0
+        span = float(device.last_end[idx] - device.first_start[idx]) if has_kernels else end - start
+        if device.collective_count[idx]:
+            comm_us, compute_us = float(device.comm_us[idx]), float(device.compute_us[idx])
+            idle_us = span - float(device.busy_us[idx])
+            exposed = float(device.busy_us[idx]) - compute_us  # communication not under any compute
             source = "device kernels"
-            for n, (k, c) in enumerate(sorted(device_colls, key=lambda kc: kc[0].ts)):
-                colls.append(
-                    {
-                        "rank": rank.rank,
-                        "step": idx,
-                        "ordinal": n,
-                        "kind": c.group,
-                        "impl": c.impl,
-                        "name_suffix": c.name_suffix,
-                        "name": k.name[:160],
-                        "start_us": k.ts,
-                        "dur_us": k.dur,
-                    }
-                )
         elif cpu_colls:
-            comm_iv = [(e.ts, e.end) for e in cpu_timed]
             span = end - start
-            comm_us = union_length(comm_iv)
+            comm_us = union_length([(e.ts, e.end) for e in cpu_timed])
             compute_us, idle_us, exposed = max(span - comm_us, 0.0), 0.0, comm_us
-            kinds, impls, suffixes = Counter(), Counter(), Counter()
-            backends = {classify_cpu_collective(e.name, e.args)[1] for e in cpu_timed} - {"c10d"}
-            for n, ev in enumerate(cpu_colls):
-                timed = cpu_timed[n] if len(cpu_timed) == len(cpu_colls) else ev
-                kind, backend = classify_cpu_collective(ev.name, ev.args) or ("collective", "?")
-                backend = "/".join(sorted(backends)) or backend
-                kinds[kind] += 1
-                if kind == "allreduce":
-                    impls[backend] += 1
-                colls.append(
-                    {
-                        "rank": rank.rank,
-                        "step": idx,
-                        "ordinal": n,
-                        "kind": kind,
-                        "impl": backend,
-                        "name_suffix": None,
-                        "name": ev.name,
-                        "start_us": timed.ts,
-                        "dur_us": timed.dur,
-                    }
-                )
+            rows_here, kinds, backend_counts = _cpu_collective_rows(rank.rank, idx, cpu_colls, cpu_timed)
+            cpu_colls_rows += rows_here
+            impls = ", ".join(f"{k}:{v}" for k, v in sorted(backend_counts.items()))
             source = "CPU ops (no device kernels)"
         else:
-            all_iv = [(k.ts, k.end) for k, _ in classified]
-            span = (max(e for _, e in all_iv) - min(s for s, _ in all_iv)) if all_iv else end - start
-            comm_us, compute_us = 0.0, union_length(all_iv) if all_iv else span
-            idle_us, exposed = (span - compute_us) if all_iv else 0.0, 0.0
-            kinds, impls, suffixes = Counter(), Counter(), Counter()
-            source = "device kernels" if all_iv else "CPU ops"
-        by_group: dict[str, list[float]] = defaultdict(list)
-        for k, c in classified:
-            by_group[c.group].append(k.dur)
-            if c.also_norm:
-                by_group["norm (fused in all-reduce)"].append(0.0)
-        for group, durs in by_group.items():
-            classes.append({"rank": rank.rank, "step": idx, "group": group, "count": len(durs), "total_us": sum(durs)})
+            comm_us, exposed = 0.0, 0.0
+            compute_us = float(device.busy_us[idx]) if has_kernels else span
+            idle_us = span - compute_us if has_kernels else 0.0
+            source = "device kernels" if has_kernels else "CPU ops"
         if sizes:
             bytes_per, bytes_source = float(pd.Series(sizes).median()), "trace (record_param_comms)"
         elif message_bytes:
@@ -202,7 +145,7 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
                 "step": idx,
                 "phase": phase,
                 "span_us": span,
-                "kernel_count": len(ks),
+                "kernel_count": int(device.kernel_count[idx]),
                 "allreduce_count": kinds.get("allreduce", 0),
                 "allgather_count": kinds.get("allgather", 0),
                 "other_collective_count": kinds.get("collective", 0),
@@ -212,44 +155,71 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
                 "compute_us": compute_us,
                 "idle_us": max(idle_us, 0.0),
                 "exposed_comm_us": max(exposed, 0.0),
-                "norm_us": sum(by_group.get("norm", [])),
-                "gemm_moe_us": sum(by_group.get("gemm_moe", [])),
-                "attention_us": sum(by_group.get("attention", [])),
+                "norm_us": device.group_total(idx, "norm"),
+                "gemm_moe_us": device.group_total(idx, "gemm_moe"),
+                "attention_us": device.group_total(idx, "attention"),
                 "bytes_per_allreduce": bytes_per,
                 "bytes_source": bytes_source,
-                "allreduce_impls": ", ".join(f"{k}:{v}" for k, v in sorted(impls.items())),
-                "nccl_name_suffixes": ", ".join(f"{k}:{v}" for k, v in sorted(suffixes.items())),
+                "allreduce_impls": impls,
+                "nccl_name_suffixes": suffixes,
                 "source": f"{source}; steps from {how}",
             }
         )
     if how == "CUDA-graph launches":
         label_graph_phases(rows)
+    collectives = device.collectives.assign(rank=rank.rank)
+    if cpu_colls_rows:  # (concatenating an empty frame would turn every column into objects)
+        collectives = pd.concat([collectives, pd.DataFrame(cpu_colls_rows)], ignore_index=True)
     return {
         "steps": pd.DataFrame(rows, columns=STEP_COLUMNS),
-        "collectives": pd.DataFrame(colls),
-        "kernel_classes": pd.DataFrame(classes),
-        "kernels": kernel_totals(rank),
+        "collectives": collectives.sort_values("step", kind="stable", ignore_index=True)[COLLECTIVE_COLUMNS],
+        "kernel_classes": device.classes.assign(rank=rank.rank)[CLASS_COLUMNS],
+        "kernels": kernel_totals(rank.kernels, rank.rank),
         "notes": notes,
     }
 
 
-def kernel_totals(rank: RankEvents) -> pd.DataFrame:
-    """Every device kernel of one rank by name, as the library emitted it: count, total time, class."""
-    totals: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for k in rank.kernels:
-        totals[(k.name, k.cat)].append(k.dur)
-    rows = [
-        {
-            "rank": rank.rank,
-            "kernel": name,
-            "group": classify_kernel(name, cat).group,
-            "count": len(durs),
-            "total_us": sum(durs),
-        }
-        for (name, cat), durs in totals.items()
-    ]
-    frame = pd.DataFrame(rows, columns=["rank", "kernel", "group", "count", "total_us"])
-    return frame.sort_values("total_us", ascending=False, ignore_index=True)
+def _cpu_collectives_by_step(rank: RankEvents, segmented: Steps) -> dict[int, list[Event]]:
+    """The CPU-side collective ops of each step, where the steps' CPU-side spans are known."""
+    out: dict[int, list[Event]] = defaultdict(list)
+    cpu_spans = [segmented.cpu_span(i) for i in range(len(segmented.spans))]
+    if all(cpu_spans):
+        cpu_starts = [span[0] for span in cpu_spans]
+        for ev in rank.cpu_collectives:
+            idx = last_at_or_before(cpu_starts, ev.ts)
+            if idx is not None and ev.ts <= cpu_spans[idx][1]:
+                out[idx].append(ev)
+    return out
+
+
+def _cpu_collective_rows(
+    rank: int, step: int, counted: list[Event], timed: list[Event]
+) -> tuple[list[dict], Counter, Counter]:
+    """A step's collectives from CPU ops (no device kernels: gloo, or a CPU-only profile): one row each, the
+    count by kind and the all-reduces by backend."""
+    backends = {classify_cpu_collective(e.name, e.args)[1] for e in timed} - {"c10d"}
+    kinds, impls, rows = Counter(), Counter(), []
+    for n, ev in enumerate(counted):
+        timing = timed[n] if len(timed) == len(counted) else ev
+        kind, backend = classify_cpu_collective(ev.name, ev.args) or ("collective", "?")
+        backend = "/".join(sorted(backends)) or backend
+        kinds[kind] += 1
+        if kind == "allreduce":
+            impls[backend] += 1
+        rows.append(
+            {
+                "rank": rank,
+                "step": step,
+                "ordinal": n,
+                "kind": kind,
+                "impl": backend,
+                "name_suffix": None,
+                "name": ev.name,
+                "start_us": timing.ts,
+                "dur_us": timing.dur,
+            }
+        )
+    return rows, kinds, impls
 
 
 @dataclass

@@ -9,6 +9,7 @@ algorithm or protocol ran.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -113,7 +114,7 @@ _CPU_COLLECTIVE = re.compile(
 )
 
 
-def classify_cpu_collective(name: str, args: dict) -> tuple[str, str] | None:
+def classify_cpu_collective(name: str, args: Mapping) -> tuple[str, str] | None:
     """(kind, backend) for a CPU-side collective op, or None. kind is allreduce/allgather/collective."""
     match = _CPU_COLLECTIVE.match(name)
     if not match:

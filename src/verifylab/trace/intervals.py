@@ -1,8 +1,12 @@
-"""Interval arithmetic on trace events: covered length, overlap, the outermost of nested ranges, lookup."""
+"""Interval arithmetic on trace events: covered length (of one set, or of many sets at once), the outermost of
+nested ranges, lookup."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+
+import numpy as np
+import pandas as pd
 
 from verifylab.trace.reader import Event
 
@@ -19,32 +23,6 @@ def union_length(intervals: list[tuple[float, float]]) -> float:
             cur_end = max(cur_end, end)
     if cur_end is not None:
         total += cur_end - cur_start
-    return total
-
-
-def merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
-def overlap_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Length of the intersection of two interval sets."""
-    a, b = merged(a), merged(b)
-    i = j = 0
-    total = 0.0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            total += hi - lo
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
     return total
 
 
@@ -78,3 +56,19 @@ def last_at_or_before(starts: list[float], ts: float) -> int | None:
         else:
             hi = mid
     return lo - 1 if lo > 0 else None
+
+
+def union_lengths(key: np.ndarray, start: np.ndarray, end: np.ndarray, n_keys: int) -> np.ndarray:
+    """For every key 0..n_keys-1, the length covered by the intervals carrying it (``union_length`` for many
+    sets at once, in array operations: sort by key then start, a running maximum of the ends per key, a new
+    segment wherever a start lies past it)."""
+    if len(key) == 0:
+        return np.zeros(n_keys)
+    order = np.lexsort((start, key))
+    k, s, e = key[order], start[order], end[order]
+    reach = pd.Series(e).groupby(k).cummax().to_numpy()
+    first = np.ones(len(k), dtype=bool)
+    first[1:] = (k[1:] != k[:-1]) | (s[1:] > reach[:-1])
+    opens = np.flatnonzero(first)
+    closes = np.append(opens[1:] - 1, len(k) - 1)
+    return np.bincount(k[opens], weights=reach[closes] - s[opens], minlength=n_keys)

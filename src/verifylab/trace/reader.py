@@ -1,8 +1,8 @@
 """Stream the events of a Chrome-format profiler trace (``.json`` or ``.json.gz``) without loading it.
 
 The file is read in chunks; each element of ``traceEvents`` is decoded on its own with the C JSON scanner
-(``iter_raw``); the analysis reduces the few it keeps to small :class:`Event` objects (``to_event``). Memory
-stays at one chunk plus the events kept.
+(``iter_raw``). The analysis keeps device kernels as columns (``columns``) and the few other events it needs as
+small :class:`Event` objects (``to_event``). Memory stays at one chunk plus what is kept.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from verifylab.errors import TraceError
 
@@ -23,19 +24,9 @@ MAX_EVENT_CHARS = CHUNK  # no trace event is this long: a decode error with more
 _KEY = re.compile(r'"traceEvents"\s*:\s*\[')
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
-KEPT_ARGS = (
-    "correlation",
-    "External id",
-    "stream",
-    "device",
-    "Collective name",
-    "In msg nelems",
-    "Out msg nelems",
-    "dtype",
-    "Group size",
-    "Process Group Name",
-    "graph id",
-)
+# the args the analysis reads: a graph launch's correlation id, a collective's kind and message size
+KEPT_ARGS = ("correlation", "Collective name", "In msg nelems", "dtype")
+NO_ARGS: Mapping = MappingProxyType({})  # shared by the many events that keep none
 
 
 @dataclass(slots=True)
@@ -49,7 +40,7 @@ class Event:
     dur: float
     pid: int | str
     tid: int | str
-    args: dict = field(default_factory=dict)
+    args: Mapping = field(default_factory=lambda: NO_ARGS)
 
     @property
     def end(self) -> float:
@@ -64,7 +55,7 @@ def _open_text(raw) -> io.TextIOWrapper:
     return io.TextIOWrapper(binary, encoding="utf-8", errors="replace")
 
 
-def _time(obj: dict, key: str) -> float:
+def event_time(obj: dict, key: str) -> float:
     """A finite number of microseconds; a trace event with "abc" or NaN there is refused, naming the event
     (a NaN start silently dropped its all-reduce from every step)."""
     value = obj.get(key, 0.0) or 0.0
@@ -77,6 +68,15 @@ def _time(obj: dict, key: str) -> float:
     return number
 
 
+def correlation_of(obj: dict) -> int:
+    """The event's correlation id (a kernel's link to the runtime call that launched it), or -1."""
+    value = (obj.get("args") or {}).get("correlation")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
 def to_event(obj: dict) -> Event:
     """Reduce one decoded trace event to an :class:`Event`."""
     args = obj.get("args") or {}
@@ -84,11 +84,11 @@ def to_event(obj: dict) -> Event:
         name=str(obj.get("name", "")),
         cat=obj.get("cat", ""),
         ph=obj.get("ph", ""),
-        ts=_time(obj, "ts"),
-        dur=_time(obj, "dur"),
+        ts=event_time(obj, "ts"),
+        dur=event_time(obj, "dur"),
         pid=obj.get("pid", 0),
         tid=obj.get("tid", 0),
-        args={k: args[k] for k in KEPT_ARGS if k in args},
+        args={k: args[k] for k in KEPT_ARGS if k in args} or NO_ARGS,
     )
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from verifylab.errors import TraceError
 from verifylab.trace.classify import KERNEL_CATS, classify_cpu_collective
+from verifylab.trace.columns import KernelColumns, KernelColumnsBuilder
 from verifylab.trace.intervals import outermost
-from verifylab.trace.reader import Event, iter_raw, to_event
+from verifylab.trace.reader import Event, correlation_of, event_time, iter_raw, to_event
 
 DEFAULT_STEP_MARKER = (
     r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*"
@@ -58,11 +59,12 @@ SGLANG_PHASES = {
 
 @dataclass
 class RankEvents:
-    """The events of one rank's trace that the analysis uses."""
+    """The events of one rank's trace that the analysis uses: the device kernels (the bulk) as columns, the
+    few others as events."""
 
     path: Path
     rank: int
-    kernels: list[Event] = field(default_factory=list)
+    kernels: KernelColumns = field(default_factory=KernelColumns.empty)
     cpu_collectives: list[Event] = field(default_factory=list)
     markers: list[Event] = field(default_factory=list)
     gpu_markers: list[Event] = field(default_factory=list)
@@ -77,6 +79,14 @@ def _event(obj: dict, path: Path) -> Event:
         raise TraceError(f"{path}: {exc}") from None
 
 
+def _append_kernel(kernels: KernelColumnsBuilder, obj: dict, path: Path) -> None:
+    try:
+        ts, dur = event_time(obj, "ts"), event_time(obj, "dur")
+    except TraceError as exc:
+        raise TraceError(f"{path}: {exc}") from None
+    kernels.append(str(obj.get("name", "")), obj["cat"], ts, dur, correlation_of(obj))
+
+
 def load_rank_events(
     path: Path, rank: int, step_marker: str, on_bytes: Callable[[int], None] | None = None
 ) -> RankEvents:
@@ -84,6 +94,7 @@ def load_rank_events(
     graph launches; ``on_bytes`` hears the bytes read."""
     marker = re.compile(step_marker)
     out = RankEvents(path, rank)
+    kernels = KernelColumnsBuilder()
     wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
     count = 0
     for obj in iter_raw(path, on_bytes):
@@ -92,7 +103,7 @@ def load_rank_events(
             continue
         cat = obj.get("cat", "")
         if cat in KERNEL_CATS:
-            out.kernels.append(_event(obj, path))
+            _append_kernel(kernels, obj, path)
         elif cat in ("cpu_op", "user_annotation", "python_function"):
             name = obj.get("name", "")
             keep = wanted.get(name)
@@ -110,7 +121,7 @@ def load_rank_events(
             out.gpu_markers.append(_event(obj, path))
         elif cat == "cuda_runtime" and GRAPH_LAUNCH.match(obj.get("name", "")):
             out.graph_launches.append(_event(obj, path))
-    out.event_count = count
+    out.kernels, out.event_count = kernels.finish(), count
     if count == 0:
         raise TraceError(f"{path}: the trace holds no events")
     return out
@@ -160,10 +171,12 @@ def segment_steps(rank: RankEvents) -> Steps:
         gl = sorted(rank.graph_launches, key=lambda e: e.ts)
         corr = {int(g.args["correlation"]): i for i, g in enumerate(gl) if "correlation" in g.args}
         return Steps([("graph", i, g.ts, g.end) for i, g in enumerate(gl)], "CUDA-graph launches", graph_step=corr)
-    events = rank.kernels or rank.cpu_collectives
-    if not events:
-        return Steps([], "none")
-    return Steps([("trace", 0, min(e.ts for e in events), max(e.end for e in events))], "whole trace")
+    if len(rank.kernels):
+        return Steps([("trace", 0, float(rank.kernels.ts.min()), float(rank.kernels.end.max()))], "whole trace")
+    if rank.cpu_collectives:
+        events = rank.cpu_collectives
+        return Steps([("trace", 0, min(e.ts for e in events), max(e.end for e in events))], "whole trace")
+    return Steps([], "none")
 
 
 def label_graph_phases(rows: list[dict]) -> None:
