@@ -406,19 +406,3 @@ def test_failure_names_the_module_that_stopped_the_server_not_an_ignored_one():
     )
     name, advice = classify_failure(log)
     assert name == "import_error" and "deep_gemm" in advice and "helion" not in advice
-
-
-@pytest.mark.parametrize(
-    ("n", "coverage"),
-    [(2, 0.5), (3, 0.75), (5, 0.9375), (6, 0.96875), (9, 0.9609375), (20, 0.9586105346679688)],
-)
-def test_the_medians_interval_reports_its_true_coverage(n, coverage):
-    """Below 6 runs no order-statistic interval reaches 95 %: min-max is given with the coverage it has."""
-    from verifylab.bench.stats import median_interval
-
-    values = [float(v) for v in range(n, 0, -1)]
-    lo, hi, cov = median_interval(values)
-    assert cov == pytest.approx(coverage) and lo <= sorted(values)[(n - 1) // 2] <= hi
-    if n <= 5:
-        assert (lo, hi) == (1.0, float(n))
-    assert median_interval([3.0]) is None and median_interval([]) is None

@@ -1,4 +1,4 @@
-"""One way to compare versions (PEP 440), used by the gates."""
+"""One way to compare versions (PEP 440), used by the gates (#17 item 10): 0.6.17rc1 comes before 0.6.17."""
 
 from verifylab.gates.inventory import _version_preconditions
 from verifylab.vocab import version_at_least, version_key

@@ -1,4 +1,5 @@
-"""Credentials never reach what verifylab writes: launch flags, manifests, server logs, URLs, environment."""
+"""Credentials never reach what verifylab writes (#17 item 1): launch flags, manifests, server logs, URLs,
+environment."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from verifylab.bench.method import SingleStreamConfig
 from verifylab.redact import REDACTED, is_secret_name, redact_args, redact_obj, redact_text
 from verifylab.store.env import redact_environment
 
-from .test_bench import base
+from ..test_bench import base
 
 SECRET = "sk-live-0123456789abcdef"
 

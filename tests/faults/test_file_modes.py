@@ -1,4 +1,4 @@
-"""Atomic writes keep a file's permission bits and a symlink's link."""
+"""Atomic writes keep a file's permission bits and a symlink's link (#17 item 3)."""
 
 from __future__ import annotations
 
