@@ -15,7 +15,6 @@ from verifylab.trace.analyze import STEP_COLUMNS
 from verifylab.trace.classify import classify_kernel
 from verifylab.trace.intervals import union_length, union_lengths
 from verifylab.trace.ranks import align_ranks
-from verifylab.trace.steps import DEFAULT_STEP_MARKER, load_rank_events
 
 from .tracefactory import event, write_trace
 
@@ -172,20 +171,6 @@ def test_union_lengths_of_many_sets_agree_with_one_set_at_a_time():
         1,
         0,
     ]
-
-
-def test_kernels_are_kept_as_columns_one_name_each(tmp_path):
-    names = ["nvjet_gemm", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"]
-    events = [event(names[i % 2], "kernel", 10.0 * i, 4.0, tid=7, correlation=i) for i in range(500)] + [
-        event("cudaLaunchKernel", "cuda_runtime", 1.0, 1.0)
-    ]
-    rank = load_rank_events(write_trace(tmp_path / "t.json", events), 0, DEFAULT_STEP_MARKER)
-    kernels = rank.kernels
-    assert len(kernels) == 500 and rank.event_count == 501
-    assert [name for name, _ in kernels.keys] == names  # each distinct name stored once
-    assert kernels.code.dtype == np.int32 and kernels.code.tolist() == [i % 2 for i in range(500)]
-    assert kernels.correlation.tolist() == list(range(500))
-    assert kernels.end[-1] == 10.0 * 499 + 4.0
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,17 @@
 """Traces that would give a silently wrong breakdown (#17 items 9 and 13): a time that is not a number is one line
-naming the file and the event; ranks that disagree (steps, all-reduces per step) say so in the notes."""
+naming the file and the event; ranks that disagree (steps, all-reduces per step) say so in the notes. Large
+traces (item 16): an early error is reported at once, progress counts every byte, kernels are kept as columns."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from verifylab.errors import TraceError
 from verifylab.trace import summarize_traces
+from verifylab.trace.steps import DEFAULT_STEP_MARKER, load_rank_events
 
 from ..tracefactory import event, write_trace
 
@@ -82,3 +85,17 @@ def test_progress_counts_every_byte_and_a_bad_rank_ends_the_parallel_read(tmp_pa
     bad = big_trace_with_an_error_near_the_start(tmp_path / "y-TP-1.trace.json", events=200)
     with pytest.raises(TraceError, match=r"y-TP-1\.trace\.json: invalid JSON"):
         summarize_traces([good[0], bad], workers=2, progress=lambda done, total: None)
+
+
+def test_kernels_are_kept_as_columns_one_name_each(tmp_path):
+    names = ["nvjet_gemm", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"]
+    events = [event(names[i % 2], "kernel", 10.0 * i, 4.0, tid=7, correlation=i) for i in range(500)] + [
+        event("cudaLaunchKernel", "cuda_runtime", 1.0, 1.0)
+    ]
+    rank = load_rank_events(write_trace(tmp_path / "t.json", events), 0, DEFAULT_STEP_MARKER)
+    kernels = rank.kernels
+    assert len(kernels) == 500 and rank.event_count == 501
+    assert [name for name, _ in kernels.keys] == names  # each distinct name stored once
+    assert kernels.code.dtype == np.int32 and kernels.code.tolist() == [i % 2 for i in range(500)]
+    assert kernels.correlation.tolist() == list(range(500))
+    assert kernels.end[-1] == 10.0 * 499 + 4.0
