@@ -26,3 +26,21 @@ def test_every_chapters_parameters_are_checked_before_the_first_chapter_runs(rep
         run_pipeline(repo_root, PipelineParams(chapters={"07_extra": {}}), render=False)
     for name in ("params.yaml", "params-eagle3.yaml", "params-pcie-sim.yaml"):
         load_params(repo_root / "benchmarks" / "live_tp2" / name)  # the shipped files pass
+
+
+def test_each_chapter_is_given_only_the_parameters_its_notebook_declares(repo_root, tmp_path):
+    """A shared parameter that only some chapters take (label) reaches just those: papermill has nothing to warn
+    about, and what a chapter is given is exactly what its parameters cell declares."""
+    import papermill
+
+    from verifylab.chapters.params import CHAPTER_PARAMS, parameters_for
+    from verifylab.publish.build import chapter_sources, to_notebook
+
+    shared = {"mode": "replay", "data_dir": "data", "run_id": None, "label": "2x H200", "draft_tokens": 4}
+    for source in chapter_sources(repo_root):
+        to_notebook(source, notebook := tmp_path / f"{source.stem}.ipynb")
+        declared = set(papermill.inspect_notebook(str(notebook)))
+        assert declared == set(CHAPTER_PARAMS[source.stem].model_fields), source.stem
+        assert set(parameters_for(source.stem, shared)) == declared & set(shared), source.stem
+    assert "label" not in parameters_for("04_fusion_vs_elimination", shared)
+    assert parameters_for("02_benchmarks", shared)["label"] == "2x H200"

@@ -132,6 +132,13 @@ def chapter_parameters(chapter: str, **values: Any) -> Any:
     return CHAPTER_PARAMS[chapter].validated(**values)
 
 
+def parameters_for(chapter: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The values a chapter declares (its parameters cell = its Params model): shared parameters that belong to
+    other chapters are left out, so papermill never warns about a parameter the notebook does not take."""
+    model = CHAPTER_PARAMS.get(chapter)
+    return {k: v for k, v in values.items() if model is None or k in model.model_fields}
+
+
 def check_pipeline_chapters(shared: dict[str, Any], chapters: dict[str, dict[str, Any]], where: str) -> None:
     """Before any chapter runs: every chapter named exists, its overrides are its parameters with valid values, and
     every shared parameter is one that some chapter takes (papermill gives each chapter only those it declares)."""

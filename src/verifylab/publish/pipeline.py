@@ -13,7 +13,7 @@ import nbformat
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from verifylab.chapters.params import check_pipeline_chapters
+from verifylab.chapters.params import check_pipeline_chapters, parameters_for
 from verifylab.errors import ParameterError, describe_error
 from verifylab.publish.build import (
     REPLAY_WORKERS,
@@ -92,17 +92,9 @@ def run_pipeline(
     unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
     check_pipeline_chapters(params.parameters, params.chapters, "params")  # all of them, before any work
     result = BookResult()
+    shared = {"mode": params.mode, "data_dir": params.data_dir, "run_id": params.run_id, **params.parameters}
     jobs = [
-        (
-            source,
-            {
-                "mode": params.mode,
-                "data_dir": params.data_dir,
-                "run_id": params.run_id,
-                **params.parameters,
-                **params.chapters.get(source.stem, {}),
-            },
-        )
+        (source, parameters_for(source.stem, shared | params.chapters.get(source.stem, {})))
         for source in select_chapters(chapter_sources(root), only)
     ]
     workers = REPLAY_WORKERS if params.mode == "replay" else 1  # live chapters run in order: 02 feeds 03
