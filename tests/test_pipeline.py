@@ -315,3 +315,18 @@ def test_live_tp2_params_files_load(repo_root, name):
     params = load_params(repo_root / "benchmarks" / "live_tp2" / name)
     assert params.mode == "live" and params.chapters["02_benchmarks"]["tp_size"] == 2
     assert params.chapters["02_benchmarks"]["mechanics_only"] is True
+
+
+def test_a_run_prints_progress_and_outcomes_not_the_kernels_log(repo_root, tmp_path):
+    """`verifylab run` as a user sees it (a real terminal's stderr, not CliRunner's): the chapters' outcomes, no
+    "[IPKernelApp] WARNING" about TCP transport or "KeyboardInterrupt caught in kernel" from papermill's shutdown."""
+    import subprocess
+
+    root = project_copy(repo_root, tmp_path / "p")
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"mode": "replay", "parameters": {"label": "shared by 02 and 03 only"}}))
+    cmd = [sys.executable, "-m", "verifylab.cli", "run", "--params", str(params), "--root", str(root), "--only", "00"]
+    proc = subprocess.run([*cmd, "--no-render"], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "00_introduction: ok" in proc.stdout + proc.stderr
+    assert "IPKernelApp" not in proc.stdout + proc.stderr

@@ -25,6 +25,9 @@ from verifylab.store.evidence import Evidence
 GENERATED = Path("book") / "_generated"
 CellProgress = Callable[[int, int], None]  # (cells done, cells in the chapter)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+# the kernel's own log (TCP transport notice, the interrupt papermill sends at shutdown) is not the reader's
+# business: a chapter's errors reach the reader through papermill, not the kernel's stderr
+QUIET_KERNEL = ["--IPKernelApp.log_level=CRITICAL"]
 
 
 @dataclass
@@ -104,6 +107,7 @@ def execute_chapter(
                 log_output=False,
                 engine_name=ENGINE,
                 on_cell=on_cell,
+                extra_arguments=QUIET_KERNEL,
             )
         except papermill.PapermillExecutionError as exc:
             last_line = (exc.evalue or str(exc)).strip().splitlines()[-1:] or [str(exc)]
