@@ -330,3 +330,25 @@ def test_a_run_prints_progress_and_outcomes_not_the_kernels_log(repo_root, tmp_p
     assert proc.returncode == 0, proc.stderr
     assert "00_introduction: ok" in proc.stdout + proc.stderr
     assert "IPKernelApp" not in proc.stdout + proc.stderr
+
+
+def test_a_render_after_only_replays_the_chapters_never_executed(repo_root, tmp_path):
+    """A campaign split with --only: before the render, chapters with no executed copy are replayed from data/
+    (marked as such) instead of leaving the book's table of contents pointing at missing pages."""
+    from verifylab.publish.build import GENERATED, chapter_sources
+    from verifylab.publish.pipeline import replay_missing_chapters
+
+    root = project_copy(repo_root, tmp_path / "p")
+    generated = root / GENERATED
+    generated.mkdir(parents=True)
+    executed = {"01_environment_and_gates", "02_benchmarks", "03_verify_breakdown", "05_recommendations"}
+    for name in executed:  # as a first call (--only 01,02,03,05 --no-render) leaves them
+        (generated / f"{name}.ipynb").write_text("{}")
+    params = PipelineParams(mode="live", parameters={"label": "2x H200"})
+    replayed = replay_missing_chapters(root, params)
+    assert [(c.name, c.ok, c.replayed) for c in replayed] == [
+        ("00_introduction", True, True),
+        ("04_fusion_vs_elimination", True, True),
+    ]
+    assert {s.stem for s in chapter_sources(root)} == {p.stem for p in generated.glob("*.ipynb")}
+    assert all((generated / f"{name}.ipynb").read_text() == "{}" for name in executed)  # left as they were

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from verifylab.cli._shared import console, fail, print_frame
@@ -132,9 +133,11 @@ def run_cmd(
     only: str = typer.Option("", help="Run only these chapters, e.g. '01,02' (a campaign split over calls)."),
     render: bool = typer.Option(True, help="Render the edition afterwards (--no-render: chapters only)."),
 ) -> None:
-    """Run chapters 01-05 in order with papermill (live mode on the GPU box, or replay), store each chapter's
+    """Run chapters 00-05 in order with papermill (live mode on the GPU box, or replay), store each chapter's
     data as it completes, and render the edition. A failing chapter is reported with its error and rendered
     as such; later chapters run on what exists. Exit 1 when a chapter failed (the book is still rendered).
+    With --only, the render completes the book: a chapter never executed in this project is replayed from the
+    data folder (and says so).
 
     Example: `verifylab run --params examples/params-smoke.yaml`
     """
@@ -170,8 +173,9 @@ def run_cmd(
     except VerifylabError as exc:
         raise fail(exc) from None
     for chapter in result.chapters:
-        mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {chapter.error}"
-        console.print(f"{chapter.name}: {mark}", highlight=False)
+        mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {escape(str(chapter.error))}"
+        how = f" (replayed from {parameters.data_dir}/: never executed in this project)" if chapter.replayed else ""
+        console.print(f"{chapter.name}: {mark}{how}", highlight=False)
     if render:
         console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
     if result.failed:

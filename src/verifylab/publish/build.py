@@ -38,6 +38,7 @@ class ChapterResult:
     output: Path
     ok: bool
     error: str | None = None
+    replayed: bool = False  # run from stored data to complete a render, not one of the chapters asked for
 
 
 @dataclass

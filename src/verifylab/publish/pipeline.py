@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from verifylab.chapters.params import check_pipeline_chapters, parameters_for
 from verifylab.errors import ParameterError, describe_error
 from verifylab.publish.build import (
+    GENERATED,
     REPLAY_WORKERS,
     BookResult,
     ChapterResult,
@@ -104,4 +105,27 @@ def run_pipeline(
             _failure_page(chapter, root)
     if not render:
         return result
+    result.chapters += replay_missing_chapters(root, params, on_chapter, on_cell)
     return render_edition(root, root / params.data_dir, result)
+
+
+def replay_missing_chapters(
+    root: Path,
+    params: PipelineParams,
+    on_chapter: Callable[[str, int, int], None] | None = None,
+    on_cell: Callable[[int, int], None] | None = None,
+) -> list[ChapterResult]:
+    """Before a render: chapters never executed in this project (a campaign split with ``--only`` whose first
+    part skipped them) are replayed from the data folder, so the book is whole; marked ``replayed``."""
+    missing = [s for s in chapter_sources(root) if not (root / GENERATED / f"{s.stem}.ipynb").is_file()]
+    shared = {"data_dir": params.data_dir, "run_id": params.run_id, **params.parameters}
+    jobs = [
+        (source, parameters_for(source.stem, shared | params.chapters.get(source.stem, {}) | {"mode": "replay"}))
+        for source in missing
+    ]
+    replayed = execute_chapters(root, jobs, on_chapter, on_cell, REPLAY_WORKERS)
+    for chapter in replayed:
+        chapter.replayed = True
+        if not chapter.ok:
+            _failure_page(chapter, root)
+    return replayed
