@@ -6,13 +6,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, ParamSpec
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from verifylab.errors import ParameterError, describe_error
 from verifylab.report.section import Section
 from verifylab.report.tables import Table, as_table
+
+P = ParamSpec("P")
 
 
 class ChapterParams(BaseModel):
@@ -51,11 +54,11 @@ def live_section(params: ChapterParams, experiment: Callable[[], Section]) -> Se
     return experiment()
 
 
-def shown_as_table(function: Callable[..., Any]) -> Callable[..., Table]:
+def shown_as_table(function: Callable[P, pd.DataFrame]) -> Callable[P, Table]:
     """A chapter function whose DataFrame the page shows through the book's one table renderer."""
 
     @functools.wraps(function)
-    def shown(*args: Any, **kwargs: Any) -> Table:
+    def shown(*args: P.args, **kwargs: P.kwargs) -> Table:
         return as_table(function(*args, **kwargs))
 
     return shown

@@ -7,7 +7,6 @@ import pandas as pd
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import Introduction as Params
 from verifylab.report.charts import Figure, reported_throughput_chart
-from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_throughput
 
@@ -20,7 +19,7 @@ def reported_throughput_figure(ev: Evidence) -> Figure:
 
 
 @shown_as_table
-def reported_figures_table(ev: Evidence) -> Table:
+def reported_figures_table(ev: Evidence) -> pd.DataFrame:
     """Table: every reported figure with its seed file and quote (all reported: the caption says so)."""
     f = ev.figures
     value = [

@@ -11,14 +11,13 @@ from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
 from verifylab.report import gates_report, live_tp2
 from verifylab.report.section import Prose, Section
-from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params"]
 
 
 @shown_as_table
-def gate_matrix(ev: Evidence) -> Table:
+def gate_matrix(ev: Evidence) -> pd.DataFrame:
     """Table: gate x audited version -> closed / open / info (gate kinds in words, so the column can wrap)."""
     overview = gates_report.matrix_overview(ev.gate_matrix)
     return overview.assign(kind=overview["kind"].str.replace("_", " "))
@@ -34,7 +33,7 @@ def pcie_sm120_finding(ev: Evidence) -> Prose:
 
 
 @shown_as_table
-def pcie_sm120_table(ev: Evidence) -> Table:
+def pcie_sm120_table(ev: Evidence) -> pd.DataFrame:
     """Table: per audited SGLang version, the gates to open and whether fusion can run without multicast."""
     return _outlook(ev)
 
@@ -49,19 +48,19 @@ def pcie_simulation_finding(ev: Evidence) -> Prose:
 
 
 @shown_as_table
-def pcie_simulation_table(ev: Evidence) -> Table:
+def pcie_simulation_table(ev: Evidence) -> pd.DataFrame:
     """Table: the simulated-PCIe runs, what SGLang logged and which kernels ran."""
     return _pcie_simulation(ev)
 
 
 @shown_as_table
-def version_findings(ev: Evidence, package: str, version: str) -> Table:
+def version_findings(ev: Evidence, package: str, version: str) -> pd.DataFrame:
     """Table: every gate found in one audited version, with its note."""
     return gates_report.version_findings(ev.gate_matrix, package, version)
 
 
 @shown_as_table
-def sm120_build_runs(ev: Evidence) -> Table:
+def sm120_build_runs(ev: Evidence) -> pd.DataFrame:
     """Table: the SM120 build checks, labelled with their machine."""
     return gates_report.sm120_build_runs(ev)
 

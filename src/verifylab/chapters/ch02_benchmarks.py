@@ -13,7 +13,6 @@ from verifylab.errors import ParameterError
 from verifylab.report import bench_report, live_smoke, live_tp2
 from verifylab.report.charts import Figure
 from verifylab.report.section import Prose, Section
-from verifylab.report.tables import Table
 from verifylab.server.launch import BaseConfig
 from verifylab.store.evidence import Evidence
 
@@ -28,7 +27,7 @@ def reported_single_stream_figure(ev: Evidence) -> Figure:
 
 
 @shown_as_table
-def reported_comparisons(ev: Evidence) -> Table:
+def reported_comparisons(ev: Evidence) -> pd.DataFrame:
     """Table: what the reported figures resolve, and what they cannot."""
     return bench_report.reported_comparisons(ev)
 
@@ -48,7 +47,7 @@ def live_tp2_finding(ev: Evidence) -> Prose:
 
 
 @shown_as_table
-def live_tp2_table(ev: Evidence) -> Table:
+def live_tp2_table(ev: Evidence) -> pd.DataFrame:
     """Table: single-stream tok/s with the median's interval and accept length, per live TP-2 variant."""
     return _live_tp2(ev)
 

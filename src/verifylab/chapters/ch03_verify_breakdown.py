@@ -14,7 +14,6 @@ from verifylab.errors import ServerError
 from verifylab.report import breakdown, comm_measured, live_smoke, live_tp2
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
-from verifylab.report.tables import Table
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
 from verifylab.server.profile import capture_profile
 from verifylab.store.evidence import Evidence
@@ -30,7 +29,7 @@ def _tables(ev: Evidence) -> dict[str, pd.DataFrame]:
 
 
 @shown_as_table
-def reported_table(ev: Evidence) -> Table:
+def reported_table(ev: Evidence) -> pd.DataFrame:
     """Table: the verify-pass figures the case study reports."""
     return _tables(ev)["reported"]
 
@@ -41,20 +40,20 @@ def breakdown_figure(ev: Evidence) -> Figure:
 
 
 @shown_as_table
-def breakdown_table(ev: Evidence) -> Table:
+def breakdown_table(ev: Evidence) -> pd.DataFrame:
     """Table: the same parts in milliseconds, one row per source."""
     parts = _tables(ev)["breakdown"]
     return parts.pivot_table(index="source", columns="part", values="ms", aggfunc="sum").round(3)
 
 
 @shown_as_table
-def allreduce_counts(ev: Evidence) -> Table:
+def allreduce_counts(ev: Evidence) -> pd.DataFrame:
     """Table: all-reduces per pass and their implementations, per measured trace."""
     return _tables(ev)["counts"]
 
 
 @shown_as_table
-def measured_trace_breakdown(ev: Evidence) -> Table:
+def measured_trace_breakdown(ev: Evidence) -> pd.DataFrame:
     """Table: the synthetic verify pass on 2 x H200, traced, per variant."""
     return comm_measured.measured_trace_breakdown(ev.runs)
 
@@ -70,7 +69,7 @@ def live_kernels_finding(ev: Evidence) -> Prose:
 
 
 @shown_as_table
-def live_kernels_table(ev: Evidence) -> Table:
+def live_kernels_table(ev: Evidence) -> pd.DataFrame:
     """Table: all-reduce kernels per target pass, by variant and kernel family."""
     return live_tp2.live_kernels_table(live_tp2.live_allreduce_kernels(ev.runs))
 

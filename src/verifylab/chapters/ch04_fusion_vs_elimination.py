@@ -16,7 +16,6 @@ from verifylab.model.reconcile import HYPOTHESES
 from verifylab.report import comm_measured
 from verifylab.report.charts import Figure, verify_components_chart
 from verifylab.report.section import Prose
-from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_value
 
@@ -51,7 +50,7 @@ def measured_finding(ev: Evidence) -> Prose:
 
 
 @shown_as_table
-def measured_table(ev: Evidence) -> Table:
+def measured_table(ev: Evidence) -> pd.DataFrame:
     """Table: pass time per variant and token count, measured."""
     return comm_measured.fusion_vs_elimination_table(_gains(ev))
 
@@ -71,7 +70,7 @@ def prediction_finding(ev: Evidence) -> Prose:
 
 
 @shown_as_table
-def prediction_table(ev: Evidence) -> Table:
+def prediction_table(ev: Evidence) -> pd.DataFrame:
     """Table: predicted vs measured pass time per variant."""
     return comm_measured.prediction_table(_prediction(ev))
 
@@ -117,7 +116,7 @@ def finding(ev: Evidence, params: Params) -> Prose:
 
 
 @shown_as_table
-def options_at_load(ev: Evidence, params: Params) -> Table:
+def options_at_load(ev: Evidence, params: Params) -> pd.DataFrame:
     """Table: every option at 1, 8 and 32 streams — verify ms and tok/s per stream as ranges (modelled)."""
     rows = []
     for streams in LOADS:
@@ -138,13 +137,13 @@ def options_at_load(ev: Evidence, params: Params) -> Table:
 
 
 @shown_as_table
-def model_inputs(ev: Evidence) -> Table:
+def model_inputs(ev: Evidence) -> pd.DataFrame:
     """Table: every input of the cycle account and the what-ifs, with its source."""
     return inputs_table(ev)
 
 
 @shown_as_table
-def whatif(ev: Evidence, params: Params) -> Table:
+def whatif(ev: Evidence, params: Params) -> pd.DataFrame:
     """Table: each option's verify pass split into its terms at ``batch`` streams (modelled)."""
     return _options(ev, params.batch, params.draft_tokens)[WHATIF_COLUMNS].round(2)
 
@@ -158,19 +157,19 @@ def whatif_figure(ev: Evidence, params: Params) -> Figure:
 
 
 @shown_as_table
-def reconciliation(ev: Evidence) -> Table:
+def reconciliation(ev: Evidence) -> pd.DataFrame:
     """Table: the reconciliation of the reported figures, arithmetic shown, every number from the account."""
     return reconcile_table(ev)[["step", "arithmetic", "verdict", "figures"]]
 
 
 @shown_as_table
-def hypotheses() -> Table:
+def hypotheses() -> pd.DataFrame:
     """Table: why verify all-reduces may be slower than decode's, and the measurement that settles each."""
     return HYPOTHESES
 
 
 @shown_as_table
-def limits(ev: Evidence) -> Table:
+def limits(ev: Evidence) -> pd.DataFrame:
     """Table: the floor of a one-token decode step, at the datasheet and at the measured bandwidth."""
     ceilings = ev.newest_table("ceilings")
     return limits_table(
@@ -183,6 +182,6 @@ def limits(ev: Evidence) -> Table:
 
 
 @shown_as_table
-def compute_check(ev: Evidence) -> Table:
+def compute_check(ev: Evidence) -> pd.DataFrame:
     """Table: the compute term fitted on two token counts, checked on the others."""
     return compute_validation(ev.newest_table("shard_compute")).round(4)
