@@ -12,8 +12,6 @@ import numpy as np
 
 from verifylab.trace.classify import KernelClass, classify_kernel
 
-NO_CORRELATION = -1
-
 
 class KernelColumnsBuilder:
     """Collects kernels one at a time while a trace streams by (typed arrays, not objects), then ``finish``."""
@@ -35,9 +33,6 @@ class KernelColumnsBuilder:
         self._dur.append(dur)
         self._correlation.append(correlation)
 
-    def __len__(self) -> int:
-        return len(self._code)
-
     def finish(self) -> KernelColumns:
         return KernelColumns(
             keys=tuple(self._codes),
@@ -51,7 +46,7 @@ class KernelColumnsBuilder:
 @dataclass(frozen=True, eq=False)
 class KernelColumns:
     """Device kernels in trace order: ``keys[code[i]]`` is kernel i's (name, category); times in microseconds;
-    ``correlation`` is ``NO_CORRELATION`` where the event carries none."""
+    ``correlation`` is ``reader.NO_CORRELATION`` (-1) where the event carries none."""
 
     keys: tuple[tuple[str, str], ...]
     code: np.ndarray

@@ -26,6 +26,7 @@ _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
 # the args the analysis reads: a graph launch's correlation id, a collective's kind and message size
 KEPT_ARGS = ("correlation", "Collective name", "In msg nelems", "dtype")
+NO_CORRELATION = -1
 NO_ARGS: Mapping = MappingProxyType({})  # shared by the many events that keep none
 
 
@@ -69,12 +70,12 @@ def event_time(obj: dict, key: str) -> float:
 
 
 def correlation_of(obj: dict) -> int:
-    """The event's correlation id (a kernel's link to the runtime call that launched it), or -1."""
+    """The event's correlation id (a kernel's link to the runtime call that launched it), or NO_CORRELATION."""
     value = (obj.get("args") or {}).get("correlation")
     try:
         return int(value)
     except (TypeError, ValueError):
-        return -1
+        return NO_CORRELATION
 
 
 def to_event(obj: dict) -> Event:
