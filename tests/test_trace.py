@@ -257,6 +257,39 @@ def test_cli_json_on_a_folder(gloo_61):
     assert table.exit_code == 0 and "gloo:122" in table.output
 
 
+def long_fused_trace(path: Path, steps: int) -> Path:
+    """A target pass of 3 fused all-reduces and a draft pass of 1 custom one, ``steps`` times each."""
+    fused = "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<half>"
+    events = []
+    for i in range(steps):
+        t = i * 1000.0
+        events.append(event(f"target#{i}", "gpu_user_annotation", t, 500, tid=7))
+        events += [event(fused, "kernel", t + 10 + 100 * j, 20 + i % 3, tid=7) for j in range(3)]
+        events.append(event(f"draft#{i}", "gpu_user_annotation", t + 600, 300, tid=7))
+        events += [event("cross_device_reduce_1stage", "kernel", t + 650, 10, tid=7)]
+    return write_trace(path, events)
+
+
+def test_a_long_trace_is_printed_by_phase_and_written_whole_to_csv(tmp_path):
+    trace = long_fused_trace(tmp_path / "x-TP-0.trace.json", steps=30)  # 60 steps: more than a screen
+    summary = summarize_traces([trace])
+    by_phase = summary.per_phase().set_index("phase")
+    assert by_phase.loc["target", ["steps", "ranks", "allreduce_count"]].tolist() == [30, 1, 3]
+    assert by_phase.loc["target", "allreduce_impls"] == "flashinfer_fused:3"
+    assert by_phase.loc["draft", "allreduce_impls"] == "custom:1"
+    target_steps = summary.steps[summary.steps["phase"] == "target"]
+    assert by_phase.loc["target", "comm_us"] == pytest.approx(target_steps["comm_us"].mean())
+    assert not any("NCCL" in note for note in summary.notes)  # fused and custom names are not NCCL suffixes
+    csv_path = tmp_path / "out" / "steps.csv"
+    csv_path.parent.mkdir()
+    printed = CliRunner().invoke(app, ["trace", "summarize", str(trace), "--csv", str(csv_path)])
+    assert printed.exit_code == 0, printed.output
+    assert "mean per step by phase" in printed.output and "target#" not in printed.output
+    assert len(csv_path.read_text().splitlines()) == 1 + 60
+    every = CliRunner().invoke(app, ["trace", "summarize", str(trace), "--all-steps"])
+    assert every.exit_code == 0 and "mean per step by phase" not in every.output
+
+
 def test_capture_from_a_server_profiler_and_summarize(tmp_path):
     """Drive /start_profile on the test double (which writes per-rank traces like SGLang) and summarize."""
     import sys

@@ -13,6 +13,23 @@ from verifylab.errors import ParameterError, VerifylabError
 trace_app = typer.Typer(help="Profiler traces: per-step all-reduce counts, comm vs compute.", no_args_is_help=True)
 
 
+STEP_ROWS = 40  # more rank-steps than this are printed by phase
+SUMMARY_COLUMNS = {
+    "rank": "rank",
+    "step": "step",
+    "phase": "phase",
+    "steps": "steps",
+    "ranks": "ranks",
+    "allreduce_count": "all-reduces",
+    "allreduce_impls": "by impl",
+    "comm_us": "comm µs",
+    "compute_us": "compute µs",
+    "idle_us": "idle µs",
+    "exposed_comm_us": "exposed µs",
+    "comm_wait_us": "wait µs",
+}
+
+
 @trace_app.command("summarize")
 def trace_summarize(
     paths: list[Path] = typer.Argument(..., help="Trace files (.json/.json.gz, one per rank) or folders of them."),
@@ -25,40 +42,45 @@ def trace_summarize(
     message_bytes: int | None = typer.Option(
         None, help="Bytes per all-reduce when the trace records none (CUDA graphs): tokens x hidden x 2."
     ),
+    all_steps: bool = typer.Option(
+        False, "--all-steps", help=f"Print every step (more than {STEP_ROWS} rank-steps are shown by phase by default)."
+    ),
+    csv: Path | None = typer.Option(None, "--csv", help="Also write every step of every rank to this CSV file."),
 ) -> None:
     """Per rank and step: all-reduces (by implementation), communication, compute, idle, exposed comm.
 
     A FlashInfer fused all-reduce+RMSNorm kernel counts as an all-reduce; a c10d op and the backend op
     under it count once; NCCL kernel-name suffixes (e.g. _RING_LL) are names, not proof of the protocol.
+    A long trace is printed as one row per phase (target, draft, ...), means per step; --all-steps prints every
+    step, --csv writes them all.
 
-    Example: `verifylab trace summarize /tmp/sglang_profile/ --json`
+    Example: `verifylab trace summarize /tmp/sglang_profile/ --csv steps.csv`
     """
+    from verifylab.iorw import atomic_write_text
     from verifylab.trace import summarize_traces
 
     try:
         with bytes_progress("reading traces") as advance:
             summary = summarize_traces(paths, step_marker=step_marker, message_bytes=message_bytes, progress=advance)
+        if csv is not None:
+            atomic_write_text(csv, summary.steps.to_csv(index=False))
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
         typer.echo(json.dumps(summary.to_json(), indent=2))
         return
-    cols = {
-        "rank": "rank",
-        "step": "step",
-        "phase": "phase",
-        "allreduce_count": "all-reduces",
-        "allreduce_impls": "by impl",
-        "comm_us": "comm µs",
-        "compute_us": "compute µs",
-        "idle_us": "idle µs",
-        "exposed_comm_us": "exposed µs",
-        "comm_wait_us": "wait µs",
-    }
-    frame = summary.steps[list(cols)].rename(columns=cols)
-    for col in ["comm µs", "compute µs", "idle µs", "exposed µs", "wait µs"]:
+    by_step = all_steps or len(summary.steps) <= STEP_ROWS
+    frame = summary.steps if by_step else summary.per_phase()
+    columns = {k: v for k, v in SUMMARY_COLUMNS.items() if k in frame.columns}
+    frame = frame[list(columns)].rename(columns=columns)
+    for col in ["all-reduces", "comm µs", "compute µs", "idle µs", "exposed µs", "wait µs"]:
         frame[col] = frame[col].map(lambda v: "" if v is None or v != v else f"{v:,.0f}")
-    print_frame(frame, title=f"{len(summary.files)} trace file(s)")
+    files = f"{len(summary.files)} trace file(s)"
+    print_frame(frame, title=files if by_step else f"{files}, {len(summary.steps)} rank-steps: mean per step by phase")
+    if not by_step:
+        console.print("every step: --all-steps (printed), --csv FILE or --json", highlight=False)
+    if csv is not None:
+        console.print(f"steps written to {csv}", highlight=False)
     for note in summary.notes:
         console.print(f"[yellow]note:[/] {note}")
 

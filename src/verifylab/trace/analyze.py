@@ -57,6 +57,18 @@ DTYPE_BYTES = {
 }
 
 
+PHASE_COLUMNS = [
+    "phase",
+    "steps",
+    "ranks",
+    "allreduce_count",
+    "allreduce_impls",
+    "comm_us",
+    "compute_us",
+    "idle_us",
+    "exposed_comm_us",
+    "comm_wait_us",
+]
 PER_STEP_NUMERIC = [
     "span_us",
     "allreduce_count",
@@ -240,6 +252,27 @@ class TraceSummary:
         frame[numeric] = frame[numeric].astype(float)
         return frame.groupby(["step", "phase"], as_index=False)[numeric].mean()
 
+    def per_phase(self) -> pd.DataFrame:
+        """One row per phase (target, draft, ...): how many steps, the all-reduces of a step (median) and by
+        implementation (the most common mix), and the mean per step of communication, compute, idle, exposed
+        communication and arrival wait, over steps and ranks: the view of a trace too long to read step by step."""
+        if self.steps.empty:
+            return pd.DataFrame(columns=PHASE_COLUMNS)
+        frame = self.steps.copy()
+        timed = ["comm_us", "compute_us", "idle_us", "exposed_comm_us", "comm_wait_us"]
+        frame[timed] = frame[timed].astype(float)
+        grouped = frame.groupby("phase", sort=False)
+        out = pd.DataFrame(
+            {
+                "steps": grouped["step"].nunique(),
+                "ranks": grouped["rank"].nunique(),
+                "allreduce_count": grouped["allreduce_count"].median(),
+                "allreduce_impls": grouped["allreduce_impls"].agg(lambda s: s.mode().iloc[0] if len(s) else ""),
+                **{column: grouped[column].mean() for column in timed},
+            }
+        )
+        return out.reset_index()[PHASE_COLUMNS]
+
     def rank_skew(self) -> pd.DataFrame:
         """Per step, the spread across ranks of span and communication time."""
         g = self.steps.groupby("step")
@@ -291,7 +324,7 @@ def summarize_traces(
     steps = align_ranks(steps, colls) if not colls.empty else steps
     if steps.empty or steps["allreduce_count"].sum() == 0:
         notes.append("no collective operation (all-reduce or other) was found in these traces")
-    if not colls.empty and colls["name_suffix"].notna().any():
+    if not colls.empty and (colls["name_suffix"].notna() & (colls["impl"] == "nccl")).any():
         notes.append(
             "NCCL kernel names carry suffixes such as _RING_LL: they are names, not proof of the "
             "algorithm or protocol that ran"
