@@ -62,6 +62,11 @@ def _loglog(xs: list[float], ys: list[float]) -> Callable[[float], float]:
     return lambda x: loglog_interpolate(points, values, min(max(x, points[0]), points[-1]))
 
 
+def _measured_range(table: pd.DataFrame) -> str:
+    """The token counts a measured curve covers, as the reader sees them ("1-512 tokens")."""
+    return f"{int(table['tokens'].min())}-{int(table['tokens'].max())} tokens"
+
+
 def measured_scaling(ev: Evidence, account: CycleAccount) -> Scaling:
     sources = {}
     compute_run = ev.newest_with("shard_compute")
@@ -69,7 +74,10 @@ def measured_scaling(ev: Evidence, account: CycleAccount) -> Scaling:
         t = ev.runs.read_table(compute_run, "shard_compute")
         t = t[t["norm"] == "flashinfer_fused"].sort_values("tokens")
         compute = _loglog(t["tokens"].tolist(), t["pass_ms_61_layers"].tolist())
-        sources["compute"] = f"grows as the measured TP-8 shard pass on an H200 (run {compute_run})"
+        sources["compute"] = (
+            f"grows as the measured TP-8 shard pass on an H200 (run {compute_run}, {_measured_range(t)}; held at "
+            "the largest measured beyond it)"
+        )
     else:
         shard = ShardShape(KIMI_K2, RANKS)
         compute = lambda k: weight_bytes_per_layer(shard, round(expected_distinct_experts(k)))  # noqa: E731
@@ -84,7 +92,7 @@ def measured_scaling(ev: Evidence, account: CycleAccount) -> Scaling:
             comm = _loglog(shm["tokens"].tolist(), shm["us"].tolist())
             sources["comm"] = (
                 f"every option's communication grows with the message as NCCL without P2P does (2 x H200 through "
-                f"host memory, run {latency_run}; held at the largest measured message beyond it)"
+                f"host memory, run {latency_run}, {_measured_range(shm)}; held at the largest measured beyond it)"
             )
     norm_run = ev.newest_with("norm_fusion")
     norm = lambda k: account.norm_us  # noqa: E731
