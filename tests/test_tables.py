@@ -33,7 +33,9 @@ def test_html_keeps_prose_whole_cuts_kernels_and_explains_the_dash():
         {"kernel": [KERNEL, "nccl"], "note": ["different stacks (CUDA 12.8 vs 13): not comparable", None]}
     )
     html = Table(frame)._repr_html_()
-    assert "different stacks (CUDA 12.8 vs 13): not comparable</td>" in html
+    assert '<td class="v-prose">different stacks (CUDA 12.8 vs 13): not comparable</td>' in html  # words whole
+    run = Table(pd.DataFrame({"run": ["data/runs/20261130-142600-2xh200-comm/allreduce_latency.csv x"]}))
+    assert "<td>data/runs/" in run._repr_html_()  # a long token may break anywhere: the table fits
     assert 'title="void at::native::elementwise_kernel&lt;128' in html and ">at::native::elementwise_kernel…<" in html
     assert EMPTY_NOTE in html and "<th>kernel</th>" in html
     bundle = Table(frame)._repr_mimebundle_()

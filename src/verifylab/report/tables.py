@@ -21,6 +21,7 @@ EMPTY_NOTE = f"{EMPTY}: no value (not measured, not applicable or not reported).
 LONG_NAME = 56  # identifiers longer than this are shortened, the full name on hover
 WIDE = 9  # a table with more columns is set smaller
 SHORT_TOKEN = 16  # a cell this short without spaces ("closed", "12.34", a version) never breaks
+PROSE_WORD = 16  # a cell whose words are all this short is prose: it wraps between words
 
 UNITS = (  # column-name endings -> (unit shown in the header, decimals)
     ("_tokens_per_s", "tok/s", 1),
@@ -77,11 +78,13 @@ def cell_text(column: str, value: Any) -> str:
 
 
 def _cell(text: str) -> str:
-    """One ``<td>``: a short token never breaks (class ``v-short``); anything longer may break anywhere so the
-    table fits its column; a long identifier (a kernel name) is cut before its template arguments with the
-    full name on hover."""
+    """One ``<td>``: a short token never breaks (class ``v-short``), prose breaks between words (``v-prose``);
+    a cell with a long token (a path, a run id) may break anywhere so the table fits its column; a long
+    identifier (a kernel name) is cut before its template arguments with the full name on hover."""
     if " " not in text.strip() and len(text) <= SHORT_TOKEN:
         return f'<td class="v-short">{html.escape(text)}</td>'
+    if all(len(word) <= PROSE_WORD for word in text.split()):  # words: wrap between them, never inside one
+        return f'<td class="v-prose">{html.escape(text)}</td>'
     shown = html.escape(text)
     head = re.split(r"[<(]", re.sub(r"^(void|static|auto)\s+", "", text), maxsplit=1)[0]
     if len(text) > LONG_NAME and head.strip() and " " not in head.strip():  # an identifier (a kernel), not prose
