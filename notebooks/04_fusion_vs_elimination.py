@@ -150,6 +150,9 @@ chapter.limits(ev)
 # The compute term is fitted on two token counts of the H200 measurement (k = 1 and 16: time per layer =
 # a + b x bytes read) and predicts the others, which were not used to fit it.
 
+# %%
+chapter.compute_check_finding(ev)
+
 # %% mystnb={"figure": {"caption": "The compute term fitted on two token counts and checked on the others (measured, H200)", "name": "tbl-compute-check"}}
 chapter.compute_check(ev)
 

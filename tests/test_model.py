@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
 from verifylab.model.costmodel import LinkLatency, eagle3_tokens_per_s, max_oneshot_tokens, pass_terms, uses_oneshot
-from verifylab.model.inputs import compute_validation
+from verifylab.model.inputs import compute_validation, compute_validation_finding
 
 
 def test_pass_terms_sum():
@@ -60,6 +60,21 @@ def test_compute_validation_is_not_circular():
     assert list(out["role"]) == ["calibration", "prediction", "calibration"]
     assert out.loc[out.role == "calibration", "error_pct"].abs().max() < 1e-9
     assert out.loc[out.role == "prediction", "error_pct"].abs().item() > 0
+
+
+def test_the_compute_check_says_where_the_bytes_model_holds_and_where_it_misses():
+    check = pd.DataFrame(
+        {
+            "tokens": [1, 8, 16, 256, 512],
+            "experts_touched": [8, 59, 110, 382, 384],
+            "error_pct": [0.0, 1.6, 0.0, -11.94, -29.7],
+            "role": ["calibration", "prediction", "calibration", "prediction", "prediction"],
+        }
+    )
+    text = compute_validation_finding(check)
+    assert text.startswith("**Time per layer follows the bytes a pass reads within 1.6 %** at 8 tokens per pass")
+    assert "256 tokens (382 of 384 experts read): -11.9 %; 512 tokens (384 of 384 experts read): -29.7 %" in text
+    assert compute_validation_finding(check[check["tokens"] < 100]).endswith("none of them used to fit it.")
 
 
 def test_cli_whatif_json_and_reconcile(repo_root, monkeypatch):

@@ -10,7 +10,7 @@ from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.model.case import account, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
 from verifylab.model.cycle import CycleAccount, Span
-from verifylab.model.inputs import compute_validation
+from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.reconcile import HYPOTHESES
 from verifylab.report import comm_measured
@@ -181,7 +181,16 @@ def limits(ev: Evidence) -> pd.DataFrame:
     ).round(2)
 
 
+def _compute_check(ev: Evidence) -> pd.DataFrame:
+    return ev.derived("compute_check", lambda e: compute_validation(e.newest_table("shard_compute")))
+
+
+def compute_check_finding(ev: Evidence) -> Prose:
+    """Finding: where the bytes-read compute model holds and where it misses."""
+    return Prose(compute_validation_finding(_compute_check(ev)))
+
+
 @shown_as_table
 def compute_check(ev: Evidence) -> pd.DataFrame:
     """Table: the compute term fitted on two token counts, checked on the others."""
-    return compute_validation(ev.newest_table("shard_compute")).round(4)
+    return _compute_check(ev).round(4)

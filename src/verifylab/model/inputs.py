@@ -26,3 +26,31 @@ def compute_validation(
     frame["error_pct"] = (frame["predicted_layer_ms"] / frame["layer_ms"] - 1) * 100
     frame["role"] = np.where(frame["tokens"].isin(calibrate_on), "calibration", "prediction")
     return frame[["tokens", "experts_touched", "layer_ms", "predicted_layer_ms", "error_pct", "role"]]
+
+
+def compute_validation_finding(check: pd.DataFrame, tolerance_pct: float = 5.0) -> str:
+    """What the compute check shows, from its rows: the token counts where the bytes-read model holds (within
+    ``tolerance_pct``) and those where it misses, with the experts each pass touched."""
+    predicted = check[check["role"] == "prediction"]
+    holds = predicted[predicted["error_pct"].abs() <= tolerance_pct]
+    misses = predicted[predicted["error_pct"].abs() > tolerance_pct]
+    text = (
+        f"**Time per layer follows the bytes a pass reads within {holds['error_pct'].abs().max():.1f} %** at "
+        f"{_counts(holds['tokens'])} tokens per pass, none of them used to fit it"
+    )
+    if misses.empty:
+        return text + "."
+    missed = "; ".join(
+        f"{int(r.tokens)} tokens ({int(r.experts_touched)} of {KIMI_K2.experts} experts read): {r.error_pct:+.1f} %"
+        for r in misses.itertuples()
+    )
+    return (
+        f"{text}. It falls short where nearly every expert is read already and a pass grows with its arithmetic, "
+        f"not its bytes: {missed}. The options above scale compute by the measured pass, not by this model."
+    )
+
+
+def _counts(tokens: pd.Series) -> str:
+    """1, 2 and 4 (a reader's list of token counts)."""
+    values = [str(int(t)) for t in sorted(tokens)]
+    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} and {values[-1]}"
