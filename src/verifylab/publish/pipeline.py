@@ -81,6 +81,16 @@ def select_chapters(sources: list[Path], only: list[str] | None) -> list[Path]:
     return [s for s in sources if s.stem in wanted or s.stem.split("_", 1)[0] in wanted]
 
 
+def chapter_jobs(
+    params: PipelineParams, sources: list[Path], mode: str | None = None
+) -> list[tuple[Path, dict[str, Any]]]:
+    """(chapter, its parameters) for each source: the shared values, then its own overrides, then ``mode`` when
+    given; each chapter gets only the parameters it declares."""
+    shared = {"mode": params.mode, "data_dir": params.data_dir, "run_id": params.run_id, **params.parameters}
+    forced = {"mode": mode} if mode else {}
+    return [(s, parameters_for(s.stem, shared | params.chapters.get(s.stem, {}) | forced)) for s in sources]
+
+
 def run_pipeline(
     root: Path,
     params: PipelineParams,
@@ -93,11 +103,7 @@ def run_pipeline(
     unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
     check_pipeline_chapters(params.parameters, params.chapters, "params")  # all of them, before any work
     result = BookResult()
-    shared = {"mode": params.mode, "data_dir": params.data_dir, "run_id": params.run_id, **params.parameters}
-    jobs = [
-        (source, parameters_for(source.stem, shared | params.chapters.get(source.stem, {})))
-        for source in select_chapters(chapter_sources(root), only)
-    ]
+    jobs = chapter_jobs(params, select_chapters(chapter_sources(root), only))
     workers = REPLAY_WORKERS if params.mode == "replay" else 1  # live chapters run in order: 02 feeds 03
     result.chapters = execute_chapters(root, jobs, on_chapter, on_cell, workers)
     for chapter in result.chapters:
@@ -118,12 +124,7 @@ def replay_missing_chapters(
     """Before a render: chapters never executed in this project (a campaign split with ``--only`` whose first
     part skipped them) are replayed from the data folder, so the book is whole; marked ``replayed``."""
     missing = [s for s in chapter_sources(root) if not (root / GENERATED / f"{s.stem}.ipynb").is_file()]
-    shared = {"data_dir": params.data_dir, "run_id": params.run_id, **params.parameters}
-    jobs = [
-        (source, parameters_for(source.stem, shared | params.chapters.get(source.stem, {}) | {"mode": "replay"}))
-        for source in missing
-    ]
-    replayed = execute_chapters(root, jobs, on_chapter, on_cell, REPLAY_WORKERS)
+    replayed = execute_chapters(root, chapter_jobs(params, missing, mode="replay"), on_chapter, on_cell, REPLAY_WORKERS)
     for chapter in replayed:
         chapter.replayed = True
         if not chapter.ok:
