@@ -147,13 +147,21 @@ def verify_components_chart(components: pd.DataFrame, title_note: str = "") -> F
     )
 
 
+def tokens_axis(tokens: pd.Series, title: str) -> alt.X:
+    """A log2 token axis with a labelled tick at every measured token count: slanted when there are many, so that
+    none is dropped for overlapping its neighbour (512 had lost its label)."""
+    values = sorted({int(t) for t in tokens.dropna()})
+    axis = alt.Axis(values=values, labelAngle=-45 if len(values) > 7 else 0, labelOverlap=False)
+    return alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), axis=axis, title=title)
+
+
 def shard_compute_chart(compute: pd.DataFrame, label: str, run_id: str) -> Figure:
     """Compute of a 61-layer TP-8 shard pass vs tokens, unfused vs fused add+RMSNorm (measured)."""
     chart = (
         alt.Chart(compute)
         .mark_line(point=True)
         .encode(
-            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens per pass (k)"),
+            x=tokens_axis(compute["tokens"], "tokens per pass (k)"),
             y=alt.Y("pass_ms_61_layers:Q", title="compute per pass, 61 layers (ms)"),
             color=alt.Color("norm:N", title="add+RMSNorm"),
             tooltip=[
@@ -185,7 +193,7 @@ def norm_fusion_chart(norm: pd.DataFrame, label: str, run_id: str) -> Figure:
         alt.Chart(long)
         .mark_line(point=True)
         .encode(
-            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens (k x 7168 bf16)"),
+            x=tokens_axis(long["tokens"], "tokens (k x 7168 bf16)"),
             y=alt.Y("us:Q", title="µs per add+RMSNorm"),
             color=alt.Color("implementation:N"),
             tooltip=["tokens", "implementation", alt.Tooltip("us:Q", format=".2f")],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from verifylab.report.charts import Figure
+from verifylab.report.charts import Figure, tokens_axis
 from verifylab.report.section import Prose
 from verifylab.store.runs import RunStore
 
@@ -192,7 +192,7 @@ def latency_curves_chart(latency: pd.DataFrame) -> Figure:
         alt.Chart(frame)
         .mark_line(point=True)
         .encode(
-            x=alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), title="tokens (x 7168 bf16)"),
+            x=tokens_axis(frame["tokens"], "tokens (x 7168 bf16)"),
             y=alt.Y("us:Q", scale=alt.Scale(type="log"), title="µs per call (median)"),
             color=alt.Color("impl:N", title="implementation"),
             column=alt.Column("path:N", title=None),
