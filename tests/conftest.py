@@ -89,9 +89,16 @@ def browser():
 def visited(book_url, built_book) -> dict[str, dict]:
     """Every page of the book opened once at 1400 px: console errors, blocked requests, marks per chart and
     (``reading``, for pages with an article) what the reader sees — shared by the page-level tests. The
-    browser closes as soon as the pages are read."""
-    with _chromium() as browser:
-        return _visit(browser, book_url, built_book)
+    browser closes as soon as the pages are read. It runs in a thread of its own: a module's ``browser`` fixture
+    may hold playwright's event loop in this one, and a second sync playwright here would refuse to start."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def visit() -> dict[str, dict]:
+        with _chromium() as browser:
+            return _visit(browser, book_url, built_book)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(visit).result()
 
 
 def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
