@@ -76,3 +76,50 @@ def redact_obj(obj: Any) -> Any:
     if isinstance(obj, str):
         return redact_text(obj)
     return obj
+
+
+def secret_values(obj: Any) -> set[str]:
+    """The credentials inside parameters (the values ``redact_obj`` hides): to scrub them from what else is written
+    with those parameters, such as an executed notebook's injected cell, its metadata and its outputs."""
+    found: set[str] = set()
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if is_secret_name(str(key)) and value not in (None, ""):
+                found.add(str(value))
+            else:
+                found |= secret_values(value)
+    elif isinstance(obj, list) and all(isinstance(x, str) for x in obj):
+        for i, arg in enumerate(obj):
+            flag, eq, value = arg.partition("=")
+            if arg.startswith("--") and is_secret_name(flag):
+                found.add(value if eq else (obj[i + 1] if i + 1 < len(obj) else ""))
+            found |= _text_secrets(arg)
+    elif isinstance(obj, list):
+        for item in obj:
+            found |= secret_values(item)
+    elif isinstance(obj, str):
+        found |= _text_secrets(obj)
+    return {s for s in found if s and s != REDACTED}
+
+
+def _text_secrets(text: str) -> set[str]:
+    values = {m.group("password") for m in _URL_CREDENTIALS.finditer(text)}
+    for match in _ASSIGNMENT.finditer(text):
+        value = match.group("value").strip("'\"")
+        if is_secret_name(match.group("bare")) and value not in ("None", ""):
+            values.add(value)
+    return values
+
+
+def scrub(obj: Any, secrets: set[str]) -> Any:
+    """``obj`` (JSON-like) with every occurrence of each secret inside its strings replaced; keys are left alone."""
+    if not secrets:
+        return obj
+    if isinstance(obj, dict):
+        return {key: scrub(value, secrets) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [scrub(item, secrets) for item in obj]
+    if isinstance(obj, str):
+        for secret in sorted(secrets, key=len, reverse=True):
+            obj = obj.replace(secret, REDACTED)
+    return obj

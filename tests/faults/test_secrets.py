@@ -4,7 +4,15 @@ environment."""
 from __future__ import annotations
 
 from verifylab.bench.method import SingleStreamConfig
-from verifylab.redact import REDACTED, is_secret_name, redact_args, redact_obj, redact_text
+from verifylab.redact import (
+    REDACTED,
+    is_secret_name,
+    redact_args,
+    redact_obj,
+    redact_text,
+    scrub,
+    secret_values,
+)
 from verifylab.store.env import redact_environment
 
 from ..test_bench import base
@@ -69,3 +77,39 @@ def test_a_campaign_with_an_api_key_stores_no_secret(tmp_path):
     assert "api_key='<redacted>'" in (run / "logs" / "server-baseline.log").read_text()
     assert all(SECRET.encode() not in p.read_bytes() for p in files), [p.name for p in files]
     assert REDACTED in (run / "manifest.json").read_text()
+
+
+def test_an_executed_chapter_keeps_no_secret_its_parameters_carried(tmp_path):
+    """A live chapter needs the real key in its kernel; the executed notebook the book is built from (and offers
+    for download) must not hold it: not in the injected parameters cell, papermill's metadata or an output."""
+    from verifylab.publish.build import execute_chapter
+
+    password = "hunter2-longer"
+    parameters = {"extra_args": ["--api-key", SECRET], "server_url": f"http://me:{password}@box:30000"}
+    head = '# %% tags=["parameters"]\nextra_args = []\nserver_url = ""\n\n# %%\n'
+    ok_source = tmp_path / "09_ok.py"
+    ok_source.write_text(head + 'print(" ".join(extra_args), server_url)\n')
+    result = execute_chapter(ok_source, tmp_path / "out" / "09_ok.ipynb", parameters, tmp_path)
+    assert result.ok, result.error
+    text = (tmp_path / "out" / "09_ok.ipynb").read_text()
+    assert SECRET not in text and password not in text
+    assert f"--api-key {REDACTED} http://me:{REDACTED}@box:30000" in text  # the printed line, scrubbed
+
+    failing = tmp_path / "09_failing.py"
+    failing.write_text(head + 'raise RuntimeError("refused " + " ".join(extra_args))\n')
+    failed = execute_chapter(failing, tmp_path / "out" / "09_failing.ipynb", parameters, tmp_path)
+    assert not failed.ok and SECRET not in failed.error and REDACTED in failed.error
+    assert SECRET not in (tmp_path / "out" / "09_failing.failed.ipynb").read_text()
+
+
+def test_the_secrets_a_parameter_set_carries_are_found_and_scrubbed_from_strings_only():
+    params = {
+        "extra_args": ["--api-key", "k-one", "--admin-api-key=k-two", "--tp-size", "2"],
+        "hf_token": "k-three",
+        "launcher": ["python", "-m", "sglang.launch_server"],
+        "note": "db_password=k-four at https://u:k-five@host/x",
+        "max_total_tokens": 4096,
+    }
+    assert secret_values(params) == {"k-one", "k-two", "k-three", "k-four", "k-five"}
+    doc = {"k-one": ["say k-one twice: k-one"], "n": 3}
+    assert scrub(doc, {"k-one"}) == {"k-one": [f"say {REDACTED} twice: {REDACTED}"], "n": 3}  # keys stay

@@ -6,6 +6,7 @@ copies (``execute_notebooks: "off"``). A chapter that fails is reported by name 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from verifylab.errors import BookBuildError
+from verifylab.iorw import atomic_write_text
 from verifylab.publish.edition import archive, write_generated_pages
 from verifylab.publish.pdf import print_pdfs
+from verifylab.redact import scrub, secret_values
 from verifylab.store.evidence import Evidence
 
 GENERATED = Path("book") / "_generated"
@@ -111,13 +114,22 @@ def execute_chapter(
                 extra_arguments=QUIET_KERNEL,
             )
         except papermill.PapermillExecutionError as exc:
+            secrets = secret_values(parameters)
             last_line = (exc.evalue or str(exc)).strip().splitlines()[-1:] or [str(exc)]
             output.unlink(missing_ok=True)
             if out_nb.exists():
-                shutil.copyfile(out_nb, output.with_suffix(".failed.ipynb"))
-            return ChapterResult(source.stem, output, ok=False, error=f"{exc.ename}: {last_line[0]}")
-        shutil.move(str(out_nb), output)
+                write_without_secrets(out_nb, output.with_suffix(".failed.ipynb"), secrets)
+            return ChapterResult(source.stem, output, ok=False, error=scrub(f"{exc.ename}: {last_line[0]}", secrets))
+        write_without_secrets(out_nb, output, secret_values(parameters))
     return ChapterResult(source.stem, output, ok=True)
+
+
+def write_without_secrets(executed: Path, target: Path, secrets: set[str]) -> None:
+    """Write an executed notebook where the book takes it, with the credentials its parameters carried (an
+    ``--api-key`` in a live chapter's launch flags) replaced in every string: the injected parameters cell,
+    papermill's record of the parameters, and the outputs. The kernel had the real values; the book never does."""
+    notebook = json.loads(executed.read_text(encoding="utf-8"))
+    atomic_write_text(target, json.dumps(scrub(notebook, secrets), indent=1, ensure_ascii=False) + "\n")
 
 
 def render_html(root: Path, strict: bool = True) -> Path:
