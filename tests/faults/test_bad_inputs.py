@@ -44,3 +44,11 @@ def test_an_audit_file_that_is_a_json_list_is_named(tmp_path):
     audit.write_text("[1, 2]")
     out = CliRunner().invoke(app, ["gates", "apply", "--root", str(tmp_path / "site"), "--audit", str(audit)])
     assert out.exit_code == 2 and "not an audit --json file" in out.output and "Traceback" not in out.output
+
+
+def test_gates_status_of_a_folder_without_sglang_is_an_error_not_clean(tmp_path):
+    missing = CliRunner().invoke(app, ["gates", "status", "--root", str(tmp_path / "site-pakages")])
+    assert missing.exit_code == 1 and missing.output.strip() == f"error: {tmp_path / 'site-pakages'}: no such folder"
+    empty = CliRunner().invoke(app, ["gates", "status", "--root", str(tmp_path)])
+    assert empty.exit_code == 1 and "holds neither sglang/ nor flashinfer/" in empty.output
+    assert "clean" not in empty.output

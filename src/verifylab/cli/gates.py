@@ -151,10 +151,13 @@ def gates_status(root: Path | None = typer.Option(None, help=ROOT_HELP)) -> None
 
     Example: `verifylab gates status --root site-packages`
     """
-    from verifylab.gates import tree_state
+    from verifylab.gates import check_root, tree_state
 
     try:
-        current = tree_state(gates_root(root))
+        target = gates_root(root)
+        current = tree_state(target)
+        if current.state == "clean":
+            check_root(target)  # "clean" of a folder that holds no package (a typo in --root) would mislead
     except VerifylabError as exc:
         raise fail(exc) from None
     console.print(f"{current.state}: {current.detail}", highlight=False)
