@@ -52,3 +52,13 @@ def test_gates_status_of_a_folder_without_sglang_is_an_error_not_clean(tmp_path)
     empty = CliRunner().invoke(app, ["gates", "status", "--root", str(tmp_path)])
     assert empty.exit_code == 1 and "holds neither sglang/ nor flashinfer/" in empty.output
     assert "clean" not in empty.output
+
+
+def test_a_url_without_http_is_refused_before_any_request(tmp_path):
+    for command in ("bench", "sweep"):
+        out = CliRunner().invoke(app, [command, "--url", "localhost:30000", "--data-dir", str(tmp_path)])
+        assert out.exit_code == 2, out.output
+        assert out.output.strip() == (
+            "error: --url 'localhost:30000': not an http:// or https:// address, e.g. http://127.0.0.1:30000"
+        )
+    assert not any(tmp_path.iterdir())

@@ -32,6 +32,16 @@ def _recorder(
     return open_recorder(data_dir, run_id, label, params)
 
 
+def _server_url(url: str) -> str:
+    """``--url`` as an http(s) address with a host (a bare name or a typo fails here, before any request)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ParameterError(f"--url {url!r}: not an http:// or https:// address, e.g. http://127.0.0.1:30000")
+    return url.rstrip("/")
+
+
 def _parse_concurrency(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -56,8 +66,9 @@ def bench(
     stall_timeout: float = typer.Option(60.0, help="Seconds without a new token before a request counts as stalled."),
 ) -> None:
     """The single-stream method: W warm-ups, then N runs x M tokens at temperature 0, one stream.
-    Reports output tokens/s per run, the median with a 95 % bootstrap interval, TPOT statistics and the
-    token-weighted accept length (sum of tokens / sum of verify passes), cross-checked with /server_info.
+    Reports output tokens/s per run, the median with its order-statistic interval and the coverage that interval
+    has (below 6 runs min-max, never called 95 %), TPOT statistics and the token-weighted accept length (sum of
+    tokens / sum of verify passes), cross-checked with /server_info. A run with a failed request exits 1.
 
     Example: `verifylab bench --url http://127.0.0.1:30000 --runs 5 --warmup 2 --max-tokens 2048 --json`
     """
@@ -65,6 +76,7 @@ def bench(
     from verifylab.bench.runner import run_single
 
     try:
+        url = _server_url(url)
         recorder = _recorder(
             data_dir,
             run_id,
@@ -136,6 +148,7 @@ def sweep(
     from verifylab.bench.runner import failure_line, mark_complete, run_sweep
 
     try:
+        url = _server_url(url)
         levels = _parse_concurrency(concurrency)
         recorder = _recorder(
             data_dir,
