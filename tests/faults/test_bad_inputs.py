@@ -62,3 +62,10 @@ def test_a_url_without_http_is_refused_before_any_request(tmp_path):
             "error: --url 'localhost:30000': not an http:// or https:// address, e.g. http://127.0.0.1:30000"
         )
     assert not any(tmp_path.iterdir())
+
+
+def test_runs_list_of_a_data_dir_that_does_not_exist_is_an_error_not_an_empty_store(tmp_path):
+    out = CliRunner().invoke(app, ["runs", "list", "--data-dir", str(tmp_path / "dta")])
+    assert out.exit_code == 2 and out.output.strip() == f"error: --data-dir {tmp_path / 'dta'}: no such folder"
+    empty = CliRunner().invoke(app, ["runs", "list", "--data-dir", str(tmp_path)])
+    assert empty.exit_code == 0 and "no runs stored" in empty.output

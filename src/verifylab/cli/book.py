@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from verifylab.cli._shared import console, fail, print_frame
-from verifylab.errors import VerifylabError
+from verifylab.errors import ParameterError, VerifylabError
 
 runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
 
@@ -50,6 +50,8 @@ def runs_list(
     from verifylab.store.runs import RunStore
 
     try:
+        if not data_dir.is_dir():  # a typo in --data-dir is not an empty store
+            raise ParameterError(f"--data-dir {data_dir}: no such folder")
         frame = RunStore(data_dir / "runs").summary()
     except VerifylabError as exc:
         raise fail(exc) from None
