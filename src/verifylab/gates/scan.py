@@ -202,21 +202,31 @@ def _scan_tree(source: str, rel: str, target: int) -> list[Finding]:
 SINGLE_ROLE = "auto-enable of all-reduce fusion (single-arch test)"
 
 
-def _sets_fusion_flag(stmt: ast.If) -> bool:
-    for node in ast.walk(ast.Module(body=stmt.body, type_ignores=[])):
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Attribute) and "allreduce_fusion" in t.attr for t in node.targets
+def _ifs_setting_fusion_flag(parents: _Parents) -> set[int]:
+    """The ``if`` statements (their ids) whose body, at any depth, assigns an ``...allreduce_fusion...`` attribute:
+    found from each such assignment up through its ancestors (walking every ``if`` body anew was quadratic)."""
+    marked: set[int] = set()
+    for node in parents.nodes:
+        if not (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and "allreduce_fusion" in t.attr for t in node.targets)
         ):
-            return True
-    return False
+            continue
+        child = node
+        for ancestor in parents.chain(node):
+            if isinstance(ancestor, ast.If) and any(child is s for s in ancestor.body):
+                marked.add(id(ancestor))
+            child = ancestor
+    return marked
 
 
 def _single_predicate_gates(tree, source, rel, target, parents) -> list[Finding]:
     """``if ... and is_sm100_supported(): ... enable_flashinfer_allreduce_fusion = True`` (one arch only)."""
     in_or = {id(v) for n in arch_or_nodes(tree, parents.nodes) for v in n.values}
+    setting_flag = _ifs_setting_fusion_flag(parents)
     out = []
     for stmt in parents.nodes:
-        if not (isinstance(stmt, ast.If) and _sets_fusion_flag(stmt)):
+        if id(stmt) not in setting_flag:
             continue
         for node in ast.walk(stmt.test):
             arch = arch_of(node) if isinstance(node, ast.Call | ast.Name | ast.Attribute) else None
