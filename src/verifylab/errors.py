@@ -68,6 +68,10 @@ class SynthError(VerifylabError):
     """A rank of the synthetic verify pass failed, died or stopped making progress."""
 
 
+class CommProbeError(VerifylabError):
+    """The communication probe cannot run here (no CUDA, one GPU) or a rank failed or stopped making progress."""
+
+
 def describe_error(exc: ValidationError, where: str) -> str:
     """One line naming the parameter(s), the value given and what is allowed."""
     parts = []

@@ -28,6 +28,11 @@ KIMI_K2_HIDDEN = 7168  # Kimi-K2 / DeepSeek-V3 hidden size: one all-reduce of k 
 KIMI_K2_ALLREDUCES_PER_PASS = 122  # 61 layers x (after attention + after the MoE)
 BF16_BYTES = 2
 
+# A verify pass carries streams x draft tokens: SGLang's common EAGLE-3 settings span 4-8 draft tokens (not
+# reported by the case study), and the book prices every option at 1, 8 and 32 concurrent streams
+DRAFT_TOKENS = (4, 8)
+LOAD_STREAMS = (1, 8, 32)
+
 
 def allreduce_message_bytes(tokens: float, hidden: int = KIMI_K2_HIDDEN, itemsize: int = BF16_BYTES) -> float:
     """Bytes of one TP all-reduce of ``tokens`` hidden states."""

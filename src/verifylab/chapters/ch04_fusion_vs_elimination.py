@@ -18,11 +18,12 @@ from verifylab.report.charts import Figure, verify_components_chart
 from verifylab.report.section import Prose
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_value
+from verifylab.vocab import LOAD_STREAMS
 
 __all__ = ["Params"]
 
 MEASURED_TOKENS = 16  # the draft-token count the measured finding quotes
-LOADS = (1, 8, 32)  # concurrent streams the finding and the load table show
+LOADS = LOAD_STREAMS  # concurrent streams the finding and the load table show
 WHATIF_COLUMNS = [
     "option",
     "allreduces_per_pass",

@@ -69,7 +69,13 @@ def curves_from_frame(frame: pd.DataFrame, source: str, hidden: int = KIMI_K2_HI
     rows = frame.dropna(subset=["us"])
     if "settings" in rows.columns:  # a forced strategy is not how SGLang runs the fused kernel
         rows = rows[~rows["settings"].astype(str).str.contains("forced|two-shot", case=False)]
+    if "mode" in rows.columns:  # a probe's table: SGLang replays its passes in CUDA graphs
+        rows = rows[rows["mode"] == "graph"]
+    if "group" in rows.columns:  # ... and all-reduces across every rank, not a pair or a half
+        rows = rows[rows["group"] == "all"]
     rows = rows[rows["impl"].isin(["nccl", "fused"])]
+    if rows.empty:
+        raise ModelInputError(f"{source}: no NCCL or fused all-reduce rows (impl 'nccl' or 'fused') to build a curve")
     curves = []
     for (path, impl), group in rows.groupby(["path", "impl"]):
         pairs = [(allreduce_message_bytes(t, hidden), u) for t, u in zip(group["tokens"], group["us"], strict=True)]

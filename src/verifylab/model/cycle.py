@@ -17,9 +17,7 @@ from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import norm_us_measured
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_value
-from verifylab.vocab import KIMI_K2_HIDDEN, allreduce_message_bytes
-
-DRAFT_TOKENS = (4, 8)  # tokens per verify at one stream: not reported; SGLang's common EAGLE-3 settings span this
+from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
 
 @dataclass(frozen=True)

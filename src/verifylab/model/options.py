@@ -26,6 +26,7 @@ from verifylab.model.costmodel import LinkLatency, eagle3_tokens_per_s
 from verifylab.model.cycle import CycleAccount, Reading
 from verifylab.shapes import KIMI_K2, ShardShape, expected_distinct_experts, weight_bytes_per_layer
 from verifylab.store.evidence import Evidence
+from verifylab.store.runs import COMM_CAMPAIGN_TABLES
 from verifylab.vocab import KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, allreduce_message_bytes
 
 PCIE_GEN5_X16_GBS = 50.0  # 32 GT/s x 16 lanes ~ 63 GB/s per direction; ~50 effective (assumption)
@@ -82,7 +83,7 @@ def measured_scaling(ev: Evidence, account: CycleAccount) -> Scaling:
         shard = ShardShape(KIMI_K2, RANKS)
         compute = lambda k: weight_bytes_per_layer(shard, round(expected_distinct_experts(k)))  # noqa: E731
         sources["compute"] = "grows with the weight bytes a pass reads (modelled)"
-    latency_run = ev.newest_with("allreduce_latency")
+    latency_run = ev.newest_with(*COMM_CAMPAIGN_TABLES)
     comm = lambda k: 1.0  # noqa: E731
     sources["comm"] = "constant per all-reduce (no measured curve)"
     if latency_run:

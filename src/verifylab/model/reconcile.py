@@ -10,6 +10,7 @@ import pandas as pd
 from verifylab.model.cycle import CycleAccount
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_value
+from verifylab.store.runs import COMM_CAMPAIGN_TABLES
 
 
 @dataclass
@@ -32,7 +33,7 @@ def _step(step, figures, arithmetic, low, high, unit, verdict) -> Step:
 
 def message_growth(ev: Evidence) -> tuple[str, str]:
     """NCCL without P2P (measured on 2 x H200 through host memory) at k = 1, 4 and 16: arithmetic and verdict."""
-    run_id = ev.newest_with("allreduce_latency")
+    run_id = ev.newest_with(*COMM_CAMPAIGN_TABLES)
     if run_id is None:
         return "no measured latency curve", "open"
     lat = ev.runs.read_table(run_id, "allreduce_latency")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from verifylab.report.charts import Figure, tokens_axis
 from verifylab.report.section import Prose
-from verifylab.store.runs import RunStore
+from verifylab.store.runs import COMM_CAMPAIGN_TABLES, RunStore
 
 PATH_ORDER = ["nvlink", "shm", "socket"]
 PATH_NAMES = {
@@ -80,7 +80,7 @@ def fusion_vs_elimination_measured(store: RunStore) -> pd.DataFrame:
 
 def allreduce_latency_measured(store: RunStore) -> pd.DataFrame:
     """Per-call latency (µs, median of graph replays) by path, implementation and k, with the settings used."""
-    run_id = store.newest_with("allreduce_latency")
+    run_id = store.newest_with(*COMM_CAMPAIGN_TABLES)
     if run_id is None:
         return pd.DataFrame()
     frame = store.read_table(run_id, "allreduce_latency")

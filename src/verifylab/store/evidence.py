@@ -54,9 +54,9 @@ class Evidence:
     def has_gate_matrix(self) -> bool:
         return (self.data_dir / GATE_MATRIX_FILE).is_file()
 
-    def newest_with(self, table: str) -> str | None:
-        """The most recently created run holding ``table``, or None."""
-        return self.runs.newest_with(table)
+    def newest_with(self, *tables: str) -> str | None:
+        """The most recently created run holding every one of ``tables``, or None."""
+        return self.runs.newest_with(*tables)
 
     def newest_table(self, table: str) -> pd.DataFrame:
         """Table ``table`` of the most recently created run holding it; an error naming it when none does."""

@@ -164,6 +164,11 @@ LOCK_FILE = ".verifylab.lock"
 _LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder and process
 
 
+# The synthetic verify-pass campaign (benchmarks/gpu_multi.py) stores NCCL curves on every path (nvlink, shm,
+# socket) beside its passes; a communication probe stores one path per run. Readers of the campaign ask for both.
+COMM_CAMPAIGN_TABLES = ("allreduce_latency", "verify_pass")
+
+
 class RunStore:
     """The folder of measured runs (default ``data/runs``)."""
 
@@ -288,9 +293,9 @@ class RunStore:
         """Ids of runs that store a table called ``name``."""
         return [m.run_id for m in self.manifests() if name in m.tables]
 
-    def newest_with(self, name: str) -> str | None:
-        """The most recently created run (by the manifest's ``created``) that holds table ``name``, or None."""
-        holding = [m for m in self.manifests() if name in m.tables]
+    def newest_with(self, *names: str) -> str | None:
+        """The most recently created run (by the manifest's ``created``) that holds every table in ``names``."""
+        holding = [m for m in self.manifests() if all(n in m.tables for n in names)]
         return max(holding, key=lambda m: m.created).run_id if holding else None
 
     def summary(self) -> pd.DataFrame:

@@ -1,0 +1,136 @@
+"""The probe's measurement loop and its failure handling, on CPU processes (gloo): the same code path as on GPUs
+minus CUDA graphs and FlashInfer."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.cli import app
+from verifylab.comm.config import ProbeConfig, default_tokens
+from verifylab.comm.probe import resolve_devices, run_probe
+from verifylab.comm.rank import FAULT_VAR
+from verifylab.comm.record import store_probe
+from verifylab.errors import CommProbeError, RunExistsError
+
+
+def _cfg(**kw) -> ProbeConfig:
+    base = {"backend": "gloo", "ranks": 2, "tokens": [1, 4], "replays": 3, "calls": 2, "subgroup_tokens": [4]}
+    return ProbeConfig(**{**base, **kw})
+
+
+def test_two_ranks_measure_every_size_and_record_the_slowest_rank(tmp_path: Path):
+    from verifylab.comm.tables import latency_table
+
+    raw = run_probe(_cfg(), tmp_path / "w")
+    assert [r["rank"] for r in raw.ranks] == [0, 1]
+    table = latency_table(raw)
+    assert list(table["tokens"]) == [1, 4] and set(table["mode"]) == {"eager"}
+    assert (table["us"] >= table["us_fastest_rank"]).all() and (table["rank_skew_us"] >= 0).all()
+    assert (table["rel_err"] < 1e-5).all()  # the sum every rank got is the exact sum
+    assert set(table["path"]) == {"gloo"}
+
+
+def test_four_ranks_add_every_pair_and_both_halves(tmp_path: Path):
+    from verifylab.comm.tables import latency_table
+
+    table = latency_table(run_probe(_cfg(ranks=4, tokens=[1]), tmp_path / "w"))
+    groups = set(table["group"])
+    assert {"all", "half:0-1", "half:2-3"} <= groups
+    assert sum(g.startswith("pair:") for g in groups) == 6
+    assert set(table.loc[table["group"].str.startswith("pair:"), "ranks"]) == {2}
+
+
+def test_a_rank_that_dies_ends_all_with_one_line(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(FAULT_VAR, "1:allreduce")
+    with pytest.raises(CommProbeError, match=r"rank 1 failed in phase 'allreduce' \(exit 3\)"):
+        run_probe(_cfg(), tmp_path / "w")
+
+
+def test_an_init_that_never_completes_times_out(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(FAULT_VAR, "1:init:hang")
+    with pytest.raises(CommProbeError, match=r"initialisation did not complete within --timeout 3 s"):
+        run_probe(_cfg(timeout=3), tmp_path / "w")
+
+
+def test_stored_run_has_every_table_and_refuses_to_overwrite(tmp_path: Path):
+    raw = run_probe(_cfg(), tmp_path / "w")
+    runs = tmp_path / "data" / "runs"
+    manifest = store_probe(raw, runs, "20261201-gloo-probe")
+    assert set(manifest.tables) == {"allreduce_latency", "p2p_matrix", "nccl_transport", "p2p_host_settings", "verdict"}
+    assert manifest.mechanics_only and manifest.gpu_count == 0
+    assert sorted(p.name for p in runs.iterdir()) == ["20261201-gloo-probe"]  # no staging folder left
+    with pytest.raises(RunExistsError):
+        store_probe(raw, runs, "20261201-gloo-probe")
+
+
+def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path):
+    from verifylab.errors import ModelInputError
+    from verifylab.model.comm_pass import load_curves
+    from verifylab.store.runs import RunStore
+
+    runs = tmp_path / "runs"
+    store_probe(run_probe(_cfg(), tmp_path / "w"), runs, "20261201-gloo-probe")
+    with pytest.raises(ModelInputError, match="no NCCL or fused all-reduce rows"):
+        load_curves("20261201-gloo-probe", RunStore(runs))
+
+
+def test_the_measured_probe_feeds_model_pass_with_graph_rows_of_all_ranks():
+    from verifylab.model.comm_pass import load_curves
+    from verifylab.store.runs import RunStore
+
+    store = RunStore(Path(__file__).resolve().parents[2] / "data" / "runs")
+    curves = {(c.path, c.impl): c for c in load_curves("20261201-092338-2xh200-probe-p2p", store)}
+    assert set(curves) == {("p2p", "nccl"), ("p2p", "fused")}
+    table = store.read_table("20261201-092338-2xh200-probe-p2p", "allreduce_latency")
+    graph = table[(table["impl"] == "nccl") & (table["mode"] == "graph") & (table["group"] == "all")]
+    assert curves[("p2p", "nccl")].us == tuple(graph.sort_values("tokens")["us"])
+
+
+def test_default_sizes_cover_the_verify_pass_and_chapter_04_loads():
+    tokens = default_tokens()
+    assert tokens[0] == 1 and tokens[-1] == 512
+    assert {32, 64, 128, 256} <= set(tokens)  # 8 and 32 streams x 4 and 8 draft tokens
+
+
+@pytest.mark.parametrize(
+    ("count", "message"),
+    [(1, "needs at least two GPUs of one host; 1 is visible"), (0, "needs at least two GPUs")],
+)
+def test_fewer_than_two_gpus_is_one_line(monkeypatch, count: int, message: str):
+    fake = types.SimpleNamespace(
+        __version__="2.x",
+        version=types.SimpleNamespace(cuda="13.0"),
+        cuda=types.SimpleNamespace(is_available=lambda: count > 0, device_count=lambda: count),
+    )
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    with pytest.raises(CommProbeError, match=message if count else "needs CUDA GPUs"):
+        resolve_devices(ProbeConfig())
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "text"),
+    [
+        (["--tokens", ""], 2, "--tokens '': give a comma-separated list"),
+        (["--tokens", "4,-1"], 2, "token counts must be positive"),
+        (["--tokens", "four"], 2, "not a comma-separated list of integers"),
+        (["--gpus", "0"], 2, "a GPU count must be at least 1"),
+        (["--run-id", "Bad Id"], 2, "not a plain run name"),
+        ([], 1, "comm probe needs CUDA GPUs"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str], code: int, text: str):
+    data = tmp_path / "data"
+    result = CliRunner().invoke(app, ["comm", "probe", "--data-dir", str(data), *args])
+    assert result.exit_code == code, result.output
+    assert text in result.output.replace("\n", " ")
+    assert not (data / "runs").exists() or not any((data / "runs").iterdir())
+
+
+def test_help_teaches_with_an_example():
+    result = CliRunner().invoke(app, ["comm", "probe", "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output

@@ -1,0 +1,116 @@
+"""The regime verdict: on this project's three 2 x H200 probes (P2P, NCCL_P2P_DISABLE=1, + NCCL_SHM_DISABLE=1), on
+the public RTX PRO 6000 fixtures, and on handwritten boxes (one bad pair, a NUMA split, mixed transports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from verifylab.comm.record import probe_tables, read_raw
+from verifylab.comm.verdict import Regime, decide
+from verifylab.store.public import public_measurements_or_none
+from verifylab.store.runs import RunStore
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBES = {
+    "20261201-092338-2xh200-probe-p2p": Regime.HEALTHY_P2P,
+    "20261201-091704-2xh200-probe-shm": Regime.HOST_MEMORY,
+    "20261201-091704-2xh200-probe-socket": Regime.SOCKET,
+}
+
+
+@pytest.mark.parametrize(("run_id", "regime"), PROBES.items())
+def test_each_measured_probe_is_judged_in_its_regime(run_id: str, regime: Regime):
+    store = RunStore(ROOT / "data" / "runs")
+    tables = probe_tables(read_raw(store, run_id), public_measurements_or_none(ROOT / "data"))
+    verdict = tables.verdict.iloc[0]
+    assert verdict["regime"] == regime.value
+    assert verdict["world"] == 2
+    stored = store.read_table(run_id, "verdict").iloc[0]
+    assert stored["regime"] == regime.value  # the stored table says the same
+
+
+def test_the_fix_names_the_variable_that_caused_the_fallback():
+    store = RunStore(ROOT / "data" / "runs")
+    shm = probe_tables(read_raw(store, "20261201-091704-2xh200-probe-shm")).verdict.iloc[0]
+    assert "NCCL_P2P_DISABLE" in shm["fix_hypothesis"] and "NCCL_P2P_DISABLE=1" in shm["fix_evidence"]
+    sock = probe_tables(read_raw(store, "20261201-091704-2xh200-probe-socket")).verdict.iloc[0]
+    assert "NCCL_SHM_DISABLE" in sock["fix_hypothesis"]
+
+
+# ------------------------------------------------------------------------------------------ handwritten boxes
+def _latency(world: int, path: str, groups: dict[str, float], tokens: int = 4) -> pd.DataFrame:
+    rows = []
+    for group, us in groups.items():
+        ranks = world if group == "all" else len(group.split(":", 1)[1].split("-"))
+        rows.append({"path": path, "impl": "nccl", "group": group, "ranks": ranks, "mode": "graph",
+                     "tokens": tokens, "us": us})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _p2p(world: int, can=lambda a, b: True, gbs=lambda a, b: 50.0) -> pd.DataFrame:
+    rows = [{"src": a, "dst": b, "can_access_peer": can(a, b), "copy_bandwidth_gbs": gbs(a, b)}
+            for a in range(world) for b in range(world) if a != b]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _transport(pairs: dict[tuple[int, int], str]) -> pd.DataFrame:
+    return pd.DataFrame([{"gpu_a": a, "gpu_b": b, "transport": t} for (a, b), t in pairs.items()])
+
+
+def _public() -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"id": "pub-a", "unit": "us", "regime": "healthy P2P", "implementation": "nccl_ring", "world_size": 8,
+             "message_bytes": 32768, "value": 24.5},
+            {"id": "pub-b", "unit": "us", "regime": "healthy P2P", "implementation": "nccl_ring", "world_size": 8,
+             "message_bytes": 65536, "value": 26.2},
+        ]
+    )  # fmt: skip
+
+
+def test_healthy_8_ranks_within_the_public_band_cites_it():
+    lat = _latency(8, "p2p", {"all": 25.0, "pair:0-1": 9.0, "half:0-1-2-3": 14.0, "half:4-5-6-7": 14.0})
+    [whole, *halves] = decide(lat, _transport({(0, 1): "p2p"}), _p2p(8), {}, _public())
+    assert whole.regime is Regime.HEALTHY_P2P
+    assert whole.band_evidence == "pub-a, pub-b"
+    assert [h.group for h in halves] == ["half:0-1-2-3", "half:4-5-6-7"]
+
+
+def test_case_study_like_205_us_over_p2p_is_degraded_not_healthy():
+    lat = _latency(8, "p2p", {"all": 205.0})
+    [whole] = decide(lat, _transport({(0, 1): "p2p"}), _p2p(8), {}, _public())
+    assert whole.regime is Regime.DEGRADED
+    assert "above the public healthy band" in whole.reason
+
+
+def test_numa_split_halves_healthy_whole_set_slow():
+    lat = _latency(8, "p2p", {"all": 180.0, "half:0-1-2-3": 15.0, "half:4-5-6-7": 16.0})
+    whole = decide(lat, _transport({(0, 1): "p2p"}), _p2p(8), {})[0]
+    assert whole.regime is Regime.DEGRADED
+    assert "halves" in whole.fix_hypothesis and "half" in whole.reason
+
+
+def test_one_bad_pair_copies_staged():
+    slow = lambda a, b: 5.0 if {a, b} == {2, 3} else 50.0  # noqa: E731
+    lat = _latency(4, "p2p", {"all": 14.0})
+    whole = decide(lat, _transport({(0, 1): "p2p"}), _p2p(4, gbs=slow), {})[0]
+    assert whole.regime is Regime.DEGRADED
+    assert "2->3" in whole.reason and "3->2" in whole.reason
+
+
+def test_mixed_transports_is_degraded_naming_the_pairs():
+    lat = _latency(4, "mixed", {"all": 60.0})
+    transport = _transport({(0, 1): "p2p", (1, 2): "shm", (2, 3): "p2p"})
+    whole = decide(lat, transport, _p2p(4), {})[0]
+    assert whole.regime is Regime.DEGRADED and "1-2 shm" in whole.reason
+
+
+def test_peer_access_refused_host_memory_points_at_the_platform():
+    refuse = lambda a, b: not ({a, b} == {0, 1})  # noqa: E731
+    lat = _latency(2, "shm", {"all": 30.0})
+    whole = decide(lat, _transport({(0, 1): "shm"}), _p2p(2, can=refuse), {})[0]
+    assert whole.regime is Regime.HOST_MEMORY
+    assert "0->1" in whole.fix_evidence and "IOMMU" in whole.fix_hypothesis
