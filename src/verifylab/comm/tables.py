@@ -25,7 +25,7 @@ LATENCY_COLUMNS = [
     "tokens",
     "bytes",
     "us",
-    "us_fastest_rank",
+    "us_slowest_rank",
     "rank_skew_us",
     "slowest_rank",
     "us_min",
@@ -62,8 +62,10 @@ def _device_key(raw: RawProbe, label: str) -> int | None:
 
 
 def latency_table(raw: RawProbe) -> pd.DataFrame:
-    """One row per (impl, group, mode, tokens): ``us`` is the slowest rank's median per call, ``rank_skew_us``
-    how much faster the fastest rank's median was; ``us_min``/``us_max`` span the slowest rank's samples."""
+    """One row per (impl, group, mode, tokens). Every sample starts after a barrier, so the rank that arrives last
+    waits for nobody: per sample, the smallest time over the ranks is the collective's own cost and the spread
+    over the ranks is arrival skew. ``us`` is the median of the former (the slowest rank's time less its wait),
+    ``rank_skew_us`` the median of the latter, ``us_slowest_rank`` the slowest rank's median with the skew in."""
     log = nccl_log(raw)
     path = probe_path(raw, log)
     protocols = log.protocols_by_size()
@@ -72,18 +74,14 @@ def latency_table(raw: RawProbe) -> pd.DataFrame:
         for cell in result["cells"]:
             cells[(cell["impl"], cell["group"], cell["mode"], cell["tokens"])].append((result["rank"], cell))
     rows = []
-    for (impl, group, mode, tokens), per_rank in sorted(
-        cells.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2], kv[0][3])
-    ):
-        timed = [(rank, c) for rank, c in per_rank if c["samples_us"]]
+    for (impl, group, mode, tokens), per_rank in sorted(cells.items()):
         first = per_rank[0][1]
         members = WORLD if group == WORLD else group.split(":", 1)[1]
-        n_ranks = raw.world if members == WORLD else len(members.split("-"))
         row = {
             "path": path,
             "impl": impl,
             "group": group,
-            "ranks": n_ranks,
+            "ranks": raw.world if members == WORLD else len(members.split("-")),
             "mode": mode,
             "tokens": tokens,
             "bytes": first["message_bytes"],
@@ -91,21 +89,29 @@ def latency_table(raw: RawProbe) -> pd.DataFrame:
             "rel_err": max((c["rel_err"] for _, c in per_rank if c["rel_err"] is not None), default=None),
             "note": "; ".join(sorted({c["note"] for _, c in per_rank if c["note"]})),
         }
+        timed = {rank: c["samples_us"] for rank, c in per_rank if c["samples_us"]}
         if timed:
-            medians = {rank: statistics.median(c["samples_us"]) for rank, c in timed}
-            slowest = max(medians, key=medians.__getitem__)
-            samples = dict(timed)[slowest]["samples_us"]
-            row.update(
-                us=medians[slowest],
-                us_fastest_rank=min(medians.values()),
-                rank_skew_us=medians[slowest] - min(medians.values()),
-                slowest_rank=slowest,
-                us_min=min(samples),
-                us_max=max(samples),
-                replays=len(samples),
-            )
+            row.update(_skew_apart(timed))
         rows.append(row)
     return pd.DataFrame(rows).reindex(columns=LATENCY_COLUMNS)
+
+
+def _skew_apart(samples: dict[int, list[float]]) -> dict[str, float | int]:
+    """Per-sample collective cost (minimum over ranks) and arrival skew (spread over ranks), as medians."""
+    n = min(len(s) for s in samples.values())
+    cost = [min(s[i] for s in samples.values()) for i in range(n)]
+    skew = [max(s[i] for s in samples.values()) - cost[i] for i in range(n)]
+    medians = {rank: statistics.median(s) for rank, s in samples.items()}
+    slowest = max(medians, key=medians.__getitem__)
+    return {
+        "us": statistics.median(cost),
+        "us_slowest_rank": medians[slowest],
+        "rank_skew_us": statistics.median(skew),
+        "slowest_rank": slowest,
+        "us_min": min(cost),
+        "us_max": max(cost),
+        "replays": n,
+    }
 
 
 def transport_table(raw: RawProbe) -> pd.DataFrame:

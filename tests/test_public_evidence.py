@@ -1,0 +1,58 @@
+"""Public measurements as evidence: every row well formed, its number in its verbatim quote, and the table covers
+what the decision needs (TP 2, 4 and 8 on SM120 PCIe, P2P on and off, NCCL and one-shot/fused)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from verifylab.errors import ReferenceDataError
+from verifylab.store.public import PUBLIC_FILE, load_public_measurements, quote_carries
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_row_is_well_formed_and_carries_its_number():
+    table = load_public_measurements(ROOT / "data")
+    assert len(table) >= 30
+    assert all(quote_carries(q, v) for q, v in zip(table["quote"], table["value"], strict=True))
+    assert set(table["provenance"]) == {"reported (public)"}
+
+
+def test_the_table_covers_the_decision():
+    table = load_public_measurements(ROOT / "data")
+    sm120 = table[table["hardware"].str.contains("RTX PRO 6000")]
+    assert {2, 4, 8} <= set(sm120["world_size"])
+    assert {"P2P", "SHM"} <= set(sm120["transport"])
+    impls = set(sm120["implementation"])
+    assert any(i.startswith("nccl") for i in impls) and any(i.startswith("oneshot") for i in impls)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("quote", "| 1 KB | 6.0 | 13.5 |", "does not carry the value 6.1"),
+        ("quote", " ".join(["word"] * 31) + " 6.1", "more than 30 words"),
+        ("regime", "fine", "regime 'fine' is not one of"),
+        ("url", "ftp://x", "not an http(s) address"),
+        ("published", "", "empty field(s) published"),
+    ],
+)
+def test_a_bad_row_is_named(tmp_path: Path, column: str, value: str, message: str):
+    data = tmp_path / "data"
+    (data / "reference").mkdir(parents=True)
+    shutil.copy(ROOT / "data" / PUBLIC_FILE, data / PUBLIC_FILE)
+    frame = pd.read_csv(data / PUBLIC_FILE, keep_default_na=False)
+    frame.loc[0, column] = value
+    frame.to_csv(data / PUBLIC_FILE, index=False)
+    with pytest.raises(ReferenceDataError, match=rf"line 2 \(pub-01\).*{message.replace('(', '.').replace(')', '.')}"):
+        load_public_measurements(data)
+
+
+def test_quote_carries_formats_and_ranges():
+    assert quote_carries("| 32 KB | 48.16 us | 26.20 us |", 26.2)
+    assert quote_carries("| P2P Enabled (same NUMA) | 0.36-0.45 us |", 0.45)
+    assert not quote_carries("| 1 KB | 6.12 |", 6.1)
