@@ -236,15 +236,16 @@ def preflight(audit) -> list:
 
 def test_multicast_preflight_gate_opens_only_where_flashinfer_needs_no_multicast(copy_of):
     """SGLang 0.5.17's workspace preflight skips fusion when the multicast granularity query fails (a PCIe box).
-    With FlashInfer >= 0.6.15 (TRT-LLM workspace without multicast) verifylab opens it; older: it says why not."""
+    Where the installed FlashInfer allocates its workspace without multicast (all audited versions but
+    0.6.11-0.6.12) verifylab opens it; with one that needs multicast it says why not."""
     root = copy_of("sglang", "0.5.17")
     (alone,) = preflight(gates.audit(root, "sm90"))
     assert alone.status == "info" and "no FlashInfer in this tree" in alone.note
-    old = with_flashinfer_metadata(root, "0.6.7.post2")
-    (too_old,) = preflight(gates.audit(old, "sm90"))
-    assert too_old.status == "info" and "still needs NVLink multicast" in too_old.note
+    old = with_flashinfer_metadata(root, "0.6.11.post1")
+    (needs,) = preflight(gates.audit(old, "sm90"))
+    assert needs.status == "info" and "needs NVLink multicast" in needs.note
     assert gates.apply(old, "sm90", dry_run=True).changed == []
-    shutil.rmtree(old / "flashinfer_python-0.6.7.post2.dist-info")
+    shutil.rmtree(old / "flashinfer_python-0.6.11.post1.dist-info")
 
     root = with_flashinfer_metadata(root, "0.6.15.post1")
     before = tree_digest(root)

@@ -77,19 +77,22 @@ def test_a_newer_round_where_a_variant_failed_does_not_replace_one_where_it_ran(
     assert newest not in lt.variant_sources(copy, "profile_state").values()
 
 
-def test_pcie_sm120_outlook_follows_the_pinned_flashinfer(repo_root):
-    """Fused on a PCIe SM120 box only where the pinned FlashInfer allocates its workspace without multicast;
-    every row says it is inferred, not run on SM120."""
-    from verifylab.report.gates_report import pcie_sm120_finding, pcie_sm120_outlook
+def test_pcie_sm120_outlook_follows_the_wheels(repo_root):
+    """Fused on a PCIe SM120 box only where the pinned FlashInfer's workspace (read from its wheel) needs no
+    multicast; the one upgrade target is the first pair whose FlashInfer builds for SM12x as published; every row
+    says it is inferred, not run on SM120."""
+    from verifylab.report.gates_report import pcie_sm120_finding, pcie_sm120_outlook, upgrade_target
     from verifylab.store.evidence import Evidence
-    from verifylab.vocab import version_at_least
+    from verifylab.vocab import flashinfer_workspace_needs_multicast
 
     ev = Evidence(repo_root / "data")
-    outlook = pcie_sm120_outlook(ev.gate_matrix, ev.flashinfer_pins)
+    outlook = pcie_sm120_outlook(ev.fusion_forensics)
     for version, row in outlook.iterrows():
         fused = row["PCIe SM120"].startswith("fused")
-        assert fused == version_at_least(row["flashinfer (pinned)"], "0.6.15"), version
+        assert fused == (not flashinfer_workspace_needs_multicast(row["flashinfer (pinned)"])), version
         assert ("multicast-preflight" in row["to open"]) == (row["workspace preflight"] == "yes")
     assert (outlook["provenance"] == "inferred from source and an SM90 simulation, not run on SM120").all()
+    assert upgrade_target(outlook) == ("0.5.20", "0.6.18")
+    assert outlook.loc["0.5.9", "workspace"] == "CUDA IPC buffers (no multicast)"  # the case study's era
     finding = pcie_sm120_finding(outlook)
-    assert ", ".join(v for v in outlook.index if outlook.loc[v, "PCIe SM120"].startswith("fused")) in finding
+    assert "SGLang 0.5.20 with its pinned FlashInfer 0.6.18" in finding

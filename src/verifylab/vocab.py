@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from packaging.version import InvalidVersion, Version
 
 
@@ -39,11 +41,30 @@ def allreduce_message_bytes(tokens: float, hidden: int = KIMI_K2_HIDDEN, itemsiz
     return tokens * hidden * itemsize
 
 
-# FlashInfer facts from its source: its TRT-LLM all-reduce workspace allocates without multicast from 0.6.15
-# (trtllm_ar.py: SymmDeviceMemory(enable_multicast=False)); its fusion module's JIT list admits SM12x from 0.6.17
-FLASHINFER_WORKSPACE_WITHOUT_MULTICAST = "0.6.15"
+# FlashInfer facts read from its published wheels (data/gates/fusion_forensics.csv): the fusion workspace SGLang
+# creates is CUDA IPC buffers up to 0.6.4 (legacy API) and symmetric device memory without multicast in 0.6.7;
+# 0.6.11-0.6.12 allocate it with NVLink multicast; from 0.6.15 without again. The fusion module's JIT list admits
+# SM12x from 0.6.17 (0.6.18 is the first version an audited SGLang pins with it).
+FLASHINFER_MULTICAST_WORKSPACE = ("0.6.11", "0.6.15")  # [first, first after) needing NVLink multicast
 FLASHINFER_JIT_ADMITS_SM12X = "0.6.17"
+
+
+def flashinfer_workspace_needs_multicast(version: str | None) -> bool:
+    """Whether this FlashInfer allocates the TRT-LLM fusion workspace with NVLink multicast (audited wheels)."""
+    first, after = FLASHINFER_MULTICAST_WORKSPACE
+    return version_at_least(version, first) and not version_at_least(version, after)
+
 
 # SGLang's fusion handles at most this many tokens per forward (layernorm.py: max_token_num=max(x.shape[0], 2048);
 # FUSE_ALLREDUCE_MAX_BATCH_SIZE); larger passes fall back to the unfused all-reduce
 SGLANG_FUSION_MAX_TOKENS = 2048
+
+
+class Regime(StrEnum):
+    """The communication regime of a multi-GPU box: what an all-reduce costs there is decided by it."""
+
+    HEALTHY_P2P = "healthy P2P"
+    HOST_MEMORY = "host-memory fallback"
+    SOCKET = "socket"
+    DEGRADED = "degraded"
+    NOT_APPLICABLE = "not applicable"

@@ -167,21 +167,30 @@ def gates_status(root: Path | None = typer.Option(None, help=ROOT_HELP)) -> None
 
 @gates_app.command("matrix")
 def gates_matrix(
-    versions: str = typer.Option("0.5.8,0.5.9,0.5.23", help="SGLang versions, comma-separated."),
-    flashinfer_versions: str = typer.Option("0.6.4,0.6.17", help="FlashInfer versions (JIT gate), comma-separated."),
+    versions: str = typer.Option(
+        "0.5.6,0.5.8,0.5.9,0.5.10,0.5.12,0.5.14,0.5.17,0.5.20,0.5.23", help="SGLang versions, comma-separated."
+    ),
+    flashinfer_versions: str = typer.Option(
+        "0.6.3,0.6.4,0.6.15.post1,0.6.17,0.7.2", help="FlashInfer versions (JIT gate), comma-separated."
+    ),
+    pairs: str = typer.Option(
+        "0.5.9:0.6.4", help="Extra SGLang:FlashInfer pairs for the forensics (the case study ran 0.5.9 with 0.6.4)."
+    ),
     arch: str = typer.Option("sm120", help="Target architecture."),
     out: Path = typer.Option(Path("data/gates/gate_matrix.csv"), help="Where the version x gate table is stored."),
     cache: Path = typer.Option(Path(".cache"), help="Wheel cache (git-ignored)."),
 ) -> None:
     """Download the published wheels (`pip download --no-deps`), audit each and store the version x gate
-    table: which versions need which patch, and next to it (`flashinfer_pins.csv`) the FlashInfer version each
-    SGLang wheel pins. Chapter 1 shows both.
+    table: which versions need which patch; next to it the FlashInfer version each SGLang wheel pins
+    (`flashinfer_pins.csv`) and, per pair, what in the wheels allows or blocks fusion on a PCIe SM120 box
+    (`fusion_forensics.csv`: JIT arch list, SM12x guards, how the workspace is allocated, the multicast preflight).
 
     Example: `verifylab gates matrix --versions 0.5.8,0.5.9,0.5.23 --out data/gates/gate_matrix.csv`
     """
+    from verifylab.gates.forensics import fusion_forensics
     from verifylab.gates.matrix import flashinfer_pins, gate_matrix, matrix_pivot
     from verifylab.iorw import atomic_write_text
-    from verifylab.store.evidence import FLASHINFER_PINS_FILE  # where chapter 01 reads the pins
+    from verifylab.store.evidence import FLASHINFER_PINS_FILE, FORENSICS_FILE  # where chapter 01 reads them
 
     wanted = {
         "sglang": [v for v in versions.split(",") if v],
@@ -191,10 +200,14 @@ def gates_matrix(
         with console.status("auditing") as status:
             frame = gate_matrix(wanted, cache, arch, progress=lambda what: status.update(f"auditing {what}"))
             pins = flashinfer_pins(wanted["sglang"], cache)
+            extra = [p.split(":", 1) for p in pairs.split(",") if ":" in p]
+            status.update("reading the wheels for the fusion forensics")
+            forensics = fusion_forensics(frame, pins, cache, extra_pairs=[(s, f) for s, f in extra])
     except VerifylabError as exc:
         raise fail(exc) from None
     atomic_write_text(out, frame.to_csv(index=False))
     atomic_write_text(out.with_name(FLASHINFER_PINS_FILE.name), pins.to_csv(index=False))
+    atomic_write_text(out.with_name(FORENSICS_FILE.name), forensics.to_csv(index=False))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
 
 

@@ -15,7 +15,7 @@ from verifylab.gates.state import STATE_DIR
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
 from verifylab.gates.state import tree_state as tree_state
-from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST, version_at_least
+from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, flashinfer_workspace_needs_multicast, version_at_least
 
 PACKAGES = ("sglang", "flashinfer")
 
@@ -118,7 +118,8 @@ def audit(root: Path, arch: str = "sm120") -> Audit:
 
 def _judge_multicast_preflight(findings: list[Finding], flashinfer: str | None) -> None:
     """The preflight may be opened only where the installed FlashInfer allocates its TRT-LLM workspace without
-    NVLink multicast (>= 0.6.15); otherwise opening it would only move the failure into the workspace."""
+    NVLink multicast (all audited versions but 0.6.11-0.6.12); otherwise opening it would only move the failure
+    into the workspace."""
     for f in findings:
         if f.role != MULTICAST_ROLE or f.status != "closed":
             continue
@@ -128,10 +129,10 @@ def _judge_multicast_preflight(findings: list[Finding], flashinfer: str | None) 
                 "; no FlashInfer in this tree: cannot tell whether its TRT-LLM workspace needs multicast, "
                 "so the preflight is left alone (audit the site-packages that hold both)"
             )
-        elif not version_at_least(flashinfer, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST):
+        elif flashinfer_workspace_needs_multicast(flashinfer):
             f.status = "info"
             f.note += (
-                f"; FlashInfer {flashinfer}'s TRT-LLM workspace still needs NVLink multicast: fusion cannot run "
+                f"; FlashInfer {flashinfer}'s TRT-LLM workspace needs NVLink multicast: fusion cannot run "
                 "without it; FlashInfer >= 0.6.15 allocates the workspace without multicast"
             )
         else:

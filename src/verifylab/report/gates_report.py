@@ -9,14 +9,29 @@ from verifylab.gates import Audit
 from verifylab.gates.matrix import matrix_pivot
 from verifylab.report.section import Prose
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST
 
 PCIE_SM120_LABEL = "inferred from source and an SM90 simulation, not run on SM120"
 
 
 def matrix_overview(matrix: pd.DataFrame) -> pd.DataFrame:
-    """Gate x version -> closed/open/info, versions sorted."""
-    return matrix_pivot(matrix)
+    """Gate x SGLang version -> closed/open/info, versions sorted; FlashInfer's JIT gate as one column naming the
+    audited versions where it is closed and open (the forensics table has them per pair)."""
+    sglang = matrix_pivot(matrix[matrix["package"] == "sglang"])
+    fi = matrix[matrix["package"] == "flashinfer"]
+    if fi.empty:
+        return sglang
+    from verifylab.vocab import version_key
+
+    def versions(status: str) -> str:
+        found = sorted(fi.loc[fi["status"] == status, "version"].astype(str).unique(), key=version_key)
+        return ", ".join(found)
+
+    gate = (
+        f"FlashInfer jit/comm.py : gen_trtllm_comm_module — closed in {versions('closed')}; open in {versions('open')}"
+    )
+    jit = {"kind": fi["kind"].iloc[0], "gate": gate}
+    jit |= dict.fromkeys([c for c in sglang.columns if c not in ("kind", "gate")], "—")
+    return pd.concat([sglang, pd.DataFrame([jit])], ignore_index=True)
 
 
 def version_findings(matrix: pd.DataFrame, package: str, version: str) -> pd.DataFrame:
@@ -42,41 +57,34 @@ def sm120_build_runs(ev: Evidence) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).fillna("") if frames else pd.DataFrame()
 
 
-def pcie_sm120_outlook(matrix: pd.DataFrame, pins: pd.DataFrame) -> pd.DataFrame:
-    """Per audited SGLang version, with the FlashInfer it pins: which gates a PCIe SM120 box must open for the
-    all-reduce fusion to run, and whether it can run at all (FlashInfer's TRT-LLM workspace needs NVLink
-    multicast before 0.6.15). Inferred from the audited source and the simulated-PCIe run on SM90."""
-    from verifylab.vocab import version_at_least, version_key
+def pcie_sm120_outlook(forensics: pd.DataFrame) -> pd.DataFrame:
+    """Per audited SGLang version, with the FlashInfer it pins: what a PCIe SM120 box must open for the all-reduce
+    fusion to run, and whether it can run at all, from the wheels' own source (``fusion_forensics.csv``)."""
+    from verifylab.vocab import version_key
 
+    pinned = forensics[forensics["pinned"].astype(str) == "True"]
     rows = []
-    sglang = matrix[matrix["package"] == "sglang"]
-    for version in sorted(sglang["version"].astype(str).unique(), key=version_key):
-        found = sglang[sglang["version"].astype(str) == version]
-        arch_gates = found[found["kind"].isin(["boolean_gate", "raise_guard"]) & (found["status"] == "closed")]
-        preflight = (found["kind"] == "precondition").any()
-        pin = pins.loc[pins["sglang"] == version, "flashinfer_pin"]
-        pin = pin.iloc[0] if len(pin) and pin.iloc[0] else None
-        to_open = [f"{len(arch_gates)} SGLang arch gate(s)"]
-        if pin and not version_at_least(pin, FLASHINFER_JIT_ADMITS_SM12X):
-            to_open.append("FlashInfer's JIT arch list")
-        if preflight:
+    for r in sorted(pinned.itertuples(), key=lambda r: version_key(str(r.sglang))):
+        multicast = "needs NVLink multicast" in str(r.blocks_fusion_on_pcie_sm120) or (
+            "NVLink multicast" in str(r.workspace) and "no multicast" not in str(r.workspace)
+        )
+        to_open = [f"{r.sglang_arch_gates_closed} SGLang arch gate(s)"]
+        if str(r.jit_admits_sm12x) != "True":
+            to_open.append(f"FlashInfer's JIT arch list ({r.jit_majors})")
+        if str(r.multicast_preflight) == "True":
             to_open.append("the multicast-preflight precondition")
-        if pin is None:
-            verdict = "unknown: no FlashInfer pin recorded"
-        elif version_at_least(pin, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST):
-            verdict = "fused after verifylab gates apply --arch sm120" + (
-                "" if version_at_least(pin, FLASHINFER_JIT_ADMITS_SM12X) else " (SM12x experimental in this FlashInfer)"
-            )
+        if multicast:
+            verdict = "not with the pinned FlashInfer: its workspace needs NVLink multicast"
+        elif str(r.jit_admits_sm12x) == "True":
+            verdict = "fused after verifylab gates apply --arch sm120"
         else:
-            verdict = (
-                "not with the pinned FlashInfer: "
-                + f"its workspace needs multicast before {FLASHINFER_WORKSPACE_WITHOUT_MULTICAST}"
-            )
+            verdict = "fused after verifylab gates apply --arch sm120 (SM12x experimental in this FlashInfer)"
         rows.append(
             {
-                "sglang": version,
-                "flashinfer (pinned)": pin or "?",
-                "workspace preflight": "yes" if preflight else "no",
+                "sglang": str(r.sglang),
+                "flashinfer (pinned)": str(r.flashinfer),
+                "workspace": str(r.workspace),
+                "workspace preflight": "yes" if str(r.multicast_preflight) == "True" else "no",
                 "to open": ", ".join(to_open),
                 "PCIe SM120": verdict,
                 "provenance": PCIE_SM120_LABEL,
@@ -85,19 +93,43 @@ def pcie_sm120_outlook(matrix: pd.DataFrame, pins: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows).set_index("sglang")
 
 
+def upgrade_target(outlook: pd.DataFrame) -> tuple[str, str] | None:
+    """The first audited SGLang version whose pinned FlashInfer fuses on a PCIe SM120 box without opening
+    FlashInfer itself: (sglang, flashinfer), the one upgrade the book names."""
+    ready = [
+        v for v, verdict in outlook["PCIe SM120"].items() if verdict == "fused after verifylab gates apply --arch sm120"
+    ]
+    return (ready[0], str(outlook.loc[ready[0], "flashinfer (pinned)"])) if ready else None
+
+
 def pcie_sm120_finding(outlook: pd.DataFrame) -> Prose:
     """Which versions run fused on a PCIe SM120 box, in one sentence formatted from the outlook table."""
     fused = [v for v, verdict in outlook["PCIe SM120"].items() if verdict.startswith("fused")]
+    blocked = [v for v, verdict in outlook["PCIe SM120"].items() if verdict.startswith("not")]
+    target = upgrade_target(outlook)
     if not fused:
         return Prose(
             f"No audited SGLang version runs fused on a PCIe SM120 box with its pinned FlashInfer ({PCIE_SM120_LABEL})."
         )
-    pins = outlook.loc[fused, "flashinfer (pinned)"]
+    text = (
+        f"**Upgrade target: SGLang {target[0]} with its pinned FlashInfer {target[1]}**, the first audited pair whose "
+        "FlashInfer builds its fusion module for SM12x as published and allocates the workspace without NVLink "
+        "multicast; `verifylab gates apply --arch sm120` then opens SGLang's arch gates and its multicast preflight. "
+        if target
+        else ""
+    )
+    experimental = [v for v in fused if "experimental" in outlook.loc[v, "PCIe SM120"]]
+    text += (
+        f"Older versions ({', '.join(experimental)}) fuse only once FlashInfer's JIT list is opened too "
+        "(experimental on SM12x)"
+        if experimental
+        else ""
+    )
+    if blocked:
+        text += (
+            f"; {', '.join(blocked)} pin a FlashInfer whose workspace needs NVLink multicast and cannot fuse on PCIe"
+        )
     return Prose(
-        f"Of the audited SGLang versions, {', '.join(fused)} (FlashInfer {', '.join(pins)}) can run the all-reduce "
-        f"fusion on a PCIe SM120 box once `verifylab gates apply --arch sm120` has opened the gates of the table; "
-        "older ones pin a FlashInfer whose workspace needs NVLink multicast "
-        f"(before {FLASHINFER_WORKSPACE_WITHOUT_MULTICAST}). "
-        "All of them need peer-to-peer access between the GPUs: the TRT-LLM workspace is peer-to-peer buffers. "
+        text + ". All of them need working peer-to-peer access: the fused kernel writes into its peers' memory. "
         f"{PCIE_SM120_LABEL[0].upper() + PCIE_SM120_LABEL[1:]}."
     )

@@ -11,11 +11,13 @@ from typing import Any
 import pandas as pd
 
 from verifylab.errors import ManifestError, ReferenceDataError
+from verifylab.store.public import load_public_measurements
 from verifylab.store.reference import load_reported_figures
 from verifylab.store.runs import RunStore
 
 GATE_MATRIX_FILE = Path("gates") / "gate_matrix.csv"  # written by `verifylab gates matrix`
 FLASHINFER_PINS_FILE = Path("gates") / "flashinfer_pins.csv"  # written next to the matrix
+FORENSICS_FILE = Path("gates") / "fusion_forensics.csv"  # written next to the matrix
 
 
 class Evidence:
@@ -41,6 +43,11 @@ class Evidence:
         return load_reported_figures(self.data_dir)
 
     @cached_property
+    def public(self) -> pd.DataFrame:
+        """Public measurements (URL, hardware, verbatim quote per figure; empty where the folder has none)."""
+        return load_public_measurements(self.data_dir)
+
+    @cached_property
     def gate_matrix(self) -> pd.DataFrame:
         """Every gate of every audited SGLang/FlashInfer wheel (provenance: audited published wheels)."""
         return self._gates_csv(GATE_MATRIX_FILE, keep_default_na=False)
@@ -49,6 +56,11 @@ class Evidence:
     def flashinfer_pins(self) -> pd.DataFrame:
         """The FlashInfer version each audited SGLang wheel pins."""
         return self._gates_csv(FLASHINFER_PINS_FILE, dtype=str, keep_default_na=False)
+
+    @cached_property
+    def fusion_forensics(self) -> pd.DataFrame:
+        """Per SGLang/FlashInfer pair, what in the wheels allows or blocks fusion on a PCIe SM120 box (audited)."""
+        return self._gates_csv(FORENSICS_FILE, dtype={"sglang": str, "flashinfer": str})
 
     @property
     def has_gate_matrix(self) -> bool:
