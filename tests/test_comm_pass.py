@@ -56,7 +56,7 @@ def test_a_bad_latency_file_is_named(tmp_path):
     bad.write_text("# header\n 14336 7168 bfloat16 sum -1 abc\n")
     with pytest.raises(ModelInputError, match=r"perf.txt:2: not an all_reduce_perf data row"):
         load_curves(str(bad), None, "shm")
-    with pytest.raises(ModelInputError, match="neither a stored run id nor a file"):
+    with pytest.raises(ModelInputError, match="neither a file nor a stored run id"):
         load_curves("nope", None)
 
 
@@ -66,3 +66,34 @@ def test_predictions_match_the_two_h200_measurement_within_12_percent(repo_root)
     assert set(check["variant"]) == {"nccl", "fused", "one_allreduce_per_layer"}
     assert set(check["path"]) == {"nvlink", "shm", "socket"}
     assert check["error_pct"].abs().max() < 12
+
+
+def test_latency_is_a_file_when_the_path_exists_even_with_a_run_store(repo_root, tmp_path, monkeypatch):
+    """An absolute or relative file path is read as a file (never validated as a run name), with ./data/runs
+    present; a missing norm curve is an error, never a silent zero (#25 item 11)."""
+    from typer.testing import CliRunner
+
+    from verifylab.cli import app
+
+    curve = tmp_path / "curve.csv"
+    curve.write_text("path,impl,tokens,us\nbox,nccl,1,30\nbox,nccl,16,45\n")
+    monkeypatch.chdir(repo_root)  # ./data/runs exists here
+    args = ["model", "pass", "--compute-ms", "8", "--tokens", "4", "--path", "box", "--json"]
+    result = CliRunner().invoke(app, [*args, "--latency", str(curve)])
+    assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path)
+    relative = CliRunner().invoke(app, [*args, "--latency", "curve.csv", "--data-dir", str(repo_root / "data")])
+    assert relative.exit_code == 0, relative.output
+    no_norm = CliRunner().invoke(app, [*args, "--latency", "curve.csv", "--data-dir", str(tmp_path)])
+    assert no_norm.exit_code == 1 and "give --norm-us" in no_norm.output
+
+
+def test_model_pass_savings_are_within_25_percent_of_the_measured_range(repo_root):
+    """Each variant's saving against NCCL, predicted with in-pass costs, lies within 25 % of the range the
+    campaign's runs measured, on every path and token count (#25 item 5)."""
+    from verifylab.model.comm_pass import saving_check
+    from verifylab.store.runs import RunStore
+
+    check = saving_check(RunStore(repo_root / "data" / "runs"))
+    assert len(check) >= 10 and {"fused", "one_allreduce_per_layer"} <= set(check["variant"])
+    assert (check["error_pct"].abs() <= 25).all(), check[check["error_pct"].abs() > 25]

@@ -69,19 +69,35 @@ def test_reported_only_evidence_is_low_confidence(repo_root):
             gates_closed=["communicator.py : x"],
         )
     )
-    assert (
-        recs["speculation vs load"].confidence == "low"
-        and "Reported only" in recs["speculation vs load"].recommendation
-    )
+    assert recs["speculation vs load"].confidence == "low" and "Reported:" in recs["speculation vs load"].recommendation
     fusion = recs["all-reduce fusion"]
     assert fusion.provenance == ["reported", "modelled"] and fusion.confidence == "low"
     assert f"kernel fusion removes {account.text('kernel_fusion_ms')}" in fusion.recommendation
-    assert f"{account.text('remainder_ms')} of it is unexplained" in fusion.recommendation
-    assert fusion.recommendation.startswith("Fusion cannot run with FlashInfer 0.6.4 on PCIe")  # needs multicast
+    assert account.text("bottom_line_pct") in fusion.recommendation and "comm probe" in fusion.measure_next
     gates = recs["architecture gates"]
     assert gates.command.startswith("verifylab gates apply") and gates.confidence == "medium"  # never run on SM120
     assert "risk: FlashInfer version" in recs and "risk: no NVLink multicast" in recs
     assert "above 512 concurrent requests" in recs["risk: fusion batch limit"].recommendation
+
+
+def test_the_case_study_decision_is_conditional_on_the_regime(repo_root):
+    """With the model: fusion is recommended for healthy P2P with the numbers of the decision table, refused
+    without P2P; one upgrade target; the gates to open are the target's."""
+    from verifylab.model.decision import thresholds
+    from verifylab.report.facts import case_study_facts
+    from verifylab.store.evidence import Evidence
+    from verifylab.vocab import Regime
+
+    ev = Evidence(repo_root / "data")
+    facts = case_study_facts(ev)
+    recs = by_topic(facts)
+    fusion = recs["all-reduce fusion"].recommendation
+    band = thresholds(ev)[Regime.HEALTHY_P2P.value]
+    assert f"{band.low_us:.0f}-{band.high_us:.0f} µs (healthy P2P)" in fusion
+    assert "SGLang 0.5.20 (FlashInfer 0.6.18)" in fusion and "fix P2P first" in fusion
+    gates = recs["architecture gates"].recommendation
+    assert gates.startswith("Upgrade SGLang 0.5.9 to 0.5.20") and "flashinfer_comm_fusion.py" in gates
+    assert facts.upgrade == ("0.5.20", "0.6.18")
 
 
 def test_frame_has_every_recommendation_with_evidence_column():

@@ -11,20 +11,10 @@ writes, a cross-socket path), and not applicable (CPU mechanics).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from enum import StrEnum
 
 import pandas as pd
 
-from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, allreduce_message_bytes
-
-
-class Regime(StrEnum):
-    HEALTHY_P2P = "healthy P2P"
-    HOST_MEMORY = "host-memory fallback"
-    SOCKET = "socket"
-    DEGRADED = "degraded"
-    NOT_APPLICABLE = "not applicable"
-
+from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, Regime, allreduce_message_bytes
 
 REFERENCE_TOKENS = DRAFT_TOKENS[0]  # the verify pass's message at one stream: 4 tokens x 7168 x 2 B = 57 KB
 COLLAPSE_RATIO = 3.0  # the full set this many times slower than its slowest pair: the fabric, not the links

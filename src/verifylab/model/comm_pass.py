@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from verifylab.errors import ModelInputError
-from verifylab.store.runs import RunStore
+from verifylab.store.runs import COMM_CAMPAIGN_TABLES, RUN_ID_PATTERN, RunStore
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
 PASS_VARIANTS = ("compute_only", "nccl", "fused", "one_allreduce_per_layer")
@@ -101,15 +102,21 @@ def parse_nccl_tests(text: str, path: str, source: str) -> LatencyCurve:
 def load_curves(
     latency: str, store: RunStore | None, path: str | None = None, hidden: int = KIMI_K2_HIDDEN
 ) -> list[LatencyCurve]:
-    """Curves from a stored run id, a CSV file (``path, impl, tokens, us``) or an nccl-tests output file."""
-    if store is not None and store.exists(latency):
+    """Curves from a file (a CSV ``path, impl, tokens, us`` or an nccl-tests output), decided by what exists: a
+    file path (absolute or relative) is read as a file, never validated as a run name; otherwise a stored run id."""
+    file = Path(latency)
+    if file.is_file():
+        return _curves_from_file(file, path, hidden)
+    if store is not None and re.match(RUN_ID_PATTERN, latency) and store.exists(latency):
         table = store.table_or_none(latency, "allreduce_latency")
         if table is None:
             raise ModelInputError(f"run {latency} has no allreduce_latency table")
         return curves_from_frame(table, f"run {latency}", hidden)
-    file = Path(latency)
-    if not file.is_file():
-        raise ModelInputError(f"--latency {latency}: neither a stored run id nor a file")
+    where = f"no run of that name in {store.root}" if store is not None else "no run store given"
+    raise ModelInputError(f"--latency {latency}: neither a file nor a stored run id ({where})")
+
+
+def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[LatencyCurve]:
     text = file.read_text(encoding="utf-8", errors="replace")
     header = next((line for line in text.splitlines() if line.strip()), "")
     if {c.strip() for c in header.split(",")} >= CURVE_COLUMNS:
@@ -129,6 +136,27 @@ def norm_us_measured(store: RunStore, tokens: float) -> tuple[float, str] | None
     return us, f"measured: run {run_id} (FlashInfer fused add+RMSNorm)"
 
 
+def in_pass_factors(store: RunStore, run_id: str | None = None) -> dict[tuple[str, str], float]:
+    """How much one all-reduce costs inside a synthetic pass over its isolated latency, per (path, impl), from the
+    campaign's traces (comm time per all-reduce at the traced token count / the isolated curve there)."""
+    run_id = run_id or store.newest_with(*COMM_CAMPAIGN_TABLES, "verify_pass_trace")
+    if run_id is None:
+        return {}
+    trace = store.read_table(run_id, "verify_pass_trace")
+    lat = store.read_table(run_id, "allreduce_latency")
+    factors = {}
+    for (path, variant, tokens), group in trace.groupby(["path", "variant", "tokens"]):
+        if variant not in ("nccl", "fused") or (group["allreduce_count"] != KIMI_K2_ALLREDUCES_PER_PASS).any():
+            continue  # a trace that did not see every all-reduce (the socket path's) gives no factor
+        per_call = float((group["comm_us"] / group["allreduce_count"]).median())
+        iso = lat[(lat["path"] == path) & (lat["impl"] == variant) & (lat["tokens"] == tokens)]
+        if "settings" in iso.columns:
+            iso = iso[~iso["settings"].astype(str).str.contains("forced", case=False)]
+        if not iso.empty:
+            factors[(str(path), str(variant))] = per_call / float(iso["us"].iloc[0])
+    return factors
+
+
 def predict_pass(
     compute_ms: float,
     tokens: float,
@@ -137,12 +165,15 @@ def predict_pass(
     norm_us: float,
     allreduces: int = KIMI_K2_ALLREDUCES_PER_PASS,
     hidden: int = KIMI_K2_HIDDEN,
+    factors: dict[str, float] | None = None,
 ) -> list[dict]:
-    """Every variant's pass (ms) on ``path``; a variant without a curve there gets ``pass_ms`` None and why."""
+    """Every variant's pass (ms) on ``path``; a variant without a curve there gets ``pass_ms`` None and why.
+    ``factors`` (impl -> in-pass / isolated) price each all-reduce as it runs inside a pass."""
     if compute_ms <= 0 or tokens <= 0 or allreduces < 0 or norm_us < 0:
         raise ModelInputError("compute_ms and tokens must be > 0, allreduces and norm_us >= 0")
     size = allreduce_message_bytes(tokens, hidden)
-    latency = {c.impl: c.at(size) for c in curves if c.path == path}
+    factors = factors or {}
+    latency = {c.impl: c.at(size) * factors.get(c.impl, 1.0) for c in curves if c.path == path}
     norms_ms = allreduces * norm_us / 1e3
     out = []
     for variant in PASS_VARIANTS:
@@ -174,6 +205,7 @@ def validate_against_run(store: RunStore, run_id: str | None = None) -> pd.DataF
         return pd.DataFrame()
     passes = store.read_table(run_id, "verify_pass")
     curves = load_curves(run_id, store)
+    factors = _impl_factors(in_pass_factors(store))
     rows = []
     for (path, k), group in passes.groupby(["path", "tokens"]):
         measured = group.set_index("variant")["pass_ms"]
@@ -181,7 +213,9 @@ def validate_against_run(store: RunStore, run_id: str | None = None) -> pd.DataF
             continue
         norm = norm_us_measured(store, k)
         norm_us = norm[0] if norm else 0.0
-        for p in predict_pass(float(measured["compute_only"]), float(k), curves, str(path), norm_us):
+        for p in predict_pass(
+            float(measured["compute_only"]), float(k), curves, str(path), norm_us, factors=factors.get(str(path))
+        ):
             if p["name"] == "compute_only" or p["name"] not in measured or p["pass_ms"] is None:
                 continue
             actual = float(measured[p["name"]])
@@ -199,4 +233,67 @@ def validate_against_run(store: RunStore, run_id: str | None = None) -> pd.DataF
                     "inputs_run": run_id,  # its latency curves and compute_only pass
                 }
             )
+    return pd.DataFrame(rows)
+
+
+def _impl_factors(factors: dict[tuple[str, str], float]) -> dict[str, dict[str, float]]:
+    """(path, impl) -> factor as path -> {impl: factor}."""
+    out: dict[str, dict[str, float]] = {}
+    for (path, impl), factor in factors.items():
+        out.setdefault(path, {})[impl] = factor
+    return out
+
+
+SAVING_VARIANTS = ("fused", "one_allreduce_per_layer")
+
+
+def saving_check(store: RunStore) -> pd.DataFrame:
+    """Each variant's saving against NCCL per path and tokens, predicted by the pass model (the newest campaign's
+    isolated curves times the in-pass factors of its traces) against the savings the campaign runs measured (their
+    spread from run to run): the error is the distance to the measured range, 0 inside it."""
+    runs = [m.run_id for m in store.manifests() if all(t in m.tables for t in COMM_CAMPAIGN_TABLES)]
+    newest = store.newest_with(*COMM_CAMPAIGN_TABLES)
+    if newest is None:
+        return pd.DataFrame()
+    measured: dict[tuple[str, int, str], list[float]] = {}
+    for run_id in runs:
+        table = store.read_table(run_id, "verify_pass").pivot_table(
+            index=["path", "tokens"], columns="variant", values="pass_ms"
+        )
+        for (path, tokens), row in table.iterrows():
+            for variant in SAVING_VARIANTS:
+                if variant in row and not math.isnan(row[variant]) and not math.isnan(row["nccl"]):
+                    measured.setdefault((str(path), int(tokens), variant), []).append(row["nccl"] - row[variant])
+    curves, factors = load_curves(newest, store), _impl_factors(in_pass_factors(store))
+    base = store.read_table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
+    rows = []
+    for (path, tokens, variant), values in sorted(measured.items()):
+        norm = norm_us_measured(store, tokens)
+        compute = float(base[(path, tokens, "compute_only")])
+        predicted = {
+            p["name"]: p["pass_ms"]
+            for p in predict_pass(compute, tokens, curves, path, norm[0] if norm else 0.0, factors=factors.get(path))
+        }
+        if predicted.get(variant) is None or predicted.get("nccl") is None:
+            continue
+        saving = predicted["nccl"] - predicted[variant]
+        low, high = min(values), max(values)
+        error = (
+            0.0
+            if low <= saving <= high
+            else (saving - (high if saving > high else low)) / (high if saving > high else low)
+        )
+        rows.append(
+            {
+                "path": path,
+                "tokens": tokens,
+                "variant": variant,
+                "predicted_saving_ms": saving,
+                "measured_low_ms": low,
+                "measured_high_ms": high,
+                "runs": len(values),
+                "error_pct": 100 * error,
+                "provenance": "modelled vs measured",
+            }
+        )
     return pd.DataFrame(rows)

@@ -1,29 +1,19 @@
-"""Physical floors of a decode step: weight streaming and the all-reduce latency floor.
-
-Hardware numbers are parameters with their source; measured ones come from a run.
-"""
+"""Physical floors of a one-token decode step per GPU (weight streaming + every all-reduce at a latency floor),
+from the same bytes-read function the options use (:func:`verifylab.model.floors.pass_bytes`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.shapes import KIMI_K2, ShardShape, weight_bytes_per_layer
+from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, RTX_PRO_6000_BLACKWELL_GBS, Layout, pass_bytes
 
-RTX_PRO_6000_BLACKWELL_GBS = 1792.0  # NVIDIA datasheet: 96 GB GDDR7, 1792 GB/s (a lead, not measured here)
-INT4_BYTES = 0.5 + 1 / 32  # 4-bit weights plus one bf16 scale per 32 (group quantization, assumed)
+INT4_BYTES = INT4_BYTES_PER_WEIGHT  # 4-bit weights plus one bf16 scale per 32 (see floors)
+__all__ = ["INT4_BYTES", "RTX_PRO_6000_BLACKWELL_GBS", "decode_weight_bytes_per_gpu", "limits_table"]
 
 
-def decode_weight_bytes_per_gpu(
-    tp: int = 8, tokens: int = 1, expert_bytes_per_elem: float = INT4_BYTES, dense_bytes_per_elem: float = 2.0
-) -> float:
+def decode_weight_bytes_per_gpu(tp: int = 8, tokens: int = 1, expert_bytes_per_elem: float = INT4_BYTES) -> float:
     """Bytes one GPU must read for one decode step of ``tokens`` tokens (experts at their own precision)."""
-    shard = ShardShape(KIMI_K2, tp)
-    experts = min(KIMI_K2.experts, KIMI_K2.experts_per_token * tokens)
-    bf16_part = weight_bytes_per_layer(shard, 0, bytes_per_elem=dense_bytes_per_elem) - (
-        KIMI_K2.shared_experts * shard.expert_weight_elems() * dense_bytes_per_elem
-    )
-    expert_part = (experts + KIMI_K2.shared_experts) * shard.expert_weight_elems() * expert_bytes_per_elem
-    return KIMI_K2.layers * (bf16_part + expert_part)
+    return pass_bytes(tokens, Layout.TP, tp, expert_bytes_per_weight=expert_bytes_per_elem).total
 
 
 def limits_table(

@@ -1,254 +1,396 @@
-"""Fusion vs elimination for the case study's verify pass, as ranges: each option's verify time and one stream's
-tok/s at C concurrent streams, from the cycle account (reported), the measured H200 compute and norm costs, and
-a labelled link model for the PCIe communication nobody here measured.
+"""Fusion vs elimination, priced per communication regime: each option's verify pass at C concurrent streams x k
+draft tokens (T = C x k tokens per pass), as a range, within physical floors.
 
-Options (Kimi-K2-class MoE, TP 8, one PCIe box of eight 96 GB GPUs):
-- *kernel fusion*: the add+RMSNorm goes into the all-reduce kernel; count and latency of all-reduces unchanged;
-- *fusion, one-shot bound*: also the one-shot push instead of NCCL's ring, at the link model's one-hop latency
-  (an optimistic bound: nothing measured it on PCIe);
-- *DP attention*: attention data-parallel, MoE still TP: the attention all-reduce goes, an all-gather and a
-  reduce-scatter come around the MoE, a stream's attention runs on one GPU, attention weights are replicated;
-- *TP 4 x PP 2*: all-reduces among 4 GPUs (6 ring steps instead of 14), two pipeline stages that one stream
-  walks in turn (compute of each layer on half the GPUs), one activation send between them;
-- *EP 8*: experts whole on their GPUs, the MoE all-reduce becomes a dispatch and a combine all-to-all.
-Norms stay where the all-reduces go: each layer still normalizes its output.
+Every term is computed at the option's own message size and layout:
+- **compute** never below the bytes the busiest GPU reads at peak bandwidth (:mod:`verifylab.model.floors`); the
+  range divides that floor by the efficiency the measured H200 pass reached against its own floor — at matched
+  tokens (high end) and at its best (low end);
+- **communication**: the count of collectives the option keeps, each priced in the regime at its true message
+  (:mod:`verifylab.model.regimes`), bandwidth terms included;
+- **norms**: SGLang's fused add+RMSNorm kernel per all-reduce where the all-reduce is not fused (measured, H200).
+
+Options (Kimi-K2.5 INT4, one box of eight 96 GB GPUs):
+- *TP 8, NCCL* (as the case study ran it): 122 all-reduces of T x 7168 bf16;
+- *TP 8, FlashInfer fusion*: the same 122 all-reduces, each FlashInfer's one-shot (two-shot past its threshold)
+  push with the norm inside, at its in-pass cost; needs working P2P;
+- *TP 4 x PP 2*: fewer ranks per all-reduce (4), not fewer all-reduces; one stream walks both stages in turn,
+  several streams fill the pipeline as two micro-batches;
+- *EP 8, TP attention*: experts whole on their GPUs; the experts' outputs are still summed by the same
+  all-reduce (122 stay) and the busiest GPU reads whole experts;
+- *DP attention + EP 8 (all-to-all)*: attention per request on its GPU (weights replicated), experts whole;
+  the all-reduces become a dispatch and a combine all-to-all per MoE layer.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 import pandas as pd
 
+from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import loglog_interpolate
-from verifylab.model.costmodel import LinkLatency, eagle3_tokens_per_s
-from verifylab.model.cycle import CycleAccount, Reading
-from verifylab.shapes import KIMI_K2, ShardShape, expected_distinct_experts, weight_bytes_per_layer
+from verifylab.model.costmodel import eagle3_tokens_per_s
+from verifylab.model.cycle import CycleAccount, Span
+from verifylab.model.floors import (
+    RTX_PRO_6000_BLACKWELL_GBS,
+    RTX_PRO_6000_MEMORY_BYTES,
+    Layout,
+    PassBytes,
+    kv_bytes_per_token,
+    pass_bytes,
+    weights_per_gpu_bytes,
+)
+from verifylab.model.regimes import PRICED_REGIMES, REGIME_TITLE, Collective, Price, RegimeCurves, regime_curves
+from verifylab.shapes import KIMI_K2
 from verifylab.store.evidence import Evidence
-from verifylab.store.runs import COMM_CAMPAIGN_TABLES
-from verifylab.vocab import KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, allreduce_message_bytes
+from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
 
-PCIE_GEN5_X16_GBS = 50.0  # 32 GT/s x 16 lanes ~ 63 GB/s per direction; ~50 effective (assumption)
-RANKS = 8
-GPU_MEMORY_GB = 96.0  # RTX PRO 6000 Blackwell
-INT4_BYTES = 0.5
-LAYERS = 61
+GPUS = 8
+CONTEXT_TOKENS = 2048  # KV each stream has read per pass (stated: the H200 passes used the same)
+MEM_FRACTIONS = (0.90, 0.95)  # SGLang's static memory fraction, two settings
+GIB = 2**30
+MOE_LAYERS = KIMI_K2.layers - KIMI_K2.dense_layers
 
 
-def calibrated_link(account: CycleAccount, tokens: int) -> LinkLatency:
-    """An alpha-beta PCIe link whose per-step alpha makes NCCL's ring all-reduce at TP 8 take the reported
-    per-all-reduce latency at ``tokens`` x hidden (modelled; bandwidth assumed)."""
-    message = allreduce_message_bytes(tokens)
-    steps = 2 * (RANKS - 1)
-    wire = steps / RANKS * message / (PCIE_GEN5_X16_GBS * 1e3)
-    return LinkLatency(
-        alpha_us=max((account.allreduce_us_before - wire) / steps, 1e-3), bandwidth_gbs=PCIE_GEN5_X16_GBS
-    )
+class Option(StrEnum):
+    TP8_NCCL = "tp8_nccl"
+    TP8_FUSED = "tp8_fused"
+    TP4_PP2 = "tp4_pp2"
+    EP8_TP_ATTENTION = "ep8_tp_attention"
+    DP_ATTENTION_EP8 = "dp_attention_ep8"
 
 
 @dataclass(frozen=True)
-class Scaling:
-    """How the verify pass's parts grow with tokens per pass, from measured runs where they exist."""
-
-    compute: Callable[[float], float]  # a pass's compute at this many tokens (any unit: only ratios are used)
-    comm: Callable[[float], float]  # one all-reduce's latency at this many tokens (ratios only)
-    norm_us: Callable[[float], float]
-    sources: dict[str, str]
-
-
-def _loglog(xs: list[float], ys: list[float]) -> Callable[[float], float]:
-    """The measured curve through (xs, ys), log-log, held at its end values outside the measured range."""
-    points, values = tuple(xs), tuple(ys)
-    return lambda x: loglog_interpolate(points, values, min(max(x, points[0]), points[-1]))
+class OptionFacts:
+    title: str
+    kind: str  # as run / fusion / fewer ranks / elimination
+    what: str
+    flags: str
+    eagle3: str  # does SGLang run it with EAGLE-3 (read from the wheels)
 
 
-def _measured_range(table: pd.DataFrame) -> str:
-    """The token counts a measured curve covers, as the reader sees them ("1-512 tokens")."""
-    return f"{int(table['tokens'].min())}-{int(table['tokens'].max())} tokens"
-
-
-def measured_scaling(ev: Evidence, account: CycleAccount) -> Scaling:
-    sources = {}
-    compute_run = ev.newest_with("shard_compute")
-    if compute_run:
-        t = ev.runs.read_table(compute_run, "shard_compute")
-        t = t[t["norm"] == "flashinfer_fused"].sort_values("tokens")
-        compute = _loglog(t["tokens"].tolist(), t["pass_ms_61_layers"].tolist())
-        sources["compute"] = (
-            f"grows as the measured TP-8 shard pass on an H200 (run {compute_run}, {_measured_range(t)}; held at "
-            "the largest measured beyond it)"
-        )
-    else:
-        shard = ShardShape(KIMI_K2, RANKS)
-        compute = lambda k: weight_bytes_per_layer(shard, round(expected_distinct_experts(k)))  # noqa: E731
-        sources["compute"] = "grows with the weight bytes a pass reads (modelled)"
-    latency_run = ev.newest_with(*COMM_CAMPAIGN_TABLES)
-    comm = lambda k: 1.0  # noqa: E731
-    sources["comm"] = "constant per all-reduce (no measured curve)"
-    if latency_run:
-        lat = ev.runs.read_table(latency_run, "allreduce_latency")
-        shm = lat[(lat["path"] == "shm") & (lat["impl"] == "nccl")].sort_values("tokens")
-        if not shm.empty:
-            comm = _loglog(shm["tokens"].tolist(), shm["us"].tolist())
-            sources["comm"] = (
-                f"every option's communication grows with the message as NCCL without P2P does (2 x H200 through "
-                f"host memory, run {latency_run}, {_measured_range(shm)}; held at the largest measured beyond it)"
-            )
-    norm_run = ev.newest_with("norm_fusion")
-    norm = lambda k: account.norm_us  # noqa: E731
-    if norm_run:
-        n = ev.runs.read_table(norm_run, "norm_fusion").sort_values("tokens")
-        norm = _loglog(n["tokens"].tolist(), n["fused_us"].tolist())
-    return Scaling(compute, comm, norm, sources)
-
-
-def memory_gb(attention_replicas: int = 1, tp: int = RANKS) -> float:
-    """Weights per GPU: attention (bf16) x replicas + routed experts (INT4) and the rest, over 61 layers."""
-    shard = ShardShape(KIMI_K2, tp)
-    attention = shard.attention_weight_elems() * 2 * attention_replicas
-    experts = (KIMI_K2.experts + KIMI_K2.shared_experts) * shard.expert_weight_elems() * INT4_BYTES
-    layers_here = LAYERS * tp / RANKS  # pipeline stages hold their share of the layers
-    return (attention + experts + shard.router_weight_elems() * 2) * layers_here / 1e9
-
-
-@dataclass(frozen=True)
-class Pass:
-    compute_ms: float
-    comm_ms: float
-    norm_ms: float
-    allreduces: int
-
-    @property
-    def verify_ms(self) -> float:
-        return self.compute_ms + self.comm_ms + self.norm_ms
-
-
-def option_passes(account: CycleAccount, scaling: Scaling, streams: int, k: int) -> dict[str, tuple[Pass, str]]:
-    """Every option's verify pass at ``streams`` x ``k`` tokens; -> (pass, what it removes and adds). The reported
-    pass is taken to have run at ``k`` draft tokens (one stream): compute and communication grow from there as
-    the measured curves grow; the link model prices other collectives at the reported message size."""
-    tokens = streams * k
-    link = calibrated_link(account, k)
-    n = account.allreduces
-    message = allreduce_message_bytes(k, KIMI_K2_HIDDEN)
-    grow = scaling.comm(tokens) / scaling.comm(k)
-    compute = (account.compute_ms - n * account.norm_us / 1e3) * scaling.compute(tokens) / scaling.compute(k)
-    ar_us = account.allreduce_us_before * grow
-    norms = n * scaling.norm_us(tokens) / 1e3 if streams > 1 else n * account.norm_us / 1e3
-    fuses = tokens <= SGLANG_FUSION_MAX_TOKENS
-    fused_norms = 0.0 if fuses else norms
-    shard = ShardShape(KIMI_K2, RANKS)
-    attention_share = (
-        shard.attention_weight_elems() * 2 / weight_bytes_per_layer(shard, round(expected_distinct_experts(tokens)))
-    )
-    layers = n // 2
-    return {
-        "baseline": (Pass(compute, n * ar_us / 1e3, norms, n), "NCCL ring all-reduce, then the norm kernel"),
-        "kernel_fusion": (
-            Pass(compute, n * ar_us / 1e3, fused_norms, n),
-            "removes the norm kernel after each all-reduce; count and latency unchanged",
-        ),
-        "fusion_oneshot_bound": (
-            Pass(
-                compute,
-                n * (link.oneshot_us(message, RANKS) * grow if fuses else ar_us) / 1e3,
-                0.0 if fuses else norms,
-                n,
-            ),
-            "also one hop instead of 14 ring steps, at the link model's latency (optimistic bound)",
-        ),
-        "dp_attention": (
-            Pass(
-                compute * (1 + attention_share * (RANKS - 1)),  # unsharded attention weights, read per pass
-                layers * 2 * link.gather_us(message, RANKS) * grow / 1e3,
-                norms,
-                0,
-            ),
-            f"removes the {layers} attention all-reduces; adds an all-gather and a reduce-scatter per layer "
-            "around the MoE; a stream's attention runs on one GPU",
-        ),
-        "tp4_pp2": (
-            Pass(
-                compute * 2,
-                (n * link.ring_us(message, RANKS // 2) + link.send_us(message)) * grow / 1e3,
-                norms,
-                n,
-            ),
-            "all-reduces among 4 GPUs (6 ring steps, not 14); adds one activation send and a second stage "
-            "a stream walks through in turn",
-        ),
-        "ep8": (
-            Pass(compute, (layers * ar_us + layers * 2 * link.gather_us(message, RANKS) * grow) / 1e3, norms, layers),
-            f"removes the {layers} MoE all-reduces; adds a dispatch and a combine all-to-all per layer",
-        ),
-    }
-
-
-OPTION_FACTS = {
-    "baseline": ("TP 8 as run", "reported pass, split into its terms", memory_gb(), "runs (reported)"),
-    "kernel_fusion": ("fusion: kernel fusion only", "measured norm kernel", memory_gb(), "needs the SM120 gates"),
-    "fusion_oneshot_bound": (
-        "fusion: kernel fusion + one-shot (bound)",
-        "link model, alpha calibrated to the reported ring",
-        memory_gb(),
-        "needs FlashInfer >= 0.6.15 on PCIe (no multicast) and the gates",
+OPTIONS: dict[Option, OptionFacts] = {
+    Option.TP8_NCCL: OptionFacts(
+        "TP 8, NCCL (as run)", "as run", "122 NCCL ring all-reduces, then the norm kernel", "--tp 8", "yes"
     ),
-    "dp_attention": (
-        "elimination: DP attention",
-        "link model + measured compute",
-        memory_gb(attention_replicas=RANKS),
-        "SGLang --enable-dp-attention; pays only with many streams",
+    Option.TP8_FUSED: OptionFacts(
+        "TP 8, FlashInfer fusion",
+        "fusion",
+        "the same 122 all-reduces, each a one-shot push (two-shot past FlashInfer's threshold) with the norm inside",
+        "--tp 8 --enable-flashinfer-allreduce-fusion (0.5.9), --flashinfer-allreduce-fusion-backend trtllm (0.5.17+)",
+        "yes, where the gates are open and FlashInfer's workspace needs no multicast (chapter 1)",
     ),
-    "tp4_pp2": ("elimination: TP 4 x PP 2", "link model + measured compute", memory_gb(tp=4), "SGLang --pp-size 2"),
-    "ep8": (
-        "elimination: EP 8",
-        "link model",
-        memory_gb(),
-        "low: SGLang's all-to-all backends (DeepEP) target NVLink/RDMA, not PCIe",
+    Option.TP4_PP2: OptionFacts(
+        "TP 4 x PP 2",
+        "fewer ranks per all-reduce",
+        "122 all-reduces among 4 GPUs instead of 8, one activation send per stage boundary; a stream walks both "
+        "stages in turn",
+        "--tp 4 --pp-size 2",
+        "no: SGLang 0.5.9 and 0.5.17 refuse pipeline parallelism with speculative decoding (server_args.py: "
+        "'Pipeline parallelism is not compatible with ... speculative decoding')",
+    ),
+    Option.EP8_TP_ATTENTION: OptionFacts(
+        "EP 8, TP attention",
+        "expert placement",
+        "experts whole on their GPUs; the 122 all-reduces stay (the experts' outputs are summed by the same "
+        "all-reduce); the busiest GPU reads whole experts",
+        "--tp 8 --ep-size 8",
+        "yes (no refusal in 0.5.9 or 0.5.17)",
+    ),
+    Option.DP_ATTENTION_EP8: OptionFacts(
+        "DP attention + EP 8 (all-to-all)",
+        "elimination",
+        f"no all-reduce: a dispatch and a combine all-to-all per MoE layer ({2 * MOE_LAYERS}); attention per "
+        "request on its GPU with replicated weights",
+        "--tp 8 --enable-dp-attention --dp 8 --ep-size 8 --moe-a2a-backend deepep",
+        "yes for EAGLE/EAGLE-3 (only STANDALONE is refused with DP attention); DeepEP targets NVLink/RDMA, not PCIe",
     ),
 }
 
 
-def options_table(ev: Evidence, account: CycleAccount, streams: int = 1, k_point: int | None = None) -> pd.DataFrame:
-    """One row per option at ``streams`` concurrent streams: verify ms and one stream's tok/s as a point (first
-    reading, ``k_point`` draft tokens) and as a range over both readings and k in the account's draft-token
-    range; what it removes and adds; weights per GPU and whether they fit."""
-    scaling = measured_scaling(ev, account)
-    ks = sorted({*account.draft_tokens, k_point or account.draft_tokens[0]})
-    point_k = k_point or account.draft_tokens[0]
-    passes = {k: option_passes(account, scaling, streams, k) for k in ks}  # every option, once per k
-    rows = []
-    for key, (title, basis, weights_gb, feasibility) in OPTION_FACTS.items():
-        verify = {k: passes[k][key][0] for k in ks}
-        rates = [tokens_per_s(verify[k].verify_ms, r) for k in ks for r in account.readings]
-        point = verify[point_k]
-        rows.append(
-            {
-                "option": title,
-                "key": key,
-                "streams": streams,
-                "allreduces_per_pass": point.allreduces,
-                "compute_ms": point.compute_ms,
-                "comm_ms": point.comm_ms,
-                "norm_ms": point.norm_ms,
-                "verify_ms": point.verify_ms,
-                "verify_ms_low": min(p.verify_ms for p in verify.values()),
-                "verify_ms_high": max(p.verify_ms for p in verify.values()),
-                "tokens_per_s": tokens_per_s(point.verify_ms, account.readings[0]),
-                "tokens_per_s_low": min(rates),
-                "tokens_per_s_high": max(rates),
-                "removes_and_adds": passes[point_k][key][1],
-                "weights_gb_per_gpu": weights_gb,
-                "fits": weights_gb < GPU_MEMORY_GB * 0.9,
-                "feasibility": feasibility,
-                "basis": basis,
-                "provenance": "modelled",
-            }
+# ------------------------------------------------------------------------------------------ model inputs
+@dataclass
+class ModelInputs:
+    """What every option is priced from, built once per Evidence."""
+
+    curves: RegimeCurves
+    efficiency: Callable[[float], float]  # measured H200 pass / its floor, at T tokens
+    best_efficiency: float
+    efficiency_source: str
+    norm_us: Callable[[float], float]
+    norm_source: str
+    account: CycleAccount
+
+    def compute(self, bytes_read: PassBytes, tokens: float) -> Span:
+        """Compute of a pass: its floor over the best measured efficiency (low) and over the efficiency measured
+        at these tokens (high); never below the floor."""
+        floor = bytes_read.floor_ms()
+        return Span(floor / self.best_efficiency, floor / min(self.efficiency(tokens), self.best_efficiency))
+
+
+def _h200_efficiency(ev: Evidence) -> tuple[Callable[[float], float], float, str]:
+    run_id = ev.newest_with("shard_compute")
+    if run_id is None:
+        return (lambda t: 1.0), 1.0, "no measured pass: compute at the floor"
+    t = ev.runs.read_table(run_id, "shard_compute")
+    t = t[t["norm"] == "flashinfer_fused"].sort_values("tokens")
+    xs, ys = tuple(float(x) for x in t["tokens"]), tuple(float(y) for y in t["fraction_of_floor"])
+
+    def eff(tokens: float) -> float:
+        return loglog_interpolate(xs, ys, min(max(tokens, xs[0]), xs[-1]))
+
+    return eff, max(ys), f"H200 TP-8 shard pass against its own floor (run {run_id}, {min(ys):.0%}-{max(ys):.0%})"
+
+
+def _norm(ev: Evidence) -> tuple[Callable[[float], float], str]:
+    run_id = ev.newest_with("norm_fusion")
+    if run_id is None:
+        raise ModelInputError(f"no run under {ev.runs.root} measured the norm kernel (table norm_fusion)")
+    n = ev.runs.read_table(run_id, "norm_fusion").sort_values("tokens")
+    xs, ys = tuple(float(x) for x in n["tokens"]), tuple(float(y) for y in n["fused_us"])
+    return (lambda t: loglog_interpolate(xs, ys, min(max(t, xs[0]), xs[-1]))), f"measured, run {run_id} (H200)"
+
+
+def model_inputs(ev: Evidence, account: CycleAccount) -> ModelInputs:
+    """The inputs of every option for this evidence (the reported regime from the account and the floor)."""
+    eff, best, eff_source = _h200_efficiency(ev)
+    norm, norm_source = _norm(ev)
+    partial = ModelInputs(regime_curves(ev), eff, best, eff_source, norm, norm_source, account)
+    partial.curves.reported_allreduce = reported_allreduce_range(partial)
+    return partial
+
+
+def reported_allreduce_range(inputs: ModelInputs) -> tuple[float, float, float]:
+    """What one all-reduce of the case study's verify pass cost, once its compute is at least the floor: the
+    reported pass less its compute range and norms, over its all-reduces (low us, high us, message bytes)."""
+    a = inputs.account
+    k = a.draft_tokens[0]
+    compute = inputs.compute(pass_bytes(k, Layout.TP, GPUS, context=CONTEXT_TOKENS), k)
+    norms = a.allreduces * inputs.norm_us(k) / 1e3
+    per = [(a.verify_ms - c - norms) * 1e3 / a.allreduces for c in (compute.high, compute.low)]
+    return max(per[0], 0.0), min(per[1], a.allreduce_us_before), k * KIMI_K2_HIDDEN * 2
+
+
+# ---------------------------------------------------------------------------------------------- passes
+@dataclass(frozen=True)
+class OptionPass:
+    """One option's verify pass in one regime at ``streams`` x ``k`` tokens."""
+
+    option: Option
+    regime: Regime
+    streams: int
+    k: int
+    floor_ms: float
+    compute: Span
+    comm: Span | None
+    norms: Span
+    collectives: int
+    allreduces: int
+    basis: str
+    not_priced: str = ""
+
+    @property
+    def verify(self) -> Span | None:
+        if self.comm is None:
+            return None
+        return Span(
+            self.compute.low + self.comm.low + self.norms.low, self.compute.high + self.comm.high + self.norms.high
         )
+
+
+def _times(n: float, price: Price | str) -> Span | str:
+    return price if isinstance(price, str) else Span(n * price.low_us / 1e3, n * price.high_us / 1e3)
+
+
+def _basis(price: Price | str) -> str:
+    return price if isinstance(price, str) else price.basis
+
+
+def option_pass(inputs: ModelInputs, option: Option, regime: Regime, streams: int, k: int) -> OptionPass:
+    """Price one option (compute within its floor, communication at its own message size in ``regime``)."""
+    tokens = streams * k
+    message = tokens * KIMI_K2_HIDDEN * 2
+    n = KIMI_K2_ALLREDUCES_PER_PASS
+    curves = inputs.curves
+    norm = inputs.norm_us(tokens) / 1e3
+    if option in (Option.TP8_NCCL, Option.TP8_FUSED, Option.EP8_TP_ATTENTION):
+        layout = Layout.EP_TP_ATTENTION if option is Option.EP8_TP_ATTENTION else Layout.TP
+        bytes_read = pass_bytes(tokens, layout, GPUS, context=CONTEXT_TOKENS, streams_on_busiest=streams)
+        fused = option is Option.TP8_FUSED and tokens <= SGLANG_FUSION_MAX_TOKENS
+        collective = Collective.FUSED if fused else Collective.NCCL
+        price = curves.price(regime, collective, GPUS, message)
+        norms = Span(0.0, 0.0) if fused else Span(n * norm, n * norm)
+        return _pass(inputs, option, regime, streams, k, bytes_read, tokens, _times(n, price), norms, n, n, price)
+    if option is Option.TP4_PP2:
+        micro = 2 if streams >= 2 else 1  # two micro-batches fill the two stages
+        stage_tokens = tokens / micro
+        stage_layers = math.ceil(KIMI_K2.layers / 2)
+        stage = pass_bytes(
+            stage_tokens, Layout.TP, 4, layers=stage_layers, context=CONTEXT_TOKENS, streams_on_busiest=streams / micro
+        )
+        # a stream walks both stages: the pass is two stage times (the other micro-batch fills the other stage)
+        bytes_read = PassBytes(
+            *(2 * getattr(stage, f) for f in ("attention", "experts", "shared_and_dense", "head", "kv"))
+        )
+        ar = curves.price(regime, Collective.NCCL, 4, stage_tokens * KIMI_K2_HIDDEN * 2)
+        send = curves.price(regime, Collective.SEND, 2, stage_tokens * KIMI_K2_HIDDEN * 2)
+        if isinstance(ar, str) or isinstance(send, str):
+            comm: Span | str = ar if isinstance(ar, str) else send
+        else:
+            comm = Span((n * ar.low_us + send.low_us) / 1e3, (n * ar.high_us + send.high_us) / 1e3)
+        stage_norm = inputs.norm_us(stage_tokens) / 1e3
+        norms = Span(n * stage_norm, n * stage_norm)
+        return _pass(inputs, option, regime, streams, k, bytes_read, stage_tokens, comm, norms, n + 1, n, ar)
+    # DP attention + EP 8: attention on the busiest GPU's own streams, experts see every token
+    per_gpu_streams = math.ceil(streams / GPUS)
+    local_tokens = per_gpu_streams * k
+    bytes_read = pass_bytes(
+        tokens, Layout.EP_DP_ATTENTION, GPUS, context=CONTEXT_TOKENS, streams_on_busiest=per_gpu_streams
+    )
+    dispatch_bytes = local_tokens * min(KIMI_K2.experts_per_token, GPUS - 1) * KIMI_K2_HIDDEN * 2
+    count = 2 * MOE_LAYERS
+    a2a = curves.price(regime, Collective.ALL_TO_ALL, GPUS, dispatch_bytes)
+    comm = _times(count, a2a)
+    local_norm = inputs.norm_us(local_tokens) / 1e3
+    norms = Span(n * local_norm, n * local_norm)
+    return _pass(inputs, option, regime, streams, k, bytes_read, tokens, comm, norms, count, 0, a2a)
+
+
+def _pass(inputs, option, regime, streams, k, bytes_read, tokens, comm, norms, collectives, allreduces, price):
+    compute = inputs.compute(bytes_read, tokens)
+    priced = not isinstance(comm, str)
+    return OptionPass(
+        option,
+        regime,
+        streams,
+        k,
+        bytes_read.floor_ms(),
+        compute,
+        comm if priced else None,
+        norms,
+        collectives,
+        allreduces,
+        _basis(price),
+        "" if priced else comm,
+    )
+
+
+# ----------------------------------------------------------------------------------------------- tables
+def options_table(ev: Evidence, account: CycleAccount, streams: int = 1) -> pd.DataFrame:
+    """One row per option and regime at ``streams`` streams: floor, compute, communication and verify ms, and
+    one stream's tok/s, as ranges over the draft-token range and the inputs' spread (modelled)."""
+    inputs = ev.derived("model_inputs", lambda e: model_inputs(e, account))
+    rows = []
+    for regime in PRICED_REGIMES:
+        for option, facts in OPTIONS.items():
+            passes = [option_pass(inputs, option, regime, streams, k) for k in account.draft_tokens]
+            rows.append(_row(option, facts, regime, streams, passes, account))
     return pd.DataFrame(rows)
 
 
-def tokens_per_s(verify_ms: float, reading: Reading) -> float:
-    """One stream's tok/s: accepted tokens per cycle over the cycle (draft time as in the reading)."""
-    return eagle3_tokens_per_s(reading.accept, verify_ms, reading.draft_ms)
+def _span_of(spans: list[Span]) -> Span:
+    return Span(min(s.low for s in spans), max(s.high for s in spans))
+
+
+def _row(option: Option, facts: OptionFacts, regime: Regime, streams: int, passes: list[OptionPass], account) -> dict:
+    verify = [p.verify for p in passes]
+    priced = all(v is not None for v in verify)
+    row = {
+        "option": facts.title,
+        "key": option.value,
+        "kind": facts.kind,
+        "regime": REGIME_TITLE[regime],
+        "regime_key": regime.value,
+        "streams": streams,
+        "tokens_low": min(p.k for p in passes) * streams,
+        "tokens_high": max(p.k for p in passes) * streams,
+        "allreduces_per_pass": passes[0].allreduces,
+        "collectives_per_pass": passes[0].collectives,
+        "floor_ms_low": min(p.floor_ms for p in passes),
+        "floor_ms_high": max(p.floor_ms for p in passes),
+        "compute_ms_low": _span_of([p.compute for p in passes]).low,
+        "compute_ms_high": _span_of([p.compute for p in passes]).high,
+        "norm_ms_low": min(p.norms.low for p in passes),
+        "norm_ms_high": max(p.norms.high for p in passes),
+        "eagle3_in_sglang": facts.eagle3,
+        "flags": facts.flags,
+        "what": facts.what,
+        "comm_basis": passes[-1].basis,
+        "not_priced": passes[0].not_priced,
+        "provenance": "modelled",
+    }
+    if priced:
+        comm = _span_of([p.comm for p in passes if p.comm is not None])
+        v = _span_of([x for x in verify if x is not None])
+        rates = [eagle3_tokens_per_s(r.accept, ms, r.draft_ms) for ms in (v.low, v.high) for r in account.readings]
+        row |= {
+            "comm_ms_low": comm.low,
+            "comm_ms_high": comm.high,
+            "verify_ms_low": v.low,
+            "verify_ms_high": v.high,
+            "tokens_per_s_low": min(rates),
+            "tokens_per_s_high": max(rates),
+        }
+    else:
+        row |= dict.fromkeys(
+            ["comm_ms_low", "comm_ms_high", "verify_ms_low", "verify_ms_high", "tokens_per_s_low", "tokens_per_s_high"],
+            math.nan,
+        )
+    return row
+
+
+def memory_table(contexts: tuple[int, ...] = (2048, 8192)) -> pd.DataFrame:
+    """Weights per GPU (replicated parts once per GPU, INT4 experts with scales) and the KV room left, in GiB, and
+    how many requests of each context the box holds: TP keeps every request's latent KV on every GPU, DP
+    attention a request's KV on its own GPU."""
+    rows = []
+    card = RTX_PRO_6000_MEMORY_BYTES
+    per_token = kv_bytes_per_token()
+    layouts = [
+        ("TP 8 (NCCL or fusion), EP 8 with TP attention", Layout.TP, 1, 1),
+        ("TP 4 x PP 2", Layout.TP, 2, 1),
+        ("DP attention + EP 8", Layout.EP_DP_ATTENTION, 1, GPUS),
+    ]
+    for title, layout, stages, kv_spread in layouts:
+        weights = weights_per_gpu_bytes(layout, GPUS if stages == 1 else 4, stages)
+        for fraction in MEM_FRACTIONS:
+            room = fraction * card - weights
+            row = {
+                "layout": title,
+                "weights_gib_per_gpu": weights / GIB,
+                "mem_fraction": fraction,
+                "kv_room_gib_per_gpu": room / GIB,
+                "fits": room > 0,
+            }
+            for context in contexts:
+                tokens_per_gpu = max(room, 0) / (per_token / stages)  # a PP stage holds half the layers' KV
+                row[f"requests_at_{context}"] = math.floor(tokens_per_gpu * kv_spread / context)
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    frame["provenance"] = "modelled"
+    return frame
+
+
+def floors_table(tokens: tuple[int, ...] = (1, 4, 8, 32, 64, 128, 256)) -> pd.DataFrame:
+    """Bytes the busiest GPU reads per pass and the time at peak bandwidth, per layout and tokens."""
+    rows = []
+    for t in tokens:
+        for title, layout in (("TP 8", Layout.TP), ("EP 8, TP attention", Layout.EP_TP_ATTENTION)):
+            b = pass_bytes(t, layout, GPUS, context=CONTEXT_TOKENS, streams_on_busiest=max(1, t // 4))
+            rows.append(
+                {
+                    "tokens": t,
+                    "layout": title,
+                    "attention_gb": b.attention / 1e9,
+                    "experts_gb": b.experts / 1e9,
+                    "other_gb": (b.shared_and_dense + b.head) / 1e9,
+                    "kv_gb": b.kv / 1e9,
+                    "floor_ms": b.floor_ms(),
+                    "bandwidth_gbs": RTX_PRO_6000_BLACKWELL_GBS,
+                    "provenance": "modelled",
+                }
+            )
+    return pd.DataFrame(rows)

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from verifylab.model.case import account, whatif_table
+from verifylab.model.case import account
 from verifylab.report.facts import case_study_facts
 from verifylab.report.recommend import Topic, recommend
 from verifylab.store.evidence import Evidence
@@ -28,6 +28,12 @@ class FindingKey(StrEnum):
     KERNEL_FUSION_ONLY_VERIFY_MS = "kernel_fusion_only_verify_ms"
     H200_COMPUTE_K1_MS = "h200_compute_k1_ms"
     H200_COMPUTE_K16_MS = "h200_compute_k16_ms"
+    BOTTOM_LINE_PCT = "bottom_line_pct"
+    VERIFY_COMPUTE_FLOOR_MS = "verify_compute_floor_ms"
+    ALLREDUCE_AS_REPORTED_US = "allreduce_as_reported_us"
+    ALLREDUCE_HEALTHY_US = "allreduce_healthy_p2p_us"
+    ALLREDUCE_HOST_MEMORY_US = "allreduce_host_memory_us"
+    FUSION_GAIN_HEALTHY_MS = "fusion_gain_healthy_p2p_ms"
 
 
 class Finding(BaseModel):
@@ -57,12 +63,13 @@ class Finding(BaseModel):
 _ACCOUNT = {
     FindingKey.VERIFY_ALLREDUCE_US: ("allreduce_us_before", "verify all-reduce latency (us, reported-derived)"),
     FindingKey.DECODE_ALLREDUCE_BOUND_US: ("decode_bound_us", "decode all-reduce upper bound (us)"),
-    FindingKey.ACCEPT_LENGTH: ("accept", "accept length (two readings of the reported cycle)"),
+    FindingKey.ACCEPT_LENGTH: ("accept", "accept length (reported with the 60 tok/s drafter)"),
     FindingKey.CYCLE_TIME_REMOVED_MS: ("removed_ms", "cycle time removed 54.1 -> 96.1 (ms)"),
     FindingKey.ALLREDUCE_US_AFTER: ("allreduce_us_after", "per-all-reduce latency implied after (us)"),
     FindingKey.KERNEL_FUSION_SHARE_MS: ("kernel_fusion_ms", "kernel-fusion share (ms)"),
     FindingKey.UPGRADE_SHARE_MS: ("upgrade_ms", "CUDA-upgrade share if proportional (ms, assumption)"),
     FindingKey.UNEXPLAINED_REMAINDER_MS: ("remainder_ms", "unexplained remainder (ms)"),
+    FindingKey.BOTTOM_LINE_PCT: ("bottom_line_pct", "EAGLE-3 with fusion vs plain decoding (%)"),
 }
 _LEGACY_LABELS = {  # the English keys of registries written before findings were typed
     "verify all-reduce latency (us, reported-derived)": (FindingKey.VERIFY_ALLREDUCE_US, "us", "reported-derived"),
@@ -95,18 +102,7 @@ def key_findings(ev: Evidence) -> list[Finding]:
                 provenance="modelled from reported figures (cycle account)",
             )
         )
-    options = whatif_table(ev).set_index("key")
-    found.append(
-        Finding(
-            key=FindingKey.KERNEL_FUSION_ONLY_VERIFY_MS,
-            label="kernel-fusion-only verify (ms, modelled)",
-            value=round(float(options.loc["kernel_fusion", "verify_ms"]), 2),
-            low=round(float(options.loc["kernel_fusion", "verify_ms_low"]), 2),
-            high=round(float(options.loc["kernel_fusion", "verify_ms_high"]), 2),
-            unit="ms",
-            provenance="modelled",
-        )
-    )
+    found += _model_findings(ev)
     run_id = ev.newest_with("shard_compute")
     if run_id:
         compute = ev.runs.read_table(run_id, "shard_compute")
@@ -133,6 +129,82 @@ def key_findings(ev: Evidence) -> list[Finding]:
             )
         )
     return found
+
+
+def _span_finding(key: FindingKey, label: str, span, unit: str, digits: int, provenance: str) -> Finding:
+    return Finding(
+        key=key,
+        label=label,
+        value=round(span.mid, digits + 1),
+        low=round(span.low, digits + 1),
+        high=round(span.high, digits + 1),
+        text=span.text(digits, unit),
+        unit=unit,
+        provenance=provenance,
+    )
+
+
+def _model_findings(ev: Evidence) -> list[Finding]:
+    """The regime-level numbers the decision page cites (modelled within floors)."""
+    from verifylab.model.case import inputs
+    from verifylab.model.cycle import Span
+    from verifylab.model.decision import regime_answer, thresholds
+    from verifylab.model.floors import Layout, pass_bytes
+    from verifylab.model.options import CONTEXT_TOKENS
+    from verifylab.vocab import Regime
+
+    a = account(ev)
+    low, high, _ = inputs(ev).curves.reported_allreduce or (0.0, 0.0, 0.0)
+    floors = [pass_bytes(k, Layout.TP, 8, context=CONTEXT_TOKENS).floor_ms() for k in a.draft_tokens]
+    bands = thresholds(ev)
+    healthy, host = bands[Regime.HEALTHY_P2P.value], bands[Regime.HOST_MEMORY.value]
+    gain = regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_ms
+    out = [
+        _span_finding(
+            FindingKey.VERIFY_COMPUTE_FLOOR_MS,
+            "verify compute floor at peak bandwidth (ms)",
+            Span.of(*floors),
+            "ms",
+            1,
+            "modelled",
+        ),
+        _span_finding(
+            FindingKey.ALLREDUCE_AS_REPORTED_US,
+            "verify all-reduce as reported, compute at its floor (us)",
+            Span(low, high),
+            "µs",
+            0,
+            "modelled from reported figures",
+        ),
+        _span_finding(
+            FindingKey.ALLREDUCE_HEALTHY_US,
+            "8-rank all-reduce at 57 KB, healthy PCIe P2P (us)",
+            Span(healthy.low_us, healthy.high_us),
+            "µs",
+            0,
+            "reported (public), modelled",
+        ),
+        _span_finding(
+            FindingKey.ALLREDUCE_HOST_MEMORY_US,
+            "8-rank all-reduce at 57 KB, host memory (us)",
+            Span(host.low_us, host.high_us),
+            "µs",
+            0,
+            "measured (2 x H200), modelled",
+        ),
+    ]
+    if gain is not None:
+        out.append(
+            _span_finding(
+                FindingKey.FUSION_GAIN_HEALTHY_MS,
+                "fusion saving per verify pass, healthy P2P (ms)",
+                gain,
+                "ms",
+                2,
+                "modelled",
+            )
+        )
+    return out
 
 
 def by_key(findings: list[Finding]) -> dict[str, Finding]:

@@ -4,11 +4,11 @@ fusion-vs-elimination options, and the audited gate matrix for the installed SGL
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from verifylab.model.case import account, whatif_table
+from verifylab.model.case import account
 from verifylab.model.cycle import CycleAccount
 from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
 from verifylab.report.live_smoke import mechanics_runs
@@ -26,7 +26,10 @@ class DeploymentFacts:
     fusion_state: dict | None = None  # {"active": bool, "reasons": str, "run_id"} of a measured fusion variant
     reported_fusion: dict | None = None  # {"eagle3", "eagle3_fusion", "baseline", "fusion_runs": (low, high)}
     account: CycleAccount | None = None  # the case study's cycle, every derived quantity as a range
-    options: pd.DataFrame | None = None  # fusion vs elimination at one stream (model.options.options_table)
+    answers: dict | None = None  # Regime -> model.decision.RegimeAnswer (the four questions, modelled)
+    thresholds: dict = field(default_factory=dict)  # regime value -> Price of an 8-rank all-reduce at 57 KB
+    upgrade: tuple[str, str] | None = None  # (sglang, flashinfer): the one upgrade the book names (audited)
+    upgrade_gates_closed: list[str] | None = None  # the gates to open on the upgrade target
     gates_closed: list[str] | None = None  # "file : function" closed for the target arch, installed version
     sglang_version: str | None = None
     flashinfer_version: str | None = None
@@ -72,8 +75,8 @@ def facts_from_evidence(
             "fusion_runs": (fusion_runs.min(), fusion_runs.max()),
         },
         account=account(ev),
-        options=whatif_table(ev),
     )
+    _decision_facts(ev, facts)
     smoke = set(mechanics_runs(ev))  # mechanics only: never evidence for a deployment
     stored = {
         name: frame[~frame.run_id.isin(smoke)] if "run_id" in frame.columns else frame for name, frame in stored.items()
@@ -93,11 +96,31 @@ def facts_from_evidence(
                 "run_id": row.run_id,
             }
     if sglang_version and ev.has_gate_matrix:
-        matrix = ev.gate_matrix
-        rows = matrix[(matrix.package == "sglang") & (matrix.version.astype(str) == sglang_version)]
-        if not rows.empty:
-            closed = rows[rows.status == "closed"]
-            facts.gates_closed = [
-                f"{f.replace('sglang/srt/', '')} : {fn}" for f, fn in zip(closed.file, closed.function, strict=False)
-            ]
+        facts.gates_closed = _closed_gates(ev.gate_matrix, sglang_version)
     return facts
+
+
+def _closed_gates(matrix: pd.DataFrame, version: str) -> list[str] | None:
+    rows = matrix[(matrix.package == "sglang") & (matrix.version.astype(str) == version)]
+    if rows.empty:
+        return None
+    closed = rows[rows.status == "closed"]
+    return [f"{f.replace('sglang/srt/', '')} : {fn}" for f, fn in zip(closed.file, closed.function, strict=False)]
+
+
+def _decision_facts(ev: Evidence, facts: DeploymentFacts) -> None:
+    """The modelled answers per regime, the all-reduce bands, and the one upgrade target (audited wheels)."""
+    from verifylab.errors import VerifylabError
+    from verifylab.model.decision import regime_answer, thresholds
+    from verifylab.model.regimes import PRICED_REGIMES
+    from verifylab.report.gates_report import pcie_sm120_outlook, upgrade_target
+
+    try:
+        facts.answers = {regime: regime_answer(ev, regime) for regime in PRICED_REGIMES}
+        facts.thresholds = thresholds(ev)
+    except VerifylabError:  # a data folder without the measured inputs: the rules say what is missing
+        facts.answers, facts.thresholds = None, {}
+    if ev.has_gate_matrix:
+        facts.upgrade = upgrade_target(pcie_sm120_outlook(ev.fusion_forensics))
+        if facts.upgrade:
+            facts.upgrade_gates_closed = _closed_gates(ev.gate_matrix, facts.upgrade[0])

@@ -11,14 +11,15 @@ from typing import Literal
 
 import pandas as pd
 
-from verifylab.model.cycle import Span
 from verifylab.report.facts import DeploymentFacts
 from verifylab.report.section import Prose
 from verifylab.server.launch import DEFAULT_VARIANTS, variant_args
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,
-    FLASHINFER_WORKSPACE_WITHOUT_MULTICAST,
+    LOAD_STREAMS,
     SGLANG_FUSION_MAX_TOKENS,
+    Regime,
+    flashinfer_workspace_needs_multicast,
     version_at_least,
 )
 
@@ -96,11 +97,22 @@ def _speculation(ev: DeploymentFacts) -> Recommendation:
             provenance=["measured"],
         )
     if ev.reported_liability_concurrency:
+        modelled = ""
+        if ev.answers:
+            from verifylab.model.decision import crossover_text
+            from verifylab.model.regimes import REGIME_TITLE
+
+            modelled = (
+                " Modelled (uniform expert routing, the most experts a pass can read): "
+                + "; ".join(f"{REGIME_TITLE[g]}: {crossover_text(a)}" for g, a in ev.answers.items())
+                + " — real routing reads fewer distinct experts and moves the crossover up."
+            )
         return Recommendation(
             Topic.SPECULATION,
-            f"Reported only: speculation becomes a liability from about {ev.reported_liability_concurrency:.0f} "
-            "concurrent requests. Plan to route loads above that to a non-speculative server, and measure first.",
-            ["reported: seed 002 ('C≥30')", "chapter 2"],
+            f"Reported: speculation becomes a liability from about {ev.reported_liability_concurrency:.0f} "
+            f"concurrent requests.{modelled} Route loads above the crossover to a non-speculative server, and "
+            "measure it first (chapter 2's sweep).",
+            ["reported: seed 002 ('C≥30')", "chapter 2", "chapter 4 (modelled)"],
             "low",
             measure_next="verifylab sweep on both variants (chapter 2, live mode) to find the crossover with its "
             "interval",
@@ -136,33 +148,44 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
             "medium",
             provenance=["measured"],
         )
-    if ev.reported_fusion and ev.account:
+    if ev.reported_fusion and ev.account and ev.answers:
         r, a = ev.reported_fusion, ev.account
-        runs = r["fusion_runs"]
-        blocked = (
-            ev.interconnect not in (None, "NVLink")
-            and ev.flashinfer_version is not None
-            and not version_at_least(ev.flashinfer_version, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST)
-        )
-        first = (
-            f"Fusion cannot run with FlashInfer {ev.flashinfer_version} on {ev.interconnect}: its workspace needs "
-            "NVLink multicast (audited source), so the reported 'fusion' run may not have fused at all. Upgrade "
-            "first; then enable it with EAGLE-3"
-            if blocked
-            else "Enable fusion with EAGLE-3"
-        )
+        healthy = ev.answers.get(Regime.HEALTHY_P2P)
+        band = ev.thresholds.get(Regime.HEALTHY_P2P.value)
+        slow = ev.thresholds.get(Regime.HOST_MEMORY.value)
+        upgrade = f"SGLang {ev.upgrade[0]} (FlashInfer {ev.upgrade[1]})" if ev.upgrade else "a version chapter 1 lists"
+        gain = healthy.fusion_gain_ms.text(2, "ms") if healthy and healthy.fusion_gain_ms else "not priced"
+        loaded = healthy.fusion_gain_ms_loaded.gain_text(1, "ms") if healthy and healthy.fusion_gain_ms_loaded else "?"
+        fused_tps = healthy.fused_tps.text(0, "tok/s") if healthy and healthy.fused_tps else "?"
+        eagle_tps = healthy.eagle_tps.text(0, "tok/s") if healthy else "?"
         return Recommendation(
             Topic.FUSION,
-            f"{first}, but expect little from the fusion itself: kernel fusion removes "
-            f"{a.text('kernel_fusion_ms')} per verify pass of the {a.text('removed_ms')} per cycle that the reported "
-            f"{r['eagle3']:.1f} -> {r['eagle3_fusion']:.1f} tok/s removed; {a.text('remainder_ms')} of it is "
-            "unexplained (the jump spans a CUDA upgrade and other patches; algorithm substitution, NCCL ring -> "
-            f"one-shot push, is the leading hypothesis, unmeasured). Plain decoding shows no resolved difference "
-            f"({r['baseline']:.1f} vs {runs[0]:.1f}-{runs[1]:.1f} tok/s).",
+            f"If the box's 8-rank all-reduce of one stream's verify message costs "
+            f"{_band(band)} (healthy P2P): upgrade to {upgrade}, open its gates and deploy fusion for EAGLE-3 at "
+            f"one stream: it saves {gain} per verify pass ({eagle_tps} -> {fused_tps}, modelled); at "
+            f"{max(LOAD_STREAMS)} streams the one-shot push over PCIe changes the pass by {loaded} (past the public "
+            f"crossover it loses to NCCL). If it costs {_band(slow)} (host memory) or more, fusion cannot help: "
+            f"its kernel needs working P2P; fix P2P first. The reported {r['eagle3']:.1f} -> "
+            f"{r['eagle3_fusion']:.1f} tok/s is not the fusion's: "
+            f"kernel fusion removes {a.text('kernel_fusion_ms')} of the {a.text('removed_ms')} per cycle, and "
+            f"EAGLE-3 with 'fusion' beat plain decoding by {a.text('bottom_line_pct')} ({r['eagle3_fusion']:.1f} vs "
+            f"{r['baseline']:.1f} tok/s).",
+            ["chapter 4 (options per regime, modelled)", "chapter 1 (forensics, audited wheels)", "public table"],
+            "medium",
+            measure_next="`verifylab comm probe` on the box (its regime), then EAGLE-3 with and without fusion "
+            "on the upgraded stack, profiled",
+            provenance=["modelled", "reported (public)", "audited"],
+        )
+    if ev.reported_fusion and ev.account:  # reported figures, no regime model
+        r, a = ev.reported_fusion, ev.account
+        return Recommendation(
+            Topic.FUSION,
+            f"Reported only: {r['eagle3']:.1f} -> {r['eagle3_fusion']:.1f} tok/s, {a.text('bottom_line_pct')} over "
+            f"plain decoding; kernel fusion removes {a.text('kernel_fusion_ms')} of the {a.text('removed_ms')} per "
+            "cycle. Whether fusion pays depends on the box's communication regime: measure it first.",
             ["reported: seeds 000-002", "chapter 4 (cycle account, modelled)"],
             "low",
-            measure_next="EAGLE-3 with --enforce-disable-flashinfer-allreduce-fusion vs with fusion on the same stack, "
-            "profiled (chapter 3)",
+            measure_next="`verifylab comm probe` on the box",
             provenance=["reported", "modelled"],
         )
     return Recommendation(
@@ -182,6 +205,20 @@ def _gates(ev: DeploymentFacts) -> Recommendation:
             [],
             "none",
             measure_next="verifylab gates audit --root <site-packages>",
+        )
+    if ev.upgrade and ev.sglang_version and ev.sglang_version != ev.upgrade[0] and ev.upgrade_gates_closed:
+        return Recommendation(
+            Topic.GATES,
+            f"Upgrade SGLang {ev.sglang_version} to {ev.upgrade[0]} (it pins FlashInfer {ev.upgrade[1]}); then open "
+            f"its {len(ev.upgrade_gates_closed)} gate(s) with `verifylab gates apply --arch sm120` and check them "
+            "with `verifylab gates verify` (revert with `verifylab gates revert`): "
+            + "; ".join(ev.upgrade_gates_closed)
+            + f". Opening the {len(ev.gates_closed)} gate(s) of {ev.sglang_version} instead leaves FlashInfer's JIT "
+            "list closed. Which gates is audited; that the opened path runs on SM120 is not: no SM120 GPU ran it.",
+            ["gates audit of the published wheels", "chapter 1"],
+            "medium",
+            command="verifylab gates apply --arch sm120 --root <site-packages of the upgraded install>",
+            provenance=["audited"],
         )
     if not ev.gates_closed:
         return Recommendation(
@@ -252,12 +289,11 @@ def _no_multicast_risk(ev: DeploymentFacts) -> Recommendation:
         evidence=["gates audit (precondition)", "simulated-PCIe run on 2 x H200 (SM90)", "chapter 1"],
         provenance=["audited", "measured"],
     )
-    if ev.flashinfer_version and not version_at_least(ev.flashinfer_version, FLASHINFER_WORKSPACE_WITHOUT_MULTICAST):
+    if flashinfer_workspace_needs_multicast(ev.flashinfer_version):
         return Recommendation(
             Topic.RISK_NO_MULTICAST,
             f"FlashInfer {ev.flashinfer_version}'s all-reduce workspace needs NVLink multicast, which a PCIe box "
-            f"lacks: fusion cannot run on it, whatever the gates say. SGLang versions that pin FlashInfer >= "
-            f"{FLASHINFER_WORKSPACE_WITHOUT_MULTICAST} can (chapter 1's table).",
+            "lacks: fusion cannot run on it, whatever the gates say (chapter 1's forensics, read from the wheels).",
             confidence="medium",
             measure_next="upgrade SGLang with its pinned FlashInfer; grep the log for 'AllReduce Fusion enabled'",
             **common,
@@ -265,9 +301,9 @@ def _no_multicast_risk(ev: DeploymentFacts) -> Recommendation:
     return Recommendation(
         Topic.RISK_NO_MULTICAST,
         "On PCIe SGLang's workspace preflight (>= 0.5.12) asks for NVLink multicast, logs 'Skipping allreduce "
-        "fusion' and stays unfused; `verifylab gates apply` opens it as a precondition (FlashInfer "
-        f">= {FLASHINFER_WORKSPACE_WITHOUT_MULTICAST} needs no multicast). Check the log says 'AllReduce Fusion "
-        "enabled' and a profile shows fused kernels.",
+        "fusion' and stays unfused; `verifylab gates apply` opens it as a precondition where the installed "
+        "FlashInfer allocates its workspace without multicast. Check the log says 'AllReduce Fusion enabled' and "
+        "a profile shows fused kernels.",
         confidence="medium",
         measure_next="grep the server log; profile for fused kernel names",
         **common,
@@ -275,16 +311,25 @@ def _no_multicast_risk(ev: DeploymentFacts) -> Recommendation:
 
 
 DRAFT_PLACEHOLDER = "<EAGLE-3-draft-path>"
+FUSION_BACKEND_FLAG_FROM = "0.5.17"  # SGLang adds --flashinfer-allreduce-fusion-backend (audited wheels)
+
+
+def replay_flags(version: str | None) -> str:
+    """The flags a replayed command may use, as the targeted SGLang version spells them (unchecked in replay)."""
+    flags = (
+        "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion --speculative-algorithm "
+        "--speculative-draft-model-path --speculative-num-steps --speculative-eagle-topk --speculative-num-draft-tokens"
+    )
+    if version_at_least(version, FUSION_BACKEND_FLAG_FROM):
+        flags += " --flashinfer-allreduce-fusion-backend --enforce-disable-flashinfer-allreduce-fusion"
+    return flags
 
 
 def _command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
     if ev.base is None:
         return Recommendation(Topic.LAUNCH_COMMAND, "No model path given: no command built.", [], "none")
-    help_text = ev.help_text or (
-        "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion "
-        "--speculative-algorithm --speculative-draft-model-path --speculative-num-steps "
-        "--speculative-eagle-topk --speculative-num-draft-tokens"
-    )
+    target = ev.upgrade[0] if ev.upgrade else ev.sglang_version
+    help_text = ev.help_text or replay_flags(target)
     variant = DEFAULT_VARIANTS["fusion" if rec.keep_speculation is False else "eagle3_fusion"]
     base, placeholder = ev.base, ""
     if variant.speculative and not base.draft_model_path:
@@ -296,9 +341,10 @@ def _command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
         if ev.help_text
         else "flags not checked (replay): `verifylab serve` checks them against the installed --help"
     )
+    on = f" on SGLang {target}" if target and target != ev.sglang_version else ""
     return Recommendation(
         Topic.LAUNCH_COMMAND,
-        f"Deploy variant '{variant.name}' ({checked}). Speculative parameters "
+        f"Deploy variant '{variant.name}'{on} ({checked}). Speculative parameters "
         f"(steps {ev.base.speculative_num_steps}, top-k {ev.base.speculative_eagle_topk}, draft "
         f"tokens {ev.base.speculative_num_draft_tokens}) are the common defaults, not tuned here.{placeholder}",
         ["chapter 2"],
@@ -308,33 +354,32 @@ def _command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
     )
 
 
+def _band(price) -> str:
+    return f"{price.low_us:.0f}-{price.high_us:.0f} µs" if price is not None else "an unknown amount"
+
+
 def _elimination(ev: DeploymentFacts) -> Recommendation:
-    """Fusion vs removing all-reduces, from the modelled options at one stream."""
-    if ev.options is None or ev.options.empty:
+    """Eliminate all-reduces, and how: the fastest option per regime and load (modelled)."""
+    if not ev.answers:
         return Recommendation(Topic.ELIMINATION, "No model of the options.", [], "none")
-    rows = ev.options.set_index("key")
-    span = lambda key, col: Span(rows.loc[key, col + "_low"], rows.loc[key, col + "_high"]).text(1)  # noqa: E731
-    elim = rows.loc[[k for k in ("dp_attention", "tp4_pp2", "ep8") if k in rows.index and rows.loc[k, "fits"]]]
-    best = elim["verify_ms"].idxmin() if not elim.empty else None
-    text = (
-        f"At one stream the verify pass is {span('baseline', 'verify_ms')} ms as run; kernel fusion alone gives "
-        f"{span('kernel_fusion', 'verify_ms')} ms, and fusion with a one-shot all-reduce up to "
-        f"{span('fusion_oneshot_bound', 'tokens_per_s')} tok/s (an optimistic link-model bound)."
-    )
-    if best is not None:
-        text += (
-            f" The best elimination that fits, {rows.loc[best, 'option'].removeprefix('elimination: ')}, gives "
-            f"{span(best, 'verify_ms')} ms ({span(best, 'tokens_per_s')} tok/s): {rows.loc[best, 'removes_and_adds']}."
-        )
-    unfit = [rows.loc[k, "option"].removeprefix("elimination: ") for k in rows.index if not rows.loc[k, "fits"]]
-    if unfit:
-        text += f" {', '.join(unfit)}: the weights leave no room for the KV cache."
+    from verifylab.model.options import OPTIONS, Option
+    from verifylab.model.regimes import REGIME_TITLE
+
+    parts = []
+    for regime, answer in ev.answers.items():
+        loads = ", ".join(f"{c}: {OPTIONS[Option(k)].title}" for c, k in answer.best_by_load.items())
+        parts.append(f"{REGIME_TITLE[regime]}: {loads}")
     return Recommendation(
         Topic.ELIMINATION,
-        text + " Measure the all-reduce curve of the box before choosing: every option here prices PCIe by a model.",
-        ["chapter 4 (options, modelled)"],
+        "Fastest verify pass by regime and streams (modelled, within physical floors): "
+        + "; ".join(parts)
+        + ". Eliminating all-reduces (DP attention + EP all-to-all) pays only with many streams, where every GPU "
+        "reads its own requests' attention; at one stream it reads all attention weights on one GPU. TP 4 x PP 2 "
+        "keeps all 122 all-reduces (fewer ranks each) and SGLang refuses pipeline parallelism with speculative "
+        "decoding; EP 8 with TP attention keeps the 122 all-reduces and reads whole experts on the busiest GPU.",
+        ["chapter 4 (options per regime, modelled)"],
         "low",
-        measure_next="nccl-tests all_reduce_perf / all_gather_perf on the box, then `verifylab model pass`",
+        measure_next="`verifylab comm probe` on the box to know its regime; DeepEP all-to-all on PCIe is unmeasured",
         provenance=["modelled"],
     )
 

@@ -14,10 +14,41 @@ from verifylab.errors import ReferenceDataError
 
 PUBLIC_FILE = Path("reference") / "public_measurements.csv"
 PROVENANCE = "reported (public)"
-COLUMNS = ["id", "value", "unit", "world_size", "message_bytes", "implementation", "transport", "regime", "hardware",
-           "software", "method", "published", "retrieved", "url", "quote", "derivation", "note"]  # fmt: skip
-REQUIRED = ["id", "value", "unit", "world_size", "implementation", "transport", "regime", "hardware", "method",
-            "published", "retrieved", "url", "quote", "derivation"]  # fmt: skip
+COLUMNS = [
+    "id",
+    "value",
+    "unit",
+    "world_size",
+    "message_bytes",
+    "implementation",
+    "transport",
+    "regime",
+    "hardware",
+    "software",
+    "method",
+    "published",
+    "retrieved",
+    "url",
+    "quote",
+    "derivation",
+    "note",
+]
+REQUIRED = [
+    "id",
+    "value",
+    "unit",
+    "world_size",
+    "implementation",
+    "transport",
+    "regime",
+    "hardware",
+    "method",
+    "published",
+    "retrieved",
+    "url",
+    "quote",
+    "derivation",
+]
 REGIMES = {"healthy P2P", "host-memory fallback", "socket", "degraded"}
 TRANSPORTS = {"P2P", "SHM", "NET"}
 UNITS = {"us", "GB/s", "tok/s", "ms"}

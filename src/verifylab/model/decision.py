@@ -1,0 +1,166 @@
+"""The four questions the book answers, per communication regime, from the options priced there (modelled):
+deploy fusion? keep EAGLE-3? eliminate all-reduces, and how? from how many streams turn speculation off? And the
+thresholds that tell a reader's box which regime's answer applies (the communication probe measures them).
+
+Everything here is computed from :mod:`verifylab.model.options` and the regime curves; prose formats these
+values and types none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from verifylab.model.case import account, inputs, whatif_table
+from verifylab.model.costmodel import eagle3_tokens_per_s
+from verifylab.model.cycle import Span
+from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
+from verifylab.model.regimes import PRICED_REGIMES, REGIME_TITLE, Collective, Price
+from verifylab.store.evidence import Evidence
+from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
+
+STREAM_GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64)
+REFERENCE_MESSAGE = DRAFT_TOKENS[0] * KIMI_K2_HIDDEN * 2  # a verify pass's all-reduce at one stream: 57 KB
+
+
+@dataclass(frozen=True)
+class RegimeAnswer:
+    """The answers for one regime."""
+
+    regime: Regime
+    decode_tps: Span  # plain decoding, one stream (TP 8, NCCL)
+    eagle_tps: Span  # EAGLE-3, one stream (TP 8, NCCL)
+    fused_tps: Span | None  # EAGLE-3 with fusion, one stream
+    fusion_gain_ms: Span | None  # NCCL - fused verify, one stream
+    fusion_gain_ms_loaded: Span | None  # at the largest load
+    best_by_load: dict[int, str]  # streams -> the option with the fastest verify (midpoint)
+    crossover: tuple[int, int] | None  # (last streams where EAGLE-3 wins, first where it loses), None: never
+    speculation_wins_everywhere: bool
+
+
+def decode_regime(regime: Regime) -> Regime:
+    """The regime plain decoding runs in. On the case study's box decoding reached 92.6 tok/s, which bounds its
+    all-reduces to the decode bound (under 90 us) whatever the verify pass's cost: the anomaly belongs to the
+    verify pass, so its decoding is priced as healthy P2P."""
+    return Regime.HEALTHY_P2P if regime is Regime.DEGRADED else regime
+
+
+def _decode(ev: Evidence, regime: Regime, streams: int) -> Span | None:
+    """Plain decoding (TP 8, NCCL): one token per stream per step; one stream's tok/s."""
+    p = option_pass(inputs(ev), Option.TP8_NCCL, decode_regime(regime), streams, 1)
+    return None if p.verify is None else Span(1e3 / p.verify.high, 1e3 / p.verify.low)
+
+
+def _eagle(ev: Evidence, option: Option, regime: Regime, streams: int) -> Span | None:
+    """EAGLE-3 with ``option``: one stream's tok/s over the draft-token range and both readings."""
+    a = account(ev)
+    rates = []
+    for k in a.draft_tokens:
+        p = option_pass(inputs(ev), option, regime, streams, k)
+        if p.verify is None:
+            return None
+        rates += [
+            eagle3_tokens_per_s(r.accept, ms, r.draft_ms) for ms in (p.verify.low, p.verify.high) for r in a.readings
+        ]
+    return Span(min(rates), max(rates))
+
+
+def _crossover(ev: Evidence, regime: Regime) -> tuple[tuple[int, int] | None, bool]:
+    """Where EAGLE-3 (TP 8, NCCL) stops paying against plain decoding, by the ranges' midpoints."""
+    previous = None
+    for streams in STREAM_GRID:
+        eagle, decode = _eagle(ev, Option.TP8_NCCL, regime, streams), _decode(ev, regime, streams)
+        if eagle is None or decode is None:
+            return None, False
+        if eagle.mid <= decode.mid:
+            return ((previous or streams), streams), False
+        previous = streams
+    return None, True
+
+
+def regime_answer(ev: Evidence, regime: Regime) -> RegimeAnswer:
+    """The four answers for ``regime``."""
+    one = whatif_table(ev, 1).set_index(["regime_key", "key"])
+    loads = {c: whatif_table(ev, c).set_index(["regime_key", "key"]) for c in LOAD_STREAMS}
+
+    def verify(table, key) -> Span | None:
+        row = table.loc[(regime.value, key)]
+        return None if pd.isna(row["verify_ms_low"]) else Span(row["verify_ms_low"], row["verify_ms_high"])
+
+    def gain(table) -> Span | None:
+        """Verify time fusion saves: NCCL's all-reduces and norms less the fused kernels, low ends together and
+        high ends together (the compute is the same in both and cancels)."""
+        nccl, fused = (
+            table.loc[(regime.value, Option.TP8_NCCL.value)],
+            table.loc[(regime.value, Option.TP8_FUSED.value)],
+        )
+        if pd.isna(fused["comm_ms_low"]) or pd.isna(nccl["comm_ms_low"]):
+            return None
+        ends = [nccl[f"comm_ms_{e}"] + nccl[f"norm_ms_{e}"] - fused[f"comm_ms_{e}"] for e in ("low", "high")]
+        return Span(min(ends), max(ends))
+
+    best = {}
+    for c, table in loads.items():
+        priced = {k.value: verify(table, k.value) for k in OPTIONS}
+        priced = {k: v for k, v in priced.items() if v is not None}
+        best[c] = min(priced, key=lambda k: priced[k].mid)
+    crossover, everywhere = _crossover(ev, regime)
+    return RegimeAnswer(
+        regime,
+        _decode(ev, regime, 1),  # type: ignore[arg-type]
+        _eagle(ev, Option.TP8_NCCL, regime, 1),  # type: ignore[arg-type]
+        _eagle(ev, Option.TP8_FUSED, regime, 1),
+        gain(one),
+        gain(loads[max(LOAD_STREAMS)]),
+        best,
+        crossover,
+        everywhere,
+    )
+
+
+def thresholds(ev: Evidence) -> dict[str, Price]:
+    """What an 8-rank all-reduce of one stream's verify message costs in each regime: the probe's reading on a
+    reader's box is compared with these."""
+    curves = inputs(ev).curves
+    out = {}
+    for regime in PRICED_REGIMES:
+        price = curves.price(regime, Collective.NCCL, GPUS, REFERENCE_MESSAGE)
+        if isinstance(price, Price):
+            out[regime.value] = price
+    return out
+
+
+def decision_table(ev: Evidence) -> pd.DataFrame:
+    """One row per regime: the all-reduce band that identifies it, plain decoding vs EAGLE-3 (with and without
+    fusion) at one stream, the fastest option at 1, 8 and 32 streams, and where speculation stops paying."""
+    bands = thresholds(ev)
+    rows = []
+    for regime in PRICED_REGIMES:
+        a = regime_answer(ev, regime)
+        band = bands.get(regime.value)
+        rows.append(
+            {
+                "regime": REGIME_TITLE[regime],
+                "regime_key": regime.value,
+                "allreduce_57kb_us": f"{band.low_us:.0f}-{band.high_us:.0f}" if band else "",
+                "decode_tok_s": a.decode_tps.text(0),
+                "eagle3_tok_s": a.eagle_tps.text(0),
+                "eagle3_fusion_tok_s": a.fused_tps.text(0) if a.fused_tps else "cannot run (needs P2P)",
+                "fusion_saves_ms": a.fusion_gain_ms.text(2) if a.fusion_gain_ms else "—",
+                "fastest_at": "; ".join(f"{c}: {OPTIONS[Option(k)].title}" for c, k in a.best_by_load.items()),
+                "speculation_off_from": crossover_text(a),
+                "provenance": "modelled",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def crossover_text(a: RegimeAnswer) -> str:
+    """Where speculation stops paying, in words."""
+    if a.speculation_wins_everywhere:
+        return f"pays up to {STREAM_GRID[-1]} streams"
+    if a.crossover is None:
+        return "not priced"
+    low, high = a.crossover
+    return "never pays" if low == high == STREAM_GRID[0] else f"between {low} and {high} streams"

@@ -1,0 +1,121 @@
+"""Physical floors of a verify pass: the bytes the busiest GPU must read, at the card's peak bandwidth.
+
+One function, :func:`pass_bytes`, gives every layout's bytes per pass; the limits table and every option use it,
+and no modelled compute term may fall below it. Assumptions, stated once:
+
+- precision (Kimi-K2.5 "INT4", the case study's model): routed experts are weight-only INT4 with one bf16
+  scale per group of 32 weights (K2-Thinking's native W4A16 format, "quant scale of 1x32"; the K2.5 release's
+  ``config.json`` was not read here); attention, router, shared expert, the dense first layer, embeddings
+  and the LM head stay bf16;
+- routing is uniform top-8 of 384 experts, so a pass of T tokens reads E(T) = 384 (1 - (1 - 8/384)^T)
+  distinct experts per layer, and with experts placed whole on GPUs (EP) the busiest GPU holds the
+  expected maximum of 8 binomial draws;
+- KV cache: MLA's latent (512 + 64 values, bf16) per token and layer. Tensor-parallel attention keeps every
+  request's latent KV on every GPU; data-parallel attention keeps a request's KV on its GPU only;
+- bandwidth: the RTX PRO 6000 Blackwell's 1792 GB/s (NVIDIA datasheet, reported), never reached in practice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, expected_distinct_experts
+from verifylab.vocab import BF16_BYTES
+
+RTX_PRO_6000_BLACKWELL_GBS = 1792.0  # NVIDIA datasheet: 96 GB GDDR7, 1792 GB/s (reported)
+RTX_PRO_6000_MEMORY_BYTES = 96e9  # NVIDIA datasheet: 96 GB (decimal)
+INT4_GROUP = 32
+INT4_BYTES_PER_WEIGHT = 0.5 + BF16_BYTES / INT4_GROUP  # 4 bits + one bf16 scale per 32 weights
+MLA_KV_BYTES_PER_TOKEN_LAYER = (KIMI_K2.kv_lora_rank + KIMI_K2.qk_rope_dim) * BF16_BYTES
+QUANTIZATION_SOURCE = (
+    "K2-Thinking's native INT4 (W4A16, one scale per 32 weights, routed experts only), assumed for Kimi-K2.5"
+)
+
+
+class Layout(StrEnum):
+    """How a layer's attention and experts are spread over the GPUs of one box."""
+
+    TP = "tensor parallel"  # attention and every expert sharded over all GPUs
+    EP_TP_ATTENTION = "expert parallel, tensor-parallel attention"  # experts whole; attention sharded
+    EP_DP_ATTENTION = "expert parallel, data-parallel attention"  # experts whole; attention replicated
+
+
+@dataclass(frozen=True)
+class PassBytes:
+    """Bytes the busiest GPU reads in one pass, by part (all layers of the pass)."""
+
+    attention: float
+    experts: float
+    shared_and_dense: float
+    head: float
+    kv: float
+
+    @property
+    def total(self) -> float:
+        return self.attention + self.experts + self.shared_and_dense + self.head + self.kv
+
+    def floor_ms(self, bandwidth_gbs: float = RTX_PRO_6000_BLACKWELL_GBS) -> float:
+        """Time to read these bytes at ``bandwidth_gbs``: no pass can be faster."""
+        return self.total / (bandwidth_gbs * 1e9) * 1e3
+
+
+def busiest_gpu_experts(experts_hit: float, gpus: int, experts: int = KIMI_K2.experts) -> float:
+    """Expected experts the busiest GPU must read when ``experts_hit`` of ``experts`` (placed whole, evenly) are
+    hit at random: the expected maximum of ``gpus`` binomial counts (uniform routing)."""
+    per_gpu = experts // gpus
+    p = min(max(experts_hit / experts, 0.0), 1.0)
+    cdf = [sum(math.comb(per_gpu, i) * p**i * (1 - p) ** (per_gpu - i) for i in range(j + 1)) for j in range(per_gpu)]
+    # E[max] = sum over j of P(max > j) = sum (1 - F(j)^gpus)
+    return sum(1 - c**gpus for c in cdf)
+
+
+def pass_bytes(
+    tokens: float,
+    layout: Layout = Layout.TP,
+    gpus: int = 8,
+    layers: int | None = None,
+    context: int = 0,
+    streams_on_busiest: float = 1,
+    model: ModelShape = KIMI_K2,
+    expert_bytes_per_weight: float = INT4_BYTES_PER_WEIGHT,
+) -> PassBytes:
+    """Bytes the busiest GPU reads for one pass of ``tokens`` tokens over ``layers`` layers (default: all),
+    with ``streams_on_busiest`` requests of ``context`` tokens of KV each on that GPU."""
+    layers = model.layers if layers is None else layers
+    moe_layers = max(layers - model.dense_layers, 0) if layers == model.layers else layers
+    dense_layers = layers - moe_layers
+    tp = gpus if layout is Layout.TP else 1
+    attention_shard = ShardShape(model, gpus if layout is not Layout.EP_DP_ATTENTION else 1)
+    expert_shard = ShardShape(model, tp)
+    hit = expected_distinct_experts(round(tokens), model.experts, model.experts_per_token)
+    # TP: every hit expert's 1/gpus shard on every GPU; EP: whole experts, on the busiest GPU
+    experts = hit if layout is Layout.TP else busiest_gpu_experts(hit, gpus, model.experts)
+    attention = attention_shard.attention_weight_elems() * BF16_BYTES * layers
+    expert_bytes = experts * expert_shard.expert_weight_elems() * expert_bytes_per_weight * moe_layers
+    router_shared = (attention_shard.router_weight_elems() + ShardShape(model, gpus).expert_weight_elems()) * BF16_BYTES
+    dense = ShardShape(model, gpus).dense_mlp_weight_elems() * BF16_BYTES
+    head = model.vocab * model.hidden * BF16_BYTES / gpus if layers == model.layers else 0.0
+    kv = streams_on_busiest * context * MLA_KV_BYTES_PER_TOKEN_LAYER * layers
+    return PassBytes(attention, expert_bytes, router_shared * moe_layers + dense * dense_layers, head, kv)
+
+
+def weights_per_gpu_bytes(
+    layout: Layout, gpus: int = 8, pipeline_stages: int = 1, model: ModelShape = KIMI_K2
+) -> float:
+    """Weights one GPU holds: replicated parts counted once per GPU, INT4 experts with their scales."""
+    layers = model.layers / pipeline_stages
+    tp = gpus if layout is Layout.TP else 1
+    attention = ShardShape(model, gpus if layout is not Layout.EP_DP_ATTENTION else 1).attention_weight_elems()
+    experts = model.experts // (1 if layout is Layout.TP else gpus)
+    expert_bytes = experts * ShardShape(model, tp).expert_weight_elems() * INT4_BYTES_PER_WEIGHT
+    shard = ShardShape(model, gpus)
+    bf16 = (attention + shard.router_weight_elems() + shard.expert_weight_elems()) * BF16_BYTES
+    head_and_embedding = 2 * model.vocab * model.hidden * BF16_BYTES / gpus / pipeline_stages
+    return layers * (bf16 + expert_bytes) + head_and_embedding
+
+
+def kv_bytes_per_token(layers: int = KIMI_K2.layers) -> int:
+    """Latent KV bytes one token of context holds on a GPU that keeps it (all layers)."""
+    return MLA_KV_BYTES_PER_TOKEN_LAYER * layers

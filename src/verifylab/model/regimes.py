@@ -1,0 +1,339 @@
+"""What one collective costs in each communication regime, at its own message size, from measured and public
+curves — never from one unexplained figure alone.
+
+Regimes (a box is in one; the communication probe tells which):
+- **healthy P2P**: public measurements on RTX PRO 6000 PCIe boxes (NCCL at 4 and 8 ranks from several boxes, a
+  one-shot push kernel at 4 and 8 ranks). Beyond the largest size a source measured, a curve grows by its
+  bandwidth term: NCCL's ring moves 2(n-1)/n of the message at the public bus bandwidth (22-41 GB/s at 8 ranks);
+  a one-shot push sends (n-1) copies over one GPU's link (54 GB/s public), and FlashInfer switches to two-shot
+  past its size threshold.
+- **host-memory fallback**: this project's measured 2-rank NCCL curve through host memory (2 x H200,
+  ``NCCL_P2P_DISABLE=1``), scaled to n ranks as a ring of 2(n-1) steps of m/n; the high end replaces the measured
+  per-step latency by the public ~14 us per hop through host memory on RTX PRO 6000 boxes. No P2P: FlashInfer's
+  kernels cannot run.
+- **as reported**: the case study's own pass, the only figure for its box: the per-all-reduce time its 30 ms
+  verify leaves once the compute is at least the bytes floor (a range, not the 205 us the 25/5 ms split implies),
+  growing past the reported message at host-memory bandwidth. P2P there is broken or staged: the one-shot push
+  is not priced.
+
+Every price is a :class:`Price` with a low and a high end and the sources it came from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import pandas as pd
+
+from verifylab.model.comm_pass import loglog_interpolate
+from verifylab.model.costmodel import max_oneshot_tokens
+from verifylab.vocab import KIMI_K2_HIDDEN, Regime
+
+PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
+REGIME_TITLE = {
+    Regime.HEALTHY_P2P: "healthy P2P",
+    Regime.HOST_MEMORY: "host-memory fallback",
+    Regime.DEGRADED: "as reported (broken P2P)",
+}
+HOST_HOP_US_PUBLIC = 14.0  # fallback when the public table lacks the row (it is read from there)
+
+
+class Collective(StrEnum):
+    NCCL = "NCCL ring all-reduce"
+    FUSED = "FlashInfer fused all-reduce + RMSNorm"
+    ALL_TO_ALL = "all-to-all (dispatch or combine)"
+    SEND = "pipeline send"
+
+
+@dataclass(frozen=True)
+class Price:
+    """One collective's latency as a range (us), with where it came from."""
+
+    low_us: float
+    high_us: float
+    basis: str
+
+    def __post_init__(self) -> None:
+        if self.low_us > self.high_us:
+            low, high = self.high_us, self.low_us
+            object.__setattr__(self, "low_us", low)
+            object.__setattr__(self, "high_us", high)
+
+    def scaled(self, factor_low: float, factor_high: float, why: str) -> Price:
+        return Price(self.low_us * factor_low, self.high_us * factor_high, f"{self.basis}; {why}")
+
+
+@dataclass(frozen=True)
+class SourceCurve:
+    """One source's measured points (bytes -> us) and the slope (us per byte) it grows by beyond them."""
+
+    label: str
+    message_bytes: tuple[float, ...]
+    us: tuple[float, ...]
+
+    def at(self, message: float, slope_us_per_byte: float) -> float:
+        xs, ys = self.message_bytes, self.us
+        if message <= xs[0]:
+            return ys[0]  # below the smallest size measured: the latency floor of that size
+        if message >= xs[-1]:
+            return ys[-1] + (message - xs[-1]) * slope_us_per_byte
+        return loglog_interpolate(xs, ys, message)
+
+
+def monotone(us: list[float]) -> tuple[float, ...]:
+    """A latency curve that never falls as the message grows: a point above a larger size's latency (an isolated
+    spike, such as one source's own flagged outlier) is lowered to it."""
+    out, lowest = [], math.inf
+    for value in reversed(us):
+        lowest = min(lowest, float(value))
+        out.append(lowest)
+    return tuple(reversed(out))
+
+
+@dataclass
+class RegimeCurves:
+    """Prices of every collective in every priced regime, from one Evidence's public table and measured runs."""
+
+    public: pd.DataFrame
+    host_curve: SourceCurve | None  # measured 2-rank NCCL through host memory
+    host_run: str | None
+    reported_allreduce: tuple[float, float, float] | None = None  # (low us, high us, message bytes) as reported
+    in_pass_fused: tuple[float, float] = (1.0, 1.0)  # the fused kernel inside a pass / isolated (low, high)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    # --------------------------------------------------------------------------------------- public inputs
+    def _rows(self, world: int, prefixes: tuple[str, ...], unit: str = "us") -> pd.DataFrame:
+        p = self.public
+        if p.empty:
+            return p
+        keep = (p["world_size"] == world) & (p["unit"] == unit) & (p["regime"] == Regime.HEALTHY_P2P.value)
+        keep &= p["implementation"].astype(str).str.startswith(prefixes) & p["message_bytes"].notna()
+        return p[keep]
+
+    def _curves(self, world: int, prefixes: tuple[str, ...]) -> list[SourceCurve]:
+        rows = self._rows(world, prefixes)
+        curves = []
+        for (_url, impl), group in rows.groupby(["url", "implementation"]):
+            g = group.sort_values("message_bytes")
+            ids = ", ".join(g["id"])
+            curves.append(SourceCurve(f"{impl} ({ids})", tuple(g["message_bytes"]), monotone(list(g["value"]))))
+        return curves
+
+    def _value(self, implementation: str, unit: str, world: int | None = None) -> list[float]:
+        p = self.public
+        if p.empty:
+            return []
+        keep = (p["implementation"] == implementation) & (p["unit"] == unit)
+        if world is not None:
+            keep &= p["world_size"] == world
+        return [float(v) for v in p.loc[keep, "value"]]
+
+    @property
+    def bus_bandwidth_gbs(self) -> tuple[float, float]:
+        """NCCL's large-message bus bandwidth at 8 ranks over PCIe P2P (public), low and high."""
+        values = self._value("nccl_busbw", "GB/s") or [22.2, 41.1]
+        return min(values), max(values)
+
+    @property
+    def link_gbs(self) -> float:
+        """One GPU's PCIe P2P write bandwidth (public)."""
+        values = [v for v in self._value("p2p_write_bandwidth", "GB/s") if v > 10] or [54.0]
+        return max(values)
+
+    @property
+    def host_hop_us(self) -> float:
+        p = self.public
+        if not p.empty:
+            rows = p[(p["implementation"] == "gpu_to_gpu_latency") & (p["transport"] == "SHM")]
+            if not rows.empty:
+                return float(rows["value"].iloc[0])
+        return HOST_HOP_US_PUBLIC
+
+    @property
+    def host_gbs(self) -> float:
+        """Bandwidth through host memory, from the measured 2-rank curve's two largest sizes (bytes / us)."""
+        c = self.host_curve
+        if c is None or len(c.us) < 2:
+            return 10.0
+        slope = (c.us[-1] - c.us[-2]) / (c.message_bytes[-1] - c.message_bytes[-2])  # us per byte, 2 ranks
+        return 1 / max(slope, 1e-9) / 1e3  # a 2-rank ring moves the whole message once each way
+
+    # ------------------------------------------------------------------------------------------- prices
+    def price(self, regime: Regime, collective: Collective, world: int, message: float) -> Price | str:
+        """The price of one collective of ``message`` bytes at ``world`` ranks, or why it is not priced."""
+        if collective is Collective.NCCL:
+            return self._nccl(regime, world, message)
+        if collective is Collective.FUSED:
+            return self._fused(regime, world, message)
+        if collective is Collective.ALL_TO_ALL:
+            return self._all_to_all(regime, world, message)
+        return self._send(regime, message)
+
+    def _nccl(self, regime: Regime, world: int, message: float) -> Price | str:
+        if regime is Regime.HEALTHY_P2P:
+            curves = self._curves(world, ("nccl",))
+            if not curves:
+                return f"no public NCCL curve at {world} ranks"
+            low_bw, high_bw = self.bus_bandwidth_gbs
+            ring = 2 * (world - 1) / world
+            values = [c.at(message, ring / (bw * 1e3)) for c in curves for bw in (low_bw, high_bw)]
+            sources = "; ".join(c.label for c in curves)
+            return Price(min(values), max(values), f"public NCCL curves at {world} ranks: {sources}")
+        if regime is Regime.HOST_MEMORY:
+            if self.host_curve is None:
+                return "no measured host-memory curve"
+            step_message = 2 * message / world
+            low = (world - 1) * self.host_curve.at(step_message, 1 / (self.host_gbs * 1e3))
+            step_measured = self.host_curve.us[0] / 2
+            high = low + 2 * (world - 1) * max(0.0, self.host_hop_us - step_measured)
+            return Price(
+                low,
+                high,
+                f"measured 2-rank host-memory curve (run {self.host_run}) as a ring of "
+                f"{2 * (world - 1)} steps; high end at the public {self.host_hop_us:g} us per hop",
+            )
+        if regime is Regime.DEGRADED:
+            if self.reported_allreduce is None:
+                return "no reported all-reduce"
+            low, high, at = self.reported_allreduce
+            steps = 2 * (world - 1) / 14  # the reported ring had 8 ranks: 14 steps
+            extra = max(0.0, message - at) * 2 * (world - 1) / world / (self.host_gbs * 1e3)
+            basis = "as reported: the verify pass less its compute floor, per all-reduce"
+            if world != 8:
+                basis += f", x {2 * (world - 1)}/14 ring steps"
+            return Price(low * steps + extra, high * steps + extra, basis)
+        return f"regime '{regime}' is not priced"
+
+    def _fused(self, regime: Regime, world: int, message: float) -> Price | str:
+        if regime is not Regime.HEALTHY_P2P:
+            return "needs working P2P (FlashInfer's kernels write into the peers' memory): fix P2P first"
+        curves = self._curves(world, ("oneshot", "custom"))
+        if not curves:
+            return f"no public one-shot curve at {world} ranks"
+        push = (world - 1) / (self.link_gbs * 1e3)  # us per byte: n-1 copies over one link
+        tokens = message / (KIMI_K2_HIDDEN * 2)
+        one_shot_limit = max_oneshot_tokens(KIMI_K2_HIDDEN, world) if world in (2, 4, 8) else 0
+        values = []
+        for c in curves:
+            one_shot = max(c.at(message, push), message * push)
+            if tokens > one_shot_limit:  # FlashInfer's size rule picks two-shot: two hops, 2(n-1)/n of the message
+                two_shot = 2 * c.us[0] + 2 * (world - 1) / world * message / (self.link_gbs * 1e3)
+                values.append(two_shot)
+            else:
+                values.append(one_shot)
+        sources = "; ".join(c.label for c in curves)
+        base = Price(min(values), max(values), f"public one-shot curves at {world} ranks: {sources}")
+        low, high = self.in_pass_fused
+        return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (measured, H200 traces)")
+
+    def _all_to_all(self, regime: Regime, world: int, per_gpu_bytes: float) -> Price | str:
+        if regime is Regime.HEALTHY_P2P:
+            curves = self._curves(world, ("oneshot", "custom"))
+            if not curves:
+                return f"no public push curve at {world} ranks"
+            floor = min(c.us[0] for c in curves)
+            low = floor + per_gpu_bytes / (self.link_gbs * 1e3)
+            high = max(c.at(per_gpu_bytes / (world - 1), 0.0) for c in curves) + per_gpu_bytes / (self.link_gbs * 1e3)
+            return Price(
+                low,
+                high,
+                "one hop to every peer: the public one-shot latency floor + the bytes over one link "
+                "(modelled; DeepEP-style all-to-all targets NVLink/RDMA, not PCIe)",
+            )
+        if regime is Regime.HOST_MEMORY:
+            hop = self.host_curve.us[0] / 2 if self.host_curve else self.host_hop_us
+            wire = per_gpu_bytes / (self.host_gbs * 1e3)
+            return Price(
+                (world - 1) * hop + wire,
+                (world - 1) * self.host_hop_us + wire,
+                "n-1 hops through host memory + the bytes at host-memory bandwidth (modelled)",
+            )
+        return "not priced where P2P is broken: fix P2P first"
+
+    def _send(self, regime: Regime, message: float) -> Price | str:
+        if regime is Regime.HEALTHY_P2P:
+            small = self._value("nccl", "us", 2) or [9.0]
+            wire = message / (self.link_gbs * 1e3)
+            return Price(
+                min(small) + wire, max(small) + wire, "public 2-rank NCCL latency floor + the bytes over one link"
+            )
+        if regime is Regime.HOST_MEMORY:
+            wire = message / (self.host_gbs * 1e3)
+            return Price(self.host_hop_us + wire, self.host_hop_us + wire, "one hop through host memory (public)")
+        if self.reported_allreduce is None:
+            return "no reported all-reduce"
+        low, high, _ = self.reported_allreduce
+        return Price(low / 14, high / 14, "one step of the reported ring")
+
+
+def _host_curve(runs) -> tuple[SourceCurve | None, str | None]:
+    """The newest measured NCCL curve through host memory: a probe in that regime, else the campaign's shm path."""
+    for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
+        verdict = runs.read_table(run_id, "verdict")
+        if not verdict.empty and verdict["regime"].iloc[0] == Regime.HOST_MEMORY.value:
+            lat = runs.read_table(run_id, "allreduce_latency")
+            rows = lat[(lat["impl"] == "nccl") & (lat["mode"] == "graph") & (lat["group"] == "all")]
+            rows = rows.dropna(subset=["us"]).sort_values("bytes")
+            if not rows.empty:
+                return SourceCurve(f"run {run_id}", tuple(rows["bytes"]), monotone(list(rows["us"]))), run_id
+    return None, None
+
+
+def in_pass_fused_factor(runs) -> tuple[float, float, str]:
+    """The fused kernel's cost inside a pass over its isolated latency, from the synthetic passes' traces (per
+    all-reduce comm time at 122 all-reduces vs the same run's isolated curve): (low, high, source)."""
+    from verifylab.store.runs import COMM_CAMPAIGN_TABLES
+
+    ratios, sources = [], []
+    for run_id in runs.runs_with_table("verify_pass_trace"):
+        if not all(t in runs.manifest(run_id).tables for t in COMM_CAMPAIGN_TABLES):
+            continue
+        trace = runs.read_table(run_id, "verify_pass_trace")
+        lat = runs.read_table(run_id, "allreduce_latency")
+        fused = trace[(trace["variant"] == "fused") & (trace["allreduce_count"] > 0)]
+        for (path, tokens), group in fused.groupby(["path", "tokens"]):
+            per_call = float((group["comm_us"] / group["allreduce_count"]).median())
+            iso = lat[(lat["path"] == path) & (lat["impl"] == "fused") & (lat["tokens"] == tokens)]
+            iso = iso[~iso["settings"].astype(str).str.contains("forced", case=False)] if "settings" in iso else iso
+            if not iso.empty:
+                ratios.append(per_call / float(iso["us"].iloc[0]))
+                sources.append(f"run {run_id}, {int(tokens)} tokens")
+    if not ratios:
+        return 1.0, 1.0, "no trace of a fused pass: isolated latency used"
+    return min(1.0, min(ratios)), max(ratios), "; ".join(sources)
+
+
+def regime_curves(ev, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
+    """The curves of one Evidence (public table, measured runs) and the reported regime's range."""
+    host, host_run = _host_curve(ev.runs)
+    low, high, source = in_pass_fused_factor(ev.runs)
+    curves = RegimeCurves(ev.public, host, host_run, reported, (low, high))
+    curves.notes["in_pass_fused"] = source
+    return curves
+
+
+def regime_curves_table(
+    curves: RegimeCurves, tokens: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+) -> pd.DataFrame:
+    """Every priced (regime, collective) at 8 ranks over the verify pass's token counts: low, high, basis."""
+    rows = []
+    for regime in PRICED_REGIMES:
+        for collective in (Collective.NCCL, Collective.FUSED):
+            for t in tokens:
+                price = curves.price(regime, collective, 8, t * KIMI_K2_HIDDEN * 2)
+                if isinstance(price, Price):
+                    rows.append(
+                        {
+                            "regime": REGIME_TITLE[regime],
+                            "collective": str(collective),
+                            "tokens": t,
+                            "low_us": price.low_us,
+                            "high_us": price.high_us,
+                            "mid_us": (price.low_us + price.high_us) / 2,
+                            "basis": price.basis,
+                            "provenance": "modelled",
+                        }
+                    )
+    return pd.DataFrame(rows)

@@ -1,0 +1,127 @@
+"""The decision model (#25): no option's compute below its floor; EP with TP attention keeps 122 all-reduces; every
+option's communication computed at its own message size and bounded by bandwidth; fusion needs P2P; regimes,
+memory and the answers follow from the evidence."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from verifylab.model.case import account, inputs, whatif_table
+from verifylab.model.decision import decision_table, regime_answer, thresholds
+from verifylab.model.floors import Layout, busiest_gpu_experts, pass_bytes
+from verifylab.model.options import GPUS, OPTIONS, Option, memory_table, option_pass
+from verifylab.model.regimes import PRICED_REGIMES, Collective, Price
+from verifylab.store.evidence import Evidence
+from verifylab.vocab import KIMI_K2_HIDDEN, Regime
+
+STREAMS = (1, 2, 8, 32, 64)
+
+
+@pytest.fixture(scope="module")
+def ev(repo_root) -> Evidence:
+    return Evidence(repo_root / "data")
+
+
+def _passes(ev):
+    m = inputs(ev)
+    for regime in PRICED_REGIMES:
+        for option in OPTIONS:
+            for streams in STREAMS:
+                for k in account(ev).draft_tokens:
+                    yield option_pass(m, option, regime, streams, k)
+
+
+def test_no_option_computes_below_its_floor(ev):
+    for p in _passes(ev):
+        assert p.compute.low >= p.floor_ms - 1e-9, (p.option, p.regime, p.streams, p.k)
+        if p.verify is not None:
+            assert p.verify.low >= p.floor_ms
+
+
+def test_ep_with_tp_attention_keeps_every_allreduce_and_reads_whole_experts(ev):
+    for p in _passes(ev):
+        if p.option is Option.EP8_TP_ATTENTION:
+            assert p.allreduces == 122
+    assert busiest_gpu_experts(28, 8) > 28 / 8  # the busiest GPU reads more than the average share
+    for tokens in (1, 4, 32, 256):
+        tp = pass_bytes(tokens, Layout.TP).experts
+        ep = pass_bytes(tokens, Layout.EP_TP_ATTENTION).experts
+        assert ep >= tp * (1 - 1e-9)
+
+
+def test_only_dp_attention_with_ep_removes_the_allreduces(ev):
+    counts = {(p.option, p.streams): p.allreduces for p in _passes(ev)}
+    assert {c for (o, _), c in counts.items() if o is Option.DP_ATTENTION_EP8} == {0}
+    assert {c for (o, _), c in counts.items() if o is not Option.DP_ATTENTION_EP8} == {122}
+
+
+@pytest.mark.parametrize("regime", PRICED_REGIMES)
+def test_communication_is_priced_at_its_own_message_and_bounded_by_bandwidth(ev, regime):
+    curves = inputs(ev).curves
+    link = curves.link_gbs * 1e3  # bytes per us
+    for world in (4, 8):
+        previous = 0.0
+        for tokens in (1, 4, 16, 64, 256, 512):
+            message = tokens * KIMI_K2_HIDDEN * 2
+            nccl = curves.price(regime, Collective.NCCL, world, message)
+            assert isinstance(nccl, Price)
+            ring_wire = 2 * (world - 1) / world * message / link  # even on a full-speed link
+            assert nccl.low_us >= ring_wire * 0.999, (regime, world, tokens)
+            assert nccl.high_us >= previous  # grows with the message
+            previous = nccl.high_us
+            fused = curves.price(regime, Collective.FUSED, world, message)
+            if regime is Regime.HEALTHY_P2P:
+                assert isinstance(fused, Price)
+                assert fused.low_us >= min(message * (world - 1) / link, 2 * (world - 1) / world * message / link)
+            else:
+                assert isinstance(fused, str) and "P2P" in fused  # the fused kernel needs working P2P
+
+
+def test_under_load_each_option_pays_its_own_message(ev):
+    m = inputs(ev)
+    one = option_pass(m, Option.TP8_NCCL, Regime.HEALTHY_P2P, 1, 4)
+    many = option_pass(m, Option.TP8_NCCL, Regime.HEALTHY_P2P, 32, 4)
+    price = m.curves.price(Regime.HEALTHY_P2P, Collective.NCCL, GPUS, 32 * 4 * KIMI_K2_HIDDEN * 2)
+    assert many.comm.high == pytest.approx(122 * price.high_us / 1e3)
+    assert many.comm.high > one.comm.high
+
+
+def test_the_reported_regime_is_the_pass_less_its_floor(ev):
+    a, m = account(ev), inputs(ev)
+    low, high, _ = m.curves.reported_allreduce
+    assert low < high <= a.allreduce_us_before
+    assert (a.verify_ms - high * a.allreduces / 1e3) > 0  # what is left for compute and norms
+
+
+def test_thresholds_order_the_regimes(ev):
+    bands = thresholds(ev)
+    healthy, host = bands[Regime.HEALTHY_P2P.value], bands[Regime.HOST_MEMORY.value]
+    assert healthy.high_us < host.low_us
+
+
+def test_the_answers_and_the_table(ev):
+    healthy = regime_answer(ev, Regime.HEALTHY_P2P)
+    host = regime_answer(ev, Regime.HOST_MEMORY)
+    assert healthy.fused_tps is not None and host.fused_tps is None
+    assert healthy.eagle_tps.mid > host.eagle_tps.mid
+    table = decision_table(ev)
+    assert list(table["regime_key"]) == [r.value for r in PRICED_REGIMES]
+    assert (table["provenance"] == "modelled").all()
+    rows = whatif_table(ev, 8)
+    assert set(rows["regime_key"]) == {r.value for r in PRICED_REGIMES}
+    assert rows.loc[rows["key"] == "tp8_fused", "not_priced"].str.contains("P2P").sum() == 2
+
+
+def test_memory_counts_replicated_weights_once_per_gpu():
+    table = memory_table().set_index(["layout", "mem_fraction"])
+    tp = table.loc[("TP 8 (NCCL or fusion), EP 8 with TP attention", 0.9)]
+    dp = table.loc[("DP attention + EP 8", 0.9)]
+    assert 60 < tp["weights_gib_per_gpu"] < 80  # about a 1T-parameter INT4 model over 8 GPUs
+    assert dp["weights_gib_per_gpu"] > tp["weights_gib_per_gpu"]  # attention replicated on every GPU
+    assert dp["weights_gib_per_gpu"] - tp["weights_gib_per_gpu"] < 15  # ... once per GPU, not eight times
+    assert math.isclose(
+        table.loc[("DP attention + EP 8", 0.95), "kv_room_gib_per_gpu"] - dp["kv_room_gib_per_gpu"],
+        0.05 * 96e9 / 2**30,
+    )
