@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # Environment and architecture gates
+# # The box: communication regime and architecture gates
 
 # %% tags=["parameters"]
 mode = "replay"
@@ -16,6 +16,8 @@ data_dir = "data"
 sglang_root = None  # live: folder holding sglang/ (default: the sglang importable in this kernel)
 arch = "sm120"
 apply_patch = False  # live: open the gates (backups + manifest in <root>/.verifylab-gates/)
+probe = True  # live: run the communication probe on this box first
+probe_gpus = None  # live: GPUs the probe uses (default: all visible)
 
 # %%
 import pandas as pd
@@ -30,9 +32,40 @@ params = chapter.Params.validated(
     sglang_root=sglang_root,
     arch=arch,
     apply_patch=apply_patch,
+    probe=probe,
+    probe_gpus=probe_gpus,
 )
 pd.set_option("display.max_colwidth", 160, "display.max_rows", 100)
 ev = Evidence(params.data_dir)
+
+# %%
+chapter.communication_finding(ev)
+
+# %% [markdown]
+# ## Is this box's communication healthy?
+#
+# Before fusion or elimination: which {term}`communication regime <communication regime>` the box is in decides
+# what every later chapter recommends (chapter 4). `verifylab comm probe` measures it: NCCL's all-reduce at
+# every verify-pass size, replayed in a CUDA graph and eager, the kernels SGLang would use instead where they
+# can run, the transport NCCL chose (its own log), peer access and copies per GPU pair, and the host's P2P
+# settings; then it names the regime and the one change most likely to fix it. In live mode this chapter runs
+# it on the box; in replay it shows the stored probes, each labelled with its hardware.
+
+# %% mystnb={"figure": {"caption": "The communication probes stored: regime per world size, NCCL's transport and the change to try first (measured; hardware in each row)", "name": "tbl-probe-verdicts"}}
+chapter.communication_verdicts(ev)
+
+# %% [markdown]
+# The probe's own curves against the synthetic-pass campaign's, measured on the same kind of machine with
+# another method (chapter 4): the per-call cost, arrival skew apart.
+
+# %%
+chapter.probe_agreement_finding(ev)
+
+# %% mystnb={"figure": {"caption": "The probe's NCCL curve against the campaign's on the same machine kind, per size (measured, 2 x H200)", "name": "tbl-probe-agreement"}}
+chapter.probe_agreement(ev)
+
+# %% [markdown]
+# ## Which versions can fuse on a PCIe SM120 box
 
 # %%
 chapter.pcie_sm120_finding(ev)
@@ -62,13 +95,16 @@ chapter.gate_matrix(ev)
 #   precondition is opened too (next section).
 
 # %% [markdown]
-# ## Which versions can run fused on a PCIe SM120 box
+# ## What the wheels say about fusion on a PCIe SM120 box
 #
 # Three things must hold on a PCIe Blackwell box: SGLang's arch gates admit SM120, FlashInfer's fusion module
-# builds for it, and the fusion workspace can be allocated without NVLink multicast. FlashInfer's TRT-LLM
-# workspace needs no multicast from 0.6.15, so the version SGLang pins decides; SGLang's own preflight still
-# asks for multicast and skips fusion when the answer is "not supported", which `verifylab gates apply` opens
-# as a precondition gate only where the FlashInfer installed allocates without it.
+# builds for it, and the fusion workspace can be allocated without NVLink multicast. Read from the published
+# wheels of each SGLang version and the FlashInfer it pins (and the case study's pair): the JIT arch list, the
+# kernels' SM12x guards, how the workspace SGLang creates is allocated, and SGLang's multicast preflight, which
+# `verifylab gates apply` opens as a precondition only where the FlashInfer installed allocates without it.
+
+# %% mystnb={"figure": {"caption": "Fusion on a PCIe SM120 box per SGLang / FlashInfer pair, read from the wheels (audited)", "name": "tbl-fusion-forensics"}}
+chapter.fusion_forensics(ev)
 
 # %% mystnb={"figure": {"caption": "What a PCIe SM120 box must open per SGLang version, and whether fusion can run there (inferred from source and an SM90 simulation)", "name": "tbl-pcie-sm120"}}
 chapter.pcie_sm120_table(ev)
@@ -114,9 +150,9 @@ chapter.sm120_build_runs(ev)
 # %% [markdown]
 # ## Live mode: this box
 #
-# In live mode the chapter audits the SGLang (and FlashInfer) installed on the GPU box, optionally opens the
-# gates and verifies them, and runs a preflight of the box (GPU arch, nvcc targets, FlashInfer and CUDA
-# versions, peer-to-peer access, NVLink multicast).
+# In live mode the chapter probes the box's communication and stores the run, audits the SGLang (and
+# FlashInfer) installed on the GPU box, optionally opens the gates and verifies them, and runs a preflight of
+# the box (GPU arch, nvcc targets, FlashInfer and CUDA versions, peer-to-peer access, NVLink multicast).
 
 # %%
 chapter.live(params, ev)

@@ -14,7 +14,6 @@ mode = "replay"
 run_id = None
 data_dir = "data"
 batch = 1
-draft_tokens = 4
 
 # %%
 import pandas as pd
@@ -27,7 +26,6 @@ params = chapter.Params.validated(
     run_id=run_id,
     data_dir=data_dir,
     batch=batch,
-    draft_tokens=draft_tokens,
 )
 pd.set_option("display.max_colwidth", 200)
 ev = Evidence(params.data_dir)
@@ -36,43 +34,66 @@ ev = Evidence(params.data_dir)
 chapter.finding(ev, params)
 
 # %% [markdown]
-# ## Three different things
+# ## The decision, by communication regime
 #
-# - **{term}`Kernel fusion <kernel fusion>`** — the all-reduce's output feeds residual add + RMSNorm inside the same kernel: one
-#   kernel less per all-reduce. The number and latency of all-reduces do not change. SGLang without fusion
-#   already runs one fused add+RMSNorm kernel per all-reduce, so this is all kernel fusion can remove.
-# - **{term}`Algorithm substitution <algorithm substitution>`** — the same number of all-reduces, each cheaper. On a PCIe box SGLang's own
-#   custom all-reduce is disabled beyond two GPUs, so every all-reduce goes to NCCL, whose ring takes
-#   2(n-1) sequential steps. FlashInfer's TRT-LLM fusion kernels do the all-reduce themselves: one-shot (each
-#   rank pushes its slice to every peer and polls locally) for small messages, two-shot above. "Fusion"
-#   therefore also *swaps the algorithm*.
-# - **{term}`Elimination <elimination>`** — fewer all-reduces: data-parallel attention, expert parallelism, fewer tensor-parallel
-#   ranks per stage (pipeline parallelism). Each removes some all-reduces and adds other communication or
-#   compute; overlapping communication with compute hides it rather than removing it.
+# A PCIe box is in one of a few {term}`communication regimes <communication regime>`, and the answer depends
+# on which: **healthy P2P** (NCCL connects the GPUs directly), **host-memory fallback** (NCCL's SHM transport,
+# P2P off or unavailable), or the case study's own, **as reported** (P2P broken or staged: its verify pass's
+# all-reduces cost what host memory costs). `verifylab comm probe` tells which regime a box is in (chapter 1).
+# Each row: the 8-rank all-reduce of one stream's verify message that identifies the regime, plain decoding against EAGLE-3 at one stream, the fastest option by load, and where speculation stops
+# paying. Decoding on the case study's box is priced as healthy P2P: its 92.6 tok/s bounds its own all-reduces
+# well below the verify pass's.
+
+# %% mystnb={"figure": {"caption": "The decision per communication regime: the all-reduce band that identifies it, decoding vs EAGLE-3, the fastest option and the speculation crossover (modelled)", "name": "tbl-decision-regimes"}}
+chapter.decision_by_regime(ev)
+
+# %% [markdown]
+# ## What one all-reduce costs in each regime
 #
-# The sources confound the attribution: the EAGLE-3 figure before was measured on the CUDA 12.8 stack, the
-# one after on CUDA 13 *and* fusion *and* symmetric-memory and model patches; no EAGLE-3 run without fusion
-# on the new stack is reported, and SGLang's auto-enable may have fused the "baseline" too. The account below
-# gives each factor what measurement supports and leaves the rest unexplained.
+# Every option is priced from these curves at its own message size (streams x draft tokens x 14 KiB), never
+# from one figure: healthy P2P from the public measurements on RTX PRO 6000 boxes (NCCL from several boxes; the
+# fused one-shot push from a one-shot kernel's measurements, times the fused kernel's cost inside a pass over
+# its isolated cost, measured on 2 x H200), growing by their bandwidth terms beyond the sizes measured; host
+# memory from this project's measured 2-rank curve as a ring over all ranks, its high end at the public per-hop
+# latency; and the case study's pass.
+
+# %% mystnb={"figure": {"caption": "One 8-rank all-reduce by message size in each regime (modelled from public, measured and reported figures)", "name": "fig-regime-curves"}}
+chapter.regime_figure(ev)
 
 # %% [markdown]
 # ## Fusion vs elimination at one stream and under load (modelled)
 #
-# Every option from the same account: the reported pass split into compute, all-reduces and norms; compute,
-# communication and norm cost grow with tokens per pass as the H200 measurements grow; collectives other than
-# the reported all-reduce (all-gather, reduce-scatter, all-to-all, the one-shot push, a pipeline send) are
-# priced by an {term}`alpha-beta model` of the PCIe link whose alpha makes NCCL's ring take the reported latency.
-# Ranges span both readings of the reported cycle and the draft-token range; one stream's tok/s assumes the
-# draft phase does not grow with load.
+# Each option's verify pass: compute never below the bytes its busiest GPU reads at peak bandwidth (the floor
+# column), communication priced in the regime at the option's own message size, SGLang's norm kernel where the
+# all-reduce is not fused. A dash: the option cannot run in that regime (the last column says why). One stream's
+# tok/s: the accept length over the verify pass plus the draft phase.
 
-# %% mystnb={"figure": {"caption": "Fusion vs elimination at 1, 8 and 32 streams: verify pass and one stream's tok/s as ranges (modelled)", "name": "tbl-fusion-options"}}
-chapter.options_at_load(ev, params)
+# %% mystnb={"figure": {"caption": "Fusion vs elimination per regime at 1, 8 and 32 streams: verify pass, one stream's tok/s and the floor, as ranges (modelled)", "name": "tbl-fusion-options"}}
+chapter.options_at_load(ev)
 
-# %% mystnb={"figure": {"caption": "Each option's verify pass split into compute, communication and norm (modelled)", "name": "fig-whatif-components"}}
+# %% mystnb={"figure": {"caption": "What each option removes and adds, its flags, and whether SGLang runs it with EAGLE-3 (read from the SGLang wheels)", "name": "tbl-option-facts"}}
+chapter.option_facts()
+
+# %% mystnb={"figure": {"caption": "Each option's verify pass split into compute, communication and norm, per regime (modelled, midpoints)", "name": "fig-whatif-components"}}
 chapter.whatif_figure(ev, params)
 
-# %% mystnb={"figure": {"caption": "Each option's terms at the chosen number of streams (modelled)", "name": "tbl-whatif-terms"}}
+# %% mystnb={"figure": {"caption": "Each option's terms per regime at the chosen number of streams, low and high ends (modelled)", "name": "tbl-whatif-terms"}}
 chapter.whatif(ev, params)
+
+# %% [markdown]
+# ### Floors and memory
+#
+# The bytes the busiest GPU reads per pass (INT4 experts with their group scales, bf16 attention, shared expert,
+# dense layer and LM head, latent KV at the stated context: the inputs table) and the time to read them at the
+# card's datasheet bandwidth; and the weights each layout puts on a GPU (replicated parts once per GPU), the KV room left
+# at two memory fractions, and the requests that room holds: tensor-parallel attention keeps every request's
+# latent KV on every GPU, DP attention a request's KV on its own GPU only.
+
+# %% mystnb={"figure": {"caption": "Bytes read per pass by the busiest GPU and the time at peak bandwidth (modelled)", "name": "tbl-floors"}}
+chapter.floors(ev)
+
+# %% mystnb={"figure": {"caption": "Weights per GPU, KV room and requests held, per layout (modelled, GiB)", "name": "tbl-memory"}}
+chapter.memory(ev)
 
 # %% [markdown]
 # ## Fusion vs elimination, measured on two H200s
@@ -109,6 +130,14 @@ chapter.prediction_finding(ev)
 chapter.prediction_table(ev)
 
 # %% [markdown]
+# What the decision needs is the saving, not the pass: each variant's saving against NCCL, predicted with each
+# all-reduce at its cost inside a pass (the traces' per-call time over the isolated latency), against the
+# savings the campaign's runs measured (their run-to-run spread; the error is the distance to it).
+
+# %% mystnb={"figure": {"caption": "Savings against NCCL, predicted with in-pass costs, against the measured range of the campaign's runs (modelled vs measured, 2 x H200)", "name": "tbl-saving-check"}}
+chapter.saving_check(ev)
+
+# %% [markdown]
 # ## The account's inputs and where they come from
 
 # %% mystnb={"figure": {"caption": "The cycle account's inputs and where each comes from", "name": "tbl-account-inputs"}}
@@ -124,14 +153,14 @@ chapter.model_inputs(ev)
 chapter.reconciliation(ev)
 
 # %% [markdown]
-# ## Why were verify all-reduces slower than decode's?
+# ## What can carry 54.1 -> 96.1 tok/s
 #
-# The reconciliation bounds a decode step's all-reduces well below the verify pass's average (its third line),
-# and message size stays open without the case-study box's own curve (its fourth). The hypotheses, and the
-# measurement that settles each:
+# Ranked by how much of the removed cycle time each could explain (computed from the regime curves, the measured
+# probes and the account), with the evidence for it and the one measurement on the case-study box that decides
+# it. The forensics of chapter 1 say what the case study's stack could and could not run.
 
-# %% mystnb={"figure": {"caption": "Why verify all-reduces may be slower than decode's, and the measurement that settles each", "name": "tbl-hypotheses"}}
-chapter.hypotheses()
+# %% mystnb={"figure": {"caption": "The hypotheses for the reported jump, ranked, with their evidence and the deciding measurement (modelled from reported, public and measured figures)", "name": "tbl-hypotheses"}}
+chapter.hypotheses(ev)
 
 # %% [markdown]
 # ## Limits: how far from the floor?

@@ -60,8 +60,9 @@ chapter.pcie_sm120_finding(ev)
 # %% [markdown]
 # ## The launch command
 #
-# Flags are chosen for the installed version and checked against its `--help` in {term}`live mode`; in {term}`replay mode`
-# they are SGLang 0.5.9's spellings, unchecked.
+# Flags are chosen for the installed version and checked against its `--help` in {term}`live mode`; in
+# {term}`replay mode` they are the spellings of the version the recommendations target (the upgrade named above),
+# unchecked.
 
 # %%
 chapter.print_launch_command(ev, params)
@@ -69,9 +70,10 @@ chapter.print_launch_command(ev, params)
 # %% [markdown]
 # ## What to measure next
 #
-# Every recommendation below medium confidence names the measurement that would settle it; the most
-# valuable is on the case-study box itself: EAGLE-3 with fusion forced off vs on, same CUDA 13 stack and
-# drafter, profiled — it separates kernel fusion, algorithm substitution and the upgrade (chapter 4).
+# Every recommendation below medium confidence names the measurement that would settle it. First on any box:
+# `verifylab comm probe`, which names the communication regime every answer depends on (chapter 1). Then on
+# the case-study box: EAGLE-3 with fusion forced off vs on, same CUDA 13 stack and drafter, profiled — it
+# decides between the ranked hypotheses for the reported jump (chapter 4).
 
 # %% [markdown]
 # ## How the recommendations are made

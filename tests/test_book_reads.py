@@ -151,3 +151,69 @@ def test_exports_hold_exactly_what_the_pages_show(smoke_run):
         for file in (f for f in entry["files"] if f.endswith(".svg")):
             assert edition_id in (folder / file).read_text(encoding="utf-8"), file
     assert compared >= 30
+
+
+class _Elements(HTMLParser):
+    """The text of each list item and paragraph of a page, with the links inside it; and every element's text
+    by id (a numbered figure or table)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks: list[tuple[str, list[str]]] = []
+        self.by_id: dict[str, str] = {}
+        self._open: list[tuple[str, str | None, list[str], list[str]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self._open.append((tag, a.get("id"), [], []))
+        if tag == "a" and a.get("href") and "#" in a["href"]:
+            for _, _, _, links in self._open:
+                links.append(a["href"])
+
+    def handle_endtag(self, tag):
+        while self._open:
+            name, ident, text, links = self._open.pop()
+            joined = " ".join(text)
+            if ident:
+                self.by_id[ident] = joined
+            if name in ("li", "p") and not any(n == "li" for n, *_ in self._open):
+                self.blocks.append((joined, links))
+            if self._open:
+                self._open[-1][2].append(joined)
+                self._open[-1][3].extend(links)
+            if name == tag:
+                break
+
+    def handle_data(self, data):
+        if self._open:
+            self._open[-1][2].append(data)
+
+
+NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?(ms|µs|us|tok/s|%)")
+
+
+def test_every_number_on_the_decision_page_is_in_the_exhibit_it_links(built_book):
+    """Each number with a unit in a bullet or paragraph of the decision page appears in one of the exhibits that
+    bullet links to (#25: no link to an exhibit that does not show the number)."""
+    page = built_book / "book" / "_generated" / "decision.html"
+    parsed = _Elements()
+    parsed.feed(page.read_text(encoding="utf-8"))
+    targets: dict[str, str] = {}
+    checked = 0
+    for text, links in parsed.blocks:
+        numbers = [m.group(1) for m in NUMBER_WITH_UNIT.finditer(text)]
+        exhibits = [link for link in links if not link.startswith("#")]
+        if not numbers or not exhibits:
+            continue
+        shown = []
+        for link in exhibits:
+            target, anchor = link.split("#", 1)
+            if target not in targets:
+                other = _Elements()
+                other.feed((page.parent / target).resolve().read_text(encoding="utf-8"))
+                targets[target] = other
+            shown.append(targets[target].by_id.get(anchor, ""))
+        for number in numbers:
+            checked += 1
+            assert any(number in exhibit for exhibit in shown), f"{number} not in {exhibits}: {text[:120]}"
+    assert checked >= 10, "the scan found too few numbers: it is not reading the page"

@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
-from verifylab.model.case import account
+from verifylab.model.case import account, whatif_table
 from verifylab.model.cycle import Span
+from verifylab.model.decision import decision_table
+from verifylab.publish.findings import key_findings
 from verifylab.store.evidence import Evidence
 
 NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?(ms|µs|us|tok/s)(?![\w])")
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)")
 SKIPPED = {"table", "pre", "svg", "script", "style", "code"}
 
 
@@ -60,18 +63,24 @@ def computed(repo_root) -> set[str]:
     allowed: set[str] = set()
     for span, _, digits in a.quantities().values():
         allowed |= _span_texts(span, digits)
-    params = ch04.Params(data_dir=ev.data_dir)
     for streams in ch04.LOADS:
-        for r in ch04._options(ev, streams, params.draft_tokens).itertuples():
+        for r in whatif_table(ev, streams).dropna(subset=["verify_ms_low"]).itertuples():
             allowed |= _span_texts(Span(r.verify_ms_low, r.verify_ms_high), 1)
-            allowed |= _span_texts(Span(r.tokens_per_s_low, r.tokens_per_s_high), 1)
+            allowed |= _span_texts(Span(r.tokens_per_s_low, r.tokens_per_s_high), 0)
+            allowed |= _span_texts(Span(r.floor_ms_low, r.floor_ms_high), 1)
+    for cell in decision_table(ev).astype(str).to_numpy().ravel():  # the decision table's own cells
+        allowed |= {m.group(1) for m in NUMBER.finditer(cell)}
+    for found in key_findings(ev):  # the edition's findings, as the summary shows them
+        allowed |= {m.group(1) for m in NUMBER.finditer(found.shown)}
     figures = ev.figures.dropna(subset=["value"]).set_index("figure_id")["value"]
     allowed |= {f"{v:g}" for v in figures} | {f"{v:.1f}" for v in figures}
     runs = figures[figures.index.str.startswith("fusion_run_")]
     allowed |= {f"{runs.min():.1f}-{runs.max():.1f}"}
     for low in figures.index[figures.index.str.endswith("_estimate_low")]:  # reported ranges, e.g. "2-8 ms"
         allowed.add(f"{figures[low]:g}-{figures[low.replace('_low', '_high')]:g}")
-    for measured in (ch04.measured_finding(ev), ch04.prediction_finding(ev)):  # computed from measured runs
+    params = ch04.Params(data_dir=ev.data_dir)
+    computed_prose = (ch04.measured_finding(ev), ch04.prediction_finding(ev), ch04.finding(ev, params))
+    for measured in computed_prose:  # formatted by the code from measured runs and the model
         allowed |= {m.group(1) for m in NUMBER_WITH_UNIT.finditer(str(measured))}
     return allowed
 

@@ -45,14 +45,19 @@ def _latency(world: int, path: str, groups: dict[str, float], tokens: int = 4) -
     rows = []
     for group, us in groups.items():
         ranks = world if group == "all" else len(group.split(":", 1)[1].split("-"))
-        rows.append({"path": path, "impl": "nccl", "group": group, "ranks": ranks, "mode": "graph",
-                     "tokens": tokens, "us": us})  # fmt: skip
+        rows.append(
+            {"path": path, "impl": "nccl", "group": group, "ranks": ranks, "mode": "graph", "tokens": tokens, "us": us}
+        )
     return pd.DataFrame(rows)
 
 
 def _p2p(world: int, can=lambda a, b: True, gbs=lambda a, b: 50.0) -> pd.DataFrame:
-    rows = [{"src": a, "dst": b, "can_access_peer": can(a, b), "copy_bandwidth_gbs": gbs(a, b)}
-            for a in range(world) for b in range(world) if a != b]  # fmt: skip
+    rows = [
+        {"src": a, "dst": b, "can_access_peer": can(a, b), "copy_bandwidth_gbs": gbs(a, b)}
+        for a in range(world)
+        for b in range(world)
+        if a != b
+    ]
     return pd.DataFrame(rows)
 
 
@@ -63,12 +68,26 @@ def _transport(pairs: dict[tuple[int, int], str]) -> pd.DataFrame:
 def _public() -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"id": "pub-a", "unit": "us", "regime": "healthy P2P", "implementation": "nccl_ring", "world_size": 8,
-             "message_bytes": 32768, "value": 24.5},
-            {"id": "pub-b", "unit": "us", "regime": "healthy P2P", "implementation": "nccl_ring", "world_size": 8,
-             "message_bytes": 65536, "value": 26.2},
+            {
+                "id": "pub-a",
+                "unit": "us",
+                "regime": "healthy P2P",
+                "implementation": "nccl_ring",
+                "world_size": 8,
+                "message_bytes": 32768,
+                "value": 24.5,
+            },
+            {
+                "id": "pub-b",
+                "unit": "us",
+                "regime": "healthy P2P",
+                "implementation": "nccl_ring",
+                "world_size": 8,
+                "message_bytes": 65536,
+                "value": 26.2,
+            },
         ]
-    )  # fmt: skip
+    )
 
 
 def test_healthy_8_ranks_within_the_public_band_cites_it():
@@ -114,3 +133,55 @@ def test_peer_access_refused_host_memory_points_at_the_platform():
     whole = decide(lat, _transport({(0, 1): "shm"}), _p2p(2, can=refuse), {})[0]
     assert whole.regime is Regime.HOST_MEMORY
     assert "0->1" in whole.fix_evidence and "IOMMU" in whole.fix_hypothesis
+
+
+# --------------------------------------------------------------------------------------------- public fixtures
+DATA = ROOT / "tests" / "data" / "nccl"
+
+
+def _from_public(log_name: str, perf_name: str | None, world: int, path: str) -> list:
+    """A verdict from published RTX PRO 6000 text: NCCL's INFO lines give the transport, nccl-tests' output the
+    latency curve (eager, as nccl-tests runs by default)."""
+    from verifylab.comm.nccl_log import parse_nccl_log
+    from verifylab.model.comm_pass import parse_nccl_tests
+
+    log = parse_nccl_log((DATA / log_name).read_text())
+    assert str(log.dominant_transport) == path
+    rows = []
+    if perf_name:
+        curve = parse_nccl_tests((DATA / perf_name).read_text(), path, perf_name)
+        rows = [
+            {
+                "path": path,
+                "impl": "nccl",
+                "group": "all",
+                "ranks": world,
+                "mode": "eager",
+                "tokens": 1,
+                "us": max(curve.us),
+            }
+        ]
+    else:
+        rows = [
+            {
+                "path": path,
+                "impl": "nccl",
+                "group": "all",
+                "ranks": world,
+                "mode": "eager",
+                "tokens": 1,
+                "us": float("nan"),
+            }
+        ]
+    transport = _transport({(e.src, e.dst): str(e.transport) for e in log.edges})
+    return decide(pd.DataFrame(rows), transport, _p2p(world), {}, public_measurements_or_none(ROOT / "data"))
+
+
+def test_public_pcie_p2p_log_and_rtx_pro_6000_curve_are_healthy():
+    [verdict] = _from_public("pcie-8gpu-p2p-direct.txt", "rtx-pro-6000-tp2-p2p.all_reduce_perf.txt", 2, "p2p")
+    assert verdict.regime is Regime.HEALTHY_P2P
+
+
+def test_public_rtx_pro_6000_p2p_disabled_box_is_host_memory():
+    [verdict] = _from_public("rtx-pro-6000-2gpu-p2p-disabled.txt", None, 2, "shm")
+    assert verdict.regime is Regime.HOST_MEMORY

@@ -1,5 +1,7 @@
-"""Chapter 01, the gates: the audited version x gate matrix, which versions can run fused on a PCIe SM120 box,
-the simulated-PCIe run, the SM120 build check, and ``live``: preflight, audit and (optionally) open this box's."""
+"""Chapter 01, the box and its gates: the communication regime the probes found (first: every later answer depends
+on it), the audited version x gate matrix, which versions can run fused on a PCIe SM120 box and what the wheels
+say about it, the simulated-PCIe run, the SM120 build check, and ``live``: probe this box's communication,
+preflight, audit and (optionally) open its gates."""
 
 from __future__ import annotations
 
@@ -9,11 +11,76 @@ from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import EnvironmentAndGates as Params
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
-from verifylab.report import gates_report, live_tp2
+from verifylab.report import comm_probe, gates_report, live_tp2
 from verifylab.report.section import Prose, Section
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params"]
+
+
+def _probes(ev: Evidence) -> pd.DataFrame:
+    return ev.derived("probe_overview", lambda e: comm_probe.probe_overview(e.runs))
+
+
+def communication_finding(ev: Evidence) -> Prose:
+    """Finding: the regime each stored communication probe found, with its hardware."""
+    return comm_probe.probe_finding(_probes(ev))
+
+
+@shown_as_table
+def communication_verdicts(ev: Evidence) -> pd.DataFrame:
+    """Table: every stored probe's verdict per world size, labelled with its hardware (measured)."""
+    columns = [
+        "run",
+        "hardware",
+        "ranks",
+        "nccl transport",
+        "regime",
+        "all-reduce, graph (µs)",
+        "eager (µs)",
+        "try first",
+    ]
+    return _probes(ev)[columns].round(1)
+
+
+def _agreement(ev: Evidence) -> pd.DataFrame:
+    return ev.derived("probe_agreement", lambda e: comm_probe.probe_agreement(e.runs))
+
+
+def probe_agreement_finding(ev: Evidence) -> Prose:
+    """Finding: the probe's curves against the campaign's on the same machine kind."""
+    return comm_probe.agreement_finding(_agreement(ev))
+
+
+@shown_as_table
+def probe_agreement(ev: Evidence) -> pd.DataFrame:
+    """Table: the probe's NCCL curve per size against the synthetic-pass campaign's (measured)."""
+    return _agreement(ev).round(2)
+
+
+@shown_as_table
+def fusion_forensics(ev: Evidence) -> pd.DataFrame:
+    """Table: per SGLang / FlashInfer pair, what the wheels say about fusion on a PCIe SM120 box (audited)."""
+    f = ev.fusion_forensics
+    kernels = [
+        ("fused kernel excludes SM12x" if fused else "fused kernel: no SM12x guard")
+        + ("; plain all-reduce: PDL off on SM12x" if plain else "")
+        for fused, plain in zip(
+            f["fused_kernel_excludes_sm12x"].astype(str) == "True",
+            f["plain_allreduce_pdl_off_sm12x"].astype(str) == "True",
+            strict=True,
+        )
+    ]
+    return pd.DataFrame(
+        {
+            "sglang": f["sglang"],
+            "flashinfer": f["flashinfer"] + (f["pinned"].astype(str) != "True").map({True: " (case study)", False: ""}),
+            "workspace": f["workspace"],
+            "JIT majors": f["jit_majors"],
+            "SM12x in the kernels": kernels,
+            "keeps fusion off on PCIe SM120": f["blocks_fusion_on_pcie_sm120"],
+        }
+    )
 
 
 @shown_as_table
@@ -24,7 +91,7 @@ def gate_matrix(ev: Evidence) -> pd.DataFrame:
 
 
 def _outlook(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("pcie_sm120_outlook", lambda e: gates_report.pcie_sm120_outlook(e.gate_matrix, e.flashinfer_pins))
+    return ev.derived("pcie_sm120_outlook", lambda e: gates_report.pcie_sm120_outlook(e.fusion_forensics))
 
 
 def pcie_sm120_finding(ev: Evidence) -> Prose:
@@ -66,12 +133,37 @@ def sm120_build_runs(ev: Evidence) -> pd.DataFrame:
 
 
 def live(params: Params, ev: Evidence) -> Section | None:
-    """Live mode: preflight this box, audit its SGLang install and, with ``apply_patch``, open and verify."""
-    return live_section(params, lambda: _audit_this_box(params))
+    """Live mode: probe this box's communication, preflight it, audit its SGLang install and, with
+    ``apply_patch``, open and verify."""
+    return live_section(params, lambda: _audit_this_box(params, ev))
 
 
-def _audit_this_box(params: Params) -> Section:
+def _probe_this_box(params: Params, ev: Evidence, section: Section) -> None:
+    """Run the communication probe on this box and store it as a run; its verdict leads the section."""
+    import tempfile
+    from pathlib import Path
+
+    from verifylab.comm.config import ProbeConfig
+    from verifylab.comm.probe import run_probe
+    from verifylab.comm.record import store_probe
+    from verifylab.errors import VerifylabError
+    from verifylab.store.runs import new_run_id
+
+    gpus = list(range(params.probe_gpus)) if params.probe_gpus else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="verifylab-probe-") as tmp:
+            raw = run_probe(ProbeConfig(gpus=gpus), Path(tmp))
+        manifest = store_probe(raw, ev.runs.root, new_run_id("comm-probe"), public=ev.public)
+    except VerifylabError as exc:
+        section.add("Communication probe", f"not run: {exc}")
+        return
+    section.add(f"Communication probe (run {manifest.run_id})", ev.runs.read_table(manifest.run_id, "verdict"))
+
+
+def _audit_this_box(params: Params, ev: Evidence) -> Section:
     section = Section("This box (live mode)")
+    if params.probe:
+        _probe_this_box(params, ev, section)
     root = params.sglang_root or default_root()
     section.add("Preflight", box_preflight(arch=parse_arch(params.arch)))
     section.add(f"Audit of {root}", gates_report.audit_table(audit(root, params.arch)))

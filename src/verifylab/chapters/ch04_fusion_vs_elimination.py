@@ -1,5 +1,7 @@
-"""Chapter 04, fusion vs elimination: the two-H200 measurement and its prediction, the cost model's inputs,
-what-ifs and reconciliation of the reported figures, the hypotheses, the floor, and the compute-term check."""
+"""Chapter 04, fusion vs elimination: the decision per communication regime, the options priced within physical
+floors at 1, 8 and 32 streams, the regime curves they are priced from, the two-H200 measurement and its
+prediction, the account's inputs, the reconciliation, the ranked hypotheses for the reported jump, the floors and
+the compute-term check."""
 
 from __future__ import annotations
 
@@ -7,37 +9,25 @@ import pandas as pd
 
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import FusionVsElimination as Params
-from verifylab.model.case import account, inputs_table, reconcile_table, whatif_table
+from verifylab.model.case import account, inputs, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
-from verifylab.model.cycle import CycleAccount, Span
+from verifylab.model.cycle import Span
+from verifylab.model.decision import decision_table, regime_answer, thresholds
+from verifylab.model.hypotheses import ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
-from verifylab.model.reconcile import HYPOTHESES
+from verifylab.model.options import OPTIONS, Option, floors_table, memory_table
+from verifylab.model.regimes import REGIME_TITLE, regime_curves_table
 from verifylab.report import comm_measured
-from verifylab.report.charts import Figure, verify_components_chart
+from verifylab.report.charts import Figure, regime_curves_chart, verify_components_chart
 from verifylab.report.section import Prose
 from verifylab.store.evidence import Evidence
-from verifylab.store.reference import reported_value
-from verifylab.vocab import LOAD_STREAMS
+from verifylab.vocab import LOAD_STREAMS, Regime
 
 __all__ = ["Params"]
 
 MEASURED_TOKENS = 16  # the draft-token count the measured finding quotes
 LOADS = LOAD_STREAMS  # concurrent streams the finding and the load table show
-WHATIF_COLUMNS = [
-    "option",
-    "allreduces_per_pass",
-    "compute_ms",
-    "comm_ms",
-    "norm_ms",
-    "verify_ms",
-    "verify_ms_low",
-    "verify_ms_high",
-    "tokens_per_s",
-    "tokens_per_s_low",
-    "tokens_per_s_high",
-    "basis",
-]
 ALLREDUCE_FLOOR_US = 10.0  # one-hop latency floor assumed in the limits table
 
 
@@ -47,7 +37,8 @@ def _gains(ev: Evidence) -> pd.DataFrame:
 
 def measured_finding(ev: Evidence) -> Prose:
     """Finding: what fusion and elimination saved on the two-H200 verify pass."""
-    return comm_measured.comm_finding(_gains(ev), tokens=MEASURED_TOKENS)
+    spread = ev.derived("savings_over_runs", lambda e: comm_measured.savings_over_runs(e.runs))
+    return comm_measured.comm_finding(_gains(ev), tokens=MEASURED_TOKENS, spread=spread)
 
 
 @shown_as_table
@@ -76,85 +67,158 @@ def prediction_table(ev: Evidence) -> pd.DataFrame:
     return comm_measured.prediction_table(_prediction(ev))
 
 
-def _account(ev: Evidence) -> CycleAccount:
-    return account(ev)
+@shown_as_table
+def saving_check(ev: Evidence) -> pd.DataFrame:
+    """Table: each variant's saving against NCCL, predicted with in-pass costs, against the measured range."""
+    from verifylab.model.comm_pass import saving_check as check
+
+    return ev.derived("saving_check", lambda e: check(e.runs)).round(3)
 
 
-def _options(ev: Evidence, streams: int, draft_tokens: int) -> pd.DataFrame:
-    return ev.derived(f"options/{streams}/{draft_tokens}", lambda e: whatif_table(e, streams, draft_tokens))
+def _answers(ev: Evidence) -> dict:
+    return ev.derived("regime_answers", lambda e: {r: regime_answer(e, r) for r in REGIME_TITLE})
 
 
 def finding(ev: Evidence, params: Params) -> Prose:
-    """Finding: fusion vs elimination for the case study, in ms per cycle and tok/s, with what drives the ranges."""
-    a = _account(ev)
-    one = _options(ev, 1, params.draft_tokens).set_index("key")
-    loads = {c: _options(ev, c, params.draft_tokens).set_index("key") for c in LOADS if c > 1}
-    ms = lambda rows, key: Span(rows.loc[key, "verify_ms_low"], rows.loc[key, "verify_ms_high"]).text(1, "ms")  # noqa: E731
-    tps = lambda rows, key: Span(rows.loc[key, "tokens_per_s_low"], rows.loc[key, "tokens_per_s_high"]).text(  # noqa: E731
-        1, "tok/s"
-    )
-    low, high = (reported_value(ev.figures, f"verify_after_fusion_estimate_{end}") for end in ("low", "high"))
-    expected = Span(low, high).text(0, "ms")
-    under_load = "; ".join(
-        f"at {c} streams TP 4 x PP 2 gives {tps(rows, 'tp4_pp2')} per stream against {tps(rows, 'baseline')} as run "
-        f"and {tps(rows, 'kernel_fusion')} with kernel fusion"
-        for c, rows in loads.items()
-    )
+    """Finding: the decision depends on the box's regime; each regime's answer in numbers; the case study's."""
+    a, m = account(ev), inputs(ev)
+    answers, bands = _answers(ev), thresholds(ev)
+    low, high, _ = m.curves.reported_allreduce or (0.0, 0.0, 0.0)
+    healthy, host = answers[Regime.HEALTHY_P2P], answers[Regime.HOST_MEMORY]
+    band = bands[Regime.HEALTHY_P2P.value]
+    slow = bands[Regime.HOST_MEMORY.value]
+    best_one = OPTIONS[Option(healthy.best_by_load[min(LOADS)])].title
+    best_load = OPTIONS[Option(healthy.best_by_load[max(LOADS)])].title
+    floors = floors_table((a.draft_tokens[0], a.draft_tokens[1]))
+    floor = Span(floors.loc[floors["layout"] == "TP 8", "floor_ms"].min(), floors["floor_ms"].max())
     return Prose(
-        f"**Fusion, as kernel fusion, is worth {a.text('kernel_fusion_ms')} per verify pass** "
-        f"({a.allreduces} norm kernels of {a.text('norm_us')}, measured on an H200): at one stream the pass goes "
-        f"from {ms(one, 'baseline')} to {ms(one, 'kernel_fusion')} ({tps(one, 'kernel_fusion')}), where the sources "
-        f"expected {expected} (an estimate). The reported "
-        f"54.1 -> 96.1 tok/s removed {a.text('removed_ms')} per cycle; the CUDA upgrade can carry "
-        f"{a.text('upgrade_ms')} (if it sped EAGLE-3 as it sped the baseline) and **{a.text('remainder_ms')} stays "
-        "unexplained** — algorithm substitution (NCCL ring -> one-shot push) is the leading hypothesis, and at its "
-        f"optimistic link-model bound it would give {tps(one, 'fusion_oneshot_bound')}. **Elimination** that fits "
-        f"on the box, TP 4 x PP 2, gives {ms(one, 'tp4_pp2')} ({tps(one, 'tp4_pp2')}) at one stream; {under_load}. "
-        f"The ranges span the two readings of the reported cycle (accept length {a.text('accept')}) and "
-        f"{a.draft_tokens[0]}-{a.draft_tokens[1]} draft tokens; every PCIe collective other than the reported "
-        "all-reduce is priced by a labelled link model, not measured."
+        f"**What to do depends on the box's communication regime, and the case study's verify pass sits in the "
+        f"slow one.** Its 30 ms cannot be 25 ms of all-reduce and 5 ms of compute: reading the weights alone takes "
+        f"{floor.text(1, 'ms')} at peak bandwidth, which leaves **{low:.0f}-{high:.0f} µs per all-reduce** — "
+        f"where NCCL through host memory lands ({slow.low_us:.0f}-{slow.high_us:.0f} µs at 8 ranks) and far above "
+        f"healthy PCIe P2P ({band.low_us:.0f}-{band.high_us:.0f} µs, public measurements). "
+        f"With healthy P2P, EAGLE-3 at one stream gives {healthy.eagle_tps.text(0, 'tok/s')} against "
+        f"{healthy.decode_tps.text(0, 'tok/s')} for plain decoding, fusion saves "
+        f"{healthy.fusion_gain_ms.text(2, 'ms') if healthy.fusion_gain_ms else 'nothing priced'} per verify pass, "
+        f"the fastest option is {best_one} at one stream and {best_load} at {max(LOADS)}, and speculation stops "
+        f"paying {_crossover(healthy)}; through host memory EAGLE-3 gives {host.eagle_tps.text(0, 'tok/s')} and "
+        f"fusion cannot run. The reported 54.1 -> 96.1 tok/s beat plain decoding by only "
+        f"{a.text('bottom_line_pct')}, and kernel fusion carries {a.text('kernel_fusion_ms')} of the "
+        f"{a.text('removed_ms')} it removed per cycle. All modelled within physical floors; ranges span the "
+        f"{a.draft_tokens[0]}-{a.draft_tokens[1]} draft tokens, the two measured rates before the jump and the "
+        "sources' spread."
     )
+
+
+def _crossover(answer) -> str:
+    from verifylab.model.decision import crossover_text
+
+    return crossover_text(answer)
 
 
 @shown_as_table
-def options_at_load(ev: Evidence, params: Params) -> pd.DataFrame:
-    """Table: every option at 1, 8 and 32 streams — verify ms and tok/s per stream as ranges (modelled)."""
+def decision_by_regime(ev: Evidence) -> pd.DataFrame:
+    """Table: per regime, the all-reduce band that identifies it, decoding vs EAGLE-3 (with and without fusion)
+    at one stream, the fastest option by load, and where speculation stops paying (modelled)."""
+    return ev.derived("decision_table", decision_table).drop(columns=["regime_key"])
+
+
+def regime_figure(ev: Evidence) -> Figure:
+    """Figure: one all-reduce by message size in each regime (the curves every option is priced from)."""
+    return regime_curves_chart(ev.derived("regime_curves", lambda e: regime_curves_table(inputs(e).curves)))
+
+
+@shown_as_table
+def options_at_load(ev: Evidence) -> pd.DataFrame:
+    """Table: every option in every regime at 1, 8 and 32 streams — verify ms and one stream's tok/s as ranges,
+    the floor under them, and whether SGLang runs the option with EAGLE-3 (modelled)."""
     rows = []
     for streams in LOADS:
-        for r in _options(ev, streams, params.draft_tokens).itertuples():
+        for r in whatif_table(ev, streams).itertuples():
+            priced = not pd.isna(r.verify_ms_low)
             rows.append(
                 {
+                    "regime": r.regime,
                     "option": r.option,
                     "streams": streams,
-                    "verify (ms)": Span(r.verify_ms_low, r.verify_ms_high).text(1),
-                    "tok/s per stream": Span(r.tokens_per_s_low, r.tokens_per_s_high).text(1),
+                    "verify (ms)": Span(r.verify_ms_low, r.verify_ms_high).text(1) if priced else "—",
+                    "tok/s per stream": Span(r.tokens_per_s_low, r.tokens_per_s_high).text(0) if priced else "—",
+                    "floor (ms)": Span(r.floor_ms_low, r.floor_ms_high).text(1),
                     "all-reduces": r.allreduces_per_pass,
-                    "removes and adds": r.removes_and_adds,
-                    "weights per GPU (GB)": f"{r.weights_gb_per_gpu:.0f}" + ("" if r.fits else " (no room)"),
-                    "feasibility": r.feasibility,
+                    "with EAGLE-3 in SGLang": r.eagle3_in_sglang.split(":")[0].split(" (")[0],
+                    "not priced because": r.not_priced,
                 }
             )
     return pd.DataFrame(rows)
 
 
 @shown_as_table
-def model_inputs(ev: Evidence) -> pd.DataFrame:
-    """Table: every input of the cycle account and the what-ifs, with its source."""
-    return inputs_table(ev)
+def option_facts() -> pd.DataFrame:
+    """Table: what each option removes and adds, its flags, and whether SGLang runs it with EAGLE-3 (read from
+    the wheels)."""
+    return pd.DataFrame(
+        [
+            {"option": f.title, "kind": f.kind, "what": f.what, "flags": f.flags, "with EAGLE-3": f.eagle3}
+            for f in OPTIONS.values()
+        ]
+    )
+
+
+def _terms(ev: Evidence, params: Params) -> pd.DataFrame:
+    return whatif_table(ev, params.batch)
 
 
 @shown_as_table
 def whatif(ev: Evidence, params: Params) -> pd.DataFrame:
-    """Table: each option's verify pass split into its terms at ``batch`` streams (modelled)."""
-    return _options(ev, params.batch, params.draft_tokens)[WHATIF_COLUMNS].round(2)
+    """Table: each option's terms at ``batch`` streams per regime, low and high ends (modelled)."""
+    columns = [
+        "regime",
+        "option",
+        "floor_ms_low",
+        "compute_ms_low",
+        "compute_ms_high",
+        "comm_ms_low",
+        "comm_ms_high",
+        "norm_ms_high",
+        "verify_ms_low",
+        "verify_ms_high",
+        "comm_basis",
+    ]
+    return _terms(ev, params)[columns].round(2)
 
 
 def whatif_figure(ev: Evidence, params: Params) -> Figure:
-    """Figure: each option's verify pass split into compute, communication and norm."""
-    frame = _options(ev, params.batch, params.draft_tokens).rename(
-        columns={"option": "name", "key": "kind", "comm_ms": "allreduce_ms"}
+    """Figure: each option's verify pass split into compute, communication and norm (midpoints), per regime."""
+    frame = _terms(ev, params).dropna(subset=["verify_ms_low"])
+    frame = pd.DataFrame(
+        {
+            "name": frame["option"] + " — " + frame["regime"],
+            "kind": frame["key"],
+            "compute_ms": (frame["compute_ms_low"] + frame["compute_ms_high"]) / 2,
+            "allreduce_ms": (frame["comm_ms_low"] + frame["comm_ms_high"]) / 2,
+            "norm_ms": (frame["norm_ms_low"] + frame["norm_ms_high"]) / 2,
+            "launch_ms": 0.0,
+        }
     )
-    return verify_components_chart(components_long(frame.assign(launch_ms=0.0)))
+    return verify_components_chart(components_long(frame), title_note=f" at {params.batch} stream(s), midpoints")
+
+
+@shown_as_table
+def floors(ev: Evidence) -> pd.DataFrame:
+    """Table: the bytes the busiest GPU reads per pass and the time at peak bandwidth (modelled)."""
+    return floors_table().round(3)
+
+
+@shown_as_table
+def memory(ev: Evidence) -> pd.DataFrame:
+    """Table: weights per GPU in GiB, the KV room left and the requests it holds, per layout (modelled)."""
+    return memory_table().round(1)
+
+
+@shown_as_table
+def model_inputs(ev: Evidence) -> pd.DataFrame:
+    """Table: every input of the cycle account and the options, with its source."""
+    return inputs_table(ev)
 
 
 @shown_as_table
@@ -164,9 +228,10 @@ def reconciliation(ev: Evidence) -> pd.DataFrame:
 
 
 @shown_as_table
-def hypotheses() -> pd.DataFrame:
-    """Table: why verify all-reduces may be slower than decode's, and the measurement that settles each."""
-    return HYPOTHESES
+def hypotheses(ev: Evidence) -> pd.DataFrame:
+    """Table: what can carry 54.1 -> 96.1 tok/s, ranked, with its evidence and the measurement that decides it."""
+    frame = ev.derived("hypotheses", ranked_hypotheses)
+    return frame[["rank", "hypothesis", "could_explain_ms", "of_removed", "evidence", "deciding_measurement"]]
 
 
 @shown_as_table

@@ -63,6 +63,8 @@ class EnvironmentAndGates(ChapterParams):
     sglang_root: Path | None = None
     arch: str = Field("sm120", pattern=r"^sm\d{2,3}$")
     apply_patch: bool = False
+    probe: bool = Field(True, description="live: run the communication probe on this box's GPUs first")
+    probe_gpus: PositiveInt | None = Field(None, description="live: GPUs the probe uses (default: all visible)")
 
 
 class Benchmarks(_Server):
@@ -104,8 +106,7 @@ class VerifyBreakdown(_Server):
 class FusionVsElimination(ChapterParams):
     chapter = "04_fusion_vs_elimination"
 
-    batch: PositiveInt = 1
-    draft_tokens: PositiveInt = 4
+    batch: PositiveInt = Field(1, description="concurrent streams of the terms table and chart")
 
 
 class Recommendations(ChapterParams):

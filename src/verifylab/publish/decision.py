@@ -1,11 +1,14 @@
-"""The landing page, "The decision": what to deploy, fusion vs elimination in numbers, when to turn speculation
-off — each claim with a link to the numbered figure or table that carries it — caveats last, then how to read
-the book. Every number comes from the edition's findings (the cycle account and the rules)."""
+"""The landing page, "The decision": first which communication regime the reader's box is in, then the four
+questions — deploy fusion? keep EAGLE-3? eliminate all-reduces, and how? from how many streams turn speculation
+off? — each as a recommendation conditional on that regime, every number linked to the numbered exhibit that
+shows it; the case study's jump; caveats last. Every number comes from the edition's findings or the same
+model objects the exhibits show."""
 
 from __future__ import annotations
 
 from verifylab.publish.findings import FindingKey, by_key
 from verifylab.report.recommend import Topic
+from verifylab.store.evidence import Evidence
 
 PAGE = "decision.md"
 
@@ -15,57 +18,99 @@ def _rec(findings: dict, topic: Topic) -> tuple[str, str]:
     return (found.confidence or "none", str(found.value)) if found else ("none", "no evidence in this edition")
 
 
-def decision_markdown(edition: dict) -> str:
+def _regimes(ev: Evidence) -> dict[str, dict]:
+    """The decision table's rows by regime key (the same object Table 4.1 shows)."""
+    from verifylab.model.decision import decision_table
+
+    return {row["regime_key"]: row for row in ev.derived("decision_table", decision_table).to_dict("records")}
+
+
+def _upgrade(ev: Evidence) -> tuple[str, str] | None:
+    from verifylab.report.gates_report import pcie_sm120_outlook, upgrade_target
+
+    return upgrade_target(pcie_sm120_outlook(ev.fusion_forensics)) if ev.has_gate_matrix else None
+
+
+def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
+    from verifylab.vocab import Regime
+
     f = by_key(edition["key_findings"])
     t = {key: found.shown for key, found in f.items()}
     fusion, elimination, speculation = (
         _rec(f, topic) for topic in (Topic.FUSION, Topic.ELIMINATION, Topic.SPECULATION)
     )
+    r = _regimes(ev)
+    healthy, host, reported = (r[g.value] for g in (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED))
+    upgrade = _upgrade(ev)
+    upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
     return f"""# The decision
 
 Edition `{edition["id"]}` · built {edition["built"]} · {len(runs)} measured runs (listed in the edition banner of
-every chapter). Cite a figure as "{{numref}}`tbl-fusion-options`, edition `{edition["id"]}`".
+every chapter). Cite a figure as "{{numref}}`tbl-decision-regimes`, edition `{edition["id"]}`".
+
+## First: which regime is your box in?
+
+Run `verifylab comm probe --gpus 8` on the box (chapter 1). It measures the 8-rank all-reduce of one stream's
+verify message and names the regime ({{numref}}`tbl-decision-regimes`, modelled from public and measured curves):
+
+- **{healthy["allreduce_57kb_us"]} µs: healthy P2P.** The answers below for healthy P2P apply.
+- **{host["allreduce_57kb_us"]} µs: NCCL through host memory.** Fix P2P first (the probe names the likeliest
+  cause): EAGLE-3 at one stream goes from {host["eagle3_tok_s"]} to {healthy["eagle3_tok_s"]} tok/s.
+- The case study's own verify pass sits there too: **{t[FindingKey.ALLREDUCE_AS_REPORTED_US]} per all-reduce**
+  once its compute is at least the {t[FindingKey.VERIFY_COMPUTE_FLOOR_MS]} it takes to read the weights
+  ({{numref}}`tbl-reconciliation`).
 
 ## What to deploy on the case-study box
 
-- **All-reduce fusion** ({fusion[0]} confidence): {fusion[1]} Evidence: {{numref}}`tbl-reconciliation`
-  (reported and modelled), {{numref}}`tbl-gate-matrix` and {{numref}}`tbl-pcie-sm120` (audited).
-- **Fusion vs elimination** ({elimination[0]} confidence): {elimination[1]} Evidence: {{numref}}`tbl-fusion-options`
-  (modelled) and {{numref}}`tbl-measured-passes` (measured on 2 x H200, SM90: mechanism, not Blackwell).
-- **Speculation under load** ({speculation[0]} confidence): {speculation[1]} Evidence:
-  {{numref}}`tbl-reported-comparisons` (reported) and {{numref}}`tbl-live-tp2` (measured, mechanics only).
+- **Deploy fusion?** ({fusion[0]} confidence) With healthy P2P, yes at one stream: upgrade to {upgrade_text}
+  ({{numref}}`tbl-pcie-sm120`, audited wheels), open its gates, and fusion saves
+  {t[FindingKey.FUSION_GAIN_HEALTHY_MS]} per verify pass ({{numref}}`tbl-decision-regimes`): EAGLE-3 goes from
+  {healthy["eagle3_tok_s"]} to {healthy["eagle3_fusion_tok_s"]} tok/s; under load the one-shot push over PCIe loses
+  to NCCL past the public crossover ({{numref}}`tbl-fusion-options`). Without working P2P it cannot run.
+- **Keep EAGLE-3?** With healthy P2P it gives {healthy["eagle3_tok_s"]} tok/s against {healthy["decode_tok_s"]} for
+  plain decoding at one stream; through host memory {host["eagle3_tok_s"]} against {host["decode_tok_s"]}; as the
+  case study ran it, {reported["eagle3_tok_s"]} against {reported["decode_tok_s"]} ({{numref}}`tbl-decision-regimes`).
+- **Eliminate all-reduces, and how?** ({elimination[0]} confidence) Fastest by streams — healthy P2P:
+  {healthy["fastest_at"]}; host memory: {host["fastest_at"]} ({{numref}}`tbl-decision-regimes`,
+  {{numref}}`tbl-fusion-options`). TP 4 x PP 2 keeps every all-reduce (four ranks each) and SGLang refuses
+  pipeline parallelism with speculative decoding ({{numref}}`tbl-option-facts`).
+- **Turn speculation off under load?** ({speculation[0]} confidence) Modelled: healthy P2P
+  {healthy["speculation_off_from"]}, host memory {host["speculation_off_from"]} ({{numref}}`tbl-decision-regimes`);
+  reported: a liability from about 30 requests ({{numref}}`tbl-reported-comparisons`). Measure the crossover
+  with chapter 2's sweep before routing by load.
 
-## Fusion vs elimination, in numbers
+## The case study's jump
 
-- The reported 54.1 -> 96.1 tok/s removed **{t[FindingKey.CYCLE_TIME_REMOVED_MS]}** per EAGLE-3 cycle (the
-  reported cycle fits an accept length of {t[FindingKey.ACCEPT_LENGTH]}; {{numref}}`tbl-reconciliation`).
-- Kernel fusion carries **{t[FindingKey.KERNEL_FUSION_SHARE_MS]}** of it (one fused add+RMSNorm kernel per
-  all-reduce, measured on an H200); the CUDA upgrade {t[FindingKey.UPGRADE_SHARE_MS]} if it sped EAGLE-3 as it sped
-  the baseline; **{t[FindingKey.UNEXPLAINED_REMAINDER_MS]} is unexplained** — algorithm substitution (NCCL ring ->
-  one-shot push) is the leading hypothesis, unmeasured.
-- Each verify all-reduce took **{t[FindingKey.VERIFY_ALLREDUCE_US]}** against at most
-  **{t[FindingKey.DECODE_ALLREDUCE_BOUND_US]}** in a decode step; after the jump it would be
-  {t[FindingKey.ALLREDUCE_US_AFTER]} if nothing else changed ({{numref}}`tbl-reconciliation`).
-- The options at 1, 8 and 32 streams, as ranges: {{numref}}`tbl-fusion-options` and {{numref}}`fig-whatif-components`.
+- EAGLE-3 with "fusion" beat plain decoding by **{t[FindingKey.BOTTOM_LINE_PCT]}**
+  ({{numref}}`tbl-reconciliation`): that is the whole gain speculation brought.
+- 54.1 -> 96.1 tok/s removed **{t[FindingKey.CYCLE_TIME_REMOVED_MS]}** per cycle; kernel fusion carries
+  {t[FindingKey.KERNEL_FUSION_SHARE_MS]} of it and the CUDA upgrade {t[FindingKey.UPGRADE_SHARE_MS]}
+  ({{numref}}`tbl-reconciliation`). What can carry the rest, ranked, with the measurement on the box that decides
+  each: {{numref}}`tbl-hypotheses`. SGLang 0.5.9 with FlashInfer 0.6.4 allocates the fusion workspace without
+  NVLink multicast; only FlashInfer's JIT arch list kept fusion off, and the case study reports that exact error
+  before fusion was enabled ({{numref}}`tbl-fusion-forensics`, audited wheels).
 
 ## Caveats
 
 - No Blackwell GPU was available: H200 (SM90) measurements calibrate the mechanism; they are not SM120 results.
-- The 54.1 -> 96.1 tok/s gain spans a CUDA 12.8 -> 13 upgrade and other patches: its attribution is modelled,
-  not measured, and the reported "fusion" may not have fused at all on PCIe ({{numref}}`tbl-pcie-sm120`).
+- Healthy-P2P prices come from public measurements on other RTX PRO 6000 boxes (each with its URL and quote);
+  a reader's own probe replaces them.
+- Compute is modelled from the bytes a pass reads and the efficiency an H200 pass reached; routing is taken
+  as uniform (the most distinct experts a pass can read), which puts the speculation crossover low.
 - A patched {{term}}`gate` does not prove fusion runs: only the server log ("AllReduce Fusion enabled") and fused
   kernels in a profile do ({{numref}}`tbl-live-kernels`).
-- Every PCIe collective other than the reported all-reduce is priced by a labelled link model.
 
 ## How to read this book
 
-- Every number is **measured** (a run id, its hardware named), **reported** (a seed file and a quote) or
-  **modelled** (the inputs named); every table and chart says which in its caption or its provenance column.
+- Every number is **measured** (a run id, its hardware named), **reported** (a seed file and a quote),
+  **reported (public)** (a URL, its hardware and a verbatim quote) or **modelled** (the inputs named); every
+  table and chart says which in its caption or its provenance column.
 - Figures and tables are numbered per chapter (Fig. 4.1 is chapter 4's first); cite them with the edition id
   shown at the top of each page. Chapters open with their finding, then the evidence, then the method.
-- Chapter 1: the {{term}}`gates <gate>` that keep fusion off on SM120. Chapter 2: benchmarks at one stream and
-  under load. Chapter 3: where a verify pass spends its time. Chapter 4: fusion vs elimination. Chapter 5:
-  the recommendations. Terms are explained in the {{doc}}`../glossary`.
+- Chapter 1: the box's communication regime and the {{term}}`gates <gate>` that keep fusion off on SM120.
+  Chapter 2: benchmarks at one stream and under load. Chapter 3: where a verify pass spends its time.
+  Chapter 4: fusion vs elimination per regime. Chapter 5: the recommendations. Terms are explained in the
+  {{doc}}`../glossary`.
 """

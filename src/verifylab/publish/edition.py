@@ -120,7 +120,7 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
         )
         + _md_table(changes_since(previous, findings)),
     )
-    atomic_write_text(out / PAGE, decision_markdown(edition))
+    atomic_write_text(out / PAGE, decision_markdown(edition, ev))
     return edition
 
 

@@ -41,19 +41,19 @@ def _stamp(frame: pd.DataFrame, store: RunStore, run_id: str) -> pd.DataFrame:
     return frame.assign(label=store.manifest(run_id).label, run_id=run_id, provenance="measured")
 
 
-def verify_pass_measured(store: RunStore) -> pd.DataFrame:
-    """One full 61-layer synthetic verify pass per path, variant and k (ms), from the newest such run."""
-    run_id = store.newest_with("verify_pass")
+def verify_pass_measured(store: RunStore, run_id: str | None = None) -> pd.DataFrame:
+    """One full 61-layer synthetic verify pass per path, variant and k (ms), from ``run_id`` (default: newest)."""
+    run_id = run_id or store.newest_with("verify_pass")
     if run_id is None:
         return pd.DataFrame()
     frame = store.read_table(run_id, "verify_pass")
     return _stamp(frame.dropna(subset=["pass_ms"]), store, run_id)
 
 
-def fusion_vs_elimination_measured(store: RunStore) -> pd.DataFrame:
+def fusion_vs_elimination_measured(store: RunStore, run_id: str | None = None) -> pd.DataFrame:
     """Per path and k: what all communication costs in the pass, what fusing saves, what removing one or both
     all-reduces per layer saves (ms of one 61-layer pass). Fusion runs only where peers share P2P (NVLink)."""
-    passes = verify_pass_measured(store)
+    passes = verify_pass_measured(store, run_id)
     if passes.empty:
         return pd.DataFrame()
     wide = passes.pivot_table(index=["path", "tokens"], columns="variant", values="pass_ms").reset_index()
@@ -120,25 +120,44 @@ def _ms(value: float) -> str:
     return f"{value:.2f} ms"
 
 
-def comm_finding(gains: pd.DataFrame, tokens: int = 16) -> Prose:
-    """The chapter's finding in one paragraph, every number formatted from ``gains`` (no typed numbers)."""
+def savings_over_runs(store: RunStore) -> pd.DataFrame:
+    """Every synthetic-pass campaign run's savings, stacked: the run-to-run spread of each cell."""
+    runs = [m.run_id for m in store.manifests() if all(t in m.tables for t in COMM_CAMPAIGN_TABLES)]
+    frames = [fusion_vs_elimination_measured(store, r) for r in runs]
+    return pd.concat([f for f in frames if not f.empty], ignore_index=True) if frames else pd.DataFrame()
+
+
+def _span_ms(spread: pd.DataFrame, path: str, tokens: int, column: str, fallback: float) -> str:
+    rows = spread[(spread["path"] == path) & (spread["tokens"] == tokens)][column].dropna() if not spread.empty else []
+    if len(rows) < 2:
+        return _ms(fallback)
+    low, high = rows.min(), rows.max()
+    return _ms(low) if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f} ms"
+
+
+def comm_finding(gains: pd.DataFrame, tokens: int = 16, spread: pd.DataFrame | None = None) -> Prose:
+    """The chapter's finding in one paragraph, every number formatted from ``gains`` (no typed numbers); the
+    savings as ranges over the campaign runs where ``spread`` holds more than one."""
     if gains.empty:
         return Prose("No multi-GPU measurement of the verify pass is stored yet.")
+    spread = spread if spread is not None else pd.DataFrame()
     rows = {r.path: r for r in gains[gains["tokens"] == tokens].itertuples()}
     parts = []
     if "nvlink" in rows:
         r = rows["nvlink"]
+        fusion = _span_ms(spread, "nvlink", tokens, "fusion_saves_ms", r.fusion_saves_ms)
+        one = _span_ms(spread, "nvlink", tokens, "removing_one_per_layer_saves_ms", r.removing_one_per_layer_saves_ms)
         parts.append(
             f"Over NVLink at k = {tokens}, all communication costs {_ms(r.communication_ms)} of a "
-            f"{_ms(r.unfused_pass_ms)} pass; fusing every all-reduce with its norm saves {_ms(r.fusion_saves_ms)}, "
-            f"removing one all-reduce per layer saves {_ms(r.removing_one_per_layer_saves_ms)}."
+            f"{_ms(r.unfused_pass_ms)} pass; fusing every all-reduce with its norm saves {fusion}, removing one "
+            f"all-reduce per layer saves {one} (ranges: the spread between the campaign's runs)."
         )
     slow = [rows[p] for p in ("shm", "socket") if p in rows]
     for r in slow:
         parts.append(
             f"Through {PATH_NAMES[r.path]}, communication costs {_ms(r.communication_ms)} of "
             f"{_ms(r.unfused_pass_ms)}, and removing one all-reduce per layer saves "
-            f"{_ms(r.removing_one_per_layer_saves_ms)}."
+            f"{_span_ms(spread, r.path, tokens, 'removing_one_per_layer_saves_ms', r.removing_one_per_layer_saves_ms)}."
         )
     label = gains["label"].iloc[0]
     return Prose(" ".join(parts) + f" ({label}; run {gains['run_id'].iloc[0]}.)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -53,3 +54,11 @@ class Prose(str):
 
     def _repr_markdown_(self) -> str:
         return str(self)
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~$])")
+
+
+def md_text(text: str) -> str:
+    """Free text (a hardware label, a server message) made inert in Markdown: every special character escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
