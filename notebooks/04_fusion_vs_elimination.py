@@ -50,7 +50,7 @@ chapter.decision_by_regime(ev)
 # %% [markdown]
 # ## What one all-reduce costs in each regime
 #
-# Every option is priced from these curves at its own message size (streams x draft tokens x 14 KiB), never
+# Every option is priced from these curves at its own message size (streams x draft tokens x hidden x 2 bytes), never
 # from one figure: healthy P2P from the public measurements on RTX PRO 6000 boxes (NCCL from several boxes; the
 # fused one-shot push from a one-shot kernel's measurements, times the fused kernel's cost inside a pass over
 # its isolated cost, measured on 2 x H200), growing by their bandwidth terms beyond the sizes measured; host
@@ -67,6 +67,9 @@ chapter.regime_figure(ev)
 # column), communication priced in the regime at the option's own message size, SGLang's norm kernel where the
 # all-reduce is not fused. A dash: the option cannot run in that regime (the last column says why). One stream's
 # tok/s: the accept length over the verify pass plus the draft phase.
+
+# %% mystnb={"figure": {"caption": "Fusion vs elimination per regime at 1, 8 and 32 streams: one stream's tok/s as range bars (modelled)", "name": "fig-fusion-options"}}
+chapter.options_figure(ev)
 
 # %% mystnb={"figure": {"caption": "Fusion vs elimination per regime at 1, 8 and 32 streams: verify pass, one stream's tok/s and the floor, as ranges (modelled)", "name": "tbl-fusion-options"}}
 chapter.options_at_load(ev)

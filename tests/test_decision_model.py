@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from verifylab.model.case import account, inputs, whatif_table
@@ -125,3 +126,37 @@ def test_memory_counts_replicated_weights_once_per_gpu():
         table.loc[("DP attention + EP 8", 0.95), "kv_room_gib_per_gpu"] - dp["kv_room_gib_per_gpu"],
         0.05 * 96e9 / 2**30,
     )
+
+
+def test_a_probe_of_an_8_gpu_box_prices_its_own_row(data_dir):
+    """A stored probe at the case study's TP size adds 'this box (probe)': its measured curve prices the options
+    and the decision page names it (#26 item 2)."""
+    import json
+    import shutil
+
+    from verifylab.model.decision import decision_table
+    from verifylab.publish.decision import decision_markdown
+    from verifylab.publish.findings import key_findings
+
+    source = data_dir / "runs" / "20261201-092338-2xh200-probe-p2p"
+    target = data_dir / "runs" / "20261201-120000-box-probe"
+    shutil.copytree(source, target)
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest |= {"run_id": target.name, "gpu_count": 8, "label": "8 x RTX PRO 6000 (PCIe)"}
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    latency = pd.read_csv(target / "allreduce_latency.csv")
+    latency["ranks"] = latency["ranks"].where(latency["group"] != "all", 8)
+    latency["us"] = latency["us"] * 3  # a slower box than the two H200s
+    latency.to_csv(target / "allreduce_latency.csv", index=False)
+    verdict = pd.read_csv(target / "verdict.csv").assign(world=8)
+    verdict.to_csv(target / "verdict.csv", index=False)
+
+    ev = Evidence(data_dir)
+    table = decision_table(ev).set_index("regime_key")
+    assert Regime.MEASURED.value in table.index
+    measured = latency[(latency["impl"] == "nccl") & (latency["mode"] == "graph") & (latency["group"] == "all")]
+    at_4 = float(measured.loc[measured["tokens"] == 4, "us"].iloc[0])
+    assert table.loc[Regime.MEASURED.value, "allreduce_57kb_us"] == f"{at_4:.0f}-{at_4:.0f}"
+    edition = {"id": "x", "built": "now", "runs": [], "key_findings": key_findings(ev)}
+    page = decision_markdown(edition, ev)
+    assert "run 20261201-120000-box-probe" in page and "this box (probe)" in page

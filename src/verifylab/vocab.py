@@ -68,3 +68,4 @@ class Regime(StrEnum):
     SOCKET = "socket"
     DEGRADED = "degraded"
     NOT_APPLICABLE = "not applicable"
+    MEASURED = "this box (probe)"  # not a verdict: the pricing source when a probe of the box itself is stored

@@ -16,10 +16,10 @@ from verifylab.model.decision import decision_table, regime_answer, thresholds
 from verifylab.model.hypotheses import ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
-from verifylab.model.options import OPTIONS, Option, floors_table, memory_table
-from verifylab.model.regimes import REGIME_TITLE, regime_curves_table
+from verifylab.model.options import OPTIONS, Option, floors_table, memory_table, reported_pass_floor
+from verifylab.model.regimes import regime_curves_table
 from verifylab.report import comm_measured
-from verifylab.report.charts import Figure, regime_curves_chart, verify_components_chart
+from verifylab.report.charts import Figure, options_chart, regime_curves_chart, verify_components_chart
 from verifylab.report.section import Prose
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import LOAD_STREAMS, Regime
@@ -29,6 +29,15 @@ __all__ = ["Params"]
 MEASURED_TOKENS = 16  # the draft-token count the measured finding quotes
 LOADS = LOAD_STREAMS  # concurrent streams the finding and the load table show
 ALLREDUCE_FLOOR_US = 10.0  # one-hop latency floor assumed in the limits table
+DECISION_HEADINGS = {
+    "allreduce_57kb_us": "8-rank all-reduce, one stream's verify message (µs)",
+    "decode_tok_s": "plain decoding (tok/s)",
+    "eagle3_tok_s": "EAGLE-3 (tok/s)",
+    "eagle3_fusion_tok_s": "EAGLE-3 + fusion (tok/s)",
+    "fusion_saves_ms": "fusion saves per pass (ms)",
+    "fastest_at": "fastest option by streams",
+    "speculation_off_from": "speculation stops paying",
+}
 
 
 def _gains(ev: Evidence) -> pd.DataFrame:
@@ -76,7 +85,7 @@ def saving_check(ev: Evidence) -> pd.DataFrame:
 
 
 def _answers(ev: Evidence) -> dict:
-    return ev.derived("regime_answers", lambda e: {r: regime_answer(e, r) for r in REGIME_TITLE})
+    return ev.derived("regime_answers", lambda e: {r: regime_answer(e, r) for r in inputs(e).curves.regimes()})
 
 
 def finding(ev: Evidence, params: Params) -> Prose:
@@ -89,8 +98,7 @@ def finding(ev: Evidence, params: Params) -> Prose:
     slow = bands[Regime.HOST_MEMORY.value]
     best_one = OPTIONS[Option(healthy.best_by_load[min(LOADS)])].title
     best_load = OPTIONS[Option(healthy.best_by_load[max(LOADS)])].title
-    floors = floors_table((a.draft_tokens[0], a.draft_tokens[1]))
-    floor = Span(floors.loc[floors["layout"] == "TP 8", "floor_ms"].min(), floors["floor_ms"].max())
+    floor = reported_pass_floor(a)
     return Prose(
         f"**What to do depends on the box's communication regime, and the case study's verify pass sits in the "
         f"slow one.** Its 30 ms cannot be 25 ms of all-reduce and 5 ms of compute: reading the weights alone takes "
@@ -120,7 +128,7 @@ def _crossover(answer) -> str:
 def decision_by_regime(ev: Evidence) -> pd.DataFrame:
     """Table: per regime, the all-reduce band that identifies it, decoding vs EAGLE-3 (with and without fusion)
     at one stream, the fastest option by load, and where speculation stops paying (modelled)."""
-    return ev.derived("decision_table", decision_table).drop(columns=["regime_key"])
+    return ev.derived("decision_table", decision_table).drop(columns=["regime_key"]).rename(columns=DECISION_HEADINGS)
 
 
 def regime_figure(ev: Evidence) -> Figure:
@@ -150,6 +158,12 @@ def options_at_load(ev: Evidence) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def options_figure(ev: Evidence) -> Figure:
+    """Figure: every option's one-stream tok/s at 1, 8 and 32 streams, one panel per regime (modelled)."""
+    frames = [whatif_table(ev, streams) for streams in LOADS]
+    return options_chart(pd.concat(frames, ignore_index=True))
 
 
 @shown_as_table

@@ -16,7 +16,7 @@ from verifylab.model.case import account, inputs, whatif_table
 from verifylab.model.costmodel import eagle3_tokens_per_s
 from verifylab.model.cycle import Span
 from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
-from verifylab.model.regimes import PRICED_REGIMES, REGIME_TITLE, Collective, Price
+from verifylab.model.regimes import REGIME_TITLE, Collective, Price
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
 
@@ -43,7 +43,9 @@ def decode_regime(regime: Regime) -> Regime:
     """The regime plain decoding runs in. On the case study's box decoding reached 92.6 tok/s, which bounds its
     all-reduces to the decode bound (under 90 us) whatever the verify pass's cost: the anomaly belongs to the
     verify pass, so its decoding is priced as healthy P2P."""
-    return Regime.HEALTHY_P2P if regime is Regime.DEGRADED else regime
+    if regime is Regime.DEGRADED:
+        return Regime.HEALTHY_P2P
+    return regime
 
 
 def _decode(ev: Evidence, regime: Regime, streams: int) -> Span | None:
@@ -124,7 +126,7 @@ def thresholds(ev: Evidence) -> dict[str, Price]:
     reader's box is compared with these."""
     curves = inputs(ev).curves
     out = {}
-    for regime in PRICED_REGIMES:
+    for regime in curves.regimes():
         price = curves.price(regime, Collective.NCCL, GPUS, REFERENCE_MESSAGE)
         if isinstance(price, Price):
             out[regime.value] = price
@@ -136,7 +138,7 @@ def decision_table(ev: Evidence) -> pd.DataFrame:
     fusion) at one stream, the fastest option at 1, 8 and 32 streams, and where speculation stops paying."""
     bands = thresholds(ev)
     rows = []
-    for regime in PRICED_REGIMES:
+    for regime in inputs(ev).curves.regimes():
         a = regime_answer(ev, regime)
         band = bands.get(regime.value)
         rows.append(

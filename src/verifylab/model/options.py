@@ -43,7 +43,7 @@ from verifylab.model.floors import (
     pass_bytes,
     weights_per_gpu_bytes,
 )
-from verifylab.model.regimes import PRICED_REGIMES, REGIME_TITLE, Collective, Price, RegimeCurves, regime_curves
+from verifylab.model.regimes import REGIME_TITLE, Collective, Price, RegimeCurves, regime_curves
 from verifylab.shapes import KIMI_K2
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
@@ -161,6 +161,12 @@ def model_inputs(ev: Evidence, account: CycleAccount) -> ModelInputs:
     partial = ModelInputs(regime_curves(ev), eff, best, eff_source, norm, norm_source, account)
     partial.curves.reported_allreduce = reported_allreduce_range(partial)
     return partial
+
+
+def reported_pass_floor(account: CycleAccount) -> Span:
+    """The floor of the case study's verify pass (one stream, its draft-token range): the one value every page
+    quotes for it."""
+    return Span.of(*(pass_bytes(k, Layout.TP, GPUS, context=CONTEXT_TOKENS).floor_ms() for k in account.draft_tokens))
 
 
 def reported_allreduce_range(inputs: ModelInputs) -> tuple[float, float, float]:
@@ -284,7 +290,7 @@ def options_table(ev: Evidence, account: CycleAccount, streams: int = 1) -> pd.D
     one stream's tok/s, as ranges over the draft-token range and the inputs' spread (modelled)."""
     inputs = ev.derived("model_inputs", lambda e: model_inputs(e, account))
     rows = []
-    for regime in PRICED_REGIMES:
+    for regime in inputs.curves.regimes():
         for option, facts in OPTIONS.items():
             passes = [option_pass(inputs, option, regime, streams, k) for k in account.draft_tokens]
             rows.append(_row(option, facts, regime, streams, passes, account))

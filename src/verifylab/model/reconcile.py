@@ -50,19 +50,18 @@ def message_growth(ev: Evidence) -> tuple[str, str]:
 def _floor_steps(ev: Evidence, a: CycleAccount) -> list[Step]:
     """The reported compute against the bytes floor, and what that leaves per all-reduce."""
     from verifylab.model.case import inputs
-    from verifylab.model.floors import Layout, pass_bytes
-    from verifylab.model.options import CONTEXT_TOKENS
+    from verifylab.model.options import reported_pass_floor
 
-    floors = [pass_bytes(k, Layout.TP, 8, context=CONTEXT_TOKENS).floor_ms() for k in a.draft_tokens]
+    floor = reported_pass_floor(a)
     low, high, _ = inputs(ev).curves.reported_allreduce or (0.0, 0.0, 0.0)
     return [
         _step(
             "reported compute against its floor",
             "verify_compute_ms; bytes read per pass",
             f"reading the TP-8 shard's weights for {a.draft_tokens[0]}-{a.draft_tokens[1]} tokens at peak bandwidth "
-            f"takes {min(floors):.1f}-{max(floors):.1f} ms; the reported compute is {a.compute_ms:.0f} ms",
-            min(floors),
-            max(floors),
+            f"takes {floor.text(1, 'ms')}; the reported compute is {a.compute_ms:.0f} ms",
+            floor.low,
+            floor.high,
             "ms",
             "the reported 25 / 5 ms split cannot hold: part of the '25 ms of all-reduce' is compute or waiting",
         ),

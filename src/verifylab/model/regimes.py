@@ -36,7 +36,9 @@ REGIME_TITLE = {
     Regime.HEALTHY_P2P: "healthy P2P",
     Regime.HOST_MEMORY: "host-memory fallback",
     Regime.DEGRADED: "as reported (broken P2P)",
+    Regime.MEASURED: "this box (probe)",
 }
+BOX_WORLD = 8  # a probe of the case study's TP size prices the options of the box it ran on
 HOST_HOP_US_PUBLIC = 14.0  # fallback when the public table lacks the row (it is read from there)
 
 
@@ -92,6 +94,17 @@ def monotone(us: list[float]) -> tuple[float, ...]:
     return tuple(reversed(out))
 
 
+@dataclass(frozen=True)
+class BoxProbe:
+    """A stored probe of the reader's own box at the case study's TP size: its curves price the options."""
+
+    run_id: str
+    label: str
+    regime: Regime  # the probe's verdict
+    nccl: SourceCurve
+    fused: SourceCurve | None
+
+
 @dataclass
 class RegimeCurves:
     """Prices of every collective in every priced regime, from one Evidence's public table and measured runs."""
@@ -101,7 +114,12 @@ class RegimeCurves:
     host_run: str | None
     reported_allreduce: tuple[float, float, float] | None = None  # (low us, high us, message bytes) as reported
     in_pass_fused: tuple[float, float] = (1.0, 1.0)  # the fused kernel inside a pass / isolated (low, high)
+    box: BoxProbe | None = None
     notes: dict[str, str] = field(default_factory=dict)
+
+    def regimes(self) -> tuple[Regime, ...]:
+        """The regimes the options are priced in: the three of the model, and this box where a probe exists."""
+        return (*PRICED_REGIMES, Regime.MEASURED) if self.box else PRICED_REGIMES
 
     # --------------------------------------------------------------------------------------- public inputs
     def _rows(self, world: int, prefixes: tuple[str, ...], unit: str = "us") -> pd.DataFrame:
@@ -163,6 +181,8 @@ class RegimeCurves:
     # ------------------------------------------------------------------------------------------- prices
     def price(self, regime: Regime, collective: Collective, world: int, message: float) -> Price | str:
         """The price of one collective of ``message`` bytes at ``world`` ranks, or why it is not priced."""
+        if regime is Regime.MEASURED:
+            return self._box(collective, world, message)
         if collective is Collective.NCCL:
             return self._nccl(regime, world, message)
         if collective is Collective.FUSED:
@@ -170,6 +190,28 @@ class RegimeCurves:
         if collective is Collective.ALL_TO_ALL:
             return self._all_to_all(regime, world, message)
         return self._send(regime, message)
+
+    def _box(self, collective: Collective, world: int, message: float) -> Price | str:
+        """This box's measured curve where the probe measured it; the box's regime for what it did not."""
+        box = self.box
+        if box is None:
+            return "no probe of this box"
+        ring = 2 * (world - 1) / world
+        if world == BOX_WORLD and collective is Collective.NCCL:
+            value = box.nccl.at(message, ring / (self.bus_bandwidth_gbs[0] * 1e3))
+            return Price(value, value, f"measured on this box: run {box.run_id}")
+        if world == BOX_WORLD and collective is Collective.FUSED and box.fused is not None:
+            low, high = self.in_pass_fused
+            value = box.fused.at(message, (world - 1) / (self.link_gbs * 1e3))
+            return Price(value * low, value * high, f"measured on this box: run {box.run_id}, x in-pass factor")
+        priced = self.price(box.regime, collective, world, message)
+        return (
+            priced
+            if isinstance(priced, str)
+            else Price(
+                priced.low_us, priced.high_us, f"{priced.basis} (this box's regime, {box.regime}: not measured here)"
+            )
+        )
 
     def _nccl(self, regime: Regime, world: int, message: float) -> Price | str:
         if regime is Regime.HEALTHY_P2P:
@@ -305,11 +347,33 @@ def in_pass_fused_factor(runs) -> tuple[float, float, str]:
     return min(1.0, min(ratios)), max(ratios), "; ".join(sources)
 
 
+def box_probe(runs) -> BoxProbe | None:
+    """The newest stored probe (not mechanics only) at the case study's TP size, with its verdict's regime."""
+    for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
+        manifest = runs.manifest(run_id)
+        verdict = runs.read_table(run_id, "verdict")
+        whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+        if manifest.mechanics_only or whole.empty or int(whole["world"].iloc[0]) != BOX_WORLD:
+            continue
+        lat = runs.read_table(run_id, "allreduce_latency")
+        rows = lat[(lat["mode"] == "graph") & (lat["group"] == "all")].dropna(subset=["us"])
+        curves = {}
+        for impl in ("nccl", "fused"):
+            r = rows[rows["impl"] == impl].sort_values("bytes")
+            if not r.empty:
+                curves[impl] = SourceCurve(f"run {run_id}", tuple(r["bytes"]), monotone(list(r["us"])))
+        if "nccl" in curves:
+            return BoxProbe(
+                run_id, manifest.label, Regime(whole["regime"].iloc[0]), curves["nccl"], curves.get("fused")
+            )
+    return None
+
+
 def regime_curves(ev, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
     """The curves of one Evidence (public table, measured runs) and the reported regime's range."""
     host, host_run = _host_curve(ev.runs)
     low, high, source = in_pass_fused_factor(ev.runs)
-    curves = RegimeCurves(ev.public, host, host_run, reported, (low, high))
+    curves = RegimeCurves(ev.public, host, host_run, reported, (low, high), box_probe(ev.runs))
     curves.notes["in_pass_fused"] = source
     return curves
 
@@ -319,7 +383,7 @@ def regime_curves_table(
 ) -> pd.DataFrame:
     """Every priced (regime, collective) at 8 ranks over the verify pass's token counts: low, high, basis."""
     rows = []
-    for regime in PRICED_REGIMES:
+    for regime in curves.regimes():
         for collective in (Collective.NCCL, Collective.FUSED):
             for t in tokens:
                 price = curves.price(regime, collective, 8, t * KIMI_K2_HIDDEN * 2)

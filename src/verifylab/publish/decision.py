@@ -31,6 +31,24 @@ def _upgrade(ev: Evidence) -> tuple[str, str] | None:
     return upgrade_target(pcie_sm120_outlook(ev.fusion_forensics)) if ev.has_gate_matrix else None
 
 
+def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
+    """A bullet for a stored probe of the reader's own box: its regime and where its own prices are shown."""
+    from verifylab.model.case import inputs
+    from verifylab.report.section import md_text
+    from verifylab.vocab import Regime
+
+    box = inputs(ev).curves.box
+    if box is None:
+        return ""
+    row = rows[Regime.MEASURED.value]
+    return (
+        f"- **This data folder holds a probe of an 8-GPU box** (run {box.run_id}, {md_text(box.label)}): "
+        f"{row['allreduce_57kb_us']} µs, {box.regime.value}. Its own curve prices the options in the row "
+        f"'this box (probe)' ({{numref}}`tbl-decision-regimes`): EAGLE-3 {row['eagle3_tok_s']} tok/s against "
+        f"{row['decode_tok_s']} for plain decoding.\n"
+    )
+
+
 def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
     from verifylab.vocab import Regime
@@ -43,6 +61,7 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     r = _regimes(ev)
     healthy, host, reported = (r[g.value] for g in (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED))
     upgrade = _upgrade(ev)
+    box = _box_line(ev, r)
     upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
     return f"""# The decision
@@ -58,7 +77,7 @@ verify message and names the regime ({{numref}}`tbl-decision-regimes`, modelled 
 - **{healthy["allreduce_57kb_us"]} µs: healthy P2P.** The answers below for healthy P2P apply.
 - **{host["allreduce_57kb_us"]} µs: NCCL through host memory.** Fix P2P first (the probe names the likeliest
   cause): EAGLE-3 at one stream goes from {host["eagle3_tok_s"]} to {healthy["eagle3_tok_s"]} tok/s.
-- The case study's own verify pass sits there too: **{t[FindingKey.ALLREDUCE_AS_REPORTED_US]} per all-reduce**
+{box}- The case study's own verify pass sits there too: **{t[FindingKey.ALLREDUCE_AS_REPORTED_US]} per all-reduce**
   once its compute is at least the {t[FindingKey.VERIFY_COMPUTE_FLOOR_MS]} it takes to read the weights
   ({{numref}}`tbl-reconciliation`).
 

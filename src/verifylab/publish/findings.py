@@ -149,13 +149,12 @@ def _model_findings(ev: Evidence) -> list[Finding]:
     from verifylab.model.case import inputs
     from verifylab.model.cycle import Span
     from verifylab.model.decision import regime_answer, thresholds
-    from verifylab.model.floors import Layout, pass_bytes
-    from verifylab.model.options import CONTEXT_TOKENS
+    from verifylab.model.options import reported_pass_floor
     from verifylab.vocab import Regime
 
     a = account(ev)
     low, high, _ = inputs(ev).curves.reported_allreduce or (0.0, 0.0, 0.0)
-    floors = [pass_bytes(k, Layout.TP, 8, context=CONTEXT_TOKENS).floor_ms() for k in a.draft_tokens]
+    floor = reported_pass_floor(a)
     bands = thresholds(ev)
     healthy, host = bands[Regime.HEALTHY_P2P.value], bands[Regime.HOST_MEMORY.value]
     gain = regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_ms
@@ -163,7 +162,7 @@ def _model_findings(ev: Evidence) -> list[Finding]:
         _span_finding(
             FindingKey.VERIFY_COMPUTE_FLOOR_MS,
             "verify compute floor at peak bandwidth (ms)",
-            Span.of(*floors),
+            floor,
             "ms",
             1,
             "modelled",

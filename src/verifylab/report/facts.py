@@ -111,12 +111,12 @@ def _closed_gates(matrix: pd.DataFrame, version: str) -> list[str] | None:
 def _decision_facts(ev: Evidence, facts: DeploymentFacts) -> None:
     """The modelled answers per regime, the all-reduce bands, and the one upgrade target (audited wheels)."""
     from verifylab.errors import VerifylabError
+    from verifylab.model.case import inputs
     from verifylab.model.decision import regime_answer, thresholds
-    from verifylab.model.regimes import PRICED_REGIMES
     from verifylab.report.gates_report import pcie_sm120_outlook, upgrade_target
 
     try:
-        facts.answers = {regime: regime_answer(ev, regime) for regime in PRICED_REGIMES}
+        facts.answers = {regime: regime_answer(ev, regime) for regime in inputs(ev).curves.regimes()}
         facts.thresholds = thresholds(ev)
     except VerifylabError:  # a data folder without the measured inputs: the rules say what is missing
         facts.answers, facts.thresholds = None, {}
