@@ -23,10 +23,16 @@ def _cfg(**kw) -> ProbeConfig:
     return ProbeConfig(**{**base, **kw})
 
 
-def test_two_ranks_measure_every_size_and_record_the_slowest_rank(tmp_path: Path):
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """One 2-rank gloo probe, shared by the tests that only read it."""
+    return run_probe(_cfg(), tmp_path_factory.mktemp("probe") / "w")
+
+
+def test_two_ranks_measure_every_size_and_record_the_slowest_rank(two_ranks):
     from verifylab.comm.tables import latency_table
 
-    raw = run_probe(_cfg(), tmp_path / "w")
+    raw = two_ranks
     assert [r["rank"] for r in raw.ranks] == [0, 1]
     table = latency_table(raw)
     assert list(table["tokens"]) == [1, 4] and set(table["mode"]) == {"eager"}
@@ -38,7 +44,7 @@ def test_two_ranks_measure_every_size_and_record_the_slowest_rank(tmp_path: Path
 def test_four_ranks_add_every_pair_and_both_halves(tmp_path: Path):
     from verifylab.comm.tables import latency_table
 
-    table = latency_table(run_probe(_cfg(ranks=4, tokens=[1]), tmp_path / "w"))
+    table = latency_table(run_probe(_cfg(ranks=4, tokens=[1], replays=3, calls=1), tmp_path / "w"))
     groups = set(table["group"])
     assert {"all", "half:0-1", "half:2-3"} <= groups
     assert sum(g.startswith("pair:") for g in groups) == 6
@@ -57,8 +63,8 @@ def test_an_init_that_never_completes_times_out(tmp_path: Path, monkeypatch):
         run_probe(_cfg(timeout=3), tmp_path / "w")
 
 
-def test_stored_run_has_every_table_and_refuses_to_overwrite(tmp_path: Path):
-    raw = run_probe(_cfg(), tmp_path / "w")
+def test_stored_run_has_every_table_and_refuses_to_overwrite(tmp_path: Path, two_ranks):
+    raw = two_ranks
     runs = tmp_path / "data" / "runs"
     manifest = store_probe(raw, runs, "20261201-gloo-probe")
     assert set(manifest.tables) == {"allreduce_latency", "p2p_matrix", "nccl_transport", "p2p_host_settings", "verdict"}
@@ -68,13 +74,13 @@ def test_stored_run_has_every_table_and_refuses_to_overwrite(tmp_path: Path):
         store_probe(raw, runs, "20261201-gloo-probe")
 
 
-def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path):
+def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path, two_ranks):
     from verifylab.errors import ModelInputError
     from verifylab.model.comm_pass import load_curves
     from verifylab.store.runs import RunStore
 
     runs = tmp_path / "runs"
-    store_probe(run_probe(_cfg(), tmp_path / "w"), runs, "20261201-gloo-probe")
+    store_probe(two_ranks, runs, "20261201-gloo-probe")
     with pytest.raises(ModelInputError, match="no NCCL or fused all-reduce rows"):
         load_curves("20261201-gloo-probe", RunStore(runs))
 

@@ -147,32 +147,8 @@ def _from_public(log_name: str, perf_name: str | None, world: int, path: str) ->
 
     log = parse_nccl_log((DATA / log_name).read_text())
     assert str(log.dominant_transport) == path
-    rows = []
-    if perf_name:
-        curve = parse_nccl_tests((DATA / perf_name).read_text(), path, perf_name)
-        rows = [
-            {
-                "path": path,
-                "impl": "nccl",
-                "group": "all",
-                "ranks": world,
-                "mode": "eager",
-                "tokens": 1,
-                "us": max(curve.us),
-            }
-        ]
-    else:
-        rows = [
-            {
-                "path": path,
-                "impl": "nccl",
-                "group": "all",
-                "ranks": world,
-                "mode": "eager",
-                "tokens": 1,
-                "us": float("nan"),
-            }
-        ]
+    us = max(parse_nccl_tests((DATA / perf_name).read_text(), path, perf_name).us) if perf_name else float("nan")
+    rows = [{"path": path, "impl": "nccl", "group": "all", "ranks": world, "mode": "eager", "tokens": 1, "us": us}]
     transport = _transport({(e.src, e.dst): str(e.transport) for e in log.edges})
     return decide(pd.DataFrame(rows), transport, _p2p(world), {}, public_measurements_or_none(ROOT / "data"))
 

@@ -232,17 +232,21 @@ class Prober:
         weight = (self.torch.rand(self.cfg.hidden, device=self.device) + 0.5).to(self.torch.bfloat16)
         s = SGLANG_0_5_17
 
+        settings = {  # as SGLang 0.5.17 calls the kernel
+            "workspace": workspace,
+            "launch_with_pdl": s.launch_with_pdl,
+            "trigger_completion_at_end": s.trigger_completion_at_end,
+            "fp32_acc": s.fp32_acc,
+        }
+
         def allreduce(use_oneshot: bool) -> Callable:
             def call(x):
                 comm.allreduce_fusion(
                     input=x,
-                    workspace=workspace,
                     pattern=comm.AllReduceFusionPattern.kAllReduce,
-                    launch_with_pdl=s.launch_with_pdl,
-                    trigger_completion_at_end=s.trigger_completion_at_end,
                     output=self.torch.empty_like(x),
                     use_oneshot=use_oneshot,
-                    fp32_acc=s.fp32_acc,
+                    **settings,
                 )
 
             return call
@@ -250,17 +254,14 @@ class Prober:
         def fused(x):
             comm.allreduce_fusion(
                 input=x,
-                workspace=workspace,
                 pattern=comm.AllReduceFusionPattern.kARResidualRMSNorm,
-                launch_with_pdl=s.launch_with_pdl,
-                trigger_completion_at_end=s.trigger_completion_at_end,
                 residual_out=self.torch.empty_like(x),
                 norm_out=self.torch.empty_like(x),
                 residual_in=self.torch.zeros_like(x),
                 rms_gamma=weight,
                 rms_eps=EPS,
                 use_oneshot=s.use_oneshot,
-                fp32_acc=s.fp32_acc,
+                **settings,
             )
 
         return {
