@@ -71,3 +71,48 @@ READING = """() => {
   return {column, wide, scrollers, cells, unnumbered, stderr, inputs: document.querySelectorAll('.cell_input').length,
           text: article.innerText};
 }"""
+
+
+LAYOUT = """() => {
+  const article = document.querySelector('article.bd-article');
+  if (!article) return null;
+  const canvas = document.createElement('canvas').getContext('2d');
+  const width = (text, el) => {
+    canvas.font = getComputedStyle(el).font;
+    return canvas.measureText(text).width;
+  };
+  const visible = e => e.getClientRects().length > 0;
+  const broken = [];
+  for (const cell of article.querySelectorAll('td, th')) {
+    if (!visible(cell)) continue;
+    const s = getComputedStyle(cell);
+    const room = cell.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+    const words = cell.innerText.split(/\\s+/).filter(w => w);
+    const longest = words.reduce((a, w) => width(w, cell) > width(a, cell) ? w : a, '');
+    if (longest && width(longest, cell) > room + 1)
+      broken.push(longest + ' (' + Math.round(width(longest, cell)) + ' px in ' + Math.round(room) + ')');
+  }
+  const screen = window.innerHeight;
+  const tall = [...article.querySelectorAll('table')].filter(t => visible(t)
+      && t.getBoundingClientRect().height > 1.5 * screen && !t.closest('details'))
+    .map(t => Math.round(t.getBoundingClientRect().height) + ' px: ' + t.innerText.slice(0, 60));
+  const index = [...article.querySelectorAll('table')].filter(t => {
+    const first = t.querySelector('thead th');
+    if (!first) return false;
+    const name = first.textContent.trim().toLowerCase();
+    return ['', 'index', 'unnamed: 0', 'level_0'].includes(name);
+  }).map(t => t.textContent.slice(0, 60));
+  const ci95 = [...article.querySelectorAll('th')].map(th => th.textContent).filter(t => /ci ?95/i.test(t));
+  const small = [], truncated = [];
+  for (const svg of article.querySelectorAll('figure.verifylab-chart svg')) {
+    const box = svg.getBoundingClientRect();
+    const scale = box.width / (svg.width.baseVal.value || box.width);
+    for (const text of svg.querySelectorAll('text')) {
+      const size = parseFloat(text.getAttribute('font-size') || getComputedStyle(text).fontSize) * scale;
+      const shown = text.textContent.trim();
+      if (shown && size < 11) small.push(shown.slice(0, 30) + ' ' + size.toFixed(1) + ' px');
+      if (text.textContent.includes('…')) truncated.push(text.textContent);
+    }
+  }
+  return {broken, tall, index, ci95, small: [...new Set(small)], truncated: [...new Set(truncated)], screen};
+}"""

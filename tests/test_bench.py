@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import sys
 
@@ -68,7 +69,7 @@ def test_single_stream_method_produces_a_complete_valid_run(tmp_path, help_text)
     assert [r["output_tokens"] for r in summary["runs"]] == [30, 30, 30]
     assert summary["accept_length"] == pytest.approx(3.0)  # = configured tokens per step
     assert summary["server_accept_length"] == pytest.approx(3.0)  # cross-check after /flush_cache
-    assert summary["ci95_output_tokens_per_s"][0] <= summary["median_output_tokens_per_s"]
+    assert summary["median_interval_output_tokens_per_s"][0] <= summary["median_output_tokens_per_s"]
     store = RunStore(tmp_path / "data" / "runs")
     manifest = store.manifest("20261129-000000-test-single")  # validates the schema
     assert {"single-eagle3", "single_stream"} <= set(manifest.tables)
@@ -314,7 +315,7 @@ def test_cli_bench_and_sweep_json(tmp_path, help_text):
         assert out.exit_code == 0, out.output
         data = json.loads(out.output)
         assert len(data["runs"]) == 2 and all(r["output_tokens_per_s"] > 0 for r in data["runs"])
-        assert len(data["ci95_output_tokens_per_s"]) == 2 and data["accept_length"] == pytest.approx(2.0)
+        assert len(data["median_interval_output_tokens_per_s"]) == 2 and data["accept_length"] == pytest.approx(2.0)
         out = runner.invoke(
             app,
             [
@@ -342,9 +343,10 @@ def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_
     from verifylab.bench.campaign import run_campaign
     from verifylab.report.bench_report import (
         benchmark_section,
-        reported_single_stream,
-        single_stream_chart,
+        load_curves_chart,
+        pareto_chart,
         stored_benchmarks,
+        sweep_views,
     )
 
     cfg = base("--tokens-per-step", "2")
@@ -371,8 +373,13 @@ def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_
     assert "ngram" in single_html and ">fusion<" not in single_html
     assert "Pareto view" in html and "Greedy outputs vs the baseline" in html
     assert ">yes</td>" in html.split("Greedy outputs vs the baseline")[1]  # the double's outputs agree
-    figure = single_stream_chart(reported_single_stream(Evidence(repo_root / "data")), stored["single"])
-    assert "<svg" in figure._repr_html_()
+    shown = re.sub(r"<[^>]+>", "", single_html)
+    assert "order-statistic interval, 2 runs, 50 % coverage" in shown and "ci95" not in shown  # method, coverage
+    cells, pareto, slo, tpot = sweep_views(Evidence(tmp_path / "data"))
+    assert slo == "SLOs: time to first token <= 2 s, time per output token <= 50 ms" and tpot == 50
+    assert set(pareto.variant) == {"baseline", "ngram"}  # the inactive fusion is never charted
+    for figure in (pareto_chart(pareto, slo), load_curves_chart(cells, tpot)):
+        assert "<svg" in figure._repr_html_() and "20261129-000000-campaign" in " ".join(figure.provenance)
 
 
 def test_greedy_divergence_position():

@@ -85,7 +85,8 @@ def test_the_landing_page_states_the_decision_with_links_that_resolve(built_book
 
 
 class Tables(HTMLParser):
-    """The cells of every table inside each numbered figure (a shortened name counts as its full title)."""
+    """The cells of every table inside each numbered figure (a shortened name counts as its full title; a table's
+    folded rows, ``v-more``, continue it, their repeated header skipped)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -93,6 +94,7 @@ class Tables(HTMLParser):
         self.stack: list[str | None] = []
         self.row: list[str] | None = None
         self.cell: str | None = None
+        self.continued = self.in_head = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -100,7 +102,13 @@ class Tables(HTMLParser):
             self.stack.append(a.get("id"))
         current = next((f for f in reversed(self.stack) if f), None)
         if tag == "table" and current:
-            self.figures.setdefault(current, []).append([])
+            self.continued = "v-more" in (a.get("class") or "")
+            if not self.continued:
+                self.figures.setdefault(current, []).append([])
+        elif tag == "thead":
+            self.in_head = True
+        elif tag == "tr" and current and self.continued and self.in_head:
+            self.row = None
         elif tag == "tr" and current:
             self.row = []
         elif tag in ("td", "th") and self.row is not None:
@@ -113,6 +121,8 @@ class Tables(HTMLParser):
         current = next((f for f in reversed(self.stack) if f), None)
         if tag == "figure" and self.stack:
             self.stack.pop()
+        elif tag == "thead":
+            self.in_head = False
         elif tag in ("td", "th") and self.row is not None and self.cell is not None:
             self.row.append(self.cell.strip())
             self.cell = None

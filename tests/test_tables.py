@@ -7,7 +7,21 @@ import math
 
 import pandas as pd
 
-from verifylab.report.tables import EMPTY, EMPTY_NOTE, TABLE_MIME, Table, cell_text, header
+from verifylab.report.tables import (
+    CELL_PAD_CHARS,
+    CHAR_PX,
+    COLUMN_PX,
+    EMPTY,
+    EMPTY_NOTE,
+    MIN_ROWS,
+    MIN_WORD,
+    TABLE_MIME,
+    Table,
+    cell_text,
+    header,
+    shorten,
+    word_limits,
+)
 
 KERNEL = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::Functor<float>>>"
 
@@ -28,18 +42,54 @@ def test_cells_are_rounded_by_quantity_and_never_raw():
     assert cell_text("active", True) == "yes" and cell_text("n", 122.0) == "122"
 
 
-def test_html_keeps_prose_whole_cuts_kernels_and_explains_the_dash():
+def test_html_keeps_words_whole_cuts_kernels_and_explains_the_dash():
     frame = pd.DataFrame(
         {"kernel": [KERNEL, "nccl"], "note": ["different stacks (CUDA 12.8 vs 13): not comparable", None]}
     )
     html = Table(frame)._repr_html_()
-    assert '<td class="v-prose">different stacks (CUDA 12.8 vs 13): not comparable</td>' in html  # words whole
-    run = Table(pd.DataFrame({"run": ["data/runs/20261130-142600-2xh200-comm/allreduce_latency.csv x"]}))
-    assert "<td>data/runs/" in run._repr_html_()  # a long token may break anywhere: the table fits
-    assert 'title="void at::native::elementwise_kernel&lt;128' in html and ">at::native::elementwise_kernel…<" in html
+    assert '<span class="v-word">(CUDA</span>' in html and '<span class="v-word">13):</span>' in html  # kept whole
+    assert 'title="void at::native::elementwise_kernel&lt;128' in html and "at::native::elementwise_kernel" in html
     assert EMPTY_NOTE in html and "<th>kernel</th>" in html
     bundle = Table(frame)._repr_mimebundle_()
     assert bundle[TABLE_MIME]["rows"][0][0] == KERNEL  # the export holds the full name
+
+
+def test_words_too_long_for_the_narrowest_column_are_shortened_with_the_full_text_on_hover():
+    run_id = "20261201-091704-2xh200-probe-socket"
+    path = "sglang/srt/arg_groups/overrides.py"
+    frame = pd.DataFrame({c: [f"{run_id} {path}"] for c in ("a", "b", "c", "d")})
+    cells = Table(frame).cells()
+    limits = word_limits(cells)
+    assert sum(limits) + CELL_PAD_CHARS * 4 <= COLUMN_PX / CHAR_PX and min(limits) >= MIN_WORD
+    html = Table(frame)._repr_html_()
+    assert f'title="{run_id} {path}"' in html and "…/overrides.py" in html and run_id not in html.split('"')[2]
+    assert shorten(run_id, 16) == "20261201…-socket" and len(shorten(run_id, 16)) == 16
+    narrow = pd.DataFrame({"run": [run_id], "n": [1]})
+    assert word_limits(Table(narrow).cells())[0] == len(run_id)  # room enough: nothing shortened
+
+
+def test_a_table_taller_than_a_screen_folds_its_other_rows_with_the_header_repeated():
+    frame = pd.DataFrame({"step": range(60), "note": ["a sentence of prose that takes a line or two"] * 60})
+    html = Table(frame)._repr_html_()
+    shown = html.split("<details")[0].count("<tr>") - 1
+    assert 1 <= shown < 60 and f"Show the other {60 - shown} rows" in html
+    assert html.count("<thead>") == 2 and "v-more" in html
+    assert "<details" not in Table(frame.head(MIN_ROWS))._repr_html_()
+
+
+def test_listed_columns_become_listings_below_the_table_and_stay_whole_in_the_export():
+    command = "python -m sglang.launch_server --model-path /m --tp-size 8"
+    table = Table(pd.DataFrame({"topic": ["launch"], "command": [command]}), listed=("command",))
+    html = table._repr_html_()
+    assert f'<span title="{command}">listing 1</span>' in html
+    assert "Listing 1 (command, launch)" in html and "--model-path /m \\\n  --tp-size 8" in html
+    assert table._repr_mimebundle_()[TABLE_MIME]["rows"] == [["launch", command]]
+
+
+def test_whole_floats_keep_their_column_decimals_and_counts_stay_integers():
+    frame = pd.DataFrame({"tokens_per_s": [2050.0, 2005.123], "allreduces": [122.0, 1.0]})
+    cells = Table(frame).cells()
+    assert cells["tok/s"].tolist() == ["2,050.0", "2,005.1"] and cells["allreduces"].tolist() == ["122", "1"]
 
 
 def test_a_meaningful_index_is_kept_as_a_column_and_a_plain_one_dropped():
@@ -48,3 +98,5 @@ def test_a_meaningful_index_is_kept_as_a_column_and_a_plain_one_dropped():
     by_variant = pd.DataFrame({"tok_per_s": [1.0]}, index=["baseline"])
     assert Table(by_variant).cells().iloc[0, 0] == "baseline"
     assert list(Table(pd.DataFrame({"a": [1]})).cells().columns) == ["a"]
+    filtered = pd.DataFrame({"a": [1, 2, 3, 4]}).iloc[[0, 1, 3]]  # row numbers 0, 1, 3: never a column
+    assert list(Table(filtered).cells().columns) == ["a"]

@@ -168,8 +168,8 @@ def single_stream_summary(results: list[RequestResult], server_accept: float | N
             for r in results
         ],
         "median_output_tokens_per_s": float(np.median(tput)) if tput else None,
-        "ci95_output_tokens_per_s": list(interval[:2]) if interval else None,
-        "ci_coverage": interval[2] if interval else None,
+        "median_interval_output_tokens_per_s": list(interval[:2]) if interval else None,
+        "interval_coverage": interval[2] if interval else None,
         "tpot_ms": summarize([r.tpot_s * 1e3 for r in ok if r.tpot_s is not None]),
         "accept_length": accept_length(results),
         "server_accept_length": server_accept,
@@ -196,7 +196,7 @@ def cell_summary(
         "failed": len(results) - len(ok),
         "wall_s": wall_s,
         "output_tokens_per_s": sum(r.output_tokens for r in ok) / wall_s if wall_s else None,
-        "per_request_tokens_per_s_ci95": list(ci) if ci else None,
+        "per_request_tokens_per_s_ci95": list(ci) if ci else None,  # a 95 % bootstrap of the mean: the name is true
         "median_itl_ms": float(np.median(itl)) * 1e3 if itl else None,
         "p90_itl_ms": float(np.percentile(itl, 90)) * 1e3 if itl else None,
         "p99_itl_ms": float(np.percentile(itl, 99)) * 1e3 if itl else None,
@@ -261,9 +261,9 @@ class BenchRecorder:
             {
                 "variant": variant,
                 "median_output_tokens_per_s": summary["median_output_tokens_per_s"],
-                "ci95_low": (summary["ci95_output_tokens_per_s"] or [None, None])[0],
-                "ci95_high": (summary["ci95_output_tokens_per_s"] or [None, None])[1],
-                "ci_coverage": summary.get("ci_coverage"),
+                "interval_low": (summary["median_interval_output_tokens_per_s"] or [None, None])[0],
+                "interval_high": (summary["median_interval_output_tokens_per_s"] or [None, None])[1],
+                "interval_coverage": summary.get("interval_coverage"),
                 "accept_length": summary["accept_length"],
                 "server_accept_length": summary["server_accept_length"],
                 "runs": len(summary["runs"]),

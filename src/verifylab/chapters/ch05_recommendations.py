@@ -3,9 +3,6 @@ which gates to open, the risks), the PCIe SM120 outlook, and the launch command.
 
 from __future__ import annotations
 
-import pandas as pd
-
-from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
 from verifylab.chapters.params import Recommendations as Params
 from verifylab.report.facts import facts_from_evidence
@@ -19,6 +16,7 @@ from verifylab.report.recommend import (
     wrapped_command,
 )
 from verifylab.report.section import Prose
+from verifylab.report.tables import Table
 from verifylab.server.launch import BaseConfig, launcher_help
 from verifylab.store.evidence import Evidence
 
@@ -44,10 +42,10 @@ def _recommendations(ev: Evidence, params: Params) -> list[Recommendation]:
     return ev.derived(f"recommendations/{params.model_dump_json()}", compute)
 
 
-@shown_as_table
-def recommendations(ev: Evidence, params: Params) -> pd.DataFrame:
-    """Table: every recommendation with its evidence, confidence, command and what to measure next."""
-    return recommendations_frame(_recommendations(ev, params))
+def recommendations(ev: Evidence, params: Params) -> Table:
+    """Table: every recommendation with its evidence, confidence and what to measure next; the commands as
+    listings below it."""
+    return Table(recommendations_frame(_recommendations(ev, params)), listed=("command",))
 
 
 def finding(ev: Evidence, params: Params) -> Prose:

@@ -109,13 +109,13 @@ def bench(
 
 
 def _print_single(summary: dict) -> None:
-    ci = summary["ci95_output_tokens_per_s"]
+    ci = summary["median_interval_output_tokens_per_s"]
     if summary["median_output_tokens_per_s"] is None:
         console.print("no successful run", highlight=False)
         return
     console.print(
         f"median {summary['median_output_tokens_per_s']:.2f} tok/s"
-        + (f" (median's interval {ci[0]:.2f}-{ci[1]:.2f}, coverage {summary['ci_coverage']:.1%})" if ci else "")
+        + (f" (median's interval {ci[0]:.2f}-{ci[1]:.2f}, coverage {summary['interval_coverage']:.1%})" if ci else "")
         + f"; accept length {summary['accept_length']}; failed {summary['failed']}"
     )
     for r in summary["runs"]:

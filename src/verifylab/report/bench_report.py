@@ -6,10 +6,10 @@ import altair as alt
 import pandas as pd
 
 from verifylab.bench.stats import compare, crossover
-from verifylab.report.charts import Figure, provenance_color
+from verifylab.report.charts import Figure
+from verifylab.report.intervals import between_run_variation, single_stream_intervals, sweep_intervals
 from verifylab.report.section import Section
 from verifylab.store.evidence import Evidence
-from verifylab.store.reference import figure_label
 
 SPECULATIVE_TWINS = {"eagle3": "baseline", "eagle3_fusion": "fusion", "ngram": "baseline"}
 
@@ -104,74 +104,81 @@ def crossovers(requests: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def single_stream_chart(reported: pd.DataFrame, measured: pd.DataFrame | None = None) -> Figure:
-    """Tok/s per variant, one stream: reported bars; measured points with 95 % intervals when stored."""
-    bars = reported.assign(
-        label=[
-            figure_label(*row)
-            for row in reported[["variant", "stack", "conditions", "seed_file"]].itertuples(index=False)
-        ]
+def _configuration(frame: pd.DataFrame) -> pd.Series:
+    """A short name for the configuration a sweep ran on (its run label up to the first colon)."""
+    return frame["label"].fillna(frame["run_id"]).astype(str).str.split(":").str[0]
+
+
+def pareto_chart(pareto: pd.DataFrame, slo: str) -> Figure:
+    """Per-user vs per-GPU tok/s of every sweep cell, one line per variant through its concurrencies, one panel
+    per configuration: up and right is better, and a variant below another's line is dominated."""
+    frame = pareto.assign(configuration=_configuration(pareto))
+    enc = {
+        "x": alt.X("tokens_per_s_per_gpu:Q", title="tok/s per GPU (all streams)"),
+        "y": alt.Y("tokens_per_s_per_user:Q", title="tok/s per user (median stream)"),
+        "color": alt.Color("variant:N", title="variant", legend=alt.Legend(orient="bottom")),
+    }
+    tooltip = ["configuration", "variant", "concurrency", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "run_id"]
+    chart = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(**enc, order="concurrency:Q", tooltip=tooltip)
+        .properties(width=280, height=220)
+        .facet(column=alt.Column("configuration:N", title=None))
+        .resolve_scale(x="independent", y="independent")
     )
-    kinds = {"reported"} | ({"measured"} if measured is not None and not measured.empty else set())
-    layers = [
-        alt.Chart(bars)
-        .mark_bar()
-        .encode(
-            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
-            x=alt.X("tokens_per_s:Q", title="output tokens/s, one stream"),
-            color=provenance_color(kinds),
-            tooltip=["figure_id", "variant", "stack", "tokens_per_s", "seed_file", "quote"],
-        )
-    ]
-    provenance = [f"reported: {s}" for s in sorted(set(reported.seed_file))]
-    if measured is not None and not measured.empty:
-        m = measured.assign(label=measured["variant"] + " · " + measured["label"], provenance="measured")
-        layers.append(alt.Chart(m).mark_rule().encode(y="label:N", x="ci95_low:Q", x2="ci95_high:Q"))
-        layers.append(
-            alt.Chart(m)
-            .mark_point(filled=True)
-            .encode(
-                y="label:N",
-                x="median_output_tokens_per_s:Q",
-                color=provenance_color(kinds),
-                tooltip=["variant", "label", "median_output_tokens_per_s", "ci95_low", "ci95_high", "run_id"],
-            )
-        )
-        provenance += [f"measured: run {r}" for r in sorted(set(m.run_id))]
-    chart = alt.layer(*layers).properties(width=460, height=alt.Step(18))
     return Figure(
         chart,
-        caption="Single-stream throughput per variant (bars reported by the case study; points "
-        "with 95 % intervals measured, when stored)",
-        provenance=provenance,
-        name="single_stream",
+        caption="Pareto view of the stored sweeps: each point a concurrency, up and right is better; each panel its "
+        f"own scales (different machines). Goodput in the table is counted under the {slo}. Measured; the stored "
+        "sweeps are of tiny random-weight models: mechanics, not performance.",
+        provenance=[f"measured: run {r}" for r in sorted(set(frame["run_id"]))],
+        name="pareto",
     )
 
 
-def sweep_chart(cells: pd.DataFrame, crossing: pd.DataFrame) -> Figure:
-    """Aggregate throughput vs concurrency per variant, crossover concurrencies marked."""
-    base = (
-        alt.Chart(cells)
+def load_curves_chart(cells: pd.DataFrame, tpot_slo_ms: float) -> Figure:
+    """Per-user tok/s vs concurrency per variant (the load curve), one panel per configuration, with the TPOT
+    SLO drawn as the per-user rate it implies (1000 / TPOT ms)."""
+    frame = cells.assign(configuration=_configuration(cells))
+    line = (
+        alt.Chart()
         .mark_line(point=True)
         .encode(
-            x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2)),
-            y=alt.Y("output_tokens_per_s:Q", title="aggregate output tokens/s"),
-            color="variant:N",
-            tooltip=["variant", "concurrency", "output_tokens_per_s", "median_itl_ms", "accept_length", "run_id"],
+            x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams"),
+            y=alt.Y("tokens_per_s_per_user:Q", title="tok/s per user (median stream)"),
+            color=alt.Color("variant:N", title="variant", legend=alt.Legend(orient="bottom")),
+            tooltip=["configuration", "variant", "concurrency", "tokens_per_s_per_user", "output_tokens_per_s"],
         )
     )
-    layers = [base]
-    marks = crossing.dropna(subset=["estimate"]) if not crossing.empty else crossing
-    if not marks.empty:
-        layers.append(
-            alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(x="estimate:Q", tooltip=["speculative", "bracket"])
-        )
+    floor = 1000.0 / tpot_slo_ms
+    rule = alt.Chart().mark_rule(strokeDash=[4, 3], color="black").encode(y=alt.datum(floor))
+    chart = (
+        alt.layer(line, rule, data=frame)
+        .properties(width=280, height=220)
+        .facet(column=alt.Column("configuration:N", title=None))
+        .resolve_scale(y="independent")
+    )
     return Figure(
-        alt.layer(*layers).properties(width=460, height=260),
-        caption="Throughput vs concurrency (measured); dashed: where speculation stops paying",
-        provenance=[f"measured: run {r}" for r in sorted(set(cells.run_id))],
-        name="sweep",
+        chart,
+        caption=f"Load curves: what one user gets as streams are added; dashed, the {floor:g} tok/s per user that the "
+        f"time-per-output-token SLO ({tpot_slo_ms:g} ms) implies. Measured; tiny random-weight models: mechanics.",
+        provenance=[f"measured: run {r}" for r in sorted(set(frame["run_id"]))],
+        name="load_curves",
     )
+
+
+def sweep_views(ev: Evidence) -> tuple[pd.DataFrame, pd.DataFrame, str, float]:
+    """The active sweep cells, their Pareto frame, the SLO text and the TPOT SLO (ms) the charts draw."""
+    from verifylab.bench.method import DEFAULT_SLO
+
+    stored = stored_benchmarks(ev)
+    cells = active_only(stored["cells"], stored["states"])
+    if cells.empty:
+        return cells, cells, slo_text(cells), DEFAULT_SLO["tpot_s"] * 1e3
+    pareto = pareto_frame(cells, stored["states"]).assign(label=cells["label"].values)
+    tpot = cells["slo_tpot_s"].dropna() if "slo_tpot_s" in cells else pd.Series(dtype=float)
+    return cells, pareto, slo_text(cells), float(tpot.max() * 1e3) if not tpot.empty else DEFAULT_SLO["tpot_s"] * 1e3
 
 
 STATE_COLUMNS = [
@@ -190,6 +197,7 @@ CELL_COLUMNS = [
     "requests",
     "failed",
     "output_tokens_per_s",
+    "per_request_tokens_per_s_ci95",
     "median_itl_ms",
     "p99_itl_ms",
     "median_ttft_ms",
@@ -219,12 +227,21 @@ def benchmark_section(ev: Evidence) -> Section:
         section.add("Variant states (requested vs in effect)", _shown(stored["states"], STATE_COLUMNS))
     single = active_only(stored["single"], stored["states"])
     if not single.empty:
-        section.add("Single stream (active variants only)", single)
+        section.add("Single stream (active variants only)", single_stream_intervals(single))
+        variation = between_run_variation(single)
+        if not variation.empty:
+            section.add(
+                "Between runs: one configuration's medians in different runs (wider than any one run's interval)",
+                variation,
+            )
     if not stored["cells"].empty:
         cells = active_only(stored["cells"], stored["states"])
-        section.add("Sweep cells (the full table is in the run's sweep_cells)", _shown(cells, CELL_COLUMNS))
+        section.add(
+            "Sweep cells (the full table is in the run's sweep_cells)", sweep_intervals(_shown(cells, CELL_COLUMNS))
+        )
         section.add("Crossover concurrency", crossovers(active_only(stored["requests"], stored["states"])))
-        section.add("Pareto view and goodput under the SLOs", pareto_frame(cells, stored["states"]))
+        pareto = pareto_frame(cells, stored["states"])
+        section.add(f"Pareto view and goodput under the SLOs ({slo_text(cells)})", pareto)
         section.add("Accept length per prompt category", accept_by_category(stored["requests"]))
     greedy = greedy_equivalence(ev)
     if not greedy.empty:
@@ -239,6 +256,21 @@ def accept_by_category(requests: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["run_id", "variant", "category", "accept_length"])
     grouped = spec.groupby(["run_id", "variant", "category"])
     return (grouped["output_tokens"].sum() / grouped["spec_verify_ct"].sum()).rename("accept_length").reset_index()
+
+
+def slo_text(cells: pd.DataFrame) -> str:
+    """The service-level objectives goodput was counted under, as the cells stored them (``TTFT <= 2 s, TPOT <=
+    50 ms``); the defaults where a cell has none."""
+    from verifylab.bench.method import DEFAULT_SLO
+
+    ttft = cells["slo_ttft_s"].dropna() if "slo_ttft_s" in cells else pd.Series(dtype=float)
+    tpot = cells["slo_tpot_s"].dropna() if "slo_tpot_s" in cells else pd.Series(dtype=float)
+    ttft_s = sorted(set(ttft)) or [DEFAULT_SLO["ttft_s"]]
+    tpot_ms = sorted({v * 1e3 for v in tpot}) or [DEFAULT_SLO["tpot_s"] * 1e3]
+    return (
+        f"SLOs: time to first token <= {'/'.join(f'{v:g}' for v in ttft_s)} s, time per output token <= "
+        f"{'/'.join(f'{v:g}' for v in tpot_ms)} ms"
+    )
 
 
 def pareto_frame(cells: pd.DataFrame, states: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,7 @@ COMPUTE_PARTS = {"gemm_moe_us": "GEMM / MoE", "attention_us": "attention", "norm
 
 def reported_breakdown(figures: pd.DataFrame) -> pd.DataFrame:
     """The case study's verify pass: ~25 ms of all-reduces, ~5 ms of compute (reported)."""
-    source = "case study: 8x RTX PRO 6000, TP 8, verify (reported)"
+    source = "case study, 8x RTX PRO 6000, TP 8"
     return pd.DataFrame(
         [
             {
@@ -48,7 +48,7 @@ def measured_breakdown(store: RunStore, gpu_only: bool = True) -> pd.DataFrame:
         group_col = "norm" if "norm" in steps.columns else "backend"
         for variant, part in steps.groupby(group_col):
             mean = part.mean(numeric_only=True)
-            source = f"measured: {variant} · run {run_id}"  # the run's hardware is in its manifest and the caption
+            source = f"{variant} ({run_id[:15]})"  # the run's hardware is in its manifest and the caption
             if mean.get("allreduce_count", 0) > 0:
                 rows.append({"source": source, "part": "all-reduce", "ms": mean["comm_us"] / 1e3})
             named = sum(mean.get(col, 0.0) for col in COMPUTE_PARTS)

@@ -26,6 +26,22 @@ PROVENANCE_COLORS = {
     "modelled": "#e08214",
 }
 PROVENANCE_SCALE = alt.Scale(domain=list(PROVENANCE_COLORS), range=list(PROVENANCE_COLORS.values()))
+MAX_WIDTH_PX = 720  # the narrowest text column (800 px screens) is 736 px: a chart never shrinks its type there
+READABLE = {  # every chart's type at 12 px or more, legends never cut (the book's one chart style)
+    "axis": {"labelFontSize": 12, "titleFontSize": 12},
+    "legend": {"labelFontSize": 12, "titleFontSize": 12, "labelLimit": 0},
+    "header": {"labelFontSize": 12, "titleFontSize": 12},
+    "title": {"fontSize": 13},
+    "text": {"fontSize": 12},
+}
+
+
+def readable(spec: dict) -> dict:
+    """A Vega-Lite spec in the book's chart style (:data:`READABLE` over whatever the chart configured)."""
+    config = dict(spec.get("config", {}))
+    for part, values in READABLE.items():
+        config[part] = {**config.get(part, {}), **values}
+    return {**spec, "config": config}
 
 
 @dataclass
@@ -41,7 +57,7 @@ class Figure:
         """Static SVG of the chart (vl-convert, offline)."""
         import vl_convert as vlc
 
-        svg = vlc.vegalite_to_svg(self.chart.to_dict(), vl_version=_vl_version())
+        svg = vlc.vegalite_to_svg(readable(self.chart.to_dict()), vl_version=_vl_version())
         return add_svg_tooltips(_strip_xml_header(svg))
 
     def _repr_html_(self) -> str:
@@ -63,7 +79,7 @@ def save_spec(spec: dict, name: str, title: str, folder: Path) -> dict[str, Path
     """Write a Vega-Lite spec as ``<name>.svg`` and ``<name>.png`` (titled) into ``folder``, atomically."""
     import vl_convert as vlc
 
-    titled = dict(spec, title={"text": title, "fontSize": 11, "anchor": "start"})
+    titled = dict(readable(spec), title={"text": title, "fontSize": 13, "anchor": "start"})
     svg_path, png_path = folder / f"{name}.svg", folder / f"{name}.png"
     atomic_write_text(svg_path, vlc.vegalite_to_svg(titled, vl_version=_vl_version()))
     atomic_write_bytes(png_path, vlc.vegalite_to_png(titled, vl_version=_vl_version(), scale=2))
@@ -113,12 +129,12 @@ def reported_throughput_chart(tput: pd.DataFrame) -> Figure:
         alt.Chart(tput)
         .mark_bar()
         .encode(
-            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
+            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
             x=alt.X("value:Q", title="decode throughput, one stream (tok/s)"),
             color=provenance_color(tput["provenance"]),
             tooltip=["figure_id", "configuration", "stack", "value", "seed_file", "quote"],
         )
-        .properties(width=460, height=alt.Step(18))
+        .properties(width=260, height=alt.Step(20))
     )
     seeds = sorted(set(tput["seed_file"]))
     return Figure(
@@ -136,12 +152,12 @@ def verify_components_chart(components: pd.DataFrame, title_note: str = "") -> F
         alt.Chart(components)
         .mark_bar()
         .encode(
-            y=alt.Y("name:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
+            y=alt.Y("name:N", sort=None, title=None, axis=alt.Axis(labelLimit=0)),
             x=alt.X("sum(ms):Q", title="verify pass (ms), modelled"),
             color=alt.Color("component:N", title="component"),
             tooltip=["name", "component", alt.Tooltip("ms:Q", format=".2f")],
         )
-        .properties(width=420, height=alt.Step(22))
+        .properties(width=320, height=alt.Step(24))
     )
     return Figure(
         chart,
@@ -214,24 +230,26 @@ def norm_fusion_chart(norm: pd.DataFrame, label: str, run_id: str) -> Figure:
 
 
 def step_breakdown_chart(breakdown: pd.DataFrame) -> Figure:
-    """Per-step time by class (communication, compute classes, idle), one bar per source; provenance colours
-    the outline, the class the fill."""
+    """Per-step time by class (communication, compute classes, idle), one bar per source, one panel per
+    provenance (reported 8-GPU PCIe pass, measured H200 passes: each on its own time scale)."""
     chart = (
         alt.Chart(breakdown)
         .mark_bar()
         .encode(
-            y=alt.Y("source:N", title=None, axis=alt.Axis(labelLimit=380)),
+            y=alt.Y("source:N", title=None, axis=alt.Axis(labelLimit=0)),
             x=alt.X("sum(ms):Q", title="time per step (ms)"),
-            color=alt.Color("part:N", title="part"),
-            stroke=provenance_color(breakdown["provenance"]),
+            color=alt.Color("part:N", title="part", legend=alt.Legend(orient="bottom", columns=3)),
+            row=alt.Row("provenance:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
             tooltip=["source", "part", alt.Tooltip("ms:Q", format=".2f"), "provenance"],
         )
-        .properties(width=420, height=alt.Step(26))
+        .properties(width=380, height=alt.Step(30))
+        .resolve_scale(x="independent", y="independent")
     )
     return Figure(
         chart,
         caption="Where a verify pass spends its time: reported (case study, 8x RTX PRO 6000, TP 8) next to what "
-        "was measured here (H200 / CPU runs, SM90, not Blackwell: compare shapes, not numbers)",
+        "was measured here (H200 runs, SM90, not Blackwell: compare shapes, not numbers; each panel has its own "
+        "time scale)",
         provenance=sorted(set(breakdown["provenance"])),
         name="step_breakdown",
     )
@@ -265,7 +283,7 @@ def regime_curves_chart(curves: pd.DataFrame) -> Figure:
         )
     )
     return Figure(
-        (band + mid).properties(width=480, height=280),
+        (band + mid).properties(width=440, height=280),
         caption="What one 8-rank all-reduce costs by message size in each communication regime: healthy P2P from "
         "public RTX PRO 6000 measurements (NCCL, and the fused one-shot push inside a pass), host memory from the "
         "measured 2 x H200 curve scaled as a ring, and the case study's own pass. Modelled from the named sources.",
@@ -303,14 +321,12 @@ def options_chart(options: pd.DataFrame) -> Figure:
     ticks = base.mark_tick(thickness=2, color="black").encode(y="mid:Q")
     chart = (
         alt.layer(bars, ticks, data=frame)
-        .properties(width=230, height=230)
+        .properties(width=170, height=230)
         .facet(
             column=alt.Column(
                 "regime:N", title=None, sort=list(dict.fromkeys(frame["regime"])), header=alt.Header(labelFontSize=12)
             )
         )
-        .configure_axis(labelFontSize=11, titleFontSize=12)
-        .configure_legend(labelFontSize=11, titleFontSize=12)
     )
     return Figure(
         chart,

@@ -187,16 +187,19 @@ def fusion_vs_elimination_chart(gains: pd.DataFrame) -> Figure:
             y=alt.Y("saves_ms:Q", title="ms saved"),
             color=alt.Color("option:N", legend=None),
             column=alt.Column("tokens:O", title="tokens per verify (k)"),
-            row=alt.Row("path:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=160)),
+            row=alt.Row(
+                "path:N",
+                title=None,
+                header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelLimit=0),
+            ),
             tooltip=["path", "tokens", "option", alt.Tooltip("saves_ms:Q", format=".2f")],
         )
-        .properties(width=150, height=110)
-        .resolve_scale(y="independent")  # NVLink's savings are far smaller than the socket path's
+        .properties(width=120, height=110)
     )
     return Figure(
         chart,
         "Fusion vs elimination, measured: ms saved per verify pass (synthetic Kimi-K2 TP-8 shard, 61 layers). "
-        "Fusion needs P2P and runs on NVLink only.",
+        "Fusion needs P2P and runs on NVLink only. One ms scale for every panel.",
         [f"measured: {gains['label'].iloc[0]}, run {gains['run_id'].iloc[0]}"],
         name="fusion_vs_elimination_measured",
     )
@@ -213,11 +216,11 @@ def latency_curves_chart(latency: pd.DataFrame) -> Figure:
         .encode(
             x=tokens_axis(frame["tokens"], "tokens (x 7168 bf16)"),
             y=alt.Y("us:Q", scale=alt.Scale(type="log"), title="µs per call (median)"),
-            color=alt.Color("impl:N", title="implementation"),
+            color=alt.Color("impl:N", title="implementation", legend=alt.Legend(orient="bottom", columns=2)),
             column=alt.Column("path:N", title=None),
             tooltip=["path", "impl", "tokens", alt.Tooltip("us:Q", format=".2f"), "settings"],
         )
-        .properties(width=200, height=180)
+        .properties(width=170, height=180)
     )
     return Figure(
         chart,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.report.intervals import single_stream_intervals
 from verifylab.report.section import Section
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
@@ -71,7 +72,7 @@ def live_smoke_benchmarks(ev: Evidence) -> Section:
         section.add(
             "One stream: accept_length from the responses' meta_info (client, token-weighted) next to the "
             "server's own figure",
-            single,
+            single_stream_intervals(single),
         )
     cells = store.table_or_none(run_id, "sweep_cells")
     if cells is not None:

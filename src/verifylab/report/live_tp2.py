@@ -81,8 +81,7 @@ def live_single_stream(store: RunStore) -> pd.DataFrame:
                 "provenance": "measured",
             }
         )
-    rounded = {"median_output_tokens_per_s": 1, "interval_low": 1, "interval_high": 1, "accept_length": 2}
-    return pd.DataFrame(rows).round(rounded).set_index("variant")
+    return pd.DataFrame(rows).set_index("variant")  # unrounded: the table rounds once, where it is shown
 
 
 def live_single_stream_finding(single: pd.DataFrame) -> Prose:

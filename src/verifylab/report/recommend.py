@@ -4,7 +4,6 @@ confidence; where evidence is missing or only reported, it says so and names the
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -13,6 +12,7 @@ import pandas as pd
 
 from verifylab.report.facts import DeploymentFacts
 from verifylab.report.section import Prose
+from verifylab.report.tables import listing_text
 from verifylab.server.launch import DEFAULT_VARIANTS, variant_args
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,
@@ -417,5 +417,4 @@ def decision_lines(recs: list[Recommendation], topics: tuple[Topic, ...] = DECIS
 
 def wrapped_command(command: str) -> str:
     """A shell command one flag per line, continued with backslashes (pages and terminals stay narrow)."""
-    head, *flags = re.split(r" (?=--)", command)
-    return " \\\n  ".join([head, *flags])
+    return listing_text(command)
