@@ -8,6 +8,8 @@ from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREEN_WIDTHS = (1400, 800)  # a laptop, and a narrow window (the text column is 736 px there)
+SCREEN_HEIGHT = 900  # "taller than 1.5 screens" is measured against this
 LAUNCH_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -83,8 +85,10 @@ LAYOUT = """() => {
   };
   const visible = e => e.getClientRects().length > 0;
   const broken = [];
+  let cells = 0, chartTexts = 0;
   for (const cell of article.querySelectorAll('td, th')) {
     if (!visible(cell)) continue;
+    cells += 1;
     const s = getComputedStyle(cell);
     const room = cell.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
     const words = cell.innerText.split(/\\s+/).filter(w => w);
@@ -110,9 +114,43 @@ LAYOUT = """() => {
     for (const text of svg.querySelectorAll('text')) {
       const size = parseFloat(text.getAttribute('font-size') || getComputedStyle(text).fontSize) * scale;
       const shown = text.textContent.trim();
+      chartTexts += shown ? 1 : 0;
       if (shown && size < 11) small.push(shown.slice(0, 30) + ' ' + size.toFixed(1) + ' px');
       if (text.textContent.includes('…')) truncated.push(text.textContent);
     }
   }
-  return {broken, tall, index, ci95, small: [...new Set(small)], truncated: [...new Set(truncated)], screen};
+  return {broken, tall, index, ci95, small: [...new Set(small)], truncated: [...new Set(truncated)], screen,
+          cells, chart_texts: chartTexts};
+}"""
+
+
+GLOSSARY_TERMS = """() => [...document.querySelectorAll('dl.glossary dt[id]')]
+  .map(dt => [[...dt.childNodes].filter(n => !(n.matches && n.matches('a.headerlink')))
+    .map(n => n.textContent).join('').trim(), dt.id])"""
+FIRST_USES = """(terms) => {
+  const article = document.querySelector('article.bd-article');
+  if (!article) return [];
+  const SKIP = 'code, pre, h1, h2, h3, h4, h5, h6, table, svg, script, style, figcaption, .caption, dt, summary, '
+    + '.verifylab-section > p, .verifylab-table-note, .verifylab-listing-title, .verifylab-edition, a';
+  const escape = s => s.replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&');
+  const pending = new Map(terms.map(([term, id]) =>
+    [id, {term, rx: new RegExp('(?<![\\\\w-])' + escape(term) + '(?:s|es)?(?![\\\\w-])', 'i')}]));
+  const unlinked = [];
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node && pending.size; node = walker.nextNode()) {
+    const element = node.parentElement;
+    const link = element.closest('a');
+    if (link && (link.getAttribute('href') || '').includes('glossary.html#')) {
+      pending.delete(link.getAttribute('href').split('#')[1]);
+      continue;
+    }
+    if (element.closest(SKIP)) continue;
+    for (const [id, {term, rx}] of [...pending]) {
+      if (rx.test(node.textContent)) {
+        unlinked.push(term + ': "' + node.textContent.trim().slice(0, 70) + '"');
+        pending.delete(id);
+      }
+    }
+  }
+  return unlinked;
 }"""

@@ -12,7 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from .browsing import CHART_MARKS, CHROMIUM, LAUNCH_ARGS, READING, QuietHandler, open_page, pages
+from .browsing import (
+    CHART_MARKS,
+    CHROMIUM,
+    FIRST_USES,
+    GLOSSARY_TERMS,
+    LAUNCH_ARGS,
+    LAYOUT,
+    READING,
+    SCREEN_HEIGHT,
+    SCREEN_WIDTHS,
+    QuietHandler,
+    open_page,
+    pages,
+)
 from .projects import project_copy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,17 +115,27 @@ def visited(book_url, built_book) -> dict[str, dict]:
 
 
 def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
+    glossary, *_ = open_page(browser, f"{book_url}/book/glossary.html")
+    terms = glossary.evaluate(GLOSSARY_TERMS)
+    glossary.close()
     seen = {}
     for path in pages(built_book):
         rel = path.relative_to(built_book).as_posix()
         page, errors, blocked = open_page(browser, f"{book_url}/{rel}")
-        page.set_viewport_size({"width": 1400, "height": 1000})
         has_article = page.locator("article.bd-article").count() > 0
+        layout = {}
+        for width in SCREEN_WIDTHS:  # a laptop and a narrow window
+            page.set_viewport_size({"width": width, "height": SCREEN_HEIGHT})
+            layout[width] = page.evaluate(LAYOUT) if has_article else None
+        page.set_viewport_size({"width": 1400, "height": 1000})
         seen[rel] = {
             "errors": errors,
             "blocked": blocked,
             "marks": page.evaluate(CHART_MARKS),
             "reading": page.evaluate(READING) if has_article else None,
+            "layout": layout,
+            "unlinked_terms": page.evaluate(FIRST_USES, terms) if has_article and "glossary" not in rel else [],
+            "terms_checked": len(terms),
         }
         page.close()
     return seen

@@ -212,7 +212,7 @@ def test_every_number_on_the_decision_page_is_in_the_exhibit_it_links(built_book
     checked = 0
     for text, links in parsed.blocks:
         numbers = [m.group(1) for m in NUMBER_WITH_UNIT.finditer(text)]
-        exhibits = [link for link in links if not link.startswith("#")]
+        exhibits = [link for link in links if not link.startswith("#") and "glossary.html" not in link]
         if not numbers or not exhibits:
             continue
         shown = []

@@ -136,7 +136,8 @@ def _cell(text: str, chars: int, tag: str = "td") -> str:
     if text.startswith("\0"):
         _, number, full = text.split("\0", 2)
         return f'<{tag}><span title="{html.escape(full)}">listing {number}</span></{tag}>'
-    shown = " ".join(shorten(w, chars) for w in _kernel_head(text).split(" "))
+    words = _kernel_head(text).split(" ")
+    shown = " ".join(w if NUMBER_WORD.fullmatch(w) else shorten(w, chars) for w in words)
     if shown != text:
         return f'<{tag}><span title="{html.escape(text)}">{_words_html(shown)}</span></{tag}>'
     return f"<{tag}>{_words_html(text)}</{tag}>"
@@ -172,8 +173,13 @@ class Table:
         return {"text/html": cells_html(cells, tuple(header(c) for c in self.listed)), TABLE_MIME: cells_data(cells)}
 
 
-def _longest(texts: list[str]) -> int:
-    return max((len(w) for t in texts for w in _kernel_head(t).split()), default=0)
+NUMBER_WORD = re.compile(r"[~<>=+−-]?[\d.,]+(?:[-–][\d.,]+)?[%x)]*[,;:]?")
+
+
+def _longest(texts: list[str], numbers: bool | None = None) -> int:
+    """The longest word of ``texts``: of every word, of numbers only (``True``) or of the rest (``False``)."""
+    words = (w for t in texts for w in _kernel_head(t).split())
+    return max((len(w) for w in words if numbers is None or bool(NUMBER_WORD.fullmatch(w)) == numbers), default=0)
 
 
 def _char_px(cells: pd.DataFrame) -> float:
@@ -183,10 +189,10 @@ def _char_px(cells: pd.DataFrame) -> float:
 def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
     """The longest word (characters) each column may show so that the table fits ``column_px`` without breaking
     a word: a column is as narrow as its longest word; where the sum is too wide, the longest words are
-    shortened first (headers never are)."""
+    shortened first (headers and numbers never are)."""
     room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
-    heads = [_longest([str(c)]) for c in cells.columns]
-    words = [_longest([str(v) for v in cells[c]]) for c in cells.columns]
+    heads = [max(_longest([str(c)]), _longest([str(v) for v in cells[c]], numbers=True)) for c in cells.columns]
+    words = [_longest([str(v) for v in cells[c]], numbers=False) for c in cells.columns]
     cap = max(words, default=0)
     while cap > MIN_WORD and sum(max(h, min(w, cap)) for h, w in zip(heads, words, strict=True)) > room:
         cap -= 1

@@ -1,0 +1,53 @@
+"""The book read at 1400 and 800 px (#29): no table cell breaks a word (each cell's longest word measured against
+its width), no table taller than 1.5 screens unless folded, no index column, no "ci95" header, chart text at
+11 px or more with no label or legend cut, and each glossary term's first use on every page linked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .browsing import CHROMIUM, SCREEN_WIDTHS
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)"),
+]
+
+PAGES = [
+    "book/_generated/00_introduction.html",
+    "book/_generated/01_environment_and_gates.html",
+    "book/_generated/02_benchmarks.html",
+    "book/_generated/03_verify_breakdown.html",
+    "book/_generated/04_fusion_vs_elimination.html",
+    "book/_generated/05_recommendations.html",
+    "book/_generated/decision.html",
+    "book/_generated/changes.html",
+    "book/methods.html",
+]
+
+
+@pytest.mark.parametrize("width", SCREEN_WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=[Path(p).stem for p in PAGES])
+def test_tables_and_charts_read_at_this_width(visited, page, width):
+    seen = visited[page]["layout"][width]
+    assert seen["broken"] == [], f"{page} at {width} px: cells break a word: {seen['broken'][:5]}"
+    assert seen["tall"] == [], f"{page} at {width} px: tables taller than 1.5 screens, not folded: {seen['tall']}"
+    assert seen["index"] == [], f"{page}: a table shows an index column: {seen['index']}"
+    assert seen["ci95"] == [], f"{page}: a header says ci95: {seen['ci95']}"
+    assert seen["small"] == [], f"{page} at {width} px: chart text under 11 px: {seen['small'][:5]}"
+    assert seen["truncated"] == [], f"{page} at {width} px: chart text cut: {seen['truncated']}"
+
+
+def test_the_layout_checks_read_the_pages(visited):
+    """The measurements above see cells and chart text (a check that reads nothing would pass anything)."""
+    layout = visited["book/_generated/02_benchmarks.html"]["layout"][800]
+    assert layout["cells"] > 100 and layout["chart_texts"] > 20 and layout["screen"] == 900
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[Path(p).stem for p in PAGES])
+def test_each_glossary_term_is_linked_where_a_page_first_uses_it(visited, page):
+    seen = visited[page]
+    assert seen["terms_checked"] >= 30
+    assert seen["unlinked_terms"] == [], f"{page}: first use not linked to the glossary: {seen['unlinked_terms']}"
