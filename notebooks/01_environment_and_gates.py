@@ -148,6 +148,16 @@ chapter.version_findings(ev, "sglang", "0.5.23")
 chapter.sm120_build_runs(ev)
 
 # %% [markdown]
+# ## The measured runs: hardware and software
+#
+# Every measured figure in this book names its run; this table says what each run was measured on, read from
+# its manifest (`data/runs/<run id>/manifest.json`, which also holds its parameters, environment and notes).
+# None is Blackwell or PCIe: the SM90 runs show mechanisms and shapes, not an 8 x RTX PRO 6000 box's numbers.
+
+# %% mystnb={"figure": {"caption": "Every measured run: GPUs, links between them, driver, CUDA, NCCL, torch, SGLang and FlashInfer (measured; from each run's manifest)", "name": "tbl-run-hardware"}}
+chapter.run_hardware(ev)
+
+# %% [markdown]
 # ## Live mode: this box
 #
 # In live mode the chapter probes the box's communication and stores the run, audits the SGLang (and

@@ -227,3 +227,20 @@ def test_every_number_on_the_decision_page_is_in_the_exhibit_it_links(built_book
             checked += 1
             assert any(number in exhibit for exhibit in shown), f"{number} not in {exhibits}: {text[:120]}"
     assert checked >= 10, "the scan found too few numbers: it is not reading the page"
+
+
+def test_the_banner_counts_the_runs_and_links_to_their_hardware_table_which_lists_each(built_book, repo_root):
+    import json
+
+    edition = json.loads((built_book.parent.parent / "book" / "_generated" / "edition.json").read_text())
+    runs = edition["runs"]
+    page = built_book / "book" / "_generated" / "decision.html"
+    text = page.read_text(encoding="utf-8")
+    assert f"{len(runs)} measured runs: their hardware and software" in text
+    link = next(x for x in _parse(page).links if x.endswith("#tbl-run-hardware"))
+    target = (page.parent / link.split("#")[0]).resolve()
+    assert "tbl-run-hardware" in _parse(target).ids
+    source = target.read_text(encoding="utf-8")
+    figure = source[source.index('id="tbl-run-hardware"') :].split("</figure>", 1)[0]
+    assert all(run in figure for run in runs)  # every run has its row (a shortened id keeps it on hover)
+    assert "NVIDIA H200" in figure and "580.159.04" in figure

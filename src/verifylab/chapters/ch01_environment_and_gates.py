@@ -12,6 +12,7 @@ from verifylab.chapters.params import EnvironmentAndGates as Params
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
 from verifylab.report import comm_probe, gates_report, live_tp2
+from verifylab.report.run_hardware import run_hardware_table
 from verifylab.report.section import Prose, Section
 from verifylab.store.evidence import Evidence
 
@@ -56,6 +57,13 @@ def probe_agreement_finding(ev: Evidence) -> Prose:
 def probe_agreement(ev: Evidence) -> pd.DataFrame:
     """Table: the probe's NCCL curve per size against the synthetic-pass campaign's (measured)."""
     return _agreement(ev).round(2)
+
+
+@shown_as_table
+def run_hardware(ev: Evidence) -> pd.DataFrame:
+    """Table: every measured run's hardware and software (GPU, links, driver, CUDA, NCCL, torch, SGLang,
+    FlashInfer): the table every measured figure's run id points to."""
+    return ev.derived("run_hardware", lambda e: run_hardware_table(e.runs))
 
 
 @shown_as_table

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 DROPPED_MARKERS = ("thebe",)
+RUNS_TABLE = ("book/_generated/01_environment_and_gates", "tbl-run-hardware")  # the per-run hardware table
 
 
 def _is_dropped(script: Any) -> bool:
@@ -28,16 +29,20 @@ def drop_network_scripts(app, pagename, templatename, context, doctree) -> None:
 
 
 def edition_banner(app, pagename, templatename, context, doctree) -> None:
-    """Put the edition id, build date and runs used at the top of every page."""
+    """Put the edition id, build date and the number of measured runs (linked to their hardware table) on every page."""
     edition_file = Path(app.confdir) / "book" / "_generated" / "edition.json"
     if "body" not in context or not edition_file.is_file():
         return
     edition = json.loads(edition_file.read_text())
-    runs = ", ".join(edition.get("runs", [])) or "none"
+    count = len(edition.get("runs", []))
+    runs = f"{count} measured run{'s' if count != 1 else ''}"
+    if count and RUNS_TABLE[0] in app.env.all_docs:
+        uri = app.builder.get_relative_uri(pagename, RUNS_TABLE[0]) + "#" + RUNS_TABLE[1]
+        runs = f'<a href="{html.escape(uri)}">{runs}: their hardware and software</a>'
     banner = (
         f'<div class="verifylab-edition" style="font-size:0.8em;color:#555;border-bottom:1px solid #ddd;'
         f'margin-bottom:1em;padding-bottom:0.3em">Edition <code>{html.escape(edition["id"])}</code> · built '
-        f"{html.escape(edition['built'])} · measured runs used: {html.escape(runs)}</div>"
+        f"{html.escape(edition['built'])} · {runs}</div>"
     )
     context["body"] = banner + context["body"]
 
