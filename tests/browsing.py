@@ -131,7 +131,8 @@ FIRST_USES = """(terms) => {
   const article = document.querySelector('article.bd-article');
   if (!article) return [];
   const SKIP = 'code, pre, h1, h2, h3, h4, h5, h6, table, svg, script, style, figcaption, .caption, dt, summary, '
-    + '.verifylab-section > p, .verifylab-table-note, .verifylab-listing-title, .verifylab-edition, a';
+    + '.verifylab-section > p, .verifylab-table-note, .verifylab-listing-title, .verifylab-edition, a, '
+    + '.verifylab-chart-note';
   const escape = s => s.replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&');
   const pending = new Map(terms.map(([term, id]) =>
     [id, {term, rx: new RegExp('(?<![\\\\w-])' + escape(term) + '(?:s|es)?(?![\\\\w-])', 'i')}]));

@@ -149,18 +149,30 @@ def test_exports_hold_exactly_what_the_pages_show(smoke_run):
         pages.update(parser.figures)
     index = json.loads((folder / "exports.json").read_text(encoding="utf-8"))
     assert {e["name"] for e in index} == set(pages) | {e["name"] for e in index if e["kind"] == "figure"}
-    compared = 0
+    compared = numbers = units = 0
     for entry in index:
         assert entry["edition"] == edition_id
-        csvs = [f for f in entry["files"] if f.endswith(".csv")]
+        slug = entry["number"].lower().replace(". ", "-").replace(".", "-")
+        assert entry["number"] and entry["files"][0].startswith(slug), entry  # "fig-4-1-..."
+        assert entry["caption"].startswith(entry["number"] + ": ")
+        csvs = [f for f in entry["files"] if f.endswith(".csv") and not f.endswith(".data.csv")]
         for number, file in enumerate(csvs):
             rows = list(csv.reader((folder / file).open(encoding="utf-8")))
             assert rows[0][0] == "edition" and all(r[0] == edition_id for r in rows[1:]), file
             assert [r[1:] for r in rows] == pages[entry["name"]][number], f"{file} differs from its page"
+            data = list(csv.DictReader((folder / file.replace(".csv", ".data.csv")).open(encoding="utf-8")))
+            assert len(data) == (len(rows) - 1) * (len(rows[0]) - 1), file  # one row per cell
+            for cell in data:
+                if cell["value"]:
+                    assert float(cell["value"]) == float(cell["shown"].lstrip("~<>≈").rstrip("%").replace(",", ""))
+                if cell["low"]:
+                    assert float(cell["low"]) <= float(cell["high"]), f"{file}: {cell}"
+                numbers += bool(cell["value"] or cell["low"])
+                units += bool(cell["unit"])
             compared += 1
         for file in (f for f in entry["files"] if f.endswith(".svg")):
             assert edition_id in (folder / file).read_text(encoding="utf-8"), file
-    assert compared >= 30
+    assert compared >= 30 and numbers > 1000 and units > 500
 
 
 class _Elements(HTMLParser):

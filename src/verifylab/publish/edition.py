@@ -131,7 +131,7 @@ def archive(root: Path, edition: dict) -> Path:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(root / "_build" / "html", target)
-    write_exports(root / GENERATED, target / "exports", edition["id"])
+    write_exports(root / GENERATED, target / "exports", edition["id"], root / "_build" / "html")
     index_path = editions / "editions.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else []
     known = [e for e in known if e["id"] != edition["id"]] + [

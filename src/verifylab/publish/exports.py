@@ -1,11 +1,13 @@
 """Design-review exports, written from the very objects the pages show: every numbered table of every chapter
-as CSV (its cells as the page shows them, an ``edition`` column first) and every numbered chart as SVG and PNG
-(captioned with the edition id), read from the executed chapters. An export therefore cannot disagree with its
-page, and every export appears in the book."""
+as CSV (its cells as the page shows them, an ``edition`` column first), the same cells as data (one row per
+cell: number, interval bounds, unit), and every numbered chart as SVG and PNG (captioned with the edition id),
+read from the executed chapters. Each file is named and captioned with its exhibit's number in the book
+("fig-4-1-..."). An export therefore cannot disagree with its page, and every export appears in the book."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,28 +54,92 @@ def table_frame(cells: dict, edition: str) -> pd.DataFrame:
     return frame
 
 
-def write_exports(generated: Path, folder: Path, edition: str) -> list[dict]:
-    """Write every exhibit and an ``exports.json`` index (chapter, name, caption, edition, files)."""
+_NUMBER = re.compile(r"^[~<>≈]?(-?[\d,]*\.?\d+)(?:\s?[-–]\s?(-?[\d,]*\.?\d+))?\s?%?$")
+_UNIT = re.compile(r"\(([^()]+)\)$")
+
+
+def cell_number(shown: str) -> tuple[float | None, float | None, float | None]:
+    """A printed cell as numbers: (value, low, high); a range ``0.45-1.02`` gives its bounds and no value."""
+    match = _NUMBER.match(shown.strip())
+    if not match:
+        return None, None, None
+    first = float(match.group(1).replace(",", ""))
+    if match.group(2) is None:
+        return first, None, None
+    second = float(match.group(2).replace(",", ""))
+    return (None, first, second) if first <= second else (None, None, None)  # "20261201-091704" is no range
+
+
+def table_data(cells: dict, edition: str, number: str) -> pd.DataFrame:
+    """A table's cells as data: one row per cell with the column's quantity and unit, the number (or a range's
+    bounds) and the text the page shows."""
+    rows = []
+    for r, row in enumerate(cells["rows"], start=1):
+        for column, shown in zip(cells["columns"], row, strict=True):
+            unit = _UNIT.search(column)
+            value, low, high = cell_number(str(shown))
+            rows.append(
+                {
+                    "edition": edition,
+                    "exhibit": number,
+                    "row": r,
+                    "row_label": row[0],
+                    "quantity": _UNIT.sub("", column).strip(),
+                    "unit": unit.group(1) if unit else "",
+                    "value": value,
+                    "low": low,
+                    "high": high,
+                    "shown": shown,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def exhibit_numbers(html_dir: Path | None) -> dict[str, str]:
+    """Each exhibit anchor's number as the rendered book prints it (``tbl-decision-regimes`` -> ``Fig. 4.1``)."""
+    found: dict[str, str] = {}
+    for page in sorted(html_dir.rglob("*.html")) if html_dir and html_dir.is_dir() else []:
+        text = page.read_text(encoding="utf-8")
+        pattern = r'<figure[^>]*\bid="([^"]+)"[^>]*>.*?<span class="caption-number">([^<]+?)\s*</span>'
+        for anchor, label in re.findall(pattern, text, flags=re.S):
+            found.setdefault(anchor, label.strip())
+    return found
+
+
+def _slug(label: str) -> str:
+    """``Fig. 4.1`` -> ``fig-4-1``."""
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+
+
+def write_exports(generated: Path, folder: Path, edition: str, html_dir: Path | None = None) -> list[dict]:
+    """Write every exhibit and an ``exports.json`` index (chapter, name, number, caption, edition, files)."""
     folder.mkdir(parents=True, exist_ok=True)
+    numbers = exhibit_numbers(html_dir)
     index = []
     for exhibit in exhibits(generated):
+        number = numbers.get(exhibit.name, "")
+        stem = f"{_slug(number)}-{exhibit.name}" if number else exhibit.name
+        caption = f"{number}: {exhibit.caption}" if number else exhibit.caption
         if exhibit.kind != "figure":  # a table, or a section's tables: one CSV each, numbered in page order
             csvs = (
-                {f"{exhibit.name}.csv": exhibit.data}
+                {f"{stem}.csv": exhibit.data}
                 if exhibit.kind == "table"
-                else {f"{exhibit.name}-{n}.csv": t for n, t in enumerate(exhibit.data["tables"], start=1)}
+                else {f"{stem}-{n}.csv": t for n, t in enumerate(exhibit.data["tables"], start=1)}
             )
             for file, cells in csvs.items():
                 atomic_write_text(folder / file, table_frame(cells, edition).to_csv(index=False))
-            files = list(csvs)
+                data = table_data(cells, edition, number)
+                atomic_write_text(folder / file.replace(".csv", ".data.csv"), data.to_csv(index=False))
+            files = [f for file in csvs for f in (file, file.replace(".csv", ".data.csv"))]
         else:
-            save_spec(exhibit.data["spec"], exhibit.name, f"{exhibit.caption} — edition {edition}", folder)
-            files = [f"{exhibit.name}.svg", f"{exhibit.name}.png"]
+            save_spec(exhibit.data["spec"], stem, f"{caption} — edition {edition}", folder)
+            files = [f"{stem}.svg", f"{stem}.png"]
         index.append(
             {
                 "chapter": exhibit.chapter,
                 "name": exhibit.name,
-                "caption": exhibit.caption,
+                "number": number,
+                "caption": caption,
                 "kind": exhibit.kind,
                 "edition": edition,
                 "files": files,

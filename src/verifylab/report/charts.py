@@ -65,7 +65,7 @@ class Figure:
         return (
             f'<figure class="verifylab-chart" data-name="{html.escape(self.name)}">'
             f"{self.to_svg()}"
-            f"<figcaption>{html.escape(self.caption)}<br><small>Sources: {sources}</small></figcaption>"
+            f'<p class="verifylab-chart-note">{html.escape(self.caption)} Data: {sources}.</p>'
             "</figure>"
         )
 
