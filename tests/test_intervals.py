@@ -31,9 +31,9 @@ def test_runs_of_old_and_new_harness_share_one_interval_column():
 
 
 def test_one_method_for_every_row_goes_into_the_header():
-    frame = pd.DataFrame(
-        {"variant": ["a", "b"], "interval_low": [1.0, 2.0], "interval_high": [3.0, 4.0], "interval_coverage": [0.75, 0.75]}
-    ).assign(runs=3)
+    frame = pd.DataFrame({"variant": ["a", "b"], "interval_low": [1.0, 2.0], "interval_high": [3.0, 4.0]}).assign(
+        interval_coverage=0.75, runs=3
+    )
     shown = single_stream_intervals(frame)
     header = order_statistic_header(3, 0.75)
     assert f"{header}: low_tokens_per_s" in shown.columns
