@@ -77,3 +77,39 @@ def test_verify_allreduce_bytes_follow_the_served_model(tmp_path):
     (tmp_path / "config.json").write_text('{"hidden_size": 1024}', encoding="utf-8")
     assert verify_allreduce_bytes(str(tmp_path), 4) == 4 * 1024 * 2
     assert verify_allreduce_bytes(None, 4) == 4 * 7168 * 2
+
+
+def _trace_rows(path: str, passes: int, pieces: int) -> list[dict]:
+    """``passes`` profiled passes of 4 all-reduces, each pass's marker cut into ``pieces`` pieces."""
+    rows = []
+    for step in range(passes * pieces):
+        share = 4 // pieces
+        rows.append(
+            {"path": path, "variant": "nccl", "tokens": 4, "step": step, "allreduce_count": share,
+             "comm_us": 10.0 * share, "exposed_comm_us": 10.0 * share, "compute_us": 5.0 * share,
+             "idle_us": 1.0, "span_us": 16.0 * share}
+        )  # fmt: skip
+    return rows
+
+
+def test_a_pass_marked_in_pieces_is_summed_back_into_passes():
+    steps = pd.DataFrame(_trace_rows("nvlink", 3, 1) + _trace_rows("shm", 3, 1) + _trace_rows("socket", 3, 4))
+    passes = cm.passes_from_marker_pieces(steps).set_index("path")
+    assert passes.groupby("path").size().to_dict() == {"nvlink": 3, "shm": 3, "socket": 3}
+    socket = passes.loc["socket"].iloc[0]
+    assert socket["allreduce_count"] == 4 and socket["comm_us"] == 40.0 and socket["idle_us"] == 4.0
+    assert socket["markers_per_pass"] == 4 and passes.loc["nvlink"].iloc[0]["markers_per_pass"] == 1
+
+
+def test_the_pieces_note_names_the_row_and_its_counts(tmp_path):
+    from .test_runs import make_store
+
+    s, manifest = make_store(tmp_path)
+    s.save_manifest(manifest.model_copy(update={"run_id": "20261130-000000-trace-test"}))
+    steps = pd.DataFrame(_trace_rows("nvlink", 2, 1) + _trace_rows("socket", 2, 2))
+    s.write_table("20261130-000000-trace-test", "verify_pass_trace", steps)
+    note = str(cm.marker_pieces_note(s))
+    assert "socket" in note and "4 markers for 2 passes, 2 per pass" in note
+    assert "each holding one all-reduce" not in note  # pieces of 2 all-reduces each
+    table = cm.measured_trace_breakdown(s)
+    assert table.loc[("socket", "nccl", 4), "allreduce_count"] == 4

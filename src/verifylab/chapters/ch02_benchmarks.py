@@ -32,9 +32,9 @@ def deployer_finding(ev: Evidence) -> Prose:
         f"{fusion.max():.1f} tok/s in five runs against the baseline's {single['baseline_92_6']:.1f}); EAGLE-3's "
         f"{single['eagle3_54_1']:.1f} -> {single['eagle3_fusion_96_1']:.1f} tok/s spans two software stacks and "
         f"cannot be credited to fusion (chapter 4 prices it); and the case study turns speculation off from about "
-        f"{liability:.0f} concurrent requests (reported, seed 002). The sweeps stored here (Figures 2.1 and 2.2) are "
-        "of tiny random-weight models: they show the harness finds a crossover and prices goodput, not where a "
-        "Kimi-K2.5 box crosses."
+        f"{liability:.0f} concurrent requests (reported, seed 002). The sweeps stored here (the Pareto chart and "
+        "load curves below) are of tiny random-weight models: they show the harness finds a crossover and prices "
+        "goodput, not where a Kimi-K2.5 box crosses."
     )
 
 

@@ -230,16 +230,71 @@ def latency_curves_chart(latency: pd.DataFrame) -> Figure:
     )
 
 
+TRACE_COLUMNS = ["allreduce_count", "comm_us", "exposed_comm_us", "compute_us", "idle_us", "span_us"]
+
+
+def passes_from_marker_pieces(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per profiled pass. A path whose trace carried a pass's step marker in pieces (run
+    20261130-142600's socket trace: 366 markers, one per all-reduce, for the 3 passes every other path shows)
+    has its consecutive pieces summed back into passes; ``markers_per_pass`` says how many were summed."""
+    keys = ["path", "variant", "tokens"]
+    counts = steps.groupby(keys)["step"].nunique()
+    passes = int(counts.mode().min())  # the number of profiled passes most variants show
+    parts = []
+    for key, group in steps.groupby(keys):
+        n = counts[key]
+        pieces = n // passes if n > passes and n % passes == 0 else 1
+        order = {step: i for i, step in enumerate(sorted(group["step"].unique()))}
+        summed = (
+            group.assign(pass_index=group["step"].map(order) // pieces)
+            .groupby([*keys, "pass_index"], as_index=False)[TRACE_COLUMNS]
+            .sum(min_count=1)
+        )
+        parts.append(summed.assign(markers_per_pass=pieces))
+    return pd.concat(parts, ignore_index=True)
+
+
 def measured_trace_breakdown(store: RunStore) -> pd.DataFrame:
-    """Per path and profiled variant: all-reduces per step and comm / exposed comm / compute / idle (µs),
-    from the trace analyzer on the profiled passes (mean over steps and ranks)."""
+    """Per path and profiled variant: all-reduces per pass and comm / exposed comm / compute / idle (µs),
+    from the trace analyzer on the profiled passes (mean over passes and ranks; a pass marked in pieces summed
+    first, its span then the sum of the pieces' spans, without the gaps between them)."""
     run_id = store.newest_with("verify_pass_trace")
     if run_id is None:
         return pd.DataFrame()
-    steps = store.read_table(run_id, "verify_pass_trace")
-    cols = ["allreduce_count", "comm_us", "exposed_comm_us", "compute_us", "idle_us", "span_us"]
-    out = steps.groupby(["path", "variant", "tokens"], as_index=False)[cols].mean().round(1)
+    passes = passes_from_marker_pieces(store.read_table(run_id, "verify_pass_trace"))
+    out = passes.groupby(["path", "variant", "tokens"], as_index=False)[[*TRACE_COLUMNS, "markers_per_pass"]]
+    out = out.mean().round(1).astype({"markers_per_pass": int})
     return _stamp(out, store, run_id).drop(columns="label").set_index(["path", "variant", "tokens"])
+
+
+def marker_pieces_note(store: RunStore) -> Prose:
+    """Which rows of the traced-pass table were summed from pieces, and what that leaves out, from the data."""
+    run_id = store.newest_with("verify_pass_trace")
+    if run_id is None:
+        return Prose("")
+    steps = store.read_table(run_id, "verify_pass_trace")
+    passes = passes_from_marker_pieces(steps)
+    pieced = passes[passes["markers_per_pass"] > 1].drop_duplicates(["path", "variant", "tokens"])
+    if pieced.empty:
+        return Prose("Every traced pass carried one step marker, as the profiler was asked to place it.")
+    rows, one_each = [], True
+    for row in pieced.itertuples():
+        pieces = steps[(steps["path"] == row.path) & (steps["variant"] == row.variant)]
+        count = passes[(passes["path"] == row.path) & (passes["variant"] == row.variant)]["pass_index"].nunique()
+        one_each &= bool((pieces["allreduce_count"] == 1).all())
+        rows.append(
+            f"the {PATH_NAMES.get(row.path, row.path)} path's {row.variant} variant, {len(pieces)} markers for "
+            f"{count} passes, {row.markers_per_pass} per pass"
+        )
+    return Prose(
+        "In one trace the profiler cut each pass's step marker into pieces"
+        + (", each holding one all-reduce" if one_each else "")
+        + " ("
+        + "; ".join(rows)
+        + "). Those rows are the pieces summed back into passes, so their all-reduce count is the pass's and "
+        "their span is the sum of the pieces' spans, leaving out the gaps between pieces. The raw traces were "
+        f"not kept (run {run_id}), so why the marker was cut there is not established."
+    )
 
 
 def prediction_check(store: RunStore) -> pd.DataFrame:
