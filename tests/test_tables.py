@@ -68,6 +68,27 @@ def test_words_too_long_for_the_narrowest_column_are_shortened_with_the_full_tex
     assert word_limits(Table(narrow).cells())[0] == len(run_id)  # room enough: nothing shortened
 
 
+def test_words_of_prose_stay_whole_while_identifiers_make_room():
+    run_id = "20261201-091704-2xh200-probe-socket"
+    frame = pd.DataFrame({c: [f"{run_id} approximately"] for c in ("a", "b", "c", "d", "e")})
+    limits = word_limits(Table(frame).cells())
+    assert all(n >= len("approximately") for n in limits)  # the identifier is shortened instead
+    html = Table(frame)._repr_html_()
+    assert "approximately" in html.replace('title="', "").split(">", 3)[-1] and f">{run_id}" not in html
+
+
+def test_noted_columns_move_long_texts_into_lettered_notes_and_the_export_keeps_them():
+    long_a = "yes, where the gates are open and the workspace needs no multicast"
+    long_b = "needs working P2P: fix P2P first"
+    frame = pd.DataFrame({"option": ["x", "y", "z"], "runs": ["yes", long_a, long_a], "why": ["—", "—", long_b]})
+    table = Table(frame, noted=("runs", "why"))
+    html = table._repr_html_()
+    assert html.count(">note a</span></td>") == 2
+    assert "<b>note a</b>: yes, where" in html and "<b>note b</b>: needs" in html
+    assert "<td>yes</td>" in html  # short cells stay in the table
+    assert table._repr_mimebundle_()[TABLE_MIME]["rows"][1][1] == long_a
+
+
 def test_a_table_taller_than_a_screen_folds_its_other_rows_with_the_header_repeated():
     frame = pd.DataFrame({"step": range(60), "note": ["a sentence of prose that takes a line or two"] * 60})
     html = Table(frame)._repr_html_()

@@ -21,6 +21,7 @@ from verifylab.model.regimes import regime_curves_table
 from verifylab.report import comm_measured
 from verifylab.report.charts import Figure, options_chart, regime_curves_chart, verify_components_chart
 from verifylab.report.section import Prose
+from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import LOAD_STREAMS, Regime
 
@@ -136,8 +137,12 @@ def regime_figure(ev: Evidence) -> Figure:
     return regime_curves_chart(ev.derived("regime_curves", lambda e: regime_curves_table(inputs(e).curves)))
 
 
-@shown_as_table
-def options_at_load(ev: Evidence) -> pd.DataFrame:
+def options_at_load(ev: Evidence) -> Table:
+    """Table: :func:`options_at_load_frame`, its conditions and reasons as lettered notes below it."""
+    return Table(options_at_load_frame(ev), noted=("with EAGLE-3 in SGLang", "not priced because"))
+
+
+def options_at_load_frame(ev: Evidence) -> pd.DataFrame:
     """Table: every option in every regime at 1, 8 and 32 streams — verify ms and one stream's tok/s as ranges,
     the floor under them, and whether SGLang runs the option with EAGLE-3 (modelled)."""
     rows = []

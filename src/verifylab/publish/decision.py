@@ -66,8 +66,8 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     runs = edition["runs"]
     return f"""# The decision
 
-Edition `{edition["id"]}` · built {edition["built"]} · {len(runs)} measured runs (listed in the edition banner of
-every chapter). Cite a figure as "{{numref}}`tbl-decision-regimes`, edition `{edition["id"]}`".
+Edition `{edition["id"]}` · built {edition["built"]} · {len(runs)} measured runs (their hardware and software:
+{{numref}}`tbl-run-hardware`). Cite a figure as "{{numref}}`tbl-decision-regimes`, edition `{edition["id"]}`".
 
 ## First: which regime is your box in?
 

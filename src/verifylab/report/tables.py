@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +22,13 @@ TABLE_MIME = "application/vnd.verifylab.table+json"
 EMPTY = "—"
 EMPTY_NOTE = f"{EMPTY}: no value (not measured, not applicable or not reported)."
 LONG_NAME = 56  # kernel signatures longer than this are cut before their template arguments
-WIDE = 9  # a table with more columns is set smaller
+WIDE = 8  # a table with more columns is set smaller
 # The narrowest text column (800 px screens: 736 px) and the type's widths, to fit words without breaking them.
 COLUMN_PX = 700.0  # a little under the narrowest column: the browser's widths are not exactly these
 CHAR_PX = 7.8  # widest average character of 0.8rem type (digits, run ids)
 WIDE_SCALE = 0.875  # 0.7rem type in wide tables
 CELL_PAD_CHARS = 2  # a cell's padding and border, in characters
+NOTE_CHARS = 24  # a noted column's cell longer than this becomes a note
 MIN_WORD = 8  # no word is shortened below this (it would no longer say what it is)
 LINE_PX, ROW_PAD_PX = 21.0, 7.0  # one line of 0.8rem type (with its leading), a row's padding
 SCREEN_PX = 900.0  # rows past this estimated height are folded away
@@ -132,15 +134,16 @@ def _words_html(text: str) -> str:
 
 def _cell(text: str, chars: int, tag: str = "td") -> str:
     """One cell: its words whole; a word longer than the column's ``chars`` shortened, the full text on hover
-    (the export keeps it whole); a listed cell (``\\0n\\0text``) points to its listing."""
+    (the export keeps it whole); a cell moved below the table (``\\0listing 1\\0text``) shows its pointer."""
     if text.startswith("\0"):
-        _, number, full = text.split("\0", 2)
-        return f'<{tag}><span title="{html.escape(full)}">listing {number}</span></{tag}>'
+        _, pointer, full = text.split("\0", 2)
+        return f'<{tag}><span title="{html.escape(full)}">{html.escape(pointer)}</span></{tag}>'
     words = _kernel_head(text).split(" ")
     shown = " ".join(w if NUMBER_WORD.fullmatch(w) else shorten(w, chars) for w in words)
+    opening = f'<{tag} class="v-prose">' if len(text) > NOTE_CHARS else f"<{tag}>"  # prose reads left-aligned
     if shown != text:
-        return f'<{tag}><span title="{html.escape(text)}">{_words_html(shown)}</span></{tag}>'
-    return f"<{tag}>{_words_html(text)}</{tag}>"
+        return f'{opening}<span title="{html.escape(text)}">{_words_html(shown)}</span></{tag}>'
+    return f"{opening}{_words_html(text)}</{tag}>"
 
 
 @dataclass
@@ -149,6 +152,7 @@ class Table:
 
     frame: pd.DataFrame
     listed: tuple[str, ...] = ()  # columns (by name) shown as listings below the table: commands, long code
+    noted: tuple[str, ...] = ()  # columns (by name) whose long texts become lettered notes below the table
 
     def cells(self) -> pd.DataFrame:
         """Every cell as its text, headers with units: what the page shows and the export holds. A meaningful
@@ -165,38 +169,83 @@ class Table:
         )
         return shown.reset_index(drop=True)
 
+    def html(self, cells: pd.DataFrame) -> str:
+        """The page's HTML of ``cells`` (:meth:`cells`), with this table's listings and notes."""
+        return cells_html(cells, tuple(header(c) for c in self.listed), tuple(header(c) for c in self.noted))
+
     def _repr_html_(self) -> str:
-        return cells_html(self.cells(), tuple(header(c) for c in self.listed))
+        return self.html(self.cells())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         cells = self.cells()
-        return {"text/html": cells_html(cells, tuple(header(c) for c in self.listed)), TABLE_MIME: cells_data(cells)}
+        return {"text/html": self.html(cells), TABLE_MIME: cells_data(cells)}
 
 
 NUMBER_WORD = re.compile(r"[~<>=+−-]?[\d.,]+(?:[-–][\d.,]+)?[%x)]*[,;:]?")
+# A word of prose ("approximately", "FlashInfer's", "all-reduces,"): letters, hyphens and apostrophes between
+# brackets or quotes and trailing punctuation. Shortened only when a table cannot fit otherwise.
+PLAIN_WORD = re.compile(r"[(\"'“‘]?[A-Za-z]+(?:[-'’][A-Za-z]+)*[)\"'”’,;:.!?]*")
 
 
-def _longest(texts: list[str], numbers: bool | None = None) -> int:
-    """The longest word of ``texts``: of every word, of numbers only (``True``) or of the rest (``False``)."""
+def _longest(texts: list[str], kind: re.Pattern | None = None, of_kind: bool = True) -> int:
+    """The longest word of ``texts``: of every word, or of the words that are (``of_kind``) or are not a
+    ``kind`` (:data:`NUMBER_WORD`, :data:`PLAIN_WORD`)."""
     words = (w for t in texts for w in _kernel_head(t).split())
-    return max((len(w) for w in words if numbers is None or bool(NUMBER_WORD.fullmatch(w)) == numbers), default=0)
+    return max((len(w) for w in words if kind is None or bool(kind.fullmatch(w)) == of_kind), default=0)
 
 
 def _char_px(cells: pd.DataFrame) -> float:
     return CHAR_PX * (WIDE_SCALE if len(cells.columns) > WIDE else 1.0)
 
 
-def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
-    """The longest word (characters) each column may show so that the table fits ``column_px`` without breaking
-    a word: a column is as narrow as its longest word; where the sum is too wide, the longest words are
-    shortened first (headers and numbers never are)."""
-    room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
-    heads = [max(_longest([str(c)]), _longest([str(v) for v in cells[c]], numbers=True)) for c in cells.columns]
-    words = [_longest([str(v) for v in cells[c]], numbers=False) for c in cells.columns]
+def _water_fill(heads: list[int], words: list[int], room: float) -> list[int]:
+    """Each column's limit: its ``heads`` whole, its other ``words`` capped at one length, the longest first,
+    until the columns fit ``room`` (or the cap reaches :data:`MIN_WORD`)."""
     cap = max(words, default=0)
     while cap > MIN_WORD and sum(max(h, min(w, cap)) for h, w in zip(heads, words, strict=True)) > room:
         cap -= 1
     return [max(h, min(w, cap)) for h, w in zip(heads, words, strict=True)]
+
+
+def _limits(cells: pd.DataFrame, column_px: float) -> tuple[list[int], bool]:
+    """:func:`word_limits`, and whether they keep every word of prose whole."""
+    room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
+    texts = {c: [str(v) for v in cells[c]] for c in cells.columns}
+    fixed = [max(_longest([str(c)]), _longest(texts[c], NUMBER_WORD)) for c in cells.columns]
+    plain = [_longest(texts[c], PLAIN_WORD) for c in cells.columns]
+    other = [_longest(texts[c], NUMBER_WORD, of_kind=False) for c in cells.columns]
+    limits = _water_fill([max(f, p) for f, p in zip(fixed, plain, strict=True)], other, room)
+    if sum(limits) <= room:
+        return limits, True
+    return _water_fill(fixed, other, room), False  # no room even so: words of prose are shortened too
+
+
+def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
+    """The longest word (characters) each column may show so that the table fits ``column_px`` without breaking
+    a word: a column is as narrow as its longest word; where the sum is too wide, identifiers (run ids, paths,
+    kernel names) are shortened, the longest first; headers, numbers and words of prose are kept whole unless
+    the table cannot fit otherwise."""
+    return _limits(cells, column_px)[0]
+
+
+def noted_to_fit(cells: pd.DataFrame, noted: tuple[str, ...] = (), column_px: float = COLUMN_PX) -> tuple[str, ...]:
+    """``noted`` and, where the table would otherwise shorten words of prose, its long-text columns (the
+    longest texts first; never the first column, nor the one with the longest texts: the table's prose gets
+    the width) until every word of prose fits whole."""
+    noted = tuple(c for c in noted if c in cells.columns)
+    lengths = cells.map(lambda v: 0 if str(v).startswith("\0") else len(str(v)))
+    main = lengths.mean().idxmax() if len(cells) else None
+    while not _limits(_shown(_notes(cells, noted)[0]), column_px)[1]:
+        candidates = [c for c in cells.columns[1:] if c not in noted and c != main and lengths[c].max() > NOTE_CHARS]
+        if not candidates:
+            break
+        noted += (max(candidates, key=lambda c: lengths[c].mean()),)
+    return noted
+
+
+def _shown(cells: pd.DataFrame) -> pd.DataFrame:
+    """What the cells show: a cell moved below the table shows its pointer (``listing 1``, ``note a``)."""
+    return cells.map(lambda v: str(v).split("\0")[1] if str(v).startswith("\0") else v)
 
 
 def visible_rows(cells: pd.DataFrame, limits: list[int], column_px: float = COLUMN_PX) -> int:
@@ -240,7 +289,7 @@ def _listings(cells: pd.DataFrame, listed: tuple[str, ...]) -> tuple[pd.DataFram
             if text == EMPTY:
                 continue
             number += 1
-            shown.iloc[i, cells.columns.get_loc(column)] = f"\0{number}\0{text}"
+            shown.iloc[i, cells.columns.get_loc(column)] = f"\0listing {number}\0{text}"
             blocks.append(
                 f'<p class="verifylab-listing-title">Listing {number} ({html.escape(column)}, '
                 f"{html.escape(str(cells.iloc[i, 0]))})</p><pre>{html.escape(listing_text(text))}</pre>"
@@ -248,12 +297,37 @@ def _listings(cells: pd.DataFrame, listed: tuple[str, ...]) -> tuple[pd.DataFram
     return shown, "".join(blocks)
 
 
-def cells_html(cells: pd.DataFrame, listed: tuple[str, ...] = ()) -> str:
+def _notes(cells: pd.DataFrame, noted: tuple[str, ...]) -> tuple[pd.DataFrame, str]:
+    """``cells`` with each long cell of a ``noted`` column replaced by ``note a`` (one letter per distinct text,
+    in order of first use), and the notes' HTML to show below the table."""
+    shown, letters = cells.copy(), {}
+    columns = [j for j, c in enumerate(cells.columns) if c in noted]
+    for i in range(len(cells)):  # lettered in reading order: row by row, left to right
+        for j in columns:
+            text = cells.iat[i, j]
+            if len(text) > NOTE_CHARS and not text.startswith("\0"):  # a listing's pointer stays
+                letter = letters.setdefault(text, _note_label(len(letters)))
+                shown.iat[i, j] = f"\0note {letter}\0{text}"
+    items = "".join(
+        f'<p class="verifylab-table-note verifylab-note"><b>note {label}</b>: {html.escape(text)}</p>'
+        for text, label in letters.items()
+    )
+    return shown, items
+
+
+def _note_label(n: int) -> str:
+    """a, b, ... z, aa, ab, ...: the ``n``-th note's label."""
+    letters = string.ascii_lowercase
+    return letters[n] if n < len(letters) else _note_label(n // len(letters) - 1) + letters[n % len(letters)]
+
+
+def cells_html(cells: pd.DataFrame, listed: tuple[str, ...] = (), noted: tuple[str, ...] = ()) -> str:
     """The HTML of a table's cells (:meth:`Table.cells`): no word broken; rows past a screen folded under "Show
-    the other N rows" (header repeated); ``listed`` columns as listings below it; the footnote when a cell is
-    empty."""
+    the other N rows" (header repeated); ``listed`` columns as listings below it, ``noted`` columns' long texts
+    as lettered notes; the footnote when a cell is empty."""
     cells, listings = _listings(cells, listed)
-    compact = cells.map(lambda v: "listing 00" if str(v).startswith("\0") else v)  # what the cells show
+    cells, notes = _notes(cells, noted_to_fit(cells, noted))
+    compact = _shown(cells)
     limits = word_limits(compact)
     head = "<thead><tr>" + "".join(_cell(str(c), 10**6, "th") for c in cells.columns) + "</tr></thead>"
     classes = "verifylab-table wide" if len(cells.columns) > WIDE else "verifylab-table"
@@ -267,7 +341,7 @@ def cells_html(cells: pd.DataFrame, listed: tuple[str, ...] = ()) -> str:
         )
     note = f'<p class="verifylab-table-note">{html.escape(EMPTY_NOTE)}</p>' if (cells == EMPTY).to_numpy().any() else ""
     empty = "" if len(cells) else '<p class="verifylab-table-note">No rows.</p>'
-    return out + empty + note + listings
+    return out + empty + note + notes + listings
 
 
 def cells_data(cells: pd.DataFrame) -> dict:
