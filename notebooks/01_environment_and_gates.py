@@ -154,7 +154,7 @@ chapter.sm120_build_runs(ev)
 # its manifest (`data/runs/<run id>/manifest.json`, which also holds its parameters, environment and notes).
 # None is Blackwell or PCIe: the SM90 runs show mechanisms and shapes, not an 8 x RTX PRO 6000 box's numbers.
 
-# %% mystnb={"figure": {"caption": "Every measured run: GPUs, links between them, driver, CUDA, NCCL, torch, SGLang and FlashInfer (measured; from each run's manifest)", "name": "tbl-run-hardware"}}
+# %% mystnb={"figure": {"caption": "Every measured run: its GPUs and the links between them, driver, and CUDA, NCCL, torch, SGLang and FlashInfer versions (measured; from each run's manifest)", "name": "tbl-run-hardware"}}
 chapter.run_hardware(ev)
 
 # %% [markdown]

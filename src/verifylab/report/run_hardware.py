@@ -31,25 +31,27 @@ def _nccl(manifest: Manifest) -> str | None:
 
 
 def run_hardware_table(store: RunStore) -> pd.DataFrame:
-    """One row per stored run: when, what for, and on what hardware and software it was measured."""
+    """One row per stored run (its id starts with its date): on what hardware and software it was measured,
+    each as one phrase so that the run id keeps its width."""
     rows = []
     for m in store.manifests():
-        gpus = f"{m.gpu_count} x {m.gpu_name}" if m.gpu_count and m.gpu_name else None
         v = m.versions
+        gpus = f"{m.gpu_count} x {m.gpu_name}, SM {m.compute_capability}" if m.gpu_count and m.gpu_name else "CPU only"
+        links = gpu_links(m.topology)
+        interconnect = f"{m.interconnect} ({links})" if links else m.interconnect
+        software = [
+            ("CUDA", m.cuda),
+            ("NCCL", _nccl(m)),
+            ("torch", v.torch),
+            ("SGLang", v.sglang),
+            ("FlashInfer", v.flashinfer),
+        ]
         rows.append(
             {
                 "run_id": m.run_id,
-                "date": m.created.strftime("%Y-%m-%d"),
-                "gpus": gpus if m.gpu_count else "CPU only",
-                "sm": m.compute_capability,
-                "interconnect": m.interconnect,
-                "gpu_links": gpu_links(m.topology),
+                "hardware": f"{gpus}; {interconnect}" if interconnect else gpus,
                 "driver": m.driver,
-                "cuda": m.cuda,
-                "nccl": _nccl(m),
-                "torch": v.torch,
-                "sglang": v.sglang,
-                "flashinfer": v.flashinfer,
+                "software": ", ".join(f"{name} {version}" for name, version in software if version),
                 "mechanics_only": m.mechanics_only,
             }
         )

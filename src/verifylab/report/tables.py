@@ -181,7 +181,7 @@ class Table:
         return {"text/html": self.html(cells), TABLE_MIME: cells_data(cells)}
 
 
-NUMBER_WORD = re.compile(r"[~<>=+−-]?[\d.,]+(?:[-–][\d.,]+)?[%x)]*[,;:]?")
+NUMBER_WORD = re.compile(r"(?:\d{4}-\d\d-\d\d|[~<>=+−-]?[\d.,]+(?:[-–][\d.,]+)?[%x)]*)[,;:]?")  # or a date
 # A word of prose ("approximately", "FlashInfer's", "all-reduces,"): letters, hyphens and apostrophes between
 # brackets or quotes and trailing punctuation. Shortened only when a table cannot fit otherwise.
 PLAIN_WORD = re.compile(r"[(\"'“‘]?[A-Za-z]+(?:[-'’][A-Za-z]+)*[)\"'”’,;:.!?]*")
