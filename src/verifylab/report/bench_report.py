@@ -110,11 +110,12 @@ def _configuration(frame: pd.DataFrame) -> pd.Series:
 
 
 def pareto_chart(pareto: pd.DataFrame, slo: str) -> Figure:
-    """Per-user vs per-GPU tok/s of every sweep cell, one line per variant through its concurrencies, one panel
-    per configuration: up and right is better, and a variant below another's line is dominated."""
+    """Per-user vs per-GPU tok/s of every sweep cell, one line per variant and run through its concurrencies
+    (runs of one configuration are not joined), one panel per configuration: up and right is better, and a
+    variant below another's line is dominated."""
     frame = pareto.assign(configuration=_configuration(pareto))
     enc = {
-        "x": alt.X("tokens_per_s_per_gpu:Q", title="tok/s per GPU (all streams)"),
+        "x": alt.X("tokens_per_s_per_gpu:Q", title="tok/s per GPU (all streams)", axis=alt.Axis(tickCount=5)),
         "y": alt.Y("tokens_per_s_per_user:Q", title="tok/s per user (median stream)"),
         "color": alt.Color("variant:N", title="variant", legend=alt.Legend(orient="bottom")),
     }
@@ -122,16 +123,16 @@ def pareto_chart(pareto: pd.DataFrame, slo: str) -> Figure:
     chart = (
         alt.Chart(frame)
         .mark_line(point=True)
-        .encode(**enc, order="concurrency:Q", tooltip=tooltip)
+        .encode(**enc, detail="run_id:N", order="concurrency:Q", tooltip=tooltip)
         .properties(width=280, height=220)
         .facet(column=alt.Column("configuration:N", title=None))
         .resolve_scale(x="independent", y="independent")
     )
     return Figure(
         chart,
-        caption="Pareto view of the stored sweeps: each point a concurrency, up and right is better; each panel its "
-        f"own scales (different machines). Goodput in the table is counted under the {slo}. Measured; the stored "
-        "sweeps are of tiny random-weight models: mechanics, not performance.",
+        caption="Pareto view of the stored sweeps: each point a concurrency, one line per variant and run, up and "
+        f"right is better; each panel its own scales (different machines). Goodput in the table is counted under "
+        f"the {slo}. Measured; the stored sweeps are of tiny random-weight models: mechanics, not performance.",
         provenance=[f"measured: run {r}" for r in sorted(set(frame["run_id"]))],
         name="pareto",
     )
@@ -148,6 +149,7 @@ def load_curves_chart(cells: pd.DataFrame, tpot_slo_ms: float) -> Figure:
             x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams"),
             y=alt.Y("tokens_per_s_per_user:Q", title="tok/s per user (median stream)"),
             color=alt.Color("variant:N", title="variant", legend=alt.Legend(orient="bottom")),
+            detail="run_id:N",  # one line per run: runs of one configuration are not joined
             tooltip=["configuration", "variant", "concurrency", "tokens_per_s_per_user", "output_tokens_per_s"],
         )
     )
