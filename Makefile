@@ -6,14 +6,16 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.verifylab-installed
 
-.PHONY: help install book test lint browser clean live
+.PHONY: help install book test check lint notebooks browser clean live
 
 PARAMS ?= examples/params-smoke.yaml
 
 help:
 	@echo "make book   - create $(VENV), install, execute every chapter (replay) and render _build/html"
 	@echo "make test   - create $(VENV), install, ruff + the whole test suite (browser tests included)"
-	@echo "make lint   - ruff only"
+	@echo "make check - the fast lane: lint and the unit tests (no book build, no browser)"
+	@echo "make lint   - ruff, and the notebooks' parameters cells against their chapters' Params"
+	@echo "make notebooks - write each notebook's parameters cell from verifylab/chapters/params.py"
 	@echo "make live PARAMS=examples/params-case-study.yaml - all chapters in the params' mode, then the edition"
 	@echo "make clean  - remove _build and book/_generated (keeps $(VENV))"
 
@@ -38,6 +40,13 @@ browser:
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks notebooks
 	$(BIN)/ruff format --check src tests benchmarks notebooks
+	$(BIN)/python -m verifylab.chapters.notebook_cell --check notebooks
+
+notebooks: $(STAMP)
+	$(BIN)/python -m verifylab.chapters.notebook_cell notebooks
+
+check: $(STAMP) lint
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 test: $(STAMP) browser lint
 	$(BIN)/python -m pytest -q

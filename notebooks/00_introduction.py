@@ -30,23 +30,15 @@
 # (5) recommendations.
 
 # %% tags=["parameters"]
-mode = "replay"
-run_id = None
-data_dir = "data"
+mode = "replay"  # replay: show the stored evidence; live: measure on this box first
+run_id = None  # live: the run to write (default: a new id from the date)
+data_dir = "data"  # the evidence folder (runs/, reported figures)
 
 # %%
-import pandas as pd
-
 from verifylab.chapters import ch00_introduction as chapter
-from verifylab.store.evidence import Evidence
 
-params = chapter.Params.validated(
-    mode=mode,
-    run_id=run_id,
-    data_dir=data_dir,
-)
-pd.set_option("display.max_rows", 200, "display.max_colwidth", 120)
-ev = Evidence(params.data_dir)
+params = chapter.Params.from_notebook(globals())
+ev = params.evidence()
 
 # %% [markdown]
 # ## What the case study reports

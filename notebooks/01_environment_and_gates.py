@@ -10,33 +10,20 @@
 # # The box: communication regime and architecture gates
 
 # %% tags=["parameters"]
-mode = "replay"
-run_id = None
-data_dir = "data"
+mode = "replay"  # replay: show the stored evidence; live: measure on this box first
+run_id = None  # live: the run to write (default: a new id from the date)
+data_dir = "data"  # the evidence folder (runs/, reported figures)
 sglang_root = None  # live: folder holding sglang/ (default: the sglang importable in this kernel)
-arch = "sm120"
+arch = "sm120"  # the architecture whose gates are audited
 apply_patch = False  # live: open the gates (backups + manifest in <root>/.verifylab-gates/)
-probe = True  # live: run the communication probe on this box first
+probe = True  # live: run the communication probe on this box's GPUs first
 probe_gpus = None  # live: GPUs the probe uses (default: all visible)
 
 # %%
-import pandas as pd
-
 from verifylab.chapters import ch01_environment_and_gates as chapter
-from verifylab.store.evidence import Evidence
 
-params = chapter.Params.validated(
-    mode=mode,
-    run_id=run_id,
-    data_dir=data_dir,
-    sglang_root=sglang_root,
-    arch=arch,
-    apply_patch=apply_patch,
-    probe=probe,
-    probe_gpus=probe_gpus,
-)
-pd.set_option("display.max_colwidth", 160, "display.max_rows", 100)
-ev = Evidence(params.data_dir)
+params = chapter.Params.from_notebook(globals())
+ev = params.evidence()
 
 # %%
 chapter.communication_finding(ev)

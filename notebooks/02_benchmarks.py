@@ -10,53 +10,30 @@
 # # Benchmarks: baseline, fusion, EAGLE-3, EAGLE-3 + fusion
 
 # %% tags=["parameters"]
-mode = "replay"
-run_id = None
-data_dir = "data"
-model_path = "/models/Kimi-K2.5"
-draft_model_path = "/models/Kimi-K2.5-eagle3"
-tp_size = 8
-port = 30000
-launcher = ["python", "-m", "sglang.launch_server"]
-extra_args = []  # more launch flags for every variant, e.g. ["--attention-backend", "triton"]
-variants = ["baseline", "fusion", "eagle3", "eagle3_fusion"]
-runs = 5
-warmup = 2
-max_tokens = 2048
-concurrency = [1, 2, 4, 8, 16, 32, 64]
-sweep_tokens = 512
-label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
+mode = "replay"  # replay: show the stored evidence; live: measure on this box first
+run_id = None  # live: the run to write (default: a new id from the date)
+data_dir = "data"  # the evidence folder (runs/, reported figures)
+model_path = None  # live: the model SGLang serves
+draft_model_path = None  # live: the EAGLE-3 draft model
+tp_size = 1  # live: tensor-parallel size
+port = 30000  # live: the port the started server listens on
+launcher = ["python", "-m", "sglang.launch_server"]  # live: the command that starts SGLang
+extra_args = []  # live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]
 simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
 mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
+label = ""  # live: the hardware every figure of the run is labelled with, e.g. '8x RTX PRO 6000, PCIe'
+variants = ["baseline", "fusion", "eagle3", "eagle3_fusion"]  # live: the variants started and measured in turn
+runs = 5  # live: single-stream runs per variant (the case study's 5)
+warmup = 2  # live: warm-up requests before the runs
+max_tokens = 2048  # live: tokens per single-stream run
+concurrency = [1, 2, 4, 8, 16, 32, 64]  # live: the sweep's streams
+sweep_tokens = 512  # live: tokens per request of the sweep
 
 # %%
-import pandas as pd
-
 from verifylab.chapters import ch02_benchmarks as chapter
-from verifylab.store.evidence import Evidence
 
-params = chapter.Params.validated(
-    mode=mode,
-    run_id=run_id,
-    data_dir=data_dir,
-    model_path=model_path,
-    draft_model_path=draft_model_path,
-    tp_size=tp_size,
-    port=port,
-    launcher=launcher,
-    extra_args=extra_args,
-    variants=variants,
-    runs=runs,
-    warmup=warmup,
-    max_tokens=max_tokens,
-    concurrency=concurrency,
-    sweep_tokens=sweep_tokens,
-    label=label,
-    simulate_no_multicast=simulate_no_multicast,
-    mechanics_only=mechanics_only,
-)
-pd.set_option("display.max_colwidth", 120)
-ev = Evidence(params.data_dir)
+params = chapter.Params.from_notebook(globals())
+ev = params.evidence()
 
 # %%
 chapter.live(params, ev)

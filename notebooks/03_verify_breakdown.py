@@ -10,51 +10,29 @@
 # # Where the verify pass spends its time
 
 # %% tags=["parameters"]
-mode = "replay"
-run_id = None
-data_dir = "data"
-server_url = "http://127.0.0.1:30000"  # live: the server to profile, unless serve_variant is set
-serve_variant = None  # live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture, then stop it
-profile_variants = []  # live: start, profile and stop each of these in turn (e.g. ["baseline", "fusion"])
+mode = "replay"  # replay: show the stored evidence; live: measure on this box first
+run_id = None  # live: the run to write (default: a new id from the date)
+data_dir = "data"  # the evidence folder (runs/, reported figures)
+model_path = None  # live: the model SGLang serves
+draft_model_path = None  # live: the EAGLE-3 draft model
+tp_size = 1  # live: tensor-parallel size
+port = 30000  # live: the port the started server listens on
+launcher = ["python", "-m", "sglang.launch_server"]  # live: the command that starts SGLang
+extra_args = []  # live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]
 simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
 mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
-model_path = None  # live with serve_variant: launch settings, as chapter 02 takes them
-draft_model_path = None
-tp_size = 1
-port = 30000
-launcher = ["python", "-m", "sglang.launch_server"]
-extra_args = []
-profile_steps = 5
+label = ""  # live: the hardware every figure of the run is labelled with, e.g. '8x RTX PRO 6000, PCIe'
+server_url = "http://127.0.0.1:30000"  # live: the server to profile, unless a variant is started
+serve_variant = None  # live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture
+profile_variants = []  # live: start, profile and stop each in turn (e.g. ["baseline", "fusion"])
+profile_steps = 5  # live: forward steps each profile captures
 draft_tokens = 4  # message size when the trace has none (CUDA graphs): tokens x 7168 x 2 bytes
-label = "8x RTX PRO 6000 Blackwell, PCIe Gen5"
 
 # %%
-import pandas as pd
-
 from verifylab.chapters import ch03_verify_breakdown as chapter
-from verifylab.store.evidence import Evidence
 
-params = chapter.Params.validated(
-    mode=mode,
-    run_id=run_id,
-    data_dir=data_dir,
-    server_url=server_url,
-    serve_variant=serve_variant,
-    profile_variants=profile_variants,
-    simulate_no_multicast=simulate_no_multicast,
-    mechanics_only=mechanics_only,
-    model_path=model_path,
-    draft_model_path=draft_model_path,
-    tp_size=tp_size,
-    port=port,
-    launcher=launcher,
-    extra_args=extra_args,
-    profile_steps=profile_steps,
-    draft_tokens=draft_tokens,
-    label=label,
-)
-pd.set_option("display.max_colwidth", 120)
-ev = Evidence(params.data_dir)
+params = chapter.Params.from_notebook(globals())
+ev = params.evidence()
 
 # %%
 chapter.deployer_finding(ev)

@@ -10,25 +10,16 @@
 # # Fusion vs elimination of all-reduces
 
 # %% tags=["parameters"]
-mode = "replay"
-run_id = None
-data_dir = "data"
-batch = 1
+mode = "replay"  # replay: show the stored evidence; live: measure on this box first
+run_id = None  # live: the run to write (default: a new id from the date)
+data_dir = "data"  # the evidence folder (runs/, reported figures)
+batch = 1  # concurrent streams of the terms table and chart
 
 # %%
-import pandas as pd
-
 from verifylab.chapters import ch04_fusion_vs_elimination as chapter
-from verifylab.store.evidence import Evidence
 
-params = chapter.Params.validated(
-    mode=mode,
-    run_id=run_id,
-    data_dir=data_dir,
-    batch=batch,
-)
-pd.set_option("display.max_colwidth", 200)
-ev = Evidence(params.data_dir)
+params = chapter.Params.from_notebook(globals())
+ev = params.evidence()
 
 # %%
 chapter.finding(ev, params)

@@ -10,37 +10,22 @@
 # # Recommendations
 
 # %% tags=["parameters"]
-mode = "replay"
-run_id = None
-data_dir = "data"
-sglang_version = "0.5.9"
-flashinfer_version = "0.6.4"
-interconnect = "PCIe"
-model_path = "/models/Kimi-K2.5"
-draft_model_path = "/models/Kimi-K2.5-eagle3"
-tp_size = 8
-launcher = ["python", "-m", "sglang.launch_server"]
+mode = "replay"  # replay: show the stored evidence; live: measure on this box first
+run_id = None  # live: the run to write (default: a new id from the date)
+data_dir = "data"  # the evidence folder (runs/, reported figures)
+sglang_version = "0.5.9"  # the SGLang the box runs (the case study's)
+flashinfer_version = "0.6.4"  # the FlashInfer the box runs
+interconnect = "PCIe"  # how the box's GPUs talk: PCIe or NVLink
+model_path = "/models/Kimi-K2.5"  # the model path in the recommended launch command (a placeholder)
+draft_model_path = "/models/Kimi-K2.5-eagle3"  # the EAGLE-3 draft in that command (a placeholder)
+tp_size = 8  # tensor-parallel size in that command
+launcher = ["python", "-m", "sglang.launch_server"]  # the command that starts SGLang
 
 # %%
-import pandas as pd
-
 from verifylab.chapters import ch05_recommendations as chapter
-from verifylab.store.evidence import Evidence
 
-params = chapter.Params.validated(
-    mode=mode,
-    run_id=run_id,
-    data_dir=data_dir,
-    sglang_version=sglang_version,
-    flashinfer_version=flashinfer_version,
-    interconnect=interconnect,
-    model_path=model_path,
-    draft_model_path=draft_model_path,
-    tp_size=tp_size,
-    launcher=launcher,
-)
-pd.set_option("display.max_colwidth", 400)
-ev = Evidence(params.data_dir)
+params = chapter.Params.from_notebook(globals())
+ev = params.evidence()
 
 # %%
 chapter.finding(ev, params)

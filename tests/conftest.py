@@ -30,6 +30,14 @@ from .projects import project_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"
+BOOK_FIXTURES = {"smoke_run", "built_book"}  # a test using one builds the book: the slow lane
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the built book is ``slow`` (``make check`` leaves it to ``make test``)."""
+    for item in items:
+        if BOOK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -58,6 +58,7 @@ def help_text() -> str:
     return launcher_help(TEST_LAUNCHER)
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_single_stream_method_produces_a_complete_valid_run(tmp_path, help_text):
     cfg = base("--tokens-per-step", "3")
     with serve(cfg, DEFAULT_VARIANTS["eagle3"], tmp_path / "logs", help_text=help_text) as (server, state):
@@ -107,6 +108,7 @@ def test_interrupted_sweep_keeps_finished_cells(tmp_path, help_text):
     assert resumed["skipped_concurrency"] == [1]
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 @pytest.mark.parametrize(
     ("fault", "expected"),
     [
@@ -339,6 +341,7 @@ def test_cli_bench_and_sweep_json(tmp_path, help_text):
     assert bad.exit_code == 2 and "--concurrency 'x'" in bad.output
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_root):
     from verifylab.bench.campaign import run_campaign
     from verifylab.report.bench_report import (

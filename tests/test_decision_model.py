@@ -128,6 +128,7 @@ def test_memory_counts_replicated_weights_once_per_gpu():
     )
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_probe_of_an_8_gpu_box_prices_its_own_row(data_dir):
     """A stored probe at the case study's TP size adds 'this box (probe)': its measured curve prices the options
     and the decision page names it (#26 item 2)."""

@@ -29,6 +29,7 @@ def test_sections_without_a_smoke_say_so(tmp_path):
     assert "No live-smoke profile" in live_smoke_profile(Evidence(tmp_path))._repr_html_()
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
     server = {
         "model_path": "tiny",

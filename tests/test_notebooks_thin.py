@@ -1,5 +1,7 @@
 """Notebooks are thin: parameter assignments (scalar or list literals), imports and single library calls — one
-call whose arguments are names, attributes or literals (no nested call, subscript or arithmetic)."""
+call whose arguments are names, attributes or literals (no nested call, subscript or arithmetic; ``globals()``,
+which hands the parameters cell's names to the chapter's ``Params``, aside). A notebook imports its chapter
+only, and its parameters cell is its chapter's ``Params`` written out."""
 
 from __future__ import annotations
 
@@ -25,12 +27,16 @@ def _is_name_or_attribute(node: ast.expr) -> bool:
     return isinstance(node, ast.Name)
 
 
+def _is_globals(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "globals"
+
+
 def _is_single_call(node: ast.expr) -> bool:
     if not isinstance(node, ast.Call) or not _is_name_or_attribute(node.func):
         return False
     values = [*node.args, *(k.value for k in node.keywords)]
     plain = all(k.arg is not None for k in node.keywords) and not any(isinstance(a, ast.Starred) for a in node.args)
-    return plain and all(_is_literal(v) or _is_name_or_attribute(v) for v in values)
+    return plain and all(_is_literal(v) or _is_name_or_attribute(v) or _is_globals(v) for v in values)
 
 
 def thick_statements(source: str) -> list[str]:
@@ -80,3 +86,62 @@ def test_the_parser_accepts_the_thin_forms():
         ]
     )
     assert thick_statements(source) == []
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebook_imports_its_chapter_only(notebook: Path):
+    imports = [
+        s for s in ast.parse(notebook.read_text(encoding="utf-8")).body if isinstance(s, ast.Import | ast.ImportFrom)
+    ]
+    assert [ast.unparse(s) for s in imports] == [
+        f"from verifylab.chapters import {_chapter_module(notebook)} as chapter"
+    ]
+
+
+def _chapter_module(notebook: Path) -> str:
+    number, _, _ = notebook.stem.partition("_")
+    return next(p.stem for p in CHAPTERS.glob(f"ch{number}_*.py"))
+
+
+CHAPTERS = Path(__file__).resolve().parents[1] / "src" / "verifylab" / "chapters"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_parameters_cell_is_the_chapters_params_written_out(notebook: Path):
+    from verifylab.chapters.notebook_cell import CELL_MARK
+    from verifylab.chapters.params import CHAPTER_PARAMS
+
+    model = CHAPTER_PARAMS[notebook.stem]
+    cell = notebook.read_text(encoding="utf-8").split(CELL_MARK, 1)[1].split("\n# %%", 1)[0]
+    declared = {
+        stmt.targets[0].id: ast.literal_eval(stmt.value)
+        for stmt in ast.parse(cell).body
+        if isinstance(stmt, ast.Assign)
+    }
+    defaults = {name: field.get_default(call_default_factory=True) for name, field in model.model_fields.items()}
+    assert declared == {k: str(v) if isinstance(v, Path) else v for k, v in defaults.items()}, (
+        "run `make notebooks` to write the cell from verifylab/chapters/params.py"
+    )
+
+
+def test_a_new_field_reaches_the_cell_with_its_description_and_a_long_one_goes_above():
+    from pydantic import BaseModel, Field
+
+    from verifylab.chapters.notebook_cell import LINE, parameters_cell, with_parameters_cell
+
+    class Example(BaseModel):
+        tokens: int = Field(512, description="tokens per request")
+        hosts: list[str] = Field(default_factory=lambda: ["a", "b"], description="x" * LINE)
+        path: Path | None = None
+
+    cell = parameters_cell(Example)
+    assert cell.splitlines() == [
+        "tokens = 512  # tokens per request",
+        f"# {'x' * LINE}",
+        'hosts = ["a", "b"]',
+        "path = None",
+    ]
+    source = '# %%\nx = 1\n\n# %% tags=["parameters"]\nold = 1\n\n# %%\nimport y\n'
+    assert with_parameters_cell(source, Example, Path("nb.py")) == (
+        '# %%\nx = 1\n\n# %% tags=["parameters"]\n' + cell + "\n# %%\nimport y\n"
+    )

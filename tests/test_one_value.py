@@ -101,6 +101,7 @@ def test_every_number_with_a_unit_is_a_computed_value(built_book, computed, page
     assert typed == [], f"{page}: numbers not computed from the account, the options or a figure: {typed}"
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_the_scan_catches_a_typed_number(computed):
     text = "Kernel fusion saves about 2.2 ms of the ~16 ms; 0.30 ms per pass."
     typed = [m.group(1) for m in NUMBER_WITH_UNIT.finditer(text) if m.group(1) not in computed]

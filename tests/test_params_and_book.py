@@ -43,6 +43,7 @@ def test_every_notebook_parameter_is_a_validated_field(repo_root):
         assert assigned == set(model.model_fields), chapter
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_invalid_notebook_parameter_fails_the_chapter_with_one_line(repo_root, tmp_path):
     source = repo_root / "notebooks" / "00_introduction.py"
     out = tmp_path / "00_introduction.ipynb"

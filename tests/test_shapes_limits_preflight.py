@@ -1,3 +1,4 @@
+import pytest
 from typer.testing import CliRunner
 
 from verifylab.cli import app
@@ -54,6 +55,7 @@ def test_preflight_on_a_box_without_gpu():
     )
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_synth_verify_stores_a_measured_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(

@@ -30,6 +30,7 @@ def gloo_61(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_real_gloo_traces_count_122_allreduces_per_step_on_every_rank(gloo_61):
     summary = summarize_traces([gloo_61])
     steps = summary.steps
@@ -41,6 +42,7 @@ def test_real_gloo_traces_count_122_allreduces_per_step_on_every_rank(gloo_61):
     assert steps["comm_wait_us"].notna().all()  # ranks aligned: wait + transfer split
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_three_layers_give_six(tmp_path):
     run_synth_verify(
         SynthConfig(backend="gloo", ranks=2, layers=3, hidden=32, tokens=2, steps=3, context=8, profile_dir=tmp_path)
@@ -245,6 +247,7 @@ def test_trace_without_collectives_says_so(tmp_path):
     assert summary.notes == ["no collective operation (all-reduce or other) was found in these traces"]
 
 
+@pytest.mark.slow  # its fixture starts processes (ranks): make test
 def test_cli_json_on_a_folder(gloo_61):
     result = CliRunner().invoke(app, ["trace", "summarize", str(gloo_61), "--json"])
     assert result.exit_code == 0, result.output
@@ -290,6 +293,7 @@ def test_a_long_trace_is_printed_by_phase_and_written_whole_to_csv(tmp_path):
     assert every.exit_code == 0 and "mean per step by phase" not in every.output
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_capture_from_a_server_profiler_and_summarize(tmp_path):
     """Drive /start_profile on the test double (which writes per-rank traces like SGLang) and summarize."""
     import sys
@@ -356,6 +360,7 @@ def small_synth(tmp_path: Path, **over) -> SynthConfig:
     return SynthConfig(**(base | over))
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 @pytest.mark.parametrize(
     ("per_layer", "comm", "expected"), [(1, "allreduce", 3), (0, "allreduce", 0), (2, "compute_only", 0)]
 )
@@ -369,6 +374,7 @@ def test_elimination_stand_ins_remove_exactly_those_allreduces(tmp_path, per_lay
         assert (summarize_traces([tmp_path]).steps["allreduce_count"] == expected).all()
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_rank_that_dies_mid_pass_ends_the_command_with_one_line_and_no_sidecar(tmp_path, monkeypatch):
     monkeypatch.setenv("VERIFYLAB_SYNTH_FAULT", "1:profile")
     result = CliRunner().invoke(
@@ -384,6 +390,7 @@ def test_a_rank_that_dies_mid_pass_ends_the_command_with_one_line_and_no_sidecar
     assert not list(tmp_path.glob(".*")) and not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(tmp_path, monkeypatch):
     from verifylab.errors import SynthError
 

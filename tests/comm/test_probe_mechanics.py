@@ -29,6 +29,7 @@ def two_ranks(tmp_path_factory):
     return run_probe(_cfg(), tmp_path_factory.mktemp("probe") / "w")
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_two_ranks_measure_every_size_and_record_the_slowest_rank(two_ranks):
     from verifylab.comm.tables import latency_table
 
@@ -41,6 +42,7 @@ def test_two_ranks_measure_every_size_and_record_the_slowest_rank(two_ranks):
     assert set(table["path"]) == {"gloo"}
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_four_ranks_add_every_pair_and_both_halves(tmp_path: Path):
     from verifylab.comm.tables import latency_table
 
@@ -51,18 +53,21 @@ def test_four_ranks_add_every_pair_and_both_halves(tmp_path: Path):
     assert set(table.loc[table["group"].str.startswith("pair:"), "ranks"]) == {2}
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_rank_that_dies_ends_all_with_one_line(tmp_path: Path, monkeypatch):
     monkeypatch.setenv(FAULT_VAR, "1:allreduce")
     with pytest.raises(CommProbeError, match=r"rank 1 failed in phase 'allreduce' \(exit 3\)"):
         run_probe(_cfg(), tmp_path / "w")
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_an_init_that_never_completes_times_out(tmp_path: Path, monkeypatch):
     monkeypatch.setenv(FAULT_VAR, "1:init:hang")
     with pytest.raises(CommProbeError, match=r"initialisation did not complete within --timeout 3 s"):
         run_probe(_cfg(timeout=3), tmp_path / "w")
 
 
+@pytest.mark.slow  # its fixture starts processes (ranks): make test
 def test_stored_run_has_every_table_and_refuses_to_overwrite(tmp_path: Path, two_ranks):
     raw = two_ranks
     runs = tmp_path / "data" / "runs"
@@ -118,6 +123,7 @@ def test_fewer_than_two_gpus_is_one_line(monkeypatch, count: int, message: str):
         resolve_devices(ProbeConfig())
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 @pytest.mark.parametrize(
     ("args", "code", "text"),
     [

@@ -44,3 +44,16 @@ def test_each_chapter_is_given_only_the_parameters_its_notebook_declares(repo_ro
         assert set(parameters_for(source.stem, shared)) == declared & set(shared), source.stem
     assert "label" not in parameters_for("04_fusion_vs_elimination", shared)
     assert parameters_for("02_benchmarks", shared)["label"] == "2x H200"
+
+
+def test_the_example_params_validate_in_live_mode_too(repo_root, tmp_path):
+    """The examples say 'set mode: live' (or are live): every chapter then gets what live mode needs (a label),
+    checked when the file loads rather than after chapter 02's benchmarks."""
+    for example in sorted((repo_root / "examples").glob("*.yaml")):
+        data = yaml.safe_load(example.read_text(encoding="utf-8")) | {"mode": "live"}
+        path = tmp_path / example.name
+        path.write_text(yaml.safe_dump(data))
+        load_params(path)
+    path.write_text(yaml.safe_dump({"mode": "live", "chapters": {"02_benchmarks": {"model_path": "/m"}}}))
+    with pytest.raises(ParameterError, match=r"02_benchmarks: parameter 'label' = ''.*live mode needs"):
+        load_params(path)

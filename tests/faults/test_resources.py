@@ -9,6 +9,7 @@ import resource
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from verifylab import iorw
@@ -70,6 +71,7 @@ def test_a_concurrency_past_the_hard_open_file_limit_is_refused_before_any_reque
     assert "lower --concurrency or raise the hard limit" in done.stderr
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_soft_open_file_limit_is_raised_to_what_the_sweep_needs():
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert hard == resource.RLIM_INFINITY or hard >= 3064, f"this machine's hard limit {hard} is below 3064"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from verifylab.bench.method import BenchRecorder
 from verifylab.store.env import HostInfo
@@ -58,6 +59,7 @@ recorder.save_cell("fusion", 2, results, {"concurrency": 2, "requests": 1, "fail
 """
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_kill_at_every_write_of_a_sweep_cell_never_leaves_a_cell_half_stored(tmp_path):
     for n in range(1, 20):
         store = new_store(tmp_path / str(n))

@@ -3,6 +3,8 @@ environment."""
 
 from __future__ import annotations
 
+import pytest
+
 from verifylab.bench.method import SingleStreamConfig
 from verifylab.redact import (
     REDACTED,
@@ -57,6 +59,7 @@ def test_environment_redaction_covers_passwd_auth_credential_and_url_passwords()
     assert kept["HF_ENDPOINT"] == f"https://me:{REDACTED}@mirror/" and kept["CUDA_VISIBLE_DEVICES"] == "0,1"
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_campaign_with_an_api_key_stores_no_secret(tmp_path):
     """The key is in the launch flags (manifest parameters) and in SGLang's start-up log (its ServerArgs line)."""
     from verifylab.bench.campaign import run_campaign
@@ -79,6 +82,7 @@ def test_a_campaign_with_an_api_key_stores_no_secret(tmp_path):
     assert REDACTED in (run / "manifest.json").read_text()
 
 
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_an_executed_chapter_keeps_no_secret_its_parameters_carried(tmp_path):
     """A live chapter needs the real key in its kernel; the executed notebook the book is built from (and offers
     for download) must not hold it: not in the injected parameters cell, papermill's metadata or an output."""

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, ParamSpec
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifylab.errors import ParameterError, describe_error
 from verifylab.report.section import Section
 from verifylab.report.tables import Table, as_table
+from verifylab.store.evidence import Evidence
 
 P = ParamSpec("P")
 
@@ -24,9 +25,11 @@ class ChapterParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     chapter: ClassVar[str] = ""  # the notebook's name, e.g. "02_benchmarks"
 
-    mode: Literal["replay", "live"] = "replay"
-    run_id: str | None = None
-    data_dir: Path = Path("data")
+    mode: Literal["replay", "live"] = Field(
+        "replay", description="replay: show the stored evidence; live: measure on this box first"
+    )
+    run_id: str | None = Field(None, description="live: the run to write (default: a new id from the date)")
+    data_dir: Path = Field(Path("data"), description="the evidence folder (runs/, reported figures)")
 
     @field_validator("data_dir")
     @classmethod
@@ -34,6 +37,16 @@ class ChapterParams(BaseModel):
         if not value.is_dir():
             raise ValueError(f"folder '{value}' does not exist (cwd {Path.cwd()})")
         return value
+
+    def evidence(self) -> Evidence:
+        """The evidence the chapter reads: the stored runs and reported figures under ``data_dir``."""
+        return Evidence(self.data_dir)
+
+    @classmethod
+    def from_notebook(cls, namespace: dict[str, Any]) -> Any:
+        """The parameters the notebook's parameters cell (written from this model) and papermill set, validated:
+        ``chapter.Params.from_notebook(globals())``."""
+        return cls.validated(**{name: namespace[name] for name in cls.model_fields if name in namespace})
 
     @classmethod
     def validated(cls, **values: Any) -> Any:

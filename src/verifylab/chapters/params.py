@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, ValidationError, ValidationInfo, field_validator
 
 from verifylab.chapters._base import ChapterParams
 from verifylab.errors import ParameterError, describe_error
@@ -25,15 +25,37 @@ def _known_variants(names: list[str]) -> list[str]:
 class _Server(ChapterParams):
     """How a chapter that starts SGLang itself launches it (chapter 02's settings)."""
 
-    model_path: str | None = None
-    draft_model_path: str | None = None
-    tp_size: PositiveInt = 1
-    port: int = Field(30000, ge=1, le=65535)
-    launcher: list[str] = Field(default_factory=lambda: ["python", "-m", "sglang.launch_server"], min_length=1)
-    extra_args: list[str] = Field(default_factory=list)
-    simulate_no_multicast: bool = False
-    mechanics_only: bool = False
-    label: str = ""
+    model_path: str | None = Field(None, description="live: the model SGLang serves")
+    draft_model_path: str | None = Field(None, description="live: the EAGLE-3 draft model")
+    tp_size: PositiveInt = Field(1, description="live: tensor-parallel size")
+    port: int = Field(30000, ge=1, le=65535, description="live: the port the started server listens on")
+    launcher: list[str] = Field(
+        default_factory=lambda: ["python", "-m", "sglang.launch_server"],
+        min_length=1,
+        description="live: the command that starts SGLang",
+    )
+    extra_args: list[str] = Field(
+        default_factory=list,
+        description='live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]',
+    )
+    simulate_no_multicast: bool = Field(
+        False, description="live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)"
+    )
+    mechanics_only: bool = Field(
+        False, description="live: a run of the mechanism (tiny/random model): never evidence for a deployment"
+    )
+    label: str = Field(
+        "",
+        validate_default=True,
+        description="live: the hardware every figure of the run is labelled with, e.g. '8x RTX PRO 6000, PCIe'",
+    )
+
+    @field_validator("label", mode="after")
+    @classmethod
+    def _labelled_when_live(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("mode") == "live" and len(value.strip()) < 3:
+            raise ValueError("live mode needs the hardware every figure of the run is labelled with")
+        return value
 
     def server_settings(self) -> dict[str, Any]:
         """The launch settings as ``serve.BaseConfig`` takes them (chapters 02 and 03 start servers from these)."""
@@ -60,9 +82,13 @@ class Introduction(ChapterParams):
 class EnvironmentAndGates(ChapterParams):
     chapter = "01_environment_and_gates"
 
-    sglang_root: Path | None = None
-    arch: str = Field("sm120", pattern=r"^sm\d{2,3}$")
-    apply_patch: bool = False
+    sglang_root: Path | None = Field(
+        None, description="live: folder holding sglang/ (default: the sglang importable in this kernel)"
+    )
+    arch: str = Field("sm120", pattern=r"^sm\d{2,3}$", description="the architecture whose gates are audited")
+    apply_patch: bool = Field(
+        False, description="live: open the gates (backups + manifest in <root>/.verifylab-gates/)"
+    )
     probe: bool = Field(True, description="live: run the communication probe on this box's GPUs first")
     probe_gpus: PositiveInt | None = Field(None, description="live: GPUs the probe uses (default: all visible)")
 
@@ -70,12 +96,17 @@ class EnvironmentAndGates(ChapterParams):
 class Benchmarks(_Server):
     chapter = "02_benchmarks"
 
-    variants: list[str] = Field(default_factory=lambda: ["baseline", "fusion", "eagle3", "eagle3_fusion"])
-    runs: PositiveInt = 5
-    warmup: NonNegativeInt = 2
-    max_tokens: PositiveInt = 2048
-    concurrency: list[PositiveInt] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64], min_length=1)
-    sweep_tokens: PositiveInt = 512
+    variants: list[str] = Field(
+        default_factory=lambda: ["baseline", "fusion", "eagle3", "eagle3_fusion"],
+        description="live: the variants started and measured in turn",
+    )
+    runs: PositiveInt = Field(5, description="live: single-stream runs per variant (the case study's 5)")
+    warmup: NonNegativeInt = Field(2, description="live: warm-up requests before the runs")
+    max_tokens: PositiveInt = Field(2048, description="live: tokens per single-stream run")
+    concurrency: list[PositiveInt] = Field(
+        default_factory=lambda: [1, 2, 4, 8, 16, 32, 64], min_length=1, description="live: the sweep's streams"
+    )
+    sweep_tokens: PositiveInt = Field(512, description="live: tokens per request of the sweep")
 
     @field_validator("variants")
     @classmethod
@@ -86,11 +117,19 @@ class Benchmarks(_Server):
 class VerifyBreakdown(_Server):
     chapter = "03_verify_breakdown"
 
-    server_url: str = "http://127.0.0.1:30000"
-    serve_variant: str | None = None
-    profile_variants: list[str] = Field(default_factory=list)
-    profile_steps: PositiveInt = 5
-    draft_tokens: PositiveInt = 4
+    server_url: str = Field(
+        "http://127.0.0.1:30000", description="live: the server to profile, unless a variant is started"
+    )
+    serve_variant: str | None = Field(
+        None, description="live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture"
+    )
+    profile_variants: list[str] = Field(
+        default_factory=list, description='live: start, profile and stop each in turn (e.g. ["baseline", "fusion"])'
+    )
+    profile_steps: PositiveInt = Field(5, description="live: forward steps each profile captures")
+    draft_tokens: PositiveInt = Field(
+        4, description="message size when the trace has none (CUDA graphs): tokens x 7168 x 2 bytes"
+    )
 
     @field_validator("profile_variants")
     @classmethod
@@ -112,13 +151,21 @@ class FusionVsElimination(ChapterParams):
 class Recommendations(ChapterParams):
     chapter = "05_recommendations"
 
-    sglang_version: str = "0.5.9"
-    flashinfer_version: str = "0.6.4"
-    interconnect: str = "PCIe"
-    model_path: str | None = None
-    draft_model_path: str | None = None
-    tp_size: PositiveInt = 8
-    launcher: list[str] = Field(default_factory=lambda: ["python", "-m", "sglang.launch_server"], min_length=1)
+    sglang_version: str = Field("0.5.9", description="the SGLang the box runs (the case study's)")
+    flashinfer_version: str = Field("0.6.4", description="the FlashInfer the box runs")
+    interconnect: str = Field("PCIe", description="how the box's GPUs talk: PCIe or NVLink")
+    model_path: str | None = Field(
+        "/models/Kimi-K2.5", description="the model path in the recommended launch command (a placeholder)"
+    )
+    draft_model_path: str | None = Field(
+        "/models/Kimi-K2.5-eagle3", description="the EAGLE-3 draft in that command (a placeholder)"
+    )
+    tp_size: PositiveInt = Field(8, description="tensor-parallel size in that command")
+    launcher: list[str] = Field(
+        default_factory=lambda: ["python", "-m", "sglang.launch_server"],
+        min_length=1,
+        description="the command that starts SGLang",
+    )
 
 
 CHAPTER_PARAMS: dict[str, type[ChapterParams]] = {

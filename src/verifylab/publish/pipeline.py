@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import nbformat
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from verifylab.chapters.params import check_pipeline_chapters, parameters_for
 from verifylab.errors import ParameterError, describe_error
@@ -36,6 +36,15 @@ class PipelineParams(BaseModel):
     run_id: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict, description="passed to every chapter")
     chapters: dict[str, dict[str, Any]] = Field(default_factory=dict, description="chapter name -> overrides")
+    _checked: bool = PrivateAttr(default=False)  # every chapter's parameters validated (load_params does it)
+
+    def check_chapters(self, where: str) -> PipelineParams:
+        """Every chapter's parameters as it will get them (mode and run id included) validated, once."""
+        if not self._checked:
+            shared = {"mode": self.mode, "run_id": self.run_id, **self.parameters}
+            check_pipeline_chapters(shared, self.chapters, where)
+            self._checked = True
+        return self
 
 
 def load_params(path: Path) -> PipelineParams:
@@ -49,8 +58,7 @@ def load_params(path: Path) -> PipelineParams:
         params = PipelineParams.model_validate(data)
     except ValidationError as exc:
         raise ParameterError(describe_error(exc, str(path))) from None
-    check_pipeline_chapters(params.parameters, params.chapters, str(path))
-    return params
+    return params.check_chapters(str(path))
 
 
 def _failure_page(result: ChapterResult, root: Path) -> None:
@@ -101,7 +109,7 @@ def run_pipeline(
 ) -> BookResult:
     """Execute the chapters (all, or ``only`` those) in order with ``params``; render and archive the edition
     unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
-    check_pipeline_chapters(params.parameters, params.chapters, "params")  # all of them, before any work
+    params.check_chapters("params")  # all of them, before any work (once: load_params has done it)
     result = BookResult()
     jobs = chapter_jobs(params, select_chapters(chapter_sources(root), only))
     workers = REPLAY_WORKERS if params.mode == "replay" else 1  # live chapters run in order: 02 feeds 03

@@ -1,0 +1,85 @@
+"""Each notebook's parameters cell, written from its chapter's ``Params`` model: the model is the one declaration
+of a chapter's parameters (names, defaults, what each does), and the cell papermill reads is its copy.
+
+``python -m verifylab.chapters.notebook_cell`` rewrites the cells (``make notebooks``); ``--check`` fails
+naming each notebook whose cell differs, which ``make check`` runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from verifylab.chapters.params import CHAPTER_PARAMS
+
+CELL_MARK = '# %% tags=["parameters"]\n'
+LINE = 120  # ruff's line length: a longer line takes its comment on the line above
+
+
+def _literal(value: Any) -> str:
+    """``value`` as the cell writes it (double quotes, as ruff formats)."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value), ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    raise TypeError(f"a parameter default of type {type(value).__name__} cannot be written into a notebook")
+
+
+def parameters_cell(model: type[BaseModel]) -> str:
+    """The body of the parameters cell: one ``name = default  # what it does`` line per field of ``model``."""
+    lines = []
+    for name, field in model.model_fields.items():
+        line = f"{name} = {_literal(field.get_default(call_default_factory=True))}"
+        comment = field.description
+        if comment and len(f"{line}  # {comment}") <= LINE:
+            line = f"{line}  # {comment}"
+        elif comment:
+            lines.append(f"# {comment}")
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def with_parameters_cell(source: str, model: type[BaseModel], path: Path) -> str:
+    """``source`` (a jupytext percent notebook) with its parameters cell written from ``model``."""
+    if CELL_MARK not in source:
+        raise ValueError(f"{path}: no parameters cell ({CELL_MARK.strip()})")
+    head, rest = source.split(CELL_MARK, 1)
+    _, sep, tail = rest.partition("\n# %%")
+    return head + CELL_MARK + parameters_cell(model) + sep + tail
+
+
+def sync_notebooks(folder: Path, write: bool) -> list[Path]:
+    """The notebooks whose parameters cell differs from their model (rewritten when ``write``)."""
+    stale = []
+    for chapter, model in CHAPTER_PARAMS.items():
+        path = folder / f"{chapter}.py"
+        source = path.read_text(encoding="utf-8")
+        wanted = with_parameters_cell(source, model, path)
+        if wanted != source:
+            stale.append(path)
+            if write:
+                tmp = path.with_suffix(".py.tmp")
+                tmp.write_text(wanted, encoding="utf-8")
+                tmp.replace(path)
+    return stale
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    folder = Path(next((a for a in argv if not a.startswith("--")), "notebooks"))
+    stale = sync_notebooks(folder, write=not check)
+    for path in stale:
+        print(f"{path}: parameters cell {'differs from' if check else 'rewritten from'} its chapter's Params")
+    if check and stale:
+        print("run `make notebooks` to write them from verifylab/chapters/params.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
