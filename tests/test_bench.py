@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from verifylab.bench.client import Client, accept_length, parse_spec_meta
 from verifylab.bench.method import SingleStreamConfig
 from verifylab.bench.runner import open_recorder, run_single, run_sweep
-from verifylab.bench.stats import compare, crossover, summarize
 from verifylab.cli import app
 from verifylab.errors import ServerError
 from verifylab.server.launch import (
@@ -30,6 +29,7 @@ from verifylab.server.launch import (
     serve,
     variant_args,
 )
+from verifylab.stats import compare, crossover, summarize
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
 
@@ -386,7 +386,7 @@ def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_
 
 
 def test_greedy_divergence_position():
-    from verifylab.bench.method import first_divergence
+    from verifylab.stats import first_divergence
 
     assert first_divergence([1, 2, 3], [1, 2, 3]) is None
     assert first_divergence([1, 2, 3], [1, 9, 3]) == 1

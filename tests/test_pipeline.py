@@ -335,7 +335,8 @@ def test_a_run_prints_progress_and_outcomes_not_the_kernels_log(repo_root, tmp_p
 def test_a_render_after_only_replays_the_chapters_never_executed(repo_root, tmp_path):
     """A campaign split with --only: before the render, chapters with no executed copy are replayed from data/
     (marked as such) instead of leaving the book's table of contents pointing at missing pages."""
-    from verifylab.publish.build import GENERATED, chapter_sources
+    from verifylab.publish.build import chapter_sources
+    from verifylab.publish.paths import GENERATED
     from verifylab.publish.pipeline import replay_missing_chapters
 
     root = project_copy(repo_root, tmp_path / "p")

@@ -12,7 +12,7 @@ import pytest
 )
 def test_the_medians_interval_reports_its_true_coverage(n, coverage):
     """Below 6 runs no order-statistic interval reaches 95 %: min-max is given with the coverage it has."""
-    from verifylab.bench.stats import median_interval
+    from verifylab.stats import median_interval
 
     values = [float(v) for v in range(n, 0, -1)]
     lo, hi, cov = median_interval(values)

@@ -15,8 +15,8 @@ import pandas as pd
 
 from verifylab.bench.client import Client, RequestResult, accept_length, parse_spec_meta
 from verifylab.bench.prompts import Prompt
-from verifylab.bench.stats import bootstrap_ci, median_interval, summarize
 from verifylab.errors import ParameterError
+from verifylab.stats import DEFAULT_SLO, bootstrap_ci, median_interval, summarize
 from verifylab.store.runs import TABLE_NAME_PATTERN, RunStore
 
 Progress = Callable[[int, int], None]
@@ -87,9 +87,6 @@ async def sweep_cell(
     return results, time.perf_counter() - start
 
 
-DEFAULT_SLO = {"ttft_s": 2.0, "tpot_s": 0.05}
-
-
 def requests_frame(results: list[RequestResult], keep_ids: bool = False, **labels) -> pd.DataFrame:
     """Per-request rows (tidy), with the labels given (variant, concurrency, ...); ``keep_ids`` stores the
     output token ids (JSON) for the token-by-token comparison of greedy outputs."""
@@ -118,27 +115,6 @@ def requests_frame(results: list[RequestResult], keep_ids: bool = False, **label
             }
         )
     return pd.DataFrame(rows)
-
-
-def first_divergence(reference: list[int] | str, candidate: list[int] | str) -> int | None:
-    """Index of the first differing token (or character) of two greedy outputs; None when identical."""
-    for i, (a, b) in enumerate(zip(reference, candidate, strict=False)):
-        if a != b:
-            return i
-    return None if len(reference) == len(candidate) else min(len(reference), len(candidate))
-
-
-def compare_greedy_outputs(baseline: pd.DataFrame, variant: pd.DataFrame) -> pd.DataFrame:
-    """Per prompt: identical or not, and the first divergence position (fusion must not change answers)."""
-    rows = []
-    base = baseline.drop_duplicates("prompt_id").set_index("prompt_id")
-    for row in variant.drop_duplicates("prompt_id").itertuples():
-        if row.prompt_id not in base.index or not isinstance(getattr(row, "output_ids", None), str):
-            continue
-        ref = json.loads(base.loc[row.prompt_id, "output_ids"])
-        pos = first_divergence(ref, json.loads(row.output_ids))
-        rows.append({"prompt_id": row.prompt_id, "identical": pos is None, "first_divergence": pos})
-    return pd.DataFrame(rows, columns=["prompt_id", "identical", "first_divergence"])
 
 
 def _digest(r: RequestResult) -> str | None:

@@ -21,11 +21,11 @@ from typing import Any
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_text
 from verifylab.publish.edition import archive, write_generated_pages
+from verifylab.publish.paths import GENERATED
 from verifylab.publish.pdf import print_pdfs
 from verifylab.redact import scrub, secret_values
 from verifylab.store.evidence import Evidence
 
-GENERATED = Path("book") / "_generated"
 CellProgress = Callable[[int, int], None]  # (cells done, cells in the chapter)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 # the kernel's own log (TCP transport notice, the interrupt papermill sends at shutdown) is not the reader's

@@ -24,10 +24,10 @@ from verifylab.iorw import atomic_write_json, atomic_write_text
 from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
 from verifylab.publish.findings import Finding, by_key, from_legacy, key_findings
+from verifylab.publish.paths import GENERATED
 from verifylab.store.evidence import Evidence
 
 REGISTRY = Path("book") / "editions.json"
-GENERATED = Path("book") / "_generated"
 
 
 def data_digest(data_dir: Path) -> str:

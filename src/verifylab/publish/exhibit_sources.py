@@ -14,14 +14,15 @@ from typing import Any
 
 from docutils import nodes
 
+from verifylab.publish.paths import EDITION_FILE, GENERATED
 from verifylab.publish.sphinx_offline import RUNS_TABLE
 
-CHAPTER = re.compile(r"book/_generated/(\d\d_[a-z_]+)$")
+CHAPTER = re.compile(re.escape(GENERATED.as_posix()) + r"/(\d\d_[a-z_]+)$")
 MANY_RUNS = 4  # more runs than this are counted, not listed
 
 
 def _runs(app: Any) -> list[str]:
-    edition = Path(app.confdir) / "book" / "_generated" / "edition.json"
+    edition = Path(app.confdir) / EDITION_FILE
     return json.loads(edition.read_text()).get("runs", []) if edition.is_file() else []
 
 

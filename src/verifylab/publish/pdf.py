@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from verifylab.iorw import atomic_path
+from verifylab.publish.paths import GENERATED
 
 PAGES = ["decision", "00_introduction", "01_environment_and_gates", "02_benchmarks", "03_verify_breakdown",
          "04_fusion_vs_elimination", "05_recommendations"]  # fmt: skip
@@ -41,7 +42,7 @@ def _print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
             page = browser.new_page()
             page.route("http*://**", lambda route: route.abort())  # offline: the book needs nothing remote
             for name in PAGES:
-                source = html_root / "book" / "_generated" / f"{name}.html"
+                source = html_root / GENERATED / f"{name}.html"
                 if not source.is_file():
                     continue
                 page.goto(source.as_uri())

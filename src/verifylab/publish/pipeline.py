@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from verifylab.chapters.params import check_pipeline_chapters, parameters_for
 from verifylab.errors import ParameterError, describe_error
 from verifylab.publish.build import (
-    GENERATED,
     REPLAY_WORKERS,
     BookResult,
     ChapterResult,
@@ -24,6 +23,7 @@ from verifylab.publish.build import (
     execute_chapters,
     render_edition,
 )
+from verifylab.publish.paths import GENERATED
 
 
 class PipelineParams(BaseModel):

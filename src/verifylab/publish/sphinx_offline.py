@@ -11,8 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from verifylab.publish.paths import EDITION_FILE, GENERATED
+
 DROPPED_MARKERS = ("thebe",)
-RUNS_TABLE = ("book/_generated/01_environment_and_gates", "tbl-run-hardware")  # the per-run hardware table
+RUNS_TABLE = ((GENERATED / "01_environment_and_gates").as_posix(), "tbl-run-hardware")  # the per-run hardware table
 
 
 def _is_dropped(script: Any) -> bool:
@@ -30,7 +32,7 @@ def drop_network_scripts(app, pagename, templatename, context, doctree) -> None:
 
 def edition_banner(app, pagename, templatename, context, doctree) -> None:
     """Put the edition id, build date and the number of measured runs (linked to their hardware table) on every page."""
-    edition_file = Path(app.confdir) / "book" / "_generated" / "edition.json"
+    edition_file = Path(app.confdir) / EDITION_FILE
     if "body" not in context or not edition_file.is_file():
         return
     edition = json.loads(edition_file.read_text())

@@ -5,10 +5,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from verifylab.bench.stats import compare, crossover
 from verifylab.report.charts import Figure
 from verifylab.report.intervals import between_run_variation, single_stream_intervals, sweep_intervals
 from verifylab.report.section import Section
+from verifylab.stats import DEFAULT_SLO, compare, compare_greedy_outputs, crossover
 from verifylab.store.evidence import Evidence
 
 SPECULATIVE_TWINS = {"eagle3": "baseline", "eagle3_fusion": "fusion", "ngram": "baseline"}
@@ -172,8 +172,6 @@ def load_curves_chart(cells: pd.DataFrame, tpot_slo_ms: float) -> Figure:
 
 def sweep_views(ev: Evidence) -> tuple[pd.DataFrame, pd.DataFrame, str, float]:
     """The active sweep cells, their Pareto frame, the SLO text and the TPOT SLO (ms) the charts draw."""
-    from verifylab.bench.method import DEFAULT_SLO
-
     stored = stored_benchmarks(ev)
     cells = active_only(stored["cells"], stored["states"])
     if cells.empty:
@@ -263,8 +261,6 @@ def accept_by_category(requests: pd.DataFrame) -> pd.DataFrame:
 def slo_text(cells: pd.DataFrame) -> str:
     """The service-level objectives goodput was counted under, as the cells stored them (``TTFT <= 2 s, TPOT <=
     50 ms``); the defaults where a cell has none."""
-    from verifylab.bench.method import DEFAULT_SLO
-
     ttft = cells["slo_ttft_s"].dropna() if "slo_ttft_s" in cells else pd.Series(dtype=float)
     tpot = cells["slo_tpot_s"].dropna() if "slo_tpot_s" in cells else pd.Series(dtype=float)
     ttft_s = sorted(set(ttft)) or [DEFAULT_SLO["ttft_s"]]
@@ -294,8 +290,6 @@ def pareto_frame(cells: pd.DataFrame, states: pd.DataFrame) -> pd.DataFrame:
 
 def greedy_equivalence(ev: Evidence) -> pd.DataFrame:
     """Each variant's greedy outputs against the baseline's of the same run, token by token."""
-    from verifylab.bench.method import compare_greedy_outputs
-
     store = ev.runs
     rows = []
     for m in store.manifests():

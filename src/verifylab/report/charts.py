@@ -176,59 +176,6 @@ def tokens_axis(tokens: pd.Series, title: str) -> alt.X:
     return alt.X("tokens:Q", scale=alt.Scale(type="log", base=2), axis=axis, title=title)
 
 
-def shard_compute_chart(compute: pd.DataFrame, label: str, run_id: str) -> Figure:
-    """Compute of a 61-layer TP-8 shard pass vs tokens, unfused vs fused add+RMSNorm (measured)."""
-    chart = (
-        alt.Chart(compute)
-        .mark_line(point=True)
-        .encode(
-            x=tokens_axis(compute["tokens"], "tokens per pass (k)"),
-            y=alt.Y("pass_ms_61_layers:Q", title="compute per pass, 61 layers (ms)"),
-            color=alt.Color("norm:N", title="add+RMSNorm"),
-            tooltip=[
-                "tokens",
-                "norm",
-                "layers_measured",
-                "experts_touched",
-                alt.Tooltip("pass_ms_61_layers:Q", format=".2f"),
-                alt.Tooltip("fraction_of_floor:Q", format=".0%"),
-            ],
-        )
-        .properties(width=420, height=240)
-    )
-    return Figure(
-        chart,
-        caption=f"Compute side of a TP-8 Kimi-K2 verify pass, bf16, CUDA-graph replay, no "
-        f"communication. Measured: {label}.",
-        provenance=[f"measured: run {run_id}"],
-        name="shard_compute",
-    )
-
-
-def norm_fusion_chart(norm: pd.DataFrame, label: str, run_id: str) -> Figure:
-    """Residual add + RMSNorm per call: PyTorch kernels vs FlashInfer's fused kernel (measured)."""
-    long = norm.melt(
-        id_vars=["tokens"], value_vars=["unfused_us", "fused_us"], var_name="implementation", value_name="us"
-    )
-    chart = (
-        alt.Chart(long)
-        .mark_line(point=True)
-        .encode(
-            x=tokens_axis(long["tokens"], "tokens (k x 7168 bf16)"),
-            y=alt.Y("us:Q", title="µs per add+RMSNorm"),
-            color=alt.Color("implementation:N"),
-            tooltip=["tokens", "implementation", alt.Tooltip("us:Q", format=".2f")],
-        )
-        .properties(width=420, height=220)
-    )
-    return Figure(
-        chart,
-        caption=f"Kernel fusion alone (no communication): add+RMSNorm. Measured: {label}.",
-        provenance=[f"measured: run {run_id}"],
-        name="norm_fusion",
-    )
-
-
 def step_breakdown_chart(breakdown: pd.DataFrame) -> Figure:
     """Per-step time by class (communication, compute classes, idle), one bar per source, one panel per
     provenance (reported 8-GPU PCIe pass, measured H200 passes: each on its own time scale)."""

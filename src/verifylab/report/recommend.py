@@ -13,7 +13,7 @@ import pandas as pd
 from verifylab.report.facts import DeploymentFacts
 from verifylab.report.section import Prose
 from verifylab.report.tables import listing_text
-from verifylab.server.launch import DEFAULT_VARIANTS, variant_args
+from verifylab.server.variants import DEFAULT_VARIANTS, variant_args
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,
     LOAD_STREAMS,

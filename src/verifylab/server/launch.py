@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -33,10 +32,19 @@ from verifylab.server.server_log import (
     last_error_line,
     last_log_line,
 )
-from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, Variant
+from verifylab.server.variants import (
+    DEFAULT_VARIANTS,
+    FUSION_BACKEND,
+    BaseConfig,
+    Variant,
+    check_flags,
+    known_flags,
+    variant_args,
+)
 
 __all__ = [  # what callers import from here (the log readers and the variants live in their own modules)
     "DEFAULT_VARIANTS",
+    "FUSION_BACKEND",
     "BaseConfig",
     "EffectiveState",
     "Server",
@@ -44,15 +52,12 @@ __all__ = [  # what callers import from here (the log readers and the variants l
     "check_flags",
     "classify_failure",
     "effective_state",
+    "known_flags",
     "last_error_line",
     "launcher_help",
     "serve",
     "variant_args",
 ]
-
-# The workspace backend verifylab asks for: 'trtllm' (P2P buffers, no multicast). Never 'mnnvl' or 'auto' (which
-# may pick mnnvl): mnnvl creates NVLink multicast objects.
-FUSION_BACKEND = "trtllm"
 
 
 def launcher_help(launcher: list[str], timeout: float = 120.0) -> str:
@@ -64,59 +69,6 @@ def launcher_help(launcher: list[str], timeout: float = 120.0) -> str:
     if proc.returncode != 0:
         raise ServerError(f"{shlex.join(launcher)} --help failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
     return proc.stdout
-
-
-def known_flags(help_text: str) -> set[str]:
-    return set(re.findall(r"(--[a-z0-9][a-z0-9-]*)", help_text))
-
-
-def variant_args(base: BaseConfig, variant: Variant, help_text: str) -> list[str]:
-    """The launch arguments of ``variant``, with the fusion flags this SGLang version knows."""
-    flags = known_flags(help_text)
-    args = [
-        "--model-path",
-        base.model_path,
-        "--tp-size",
-        str(base.tp_size),
-        "--host",
-        base.host,
-        "--port",
-        str(base.port),
-    ]
-    if base.mem_fraction_static is not None:
-        args += ["--mem-fraction-static", str(base.mem_fraction_static)]
-    if base.attention_backend:
-        args += ["--attention-backend", base.attention_backend]
-    if variant.fusion:
-        if "--flashinfer-allreduce-fusion-backend" in flags:
-            args += ["--flashinfer-allreduce-fusion-backend", FUSION_BACKEND]
-        else:
-            args += ["--enable-flashinfer-allreduce-fusion"]
-    elif "--enforce-disable-flashinfer-allreduce-fusion" in flags:
-        args += ["--enforce-disable-flashinfer-allreduce-fusion"]  # some versions auto-enable it for Kimi/DeepSeek
-    if variant.speculative:
-        args += ["--speculative-algorithm", variant.speculative]
-        if variant.speculative.upper().startswith("EAGLE"):
-            if not base.draft_model_path:
-                raise ServerError(f"variant '{variant.name}' needs draft_model_path (--draft-model-path)")
-            args += ["--speculative-draft-model-path", base.draft_model_path]
-        args += [
-            "--speculative-num-steps",
-            str(base.speculative_num_steps),
-            "--speculative-eagle-topk",
-            str(base.speculative_eagle_topk),
-            "--speculative-num-draft-tokens",
-            str(base.speculative_num_draft_tokens),
-        ]
-    return args + base.extra_args + variant.extra_args
-
-
-def check_flags(args: list[str], help_text: str) -> None:
-    """Refuse, before anything starts, any flag the installed SGLang does not list in ``--help``."""
-    flags = known_flags(help_text)
-    unknown = [a.split("=")[0] for a in args if a.startswith("--") and a.split("=")[0] not in flags]
-    if unknown:
-        raise ServerError(f"the installed SGLang does not know {', '.join(unknown)} (checked against --help)")
 
 
 def port_free(host: str, port: int) -> bool:

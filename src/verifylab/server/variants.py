@@ -1,11 +1,15 @@
-"""What to launch: the settings every variant shares (``BaseConfig``) and the named variants (``Variant``):
-which mechanisms each asks for. How they become flags is ``launch.variant_args``."""
+"""What to launch: the settings every variant shares (``BaseConfig``), the named variants (``Variant``) and the
+flags each becomes (``variant_args``), checked against an SGLang's ``--help`` text. Pure: it starts nothing
+(``launch`` does), so the book's chapters can print a launch command."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 from pydantic import BaseModel, Field
+
+from verifylab.errors import ServerError
 
 
 class BaseConfig(BaseModel):
@@ -46,3 +50,61 @@ DEFAULT_VARIANTS = {
     "eagle3_fusion": Variant(name="eagle3_fusion", fusion=True, speculative="EAGLE3"),
     "ngram": Variant(name="ngram", speculative="NGRAM"),
 }
+
+
+# The workspace backend verifylab asks for: 'trtllm' (P2P buffers, no multicast). Never 'mnnvl' or 'auto' (which
+# may pick mnnvl): mnnvl creates NVLink multicast objects.
+FUSION_BACKEND = "trtllm"
+
+
+def known_flags(help_text: str) -> set[str]:
+    return set(re.findall(r"(--[a-z0-9][a-z0-9-]*)", help_text))
+
+
+def variant_args(base: BaseConfig, variant: Variant, help_text: str) -> list[str]:
+    """The launch arguments of ``variant``, with the fusion flags this SGLang version knows."""
+    flags = known_flags(help_text)
+    args = [
+        "--model-path",
+        base.model_path,
+        "--tp-size",
+        str(base.tp_size),
+        "--host",
+        base.host,
+        "--port",
+        str(base.port),
+    ]
+    if base.mem_fraction_static is not None:
+        args += ["--mem-fraction-static", str(base.mem_fraction_static)]
+    if base.attention_backend:
+        args += ["--attention-backend", base.attention_backend]
+    if variant.fusion:
+        if "--flashinfer-allreduce-fusion-backend" in flags:
+            args += ["--flashinfer-allreduce-fusion-backend", FUSION_BACKEND]
+        else:
+            args += ["--enable-flashinfer-allreduce-fusion"]
+    elif "--enforce-disable-flashinfer-allreduce-fusion" in flags:
+        args += ["--enforce-disable-flashinfer-allreduce-fusion"]  # some versions auto-enable it for Kimi/DeepSeek
+    if variant.speculative:
+        args += ["--speculative-algorithm", variant.speculative]
+        if variant.speculative.upper().startswith("EAGLE"):
+            if not base.draft_model_path:
+                raise ServerError(f"variant '{variant.name}' needs draft_model_path (--draft-model-path)")
+            args += ["--speculative-draft-model-path", base.draft_model_path]
+        args += [
+            "--speculative-num-steps",
+            str(base.speculative_num_steps),
+            "--speculative-eagle-topk",
+            str(base.speculative_eagle_topk),
+            "--speculative-num-draft-tokens",
+            str(base.speculative_num_draft_tokens),
+        ]
+    return args + base.extra_args + variant.extra_args
+
+
+def check_flags(args: list[str], help_text: str) -> None:
+    """Refuse, before anything starts, any flag the installed SGLang does not list in ``--help``."""
+    flags = known_flags(help_text)
+    unknown = [a.split("=")[0] for a in args if a.startswith("--") and a.split("=")[0] not in flags]
+    if unknown:
+        raise ServerError(f"the installed SGLang does not know {', '.join(unknown)} (checked against --help)")

@@ -1,7 +1,10 @@
-"""Statistics for benchmark cells: summaries, bootstrap intervals, variant comparison, crossover concurrency."""
+"""Statistics of measured benchmarks, pure (numbers and frames in, numbers and frames out): summaries, bootstrap
+and order-statistic intervals, variant comparison, crossover concurrency, goodput SLOs and greedy-output
+equivalence. Both the harness (``bench``) and the book (``report``) use them."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 
@@ -134,3 +137,27 @@ def _log_interpolate(table: pd.DataFrame, c_lo: int, c_hi: int) -> float:
         return float(c_hi)
     t = (lo - 1.0) / (lo - hi)
     return float(2 ** (math.log2(c_lo) + t * (math.log2(c_hi) - math.log2(c_lo))))
+
+
+DEFAULT_SLO = {"ttft_s": 2.0, "tpot_s": 0.05}  # goodput counts requests within these (TTFT s, TPOT s)
+
+
+def first_divergence(reference: list[int] | str, candidate: list[int] | str) -> int | None:
+    """Index of the first differing token (or character) of two greedy outputs; None when identical."""
+    for i, (a, b) in enumerate(zip(reference, candidate, strict=False)):
+        if a != b:
+            return i
+    return None if len(reference) == len(candidate) else min(len(reference), len(candidate))
+
+
+def compare_greedy_outputs(baseline: pd.DataFrame, variant: pd.DataFrame) -> pd.DataFrame:
+    """Per prompt: identical or not, and the first divergence position (fusion must not change answers)."""
+    rows = []
+    base = baseline.drop_duplicates("prompt_id").set_index("prompt_id")
+    for row in variant.drop_duplicates("prompt_id").itertuples():
+        if row.prompt_id not in base.index or not isinstance(getattr(row, "output_ids", None), str):
+            continue
+        ref = json.loads(base.loc[row.prompt_id, "output_ids"])
+        pos = first_divergence(ref, json.loads(row.output_ids))
+        rows.append({"prompt_id": row.prompt_id, "identical": pos is None, "first_divergence": pos})
+    return pd.DataFrame(rows, columns=["prompt_id", "identical", "first_divergence"])

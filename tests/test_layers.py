@@ -1,0 +1,75 @@
+"""The import rules of the package's layers, read from the source (an AST walk, imports inside functions too):
+
+- ``report`` (tables, charts, findings over the evidence) runs nothing: it imports neither ``bench`` (the
+  harness that streams requests) nor ``server`` beyond ``server.variants`` (pure flag code);
+- ``model`` (the cost model) and ``gates`` take numbers and files, not the run store: they import no ``store``;
+- a notebook imports its chapter only (``tests/test_notebooks_thin.py``).
+
+``KNOWN`` lists the imports that break a rule today (issue 28 moves them); the test fails on any other, and on
+a listed one that is gone, so the list only shrinks."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"
+
+RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # layer: (forbidden prefixes, allowed exceptions)
+    "report": (("verifylab.bench", "verifylab.server"), ("verifylab.server.variants",)),
+    "model": (("verifylab.store",), ()),
+    "gates": (("verifylab.store",), ()),
+}
+
+KNOWN = {
+    "model/case.py -> verifylab.store.evidence",
+    "model/comm_pass.py -> verifylab.store.runs",
+    "model/cycle.py -> verifylab.store.evidence",
+    "model/cycle.py -> verifylab.store.reference",
+    "model/decision.py -> verifylab.store.evidence",
+    "model/hypotheses.py -> verifylab.store.evidence",
+    "model/options.py -> verifylab.store.evidence",
+    "model/reconcile.py -> verifylab.store.evidence",
+    "model/reconcile.py -> verifylab.store.reference",
+    "model/reconcile.py -> verifylab.store.runs",
+    "model/regimes.py -> verifylab.store.runs",
+    "gates/preflight.py -> verifylab.store.env",
+}
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module a source imports, at top level or inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def broken_rules(src: Path = SRC) -> set[str]:
+    """``layer/file.py -> module`` for every import a layer's rule forbids."""
+    broken = set()
+    for layer, (forbidden, allowed) in RULES.items():
+        for path in sorted((src / layer).rglob("*.py")):
+            for module in imported_modules(path.read_text(encoding="utf-8")):
+                if module.startswith(forbidden) and not module.startswith(allowed):
+                    broken.add(f"{path.relative_to(src).as_posix()} -> {module}")
+    return broken
+
+
+def test_no_layer_imports_what_its_rule_forbids():
+    broken = broken_rules()
+    assert broken - KNOWN == set(), "a new import breaks a layer rule"
+    assert KNOWN - broken == set(), "fixed: remove these from KNOWN"
+
+
+def test_the_walk_finds_imports_inside_functions(tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "x.py").write_text(
+        "from verifylab.server.variants import BaseConfig\n"
+        "def f():\n    from verifylab.bench.method import summarize\n    import verifylab.server.launch\n"
+    )
+    assert broken_rules(tmp_path) == {"report/x.py -> verifylab.bench.method", "report/x.py -> verifylab.server.launch"}
