@@ -25,6 +25,7 @@ from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
 from verifylab.publish.findings import Finding, by_key, from_legacy, key_findings
 from verifylab.publish.paths import GENERATED
+from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
 
 REGISTRY = Path("book") / "editions.json"
@@ -87,8 +88,8 @@ def changes_since(previous: dict | None, current: list[Finding]) -> pd.DataFrame
 def _md_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "_No change._\n"
-    head = "| " + " | ".join(frame.columns) + " |\n|" + "---|" * len(frame.columns) + "\n"
-    cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    cell = lambda v: md_text(str(v).replace("\n", " "))  # noqa: E731  free text (finding labels): escaped
+    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |\n|" + "---|" * len(frame.columns) + "\n"
     return head + "".join("| " + " | ".join(cell(v) for v in row) + " |\n" for row in frame.itertuples(index=False))
 
 
@@ -113,7 +114,8 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
         out / "changes.md",
         "# Changes since the previous edition\n\n"
         + (
-            f"Compared with edition `{previous['id']}` ({previous['date']}), from the committed registry "
+            f"Compared with edition {md_text(previous['id'])} ({md_text(previous['date'])}), from the committed "
+            "registry "
             "`book/editions.json`.\n\n"
             if previous
             else "No earlier edition is registered in `book/editions.json`: every finding is new.\n\n"

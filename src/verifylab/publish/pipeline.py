@@ -24,6 +24,7 @@ from verifylab.publish.build import (
     render_edition,
 )
 from verifylab.publish.paths import GENERATED
+from verifylab.report.section import md_text
 
 
 class PipelineParams(BaseModel):
@@ -64,9 +65,9 @@ def load_params(path: Path) -> PipelineParams:
 def _failure_page(result: ChapterResult, root: Path) -> None:
     """Render a failed chapter: its executed notebook (with the error) under a warning, or a stub."""
     failed = result.output.with_suffix(".failed.ipynb")
-    note = nbformat.v4.new_markdown_cell(
-        f"```{{warning}}\nThis chapter failed in this run: `{result.error}`. Later chapters ran on the data "
-        "that exists. The cells below show where it stopped.\n```"
+    note = nbformat.v4.new_markdown_cell(  # the error is free text (a server's words): escaped, never a code span
+        f"```{{warning}}\nThis chapter failed in this run: {md_text(result.error or 'no error recorded')}. Later "
+        "chapters ran on the data that exists. The cells below show where it stopped.\n```"
     )
     if failed.is_file():
         nb = nbformat.read(failed, as_version=4)
@@ -74,7 +75,7 @@ def _failure_page(result: ChapterResult, root: Path) -> None:
         nb.cells.insert(title + 1, note)
         failed.unlink()
     else:
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {result.name}"), note])
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {md_text(result.name)}"), note])
     nbformat.write(nb, result.output)
 
 

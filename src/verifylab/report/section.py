@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 import pandas as pd
+from markdown_it import MarkdownIt
 
 from verifylab.report.tables import Table, cells_data, cells_html
 
@@ -50,12 +51,44 @@ class Section:
 
 
 class Prose(str):
-    """Text a chapter shows as Markdown (a finding sentence formatted from values); still a plain ``str``."""
+    """Text a chapter shows as Markdown (a finding sentence formatted from values); still a plain ``str``. What
+    the page gets is :func:`inert_markdown` of it: a label or server message inside can never become HTML."""
 
     def _repr_markdown_(self) -> str:
-        return str(self)
+        return inert_markdown(str(self))
 
 
+# A code span as CommonMark reads it: a run of backticks, closed by a run of the same length.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+
+
+def inert_markdown(markdown: str) -> str:
+    """``markdown`` that can produce no HTML element, whatever free text (a label, a server error with
+    backticks) was formatted into it: every ``<`` outside code spans escaped, so no raw HTML and no autolink
+    survive (inside a code span the renderer escapes it). Checked with the CommonMark parser MyST uses; where
+    backticks were crafted to fool the code-span split, every ``<`` is escaped."""
+    out, at = [], 0
+    for span in _CODE_SPAN.finditer(markdown):
+        out.append(markdown[at : span.start()].replace("<", "\\<"))
+        out.append(span.group(0))
+        at = span.end()
+    out.append(markdown[at:].replace("<", "\\<"))
+    inert = "".join(out)
+    return markdown.replace("<", "\\<") if makes_html(inert) else inert
+
+
+def makes_html(markdown: str) -> bool:
+    """Whether CommonMark renders ``markdown`` with raw HTML or an autolink in it."""
+    for token in _COMMONMARK.parse(markdown):
+        if token.type == "html_block":
+            return True
+        for child in token.children or ():
+            if child.type == "html_inline" or (child.type == "link_open" and child.markup == "autolink"):
+                return True
+    return False
+
+
+_COMMONMARK = MarkdownIt("commonmark")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~$])")
 
 
