@@ -202,7 +202,7 @@ class BenchRecorder:
         """Before anything is measured: every table this variant would write has a valid name, never truncated
         (a cut name let C=2 overwrite C=1). A :class:`ParameterError` names the variant otherwise."""
         names = [f"single-{variant}"] + [cls.cell_table(variant, c) for c in concurrency or []]
-        bad = [n for n in names if not re.match(TABLE_NAME_PATTERN, n)]
+        bad = [n for n in names if not re.fullmatch(TABLE_NAME_PATTERN, n)]
         if bad:
             raise ParameterError(
                 f"variant {variant!r}: it would store tables named {bad[0]!r}, which must match "

@@ -107,7 +107,7 @@ def load_curves(
     file = Path(latency)
     if file.is_file():
         return _curves_from_file(file, path, hidden)
-    if store is not None and re.match(RUN_ID_PATTERN, latency) and store.exists(latency):
+    if store is not None and re.fullmatch(RUN_ID_PATTERN, latency) and store.exists(latency):
         table = store.table_or_none(latency, "allreduce_latency")
         if table is None:
             raise ModelInputError(f"run {latency} has no allreduce_latency table")

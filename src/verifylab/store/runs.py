@@ -27,6 +27,7 @@ from verifylab.store.env import HostInfo
 
 RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
 TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+TABLE_FILE_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}\.(parquet|csv)"  # a plain file name inside the run folder
 MANIFEST = "manifest.json"
 SCHEMA_VERSION = 1
 
@@ -77,8 +78,16 @@ class Manifest(BaseModel):
     @field_validator("run_id")
     @classmethod
     def _check_run_id(cls, value: str) -> str:
-        if not re.match(RUN_ID_PATTERN, value):
+        if not re.fullmatch(RUN_ID_PATTERN, value):
             raise ValueError(f"run_id {value!r} must match {RUN_ID_PATTERN} (lower case, digits, . _ -)")
+        return value
+
+    @field_validator("tables")
+    @classmethod
+    def _plain_table_files(cls, value: dict[str, str]) -> dict[str, str]:
+        outside = {name: file for name, file in value.items() if not re.fullmatch(TABLE_FILE_PATTERN, file)}
+        if outside:
+            raise ValueError(f"tables {outside} must be plain file names inside the run folder (name.parquet|csv)")
         return value
 
 
@@ -177,20 +186,30 @@ class RunStore:
 
     def path(self, run_id: str) -> Path:
         """The run's folder; a run id is a plain name (no path: nothing outside the store is ever read)."""
-        if not re.match(RUN_ID_PATTERN, str(run_id)):
+        if not re.fullmatch(RUN_ID_PATTERN, str(run_id)):
             raise ParameterError(
                 f"run id {run_id!r} is not a plain run name ({RUN_ID_PATTERN}: lower case, digits, . _ -)"
             )
         return self.root / run_id
 
     def run_ids(self) -> list[str]:
-        """Ids of every folder holding a manifest, sorted."""
+        """Ids of every folder holding a manifest, sorted; a run folder that is a link is refused (what the
+        book reads lies inside the store)."""
         if not self.root.is_dir():
             return []
+        for entry in self.root.iterdir():
+            self._inside(entry)
         return sorted(p.name for p in self.root.iterdir() if (p / MANIFEST).is_file())
 
+    def _inside(self, path: Path) -> Path:
+        """``path`` when it is no link and lies inside the store; :class:`ManifestError` naming it otherwise."""
+        if path.is_symlink() or not path.resolve().is_relative_to(self.root.resolve()):
+            raise ManifestError(f"{path}: a link (or a path) out of the run store {self.root}: refused")
+        return path
+
     def exists(self, run_id: str) -> bool:
-        return (self.path(run_id) / MANIFEST).is_file()
+        folder = self.path(run_id)
+        return folder.exists() and (self._inside(folder) / MANIFEST).is_file()
 
     def manifest(self, run_id: str) -> Manifest:
         """Validated manifest of one run; unknown ids list what is stored."""
@@ -252,7 +271,7 @@ class RunStore:
         self, run_id: str, name: str, frame: pd.DataFrame, fmt: Literal["parquet", "csv"] = "parquet"
     ) -> Path:
         """Store one table atomically and list it in the manifest."""
-        if not re.match(TABLE_NAME_PATTERN, name):
+        if not re.fullmatch(TABLE_NAME_PATTERN, name):
             raise ManifestError(f"table name {name!r} must match {TABLE_NAME_PATTERN}")
         file_name = f"{name}.{fmt}"
         target = self.path(run_id) / file_name
@@ -274,6 +293,8 @@ class RunStore:
             have = ", ".join(sorted(manifest.tables)) or "none"
             raise ManifestError(f"run '{run_id}' has no table '{name}' (tables: {have})")
         path = self.path(run_id) / manifest.tables[name]
+        if path.is_symlink() or (path.exists() and path.resolve().parent != self.path(run_id).resolve()):
+            raise ManifestError(f"{path}: a link out of run '{run_id}': refused")
         try:
             if path.suffix == ".parquet":
                 return pq.read_table(path).to_pandas()
