@@ -1,13 +1,18 @@
-"""Keeping credentials out of everything verifylab writes: launch flags, parameters, server logs, URLs.
+"""Keeping credentials out of everything verifylab writes or prints: launch flags, parameters, server logs,
+URLs, the environment. The package's one secret policy.
 
-A name is secret when it is a key, token, secret, password or credential (``api_key``, ``--admin-api-key``,
-``hf_token``, ``db_password``) — but not a count or a tokenizer (``max_total_tokens``, ``tokenizer_path``).
-Values are replaced by ``<redacted>``; everything else is left byte for byte.
+A name is secret when it is a key, token, secret, password, passphrase, cookie, bearer, session or credential
+(``api_key``, ``--admin-api-key``, ``hf_token``, ``db_password``, ``SMTP_PASS``) — but not a count or a
+tokenizer (``max_total_tokens``, ``tokenizer_path``). A value is secret when it looks like one wherever it
+stands: ``Authorization: Bearer …``, a URL's ``user:password@`` or ``token@``. Of the environment only the
+names that matter to a measurement are recorded (:data:`MEASUREMENT_ENV`). Secrets are replaced by
+``<redacted>``; everything else is left byte for byte.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -21,12 +26,33 @@ _ASSIGNMENT = re.compile(
     r"""(?P<name>["']?(?P<bare>[A-Za-z][A-Za-z0-9_-]*)["']?\s*[=:]\s*)(?P<value>'[^']*'|"[^"]*"|[^\s,)}\]]+)"""
 )
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]+):(?P<password>[^/\s@]+)@")
+_URL_TOKEN = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<password>[^/\s:@]+)@")  # https://tok@host
+_AUTH_HEADER = re.compile(r"(?i)\b(?P<kind>bearer|basic|token)(?P<gap>\s+)(?P<password>[A-Za-z0-9._~+/=-]{8,})")
+# parts of a snake_case name that make it secret on their own (SMTP_PASS, SESSION_COOKIE, DB_PASSPHRASE)
+_SECRET_PARTS = frozenset(
+    {"pass", "passwd", "password", "passphrase", "cookie", "cookies", "bearer", "secret", "credential",
+     "credentials", "session", "jwt"}
+)  # fmt: skip
+# The environment a run records: what changes a measurement (CUDA, NCCL, torch, SGLang, FlashInfer, verifylab).
+MEASUREMENT_ENV = (
+    "CUDA_",
+    "NCCL_",
+    "NVSHMEM_",
+    "NVIDIA_",
+    "TORCH_",
+    "PYTORCH_",
+    "SGLANG_",
+    "SGL_",
+    "FLASHINFER_",
+    "VERIFYLAB_",
+    "OMP_NUM_THREADS",
+)
 
 
 def is_secret_name(name: str) -> bool:
     """Whether a parameter, flag or field name holds a credential (``--api-key``, ``hf_token``, ...)."""
     snake = name.strip().lstrip("-").replace("-", "_").lower()
-    return bool(snake) and _SECRET_NAME.fullmatch(snake) is not None
+    return bool(snake) and (_SECRET_NAME.fullmatch(snake) is not None or not _SECRET_PARTS.isdisjoint(snake.split("_")))
 
 
 def redact_args(args: list[str]) -> list[str]:
@@ -60,7 +86,19 @@ def redact_text(text: str) -> str:
         return f"{match.group('name')}{quote}{REDACTED}{quote}"
 
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:{REDACTED}@", text)
+    text = _URL_TOKEN.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    text = _AUTH_HEADER.sub(lambda m: f"{m.group('kind')}{m.group('gap')}{REDACTED}", text)
     return _ASSIGNMENT.sub(assignment, text)
+
+
+def measurement_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a manifest records: only :data:`MEASUREMENT_ENV` names, a secret-named one as
+    ``<redacted>``, every value with its credential-looking parts redacted."""
+    kept: dict[str, str] = {}
+    for name in sorted(env):
+        if name.upper().startswith(MEASUREMENT_ENV):
+            kept[name] = REDACTED if is_secret_name(name) else redact_text(env[name])
+    return kept
 
 
 def redact_obj(obj: Any) -> Any:
@@ -103,7 +141,9 @@ def secret_values(obj: Any) -> set[str]:
 
 
 def _text_secrets(text: str) -> set[str]:
-    values = {m.group("password") for m in _URL_CREDENTIALS.finditer(text)}
+    values = {
+        m.group("password") for pattern in (_URL_CREDENTIALS, _URL_TOKEN, _AUTH_HEADER) for m in pattern.finditer(text)
+    }
     for match in _ASSIGNMENT.finditer(text):
         value = match.group("value").strip("'\"")
         if is_secret_name(match.group("bare")) and value not in ("None", ""):

@@ -17,7 +17,7 @@ from verifylab.redact import (
 )
 from verifylab.store.env import redact_environment
 
-from ..test_bench import base
+from ..test_bench import TEST_LAUNCHER, base
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -27,6 +27,37 @@ def test_secret_names_are_keys_tokens_and_passwords_not_counts_or_tokenizers():
     plain = ["max_total_tokens", "tokenizer_path", "speculative_num_draft_tokens", "skip_tokenizer_init", "author"]
     assert all(is_secret_name(n) for n in secret)
     assert not any(is_secret_name(n) for n in plain)
+
+
+def test_round_two_names_and_values_are_secret_too():
+    """Issue 27 item 3: *_PASS, *_COOKIE, *_BEARER, *_PASSPHRASE names; bearer headers, DSNs and token-only URL
+    userinfo anywhere; an environment recorded by allow-list, so an unknown secret name is never written."""
+    assert all(is_secret_name(n) for n in ("SMTP_PASS", "SESSION_COOKIE", "API_BEARER", "DB_PASSPHRASE"))
+    assert not any(is_secret_name(n) for n in ("bypass_graph", "compass_dir", "passes", "max_total_tokens"))
+    header = f"Authorization: Bearer {SECRET}"
+    assert redact_text(header) == f"Authorization: Bearer {REDACTED}"
+    assert redact_text(f"postgres://user:{SECRET}@db/x") == f"postgres://user:{REDACTED}@db/x"
+    assert redact_text(f"https://{SECRET}@github.com/o/r") == f"https://{REDACTED}@github.com/o/r"
+    assert SECRET not in str(redact_obj({"extra_args": ["--header", header], "note": f"https://{SECRET}@h"}))
+    assert secret_values({"url": f"https://{SECRET}@h"}) == {SECRET}
+    env = {"SGLANG_X": f"Bearer {SECRET}", "SMTP_PASS": SECRET, "MY_SESSION_COOKIE": SECRET, "NCCL_DEBUG": "INFO"}
+    assert redact_environment(env) == {"NCCL_DEBUG": "INFO", "SGLANG_X": f"Bearer {REDACTED}"}
+
+
+@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
+def test_the_sweep_table_title_hides_the_url_password(tmp_path):
+    from typer.testing import CliRunner
+
+    from verifylab.cli import app
+    from verifylab.server.launch import DEFAULT_VARIANTS, launcher_help, serve
+
+    help_text = launcher_help(TEST_LAUNCHER)
+    with serve(base(), DEFAULT_VARIANTS["baseline"], tmp_path, help_text=help_text) as (server, _):
+        url = server.url.replace("http://", f"http://user:{SECRET}@")
+        args = ["sweep", "--url", url, "--concurrency", "1", "--max-tokens", "4", "--requests-per-cell", "1"]
+        out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert SECRET not in out.output and "sweep of" in out.output
 
 
 def test_flags_text_urls_and_parameters_are_redacted():
@@ -47,16 +78,18 @@ def test_flags_text_urls_and_parameters_are_redacted():
 def test_environment_redaction_covers_passwd_auth_credential_and_url_passwords():
     env = {
         "NCCL_PASSWD": "x",
-        "HF_AUTH": "y",
+        "SGLANG_AUTH": "y",
         "SGLANG_CREDENTIAL_FILE": "z",
-        "HF_ENDPOINT": "https://me:hunter2@mirror/",
+        "SGLANG_MIRROR": "https://me:hunter2@mirror/",
         "CUDA_VISIBLE_DEVICES": "0,1",
+        "HF_ENDPOINT": "https://me:hunter2@mirror/",  # not a measurement setting: not recorded at all
     }
     kept = redact_environment(env)
-    assert {k: kept[k] for k in ("NCCL_PASSWD", "HF_AUTH", "SGLANG_CREDENTIAL_FILE")} == dict.fromkeys(
-        ("NCCL_PASSWD", "HF_AUTH", "SGLANG_CREDENTIAL_FILE"), REDACTED
+    assert {k: kept[k] for k in ("NCCL_PASSWD", "SGLANG_AUTH", "SGLANG_CREDENTIAL_FILE")} == dict.fromkeys(
+        ("NCCL_PASSWD", "SGLANG_AUTH", "SGLANG_CREDENTIAL_FILE"), REDACTED
     )
-    assert kept["HF_ENDPOINT"] == f"https://me:{REDACTED}@mirror/" and kept["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert kept["SGLANG_MIRROR"] == f"https://me:{REDACTED}@mirror/" and kept["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert "HF_ENDPOINT" not in kept
 
 
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test

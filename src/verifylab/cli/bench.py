@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from verifylab.cli._shared import console, err_console, fail, print_frame, progress_bar
 from verifylab.errors import ParameterError, VerifylabError
+from verifylab.redact import redact_text
 
 
 def _recorder(
@@ -227,7 +228,7 @@ def _print_sweep(url: str, result: dict) -> None:
                 "accept_length",
             ]
         ]
-        print_frame(frame.round(2), title=f"sweep of {url}")
+        print_frame(frame.round(2), title=f"sweep of {redact_text(url)}")
 
 
 def serve_cmd(

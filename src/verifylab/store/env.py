@@ -1,8 +1,8 @@
 """Capture of the host a run is made on: GPUs, architecture, topology, driver, CUDA, versions.
 
 Everything here is best effort and never raises for a missing tool: a machine without a GPU says so.
-Environment variables are kept only for the prefixes that matter to the measurements, and any whose
-name contains TOKEN, KEY, SECRET, PASSWORD, PASSWD, AUTH or CREDENTIAL is redacted (and URL passwords in the rest).
+Of the environment only the names that matter to a measurement are kept, by the package's one secret policy
+(``verifylab.redact.measurement_environment``).
 """
 
 from __future__ import annotations
@@ -19,24 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from verifylab.redact import redact_text
+from verifylab.redact import measurement_environment
 
-REDACTED = "<redacted>"
-SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL")
-ENV_PREFIXES = (
-    "CUDA",
-    "NCCL",
-    "NVSHMEM",
-    "TORCH",
-    "PYTORCH",
-    "SGLANG",
-    "SGL_",
-    "FLASHINFER",
-    "HF_",
-    "OMP_",
-    "VERIFYLAB",
-    "NVIDIA",
-)
 PACKAGES = {
     "torch": "torch",
     "sglang": "sglang",
@@ -67,21 +51,9 @@ class HostInfo(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def is_secret_name(name: str) -> bool:
-    """True when an environment variable's name suggests it holds a credential."""
-    upper = name.upper()
-    return any(marker in upper for marker in SECRET_MARKERS)
-
-
-def redact_environment(env: Mapping[str, str], prefixes: tuple[str, ...] = ENV_PREFIXES) -> dict[str, str]:
-    """Keep variables relevant to a measurement (by prefix) and secret-looking ones, the latter redacted."""
-    kept: dict[str, str] = {}
-    for name in sorted(env):
-        if is_secret_name(name):
-            kept[name] = REDACTED
-        elif name.upper().startswith(prefixes):
-            kept[name] = redact_text(env[name])  # user:password@ in a URL
-    return kept
+def redact_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a manifest records (:func:`verifylab.redact.measurement_environment`)."""
+    return measurement_environment(env)
 
 
 def _run(cmd: list[str], timeout: float = 20.0) -> str | None:
