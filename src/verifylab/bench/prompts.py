@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from verifylab.errors import BenchmarkError
+from verifylab.strict_yaml import StrictYAMLError, load_strict_yaml
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,10 @@ def load_prompts(path: Path | None = None) -> list[Prompt]:
         if path
         else resources.files("verifylab.data").joinpath("prompts.yaml").read_text(encoding="utf-8")
     )
-    data = yaml.safe_load(raw)
+    try:
+        data = load_strict_yaml(raw)
+    except StrictYAMLError as exc:
+        raise BenchmarkError(f"{path or 'prompts.yaml'}: {exc}") from None
     if not isinstance(data, dict) or not data:
         raise BenchmarkError(f"{path or 'prompts.yaml'}: expected 'category: [{{id, text}}, ...]'")
     prompts = []

@@ -114,8 +114,7 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
         out / "changes.md",
         "# Changes since the previous edition\n\n"
         + (
-            f"Compared with edition {md_text(previous['id'])} ({md_text(previous['date'])}), from the committed "
-            "registry "
+            f"Compared with edition `{previous['id']}` ({md_text(previous['date'])}), from the committed registry "
             "`book/editions.json`.\n\n"
             if previous
             else "No earlier edition is registered in `book/editions.json`: every finding is new.\n\n"

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import nbformat
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from verifylab.chapters.params import check_pipeline_chapters, parameters_for
@@ -25,6 +24,7 @@ from verifylab.publish.build import (
 )
 from verifylab.publish.paths import GENERATED
 from verifylab.report.section import md_text
+from verifylab.strict_yaml import StrictYAMLError, load_strict_yaml
 
 
 class PipelineParams(BaseModel):
@@ -50,11 +50,13 @@ class PipelineParams(BaseModel):
 
 def load_params(path: Path) -> PipelineParams:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_strict_yaml(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise ParameterError(f"{path}: no such parameters file") from None
-    except yaml.YAMLError as exc:
-        raise ParameterError(f"{path}: not valid YAML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except StrictYAMLError as exc:
+        raise ParameterError(f"{path}: not a parameters file verifylab accepts ({exc})") from None
     try:
         params = PipelineParams.model_validate(data)
     except ValidationError as exc:

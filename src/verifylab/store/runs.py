@@ -82,6 +82,13 @@ class Manifest(BaseModel):
             raise ValueError(f"run_id {value!r} must match {RUN_ID_PATTERN} (lower case, digits, . _ -)")
         return value
 
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema(cls, value: int) -> int:
+        if value > SCHEMA_VERSION:
+            raise ValueError(f"schema {value} is newer than this verifylab reads ({SCHEMA_VERSION}): upgrade verifylab")
+        return value
+
     @field_validator("tables")
     @classmethod
     def _plain_table_files(cls, value: dict[str, str]) -> dict[str, str]:
