@@ -101,7 +101,7 @@ def measure(args: argparse.Namespace) -> None:
     topo = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, check=False).stdout
     p2p = subprocess.run(["nvidia-smi", "topo", "-p2p", "r"], capture_output=True, text=True, check=False).stdout
     (out / "topology.txt").write_text(topo + "\n# nvidia-smi topo -p2p r\n" + p2p)
-    from verifylab.store.env import capture_host
+    from verifylab.host import capture_host
 
     (out / "host.json").write_text(capture_host(ROOT, with_torch=True).model_dump_json(indent=1))
     summary = {"world": world, "paths": {}, "jit_warm_s": warm_jit()}
@@ -154,7 +154,7 @@ def ingest(folder: Path, run_id: str, label: str, data_dir: Path) -> None:
     verify_pass_pytorch_norm, nccl_transport and the trace summaries of the profiled passes."""
     import pandas as pd
 
-    from verifylab.store.env import HostInfo
+    from verifylab.host import HostInfo
     from verifylab.store.runs import RunStore, manifest_from_host
     from verifylab.trace import summarize_traces
 

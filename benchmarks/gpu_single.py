@@ -214,7 +214,7 @@ def traces(out: Path) -> list[dict]:
 def measure(out: Path, ks: list[int], budget_gb: float, replays: int) -> None:
     import torch
 
-    from verifylab.store.env import capture_host
+    from verifylab.host import capture_host
 
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -259,7 +259,7 @@ def ingest(folder: Path, run_id: str, label: str, data_dir: Path) -> None:
     """Store a finished measurement folder as a measured run (manifest + tables)."""
     import pandas as pd
 
-    from verifylab.store.env import HostInfo
+    from verifylab.host import HostInfo
     from verifylab.store.runs import RunStore, manifest_from_host
 
     result = json.loads((folder / "results.json").read_text())

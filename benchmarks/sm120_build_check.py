@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     from verifylab import gates
-    from verifylab.store.env import capture_host
+    from verifylab.host import capture_host
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "host.json").write_text(capture_host(ROOT).model_dump_json(indent=2))

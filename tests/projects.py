@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 
 def project_copy(repo_root: Path, target: Path) -> Path:
@@ -13,3 +16,15 @@ def project_copy(repo_root: Path, target: Path) -> Path:
         (shutil.copytree if src.is_dir() else shutil.copy)(src, target / name)
     shutil.copytree(repo_root / "book", target / "book", ignore=shutil.ignore_patterns("_generated"))
     return target
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def write_params(path: Path, data: dict) -> Path:
+    """``data`` written as a parameters file verifylab accepts: a value used twice is written out twice (PyYAML's
+    default would write an anchor and an alias, which verifylab refuses)."""
+    path.write_text(yaml.dump(data, Dumper=_NoAliasDumper), encoding="utf-8")
+    return path

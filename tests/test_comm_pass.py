@@ -62,7 +62,7 @@ def test_a_bad_latency_file_is_named(tmp_path):
 
 def test_predictions_match_the_two_h200_measurement_within_12_percent(repo_root):
     """Inputs: the run's own isolated latency curves and compute_only pass; never the pass it predicts."""
-    check = validate_against_run(RunStore(repo_root / "data" / "runs"))
+    check = validate_against_run(RunStore(repo_root / "data" / "runs").measured())
     assert set(check["variant"]) == {"nccl", "fused", "one_allreduce_per_layer"}
     assert set(check["path"]) == {"nvlink", "shm", "socket"}
     assert check["error_pct"].abs().max() < 12
@@ -94,6 +94,6 @@ def test_model_pass_savings_are_within_25_percent_of_the_measured_range(repo_roo
     from verifylab.model.comm_pass import saving_check
     from verifylab.store.runs import RunStore
 
-    check = saving_check(RunStore(repo_root / "data" / "runs"))
+    check = saving_check(RunStore(repo_root / "data" / "runs").measured())
     assert len(check) >= 10 and {"fused", "one_allreduce_per_layer"} <= set(check["variant"])
     assert (check["error_pct"].abs() <= 25).all(), check[check["error_pct"].abs() > 25]

@@ -3,7 +3,8 @@ import json
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.store.env import capture_host, interconnect_from_topology, redact_environment
+from verifylab.host import capture_host, interconnect_from_topology
+from verifylab.redact import measurement_environment
 
 TOPO_NVLINK = """\
         GPU0    GPU1    CPU Affinity
@@ -26,7 +27,7 @@ def test_redaction_hides_secret_values_and_keeps_relevant_ones():
         "NCCL_P2P_DISABLE": "1",
         "HOME": "/root",
     }
-    kept = redact_environment(env)
+    kept = measurement_environment(env)
     assert kept == {"NCCL_P2P_DISABLE": "1"}  # only what matters to a measurement: no secret, not even its name
 
 

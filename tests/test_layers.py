@@ -2,11 +2,12 @@
 
 - ``report`` (tables, charts, findings over the evidence) runs nothing: it imports neither ``bench`` (the
   harness that streams requests) nor ``server`` beyond ``server.variants`` (pure flag code);
-- ``model`` (the cost model) and ``gates`` take numbers and files, not the run store: they import no ``store``;
+- ``model`` (the cost model) and ``gates`` take numbers and files, not the run store: they import no ``store``
+  (the model reads runs as values, ``verifylab.sources``; the host is probed by ``verifylab.host``);
 - a notebook imports its chapter only (``tests/test_notebooks_thin.py``).
 
-``KNOWN`` lists the imports that break a rule today (issue 28 moves them); the test fails on any other, and on
-a listed one that is gone, so the list only shrinks."""
+``KNOWN`` lists the imports that break a rule (none today); the test fails on any other, and on a listed one
+that is gone, so the list only shrinks."""
 
 from __future__ import annotations
 
@@ -21,20 +22,7 @@ RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # layer: (forbidd
     "gates": (("verifylab.store",), ()),
 }
 
-KNOWN = {
-    "model/case.py -> verifylab.store.evidence",
-    "model/comm_pass.py -> verifylab.store.runs",
-    "model/cycle.py -> verifylab.store.evidence",
-    "model/cycle.py -> verifylab.store.reference",
-    "model/decision.py -> verifylab.store.evidence",
-    "model/hypotheses.py -> verifylab.store.evidence",
-    "model/options.py -> verifylab.store.evidence",
-    "model/reconcile.py -> verifylab.store.evidence",
-    "model/reconcile.py -> verifylab.store.reference",
-    "model/reconcile.py -> verifylab.store.runs",
-    "model/regimes.py -> verifylab.store.runs",
-    "gates/preflight.py -> verifylab.store.env",
-}
+KNOWN: set[str] = set()
 
 
 def imported_modules(source: str) -> set[str]:

@@ -19,7 +19,7 @@ from verifylab.publish.pipeline import PipelineParams, load_params, run_pipeline
 from verifylab.report.recommend import Topic
 from verifylab.store.evidence import Evidence
 
-from .projects import project_copy
+from .projects import project_copy, write_params
 
 pytestmark = pytest.mark.slow
 
@@ -194,7 +194,7 @@ def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_ro
         "label": "test double (not data)",
     }
     path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
+    write_params(path, params)
     try:
         result = run_pipeline(root, load_params(path))
     finally:
@@ -263,7 +263,7 @@ def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_pa
     root = project_copy(repo_root, tmp_path / "p")
     launcher = [sys.executable, "-m", "verifylab.testing.server"]
     path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(tp2_params(launcher, (free_port(), free_port()))))
+    write_params(path, tp2_params(launcher, (free_port(), free_port())))
     result = run_pipeline(root, load_params(path), only=["02", "03_verify_breakdown"], render=False)
     assert [c.name for c in result.chapters] == ["02_benchmarks", "03_verify_breakdown"]
     assert all(c.ok for c in result.chapters), [c.error for c in result.chapters]
@@ -295,7 +295,7 @@ def test_live_tp2_simulated_pcie_marks_fusion_skipped(repo_root, tmp_path):
     params = tp2_params(launcher, (free_port(), free_port()), simulate=True)
     params["chapters"]["02_benchmarks"]["variants"] = ["fusion"]
     path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
+    write_params(path, params)
     result = run_pipeline(root, load_params(path), only=["02"], render=False)
     assert result.chapters[0].ok, result.chapters[0].error
     run = root / "data" / "runs" / "20261130-000000-live-tp2-test-double"

@@ -1,7 +1,8 @@
 import pytest
 
 from verifylab.errors import ReferenceDataError
-from verifylab.store.reference import load_reported_figures, quote_in_seed, reported_throughput, reported_value
+from verifylab.sources import reported_value
+from verifylab.store.reference import load_reported_figures, quote_in_seed, reported_throughput
 
 from .conftest import SEEDS
 

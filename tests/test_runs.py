@@ -7,8 +7,8 @@ from typer.testing import CliRunner
 
 from verifylab.cli import app
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError
+from verifylab.host import HostInfo
 from verifylab.iorw import atomic_write_with
-from verifylab.store.env import HostInfo
 from verifylab.store.runs import RunStore, manifest_from_host, new_run_id
 
 

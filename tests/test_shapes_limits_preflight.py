@@ -3,6 +3,7 @@ from typer.testing import CliRunner
 
 from verifylab.cli import app
 from verifylab.gates.preflight import box_preflight
+from verifylab.host import HostInfo
 from verifylab.model.limits import INT4_BYTES, decode_weight_bytes_per_gpu, limits_table
 from verifylab.shapes import (
     KIMI_K2,
@@ -10,7 +11,6 @@ from verifylab.shapes import (
     expected_distinct_experts,
     expert_bytes_per_layer_all,
 )
-from verifylab.store.env import HostInfo
 from verifylab.store.runs import RunStore
 from verifylab.vocab import allreduce_message_bytes
 

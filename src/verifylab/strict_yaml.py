@@ -20,7 +20,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise StrictYAMLError(f"line {event.start_mark.line + 1}: anchors and aliases (&name, *name) are refused")
+            raise StrictYAMLError(
+                f"line {event.start_mark.line + 1}: anchors and aliases (&name, *name) are refused: write the value out"
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]

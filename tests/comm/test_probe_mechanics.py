@@ -87,7 +87,7 @@ def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path, two_rank
     runs = tmp_path / "runs"
     store_probe(two_ranks, runs, "20261201-gloo-probe")
     with pytest.raises(ModelInputError, match="no NCCL or fused all-reduce rows"):
-        load_curves("20261201-gloo-probe", RunStore(runs))
+        load_curves("20261201-gloo-probe", RunStore(runs).measured())
 
 
 def test_the_measured_probe_feeds_model_pass_with_graph_rows_of_all_ranks():
@@ -95,7 +95,7 @@ def test_the_measured_probe_feeds_model_pass_with_graph_rows_of_all_ranks():
     from verifylab.store.runs import RunStore
 
     store = RunStore(Path(__file__).resolve().parents[2] / "data" / "runs")
-    curves = {(c.path, c.impl): c for c in load_curves("20261201-092338-2xh200-probe-p2p", store)}
+    curves = {(c.path, c.impl): c for c in load_curves("20261201-092338-2xh200-probe-p2p", store.measured())}
     assert set(curves) == {("p2p", "nccl"), ("p2p", "fused")}
     table = store.read_table("20261201-092338-2xh200-probe-p2p", "allreduce_latency")
     graph = table[(table["impl"] == "nccl") & (table["mode"] == "graph") & (table["group"] == "all")]

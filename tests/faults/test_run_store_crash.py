@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from verifylab.bench.method import BenchRecorder
-from verifylab.store.env import HostInfo
+from verifylab.host import HostInfo
 from verifylab.store.runs import RunStore, manifest_from_host
 
 CRASHED = 137

@@ -9,13 +9,13 @@ from verifylab.bench.method import SingleStreamConfig
 from verifylab.redact import (
     REDACTED,
     is_secret_name,
+    measurement_environment,
     redact_args,
     redact_obj,
     redact_text,
     scrub,
     secret_values,
 )
-from verifylab.store.env import redact_environment
 
 from ..test_bench import TEST_LAUNCHER, base
 
@@ -41,7 +41,7 @@ def test_round_two_names_and_values_are_secret_too():
     assert SECRET not in str(redact_obj({"extra_args": ["--header", header], "note": f"https://{SECRET}@h"}))
     assert secret_values({"url": f"https://{SECRET}@h"}) == {SECRET}
     env = {"SGLANG_X": f"Bearer {SECRET}", "SMTP_PASS": SECRET, "MY_SESSION_COOKIE": SECRET, "NCCL_DEBUG": "INFO"}
-    assert redact_environment(env) == {"NCCL_DEBUG": "INFO", "SGLANG_X": f"Bearer {REDACTED}"}
+    assert measurement_environment(env) == {"NCCL_DEBUG": "INFO", "SGLANG_X": f"Bearer {REDACTED}"}
 
 
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
@@ -84,7 +84,7 @@ def test_environment_redaction_covers_passwd_auth_credential_and_url_passwords()
         "CUDA_VISIBLE_DEVICES": "0,1",
         "HF_ENDPOINT": "https://me:hunter2@mirror/",  # not a measurement setting: not recorded at all
     }
-    kept = redact_environment(env)
+    kept = measurement_environment(env)
     assert {k: kept[k] for k in ("NCCL_PASSWD", "SGLANG_AUTH", "SGLANG_CREDENTIAL_FILE")} == dict.fromkeys(
         ("NCCL_PASSWD", "SGLANG_AUTH", "SGLANG_CREDENTIAL_FILE"), REDACTED
     )

@@ -63,7 +63,7 @@ def measured_figure(ev: Evidence) -> Figure:
 
 
 def _prediction(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("prediction_check", lambda e: comm_measured.prediction_check(e.runs))
+    return ev.derived("prediction_check", lambda e: comm_measured.prediction_check(e.measured))
 
 
 def prediction_finding(ev: Evidence) -> Prose:
@@ -82,7 +82,7 @@ def saving_check(ev: Evidence) -> pd.DataFrame:
     """Table: each variant's saving against NCCL, predicted with in-pass costs, against the measured range."""
     from verifylab.model.comm_pass import saving_check as check
 
-    return ev.derived("saving_check", lambda e: check(e.runs)).round(3)
+    return ev.derived("saving_check", lambda e: check(e.measured)).round(3)
 
 
 def _answers(ev: Evidence) -> dict:

@@ -24,7 +24,7 @@ def env(
     Secrets are redacted (any variable whose name contains TOKEN, KEY, SECRET or PASSWORD).
     Example: `verifylab env --json > host.json`
     """
-    from verifylab.store.env import capture_host
+    from verifylab.host import capture_host
 
     info = capture_host(with_torch=not no_torch)
     if as_json:

@@ -77,8 +77,8 @@ def model_pass(
     from verifylab.model.comm_pass import load_curves, norm_us_measured, predict_pass
     from verifylab.store.runs import RunStore
 
-    store = RunStore(data_dir / "runs") if (data_dir / "runs").is_dir() else None
     try:
+        store = RunStore(data_dir / "runs").measured() if (data_dir / "runs").is_dir() else None
         curves = load_curves(latency, store, path, hidden)
         if norm_us is None:
             found = norm_us_measured(store, tokens) if store else None

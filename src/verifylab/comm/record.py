@@ -65,7 +65,7 @@ def store_probe(
     raw: RawProbe, runs_root: Path, run_id: str, label: str | None = None, public: pd.DataFrame | None = None
 ) -> Manifest:
     """Write the probe as run ``run_id`` under ``runs_root``, all at once (staging folder, then a rename)."""
-    from verifylab.store.env import capture_host
+    from verifylab.host import capture_host
 
     store = RunStore(runs_root)
     if store.exists(run_id):

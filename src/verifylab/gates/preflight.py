@@ -8,7 +8,7 @@ import subprocess
 
 import pandas as pd
 
-from verifylab.store.env import HostInfo, capture_host
+from verifylab.host import HostInfo, capture_host
 from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, version_at_least
 
 

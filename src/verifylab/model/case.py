@@ -1,5 +1,5 @@
 """The case study as the model sees it: the cycle account, its inputs, the reconciliation and the options per
-regime, each from one :class:`~verifylab.store.evidence.Evidence`."""
+regime, each from one :class:`~verifylab.store.evidence.ModelSources`."""
 
 from __future__ import annotations
 
@@ -9,31 +9,31 @@ from verifylab.model.cycle import CycleAccount, cycle_account
 from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs, options_table
 from verifylab.model.reconcile import reconcile
-from verifylab.store.evidence import Evidence
+from verifylab.sources import ModelSources
 
 
-def account(ev: Evidence) -> CycleAccount:
+def account(ev: ModelSources) -> CycleAccount:
     """The cycle account of this evidence, built once."""
     return ev.derived("cycle_account", cycle_account)
 
 
-def inputs(ev: Evidence) -> ModelInputs:
+def inputs(ev: ModelSources) -> ModelInputs:
     """What every option is priced from, built once."""
     return ev.derived("model_inputs", lambda e: model_inputs(e, account(e)))
 
 
-def whatif_table(ev: Evidence, batch: int = 1) -> pd.DataFrame:
+def whatif_table(ev: ModelSources, batch: int = 1) -> pd.DataFrame:
     """Every option in every regime at ``batch`` streams: verify ms and tok/s as ranges (modelled)."""
     inputs(ev)  # the options read the same inputs object
     return ev.derived(f"options/{batch}", lambda e: options_table(e, account(e), batch))
 
 
-def reconcile_table(ev: Evidence) -> pd.DataFrame:
+def reconcile_table(ev: ModelSources) -> pd.DataFrame:
     """The reconciliation of the reported figures, every number from the cycle account."""
     return reconcile(ev, account(ev))
 
 
-def inputs_table(ev: Evidence) -> pd.DataFrame:
+def inputs_table(ev: ModelSources) -> pd.DataFrame:
     """Every input of the account and the options with its value and where it came from."""
     a, m = account(ev), inputs(ev)
     low, high, _ = m.curves.reported_allreduce or (0.0, 0.0, 0.0)

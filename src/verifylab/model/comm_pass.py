@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from verifylab.errors import ModelInputError
-from verifylab.store.runs import COMM_CAMPAIGN_TABLES, RUN_ID_PATTERN, RunStore
+from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
 PASS_VARIANTS = ("compute_only", "nccl", "fused", "one_allreduce_per_layer")
@@ -100,19 +99,19 @@ def parse_nccl_tests(text: str, path: str, source: str) -> LatencyCurve:
 
 
 def load_curves(
-    latency: str, store: RunStore | None, path: str | None = None, hidden: int = KIMI_K2_HIDDEN
+    latency: str, runs: MeasuredRuns | None, path: str | None = None, hidden: int = KIMI_K2_HIDDEN
 ) -> list[LatencyCurve]:
     """Curves from a file (a CSV ``path, impl, tokens, us`` or an nccl-tests output), decided by what exists: a
     file path (absolute or relative) is read as a file, never validated as a run name; otherwise a stored run id."""
     file = Path(latency)
     if file.is_file():
         return _curves_from_file(file, path, hidden)
-    if store is not None and re.fullmatch(RUN_ID_PATTERN, latency) and store.exists(latency):
-        table = store.table_or_none(latency, "allreduce_latency")
+    if runs is not None and runs.exists(latency):
+        table = runs.table_or_none(latency, "allreduce_latency")
         if table is None:
             raise ModelInputError(f"run {latency} has no allreduce_latency table")
         return curves_from_frame(table, f"run {latency}", hidden)
-    where = f"no run of that name in {store.root}" if store is not None else "no run store given"
+    where = f"no run of that name in {runs.where}" if runs is not None else "no runs given"
     raise ModelInputError(f"--latency {latency}: neither a file nor a stored run id ({where})")
 
 
@@ -126,24 +125,24 @@ def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[Latency
     return [parse_nccl_tests(text, path, str(file))]
 
 
-def norm_us_measured(store: RunStore, tokens: float) -> tuple[float, str] | None:
+def norm_us_measured(runs: MeasuredRuns, tokens: float) -> tuple[float, str] | None:
     """The measured FlashInfer fused add+RMSNorm kernel (the one SGLang's unfused path runs) at ``tokens``."""
-    run_id = store.newest_with("norm_fusion")
+    run_id = runs.newest_with("norm_fusion")
     if run_id is None:
         return None
-    table = store.read_table(run_id, "norm_fusion").sort_values("tokens")
+    table = runs.read_table(run_id, "norm_fusion").sort_values("tokens")
     us = loglog_interpolate(tuple(table["tokens"]), tuple(table["fused_us"]), tokens)
     return us, f"measured: run {run_id} (FlashInfer fused add+RMSNorm)"
 
 
-def in_pass_factors(store: RunStore, run_id: str | None = None) -> dict[tuple[str, str], float]:
+def in_pass_factors(runs: MeasuredRuns, run_id: str | None = None) -> dict[tuple[str, str], float]:
     """How much one all-reduce costs inside a synthetic pass over its isolated latency, per (path, impl), from the
     campaign's traces (comm time per all-reduce at the traced token count / the isolated curve there)."""
-    run_id = run_id or store.newest_with(*COMM_CAMPAIGN_TABLES, "verify_pass_trace")
+    run_id = run_id or runs.newest_with(*COMM_CAMPAIGN_TABLES, "verify_pass_trace")
     if run_id is None:
         return {}
-    trace = store.read_table(run_id, "verify_pass_trace")
-    lat = store.read_table(run_id, "allreduce_latency")
+    trace = runs.read_table(run_id, "verify_pass_trace")
+    lat = runs.read_table(run_id, "allreduce_latency")
     factors = {}
     for (path, variant, tokens), group in trace.groupby(["path", "variant", "tokens"]):
         if variant not in ("nccl", "fused") or (group["allreduce_count"] != KIMI_K2_ALLREDUCES_PER_PASS).any():
@@ -197,21 +196,21 @@ def predict_pass(
     return out
 
 
-def validate_against_run(store: RunStore, run_id: str | None = None) -> pd.DataFrame:
+def validate_against_run(runs: MeasuredRuns, run_id: str | None = None) -> pd.DataFrame:
     """Predicted vs measured pass per path, variant and k of a ``verify_pass`` run, from that run's latency
     curves and its own ``compute_only`` pass (out of sample: no predicted pass is an input)."""
-    run_id = run_id or store.newest_with("verify_pass")
+    run_id = run_id or runs.newest_with("verify_pass")
     if run_id is None:
         return pd.DataFrame()
-    passes = store.read_table(run_id, "verify_pass")
-    curves = load_curves(run_id, store)
-    factors = _impl_factors(in_pass_factors(store))
+    passes = runs.read_table(run_id, "verify_pass")
+    curves = load_curves(run_id, runs)
+    factors = _impl_factors(in_pass_factors(runs))
     rows = []
     for (path, k), group in passes.groupby(["path", "tokens"]):
         measured = group.set_index("variant")["pass_ms"]
         if "compute_only" not in measured or pd.isna(measured["compute_only"]):
             continue
-        norm = norm_us_measured(store, k)
+        norm = norm_us_measured(runs, k)
         norm_us = norm[0] if norm else 0.0
         for p in predict_pass(
             float(measured["compute_only"]), float(k), curves, str(path), norm_us, factors=factors.get(str(path))
@@ -247,28 +246,28 @@ def _impl_factors(factors: dict[tuple[str, str], float]) -> dict[str, dict[str, 
 SAVING_VARIANTS = ("fused", "one_allreduce_per_layer")
 
 
-def saving_check(store: RunStore) -> pd.DataFrame:
+def saving_check(runs: MeasuredRuns) -> pd.DataFrame:
     """Each variant's saving against NCCL per path and tokens, predicted by the pass model (the newest campaign's
     isolated curves times the in-pass factors of its traces) against the savings the campaign runs measured (their
     spread from run to run): the error is the distance to the measured range, 0 inside it."""
-    runs = [m.run_id for m in store.manifests() if all(t in m.tables for t in COMM_CAMPAIGN_TABLES)]
-    newest = store.newest_with(*COMM_CAMPAIGN_TABLES)
+    campaigns = runs.runs_with_all(COMM_CAMPAIGN_TABLES)
+    newest = runs.newest_with(*COMM_CAMPAIGN_TABLES)
     if newest is None:
         return pd.DataFrame()
     measured: dict[tuple[str, int, str], list[float]] = {}
-    for run_id in runs:
-        table = store.read_table(run_id, "verify_pass").pivot_table(
+    for run_id in campaigns:
+        table = runs.read_table(run_id, "verify_pass").pivot_table(
             index=["path", "tokens"], columns="variant", values="pass_ms"
         )
         for (path, tokens), row in table.iterrows():
             for variant in SAVING_VARIANTS:
                 if variant in row and not math.isnan(row[variant]) and not math.isnan(row["nccl"]):
                     measured.setdefault((str(path), int(tokens), variant), []).append(row["nccl"] - row[variant])
-    curves, factors = load_curves(newest, store), _impl_factors(in_pass_factors(store))
-    base = store.read_table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
+    curves, factors = load_curves(newest, runs), _impl_factors(in_pass_factors(runs))
+    base = runs.read_table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
     rows = []
     for (path, tokens, variant), values in sorted(measured.items()):
-        norm = norm_us_measured(store, tokens)
+        norm = norm_us_measured(runs, tokens)
         compute = float(base[(path, tokens, "compute_only")])
         predicted = {
             p["name"]: p["pass_ms"]

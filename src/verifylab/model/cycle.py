@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import norm_us_measured
-from verifylab.store.evidence import Evidence
-from verifylab.store.reference import reported_value
+from verifylab.sources import ModelSources, reported_value
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
 
@@ -192,7 +191,7 @@ class CycleAccount:
         return value.text(digits, unit)
 
 
-def cycle_account(ev: Evidence) -> CycleAccount:
+def cycle_account(ev: ModelSources) -> CycleAccount:
     """The account from the reported figures and the measured norm kernel (SGLang's fused add+RMSNorm)."""
     v = lambda fid: reported_value(ev.figures, fid)  # noqa: E731
     verify, share, accept = v("verify_total_ms"), v("verify_cycle_share_pct") / 100, v("accept_length")
@@ -227,10 +226,10 @@ def cycle_account(ev: Evidence) -> CycleAccount:
 NORM_US_ASSUMED = 2.5  # one fused add+RMSNorm kernel at k x 7168, when no run measured it
 
 
-def sglang_norm_us(ev: Evidence, tokens: int) -> tuple[float, str]:
+def sglang_norm_us(ev: ModelSources, tokens: int) -> tuple[float, str]:
     """SGLang's unfused path runs FlashInfer's fused add+RMSNorm (one kernel) after each all-reduce: its cost,
     measured on an H200 where a run has it, else a labelled assumption."""
-    measured = norm_us_measured(ev.runs, tokens)
+    measured = norm_us_measured(ev.measured, tokens)
     if measured is None:
         return NORM_US_ASSUMED, "assumption (no run measured the norm kernel)"
     us, source = measured

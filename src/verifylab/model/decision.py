@@ -17,7 +17,7 @@ from verifylab.model.costmodel import eagle3_tokens_per_s
 from verifylab.model.cycle import Span
 from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price
-from verifylab.store.evidence import Evidence
+from verifylab.sources import ModelSources
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
 
 STREAM_GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64)
@@ -48,13 +48,13 @@ def decode_regime(regime: Regime) -> Regime:
     return regime
 
 
-def _decode(ev: Evidence, regime: Regime, streams: int) -> Span | None:
+def _decode(ev: ModelSources, regime: Regime, streams: int) -> Span | None:
     """Plain decoding (TP 8, NCCL): one token per stream per step; one stream's tok/s."""
     p = option_pass(inputs(ev), Option.TP8_NCCL, decode_regime(regime), streams, 1)
     return None if p.verify is None else Span(1e3 / p.verify.high, 1e3 / p.verify.low)
 
 
-def _eagle(ev: Evidence, option: Option, regime: Regime, streams: int) -> Span | None:
+def _eagle(ev: ModelSources, option: Option, regime: Regime, streams: int) -> Span | None:
     """EAGLE-3 with ``option``: one stream's tok/s over the draft-token range and both readings."""
     a = account(ev)
     rates = []
@@ -68,7 +68,7 @@ def _eagle(ev: Evidence, option: Option, regime: Regime, streams: int) -> Span |
     return Span(min(rates), max(rates))
 
 
-def _crossover(ev: Evidence, regime: Regime) -> tuple[tuple[int, int] | None, bool]:
+def _crossover(ev: ModelSources, regime: Regime) -> tuple[tuple[int, int] | None, bool]:
     """Where EAGLE-3 (TP 8, NCCL) stops paying against plain decoding, by the ranges' midpoints."""
     previous = None
     for streams in STREAM_GRID:
@@ -81,7 +81,7 @@ def _crossover(ev: Evidence, regime: Regime) -> tuple[tuple[int, int] | None, bo
     return None, True
 
 
-def regime_answer(ev: Evidence, regime: Regime) -> RegimeAnswer:
+def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
     """The four answers for ``regime``."""
     one = whatif_table(ev, 1).set_index(["regime_key", "key"])
     loads = {c: whatif_table(ev, c).set_index(["regime_key", "key"]) for c in LOAD_STREAMS}
@@ -121,7 +121,7 @@ def regime_answer(ev: Evidence, regime: Regime) -> RegimeAnswer:
     )
 
 
-def thresholds(ev: Evidence) -> dict[str, Price]:
+def thresholds(ev: ModelSources) -> dict[str, Price]:
     """What an 8-rank all-reduce of one stream's verify message costs in each regime: the probe's reading on a
     reader's box is compared with these."""
     curves = inputs(ev).curves
@@ -133,7 +133,7 @@ def thresholds(ev: Evidence) -> dict[str, Price]:
     return out
 
 
-def decision_table(ev: Evidence) -> pd.DataFrame:
+def decision_table(ev: ModelSources) -> pd.DataFrame:
     """One row per regime: the all-reduce band that identifies it, plain decoding vs EAGLE-3 (with and without
     fusion) at one stream, the fastest option at 1, 8 and 32 streams, and where speculation stops paying."""
     bands = thresholds(ev)

@@ -9,24 +9,24 @@ import pandas as pd
 from verifylab.model.case import account, inputs
 from verifylab.model.cycle import Span
 from verifylab.model.regimes import Collective, Price
-from verifylab.store.evidence import Evidence
+from verifylab.sources import ModelSources
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 
-def _eager_over_graph(ev: Evidence, tokens: int = 4) -> tuple[float, str] | None:
+def _eager_over_graph(ev: ModelSources, tokens: int = 4) -> tuple[float, str] | None:
     """NCCL eager / graph latency at ``tokens`` on the newest P2P probe (measured, 2 x H200)."""
-    for run_id in sorted(ev.runs.runs_with_table("verdict"), reverse=True):
-        verdict = ev.runs.read_table(run_id, "verdict")
+    for run_id in sorted(ev.measured.runs_with_table("verdict"), reverse=True):
+        verdict = ev.measured.read_table(run_id, "verdict")
         if verdict.empty or verdict["regime"].iloc[0] != Regime.HEALTHY_P2P.value:
             continue
-        lat = ev.runs.read_table(run_id, "allreduce_latency")
+        lat = ev.measured.read_table(run_id, "allreduce_latency")
         rows = lat[(lat["impl"] == "nccl") & (lat["group"] == "all") & (lat["tokens"] == tokens)].set_index("mode")
         if {"graph", "eager"} <= set(rows.index):
             return float(rows.loc["eager", "us"] / rows.loc["graph", "us"]), run_id
     return None
 
 
-def ranked_hypotheses(ev: Evidence) -> pd.DataFrame:
+def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
     """One row per hypothesis, ranked: what it could explain of the removed time, evidence, deciding measurement."""
     a, m = account(ev), inputs(ev)
     removed = a.removed_ms

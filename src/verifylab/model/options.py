@@ -45,7 +45,7 @@ from verifylab.model.floors import (
 )
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price, RegimeCurves, regime_curves
 from verifylab.shapes import KIMI_K2
-from verifylab.store.evidence import Evidence
+from verifylab.sources import ModelSources
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
 
 GPUS = 8
@@ -114,7 +114,7 @@ OPTIONS: dict[Option, OptionFacts] = {
 # ------------------------------------------------------------------------------------------ model inputs
 @dataclass
 class ModelInputs:
-    """What every option is priced from, built once per Evidence."""
+    """What every option is priced from, built once per ModelSources."""
 
     curves: RegimeCurves
     efficiency: Callable[[float], float]  # measured H200 pass / its floor, at T tokens
@@ -131,11 +131,11 @@ class ModelInputs:
         return Span(floor / self.best_efficiency, floor / min(self.efficiency(tokens), self.best_efficiency))
 
 
-def _h200_efficiency(ev: Evidence) -> tuple[Callable[[float], float], float, str]:
-    run_id = ev.newest_with("shard_compute")
+def _h200_efficiency(ev: ModelSources) -> tuple[Callable[[float], float], float, str]:
+    run_id = ev.measured.newest_with("shard_compute")
     if run_id is None:
         return (lambda t: 1.0), 1.0, "no measured pass: compute at the floor"
-    t = ev.runs.read_table(run_id, "shard_compute")
+    t = ev.measured.read_table(run_id, "shard_compute")
     t = t[t["norm"] == "flashinfer_fused"].sort_values("tokens")
     xs, ys = tuple(float(x) for x in t["tokens"]), tuple(float(y) for y in t["fraction_of_floor"])
 
@@ -145,16 +145,16 @@ def _h200_efficiency(ev: Evidence) -> tuple[Callable[[float], float], float, str
     return eff, max(ys), f"H200 TP-8 shard pass against its own floor (run {run_id}, {min(ys):.0%}-{max(ys):.0%})"
 
 
-def _norm(ev: Evidence) -> tuple[Callable[[float], float], str]:
-    run_id = ev.newest_with("norm_fusion")
+def _norm(ev: ModelSources) -> tuple[Callable[[float], float], str]:
+    run_id = ev.measured.newest_with("norm_fusion")
     if run_id is None:
-        raise ModelInputError(f"no run under {ev.runs.root} measured the norm kernel (table norm_fusion)")
-    n = ev.runs.read_table(run_id, "norm_fusion").sort_values("tokens")
+        raise ModelInputError(f"no run under {ev.measured.where} measured the norm kernel (table norm_fusion)")
+    n = ev.measured.read_table(run_id, "norm_fusion").sort_values("tokens")
     xs, ys = tuple(float(x) for x in n["tokens"]), tuple(float(y) for y in n["fused_us"])
     return (lambda t: loglog_interpolate(xs, ys, min(max(t, xs[0]), xs[-1]))), f"measured, run {run_id} (H200)"
 
 
-def model_inputs(ev: Evidence, account: CycleAccount) -> ModelInputs:
+def model_inputs(ev: ModelSources, account: CycleAccount) -> ModelInputs:
     """The inputs of every option for this evidence (the reported regime from the account and the floor)."""
     eff, best, eff_source = _h200_efficiency(ev)
     norm, norm_source = _norm(ev)
@@ -285,7 +285,7 @@ def _pass(inputs, option, regime, streams, k, bytes_read, tokens, comm, norms, c
 
 
 # ----------------------------------------------------------------------------------------------- tables
-def options_table(ev: Evidence, account: CycleAccount, streams: int = 1) -> pd.DataFrame:
+def options_table(ev: ModelSources, account: CycleAccount, streams: int = 1) -> pd.DataFrame:
     """One row per option and regime at ``streams`` streams: floor, compute, communication and verify ms, and
     one stream's tok/s, as ranges over the draft-token range and the inputs' spread (modelled)."""
     inputs = ev.derived("model_inputs", lambda e: model_inputs(e, account))

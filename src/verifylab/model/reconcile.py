@@ -8,9 +8,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from verifylab.model.cycle import CycleAccount
-from verifylab.store.evidence import Evidence
-from verifylab.store.reference import reported_value
-from verifylab.store.runs import COMM_CAMPAIGN_TABLES
+from verifylab.sources import COMM_CAMPAIGN_TABLES, ModelSources, reported_value
 
 
 @dataclass
@@ -31,12 +29,12 @@ def _step(step, figures, arithmetic, low, high, unit, verdict) -> Step:
     return Step(step, figures, arithmetic, (low + high) / 2, low, high, unit, verdict)
 
 
-def message_growth(ev: Evidence) -> tuple[str, str]:
+def message_growth(ev: ModelSources) -> tuple[str, str]:
     """NCCL without P2P (measured on 2 x H200 through host memory) at k = 1, 4 and 16: arithmetic and verdict."""
-    run_id = ev.newest_with(*COMM_CAMPAIGN_TABLES)
+    run_id = ev.measured.newest_with(*COMM_CAMPAIGN_TABLES)
     if run_id is None:
         return "no measured latency curve", "open"
-    lat = ev.runs.read_table(run_id, "allreduce_latency")
+    lat = ev.measured.read_table(run_id, "allreduce_latency")
     shm = lat[(lat["path"] == "shm") & (lat["impl"] == "nccl")].set_index("tokens")["us"]
     if not {1, 4, 16} <= set(shm.index):
         return "the measured curve lacks k = 1, 4 or 16", "open"
@@ -47,7 +45,7 @@ def message_growth(ev: Evidence) -> tuple[str, str]:
     )
 
 
-def _floor_steps(ev: Evidence, a: CycleAccount) -> list[Step]:
+def _floor_steps(ev: ModelSources, a: CycleAccount) -> list[Step]:
     """The reported compute against the bytes floor, and what that leaves per all-reduce."""
     from verifylab.model.case import inputs
     from verifylab.model.options import reported_pass_floor
@@ -77,7 +75,7 @@ def _floor_steps(ev: Evidence, a: CycleAccount) -> list[Step]:
     ]
 
 
-def reconcile(ev: Evidence, account: CycleAccount) -> pd.DataFrame:
+def reconcile(ev: ModelSources, account: CycleAccount) -> pd.DataFrame:
     """The reconciliation table: one row per step, value with low/high (equal where nothing is uncertain)."""
     a, v = account, (lambda fid: reported_value(ev.figures, fid))
     n, layers = a.allreduces, a.allreduces // 2

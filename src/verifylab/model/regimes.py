@@ -29,6 +29,7 @@ import pandas as pd
 
 from verifylab.model.comm_pass import loglog_interpolate
 from verifylab.model.costmodel import max_oneshot_tokens
+from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns, ModelSources
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
@@ -310,7 +311,7 @@ class RegimeCurves:
         return Price(low / 14, high / 14, "one step of the reported ring")
 
 
-def _host_curve(runs) -> tuple[SourceCurve | None, str | None]:
+def _host_curve(runs: MeasuredRuns) -> tuple[SourceCurve | None, str | None]:
     """The newest measured NCCL curve through host memory: a probe in that regime, else the campaign's shm path."""
     for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
         verdict = runs.read_table(run_id, "verdict")
@@ -323,15 +324,11 @@ def _host_curve(runs) -> tuple[SourceCurve | None, str | None]:
     return None, None
 
 
-def in_pass_fused_factor(runs) -> tuple[float, float, str]:
+def in_pass_fused_factor(runs: MeasuredRuns) -> tuple[float, float, str]:
     """The fused kernel's cost inside a pass over its isolated latency, from the synthetic passes' traces (per
     all-reduce comm time at 122 all-reduces vs the same run's isolated curve): (low, high, source)."""
-    from verifylab.store.runs import COMM_CAMPAIGN_TABLES
-
     ratios, sources = [], []
-    for run_id in runs.runs_with_table("verify_pass_trace"):
-        if not all(t in runs.manifest(run_id).tables for t in COMM_CAMPAIGN_TABLES):
-            continue
+    for run_id in runs.runs_with_all((*COMM_CAMPAIGN_TABLES, "verify_pass_trace")):
         trace = runs.read_table(run_id, "verify_pass_trace")
         lat = runs.read_table(run_id, "allreduce_latency")
         fused = trace[(trace["variant"] == "fused") & (trace["allreduce_count"] > 0)]
@@ -347,13 +344,13 @@ def in_pass_fused_factor(runs) -> tuple[float, float, str]:
     return min(1.0, min(ratios)), max(ratios), "; ".join(sources)
 
 
-def box_probe(runs) -> BoxProbe | None:
+def box_probe(runs: MeasuredRuns) -> BoxProbe | None:
     """The newest stored probe (not mechanics only) at the case study's TP size, with its verdict's regime."""
     for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
-        manifest = runs.manifest(run_id)
+        run = runs.run(run_id)
         verdict = runs.read_table(run_id, "verdict")
         whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
-        if manifest.mechanics_only or whole.empty or int(whole["world"].iloc[0]) != BOX_WORLD:
+        if run.mechanics_only or whole.empty or int(whole["world"].iloc[0]) != BOX_WORLD:
             continue
         lat = runs.read_table(run_id, "allreduce_latency")
         rows = lat[(lat["mode"] == "graph") & (lat["group"] == "all")].dropna(subset=["us"])
@@ -363,17 +360,15 @@ def box_probe(runs) -> BoxProbe | None:
             if not r.empty:
                 curves[impl] = SourceCurve(f"run {run_id}", tuple(r["bytes"]), monotone(list(r["us"])))
         if "nccl" in curves:
-            return BoxProbe(
-                run_id, manifest.label, Regime(whole["regime"].iloc[0]), curves["nccl"], curves.get("fused")
-            )
+            return BoxProbe(run_id, run.label, Regime(whole["regime"].iloc[0]), curves["nccl"], curves.get("fused"))
     return None
 
 
-def regime_curves(ev, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
+def regime_curves(ev: ModelSources, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
     """The curves of one Evidence (public table, measured runs) and the reported regime's range."""
-    host, host_run = _host_curve(ev.runs)
-    low, high, source = in_pass_fused_factor(ev.runs)
-    curves = RegimeCurves(ev.public, host, host_run, reported, (low, high), box_probe(ev.runs))
+    host, host_run = _host_curve(ev.measured)
+    low, high, source = in_pass_fused_factor(ev.measured)
+    curves = RegimeCurves(ev.public, host, host_run, reported, (low, high), box_probe(ev.measured))
     curves.notes["in_pass_fused"] = source
     return curves
 

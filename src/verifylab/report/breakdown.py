@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence
-from verifylab.store.reference import reported_value
 from verifylab.store.runs import RunStore
 
 COMPUTE_PARTS = {"gemm_moe_us": "GEMM / MoE", "attention_us": "attention", "norm_us": "norm"}

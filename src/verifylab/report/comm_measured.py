@@ -12,7 +12,8 @@ import pandas as pd
 
 from verifylab.report.charts import Figure, tokens_axis
 from verifylab.report.section import Prose
-from verifylab.store.runs import COMM_CAMPAIGN_TABLES, RunStore
+from verifylab.sources import COMM_CAMPAIGN_TABLES
+from verifylab.store.runs import RunStore
 
 PATH_ORDER = ["nvlink", "shm", "socket"]
 PATH_NAMES = {
@@ -301,7 +302,7 @@ def prediction_check(store: RunStore) -> pd.DataFrame:
     """``model pass`` against the measured passes (modelled vs measured), one row per path, k and variant."""
     from verifylab.model.comm_pass import validate_against_run
 
-    check = validate_against_run(store)
+    check = validate_against_run(store.measured())
     if check.empty:
         return check
     check = check.assign(path=check["path"].map(PATH_NAMES))

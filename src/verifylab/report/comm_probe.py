@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.report.section import Prose, md_text
-from verifylab.store.runs import COMM_CAMPAIGN_TABLES, RunStore
+from verifylab.sources import COMM_CAMPAIGN_TABLES
+from verifylab.store.runs import RunStore
 
 CAMPAIGN_PATH = {"p2p": "nvlink", "shm": "shm", "net": "socket"}  # probe transport -> campaign path name
 

@@ -13,8 +13,8 @@ from verifylab.model.cycle import CycleAccount
 from verifylab.report.bench_report import active_only, crossovers, stored_benchmarks
 from verifylab.report.live_smoke import mechanics_runs
 from verifylab.server.variants import BaseConfig
+from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence
-from verifylab.store.reference import reported_value
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from verifylab.errors import ManifestError, ReferenceDataError
+from verifylab.sources import MeasuredRuns
 from verifylab.store.public import load_public_measurements
 from verifylab.store.reference import load_reported_figures
 from verifylab.store.runs import RunStore
@@ -36,6 +37,11 @@ class Evidence:
     def runs(self) -> RunStore:
         """The measured runs (``data/runs/``)."""
         return RunStore(self.data_dir / "runs")
+
+    @cached_property
+    def measured(self) -> MeasuredRuns:
+        """The measured runs as the cost model reads them (each table read once)."""
+        return self.runs.measured()
 
     @cached_property
     def figures(self) -> pd.DataFrame:

@@ -47,14 +47,6 @@ def load_reported_figures(data_dir: Path | str) -> pd.DataFrame:
     return frame
 
 
-def reported_value(figures: pd.DataFrame, figure_id: str) -> float:
-    """The numeric value of one reported figure, by id."""
-    match = figures.loc[figures["figure_id"] == figure_id, "value"]
-    if match.empty or pd.isna(match.iloc[0]):
-        raise ReferenceDataError(f"no numeric reported figure '{figure_id}' in data/reference/{REFERENCE_FILE}")
-    return float(match.iloc[0])
-
-
 def quote_in_seed(quote: str, seed_text: str) -> bool:
     """True when ``quote`` appears verbatim in the seed (whitespace-insensitive)."""
 

@@ -21,9 +21,10 @@ from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError
+from verifylab.host import HostInfo
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with
 from verifylab.redact import redact_obj, redact_text
-from verifylab.store.env import HostInfo
+from verifylab.sources import MeasuredRun, MeasuredRuns
 
 RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
 TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -182,9 +183,6 @@ _LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder an
 
 # The synthetic verify-pass campaign (benchmarks/gpu_multi.py) stores NCCL curves on every path (nvlink, shm,
 # socket) beside its passes; a communication probe stores one path per run. Readers of the campaign ask for both.
-COMM_CAMPAIGN_TABLES = ("allreduce_latency", "verify_pass")
-
-
 class RunStore:
     """The folder of measured runs (default ``data/runs``)."""
 
@@ -248,7 +246,7 @@ class RunStore:
         """The run ``run_id``: resumed when stored, else created for this host (``verifylab env``'s capture)."""
         if self.exists(run_id):
             return self.manifest(run_id)
-        from verifylab.store.env import capture_host
+        from verifylab.host import capture_host
 
         manifest = manifest_from_host(run_id, label, capture_host(with_torch=with_torch), parameters, purpose)
         manifest.status = status
@@ -325,6 +323,23 @@ class RunStore:
         """The most recently created run (by the manifest's ``created``) that holds every table in ``names``."""
         holding = [m for m in self.manifests() if all(n in m.tables for n in names)]
         return max(holding, key=lambda m: m.created).run_id if holding else None
+
+    def measured(self) -> MeasuredRuns:
+        """Every stored run as the cost model reads runs (tables read on first use)."""
+        return MeasuredRuns(
+            (
+                MeasuredRun(
+                    m.run_id,
+                    frozenset(m.tables),
+                    lambda name, run_id=m.run_id: self.read_table(run_id, name),
+                    m.created,
+                    m.label,
+                    m.mechanics_only,
+                )
+                for m in self.manifests()
+            ),
+            str(self.root),
+        )
 
     def summary(self) -> pd.DataFrame:
         """One row per stored run: id, label, GPU, interconnect, created, tables. A run whose manifest cannot be

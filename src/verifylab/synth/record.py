@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifylab.store.env import capture_host
+from verifylab.host import capture_host
 from verifylab.store.runs import RunStore, manifest_from_host
 from verifylab.synth.runner import SynthConfig, run_synth_verify
 from verifylab.trace import summarize_traces

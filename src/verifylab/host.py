@@ -13,7 +13,6 @@ import re
 import shutil
 import socket
 import subprocess
-from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -49,11 +48,6 @@ class HostInfo(BaseModel):
     git_commit: str | None = None
     environment: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
-
-
-def redact_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment a manifest records (:func:`verifylab.redact.measurement_environment`)."""
-    return measurement_environment(env)
 
 
 def _run(cmd: list[str], timeout: float = 20.0) -> str | None:
@@ -152,7 +146,7 @@ def capture_host(root: Path | None = None, with_torch: bool = True) -> HostInfo:
         os=f"{platform.system()} {platform.release()}",
         python=platform.python_version(),
         versions=package_versions(),
-        environment=redact_environment(os.environ),
+        environment=measurement_environment(os.environ),
         git_commit=git_commit(root),
     )
     _query_gpus(info)
