@@ -14,7 +14,7 @@ help:
 	@echo "make book   - create $(VENV), install, execute every chapter (replay) and render _build/html"
 	@echo "make test   - create $(VENV), install, ruff + the whole test suite (browser tests included)"
 	@echo "make check - the fast lane: lint and the unit tests (no book build, no browser)"
-	@echo "make lint   - ruff, and the notebooks' parameters cells against their chapters' Params"
+	@echo "make lint   - ruff, mypy on src/, and the notebooks' parameters cells against their chapters' Params"
 	@echo "make notebooks - write each notebook's parameters cell from verifylab/chapters/params.py"
 	@echo "make live PARAMS=examples/params-case-study.yaml - all chapters in the params' mode, then the edition"
 	@echo "make clean  - remove _build and book/_generated (keeps $(VENV))"
@@ -41,6 +41,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks notebooks
 	$(BIN)/ruff format --check src tests benchmarks notebooks
 	$(BIN)/python -m verifylab.chapters.notebook_cell --check notebooks
+	$(BIN)/mypy
 
 notebooks: $(STAMP)
 	$(BIN)/python -m verifylab.chapters.notebook_cell notebooks

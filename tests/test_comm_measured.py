@@ -49,7 +49,7 @@ def test_the_finding_is_formatted_from_the_values():
 
 
 def test_the_prediction_finding_quotes_the_worst_error_of_the_check(repo_root):
-    check = cm.prediction_check(store(repo_root))
+    check = cm.prediction_check(store(repo_root).measured())
     worst = check["error_pct"].abs().max()
     assert f"within {worst:.1f} %" in cm.prediction_finding(check)
     assert cm.prediction_finding(check.iloc[0:0]).startswith("No measured pass")

@@ -30,7 +30,9 @@ def test_the_decision_from_values_equals_the_decision_from_the_data_folder(data_
 
 def test_measured_runs_from_frames_answer_like_the_store():
     norm = pd.DataFrame({"tokens": [1, 16], "fused_us": [2.0, 8.0]})
-    runs = MeasuredRuns.of_frames({"run-a": {"norm_fusion": norm}, "run-b": {"norm_fusion": norm.assign(fused_us=[4.0, 16.0])}})
+    runs = MeasuredRuns.of_frames(
+        {"run-a": {"norm_fusion": norm}, "run-b": {"norm_fusion": norm.assign(fused_us=[4.0, 16.0])}}
+    )
     assert runs.newest_with("norm_fusion") == "run-b"  # made last
     us, source = norm_us_measured(runs, 16)
     assert us == pytest.approx(16.0) and "run-b" in source

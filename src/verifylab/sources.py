@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Protocol
 
 import pandas as pd
@@ -52,9 +53,7 @@ class MeasuredRuns:
         runs = []
         for n, (run_id, tables) in enumerate(sorted(frames.items())):
             created = datetime(2000, 1, 1, tzinfo=UTC) + timedelta(seconds=n)
-            runs.append(
-                MeasuredRun(run_id, frozenset(tables), lambda name, t=tables: t[name].copy(), created, **run_fields)
-            )
+            runs.append(MeasuredRun(run_id, frozenset(tables), partial(_copy_of, tables), created, **run_fields))
         return cls(runs, "frames given in memory")
 
     def __repr__(self) -> str:
@@ -96,6 +95,10 @@ class MeasuredRuns:
         """The most recently made run holding every table in ``names``, or None."""
         holding = [r for r in self.runs if all(n in r.tables for n in names)]
         return max(holding, key=lambda r: r.created).run_id if holding else None
+
+
+def _copy_of(tables: Mapping[str, pd.DataFrame], name: str) -> pd.DataFrame:
+    return tables[name].copy()
 
 
 class ModelSources(Protocol):

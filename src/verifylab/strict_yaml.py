@@ -17,7 +17,7 @@ class StrictYAMLError(ValueError):
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+    def compose_node(self, parent, index):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise StrictYAMLError(
@@ -25,7 +25,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             )
         return super().compose_node(parent, index)
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+    def construct_mapping(self, node, deep=False):
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)

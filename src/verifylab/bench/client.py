@@ -80,9 +80,10 @@ def parse_spec_meta(meta: dict) -> dict:
 def accept_length(results: list[RequestResult]) -> float | None:
     """Token-weighted accept length over a run: sum(completion tokens) / sum(verify passes)."""
     verifies = [parse_spec_meta(r.meta).get("spec_verify_ct") for r in results if r.ok]
-    if not verifies or any(v is None for v in verifies) or sum(verifies) == 0:
+    if not verifies or any(v is None for v in verifies):
         return None
-    return sum(r.output_tokens for r in results if r.ok) / sum(verifies)
+    passes = sum(v for v in verifies if v is not None)
+    return sum(r.output_tokens for r in results if r.ok) / passes if passes else None
 
 
 def sse_events(buffer: bytes) -> tuple[list[bytes], bytes]:

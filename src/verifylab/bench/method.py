@@ -39,8 +39,8 @@ async def server_accept_length(client: Client) -> float | None:
         return None
     states = info.get("internal_states") or []
     values = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)]
-    values = [v for v in values if v is not None]
-    return float(np.mean(values)) if values else None
+    known = [float(v) for v in values if v is not None]
+    return float(np.mean(known)) if known else None
 
 
 async def single_stream(
@@ -127,7 +127,7 @@ def _digest(r: RequestResult) -> str | None:
 def single_stream_summary(results: list[RequestResult], server_accept: float | None) -> dict:
     """What `verifylab bench --json` prints."""
     ok = [r for r in results if r.ok]
-    tput = [r.output_tokens_per_s for r in ok]
+    tput = [v for r in ok if (v := r.output_tokens_per_s) is not None]
     interval = median_interval(tput)  # of the median, with its true coverage (not 95 % below 6 runs)
     return {
         "runs": [
@@ -153,6 +153,12 @@ def single_stream_summary(results: list[RequestResult], server_accept: float | N
     }
 
 
+def _median_ms(seconds: list[float | None]) -> float | None:
+    """The median of the known values, in ms; None when none is known (a NaN would make ``--json`` invalid)."""
+    known = [v for v in seconds if v is not None]
+    return float(np.median(known)) * 1e3 if known else None
+
+
 def cell_summary(
     results: list[RequestResult], wall_s: float, concurrency: int, slo: dict[str, float] | None = None
 ) -> dict:
@@ -162,7 +168,7 @@ def cell_summary(
     ok = [r for r in results if r.ok]
     good = [r for r in ok if r.ttft_s is not None and r.ttft_s <= slo["ttft_s"] and (r.tpot_s or 0) <= slo["tpot_s"]]
     itl = [x for r in ok for x in r.per_token_latency_s]
-    per_req = [r.output_tokens_per_s for r in ok]
+    per_req = [v for r in ok if (v := r.output_tokens_per_s) is not None]
     ci = bootstrap_ci(per_req, stat=np.mean)
     return {
         "concurrency": concurrency,
@@ -176,8 +182,8 @@ def cell_summary(
         "median_itl_ms": float(np.median(itl)) * 1e3 if itl else None,
         "p90_itl_ms": float(np.percentile(itl, 90)) * 1e3 if itl else None,
         "p99_itl_ms": float(np.percentile(itl, 99)) * 1e3 if itl else None,
-        "median_ttft_ms": float(np.median([r.ttft_s for r in ok])) * 1e3 if ok else None,
-        "median_tpot_ms": float(np.median([r.tpot_s for r in ok if r.tpot_s])) * 1e3 if ok else None,
+        "median_ttft_ms": _median_ms([r.ttft_s for r in ok]),
+        "median_tpot_ms": _median_ms([r.tpot_s for r in ok if r.tpot_s]),  # None, never NaN, when none has one
         "accept_length": accept_length(results),
         "tokens_per_s_per_user": float(np.median(per_req)) if per_req else None,
         "goodput_tokens_per_s": sum(r.output_tokens for r in good) / wall_s if wall_s else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from verifylab.bench.client import Client
@@ -117,7 +118,7 @@ def run_sweep(
                     n,
                     max_tokens,
                     prompts,
-                    (lambda d, t, c=c: progress(f"{variant} C={c}", d, t)) if progress else None,
+                    partial(progress, f"{variant} C={c}") if progress else None,
                 )
                 summary = cell_summary(results, wall, c)
                 cells.append(summary)

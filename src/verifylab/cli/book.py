@@ -122,6 +122,7 @@ def book(
             publish_edition(project, result.edition)
     except VerifylabError as exc:
         raise fail(exc) from None
+    assert result.edition_dir is not None  # build_book archives the edition or raises
     console.print(f"edition {result.edition['id']} (all editions: {result.edition_dir.parent / 'index.html'})")
     console.print(f"PDFs: {result.pdf_note}", highlight=False)
     if publish:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 from verifylab.comm.config import ProbeConfig
 from verifylab.comm.timing import Mode, RankSample, relative_error, time_samples
@@ -117,7 +118,7 @@ class Prober:
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
-        kwargs = {"device_id": self.device} if self.cuda else {}
+        kwargs: dict[str, Any] = {"device_id": self.device} if self.cuda else {}
         dist.init_process_group(
             self.cfg.backend,
             rank=rank,

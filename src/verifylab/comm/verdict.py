@@ -223,7 +223,9 @@ def _judge(
         )
     # P2P reported: is it healthy?
     healthy = _band_for(bands, Regime.HEALTHY_P2P, world)
-    reasons, fixes, evidence = [], [], []
+    reasons: list[str] = []
+    fixes: list[str] = []
+    evidences: list[str] = []
     if healthy is not None and us is not None and us > healthy.high_us * 1.5:
         reasons.append(
             f"P2P reported, but {at} at {tokens} tokens is above the public healthy band "
@@ -244,13 +246,13 @@ def _judge(
                 "the halves are healthy and the whole set is not: a socket or switch boundary lies between them "
                 "(cross-socket P2P, NCCL_P2P_LEVEL, the switch's ACS); or keep TP within a half"
             )
-            evidence.append("halves healthy, full set slow")
+            evidences.append("halves healthy, full set slow")
         else:
             fixes.append(
                 "the fabric collapses under all-to-all writes: check the switch's ACS/P2P settings and try "
                 "NCCL_P2P_LEVEL or fewer channels (NCCL_MAX_NCHANNELS)"
             )
-            evidence.append("pairs healthy, full set slow")
+            evidences.append("pairs healthy, full set slow")
     slow_pairs = _staged_pairs(p2p if members is None else p2p[p2p["src"].isin(members) & p2p["dst"].isin(members)])
     if slow_pairs:
         reasons.append(
@@ -261,13 +263,13 @@ def _judge(
             "those pairs' copies look staged through the host or routed across sockets: check their link "
             "(nvidia-smi topo -m), IOMMU and ACS"
         )
-        evidence.append(f"copy bandwidth per pair (P2P matrix): {', '.join(slow_pairs)}")
+        evidences.append(f"copy bandwidth per pair (P2P matrix): {', '.join(slow_pairs)}")
     if reasons:
         return verdict(
             Regime.DEGRADED,
             "; ".join(reasons),
             fixes[0] if fixes else "re-check P2P on this platform: P2P may be staged through host memory",
-            "; ".join(evidence) or "latency above the healthy band",
+            "; ".join(evidences) or "latency above the healthy band",
         )
     band_note = f" (public healthy band: {healthy.low_us:.0f}-{healthy.high_us:.0f} us)" if healthy else ""
     return verdict(

@@ -37,7 +37,7 @@ def plan(aud: Audit) -> dict[str, FilePlan]:
 
 
 def unified_diff(plans: dict[str, FilePlan]) -> str:
-    chunks = []
+    chunks: list[str] = []
     for rel, p in sorted(plans.items()):
         chunks.extend(
             difflib.unified_diff(

@@ -54,10 +54,15 @@ class _Offsets:
                 self.starts.append(i + 1)
         self.data = data
 
-    def at(self, line: int, col: int) -> int:
+    def at(self, line: int | None, col: int | None) -> int:
+        """Byte offset of (line, column); ``ast.parse`` sets both on every node it positions."""
+        if line is None or col is None:
+            raise GateError("a node without a source position: the file was not parsed from source")
         return self.starts[line - 1] + col
 
-    def line_end(self, line: int) -> int:
+    def line_end(self, line: int | None) -> int:
+        if line is None:
+            raise GateError("a node without a source position: the file was not parsed from source")
         nxt = self.starts[line] if line < len(self.starts) else len(self.data) + 1
         return nxt - 1
 
@@ -146,22 +151,22 @@ def plan_file(path: Path, rel: str, findings: list[Finding], target: int, root: 
         ):
             raise GateError(f"{rel}: no platform predicate '{_renamed(pred.attr, best_arch, target)}' in this install")
     singles = {(f.line, f.expression) for f in findings if f.status == "closed" and f.role == SINGLE_ROLE}
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call | ast.Name | ast.Attribute) or arch_of(node) is None:
+    for site in ast.walk(tree):
+        if not isinstance(site, ast.Call | ast.Name | ast.Attribute) or arch_of(site) is None:
             continue
-        segment = source_segment(source, node) or ""
-        if (node.lineno, segment) not in singles:
+        segment = source_segment(source, site) or ""
+        if (site.lineno, segment) not in singles:
             continue
-        singles.discard((node.lineno, segment))
-        old = arch_of(node) or 0
+        singles.discard((site.lineno, segment))
+        old = arch_of(site) or 0
         new_operand = _renamed(segment, old, target)
-        plan.add(offsets.at(node.lineno, node.col_offset), "(", f"line {node.lineno}: wrap '{segment}'")
+        plan.add(offsets.at(site.lineno, site.col_offset), "(", f"line {site.lineno}: wrap '{segment}'")
         plan.add(
-            offsets.at(node.end_lineno, node.end_col_offset),
+            offsets.at(site.end_lineno, site.end_col_offset),
             f" or {new_operand})",
-            f"line {node.lineno}: add 'or {new_operand}'",
+            f"line {site.lineno}: add 'or {new_operand}'",
         )
-        pred = node.func if isinstance(node, ast.Call) else node
+        pred = site.func if isinstance(site, ast.Call) else site
         if isinstance(pred, ast.Name) and not pred.id.startswith("_"):
             _ensure_import(tree, offsets, plan, _renamed(pred.id, old, target), pred.id, root)
     _plan_tables_and_lists(tree, source, offsets, plan, findings, target)
@@ -223,8 +228,9 @@ def _plan_tables_and_lists(tree, source, offsets, plan, findings, target) -> Non
     lists = {f.line for f in findings if f.kind == "jit_arch_list" and f.status == "closed"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and node.lineno in tables and isinstance(node.value, ast.Dict):
-            name = node.targets[0].id
-            keys = [k.value for k in node.value.keys]
+            target_name = node.targets[0]
+            name = target_name.id if isinstance(target_name, ast.Name) else ast.unparse(target_name)
+            keys = [k.value if isinstance(k, ast.Constant) else None for k in node.value.keys]
             donor = node.value.values[keys.index(10)] if 10 in keys else node.value.values[-1]
             if "MULTIMEM" in name.upper():
                 value, why = "[]", "no multicast world sizes (PCIe has no NVLink multicast)"
@@ -232,8 +238,10 @@ def _plan_tables_and_lists(tree, source, offsets, plan, findings, target) -> Non
                 value, why = source_segment(source, donor) or "", "sizes copied from the SM100 entry"
             last = node.value.values[-1]
             end = offsets.at(last.end_lineno, last.end_col_offset)
-            indent = offsets.indent(node.value.keys[-1].lineno)
-            if node.value.keys[-1].lineno == node.lineno:  # one-line dict
+            last_key = node.value.keys[-1]
+            key_line = last_key.lineno if last_key is not None else last.lineno
+            indent = offsets.indent(key_line)
+            if key_line == node.lineno:  # one-line dict
                 plan.add(end, f", {major}: {value}", f"{name}: add {major}: {value} ({why})")
             elif offsets.data[end : end + 1] == b",":
                 plan.add(end + 1, f"\n{indent}{major}: {value},", f"{name}: add {major}: entry ({why})")

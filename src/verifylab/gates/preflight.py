@@ -74,7 +74,7 @@ def box_preflight(host: HostInfo | None = None, arch: int = 120) -> pd.DataFrame
     rows.append(
         {
             "check": "peer-to-peer access between GPUs",
-            "ok": bool(p2p) and p2p[0] == p2p[1],
+            "ok": p2p is not None and p2p[0] == p2p[1],
             "result": f"{p2p[0]}/{p2p[1]} GPU pairs" if p2p else "not checked (no torch/CUDA here)",
             "action": "the fused kernels store into peers' memory: enable P2P (BIOS ACS/IOMMU settings)",
         }

@@ -17,7 +17,7 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from verifylab.gates.source import (
     MULTICAST_MARKER,
@@ -108,7 +108,21 @@ class _Parents(ast.NodeVisitor):
         return out
 
 
-def _enclosing(chain: list[ast.AST], types) -> ast.AST | None:
+N = TypeVar("N", bound=ast.AST)
+
+
+def _enclosing(chain: list[ast.AST], types: tuple[type[N], ...]) -> N | None:
+    """The nearest node of one of ``types`` in ``chain`` (innermost first)."""
+    return next((n for n in chain if isinstance(n, types)), None)
+
+
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _definition(
+    chain: list[ast.AST], types: tuple[type[Definition], ...] = (ast.FunctionDef, ast.AsyncFunctionDef)
+) -> Definition | None:
+    """The nearest function (or class, where ``types`` says) enclosing the chain's first node."""
     return next((n for n in chain if isinstance(n, types)), None)
 
 
@@ -156,7 +170,7 @@ def _scan_tree(source: str, rel: str, target: int) -> list[Finding]:
         if not ({90, 100} & set(archs)):
             continue
         chain = parents.chain(node)
-        func = _enclosing(chain, (ast.FunctionDef, ast.AsyncFunctionDef))
+        func = _definition(chain)
         func_name = func.name if func else "<module>"
         stmt = _enclosing(chain, (ast.If, ast.Return, ast.Assign, ast.Expr))
         kind: Kind | None = None
@@ -212,7 +226,7 @@ def _ifs_setting_fusion_flag(parents: _Parents) -> set[int]:
             and any(isinstance(t, ast.Attribute) and "allreduce_fusion" in t.attr for t in node.targets)
         ):
             continue
-        child = node
+        child: ast.AST = node
         for ancestor in parents.chain(node):
             if isinstance(ancestor, ast.If) and any(child is s for s in ancestor.body):
                 marked.add(id(ancestor))
@@ -229,12 +243,14 @@ def _single_predicate_gates(tree, source, rel, target, parents) -> list[Finding]
         if id(stmt) not in setting_flag:
             continue
         for node in ast.walk(stmt.test):
-            arch = arch_of(node) if isinstance(node, ast.Call | ast.Name | ast.Attribute) else None
+            if not isinstance(node, ast.Call | ast.Name | ast.Attribute):
+                continue
+            arch = arch_of(node)
             if arch not in (90, 100) or id(node) in in_or:
                 continue
             if isinstance(node, ast.Name | ast.Attribute) and isinstance(parents.parent.get(node), ast.Call):
                 continue  # the callee of is_smXX_supported(): the Call node is the predicate
-            func = _enclosing(parents.chain(node), (ast.FunctionDef, ast.AsyncFunctionDef))
+            func = _definition(parents.chain(node))
             models = auto_enable_models(stmt, tree)
             note = (
                 ("auto-enables fusion, without any flag, for: " + ", ".join(models))
@@ -270,7 +286,7 @@ def _tables(tree, source, rel, target, parents) -> list[Finding]:
             continue
         if not ({9, 10} & set(keys)):
             continue
-        owner = _enclosing(parents.chain(node), (ast.ClassDef, ast.FunctionDef))
+        owner = _definition(parents.chain(node), (ast.ClassDef, ast.FunctionDef))
         where = f"{owner.name}.{name}" if owner else name
         status: Status = "open" if target // 10 in keys else "closed"
         note = (
@@ -303,10 +319,10 @@ def _jit_lists(tree, source, rel, target, parents) -> list[Finding]:
             continue
         if not isinstance(node.value, ast.List):
             continue
-        func = _enclosing(parents.chain(node), (ast.FunctionDef,))
+        func = _definition(parents.chain(node), (ast.FunctionDef,))
         if func is None or "trtllm_allreduce_fusion" not in (source_segment(source, func) or ""):
             continue  # only the module that builds the fusion kernels is on the path
-        majors = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+        majors = [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, int)]
         status: Status = "open" if target // 10 in majors else "closed"
         out.append(
             Finding(
@@ -340,10 +356,10 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
                     node.lineno,
                     "<module>",
                     "limit",
-                    f"FUSE_ALLREDUCE_MAX_BATCH_SIZE = {node.value.value}",
+                    f"FUSE_ALLREDUCE_MAX_BATCH_SIZE = {node.value.value!r}",
                     "info",
                     "fusion batch limit",
-                    f"a forward of more than {node.value.value} tokens (batch x draft tokens in a verify) "
+                    f"a forward of more than {node.value.value!r} tokens (batch x draft tokens in a verify) "
                     "falls back to the unfused path",
                 )
             )

@@ -28,13 +28,11 @@ def _source_lines(source: str) -> tuple[str, ...]:
 
 def source_segment(source: str, node: ast.AST) -> str | None:
     """``source_segment(source, node)`` with the source's lines split once (same result)."""
-    try:
-        first, last = node.lineno - 1, node.end_lineno - 1
-        start, end = node.col_offset, node.end_col_offset
-    except AttributeError:
+    first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+    start, end = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+    if first is None or last is None or start is None or end is None:
         return None
-    if last is None or end is None:
-        return None
+    first, last = first - 1, last - 1
     lines = _source_lines(source)
     if first == last:
         return lines[first].encode()[start:end].decode()
@@ -75,7 +73,7 @@ def multicast_preflight(tree: ast.AST, source: str) -> MulticastPreflight | None
                 and all(isinstance(e, ast.Name) for e in first.targets[0].elts)
             ):
                 continue
-            err, gran = (e.id for e in first.targets[0].elts)
+            err, gran = (e.id for e in first.targets[0].elts if isinstance(e, ast.Name))
             for second in body[i + 1 : i + 3]:  # verifylab's opened form puts its own check in between
                 if (
                     isinstance(second, ast.If)
@@ -124,7 +122,7 @@ def _string_list(node: ast.AST) -> list[str] | None:
         and node.elts
         and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
     ):
-        return [e.value for e in node.elts]
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
     return None
 
 

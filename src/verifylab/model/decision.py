@@ -104,8 +104,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
 
     best = {}
     for c, table in loads.items():
-        priced = {k.value: verify(table, k.value) for k in OPTIONS}
-        priced = {k: v for k, v in priced.items() if v is not None}
+        priced = {k.value: span for k in OPTIONS if (span := verify(table, k.value)) is not None}
         best[c] = min(priced, key=lambda k: priced[k].mid)
     crossover, everywhere = _crossover(ev, regime)
     return RegimeAnswer(

@@ -243,8 +243,11 @@ def option_pass(inputs: ModelInputs, option: Option, regime: Regime, streams: in
         )
         ar = curves.price(regime, Collective.NCCL, 4, stage_tokens * KIMI_K2_HIDDEN * 2)
         send = curves.price(regime, Collective.SEND, 2, stage_tokens * KIMI_K2_HIDDEN * 2)
-        if isinstance(ar, str) or isinstance(send, str):
-            comm: Span | str = ar if isinstance(ar, str) else send
+        comm: Span | str
+        if isinstance(ar, str):
+            comm = ar
+        elif isinstance(send, str):
+            comm = send
         else:
             comm = Span((n * ar.low_us + send.low_us) / 1e3, (n * ar.high_us + send.high_us) / 1e3)
         stage_norm = inputs.norm_us(stage_tokens) / 1e3

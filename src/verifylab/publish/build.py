@@ -194,6 +194,7 @@ def build_book(
     if failed:
         raise BookBuildError(f"chapter {failed.name} failed: {failed.error}")
     result = render_edition(root, root / params["data_dir"], result)
+    assert result.edition_dir is not None  # render_edition archives the edition
     result.pdfs, result.pdf_note = print_pdfs(root / "_build" / "html", result.edition_dir / "exports" / "pdf")
     return result
 

@@ -225,7 +225,8 @@ def from_legacy(findings: dict[str, object]) -> list[Finding]:
             )
         elif label in _LEGACY_LABELS:
             key, unit, provenance = _LEGACY_LABELS[label]
-            out.append(Finding(key=key, label=label, value=value, unit=unit, provenance=provenance))
+            number_or_text = value if isinstance(value, (int, float)) else str(value)
+            out.append(Finding(key=key, label=label, value=number_or_text, unit=unit, provenance=provenance))
         else:
             raise ValueError(f"finding {label!r} has no key")
     return out

@@ -83,7 +83,7 @@ def active_only(frame: pd.DataFrame, states: pd.DataFrame) -> pd.DataFrame:
 
 def crossovers(requests: pd.DataFrame) -> pd.DataFrame:
     """Crossover concurrency of each speculative variant against its non-speculative twin, per run."""
-    rows = []
+    rows: list[dict] = []
     if requests.empty:
         return pd.DataFrame(rows)
     frame = requests.rename(columns={"output_tokens_per_s": "per_request_tokens_per_s"})

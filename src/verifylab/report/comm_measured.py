@@ -12,7 +12,7 @@ import pandas as pd
 
 from verifylab.report.charts import Figure, tokens_axis
 from verifylab.report.section import Prose
-from verifylab.sources import COMM_CAMPAIGN_TABLES
+from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
 from verifylab.store.runs import RunStore
 
 PATH_ORDER = ["nvlink", "shm", "socket"]
@@ -129,7 +129,9 @@ def savings_over_runs(store: RunStore) -> pd.DataFrame:
 
 
 def _span_ms(spread: pd.DataFrame, path: str, tokens: int, column: str, fallback: float) -> str:
-    rows = spread[(spread["path"] == path) & (spread["tokens"] == tokens)][column].dropna() if not spread.empty else []
+    if spread.empty:
+        return _ms(fallback)
+    rows = spread[(spread["path"] == path) & (spread["tokens"] == tokens)][column].dropna()
     if len(rows) < 2:
         return _ms(fallback)
     low, high = rows.min(), rows.max()
@@ -298,11 +300,11 @@ def marker_pieces_note(store: RunStore) -> Prose:
     )
 
 
-def prediction_check(store: RunStore) -> pd.DataFrame:
+def prediction_check(runs: MeasuredRuns) -> pd.DataFrame:
     """``model pass`` against the measured passes (modelled vs measured), one row per path, k and variant."""
     from verifylab.model.comm_pass import validate_against_run
 
-    check = validate_against_run(store.measured())
+    check = validate_against_run(runs)
     if check.empty:
         return check
     check = check.assign(path=check["path"].map(PATH_NAMES))

@@ -5,6 +5,7 @@ fusion-vs-elimination options, and the audited gate matrix for the installed SGL
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -39,7 +40,7 @@ class DeploymentFacts:
     base: BaseConfig | None = None
 
 
-CASE_STUDY_BOX = {"sglang_version": "0.5.9", "flashinfer_version": "0.6.4", "interconnect": "PCIe"}
+CASE_STUDY_BOX: dict[str, Any] = {"sglang_version": "0.5.9", "flashinfer_version": "0.6.4", "interconnect": "PCIe"}
 
 
 def case_study_facts(ev: Evidence) -> DeploymentFacts:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -285,7 +285,7 @@ def _risks(ev: DeploymentFacts) -> list[Recommendation]:
 def _no_multicast_risk(ev: DeploymentFacts) -> Recommendation:
     """Without NVLink multicast (PCIe) fusion runs only where FlashInfer allocates its workspace without it;
     SGLang's preflight (>= 0.5.12) must then be opened as a precondition gate."""
-    common = dict(
+    common: dict[str, Any] = dict(
         evidence=["gates audit (precondition)", "simulated-PCIe run on 2 x H200 (SM90)", "chapter 1"],
         provenance=["audited", "measured"],
     )

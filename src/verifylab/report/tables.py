@@ -300,7 +300,7 @@ def _listings(cells: pd.DataFrame, listed: tuple[str, ...]) -> tuple[pd.DataFram
 def _notes(cells: pd.DataFrame, noted: tuple[str, ...]) -> tuple[pd.DataFrame, str]:
     """``cells`` with each long cell of a ``noted`` column replaced by ``note a`` (one letter per distinct text,
     in order of first use), and the notes' HTML to show below the table."""
-    shown, letters = cells.copy(), {}
+    shown, letters = cells.copy(), dict[str, str]()
     columns = [j for j, c in enumerate(cells.columns) if c in noted]
     for i in range(len(cells)):  # lettered in reading order: row by row, left to right
         for j in columns:

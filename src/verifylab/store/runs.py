@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -331,7 +332,7 @@ class RunStore:
                 MeasuredRun(
                     m.run_id,
                     frozenset(m.tables),
-                    lambda name, run_id=m.run_id: self.read_table(run_id, name),
+                    partial(self.read_table, m.run_id),
                     m.created,
                     m.label,
                     m.mechanics_only,
@@ -344,7 +345,7 @@ class RunStore:
     def summary(self) -> pd.DataFrame:
         """One row per stored run: id, label, GPU, interconnect, created, tables. A run whose manifest cannot be
         read is listed with the reason as its status (one bad manifest never hides the others)."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for run_id in self.run_ids():
             try:
                 m = self.manifest(run_id)

@@ -148,7 +148,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
         new = min(state.per_step, max_new - produced)
         produced += new
         if fault == "drop" and i == 2:
-            request.transport.close()  # connection dropped mid-stream
+            if request.transport is not None:
+                request.transport.close()  # connection dropped mid-stream
             return resp
         if fault == "malformed" and i == 2:
             await resp.write(b"data: {not json\n\n")

@@ -8,6 +8,7 @@ import json
 import os
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,8 +195,9 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
 def _cpu_collectives_by_step(rank: RankEvents, segmented: Steps) -> dict[int, list[Event]]:
     """The CPU-side collective ops of each step, where the steps' CPU-side spans are known."""
     out: dict[int, list[Event]] = defaultdict(list)
-    cpu_spans = [segmented.cpu_span(i) for i in range(len(segmented.spans))]
-    if all(cpu_spans):
+    found = [segmented.cpu_span(i) for i in range(len(segmented.spans))]
+    cpu_spans = [span for span in found if span is not None]
+    if len(cpu_spans) == len(found):
         cpu_starts = [span[0] for span in cpu_spans]
         for ev in rank.cpu_collectives:
             idx = last_at_or_before(cpu_starts, ev.ts)
@@ -209,8 +211,10 @@ def _cpu_collective_rows(
 ) -> tuple[list[dict], Counter, Counter]:
     """A step's collectives from CPU ops (no device kernels: gloo, or a CPU-only profile): one row each, the
     count by kind and the all-reduces by backend."""
-    backends = {classify_cpu_collective(e.name, e.args)[1] for e in timed} - {"c10d"}
-    kinds, impls, rows = Counter(), Counter(), []
+    backends = {found[1] for e in timed if (found := classify_cpu_collective(e.name, e.args))} - {"c10d"}
+    kinds: Counter[str] = Counter()
+    impls: Counter[str] = Counter()
+    rows: list[dict] = []
     for n, ev in enumerate(counted):
         timing = timed[n] if len(timed) == len(counted) else ev
         kind, backend = classify_cpu_collective(ev.name, ev.args) or ("collective", "?")
@@ -298,7 +302,7 @@ def _summarize_one(args: tuple[str, int, str, int | None, int]) -> dict:
 
 
 def summarize_traces(
-    paths: list[Path | str],
+    paths: Sequence[Path | str],
     step_marker: str | None = None,
     message_bytes: int | None = None,
     workers: int | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from verifylab.errors import TraceError
@@ -23,7 +24,7 @@ def is_trace_file(path: Path) -> bool:
     )
 
 
-def expand_paths(paths: list[Path | str]) -> list[Path]:
+def expand_paths(paths: Sequence[Path | str]) -> list[Path]:
     """Files as given; folders expanded to the trace files they hold (sorted; dotfiles and sidecars skipped)."""
     files: list[Path] = []
     for p in map(Path, paths):

@@ -13,16 +13,16 @@ from verifylab.trace.reader import Event
 
 def union_length(intervals: list[tuple[float, float]]) -> float:
     """Total length covered by a set of [start, end) intervals."""
-    total, cur_start, cur_end = 0.0, None, None
+    total, current = 0.0, None
     for start, end in sorted(intervals):
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = start, end
+        if current is None or start > current[1]:
+            if current is not None:
+                total += current[1] - current[0]
+            current = (start, end)
         else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
+            current = (current[0], max(current[1], end))
+    if current is not None:
+        total += current[1] - current[0]
     return total
 
 

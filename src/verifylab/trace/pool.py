@@ -55,9 +55,10 @@ def run_jobs(
             if report:
                 report()
             for future in done:
-                if future.exception() is not None:
+                error = future.exception()
+                if error is not None:
                     _stop(pool)
-                    raise future.exception()
+                    raise error
         return [f.result() for f in futures]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -72,6 +72,8 @@ def event_time(obj: dict, key: str) -> float:
 def correlation_of(obj: dict) -> int:
     """The event's correlation id (a kernel's link to the runtime call that launched it), or NO_CORRELATION."""
     value = (obj.get("args") or {}).get("correlation")
+    if value is None:
+        return NO_CORRELATION
     try:
         return int(value)
     except (TypeError, ValueError):
