@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from verifylab.report.intervals import order_statistic_header, single_stream_intervals, with_interval_names
+from verifylab.report.intervals import order_statistic_header, single_stream_intervals
 
 
 def test_header_names_the_order_statistic_coverage_not_95():
@@ -12,21 +12,14 @@ def test_header_names_the_order_statistic_coverage_not_95():
     assert "not recorded" in order_statistic_header(3, float("nan"))
 
 
-def test_runs_of_old_and_new_harness_share_one_interval_column():
-    old = pd.DataFrame({"variant": ["baseline"], "ci95_low": [90.0], "ci95_high": [110.0], "ci_coverage": [0.75]})
+def test_rows_of_two_harnesses_show_each_its_own_method():
+    old = pd.DataFrame({"variant": ["baseline"], "interval_low": [90.0], "interval_high": [110.0], "runs": [3]})
     new = pd.DataFrame(
-        {"variant": ["fusion"], "interval_low": [95.0], "interval_high": [120.0], "interval_coverage": [None]}
-    )
-    mixed = pd.concat([old, new], ignore_index=True).assign(runs=[3, 1])
-    named = with_interval_names(mixed)
-    assert list(named.columns).count("interval_coverage") == 1
-    assert named["interval_low"].tolist() == [90.0, 95.0]
-    assert named["interval_coverage"].iloc[0] == 0.75
-    shown = single_stream_intervals(mixed)
-    assert shown["interval"].tolist() == [
-        order_statistic_header(3, 0.75),
-        order_statistic_header(1, None),
-    ]
+        {"variant": ["fusion"], "interval_low": [95.0], "interval_high": [120.0], "interval_coverage": [0.75]}
+    ).assign(runs=3)
+    shown = single_stream_intervals(pd.concat([old, new], ignore_index=True))
+    assert shown["interval"].tolist() == [order_statistic_header(3, None), order_statistic_header(3, 0.75)]
+    assert shown["interval_low_tokens_per_s"].tolist() == [90.0, 95.0]
     assert "interval_coverage" not in shown.columns
 
 

@@ -33,14 +33,22 @@ def make_store(tmp_path):
 
 def test_roundtrip_table_and_manifest(tmp_path):
     store, manifest = make_store(tmp_path)
-    frame = pd.DataFrame({"k": [1, 16], "ms": [0.5, 1.25]})
-    store.write_table(manifest.run_id, "compute", frame)
-    store.write_table(manifest.run_id, "summary", frame, fmt="csv")
+    frame = pd.DataFrame({"rank": [0, 1], "step": [1, 16], "wall_ms": [0.5, 1.25]})
+    store.write_table(manifest.run_id, "step_wall_time", frame)
+    store.write_table(
+        manifest.run_id,
+        "ceilings",
+        frame.rename(columns={"step": "matmul_n", "wall_ms": "matmul_ms"}).drop(columns="rank"),
+        fmt="csv",
+    )
     assert store.run_ids() == [manifest.run_id]
-    pd.testing.assert_frame_equal(store.read_table(manifest.run_id, "compute"), frame)
-    pd.testing.assert_frame_equal(store.read_table(manifest.run_id, "summary"), frame)
+    pd.testing.assert_frame_equal(store.read_table(manifest.run_id, "step_wall_time"), frame)
+    assert store.read_table(manifest.run_id, "ceilings").to_dict("list") == {
+        "matmul_n": [1, 16],
+        "matmul_ms": [0.5, 1.25],
+    }
     reread = store.manifest(manifest.run_id)
-    assert reread.tables == {"compute": "compute.parquet", "summary": "summary.csv"}
+    assert reread.tables == {"step_wall_time": "step_wall_time.parquet", "ceilings": "ceilings.csv"}
     assert reread.versions.torch == "2.11.0"
     assert store.summary().loc[0, "gpu"] == "1x NVIDIA H200"
 

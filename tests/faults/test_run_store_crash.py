@@ -33,7 +33,8 @@ import pandas as pd
 from verifylab.store.runs import RunStore
 store = RunStore(Path(sys.argv[1]))
 for i in range(int(sys.argv[3])):
-    store.write_table(sys.argv[2], f"{sys.argv[4]}-{i}", pd.DataFrame({"i": [i]}), fmt="csv")
+    variant = f"{sys.argv[4]}{i}"  # one declared table per variant: single-<variant>
+    store.write_table(sys.argv[2], f"single-{variant}", pd.DataFrame({"variant": [variant]}), fmt="csv")
 """
 
 
@@ -44,7 +45,7 @@ def test_two_processes_writing_one_run_lose_no_table(tmp_path):
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     tables = set(store.manifest(RUN).tables)
-    assert tables == {f"{name}-{i}" for name in ("left", "right") for i in range(15)}
+    assert tables == {f"single-{name}{i}" for name in ("left", "right") for i in range(15)}
 
 
 CELL = """

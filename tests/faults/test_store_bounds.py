@@ -47,14 +47,14 @@ def test_a_run_folder_linked_out_of_the_store_is_refused(tmp_path):
 
 def test_a_table_file_linked_out_of_its_run_is_refused(tmp_path):
     store, manifest = make_store(tmp_path)
-    store.write_table(manifest.run_id, "cells", pd.DataFrame({"a": [1]}), fmt="csv")
+    store.write_table(manifest.run_id, "ceilings", pd.DataFrame({"matmul_n": [1]}), fmt="csv")
     outside = tmp_path / "outside.csv"
     outside.write_text("secret\n1\n")
-    table = store.path(manifest.run_id) / "cells.csv"
+    table = store.path(manifest.run_id) / "ceilings.csv"
     table.unlink()
     table.symlink_to(outside)
     with pytest.raises(ManifestError, match="a link out of run"):
-        store.read_table(manifest.run_id, "cells")
+        store.read_table(manifest.run_id, "ceilings")
 
 
 def test_a_run_id_with_a_trailing_newline_is_not_a_plain_name(tmp_path):

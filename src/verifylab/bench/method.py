@@ -232,40 +232,28 @@ class BenchRecorder:
         row = {"variant": variant, **{k: (json.dumps(v) if isinstance(v, list) else v) for k, v in summary.items()}}
         with self.store.lock(self.run_id):
             self.store.write_table(self.run_id, self.cell_table(variant, concurrency), frame)
-            self._append("sweep_cells", row, replace={"variant": variant, "concurrency": row.get("concurrency")})
+            self.store.upsert_rows(self.run_id, "sweep_cells", pd.DataFrame([row]))
 
     def save_single(self, variant: str, results: list[RequestResult], summary: dict) -> None:
         self.store.write_table(
             self.run_id, f"single-{variant}", requests_frame(results, keep_ids=True, variant=variant)
         )
-        self._append(
+        self.store.upsert_rows(
+            self.run_id,
             "single_stream",
-            {
-                "variant": variant,
-                "median_output_tokens_per_s": summary["median_output_tokens_per_s"],
-                "interval_low": (summary["median_interval_output_tokens_per_s"] or [None, None])[0],
-                "interval_high": (summary["median_interval_output_tokens_per_s"] or [None, None])[1],
-                "interval_coverage": summary.get("interval_coverage"),
-                "accept_length": summary["accept_length"],
-                "server_accept_length": summary["server_accept_length"],
-                "runs": len(summary["runs"]),
-                "failed": summary["failed"],
-            },
+            pd.DataFrame(
+                [
+                    {
+                        "variant": variant,
+                        "median_output_tokens_per_s": summary["median_output_tokens_per_s"],
+                        "interval_low": (summary["median_interval_output_tokens_per_s"] or [None, None])[0],
+                        "interval_high": (summary["median_interval_output_tokens_per_s"] or [None, None])[1],
+                        "interval_coverage": summary.get("interval_coverage"),
+                        "accept_length": summary["accept_length"],
+                        "server_accept_length": summary["server_accept_length"],
+                        "runs": len(summary["runs"]),
+                        "failed": summary["failed"],
+                    }
+                ]
+            ),
         )
-
-    def _append(self, table: str, row: dict, replace: dict | None = None) -> None:
-        """Add ``row`` to a CSV table (read and written under the run's lock); rows matching ``replace`` (a cell
-        measured again) are dropped first."""
-        with self.store.lock(self.run_id):
-            existing = self.store.table_or_none(self.run_id, table)
-            if existing is not None and replace:
-                same = pd.Series(True, index=existing.index)
-                for key, value in replace.items():
-                    same &= existing[key] == value
-                existing = existing[~same]
-            frame = (
-                pd.DataFrame([row])
-                if existing is None
-                else pd.concat([existing, pd.DataFrame([row])], ignore_index=True)
-            )
-            self.store.write_table(self.run_id, table, frame, fmt="csv")

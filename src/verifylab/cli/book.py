@@ -21,7 +21,8 @@ def env(
 ) -> None:
     """Describe this machine as a run manifest would: GPUs, arch, interconnect, driver, CUDA, versions.
 
-    Secrets are redacted (any variable whose name contains TOKEN, KEY, SECRET or PASSWORD).
+    Of the environment only the variables that matter to a measurement are shown (CUDA_, NCCL_, TORCH_, SGLANG_,
+    FLASHINFER_, VERIFYLAB_ ...), with anything that looks like a credential redacted.
     Example: `verifylab env --json > host.json`
     """
     from verifylab.host import capture_host
@@ -80,6 +81,27 @@ def runs_show(
     except VerifylabError as exc:
         raise fail(exc) from None
     typer.echo(manifest.model_dump_json(indent=2))
+
+
+@runs_app.command("migrate")
+def runs_migrate(
+    data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/."),
+) -> None:
+    """Rewrite runs stored by an older verifylab under the current table schema (each changed table atomically,
+    then its manifest); runs already current are left as they are. Reading never needs this: old runs are read
+    through the same migration. Example: `verifylab runs migrate --data-dir data`
+    """
+    from verifylab.store.runs import RunStore
+    from verifylab.store.schema import SCHEMA_VERSION
+
+    try:
+        if not data_dir.is_dir():
+            raise ParameterError(f"--data-dir {data_dir}: no such folder")
+        store = RunStore(data_dir / "runs")
+        migrated = [run_id for run_id in store.run_ids() if store.migrate(run_id)]
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    console.print(f"{len(migrated)} run(s) migrated to schema {SCHEMA_VERSION}: {', '.join(migrated) or 'none'}")
 
 
 def book(

@@ -8,8 +8,6 @@ import json
 
 import pandas as pd
 
-OLD_NAMES = {"ci95_low": "interval_low", "ci95_high": "interval_high", "ci_coverage": "interval_coverage"}
-
 
 def order_statistic_header(runs: int | None, coverage: float | None) -> str:
     """``median's order-statistic interval, 3 runs, 75 % coverage`` (what a header says of its interval); a run
@@ -20,25 +18,11 @@ def order_statistic_header(runs: int | None, coverage: float | None) -> str:
     return f"median's order-statistic interval, {runs} runs, {coverage * 100:.3g} % coverage"
 
 
-def with_interval_names(frame: pd.DataFrame) -> pd.DataFrame:
-    """The stored ``ci95_*``/``ci_coverage`` columns under their honest names (``interval_*``); where runs of both
-    harnesses were concatenated, the two columns become one (never two columns of one name)."""
-    out = frame
-    for old, new in OLD_NAMES.items():
-        if old not in out.columns:
-            continue
-        merged = out[new].where(out[new].notna(), out[old]) if new in out.columns else out[old]
-        at = list(out.columns).index(new if new in out.columns else old)
-        out = out.drop(columns=[c for c in (old, new) if c in out.columns])
-        out.insert(min(at, len(out.columns)), new, merged)
-    return out
-
-
 def single_stream_intervals(frame: pd.DataFrame) -> pd.DataFrame:
-    """Single-stream rows (stored ``ci95_*`` or ``interval_*`` columns) with the interval's method and coverage in
-    the headers when every row shares them, else in an ``interval`` column per row; tok/s everywhere, so the
-    median and its interval print to the same decimals."""
-    out = with_interval_names(frame)
+    """Single-stream rows (``interval_*`` columns, as the store reads every schema) with the interval's method
+    and coverage in the headers when every row shares them, else in an ``interval`` column per row; tok/s
+    everywhere, so the median and its interval print to the same decimals."""
+    out = frame
     if "interval_low" not in out.columns:
         return out
     runs = out["runs"] if "runs" in out.columns else pd.Series([None] * len(out), index=out.index)

@@ -26,12 +26,12 @@ from verifylab.host import HostInfo
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with
 from verifylab.redact import redact_obj, redact_text
 from verifylab.sources import MeasuredRun, MeasuredRuns
+from verifylab.store.schema import SCHEMA_VERSION, check_frame, migrate, spec_of
 
 RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
 TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 TABLE_FILE_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}\.(parquet|csv)"  # a plain file name inside the run folder
 MANIFEST = "manifest.json"
-SCHEMA_VERSION = 1
 
 
 class Versions(BaseModel):
@@ -276,9 +276,11 @@ class RunStore:
     def write_table(
         self, run_id: str, name: str, frame: pd.DataFrame, fmt: Literal["parquet", "csv"] = "parquet"
     ) -> Path:
-        """Store one table atomically and list it in the manifest."""
+        """Store one table atomically and list it in the manifest; the table and its columns must be declared
+        (``verifylab.store.schema``)."""
         if not re.fullmatch(TABLE_NAME_PATTERN, name):
             raise ManifestError(f"table name {name!r} must match {TABLE_NAME_PATTERN}")
+        check_frame(name, frame)
         file_name = f"{name}.{fmt}"
         target = self.path(run_id) / file_name
         with self.lock(run_id):  # the manifest is read inside the lock: a concurrent writer's table stays listed
@@ -293,7 +295,12 @@ class RunStore:
         return target
 
     def read_table(self, run_id: str, name: str) -> pd.DataFrame:
-        """Load one table of a run; a missing or unreadable table names the file."""
+        """Load one table of a run, under the current schema's column names; a missing or unreadable table names
+        the file."""
+        return migrate(name, self._read_file(run_id, name), self.manifest(run_id).schema_version)
+
+    def _read_file(self, run_id: str, name: str) -> pd.DataFrame:
+        """One table as its file holds it."""
         manifest = self.manifest(run_id)
         if name not in manifest.tables:
             have = ", ".join(sorted(manifest.tables)) or "none"
@@ -302,13 +309,47 @@ class RunStore:
         if path.is_symlink() or (path.exists() and path.resolve().parent != self.path(run_id).resolve()):
             raise ManifestError(f"{path}: a link out of run '{run_id}': refused")
         try:
-            if path.suffix == ".parquet":
-                return pq.read_table(path).to_pandas()
-            return pd.read_csv(path)
+            return pq.read_table(path).to_pandas() if path.suffix == ".parquet" else pd.read_csv(path)
         except FileNotFoundError as exc:
             raise ManifestError(f"{path}: listed in the manifest but missing") from exc
         except (pa.ArrowInvalid, pd.errors.ParserError, OSError) as exc:
             raise ManifestError(f"{path}: unreadable table ({exc})") from exc
+
+    def upsert_rows(self, run_id: str, name: str, rows: pd.DataFrame) -> None:
+        """Add ``rows`` to table ``name`` (CSV), replacing stored rows with the same declared key (a cell measured
+        again); read and written under the run's lock, so concurrent writers never lose a row."""
+        key = [k for k in spec_of(name).key if k in rows.columns]
+        with self.lock(run_id):
+            existing = self.table_or_none(run_id, name)
+            if existing is not None and not existing.empty and key:
+                stored = existing.set_index(key).index
+                existing = existing[~stored.isin(rows.set_index(key).index)]
+            frames = [f for f in (existing, rows) if f is not None and not f.empty]
+            table = pd.concat(frames, ignore_index=True) if frames else rows
+            self.write_table(run_id, name, table, fmt="csv")
+
+    def migrate(self, run_id: str) -> bool:
+        """Rewrite a run of an older schema under the current one (each table read through the migration and
+        written back atomically, then the manifest); False when it is current already."""
+        with self.lock(run_id):
+            manifest = self.manifest(run_id)
+            if manifest.schema_version >= SCHEMA_VERSION:
+                return False
+            for name, file_name in manifest.tables.items():
+                stored = self._read_file(run_id, name)
+                frame = migrate(name, stored, manifest.schema_version)
+                if list(frame.columns) == list(stored.columns):
+                    continue  # nothing of this table changed: its file stays byte for byte
+                target = self.path(run_id) / file_name
+                if file_name.endswith(".parquet"):
+                    atomic_write_with(
+                        target, partial(pq.write_table, pa.Table.from_pandas(frame, preserve_index=False))
+                    )
+                else:
+                    atomic_write_text(target, frame.to_csv(index=False))
+            manifest.schema_version = SCHEMA_VERSION
+            self.save_manifest(manifest)
+            return True
 
     def table_or_none(self, run_id: str, name: str) -> pd.DataFrame | None:
         """Like :meth:`read_table`, but None when the run has no such table."""

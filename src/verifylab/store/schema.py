@@ -1,0 +1,303 @@
+"""Every run table, declared once: its columns (name, dtype, unit), the key that identifies a row, and what makes
+a run hold it. ``RunStore.write_table`` refuses a table or a column declared nowhere; ``RunStore.read_table``
+reads a run of an older schema through :func:`migrate`, so readers see one set of names whatever wrote the run.
+
+A column's unit follows from its name (``_us`` µs, ``_ms`` ms, ``_s`` s, ``_gbs`` GB/s, ``tokens_per_s`` tok/s,
+``bytes`` bytes); :func:`unit_of` is that rule, and the registry's tests check every declared name against it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from verifylab.errors import ManifestError
+
+SCHEMA_VERSION = 2  # 2: single-stream intervals named for what they are (interval_*, not ci95_*)
+
+DTYPES = ("str", "int", "float", "bool", "json")  # json: a list or object stored as JSON text
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str
+
+    @property
+    def unit(self) -> str:
+        return unit_of(self.name)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One kind of run table: ``name`` is the table's name, or a pattern with ``{field}`` parts (one table per
+    variant or cell); ``key`` identifies a row (an upsert replaces rows with the same key)."""
+
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def matches(self, table: str) -> bool:
+        pattern = re.sub(r"\\\{[a-z_]+\\\}", "[a-z0-9_.]+", re.escape(self.name))
+        return re.fullmatch(pattern, table) is not None
+
+
+def unit_of(column: str) -> str:
+    """The unit a column's name declares ('' for counts, labels and ratios)."""
+    for suffix, unit in (
+        ("tokens_per_s", "tok/s"),
+        ("_gbs", "GB/s"),
+        ("_us", "µs"),
+        ("_ms", "ms"),
+        ("_s", "s"),
+        ("bytes", "bytes"),
+        ("_tflops", "TFLOP/s"),
+    ):
+        if column.endswith(suffix) or column == suffix.strip("_"):
+            return unit
+    return ""
+
+
+def _columns(spec: str) -> tuple[Column, ...]:
+    """``"name:dtype name:dtype ..."`` as columns."""
+    out = []
+    for item in spec.split():
+        name, _, dtype = item.partition(":")
+        if dtype not in DTYPES:
+            raise ValueError(f"column {name}: dtype {dtype!r} is not one of {DTYPES}")
+        out.append(Column(name, dtype))
+    return tuple(out)
+
+
+_REQUEST = (
+    "prompt_id:str category:str ok:bool error:str prompt_tokens:int output_tokens:int ttft_s:float tpot_s:float "
+    "e2e_s:float output_tokens_per_s:float chunks:int median_itl_s:float spec_verify_ct:int output_digest:str"
+)
+_STATE = (
+    "variant:str fusion:str speculative_algorithm:str tp_size:int active:bool inactive_reasons:str "
+    "multicast_guard:bool failure:str"
+)
+_PASS = (
+    "path:str variant:str tokens:int layers_measured:int allreduces_per_pass:int pass_ms:float measured_ms:float "
+    "measured_ms_min:float measured_ms_max:float replays:int rel_diff_vs_nccl:float note:str"
+)
+_LATENCY = (
+    "path:str impl:str tokens:int bytes:int us:float us_min:float us_max:float replays:int rel_err:float "
+    "settings:str note:str"
+)
+_BREAKDOWN = (
+    "step:int phase:str span_us:float allreduce_count:int allgather_count:int comm_us:float compute_us:float "
+    "idle_us:float exposed_comm_us:float norm_us:float gemm_moe_us:float attention_us:float"
+)
+
+TABLES: tuple[TableSpec, ...] = (
+    TableSpec(
+        "single_stream",
+        "One row per variant: the median single-stream throughput over the runs, the order-statistic interval of "
+        "that median with its coverage, and the accept length (client and server).",
+        _columns(
+            "variant:str median_output_tokens_per_s:float interval_low:float interval_high:float "
+            "interval_coverage:float accept_length:float server_accept_length:float runs:int failed:int"
+        ),
+        key=("variant",),
+    ),
+    TableSpec(
+        "single-{variant}",
+        "Each single-stream request of one variant, with its output token ids (greedy-output comparison).",
+        _columns(f"variant:str {_REQUEST} output_ids:json"),
+    ),
+    TableSpec(
+        "sweep_cells",
+        "One row per (variant, concurrency) cell of a sweep: throughput, a 95 % bootstrap interval of the mean "
+        "per-request tok/s, latencies, goodput under the SLOs in the row.",
+        _columns(
+            "variant:str concurrency:int effective_concurrency:int requests:int failed:int wall_s:float "
+            "output_tokens_per_s:float per_request_tokens_per_s_ci95:json median_itl_ms:float p90_itl_ms:float "
+            "p99_itl_ms:float median_ttft_ms:float median_tpot_ms:float accept_length:float "
+            "tokens_per_s_per_user:float goodput_tokens_per_s:float slo_ttft_s:float slo_tpot_s:float errors:json"
+        ),
+        key=("variant", "concurrency"),
+    ),
+    TableSpec(
+        "sweep-{variant}-c{concurrency}",
+        "Each request of one sweep cell.",
+        _columns(f"variant:str concurrency:int {_REQUEST}"),
+    ),
+    TableSpec(
+        "variant_state",
+        "Each variant's requested vs in-effect state, read from the running server.",
+        _columns(f"repeat:int order:int {_STATE}"),
+        key=("variant", "repeat"),
+    ),
+    TableSpec("profile_state", "The profiled variant's state, read from the running server.", _columns(_STATE)),
+    TableSpec(
+        "trace_steps",
+        "One row per rank and decode/verify step of a profile: span, collectives and where the time went.",
+        _columns(
+            "norm:str rank:int step:int phase:str span_us:float kernel_count:int allreduce_count:int "
+            "allgather_count:int other_collective_count:int comm_us:float comm_wait_us:float "
+            "comm_transfer_us:float compute_us:float idle_us:float exposed_comm_us:float norm_us:float "
+            "gemm_moe_us:float attention_us:float bytes_per_allreduce:float bytes_source:str allreduce_impls:str "
+            "nccl_name_suffixes:str source:str backend:str variant:str"
+        ),
+        key=("variant", "rank", "step"),
+    ),
+    TableSpec(
+        "trace_kernels",
+        "Kernel time per rank, by kernel and group.",
+        _columns("rank:int kernel:str group:str count:int total_us:float variant:str"),
+    ),
+    TableSpec(
+        "allreduce_kernels",
+        "All-reduce kernels per verify pass, by phase and implementation, of a profiled server.",
+        _columns("phase:str impl:str kernel:str per_pass:float passes:int variant:str"),
+    ),
+    TableSpec(
+        "step_wall_time",
+        "Wall time of each synthetic step per rank.",
+        _columns("rank:int step:int wall_ms:float"),
+    ),
+    TableSpec(
+        "allreduce_latency",
+        "Per-call all-reduce latency by path, implementation and message size (the probe's and the campaign's).",
+        _columns(
+            f"{_LATENCY} group:str ranks:int mode:str us_slowest_rank:float rank_skew_us:float slowest_rank:int "
+            "protocol:str"
+        ),
+        key=("path", "impl", "tokens", "group", "mode"),
+    ),
+    TableSpec("collective_latency", "Latency of the other collectives (send/recv, all-gather).", _columns(_LATENCY)),
+    TableSpec(
+        "nccl_transport",
+        "The transport NCCL logged per GPU pair and path.",
+        _columns(
+            "path:str meaning:str nccl_transport:str exit:int gpu_a:int gpu_b:int transport:str via:str channels:int "
+            "nccl_version:str coll_channels:int environment:str"
+        ),
+    ),
+    TableSpec("verify_pass", "Synthetic verify passes per path, variant and tokens.", _columns(_PASS)),
+    TableSpec(
+        "verify_pass_pytorch_norm",
+        "Synthetic verify passes with PyTorch's norm instead of the fused kernel.",
+        _columns(_PASS),
+    ),
+    TableSpec(
+        "verify_pass_trace",
+        "The synthetic passes' traces, one row per step.",
+        _columns(f"path:str variant:str tokens:int {_BREAKDOWN}"),
+    ),
+    TableSpec(
+        "verdict",
+        "The communication probe's verdict: the regime, its band and evidence, the fix to try.",
+        _columns(
+            "world:int regime:str transport:str reference_tokens:int reference_bytes:int allreduce_us:float "
+            "allreduce_eager_us:float band:str band_evidence:str reason:str fix_hypothesis:str fix_evidence:str "
+            "group:str"
+        ),
+    ),
+    TableSpec(
+        "p2p_matrix",
+        "Per GPU pair: link, NUMA, peer access and copy latency/bandwidth.",
+        _columns(
+            "src:int dst:int link:str link_meaning:str same_numa:bool p2p_read:str p2p_write:str "
+            "can_access_peer:bool copy_latency_us:float copy_bandwidth_gbs:float nccl_transport:str"
+        ),
+    ),
+    TableSpec(
+        "p2p_host_settings",
+        "Host settings that decide PCIe P2P (IOMMU, ACS...).",
+        _columns("setting:str value:str source:str meaning:str"),
+    ),
+    TableSpec(
+        "ceilings",
+        "Copy bandwidth and matmul throughput of one GPU.",
+        _columns(
+            "copy_bytes:int copy_ms:float copy_bandwidth_gbs:float matmul_n:int matmul_ms:float matmul_tflops:float"
+        ),
+    ),
+    TableSpec(
+        "norm_fusion",
+        "The add+RMSNorm kernel, unfused vs FlashInfer's fused kernel, by tokens.",
+        _columns(
+            "tokens:int hidden:int unfused_us:float fused_us:float saving_us:float rel_err_unfused:float "
+            "rel_err_fused:float rel_err_fused_residual:float"
+        ),
+    ),
+    TableSpec(
+        "shard_compute",
+        "One GPU's shard of the verify pass's compute by tokens, against its memory floor.",
+        _columns(
+            "tokens:int norm:str layers_measured:int experts_touched:int bytes_read_per_layer:float stack_ms:float "
+            "layer_ms:float pass_ms_61_layers:float floor_layer_ms:float fraction_of_floor:float"
+        ),
+    ),
+    TableSpec(
+        "sm120_build",
+        "FlashInfer's fusion kernels built for SM120 (sass found, patch applied).",
+        _columns("variant:str ok:bool seconds:float error:str sass:str patch:str"),
+    ),
+)
+
+# Schema 1 -> 2: what a column was called before (a run of that schema is read under the new names).
+RENAMED_IN_2 = {
+    "single_stream": {"ci95_low": "interval_low", "ci95_high": "interval_high", "ci_coverage": "interval_coverage"}
+}
+
+
+def spec_of(table: str) -> TableSpec:
+    """The declaration of table ``table``; an undeclared table is an error naming where to declare it."""
+    for spec in TABLES:
+        if spec.matches(table):
+            return spec
+    raise ManifestError(f"table {table!r} is declared nowhere: add it to TABLES in verifylab/store/schema.py")
+
+
+def columns_of(table: str) -> tuple[str, ...]:
+    """The declared column names of ``table``, in order."""
+    return spec_of(table).column_names
+
+
+def _holds(dtype: str, values: pd.Series) -> bool:
+    """Whether ``values`` (nulls left out) are of the declared ``dtype``: whole numbers for int (a column with a
+    null is float), numbers for float, booleans for bool; text and JSON are not checked."""
+    known = values.dropna()
+    if known.empty or dtype in ("str", "json"):
+        return True
+    if dtype == "bool":
+        return known.map(lambda v: isinstance(v, bool | np.bool_)).all()
+    numbers = pd.to_numeric(known, errors="coerce")
+    if numbers.isna().any() or known.map(lambda v: isinstance(v, bool | np.bool_)).any():
+        return False
+    return dtype == "float" or bool((numbers % 1 == 0).all())
+
+
+def check_frame(table: str, frame: pd.DataFrame) -> None:
+    """A frame about to be stored as ``table``: every column declared, numbers where numbers are declared (a
+    column of no value at all is allowed). A :class:`ManifestError` names the table and the column."""
+    spec = spec_of(table)
+    declared = {c.name: c for c in spec.columns}
+    for name in frame.columns:
+        column = declared.get(str(name))
+        if column is None:
+            raise ManifestError(
+                f"table {table!r}: column {name!r} is not declared (verifylab/store/schema.py declares "
+                f"{', '.join(spec.column_names)})"
+            )
+        if not _holds(column.dtype, frame[name]):
+            raise ManifestError(
+                f"table {table!r}: column {name!r} is declared {column.dtype}, holds {frame[name].dtype} values"
+            )
+
+
+def migrate(table: str, frame: pd.DataFrame, schema_version: int) -> pd.DataFrame:
+    """``frame`` as stored by a run of ``schema_version``, under the current schema's names."""
+    if schema_version < 2 and table in RENAMED_IN_2:
+        frame = frame.rename(columns=RENAMED_IN_2[table])
+    return frame

@@ -1,0 +1,95 @@
+"""The run tables' one declaration (``verifylab.store.schema``): every stored table and column is declared, writes
+of anything else are refused, a run of the first schema is read (and migrated) under today's names, and an upsert
+replaces rows by the declared key."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from verifylab.errors import ManifestError
+from verifylab.store.runs import RunStore
+from verifylab.store.schema import SCHEMA_VERSION, TABLES, check_frame, columns_of, spec_of, unit_of
+
+V1_RUN = "20261130-080118-2xh200-live-tp2"  # a run as the first schema stored it (ci95_* columns)
+V1_SINGLE = "variant,median_output_tokens_per_s,ci95_low,ci95_high,accept_length,server_accept_length,runs,failed\n"
+
+
+def test_every_stored_table_and_column_is_declared(repo_root):
+    store = RunStore(repo_root / "data" / "runs")
+    for manifest in store.manifests():
+        for name in manifest.tables:
+            check_frame(name, store.read_table(manifest.run_id, name))  # raises naming the table and column
+
+
+def test_the_tables_the_book_shows_name_declared_columns():
+    from verifylab.report.bench_report import CELL_COLUMNS, STATE_COLUMNS
+
+    assert set(CELL_COLUMNS) - {"run_id"} <= set(columns_of("sweep_cells"))  # run_id: added when runs are stacked
+    assert set(STATE_COLUMNS) - {"run_id"} <= set(columns_of("variant_state"))
+
+
+def test_undeclared_tables_columns_and_wrong_types_are_refused_by_name():
+    with pytest.raises(ManifestError, match="table 'cells' is declared nowhere"):
+        check_frame("cells", pd.DataFrame({"a": [1]}))
+    with pytest.raises(ManifestError, match="table 'ceilings': column 'copy_gb' is not declared"):
+        check_frame("ceilings", pd.DataFrame({"copy_gb": [1.0]}))
+    with pytest.raises(ManifestError, match="column 'matmul_n' is declared int"):
+        check_frame("ceilings", pd.DataFrame({"matmul_n": [1.5]}))
+    with pytest.raises(ManifestError, match="column 'active' is declared bool"):
+        check_frame("variant_state", pd.DataFrame({"active": ["yes"]}))
+    check_frame("ceilings", pd.DataFrame({"matmul_n": [1.0, None], "matmul_ms": [None, None]}))  # nulls allowed
+    assert spec_of("sweep-eagle3_fusion-c16").name == "sweep-{variant}-c{concurrency}"
+    assert spec_of("single-eagle3").name == "single-{variant}"
+
+
+def test_units_follow_from_the_names():
+    assert [unit_of(c) for c in ("span_us", "pass_ms", "wall_s", "copy_bandwidth_gbs", "goodput_tokens_per_s")] == [
+        "µs",
+        "ms",
+        "s",
+        "GB/s",
+        "tok/s",
+    ]
+    assert unit_of("runs") == "" and unit_of("reference_bytes") == "bytes"
+    names = [c.name for spec in TABLES for c in spec.columns]
+    assert all(c.dtype in ("str", "int", "float", "bool", "json") for spec in TABLES for c in spec.columns)
+    assert len({spec.name for spec in TABLES}) == len(TABLES), "a table declared twice"
+    assert names  # every table declares its columns
+
+
+def test_a_first_schema_run_is_read_under_todays_names_and_migrated(repo_root, tmp_path):
+    store = RunStore(tmp_path / "runs")
+    shutil.copytree(repo_root / "data" / "runs" / V1_RUN, store.root / V1_RUN)
+    folder = store.path(V1_RUN)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["schema_version"] = 1
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    stored = pd.read_csv(folder / "single_stream.csv")
+    (folder / "single_stream.csv").write_text(V1_SINGLE + stored.to_csv(index=False, header=False), encoding="utf-8")
+    other = (folder / "variant_state.csv").read_bytes()
+
+    read = store.read_table(V1_RUN, "single_stream")
+    assert {"interval_low", "interval_high"} <= set(read.columns) and "ci95_low" not in read.columns
+
+    assert store.migrate(V1_RUN) is True
+    assert store.manifest(V1_RUN).schema_version == SCHEMA_VERSION
+    assert (folder / "single_stream.csv").read_text().startswith("variant,median_output_tokens_per_s,interval_low,")
+    assert (folder / "variant_state.csv").read_bytes() == other  # an unchanged table keeps its bytes
+    pd.testing.assert_frame_equal(store.read_table(V1_RUN, "single_stream"), read)
+    assert store.migrate(V1_RUN) is False
+
+
+def test_an_upsert_replaces_rows_with_the_same_key(repo_root, tmp_path):
+    store = RunStore(tmp_path / "runs")
+    shutil.copytree(repo_root / "data" / "runs" / V1_RUN, store.root / V1_RUN)
+    before = store.read_table(V1_RUN, "sweep_cells")
+    row = before.iloc[[0]].assign(output_tokens_per_s=1.0)
+    store.upsert_rows(V1_RUN, "sweep_cells", row)
+    after = store.read_table(V1_RUN, "sweep_cells")
+    assert len(after) == len(before)
+    same = (after["variant"] == row["variant"].iloc[0]) & (after["concurrency"] == row["concurrency"].iloc[0])
+    assert after.loc[same, "output_tokens_per_s"].tolist() == [1.0]
