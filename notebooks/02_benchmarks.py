@@ -21,6 +21,7 @@ launcher = ["python", "-m", "sglang.launch_server"]  # live: the command that st
 extra_args = []  # live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]
 simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
 mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
+campaign = ""  # live: the campaign the run belongs to (live-tp2, pcie-sim-before, ...): how the book finds it
 label = ""  # live: the hardware every figure of the run is labelled with, e.g. '8x RTX PRO 6000, PCIe'
 variants = ["baseline", "fusion", "eagle3", "eagle3_fusion"]  # live: the variants started and measured in turn
 runs = 5  # live: single-stream runs per variant (the case study's 5)

@@ -21,6 +21,7 @@ launcher = ["python", "-m", "sglang.launch_server"]  # live: the command that st
 extra_args = []  # live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]
 simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
 mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
+campaign = ""  # live: the campaign the run belongs to (live-tp2, pcie-sim-before, ...): how the book finds it
 label = ""  # live: the hardware every figure of the run is labelled with, e.g. '8x RTX PRO 6000, PCIe'
 server_url = "http://127.0.0.1:30000"  # live: the server to profile, unless a variant is started
 serve_variant = None  # live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture

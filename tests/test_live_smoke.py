@@ -66,10 +66,11 @@ def test_the_smoke_is_never_evidence_for_a_recommendation(repo_root, tmp_path):
     from verifylab.store.evidence import Evidence
 
     assert facts_from_evidence(Evidence(repo_root / "data")).fusion_state is None  # its fusion row is TP 1, inactive
-    renamed = tmp_path / "runs" / "20261129-114733-h200-other"  # the same data under a non-smoke id counts
+    renamed = tmp_path / "runs" / "20261129-114733-h200-other"  # the same data, of no smoke campaign, counts
     shutil.copytree(repo_root / "data" / "runs" / RUN, renamed)
     shutil.copytree(repo_root / "data" / "reference", tmp_path / "reference")
     manifest = (renamed / "manifest.json").read_text().replace(RUN, renamed.name)
+    manifest = manifest.replace('"campaign": "live-smoke"', '"campaign": ""')  # a run of no smoke campaign
     (renamed / "manifest.json").write_text(manifest)
     assert facts_from_evidence(Evidence(tmp_path)).fusion_state is None  # marked mechanics_only: never evidence, any id
     (renamed / "manifest.json").write_text(manifest.replace('"mechanics_only": true', '"mechanics_only": false'))

@@ -233,7 +233,7 @@ def tp2_params(launcher: list[str], ports: tuple[int, int], simulate: bool = Fal
         "mode": "live",
         "data_dir": "data",
         "run_id": "20261130-000000-live-tp2-test-double",
-        "parameters": {"label": "test double (not data)", "simulate_no_multicast": simulate},
+        "parameters": {"label": "test double (not data)", "simulate_no_multicast": simulate, "campaign": "live-tp2"},
         "chapters": {
             "02_benchmarks": {
                 **server,
@@ -269,6 +269,7 @@ def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_pa
     assert all(c.ok for c in result.chapters), [c.error for c in result.chapters]
     assert result.index_html is None  # not rendered
     run = root / "data" / "runs" / "20261130-000000-live-tp2-test-double"
+    assert json.loads((run / "manifest.json").read_text())["campaign"] == "live-tp2"  # how the book finds it
     states = {r["variant"]: r for r in csv.DictReader((run / "variant_state.csv").open())}
     assert {v: (s["fusion"], s["active"]) for v, s in states.items()} == {
         "baseline": ("off", "True"),

@@ -67,11 +67,13 @@ def test_a_first_schema_run_is_read_under_todays_names_and_migrated(repo_root, t
     folder = store.path(V1_RUN)
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["schema_version"] = 1
+    del manifest["campaign"]  # schema 1 named the campaign in the run id only
     (folder / "manifest.json").write_text(json.dumps(manifest))
     stored = pd.read_csv(folder / "single_stream.csv")
     (folder / "single_stream.csv").write_text(V1_SINGLE + stored.to_csv(index=False, header=False), encoding="utf-8")
     other = (folder / "variant_state.csv").read_bytes()
 
+    assert store.manifest(V1_RUN).campaign == "live-tp2"
     read = store.read_table(V1_RUN, "single_stream")
     assert {"interval_low", "interval_high"} <= set(read.columns) and "ci95_low" not in read.columns
 
@@ -93,3 +95,19 @@ def test_an_upsert_replaces_rows_with_the_same_key(repo_root, tmp_path):
     assert len(after) == len(before)
     same = (after["variant"] == row["variant"].iloc[0]) & (after["concurrency"] == row["concurrency"].iloc[0])
     assert after.loc[same, "output_tokens_per_s"].tolist() == [1.0]
+
+
+def test_campaign_runs_are_found_by_their_manifest_not_their_name(repo_root, tmp_path):
+    from verifylab.report.live_tp2 import variant_sources
+
+    store = RunStore(tmp_path / "runs")
+    renamed = "20261130-130757-box-a"  # a live TP-2 run under an id that names no campaign
+    shutil.copytree(repo_root / "data" / "runs" / "20261130-130757-2xh200-live-tp2", store.root / renamed)
+    decoy = "20261130-130758-not-live-tp2"  # an id that looks like one, of no campaign
+    shutil.copytree(repo_root / "data" / "runs" / "20261130-130757-2xh200-live-tp2", store.root / decoy)
+    for run_id, campaign in ((renamed, "live-tp2"), (decoy, "")):
+        manifest = json.loads((store.path(run_id) / "manifest.json").read_text())
+        (store.path(run_id) / "manifest.json").write_text(
+            json.dumps(manifest | {"run_id": run_id, "campaign": campaign})
+        )
+    assert set(variant_sources(store, "variant_state").values()) == {renamed}

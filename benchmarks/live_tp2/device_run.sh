@@ -37,8 +37,8 @@ if [ "$mode" = pcie ]; then
   before_sha=$(sha256sum "$fusion_py" | cut -d' ' -f1); before_mode=$(stat -c %a "$fusion_py")
   for phase in before after; do
     RUN=$(date -u +%Y%m%d-%H%M%S)-2xh200-pcie-sim-$phase
-    sed -e "s#@RUN_ID@#$RUN#" -e "s#@MODELS@#$S/models#g" -e "s#@PYTHON@#$(command -v python3)#g" \
-      -e "s#@DATA@#$S/data#g" benchmarks/live_tp2/params-pcie-sim.yaml > "$S/params-pcie.yaml"
+    sed -e "s#@RUN_ID@#$RUN#" -e "s#campaign: pcie-sim-before#campaign: pcie-sim-$phase#" -e "s#@MODELS@#$S/models#g" \
+      -e "s#@PYTHON@#$(command -v python3)#g" -e "s#@DATA@#$S/data#g" benchmarks/live_tp2/params-pcie-sim.yaml > "$S/params-pcie.yaml"
     [ "$phase" = after ] && python3 -m verifylab.cli gates apply --arch sm90 --root "$S/site" \
       && python3 -m verifylab.cli gates verify --arch sm90 --root "$S/site"
     # chapter 03 alone: it reads the fusion state from SGLang's log and counts the kernels of the target passes

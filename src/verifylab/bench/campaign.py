@@ -27,6 +27,7 @@ def run_campaign(
     seed: int = 0,
     health_timeout_s: float = 1800.0,
     mechanics_only: bool = False,
+    campaign: str = "",
 ) -> pd.DataFrame:
     """Run each variant (a server each) ``repeats`` times in a seeded random order; store tables as they finish.
 
@@ -51,6 +52,7 @@ def run_campaign(
             "seed": seed,
         },
         mechanics_only=mechanics_only,
+        campaign=campaign,
     )
     rng = random.Random(seed)
     states = []

@@ -25,7 +25,7 @@ Progress = Callable[[str, int, int], None]
 
 
 def open_recorder(
-    data_dir: Path, run_id: str, label: str, parameters: dict, mechanics_only: bool = False
+    data_dir: Path, run_id: str, label: str, parameters: dict, mechanics_only: bool = False, campaign: str = ""
 ) -> BenchRecorder:
     """The run to write into: resumed when it exists, created (status partial) otherwise."""
     store = RunStore(Path(data_dir) / "runs")
@@ -37,6 +37,7 @@ def open_recorder(
         status="partial",
         with_torch=False,
         mechanics_only=mechanics_only,
+        campaign=campaign,
     )
     return BenchRecorder(store, run_id)
 

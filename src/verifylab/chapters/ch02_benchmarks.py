@@ -105,5 +105,6 @@ def _campaign(params: Params, ev: Evidence) -> Section:
         run_id,
         params.label,
         mechanics_only=params.mechanics_only,
+        campaign=params.campaign,
     )
     return Section("Live campaign").add(f"Stored in run {run_id}", states)

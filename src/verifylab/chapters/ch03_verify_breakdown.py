@@ -127,6 +127,7 @@ def _profile(params: Params, ev: Evidence) -> Section:
         {"server_url": params.server_url, "profile_steps": params.profile_steps, "profile_variants": variants},
         "profile of a live SGLang server",
         mechanics_only=params.mechanics_only,
+        campaign=params.campaign,
     )
     if not variants:
         return _profile_into(section, store, run_id, params.server_url, params.profile_steps, message_bytes, "live")

@@ -44,6 +44,11 @@ class _Server(ChapterParams):
     mechanics_only: bool = Field(
         False, description="live: a run of the mechanism (tiny/random model): never evidence for a deployment"
     )
+    campaign: str = Field(
+        "",
+        pattern=r"^[a-z0-9-]*$",
+        description="live: the campaign the run belongs to (live-tp2, pcie-sim-before, ...): how the book finds it",
+    )
     label: str = Field(
         "",
         validate_default=True,

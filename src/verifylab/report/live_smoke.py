@@ -10,7 +10,7 @@ from verifylab.report.section import Section
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
 
-LIVE_SMOKE_SUFFIX = "-live-smoke"  # device_run.sh names its runs <timestamp>-<gpu>-live-smoke
+LIVE_SMOKE = "live-smoke"  # the campaign benchmarks/live_smoke's parameters name
 CAVEAT = (
     "Mechanics only, not performance: a random-weight tiny model at TP 1, so no all-reduce exists and fusion "
     "is not exercised; NGRAM acceptance on greedy noise says nothing about a real model's speed-up. What it "
@@ -29,12 +29,12 @@ def mechanics_runs(ev: Evidence) -> list[str]:
 def live_smoke_runs(ev: Evidence) -> list[str]:
     """Ids of the stored live-smoke runs, oldest first."""
     store = ev.runs
-    return [run_id for run_id in store.run_ids() if run_id.endswith(LIVE_SMOKE_SUFFIX)]
+    return store.of_campaign(LIVE_SMOKE)
 
 
 def _latest_with(store: RunStore, table: str) -> str | None:
     """The newest live-smoke run that holds ``table``."""
-    runs = [r for r in store.run_ids() if r.endswith(LIVE_SMOKE_SUFFIX) and store.table_or_none(r, table) is not None]
+    runs = [r for r in store.of_campaign(LIVE_SMOKE) if table in store.manifest(r).tables]
     return runs[-1] if runs else None
 
 

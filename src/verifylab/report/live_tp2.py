@@ -2,9 +2,10 @@
 which variant ran with what in effect, its single-stream speed and accept length, the all-reduce kernels of its
 passes by implementation, and the simulated-PCIe round before and after the multicast-preflight gate.
 
-Runs are found by name (``device_run.sh`` names them ``<time>-<gpu>-live-tp2[-...]`` and
-``<time>-<gpu>-pcie-sim-before|after``); for each variant the newest run in which it was active is used, so a
-round that reran only some variants completes an earlier one. Every row names its run.
+Runs are found by the campaign their manifest names (``live-tp2``, ``pcie-sim-before``, ``pcie-sim-after``:
+the ``campaign`` parameter of ``benchmarks/live_tp2``'s parameter files); for each variant the newest run in
+which it was active is used, so a round that reran only some variants completes an earlier one. Every row
+names its run.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import pandas as pd
 from verifylab.report.section import Prose
 from verifylab.store.runs import RunStore
 
-LIVE_TP2_MARK = "-live-tp2"
-PCIE_SIM_MARK = "-pcie-sim-"
+LIVE_TP2 = "live-tp2"
+PCIE_SIM_ROUNDS = {"pcie-sim-before": "before", "pcie-sim-after": "after"}
 VARIANT_ORDER = ["baseline", "fusion", "eagle3", "eagle3_fusion", "ngram"]
 IMPL_NAMES = {
     "custom": "SGLang custom all-reduce",
@@ -25,15 +26,11 @@ IMPL_NAMES = {
 PHASE_NAMES = {"target": "target pass", "draft": "draft steps (one cycle)", "draft_extend": "draft extend"}
 
 
-def _runs(store: RunStore, mark: str) -> list[str]:
-    return [r for r in store.run_ids() if mark in r]
-
-
 def variant_sources(store: RunStore, state_table: str) -> dict[str, str]:
     """Variant -> the newest live TP-2 run whose ``state_table`` (variant_state: chapter 02, profile_state:
     chapter 03) has it active."""
     found: dict[str, tuple[str, str]] = {}
-    for run_id in _runs(store, LIVE_TP2_MARK):
+    for run_id in store.of_campaign(LIVE_TP2):
         state = store.table_or_none(run_id, state_table)
         if state is None:
             continue
@@ -138,7 +135,7 @@ def pcie_simulation(store: RunStore) -> pd.DataFrame:
     """The simulated-PCIe round: per phase (before / after the precondition gate) the fusion state SGLang logged,
     whether the variant counts as active, and the all-reduces per target pass by implementation."""
     rows = []
-    for run_id in sorted(_runs(store, PCIE_SIM_MARK)):
+    for run_id in store.of_campaign(*PCIE_SIM_ROUNDS):  # sorted by id: the rounds in the order they ran
         state = store.table_or_none(run_id, "profile_state")
         kernels = store.table_or_none(run_id, "allreduce_kernels")
         if state is None or kernels is None:
@@ -147,7 +144,7 @@ def pcie_simulation(store: RunStore) -> pd.DataFrame:
         first = state.iloc[0]
         rows.append(
             {
-                "round": run_id.rsplit(PCIE_SIM_MARK, 1)[1],
+                "round": PCIE_SIM_ROUNDS[store.manifest(run_id).campaign],
                 "fusion_logged": first["fusion"],
                 "active": str(first["active"]) == "True",
                 **{IMPL_NAMES.get(k, k): float(v) for k, v in target.items()},

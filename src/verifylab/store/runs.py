@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError
 from verifylab.host import HostInfo
@@ -32,6 +32,14 @@ RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
 TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 TABLE_FILE_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}\.(parquet|csv)"  # a plain file name inside the run folder
 MANIFEST = "manifest.json"
+
+
+SCHEMA_1_CAMPAIGNS = ("live-tp2", "pcie-sim-before", "pcie-sim-after", "live-smoke")
+
+
+def campaign_in_run_id(run_id: str) -> str:
+    """The campaign a schema-1 run id names (``20261130-080118-2xh200-live-tp2-eagle3`` -> ``live-tp2``), or ''."""
+    return next((c for c in SCHEMA_1_CAMPAIGNS if f"-{c}" in run_id), "")
 
 
 class Versions(BaseModel):
@@ -75,7 +83,20 @@ class Manifest(BaseModel):
     mechanics_only: bool = Field(
         False, description="a run of the mechanism (tiny or random model): never evidence for a deployment"
     )
+    campaign: str = Field(
+        "",
+        description="the campaign the run belongs to (live-tp2, pcie-sim-before, live-smoke ...): how the book "
+        "selects runs",
+    )
     notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _campaign_of_schema_1(cls, data: Any) -> Any:
+        """Schema 1 named a run's campaign in its id only (``device_run.sh``'s ``<time>-<gpu>-<campaign>``)."""
+        if isinstance(data, dict) and data.get("schema_version", 1) < 2 and "campaign" not in data:
+            data = {**data, "campaign": campaign_in_run_id(str(data.get("run_id", "")))}
+        return data
 
     @field_validator("run_id")
     @classmethod
@@ -243,6 +264,7 @@ class RunStore:
         status: Literal["complete", "partial"] = "complete",
         with_torch: bool = True,
         mechanics_only: bool = False,
+        campaign: str = "",
     ) -> Manifest:
         """The run ``run_id``: resumed when stored, else created for this host (``verifylab env``'s capture)."""
         if self.exists(run_id):
@@ -252,6 +274,7 @@ class RunStore:
         manifest = manifest_from_host(run_id, label, capture_host(with_torch=with_torch), parameters, purpose)
         manifest.status = status
         manifest.mechanics_only = mechanics_only
+        manifest.campaign = campaign
         return self.create(manifest)
 
     @contextlib.contextmanager
@@ -360,6 +383,10 @@ class RunStore:
     def runs_with_table(self, name: str) -> list[str]:
         """Ids of runs that store a table called ``name``."""
         return [m.run_id for m in self.manifests() if name in m.tables]
+
+    def of_campaign(self, *campaigns: str) -> list[str]:
+        """Ids of the runs whose manifest names one of ``campaigns``, sorted."""
+        return [m.run_id for m in self.manifests() if m.campaign in campaigns]
 
     def newest_with(self, *names: str) -> str | None:
         """The most recently created run (by the manifest's ``created``) that holds every table in ``names``."""

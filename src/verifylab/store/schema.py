@@ -15,7 +15,8 @@ import pandas as pd
 
 from verifylab.errors import ManifestError
 
-SCHEMA_VERSION = 2  # 2: single-stream intervals named for what they are (interval_*, not ci95_*)
+SCHEMA_VERSION = 2  # 2: single-stream intervals named for what they are (interval_*, not ci95_*); a run names
+# its campaign in the manifest (schema 1 only in its id)
 
 DTYPES = ("str", "int", "float", "bool", "json")  # json: a list or object stored as JSON text
 
