@@ -17,6 +17,7 @@ model_path = None  # live: the model SGLang serves
 draft_model_path = None  # live: the EAGLE-3 draft model
 tp_size = 1  # live: tensor-parallel size
 port = 30000  # live: the port the started server listens on
+mem_fraction_static = None  # live: GPU memory SGLang keeps for weights and KV cache (its default if None)
 launcher = ["python", "-m", "sglang.launch_server"]  # live: the command that starts SGLang
 extra_args = []  # live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]
 simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)

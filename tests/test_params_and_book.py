@@ -81,3 +81,17 @@ def test_book_has_every_chapter_and_no_network_reference(built_book: Path):
     intro = (built_book / "book" / "_generated" / "00_introduction.html").read_text(encoding="utf-8")
     assert 'class="verifylab-chart"' in intro
     assert "<svg" in intro
+
+
+def test_every_server_setting_reaches_the_launch_command():
+    from verifylab.chapters.params import SERVER_SETTINGS, Benchmarks, VerifyBreakdown
+    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_args
+
+    assert set(SERVER_SETTINGS) <= set(BaseConfig.model_fields)  # a setting the launcher does not take fails here
+    for chapter in (Benchmarks, VerifyBreakdown):
+        params = chapter.validated(model_path="/m", tp_size=2, mem_fraction_static=0.3, port=30001)
+        args = variant_args(BaseConfig(**params.server_settings()), DEFAULT_VARIANTS["baseline"], "")
+        assert args[args.index("--mem-fraction-static") + 1] == "0.3"
+        assert args[args.index("--tp-size") + 1] == "2" and args[args.index("--port") + 1] == "30001"
+    with pytest.raises(ParameterError, match="mem_fraction_static"):
+        Benchmarks.validated(mem_fraction_static=1.5)

@@ -29,6 +29,9 @@ class _Server(ChapterParams):
     draft_model_path: str | None = Field(None, description="live: the EAGLE-3 draft model")
     tp_size: PositiveInt = Field(1, description="live: tensor-parallel size")
     port: int = Field(30000, ge=1, le=65535, description="live: the port the started server listens on")
+    mem_fraction_static: float | None = Field(
+        None, gt=0, le=1, description="live: GPU memory SGLang keeps for weights and KV cache (its default if None)"
+    )
     launcher: list[str] = Field(
         default_factory=lambda: ["python", "-m", "sglang.launch_server"],
         min_length=1,
@@ -72,6 +75,7 @@ SERVER_SETTINGS = (
     "draft_model_path",
     "tp_size",
     "port",
+    "mem_fraction_static",
     "launcher",
     "extra_args",
     "simulate_no_multicast",
