@@ -49,8 +49,9 @@ notebooks: $(STAMP)
 check: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
+# Two workers (CI's two cores); the tests that read the built book share one of them, so it is built once.
 test: $(STAMP) browser lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 live: $(STAMP)
 	$(BIN)/verifylab run --params $(PARAMS)

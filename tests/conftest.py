@@ -34,10 +34,12 @@ BOOK_FIXTURES = {"smoke_run", "built_book"}  # a test using one builds the book:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that needs the built book is ``slow`` (``make check`` leaves it to ``make test``)."""
+    """Every test that needs the built book is ``slow`` (``make check`` leaves it to ``make test``), and they all
+    run in one worker when tests run in parallel (``-n``, ``--dist loadgroup``): the book is built once."""
     for item in items:
         if BOOK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("book"))
 
 
 @pytest.fixture(scope="session")
