@@ -63,7 +63,7 @@ chapter.print_launch_command(ev, params)
 # %% [markdown]
 # ## How the recommendations are made
 #
-# Derived by rules (`verifylab.report.recommend`, tested) from the evidence in this edition's data: measured
+# Derived by rules (`verifylab.analysis.recommend`, tested) from the evidence in this edition's data: measured
 # runs where they exist, the audited gate matrix, the reported case-study figures and the model. Each
 # recommendation cites its evidence and a {term}`confidence`: **high** — measured or audited on the relevant
 # software; **medium** — measured on other hardware, or derived; **low** — reported or modelled only;

@@ -343,14 +343,14 @@ def test_cli_bench_and_sweep_json(tmp_path, help_text):
 
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_root):
-    from verifylab.bench.campaign import run_campaign
-    from verifylab.report.bench_report import (
+    from verifylab.analysis.benchmarks import (
         benchmark_section,
         load_curves_chart,
         pareto_chart,
         stored_benchmarks,
         sweep_views,
     )
+    from verifylab.bench.campaign import run_campaign
 
     cfg = base("--tokens-per-step", "2")
     states = run_campaign(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.report import comm_measured as cm
+from verifylab.analysis import comm_campaign as cm
 from verifylab.store.runs import RunStore
 
 

@@ -1,7 +1,8 @@
 """The import rules of the package's layers, read from the source (an AST walk, imports inside functions too):
 
-- ``report`` (tables, charts, findings over the evidence) runs nothing: it imports neither ``bench`` (the
+- ``analysis`` (what the book computes from the evidence) runs nothing: it imports neither ``bench`` (the
   harness that streams requests) nor ``server`` beyond ``server.variants`` (pure flag code);
+- ``report`` (the rendering kit: tables, charts, sections) knows no topic: it imports no domain layer;
 - ``model`` (the cost model) and ``gates`` take numbers and files, not the run store: they import no ``store``
   (the model reads runs as values, ``verifylab.sources``; the host is probed by ``verifylab.host``);
 - a notebook imports its chapter only (``tests/test_notebooks_thin.py``).
@@ -16,8 +17,12 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"
 
+_DOMAIN = tuple(
+    f"verifylab.{layer}" for layer in ("analysis", "bench", "chapters", "gates", "model", "server", "store", "trace")
+)
 RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # layer: (forbidden prefixes, allowed exceptions)
-    "report": (("verifylab.bench", "verifylab.server"), ("verifylab.server.variants",)),
+    "analysis": (("verifylab.bench", "verifylab.server"), ("verifylab.server.variants",)),
+    "report": (_DOMAIN, ()),
     "model": (("verifylab.store",), ()),
     "gates": (("verifylab.store",), ()),
 }
@@ -54,10 +59,13 @@ def test_no_layer_imports_what_its_rule_forbids():
 
 
 def test_the_walk_finds_imports_inside_functions(tmp_path):
-    report = tmp_path / "report"
-    report.mkdir()
-    (report / "x.py").write_text(
+    analysis = tmp_path / "analysis"
+    analysis.mkdir()
+    (analysis / "x.py").write_text(
         "from verifylab.server.variants import BaseConfig\n"
         "def f():\n    from verifylab.bench.method import summarize\n    import verifylab.server.launch\n"
     )
-    assert broken_rules(tmp_path) == {"report/x.py -> verifylab.bench.method", "report/x.py -> verifylab.server.launch"}
+    assert broken_rules(tmp_path) == {
+        "analysis/x.py -> verifylab.bench.method",
+        "analysis/x.py -> verifylab.server.launch",
+    }

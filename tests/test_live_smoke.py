@@ -5,9 +5,9 @@ import sys
 import pandas as pd
 import pytest
 
+from verifylab.analysis.live_smoke import live_smoke_benchmarks, live_smoke_profile, live_smoke_runs
 from verifylab.chapters import ch03_verify_breakdown
 from verifylab.errors import ParameterError
-from verifylab.report.live_smoke import live_smoke_benchmarks, live_smoke_profile, live_smoke_runs
 from verifylab.store.evidence import Evidence
 
 from .test_bench import free_port
@@ -62,7 +62,7 @@ def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
 def test_the_smoke_is_never_evidence_for_a_recommendation(repo_root, tmp_path):
     import shutil
 
-    from verifylab.report.facts import facts_from_evidence
+    from verifylab.analysis.facts import facts_from_evidence
     from verifylab.store.evidence import Evidence
 
     assert facts_from_evidence(Evidence(repo_root / "data")).fusion_state is None  # its fusion row is TP 1, inactive

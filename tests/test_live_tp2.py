@@ -81,7 +81,7 @@ def test_pcie_sm120_outlook_follows_the_wheels(repo_root):
     """Fused on a PCIe SM120 box only where the pinned FlashInfer's workspace (read from its wheel) needs no
     multicast; the one upgrade target is the first pair whose FlashInfer builds for SM12x as published; every row
     says it is inferred, not run on SM120."""
-    from verifylab.report.gates_report import pcie_sm120_finding, pcie_sm120_outlook, upgrade_target
+    from verifylab.analysis.gates import pcie_sm120_finding, pcie_sm120_outlook, upgrade_target
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import flashinfer_workspace_needs_multicast
 

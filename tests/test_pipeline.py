@@ -11,12 +11,12 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
+from verifylab.analysis.recommend import Topic
 from verifylab.errors import ParameterError, ReferenceDataError
 from verifylab.publish.build import build_book
 from verifylab.publish.edition import changes_since, data_digest, load_registry, write_generated_pages
 from verifylab.publish.findings import Finding, FindingKey
 from verifylab.publish.pipeline import PipelineParams, load_params, run_pipeline
-from verifylab.report.recommend import Topic
 from verifylab.store.evidence import Evidence
 
 from .projects import project_copy, write_params

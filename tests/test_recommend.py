@@ -1,7 +1,7 @@
 """Recommendation rules on contrasting evidence sets."""
 
-from verifylab.report.facts import DeploymentFacts as Facts
-from verifylab.report.recommend import recommend, recommendations_frame
+from verifylab.analysis.facts import DeploymentFacts as Facts
+from verifylab.analysis.recommend import recommend, recommendations_frame
 from verifylab.server.launch import BaseConfig
 
 BASE = BaseConfig(model_path="/models/kimi", tp_size=8, draft_model_path="/models/eagle3")
@@ -83,8 +83,8 @@ def test_reported_only_evidence_is_low_confidence(repo_root):
 def test_the_case_study_decision_is_conditional_on_the_regime(repo_root):
     """With the model: fusion is recommended for healthy P2P with the numbers of the decision table, refused
     without P2P; one upgrade target; the gates to open are the target's."""
+    from verifylab.analysis.facts import case_study_facts
     from verifylab.model.decision import thresholds
-    from verifylab.report.facts import case_study_facts
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Regime
 
@@ -107,7 +107,7 @@ def test_frame_has_every_recommendation_with_evidence_column():
 
 
 def test_evidence_from_the_shipped_data(repo_root):
-    from verifylab.report.facts import facts_from_evidence
+    from verifylab.analysis.facts import facts_from_evidence
     from verifylab.store.evidence import Evidence
 
     ev = facts_from_evidence(

@@ -26,7 +26,7 @@ def test_every_stored_table_and_column_is_declared(repo_root):
 
 
 def test_the_tables_the_book_shows_name_declared_columns():
-    from verifylab.report.bench_report import CELL_COLUMNS, STATE_COLUMNS
+    from verifylab.analysis.benchmarks import CELL_COLUMNS, STATE_COLUMNS
 
     assert set(CELL_COLUMNS) - {"run_id"} <= set(columns_of("sweep_cells"))  # run_id: added when runs are stacked
     assert set(STATE_COLUMNS) - {"run_id"} <= set(columns_of("variant_state"))
@@ -98,7 +98,7 @@ def test_an_upsert_replaces_rows_with_the_same_key(repo_root, tmp_path):
 
 
 def test_campaign_runs_are_found_by_their_manifest_not_their_name(repo_root, tmp_path):
-    from verifylab.report.live_tp2 import variant_sources
+    from verifylab.analysis.live_tp2 import variant_sources
 
     store = RunStore(tmp_path / "runs")
     renamed = "20261130-130757-box-a"  # a live TP-2 run under an id that names no campaign

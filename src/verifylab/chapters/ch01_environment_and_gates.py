@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.analysis import comm_probe, live_tp2
+from verifylab.analysis import gates as gates_analysis
+from verifylab.analysis.hardware import run_hardware_table
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import EnvironmentAndGates as Params
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
-from verifylab.report import comm_probe, gates_report, live_tp2
-from verifylab.report.run_hardware import run_hardware_table
 from verifylab.report.section import Prose, Section
 from verifylab.store.evidence import Evidence
 
@@ -94,17 +95,17 @@ def fusion_forensics(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def gate_matrix(ev: Evidence) -> pd.DataFrame:
     """Table: gate x audited version -> closed / open / info (gate kinds in words, so the column can wrap)."""
-    overview = gates_report.matrix_overview(ev.gate_matrix)
+    overview = gates_analysis.matrix_overview(ev.gate_matrix)
     return overview.assign(kind=overview["kind"].str.replace("_", " "))
 
 
 def _outlook(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("pcie_sm120_outlook", lambda e: gates_report.pcie_sm120_outlook(e.fusion_forensics))
+    return ev.derived("pcie_sm120_outlook", lambda e: gates_analysis.pcie_sm120_outlook(e.fusion_forensics))
 
 
 def pcie_sm120_finding(ev: Evidence) -> Prose:
     """Finding: the SGLang versions whose pinned FlashInfer can fuse on a PCIe SM120 box, and what to open."""
-    return gates_report.pcie_sm120_finding(_outlook(ev))
+    return gates_analysis.pcie_sm120_finding(_outlook(ev))
 
 
 @shown_as_table
@@ -131,13 +132,13 @@ def pcie_simulation_table(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def version_findings(ev: Evidence, package: str, version: str) -> pd.DataFrame:
     """Table: every gate found in one audited version, with its note."""
-    return gates_report.version_findings(ev.gate_matrix, package, version)
+    return gates_analysis.version_findings(ev.gate_matrix, package, version)
 
 
 @shown_as_table
 def sm120_build_runs(ev: Evidence) -> pd.DataFrame:
     """Table: the SM120 build checks, labelled with their machine."""
-    return gates_report.sm120_build_runs(ev)
+    return gates_analysis.sm120_build_runs(ev)
 
 
 def live(params: Params, ev: Evidence) -> Section | None:
@@ -174,7 +175,7 @@ def _audit_this_box(params: Params, ev: Evidence) -> Section:
         _probe_this_box(params, ev, section)
     root = params.sglang_root or default_root()
     section.add("Preflight", box_preflight(arch=parse_arch(params.arch)))
-    section.add(f"Audit of {root}", gates_report.audit_table(audit(root, params.arch)))
+    section.add(f"Audit of {root}", gates_analysis.audit_table(audit(root, params.arch)))
     if params.apply_patch:
         result = apply(root, params.arch)
         section.add("Applied", "\n".join(result.notes) or "nothing to change")

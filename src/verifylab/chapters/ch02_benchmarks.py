@@ -5,26 +5,28 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.analysis import benchmarks, live_tp2
+from verifylab.analysis.benchmarks import benchmark_section
+from verifylab.analysis.live_smoke import live_smoke_benchmarks
 from verifylab.bench.campaign import run_campaign
 from verifylab.bench.method import SingleStreamConfig
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import Benchmarks as Params
 from verifylab.errors import ParameterError
-from verifylab.report import bench_report, live_smoke, live_tp2
 from verifylab.report.charts import Figure
 from verifylab.report.intervals import single_stream_intervals
 from verifylab.report.section import Prose, Section
 from verifylab.server.launch import BaseConfig
 from verifylab.store.evidence import Evidence
 
-__all__ = ["Params"]
+__all__ = ["Params", "benchmark_section", "live_smoke_benchmarks"]  # shown as the analysis builds them
 
 DEFAULT_RUN_ID = "live-benchmarks"
 
 
 def deployer_finding(ev: Evidence) -> Prose:
     """Finding: what a deployer can take from the benchmarks (reported figures, crossover), formatted from them."""
-    single = bench_report.reported_single_stream(ev).set_index("figure_id")["tokens_per_s"]
+    single = benchmarks.reported_single_stream(ev).set_index("figure_id")["tokens_per_s"]
     fusion = single[single.index.str.startswith("fusion_run_")]
     liability = ev.figures.set_index("figure_id").loc["spec_liability_concurrency", "value"]
     return Prose(
@@ -39,30 +41,25 @@ def deployer_finding(ev: Evidence) -> Prose:
 
 
 def sweep_views(ev: Evidence):
-    return ev.derived("sweep_views", bench_report.sweep_views)
+    return ev.derived("sweep_views", benchmarks.sweep_views)
 
 
 def pareto_figure(ev: Evidence) -> Figure:
     """Figure: per-user vs per-GPU tok/s of every stored sweep (measured; mechanics)."""
     _, pareto, slo, _ = sweep_views(ev)
-    return bench_report.pareto_chart(pareto, slo)
+    return benchmarks.pareto_chart(pareto, slo)
 
 
 def load_curves_figure(ev: Evidence) -> Figure:
     """Figure: per-user tok/s vs concurrency with the TPOT SLO drawn (measured; mechanics)."""
     cells, _, _, tpot = sweep_views(ev)
-    return bench_report.load_curves_chart(cells, tpot)
+    return benchmarks.load_curves_chart(cells, tpot)
 
 
 @shown_as_table
 def reported_comparisons(ev: Evidence) -> pd.DataFrame:
     """Table: what the reported figures resolve, and what they cannot."""
-    return bench_report.reported_comparisons(ev)
-
-
-def benchmark_section(ev: Evidence) -> Section:
-    """Every stored benchmark of a real server (active variants only), or that none is stored."""
-    return bench_report.benchmark_section(ev)
+    return benchmarks.reported_comparisons(ev)
 
 
 def _live_tp2(ev: Evidence) -> pd.DataFrame:
@@ -79,11 +76,6 @@ def live_tp2_table(ev: Evidence) -> pd.DataFrame:
     """Table: single-stream tok/s with the median's interval (method and coverage in the header) and accept
     length, per live TP-2 variant."""
     return single_stream_intervals(_live_tp2(ev).reset_index())
-
-
-def live_smoke_benchmarks(ev: Evidence) -> Section:
-    """The live smoke's variants on one H200 (TP 1): mechanics only."""
-    return live_smoke.live_smoke_benchmarks(ev)
 
 
 def live(params: Params, ev: Evidence) -> Section | None:

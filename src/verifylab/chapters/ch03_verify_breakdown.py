@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from verifylab.analysis import comm_campaign, live_tp2, profiles
+from verifylab.analysis.live_smoke import live_smoke_profile
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
-from verifylab.report import breakdown, comm_measured, live_smoke, live_tp2
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
@@ -21,11 +22,11 @@ from verifylab.store.runs import RunStore, new_run_id
 from verifylab.trace.profile_tables import PROFILE_TABLES, summarize_variant
 from verifylab.vocab import KIMI_K2_HIDDEN, allreduce_message_bytes
 
-__all__ = ["Params"]
+__all__ = ["Params", "live_smoke_profile"]  # shown as the analysis builds it
 
 
 def _tables(ev: Evidence) -> dict[str, pd.DataFrame]:
-    return ev.derived("chapter3_tables", breakdown.chapter3_tables)
+    return ev.derived("chapter3_tables", profiles.chapter3_tables)
 
 
 def deployer_finding(ev: Evidence) -> Prose:
@@ -35,7 +36,7 @@ def deployer_finding(ev: Evidence) -> Prose:
         f.loc[k, "value"] for k in ("allreduces_per_verify", "verify_allreduce_ms", "verify_total_ms")
     )
     seed = f.loc["allreduces_per_verify", "seed_file"].split("_")[0]
-    traced = comm_measured.measured_trace_breakdown(ev.runs)
+    traced = comm_campaign.measured_trace_breakdown(ev.runs)
     nccl = traced.xs("nccl", level="variant") if not traced.empty else traced
     reported = (
         f"For a deployer: the case study reports {count:.0f} all-reduces per verify pass taking {comm:.0f} ms of "
@@ -80,17 +81,17 @@ def allreduce_counts(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def measured_trace_breakdown(ev: Evidence) -> pd.DataFrame:
     """Table: the synthetic verify pass on 2 x H200, traced, per variant."""
-    return comm_measured.measured_trace_breakdown(ev.runs)
+    return comm_campaign.measured_trace_breakdown(ev.runs)
 
 
 def marker_pieces_note(ev: Evidence) -> Prose:
     """Prose: which traced passes were summed from pieces of their step marker."""
-    return comm_measured.marker_pieces_note(ev.runs)
+    return comm_campaign.marker_pieces_note(ev.runs)
 
 
 def latency_figure(ev: Evidence) -> Figure:
     """Figure: all-reduce latency vs message size, measured in isolation."""
-    return comm_measured.latency_curves_chart(comm_measured.allreduce_latency_measured(ev.runs))
+    return comm_campaign.latency_curves_chart(comm_campaign.allreduce_latency_measured(ev.runs))
 
 
 def live_kernels_finding(ev: Evidence) -> Prose:
@@ -102,11 +103,6 @@ def live_kernels_finding(ev: Evidence) -> Prose:
 def live_kernels_table(ev: Evidence) -> pd.DataFrame:
     """Table: all-reduce kernels per target pass, by variant and kernel family."""
     return live_tp2.live_kernels_table(live_tp2.live_allreduce_kernels(ev.runs))
-
-
-def live_smoke_profile(ev: Evidence) -> Section:
-    """The live smoke's profile (one H200, TP 1): mechanics only."""
-    return live_smoke.live_smoke_profile(ev)
 
 
 def live(params: Params, ev: Evidence) -> Section | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.analysis import comm_campaign
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.model.case import account, inputs, inputs_table, reconcile_table, whatif_table
@@ -18,7 +19,6 @@ from verifylab.model.inputs import compute_validation, compute_validation_findin
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.options import OPTIONS, Option, floors_table, memory_table, reported_pass_floor
 from verifylab.model.regimes import regime_curves_table
-from verifylab.report import comm_measured
 from verifylab.report.charts import Figure, options_chart, regime_curves_chart, verify_components_chart
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
@@ -42,39 +42,39 @@ DECISION_HEADINGS = {
 
 
 def _gains(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("fusion_vs_elimination", lambda e: comm_measured.fusion_vs_elimination_measured(e.runs))
+    return ev.derived("fusion_vs_elimination", lambda e: comm_campaign.fusion_vs_elimination_measured(e.runs))
 
 
 def measured_finding(ev: Evidence) -> Prose:
     """Finding: what fusion and elimination saved on the two-H200 verify pass."""
-    spread = ev.derived("savings_over_runs", lambda e: comm_measured.savings_over_runs(e.runs))
-    return comm_measured.comm_finding(_gains(ev), tokens=MEASURED_TOKENS, spread=spread)
+    spread = ev.derived("savings_over_runs", lambda e: comm_campaign.savings_over_runs(e.runs))
+    return comm_campaign.comm_finding(_gains(ev), tokens=MEASURED_TOKENS, spread=spread)
 
 
 @shown_as_table
 def measured_table(ev: Evidence) -> pd.DataFrame:
     """Table: pass time per variant and token count, measured."""
-    return comm_measured.fusion_vs_elimination_table(_gains(ev))
+    return comm_campaign.fusion_vs_elimination_table(_gains(ev))
 
 
 def measured_figure(ev: Evidence) -> Figure:
     """Figure: fusion vs elimination, measured."""
-    return comm_measured.fusion_vs_elimination_chart(_gains(ev))
+    return comm_campaign.fusion_vs_elimination_chart(_gains(ev))
 
 
 def _prediction(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("prediction_check", lambda e: comm_measured.prediction_check(e.measured))
+    return ev.derived("prediction_check", lambda e: comm_campaign.prediction_check(e.measured))
 
 
 def prediction_finding(ev: Evidence) -> Prose:
     """Finding: how well the pass model predicts the measured passes."""
-    return comm_measured.prediction_finding(_prediction(ev))
+    return comm_campaign.prediction_finding(_prediction(ev))
 
 
 @shown_as_table
 def prediction_table(ev: Evidence) -> pd.DataFrame:
     """Table: predicted vs measured pass time per variant."""
-    return comm_measured.prediction_table(_prediction(ev))
+    return comm_campaign.prediction_table(_prediction(ev))
 
 
 @shown_as_table

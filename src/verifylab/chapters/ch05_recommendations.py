@@ -3,10 +3,8 @@ which gates to open, the risks), the PCIe SM120 outlook, and the launch command.
 
 from __future__ import annotations
 
-from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
-from verifylab.chapters.params import Recommendations as Params
-from verifylab.report.facts import facts_from_evidence
-from verifylab.report.recommend import (
+from verifylab.analysis.facts import facts_from_evidence
+from verifylab.analysis.recommend import (
     DECISION_TOPICS,
     Recommendation,
     Topic,
@@ -15,6 +13,8 @@ from verifylab.report.recommend import (
     recommendations_frame,
     wrapped_command,
 )
+from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
+from verifylab.chapters.params import Recommendations as Params
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
 from verifylab.server.launch import BaseConfig, launcher_help

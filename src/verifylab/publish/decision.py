@@ -6,8 +6,8 @@ model objects the exhibits show."""
 
 from __future__ import annotations
 
+from verifylab.analysis.recommend import Topic
 from verifylab.publish.findings import FindingKey, by_key
-from verifylab.report.recommend import Topic
 from verifylab.store.evidence import Evidence
 
 PAGE = "decision.md"
@@ -26,7 +26,7 @@ def _regimes(ev: Evidence) -> dict[str, dict]:
 
 
 def _upgrade(ev: Evidence) -> tuple[str, str] | None:
-    from verifylab.report.gates_report import pcie_sm120_outlook, upgrade_target
+    from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 
     return upgrade_target(pcie_sm120_outlook(ev.fusion_forensics)) if ev.has_gate_matrix else None
 

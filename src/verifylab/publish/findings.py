@@ -7,9 +7,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from verifylab.analysis.facts import case_study_facts
+from verifylab.analysis.recommend import Topic, recommend
 from verifylab.model.case import account
-from verifylab.report.facts import case_study_facts
-from verifylab.report.recommend import Topic, recommend
 from verifylab.store.evidence import Evidence
 
 

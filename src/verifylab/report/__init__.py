@@ -1,1 +1,2 @@
-"""Charts, tables and recommendations built from run-store and reference tables."""
+"""The rendering kit: tables, charts, sections and interval headers. It knows no topic: what is shown is computed
+in ``verifylab.analysis`` (and the cost model, ``verifylab.model``)."""

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from verifylab.report.facts import DeploymentFacts
+from verifylab.analysis.facts import DeploymentFacts
 from verifylab.report.section import Prose
 from verifylab.report.tables import listing_text
 from verifylab.server.variants import DEFAULT_VARIANTS, variant_args

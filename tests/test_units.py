@@ -1,0 +1,159 @@
+"""Direct tests of four modules the book reaches only end to end: the server-log reader, the trace reader, the
+gate scanner and the chart kit — each on small inputs written here, one behaviour per test."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from verifylab.errors import TraceError
+from verifylab.server.server_log import (
+    classify_failure,
+    effective_state,
+    fusion_in_effect,
+    last_error_line,
+    last_log_line,
+)
+from verifylab.server.variants import DEFAULT_VARIANTS
+from verifylab.trace import reader
+
+
+# --- server_log ---------------------------------------------------------------------------------------------------
+def test_the_last_failure_counts_and_ignored_import_errors_do_not():
+    log = (
+        "Ignore import error when loading sglang.srt.models.foo: No module named 'foo'\n"
+        "NCCL WARN something\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB\n"
+    )
+    assert classify_failure(log)[0] == "cuda_oom"  # signatures are tried in order (out of memory before NCCL)
+    assert classify_failure("Ignore import error when loading x: No module named 'x'\n")[0] == "unknown"
+    name, advice = classify_failure('ImportError: sgl_kernel requires "deep_gemm" to be installed')
+    assert name == "missing_package" and "'deep_gemm'" in advice
+    assert last_error_line("a\nValueError: first\nb\nRuntimeError: second one\n") == "RuntimeError: second one"
+    assert last_error_line("all good\n") is None
+
+
+def test_a_skip_after_an_enable_means_fusion_is_not_in_effect():
+    enabled = "AllReduce Fusion enabled and workspace initialized\n"
+    assert fusion_in_effect(enabled) == "enabled"
+    assert fusion_in_effect(enabled + "Skipping allreduce fusion: no multicast\n") == "skipped"
+    assert fusion_in_effect("Auto-enabling FlashInfer allreduce fusion\n") is None  # requested, not in effect
+
+
+def test_the_state_in_effect_decides_whether_a_variant_counts():
+    fusion = DEFAULT_VARIANTS["fusion"]
+    args = {"server_args": {"tp_size": 2, "flashinfer_allreduce_fusion": True}}
+    fused = effective_state(
+        fusion, args, "AllReduce Fusion enabled and workspace initialized\nverifylab multicast guard loaded"
+    )
+    assert fused.active and fused.fusion == "enabled" and fused.multicast_guard
+    unverified = effective_state(fusion, args, "")
+    assert not unverified.active and unverified.fusion == "unverified"
+    tp1 = effective_state(fusion, {"tp_size": 1, "flashinfer_allreduce_fusion": False}, "")
+    assert not tp1.active and "TP 1" in tp1.inactive_reasons[0]
+    baseline = effective_state(DEFAULT_VARIANTS["baseline"], args, "AllReduce Fusion enabled and workspace initialized")
+    assert not baseline.active and "auto-enabled" in baseline.inactive_reasons[0]
+    eagle = effective_state(DEFAULT_VARIANTS["eagle3"], {"tp_size": 2}, "")
+    assert "speculation is off" in "; ".join(eagle.inactive_reasons)
+    assert set(fused.as_row()) == {
+        "fusion",
+        "speculative_algorithm",
+        "tp_size",
+        "active",
+        "inactive_reasons",
+        "multicast_guard",
+        "failure",
+    }
+
+
+def test_the_last_log_line_is_redacted_and_a_missing_log_is_empty(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("loading\nconnecting to https://user:hunter2@host/x\n\n")
+    assert "hunter2" not in last_log_line(log) and last_log_line(log).startswith("connecting to")
+    assert last_log_line(tmp_path / "none.log") == "" and last_log_line(None) == ""
+
+
+# --- trace.reader -------------------------------------------------------------------------------------------------
+EVENTS = [{"name": "k", "ph": "X", "ts": 1.5, "dur": 2, "pid": 0, "tid": 7, "args": {"correlation": 3}}] * 3
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_events_stream_from_plain_and_gzip_traces_in_either_shape(tmp_path, compressed):
+    for shape in ({"traceEvents": EVENTS, "meta": 1}, EVENTS):
+        text = json.dumps(shape).encode()
+        path = tmp_path / ("t.json.gz" if compressed else "t.json")
+        path.write_bytes(gzip.compress(text) if compressed else text)
+        assert list(reader.iter_raw(path)) == EVENTS
+
+
+def test_an_event_split_across_chunks_is_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "CHUNK", 16)  # every event straddles chunks
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": EVENTS}))
+    assert list(reader.iter_raw(path)) == EVENTS
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty file"),
+        ('{"other": []}', "without a 'traceEvents' list"),
+        ("hello", "not JSON"),
+        ('{"traceEvents": [{"name": "k"}, ', "truncated at byte"),
+        ('{"traceEvents": [{"name": "k"}, {"name": x}]}', "invalid JSON at byte 41"),
+    ],
+)
+def test_a_bad_trace_is_one_line_naming_the_file_and_the_byte(tmp_path, text, message):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(TraceError, match=message) as err:
+        list(reader.iter_raw(path))
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_event_keeps_only_what_the_analysis_reads():
+    event = reader.to_event({**EVENTS[0], "args": {"correlation": 3, "huge": "x" * 1000}})
+    assert event.end == 3.5 and dict(event.args) == {"correlation": 3}
+    assert reader.correlation_of({"args": {"correlation": "12"}}) == 12
+    assert reader.correlation_of({"args": {}}) == reader.correlation_of({"args": {"correlation": "x"}}) == -1
+    with pytest.raises(TraceError):
+        reader.event_time({"name": "k", "ts": "abc"}, "ts")
+
+
+# --- gates.scan ---------------------------------------------------------------------------------------------------
+def test_the_scanner_finds_an_arch_gate_of_a_fusion_function_and_its_state(tmp_path):
+    from verifylab.gates.scan import scan_file
+
+    def scan_source(source: str, rel: str, target: int):
+        path = tmp_path / rel.replace("/", "_")
+        path.write_text(source)
+        return scan_file(path, rel, target)
+
+    source = (
+        "from sglang.srt.utils import is_sm90_supported, is_sm100_supported\n"
+        "def _flashinfer_allreduce_fusion_auto_enable():\n"
+        "    return is_sm90_supported() or is_sm100_supported()\n"
+    )
+    findings = scan_source(source, "arg_groups/overrides.py", target=120)
+    (gate,) = [f for f in findings if f.kind == "boolean_gate"]
+    assert gate.status == "closed" and gate.function == "_flashinfer_allreduce_fusion_auto_enable"
+    assert sorted(gate.archs) == [90, 100] and gate.line == 3
+    opened = source.replace("is_sm100_supported()", "is_sm100_supported() or is_sm120_supported()")
+    assert all(f.status == "open" for f in scan_source(opened, "x.py", target=120) if f.kind == "boolean_gate")
+
+
+# --- report.charts ------------------------------------------------------------------------------------------------
+def test_a_figure_renders_offline_svg_with_its_caption_escaped():
+    import altair as alt
+
+    from verifylab.report.charts import Figure
+
+    chart = alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]})).mark_line().encode(x="x:Q", y="y:Q")
+    figure = Figure(chart, "a <b>caption</b> & more", provenance=["run <x>"], name='tbl-"q"')
+    html = figure._repr_html_()
+    assert "<svg" in html and "<script" not in html.lower()  # inline SVG: opens offline, runs nothing
+    assert "<b>caption</b>" not in html and "a &lt;b&gt;caption&lt;/b&gt; &amp; more" in html
+    assert "run &lt;x&gt;" in html and 'data-name="tbl-&quot;q&quot;"' in html
