@@ -36,19 +36,18 @@ BOOK_FIXTURES = {"smoke_run", "built_book"}  # a test using one builds the book:
 SHARED_BUILDS = {"gloo_61": "gloo-traces"}  # other costly shared fixtures: their tests share a worker too
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Every test that needs the built book is ``slow`` (``make check`` leaves it to ``make test``). When tests
     run in parallel (``-n``, ``--dist loadgroup``) the tests of one costly shared fixture run in one worker, so
-    the book (and each other such fixture) is built once."""
-    for item in items:
-        used = set(getattr(item, "fixturenames", ()))
-        if BOOK_FIXTURES & used:
-            item.add_marker(pytest.mark.slow)
-            item.add_marker(pytest.mark.xdist_group("book"))
-        else:
-            for fixture in sorted(used & set(SHARED_BUILDS)):
-                item.add_marker(pytest.mark.xdist_group(SHARED_BUILDS[fixture]))
+    the book (and each other such fixture) is built once. Marked as each test is collected: xdist reads the
+    groups before any ``pytest_collection_modifyitems`` of a conftest runs."""
+    used = set(getattr(item, "fixturenames", ()))
+    if BOOK_FIXTURES & used:
+        item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group("book"))
+    else:
+        for fixture in sorted(used & set(SHARED_BUILDS)):
+            item.add_marker(pytest.mark.xdist_group(SHARED_BUILDS[fixture]))
 
 
 @pytest.fixture(scope="session")

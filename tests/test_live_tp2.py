@@ -6,7 +6,7 @@ import shutil
 
 import pandas as pd
 
-from verifylab.report import live_tp2 as lt
+from verifylab.analysis import live_tp2 as lt
 from verifylab.store.runs import RunStore
 
 

@@ -41,7 +41,8 @@ def test_measured_runs_from_frames_answer_like_the_store():
         runs.read_table("run-a", "verify_pass")
     with pytest.raises(RunNotFoundError, match="run 'run-c' not found in frames given in memory"):
         runs.run("run-c")
-    runs.read_table("run-a", "norm_fusion").loc[0, "fused_us"] = 99.0  # a caller's edit never reaches the run
+    edited = runs.read_table("run-a", "norm_fusion")
+    edited.loc[0, "fused_us"] = 99.0  # a caller's edit never reaches the run
     assert runs.read_table("run-a", "norm_fusion")["fused_us"].iloc[0] == 2.0
 
 

@@ -57,21 +57,22 @@ def run_campaign(
     rng = random.Random(seed)
     states = []
     log_dir = recorder.store.path(run_id) / "logs"
-    for repeat in range(repeats):
-        order = variants[:]
-        rng.shuffle(order)  # drift must not masquerade as an effect
-        for name in order:
-            tag = name if repeats == 1 else f"{name}-r{repeat}"
-            row = {"variant": name, "repeat": repeat, "order": order.index(name)}
-            try:
-                with serve(base, DEFAULT_VARIANTS[name], log_dir, health_timeout_s, help_text) as (server, state):
-                    row |= state.as_row()
-                    run_single(server.url, single, recorder=recorder, variant=tag)
-                    run_sweep(server.url, concurrency, sweep_tokens, recorder=recorder, variant=tag)
-            except ServerError as exc:
-                row |= {"active": False, "failure": str(exc)}
-            states.append(row)
-            recorder.store.write_table(run_id, "variant_state", pd.DataFrame(states), fmt="csv")
+    with recorder.measuring():  # another process measuring into this run is refused
+        for repeat in range(repeats):
+            order = variants[:]
+            rng.shuffle(order)  # drift must not masquerade as an effect
+            for name in order:
+                tag = name if repeats == 1 else f"{name}-r{repeat}"
+                row = {"variant": name, "repeat": repeat, "order": order.index(name)}
+                try:
+                    with serve(base, DEFAULT_VARIANTS[name], log_dir, health_timeout_s, help_text) as (server, state):
+                        row |= state.as_row()
+                        run_single(server.url, single, recorder=recorder, variant=tag)
+                        run_sweep(server.url, concurrency, sweep_tokens, recorder=recorder, variant=tag)
+                except ServerError as exc:
+                    row |= {"active": False, "failure": str(exc)}
+                states.append(row)
+                recorder.store.write_table(run_id, "variant_state", pd.DataFrame(states), fmt="csv")
     mark_complete(recorder)
     if states and all(row.get("failure") for row in states):
         raise ServerError(f"no variant started, nothing was measured; first failure: {states[0]['failure']}")

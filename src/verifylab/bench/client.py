@@ -39,6 +39,7 @@ class RequestResult:
     e2e_s: float | None = None
     chunk_times: list[float] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
+    chunk_batched: list[bool] = field(default_factory=list)  # read together with the chunk before: no real gap
     meta: dict = field(default_factory=dict)
     first_meta: dict = field(default_factory=dict)
     output_ids: list[int] | None = None
@@ -57,12 +58,20 @@ class RequestResult:
 
     @property
     def per_token_latency_s(self) -> list[float]:
-        """Each chunk's gap spread over the tokens it carried (one value per token after the first chunk)."""
+        """Each chunk's gap spread over the tokens it carried (one value per token after the first chunk). A chunk
+        the client read in one batch with the one before (a busy client) has no measured gap and is left out:
+        its 0.0 is the client's lateness, not the server's speed."""
         out: list[float] = []
-        for gap, tokens in zip(self.inter_chunk_s, self.chunk_tokens[1:], strict=False):
-            if tokens > 0:
+        batched = self.chunk_batched[1:] or [False] * (len(self.chunk_times) - 1)
+        for gap, tokens, late in zip(self.inter_chunk_s, self.chunk_tokens[1:], batched, strict=False):
+            if tokens > 0 and not late:
                 out.extend([gap / tokens] * tokens)
         return out
+
+    @property
+    def batched_chunks(self) -> int:
+        """Chunks read in one batch with the chunk before them (their gaps were not measured)."""
+        return sum(self.chunk_batched[1:])
 
     @property
     def output_tokens_per_s(self) -> float | None:
@@ -78,12 +87,22 @@ def parse_spec_meta(meta: dict) -> dict:
 
 
 def accept_length(results: list[RequestResult]) -> float | None:
-    """Token-weighted accept length over a run: sum(completion tokens) / sum(verify passes)."""
-    verifies = [parse_spec_meta(r.meta).get("spec_verify_ct") for r in results if r.ok]
-    if not verifies or any(v is None for v in verifies):
+    """Token-weighted accept length over a run: sum(completion tokens) / sum(verify passes); None unless every
+    request reports a pass count a decode can have (at least one pass, at most one per token)."""
+    ok = [r for r in results if r.ok]
+    verifies = [parse_spec_meta(r.meta).get("spec_verify_ct") for r in ok]
+    if not verifies or any(not plausible_verify_count(v, r.output_tokens) for v, r in zip(verifies, ok, strict=True)):
         return None
-    passes = sum(v for v in verifies if v is not None)
-    return sum(r.output_tokens for r in results if r.ok) / passes if passes else None
+    passes = sum(float(v) for v in verifies if v is not None)
+    return sum(r.output_tokens for r in ok) / passes
+
+
+def plausible_verify_count(verify_ct: object, output_tokens: int) -> bool:
+    """A verify-pass count a request of ``output_tokens`` tokens can report: a number >= 1 and no more passes than
+    tokens (each pass yields at least one token: an accept length below 1 is impossible)."""
+    if isinstance(verify_ct, bool) or not isinstance(verify_ct, int | float) or verify_ct != verify_ct:
+        return False
+    return 1 <= verify_ct <= max(output_tokens, 1)
 
 
 def sse_events(buffer: bytes) -> tuple[list[bytes], bytes]:
@@ -104,6 +123,41 @@ def sse_events(buffer: bytes) -> tuple[list[bytes], bytes]:
         if data:
             events.append(b"\n".join(data))
     return events, rest
+
+
+def _refuse_redirect(url: str, resp: aiohttp.ClientResponse) -> None:
+    """A redirect is never followed: what answers at another address is not the server being measured."""
+    if 300 <= resp.status < 400:
+        target = resp.headers.get("Location", "nowhere")
+        raise BenchmarkError(
+            f"{url}: HTTP {resp.status} redirect to {target[:200]}: not followed (measure that server)"
+        )
+
+
+class SSEParser:
+    """Server-Sent Events fed as bytes arrive: each ``feed`` scans only the new bytes for an event's end, so a
+    long event costs its length once, not once per read (re-splitting the whole buffer was quadratic)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer already searched for an event's end
+        self._cr = False  # the last byte fed was a CR: a LF that follows belongs to it
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The data of every event completed by ``data`` (see :func:`sse_events` for the format)."""
+        if self._cr and data.startswith(b"\n"):
+            data = data[1:]
+        self._cr = data.endswith(b"\r")
+        self._buffer += data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = self._buffer.find(b"\n\n", max(self._scanned - 1, 0))
+        if end < 0:
+            self._scanned = len(self._buffer)
+            return []
+        last = self._buffer.rfind(b"\n\n") + 2
+        events, _ = sse_events(bytes(self._buffer[:last]))
+        del self._buffer[:last]
+        self._scanned = len(self._buffer)
+        return events
 
 
 class Client:
@@ -131,9 +185,10 @@ class Client:
         assert self.session
         for path in paths:
             try:
-                async with self.session.get(self.url + path) as resp:
+                async with self.session.get(self.url + path, allow_redirects=False) as resp:
                     if resp.status == 200:
                         return await resp.json(content_type=None)
+                    _refuse_redirect(self.url + path, resp)
             except aiohttp.ClientError as exc:
                 raise BenchmarkError(f"{self.url}{path}: cannot reach the server ({exc})") from None
         raise BenchmarkError(f"{self.url}: none of {', '.join(paths)} answered 200")
@@ -142,8 +197,9 @@ class Client:
         """POST and return the status; an unreachable server is one line naming the URL, not a traceback."""
         assert self.session
         try:
-            async with self.session.post(self.url + path, json=body or {}) as resp:
+            async with self.session.post(self.url + path, json=body or {}, allow_redirects=False) as resp:
                 await resp.read()
+                _refuse_redirect(self.url + path, resp)
                 return resp.status
         except aiohttp.ClientError as exc:
             raise BenchmarkError(f"{self.url}{path}: cannot reach the server ({exc})") from None
@@ -174,7 +230,8 @@ class Client:
             }
         start = time.perf_counter()
         try:
-            async with self.session.post(self.url + path, json=body) as resp:
+            async with self.session.post(self.url + path, json=body, allow_redirects=False) as resp:
+                _refuse_redirect(self.url + path, resp)
                 if resp.status != 200:
                     detail = (await resp.text())[:200]
                     result.error = f"HTTP {resp.status}: {detail}"
@@ -203,7 +260,7 @@ class Client:
     async def _read_stream(
         self, resp: aiohttp.ClientResponse, result: RequestResult, start: float, max_tokens: int
     ) -> None:
-        buffer = b""
+        parser = SSEParser()
         done = False
         last: dict | None = None
         last_token = 0.0  # the stall clock runs on tokens: keep-alive comments and empty chunks do not reset it
@@ -211,8 +268,8 @@ class Client:
             now = time.perf_counter() - start
             if now - last_token > self.stall_s:
                 raise TimeoutError
-            events, buffer = sse_events(buffer + data)
-            for payload in events:
+            read_before = len(result.chunk_times)  # chunks of this read after its first were not timed apart
+            for payload in parser.feed(data):
                 payload = payload.strip()
                 if payload == b"[DONE]":
                     done = True
@@ -226,6 +283,7 @@ class Client:
                     last = chunk
                 if len(result.chunk_times) > chunks:  # a chunk with tokens (OpenAI chunks do not count them)
                     last_token = now
+                    result.chunk_batched.append(len(result.chunk_times) - 1 > read_before)
                 self._check_count(result, before, chunk, max_tokens)
             if done:
                 break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
@@ -129,6 +130,7 @@ def single_stream_summary(results: list[RequestResult], server_accept: float | N
     ok = [r for r in results if r.ok]
     tput = [v for r in ok if (v := r.output_tokens_per_s) is not None]
     interval = median_interval(tput)  # of the median, with its true coverage (not 95 % below 6 runs)
+    accept, notes = checked_accept_length(results, server_accept)
     return {
         "runs": [
             {
@@ -147,10 +149,30 @@ def single_stream_summary(results: list[RequestResult], server_accept: float | N
         "median_interval_output_tokens_per_s": list(interval[:2]) if interval else None,
         "interval_coverage": interval[2] if interval else None,
         "tpot_ms": summarize([r.tpot_s * 1e3 for r in ok if r.tpot_s is not None]),
-        "accept_length": accept_length(results),
+        "accept_length": accept,
         "server_accept_length": server_accept,
         "failed": sum(not r.ok for r in results),
+        "notes": notes,
     }
+
+
+ACCEPT_AGREEMENT = 0.25  # the responses' accept length within 25 % of the server's running average
+
+
+def checked_accept_length(results: list[RequestResult], server_accept: float | None) -> tuple[float | None, list[str]]:
+    """The accept length from the responses' verify-pass counts, and what a reader must know about it: None when
+    a count is impossible (below 1, or a pass per token or more) or when it disagrees with the server's own
+    average (``/server_info``) by more than :data:`ACCEPT_AGREEMENT`."""
+    counted = [parse_spec_meta(r.meta).get("spec_verify_ct") for r in results if r.ok]
+    value = accept_length(results)
+    if value is None and any(v is not None for v in counted):
+        return None, [f"the server reported impossible verify-pass counts ({counted[:5]}): no accept length"]
+    if value is not None and server_accept and abs(value - server_accept) > ACCEPT_AGREEMENT * server_accept:
+        return None, [
+            f"accept length {value:.2f} from the responses disagrees with the server's {server_accept:.2f} "
+            "(/server_info): not stored"
+        ]
+    return value, []
 
 
 def _median_ms(seconds: list[float | None]) -> float | None:
@@ -198,6 +220,10 @@ class BenchRecorder:
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
+
+    def measuring(self) -> contextlib.AbstractContextManager[None]:
+        """The run's measuring lock (another process measuring into it is refused)."""
+        return self.store.measuring(self.run_id)
 
     @staticmethod
     def cell_table(variant: str, concurrency: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import resource
 from collections.abc import Callable
 from functools import partial
@@ -67,7 +68,8 @@ def run_single(
             recorder.save_single(variant, results, summary)
         return summary
 
-    return run_coroutine(go())
+    with recorder.measuring() if recorder else contextlib.nullcontext():
+        return run_coroutine(go())
 
 
 def ensure_open_files(concurrency: int, spare: int = 64) -> None:
@@ -126,7 +128,8 @@ def run_sweep(
                 if recorder:
                     recorder.save_cell(variant, c, results, summary)
 
-    run_coroutine(go())
+    with recorder.measuring() if recorder else contextlib.nullcontext():
+        run_coroutine(go())
     failed = [c for c in cells if c.get("failed")]
     return {"cells": cells, "skipped_concurrency": skipped, "failed_cells": failed}
 

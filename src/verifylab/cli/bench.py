@@ -119,6 +119,8 @@ def _print_single(summary: dict) -> None:
         + (f" (median's interval {ci[0]:.2f}-{ci[1]:.2f}, coverage {summary['interval_coverage']:.1%})" if ci else "")
         + f"; accept length {summary['accept_length']}; failed {summary['failed']}"
     )
+    for note in summary.get("notes", []):
+        console.print(f"[yellow]{escape(note)}[/]")
     for r in summary["runs"]:
         console.print(
             f"  {r['prompt_id']:<22} {r['output_tokens']:>6} tokens "

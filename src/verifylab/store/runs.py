@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from filelock import FileLock
+from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError
@@ -162,6 +162,24 @@ def _manifest_from_host(
     )
 
 
+def check_resume(stored: Manifest, label: str, parameters: dict[str, Any]) -> None:
+    """Refuse to resume ``stored`` with another label or another value of a parameter it records: its cells
+    would be mixed with cells measured otherwise, under the first call's provenance."""
+    if label != stored.label:
+        raise RunExistsError(
+            f"run '{stored.run_id}' is labelled {stored.label!r}, this call {label!r}: "
+            "resume it with the same label, or measure into another run id"
+        )
+    for key in sorted(set(parameters) & set(stored.parameters)):
+        if parameters[key] != stored.parameters[key]:
+            shown = {"stored": stored.parameters[key], "now": parameters[key]}
+            raise RunExistsError(
+                f"run '{stored.run_id}' was measured with {key} = {json.dumps(shown['stored'], default=str)[:200]}, "
+                f"this call has {json.dumps(shown['now'], default=str)[:200]}: resume it with the same parameters, "
+                "or measure into another run id"
+            )
+
+
 def new_run_id(slug: str, now: datetime | None = None) -> str:
     """``YYYYMMDD-HHMMSS-<slug>``: sortable by time, readable by purpose."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
@@ -200,6 +218,7 @@ def read_manifest(path: Path) -> Manifest:
 
 
 LOCK_FILE = ".verifylab.lock"
+MEASURING_LOCK_FILE = ".verifylab.measuring"
 _LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder and process
 
 
@@ -266,9 +285,18 @@ class RunStore:
         mechanics_only: bool = False,
         campaign: str = "",
     ) -> Manifest:
-        """The run ``run_id``: resumed when stored, else created for this host (``verifylab env``'s capture)."""
+        """The run ``run_id``: resumed when stored, else created for this host (``verifylab env``'s capture).
+        A resume must be the same measurement: same label, and no parameter the run already records with another
+        value (a chapter adding its own parameters to a run another chapter made is fine; they are recorded)."""
         if self.exists(run_id):
-            return self.manifest(run_id)
+            with self.lock(run_id):
+                stored = self.manifest(run_id)
+                check_resume(stored, label, redact_obj(json.loads(json.dumps(parameters, default=str))))
+                added = {k: v for k, v in parameters.items() if k not in stored.parameters}
+                if added:
+                    stored.parameters = {**stored.parameters, **added}
+                    self.save_manifest(stored)
+                return stored
         from verifylab.host import capture_host
 
         manifest = manifest_from_host(run_id, label, capture_host(with_torch=with_torch), parameters, purpose)
@@ -276,6 +304,26 @@ class RunStore:
         manifest.mechanics_only = mechanics_only
         manifest.campaign = campaign
         return self.create(manifest)
+
+    @contextlib.contextmanager
+    def measuring(self, run_id: str) -> Iterator[None]:
+        """Hold the run's measuring lock for as long as something measures into it: a second process that wants
+        to measure into the same run is refused at once (it would mix its cells with these). Released when the
+        block ends or the process dies; re-entrant in one process."""
+        folder = self.path(run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = str(folder / MEASURING_LOCK_FILE)
+        lock = _LOCKS.setdefault(path, FileLock(path, timeout=0))
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RunExistsError(
+                f"run '{run_id}' is being measured by another process: wait for it, or measure into another run id"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextlib.contextmanager
     def lock(self, run_id: str) -> Iterator[None]:
