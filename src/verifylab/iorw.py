@@ -94,6 +94,11 @@ def _storage_error(target: Path, exc: OSError) -> StorageError:
     return StorageError(exc.errno, f"cannot write {target}: {reason}{room}; nothing was replaced")
 
 
+def is_temp_file(path: Path) -> bool:
+    """A temporary file of an atomic write (``.<name>.<random>.tmp``): never data, left only by a killed write."""
+    return path.name.startswith(".") and path.name.endswith(".tmp")
+
+
 def stray_temps(target: Path) -> list[Path]:
     """Temporary files a killed write of ``target`` left beside it (``.<name>.<random>.tmp``)."""
     target = Path(target)

@@ -99,3 +99,20 @@ def test_kernels_are_kept_as_columns_one_name_each(tmp_path):
     assert kernels.code.dtype == np.int32 and kernels.code.tolist() == [i % 2 for i in range(500)]
     assert kernels.correlation.tolist() == list(range(500))
     assert kernels.end[-1] == 10.0 * 499 + 4.0
+
+
+def test_a_negative_duration_or_message_size_is_refused(tmp_path):
+    """#27 item 6: both produced negative results with exit 0."""
+    from typer.testing import CliRunner
+
+    from verifylab.cli import app
+
+    events = [event("ProfilerStep#0", "user_annotation", 0, 900), event(AR, "kernel", 10, -5, tid=7)]
+    path = write_trace(tmp_path / "neg.json", events)
+    with pytest.raises(TraceError, match=r"'dur' is '-5', not a duration \(negative\)"):
+        summarize_traces([path], workers=1)
+    good = rank_trace(tmp_path, 0, [2])
+    with pytest.raises(TraceError, match="--message-bytes -5: bytes per all-reduce must be positive"):
+        summarize_traces([good], message_bytes=-5, workers=1)
+    result = CliRunner().invoke(app, ["trace", "summarize", str(good), "--message-bytes", "-5"])
+    assert result.exit_code == 2 and "--message-bytes" in result.output

@@ -73,7 +73,8 @@ def run_campaign(
                     row |= {"active": False, "failure": str(exc)}
                 states.append(row)
                 recorder.store.write_table(run_id, "variant_state", pd.DataFrame(states), fmt="csv")
-    mark_complete(recorder)
-    if states and all(row.get("failure") for row in states):
+    nothing = bool(states) and all(row.get("failure") for row in states)
+    mark_complete(recorder, "failed" if nothing else "complete")  # never "complete" with nothing in it
+    if nothing:
         raise ServerError(f"no variant started, nothing was measured; first failure: {states[0]['failure']}")
     return pd.DataFrame(states)

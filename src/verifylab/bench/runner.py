@@ -7,6 +7,7 @@ import resource
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from verifylab.bench.client import Client
 from verifylab.bench.method import (
@@ -143,7 +144,6 @@ def failure_line(cells: list[dict]) -> str:
     return "; ".join(parts) + " — not results: measured again on resume"
 
 
-def mark_complete(recorder: BenchRecorder) -> None:
-    manifest = recorder.store.manifest(recorder.run_id)
-    manifest.status = "complete"
-    recorder.store.save_manifest(manifest)
+def mark_complete(recorder: BenchRecorder, status: Literal["complete", "failed"] = "complete") -> None:
+    """Close the run: ``complete`` when it holds what was asked, ``failed`` when nothing was measured."""
+    recorder.store.set_status(recorder.run_id, status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -117,18 +118,31 @@ def _profile(params: Params, ev: Evidence) -> Section:
     message_bytes = verify_allreduce_bytes(params.model_path, params.draft_tokens)
     store = ev.runs
     run_id = params.run_id or new_run_id("live-profile")
+    created = not store.exists(run_id)  # a run this call makes is closed by it: complete, or failed
     store.open_or_create(
         run_id,
         params.label,
         {"server_url": params.server_url, "profile_steps": params.profile_steps, "profile_variants": variants},
         "profile of a live SGLang server",
+        status="partial",
         mechanics_only=params.mechanics_only,
         campaign=params.campaign,
     )
-    if not variants:
-        return _profile_into(section, store, run_id, params.server_url, params.profile_steps, message_bytes, "live")
-    base = BaseConfig(**params.server_settings())
-    return _profile_variants(section, store, run_id, base, variants, params.profile_steps, message_bytes)
+    status: Literal["complete", "failed"] = "failed"
+    try:
+        with store.measuring(run_id):
+            if not variants:
+                shown = _profile_into(
+                    section, store, run_id, params.server_url, params.profile_steps, message_bytes, "live"
+                )
+            else:
+                base = BaseConfig(**params.server_settings())
+                shown = _profile_variants(section, store, run_id, base, variants, params.profile_steps, message_bytes)
+        status = "complete"
+        return shown
+    finally:
+        if created:
+            store.set_status(run_id, status)
 
 
 def verify_allreduce_bytes(model_path: str | None, draft_tokens: int) -> int:

@@ -74,7 +74,7 @@ def bench(
     Example: `verifylab bench --url http://127.0.0.1:30000 --runs 5 --warmup 2 --max-tokens 2048 --json`
     """
     from verifylab.bench.method import SingleStreamConfig
-    from verifylab.bench.runner import run_single
+    from verifylab.bench.runner import mark_complete, run_single
 
     try:
         url = _server_url(url)
@@ -82,7 +82,7 @@ def bench(
             data_dir,
             run_id,
             label,
-            {"url": url, "runs": runs, "warmup": warmup, "max_tokens": max_tokens, "api": api},
+            {"url": url, "api": api, "single_stream": {"runs": runs, "warmup": warmup, "max_tokens": max_tokens}},
             variant,
         )
         with progress_bar() as progress:
@@ -96,6 +96,8 @@ def bench(
                 progress=lambda _, d, t: progress.update(task, completed=d, total=t),
                 stall_s=stall_timeout,
             )
+        if recorder and not summary["failed"]:
+            mark_complete(recorder)  # a run measured in full is complete, not partial for good
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
@@ -159,10 +161,8 @@ def sweep(
             label,
             {
                 "url": url,
-                "concurrency": levels,
-                "max_tokens": max_tokens,
-                "requests_per_cell": requests_per_cell,
                 "api": api,
+                "sweep": {"concurrency": levels, "max_tokens": max_tokens, "requests_per_cell": requests_per_cell},
             },
             variant,
             levels,

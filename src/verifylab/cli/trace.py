@@ -40,7 +40,7 @@ def trace_summarize(
         "Without markers, CUDA-graph launches delimit steps (SGLang's profiler writes no markers).",
     ),
     message_bytes: int | None = typer.Option(
-        None, help="Bytes per all-reduce when the trace records none (CUDA graphs): tokens x hidden x 2."
+        None, min=1, help="Bytes per all-reduce when the trace records none (CUDA graphs): tokens x hidden x 2."
     ),
     all_steps: bool = typer.Option(
         False, "--all-steps", help=f"Print every step (more than {STEP_ROWS} rank-steps are shown by phase by default)."

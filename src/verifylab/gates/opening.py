@@ -15,7 +15,7 @@ from verifylab.errors import GateError
 from verifylab.gates.inventory import Audit, audit
 from verifylab.gates.patch import FilePlan, plan_file
 from verifylab.gates.scan import Finding, arch_of, sha256_bytes, sha256_of
-from verifylab.gates.source import MULTICAST_ROLE
+from verifylab.gates.source import MULTICAST_ROLE, unresolved_names
 from verifylab.gates.state import STATE_DIR, recover_for_apply, remove_state, remove_temps
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
@@ -170,10 +170,23 @@ def verify(root: Path, arch: str = "sm120") -> VerifyReport:
             checks.append({"check": f"{rel} compiles", "ok": True})
         except SyntaxError as exc:
             checks.append({"check": f"{rel} compiles", "ok": False, "detail": f"{exc.msg} line {exc.lineno}"})
+    modules: dict[str, ast.AST] = {}
     for f in aud.findings:
         if f.kind in ("boolean_gate", "raise_guard"):
             ok = evaluate_gate(f.expression, aud.target)
             checks.append({"check": f"{f.file}:{f.line} {f.function}: gate is True on sm{aud.target}", "ok": ok})
+            if f.file not in modules:
+                modules[f.file] = ast.parse((root / f.file).read_bytes())
+            missing = unresolved_names(f.expression, modules[f.file])
+            checks.append(
+                {
+                    "check": f"{f.file}:{f.line} {f.function}: every name the gate reads is defined",
+                    "ok": not missing,
+                    "detail": f"line {f.line}: {', '.join(missing)} defined nowhere in {f.file} (a NameError)"
+                    if missing
+                    else "",
+                }
+            )
         elif f.role == MULTICAST_ROLE and f.status != "info":
             checks.append(
                 {"check": f"{f.file}:{f.line} {f.function}: multicast preflight opened", "ok": f.status == "open"}

@@ -5,6 +5,7 @@ predicate is defined anywhere."""
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import re
 from dataclasses import dataclass
@@ -144,3 +145,35 @@ def auto_enable_models(scope: ast.AST | None, tree: ast.Module) -> list[str]:
                 if values and any(v.endswith(("ForCausalLM", "ForConditionalGeneration")) for v in values):
                     return values
     return []
+
+
+def bound_names(tree: ast.AST) -> set[str]:
+    """Every name the module binds anywhere: definitions, imports, assignment and loop targets, arguments, ``as``
+    names, ``global``s. A name used but bound nowhere (and not a builtin) raises NameError when it runs."""
+    names: set[str] = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names.update(node.names)
+        elif (isinstance(node, ast.ExceptHandler) and node.name) or (
+            isinstance(node, ast.MatchAs | ast.MatchStar) and node.name
+        ):
+            names.add(node.name)
+    return names
+
+
+def unresolved_names(expression: str, module: ast.AST) -> list[str]:
+    """The names ``expression`` (an opened gate) reads that ``module`` binds nowhere, in order."""
+    try:
+        used = [n.id for n in ast.walk(ast.parse(expression.strip(), mode="eval")) if isinstance(n, ast.Name)]
+    except SyntaxError:
+        return []
+    bound = bound_names(module)
+    return list(dict.fromkeys(name for name in used if name not in bound))

@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+from filelock import FileLock
 
 from verifylab import __version__
 from verifylab.errors import ReferenceDataError
-from verifylab.iorw import atomic_write_json, atomic_write_text
+from verifylab.iorw import atomic_write_json, atomic_write_text, is_temp_file
 from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
 from verifylab.publish.findings import Finding, by_key, from_legacy, key_findings
@@ -32,14 +33,18 @@ REGISTRY = Path("book") / "editions.json"
 
 
 def data_digest(data_dir: Path) -> str:
-    """sha256 over every file under ``data_dir`` (relative path + bytes), in sorted order; run-store lock files
-    are not data."""
-    from verifylab.store.runs import LOCK_FILE
+    """sha256 over every file under ``data_dir`` (relative path + bytes), in sorted order, each file read in chunks
+    (a GB trace costs no GB of memory); run-store lock files and a killed write's temporary files are not data."""
+    from verifylab.store.runs import LOCK_FILE, MEASURING_LOCK_FILE
 
     h = hashlib.sha256()
-    for path in sorted(p for p in Path(data_dir).rglob("*") if p.is_file() and p.name != LOCK_FILE):
+    skipped = {LOCK_FILE, MEASURING_LOCK_FILE}
+    for path in sorted(p for p in Path(data_dir).rglob("*") if p.is_file()):
+        if path.name in skipped or is_temp_file(path):
+            continue
         h.update(path.relative_to(data_dir).as_posix().encode() + b"\0")
-        h.update(path.read_bytes())
+        with open(path, "rb") as fh:
+            h.update(hashlib.file_digest(fh, "sha256").digest())
     return h.hexdigest()
 
 
@@ -156,10 +161,17 @@ def archive(root: Path, edition: dict) -> Path:
 
 def publish(root: Path, edition: dict) -> None:
     """Register the edition in the committed ``book/editions.json`` (id, date, commit, digest, runs, findings).
-    Earlier entries are kept as they were written, byte for byte in content: a registry is never rewritten."""
-    load_registry(root)  # refuse to append to a registry that does not read
+    Earlier entries are kept as they were written, byte for byte in content: a registry is never rewritten.
+    Read and written under a lock (``book/.editions.lock``): two publishers at once both keep their entry."""
     path = root / REGISTRY
-    earlier = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path.parent / ".editions.lock")):
+        load_registry(root)  # refuse to append to a registry that does not read
+        earlier = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        _register(path, earlier, edition)
+
+
+def _register(path: Path, earlier: list[dict], edition: dict) -> None:
     entry = {
         "id": edition["id"],
         "date": edition["built"],

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError
 from verifylab.host import HostInfo
-from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with
+from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, stray_temps
 from verifylab.redact import redact_obj, redact_text
 from verifylab.sources import MeasuredRun, MeasuredRuns
 from verifylab.store.schema import SCHEMA_VERSION, check_frame, migrate, spec_of
@@ -342,7 +342,10 @@ class RunStore:
         manifest.notes = [redact_text(note) for note in manifest.notes]
         Manifest.model_validate(manifest.model_dump())  # re-validate edits made in place
         with self.lock(manifest.run_id):
-            atomic_write_json(self.path(manifest.run_id) / MANIFEST, manifest.model_dump(mode="json"))
+            target = self.path(manifest.run_id) / MANIFEST
+            for stray in stray_temps(target):  # a killed earlier write of the manifest
+                stray.unlink(missing_ok=True)
+            atomic_write_json(target, manifest.model_dump(mode="json"))
 
     def write_table(
         self, run_id: str, name: str, frame: pd.DataFrame, fmt: Literal["parquet", "csv"] = "parquet"
@@ -355,6 +358,8 @@ class RunStore:
         file_name = f"{name}.{fmt}"
         target = self.path(run_id) / file_name
         with self.lock(run_id):  # the manifest is read inside the lock: a concurrent writer's table stays listed
+            for stray in stray_temps(target):  # a killed earlier write of this table (the lock is ours now)
+                stray.unlink(missing_ok=True)
             manifest = self.manifest(run_id)
             if fmt == "parquet":
                 table = pa.Table.from_pandas(frame, preserve_index=False)
@@ -431,6 +436,13 @@ class RunStore:
     def runs_with_table(self, name: str) -> list[str]:
         """Ids of runs that store a table called ``name``."""
         return [m.run_id for m in self.manifests() if name in m.tables]
+
+    def set_status(self, run_id: str, status: Literal["complete", "partial", "failed"]) -> None:
+        """Close (or reopen) a run: ``complete`` when it holds what was asked, ``failed`` when nothing was."""
+        with self.lock(run_id):
+            manifest = self.manifest(run_id)
+            manifest.status = status
+            self.save_manifest(manifest)
 
     def of_campaign(self, *campaigns: str) -> list[str]:
         """Ids of the runs whose manifest names one of ``campaigns``, sorted."""

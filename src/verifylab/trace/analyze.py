@@ -310,6 +310,8 @@ def summarize_traces(
 ) -> TraceSummary:
     """Summarize one trace per rank (files or folders). Ranks are read in parallel processes; ``progress(read,
     total)`` hears the bytes read across all of them; the first bad file ends the read."""
+    if message_bytes is not None and message_bytes <= 0:
+        raise TraceError(f"--message-bytes {message_bytes}: bytes per all-reduce must be positive")
     files = expand_paths(paths)
     marker = step_marker or DEFAULT_STEP_MARKER
     try:

@@ -64,8 +64,11 @@ def event_time(obj: dict, key: str) -> float:
         number = float(value)
     except (TypeError, ValueError):
         number = math.nan
-    if not math.isfinite(number):
-        raise TraceError(f"event {str(obj.get('name', ''))[:60]!r}: '{key}' is {value!r}, not a time in microseconds")
+    if not math.isfinite(number) or (key == "dur" and number < 0):
+        raise TraceError(
+            f"event {str(obj.get('name', ''))[:60]!r}: '{key}' is {str(value)[:40]!r}, not a "
+            + ("duration (negative)" if math.isfinite(number) else "time in microseconds")
+        )
     return number
 
 
