@@ -45,6 +45,8 @@ def open_page(browser, url: str):
 
     page.route("**/*", route)
     page.goto(url, wait_until="load")  # the pages load nothing after "load": charts are inline SVG
+    # widths are measured in the page's own fonts: on a busy machine they may still be loading at "load"
+    page.evaluate("() => document.fonts.ready.then(() => true)")
     return page, errors, blocked
 
 
