@@ -1,5 +1,7 @@
 """SIGTERM to `verifylab serve --hold` stops the SGLang server it started (#17 item 15): the server runs in its own
-session, so Python's default SIGTERM (exit without cleanup) used to leave it running."""
+session, so Python's default SIGTERM (exit without cleanup) used to leave it running. #27 item 11: SIGQUIT and
+SIGUSR1 stop it cleanly too, and kill -9 (which nothing can catch) takes the server with it (parent-death
+signal): all three left it running with its port open."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGKILL])
 def test_a_signal_to_serve_hold_stops_the_server_it_started(tmp_path, sig):
     port = free_port()
     launcher = f"{sys.executable} -m verifylab.testing.server"
@@ -37,7 +39,7 @@ def test_a_signal_to_serve_hold_stops_the_server_it_started(tmp_path, sig):
         time.sleep(0.2)
     time.sleep(0.5)  # holding
     os.kill(proc.pid, sig)
-    assert proc.wait(timeout=30) == 0
+    assert proc.wait(timeout=30) == (-signal.SIGKILL if sig == signal.SIGKILL else 0)
     deadline = time.monotonic() + 10
     while listening(port) and time.monotonic() < deadline:
         time.sleep(0.2)

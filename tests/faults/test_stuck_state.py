@@ -66,4 +66,3 @@ def test_a_killed_writes_temporary_file_is_no_data_and_is_cleaned_on_resume(repo
     store.upsert_rows(run_id, "single_stream", store.read_table(run_id, "single_stream").iloc[[0]])
     assert not stray.exists() and not (folder / ".manifest.json.x9.tmp").exists()  # the resume cleaned them
     assert isinstance(store.read_table(run_id, "single_stream"), pd.DataFrame)
-

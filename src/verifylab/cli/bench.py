@@ -248,6 +248,9 @@ def serve_cmd(
     wait for /health_generate, and print the state actually in effect: server args, fusion enabled /
     skipped / off, speculative algorithm, and whether the variant's mechanism can act at all.
 
+    The server lives as long as this command: Ctrl-C, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2 stop it cleanly (its
+    log is kept), and on Linux even kill -9 of this command takes the server with it.
+
     Example: `verifylab serve eagle3_fusion --model-path /models/kimi --tp-size 8 --draft-model-path /models/eagle3`
     """
     import shlex
@@ -293,12 +296,13 @@ def _show_wait(status, variant: str):
 
 
 def _stop_on_signals() -> None:
-    """Turn SIGTERM and SIGHUP into KeyboardInterrupt: Python's default for them ends the process without
-    leaving ``with`` blocks, and SGLang (in its own session) would keep running."""
+    """Turn SIGTERM, SIGHUP, SIGQUIT and SIGUSR1/2 into KeyboardInterrupt: Python's default for them ends the
+    process without leaving ``with`` blocks, and SGLang (in its own session) would keep running. SIGKILL cannot
+    be caught: the server then dies with its parent (``verifylab.lifetime``)."""
     import signal
 
     def interrupt(signum, frame) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, interrupt)

@@ -20,6 +20,7 @@ from typing import Any
 
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_text
+from verifylab.lifetime import die_with_parent
 from verifylab.publish.edition import archive, write_generated_pages
 from verifylab.publish.paths import GENERATED
 from verifylab.publish.pdf import print_pdfs
@@ -132,24 +133,47 @@ def write_without_secrets(executed: Path, target: Path, secrets: set[str]) -> No
     atomic_write_text(target, json.dumps(scrub(notebook, secrets), indent=1, ensure_ascii=False) + "\n")
 
 
+def jupyter_book_command() -> list[str]:
+    """The ``jupyter-book`` beside this Python (the project's .venv), else the one on PATH."""
+    exe = Path(sys.executable).with_name("jupyter-book")
+    return [str(exe) if exe.exists() else "jupyter-book"]
+
+
 def render_html(root: Path, strict: bool = True) -> Path:
     """Run ``jupyter-book build`` on the project root; returns ``_build/html/index.html``.
 
-    ``_build/html`` and the doctree cache are removed first: Sphinx never deletes stale pages."""
-    for stale in (root / "_build" / "html", root / "_build" / ".doctrees", root / "_build" / "jupyter_execute"):
+    It renders into a fresh folder (Sphinx never deletes stale pages) beside ``_build``, swapped in only when
+    whole: an interrupted render (Ctrl-C, SIGTERM, kill -9) leaves the previous ``_build/html`` as it was, and
+    ``jupyter-book`` dies with this process instead of writing a build folder later."""
+    build = root / "_build"
+    build.mkdir(parents=True, exist_ok=True)
+    for stale in [*build.glob(".render-*"), *build.glob(".html-old-*")]:  # what a killed render left
         shutil.rmtree(stale, ignore_errors=True)
-    exe = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root), "--quiet"]
-    if strict:
-        cmd += ["--warningiserror", "--keep-going"]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
-        raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
-    index = root / "_build" / "html" / "index.html"
-    if not index.is_file():
-        raise BookBuildError(f"jupyter-book build succeeded but {index} is missing")
-    return index
+    staging = Path(tempfile.mkdtemp(prefix=".render-", dir=build))
+    try:
+        cmd = [*jupyter_book_command(), "build", str(root), "--quiet", "--path-output", str(staging)]
+        if strict:
+            cmd += ["--warningiserror", "--keep-going"]
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False, preexec_fn=die_with_parent)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+            raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
+        rendered = staging / "_build" / "html"
+        if not (rendered / "index.html").is_file():
+            raise BookBuildError(f"jupyter-book build succeeded but {rendered / 'index.html'} is missing")
+        _swap_in(rendered, build / "html")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return build / "html" / "index.html"
+
+
+def _swap_in(rendered: Path, target: Path) -> None:
+    """``rendered`` becomes ``target``: the old folder is moved aside first and removed after (two renames)."""
+    old = target.with_name(f".{target.name}-old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(rendered, target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 REPLAY_WORKERS = min(2, os.cpu_count() or 1)  # replayed chapters only read data: two run at once

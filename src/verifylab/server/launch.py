@@ -24,6 +24,7 @@ import httpx
 from verifylab.errors import ServerError
 from verifylab.guard import guarded_env
 from verifylab.iorw import atomic_write_text
+from verifylab.lifetime import die_with_parent
 from verifylab.redact import redact_text
 from verifylab.server.server_log import (
     EffectiveState,
@@ -122,6 +123,7 @@ class Server:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,  # killed with verifylab, whatever signal ends it (kill -9 included)
             env={**guarded_env(simulate_no_multicast=self.simulate_no_multicast), "PYTHONUNBUFFERED": "1"},
         )
         log.close()
