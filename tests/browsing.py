@@ -46,7 +46,7 @@ def open_page(browser, url: str):
     page.route("**/*", route)
     page.goto(url, wait_until="load")  # the pages load nothing after "load": charts are inline SVG
     # widths are measured in the page's own fonts: on a busy machine they may still be loading at "load"
-    page.evaluate("() => document.fonts.ready.then(() => true)")
+    page.wait_for_function("() => document.fonts.status === 'loaded'")  # survives a redirect page
     return page, errors, blocked
 
 

@@ -28,7 +28,7 @@ from verifylab.trace.kernel_steps import (
 )
 from verifylab.trace.pool import Progress, bytes_read, run_jobs
 from verifylab.trace.ranks import align_ranks, rank_disagreements
-from verifylab.trace.reader import Event
+from verifylab.trace.reader import Event, check_head
 from verifylab.trace.steps import (
     DEFAULT_STEP_MARKER,
     STEP_COLUMNS,
@@ -319,6 +319,8 @@ def summarize_traces(
     except re.error as exc:
         raise TraceError(f"--step-marker {marker!r} is not a valid regular expression: {exc}") from None
     ranked = assign_ranks(files)
+    for f, _ in ranked:  # a bad byte early in the last rank's file is reported now, not after the others are read
+        check_head(f)
     jobs = [(str(f), rank, marker, message_bytes, slot) for slot, (f, rank) in enumerate(ranked)]
     n_workers = min(len(jobs), workers or os.cpu_count() or 1)
     parts = run_jobs(_summarize_one, jobs, [Path(f).stat().st_size for f, _ in ranked], n_workers, progress)
@@ -335,7 +337,7 @@ def summarize_traces(
             "NCCL kernel names carry suffixes such as _RING_LL: they are names, not proof of the "
             "algorithm or protocol that ran"
         )
-    notes += rank_disagreements(steps)
+    notes += rank_disagreements(steps) + merged_steps_warnings(steps)
     if (steps["bytes_source"] == "model config (trace has no sizes)").any() and steps["allreduce_count"].sum():
         notes.append("message sizes come from the model config: the trace records none (CUDA-graph replay)")
     return TraceSummary(
@@ -346,6 +348,31 @@ def summarize_traces(
         notes,
         kernels,
     )
+
+
+MAX_ALLREDUCES_PER_PASS = 4 * 128  # two per layer, of a model of at most 128 layers, twice over (EAGLE-3 + TP)
+
+
+def merged_steps_warnings(steps: pd.DataFrame) -> list[str]:
+    """What the reader must know when the steps cannot be passes: no step marker matched at all, or a step holds
+    more all-reduces than any verify pass has (several passes merged into one step: a marker the default does
+    not know; give it with --step-marker)."""
+    if steps.empty:
+        return []
+    notes = []
+    cut_by = steps["source"].astype(str).str.split("; steps from ").str[-1]
+    if not cut_by.str.startswith("step markers").any():
+        notes.append(
+            f"no step marker matched (steps cut by {cut_by.iloc[0]}): if the trace marks its passes, "
+            "name the marker with --step-marker"
+        )
+    most = int(steps["allreduce_count"].max())
+    if most > MAX_ALLREDUCES_PER_PASS:
+        notes.append(
+            f"a step holds {most:,} all-reduces, more than any verify pass has (at most {MAX_ALLREDUCES_PER_PASS}): "
+            "several passes were merged into one step; name the trace's step marker with --step-marker"
+        )
+    return notes
 
 
 ALLREDUCE_KERNEL_COLUMNS = ["phase", "impl", "kernel", "per_pass", "passes"]

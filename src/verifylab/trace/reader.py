@@ -20,6 +20,7 @@ from types import MappingProxyType
 from verifylab.errors import TraceError
 
 CHUNK = 8 << 20
+HEAD_BYTES = 1 << 20  # what every rank's file is checked for before any is read to its end
 MAX_EVENT_CHARS = CHUNK  # no trace event is this long: a decode error with more text after it is real
 _KEY = re.compile(r'"traceEvents"\s*:\s*\[')
 _DECODER = json.JSONDecoder()
@@ -98,7 +99,23 @@ def to_event(obj: dict) -> Event:
     )
 
 
-def iter_raw(path: Path | str, on_bytes: Callable[[int], None] | None = None) -> Iterator[dict]:
+def check_head(path: Path | str, size: int | None = None) -> None:
+    """Decode the events of the first ``size`` bytes (about) of a trace: a bad byte there is the same one-line
+    :class:`TraceError` a full read gives, found before any rank is read to its end."""
+    size = size or HEAD_BYTES
+    read = [0]
+
+    def heard(n: int) -> None:
+        read[0] = n
+
+    for _ in iter_raw(path, heard, chunk=size):
+        if read[0] > size:
+            return
+
+
+def iter_raw(
+    path: Path | str, on_bytes: Callable[[int], None] | None = None, chunk: int | None = None
+) -> Iterator[dict]:
     """Yield the decoded event objects of a trace; errors name the file and the uncompressed byte offset.
     ``on_bytes(n)`` hears how many bytes of the file (as stored, compressed or not) were read, chunk by chunk."""
     path = Path(path)
@@ -108,16 +125,16 @@ def iter_raw(path: Path | str, on_bytes: Callable[[int], None] | None = None) ->
         raise TraceError(f"{path}: empty file, not a trace")
     try:
         with open(path, "rb") as raw:
-            yield from _iter_objects(path, raw, on_bytes or (lambda n: None))
+            yield from _iter_objects(path, raw, on_bytes or (lambda n: None), chunk or CHUNK)
     except (EOFError, gzip.BadGzipFile, OSError) as exc:
         raise TraceError(f"{path}: cannot read ({exc}); truncated or corrupt compressed trace") from exc
 
 
-def _iter_objects(path: Path, raw, on_bytes: Callable[[int], None]) -> Iterator[dict]:
+def _iter_objects(path: Path, raw, on_bytes: Callable[[int], None], size: int) -> Iterator[dict]:
     with _open_text(raw) as text:
 
         def read() -> str:
-            chunk = text.read(CHUNK)
+            chunk = text.read(size)
             on_bytes(raw.tell())
             return chunk
 

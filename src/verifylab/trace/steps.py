@@ -15,8 +15,9 @@ from verifylab.trace.columns import KernelColumns, KernelColumnsBuilder
 from verifylab.trace.intervals import outermost
 from verifylab.trace.reader import Event, correlation_of, event_time, iter_raw, to_event
 
+# ProfilerStep#3, verify_step#0 / verify_step_0 / verify_step0, draft_extend, SGLang's step[TARGET_VERIFY bs=2]
 DEFAULT_STEP_MARKER = (
-    r"^(ProfilerStep#\d+|verify_step#\d+|(draft|verify|draft_extend|decode|target)(_step)?#?\d*"
+    r"^(ProfilerStep#\d+|(draft|verify|draft_extend|decode|target)(_step)?[#_]?\d*"
     r"|step\[[A-Z_]+\b[^\]]*\])$"
 )
 STEP_COLUMNS = [
@@ -133,7 +134,7 @@ def phase_of_marker(name: str) -> str:
     sglang = SGLANG_STEP.match(name)
     if sglang:
         return SGLANG_PHASES.get(sglang["mode"], sglang["mode"].lower())
-    return re.sub(r"#?\d+$", "", name) or name
+    return re.sub(r"[#_]?\d+$", "", name) or name
 
 
 @dataclass
