@@ -116,3 +116,19 @@ def test_a_negative_duration_or_message_size_is_refused(tmp_path):
         summarize_traces([good], message_bytes=-5, workers=1)
     result = CliRunner().invoke(app, ["trace", "summarize", str(good), "--message-bytes", "-5"])
     assert result.exit_code == 2 and "--message-bytes" in result.output
+
+
+def test_a_gzip_that_expands_a_hundredfold_is_refused_early(tmp_path):
+    """#27 item 13: 2 MB of gzip expanding to 2 GB of whitespace took minutes; it is refused, naming the file."""
+    import gzip
+
+    from verifylab.trace import reader
+
+    bomb = tmp_path / "bomb-TP-0.trace.json.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as fh:
+        fh.write(b'{"traceEvents": [')
+        for _ in range(96):  # 96 MB of spaces: about 400 KB compressed
+            fh.write(b" " * (1 << 20))
+        fh.write(b"]}")
+    with pytest.raises(TraceError, match=r"bomb-TP-0\.trace\.json\.gz: [\d,]+ compressed bytes expand to more than"):
+        list(reader.iter_raw(bomb))

@@ -20,11 +20,13 @@ from types import MappingProxyType
 from verifylab.errors import TraceError
 
 CHUNK = 8 << 20
+MAX_EXPANSION = 100  # a gzip trace compresses 5-20x; 100x and more is a bomb, not a trace
 HEAD_BYTES = 1 << 20  # what every rank's file is checked for before any is read to its end
 MAX_EVENT_CHARS = CHUNK  # no trace event is this long: a decode error with more text after it is real
 _KEY = re.compile(r'"traceEvents"\s*:\s*\[')
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
+_SEPARATORS = re.compile(r"[ \t\r\n,]*")
 # the args the analysis reads: a graph launch's correlation id, a collective's kind and message size
 KEPT_ARGS = ("correlation", "Collective name", "In msg nelems", "dtype")
 NO_CORRELATION = -1
@@ -132,10 +134,19 @@ def iter_raw(
 
 def _iter_objects(path: Path, raw, on_bytes: Callable[[int], None], size: int) -> Iterator[dict]:
     with _open_text(raw) as text:
+        expanded = 0
 
         def read() -> str:
+            nonlocal expanded
             chunk = text.read(size)
-            on_bytes(raw.tell())
+            stored = raw.tell()
+            on_bytes(stored)
+            expanded += len(chunk)
+            if expanded > MAX_EXPANSION * stored + (16 << 20):
+                raise TraceError(
+                    f"{path}: {stored:,} compressed bytes expand to more than {expanded:,}: "
+                    f"over {MAX_EXPANSION}x is no profiler trace (refused before it fills the memory or the hours)"
+                )
             return chunk
 
         yield from _decode_events(path, read)
@@ -163,8 +174,8 @@ def _decode_events(path: Path, read: Callable[[], str]) -> Iterator[dict]:
         raise TraceError(f"{path}: not JSON (byte 0 starts with {buf[start : start + 20]!r})")
     eof = False
     while True:
-        while pos < len(buf) and buf[pos] in _WS + ",":
-            pos += 1
+        gap = _SEPARATORS.match(buf, pos)  # whitespace and commas between events, skipped in C (always matches)
+        pos = gap.end() if gap else pos
         if pos >= len(buf):
             if eof:
                 raise TraceError(f"{path}: truncated at byte {consumed + pos}: the trace ends inside 'traceEvents'")
