@@ -1,11 +1,17 @@
 """Speed and memory of `verifylab trace summarize` against `json.load` + a naive pass, same files, same run.
 
-    python benchmarks/trace_throughput.py [--folder DIR] [--mb-per-rank 250] [--ranks 2]
+    python benchmarks/trace_throughput.py [--folder DIR] [--mb-per-rank 250] [--ranks 2] [--keep DIR]
+        [--also-src OTHER_CHECKOUT/src]
+
+    the issue's case, 8 ranks x 500 MB (4 GB, generated, never committed):
+    python benchmarks/trace_throughput.py --ranks 8 --mb-per-rank 500 --keep /tmp/traces-8x500
 
 Generates (or takes) a folder of per-rank Chrome traces shaped like PyTorch profiler output (CPU ops,
 kernels, runtime calls, flow events, 122 NCCL all-reduces per ProfilerStep), then runs each approach in a
 fresh process and samples the resident memory of that process *and its children* (the summarizer reads
-ranks in parallel processes). Prints seconds, peak RSS and the ratios; both must agree on the counts.
+ranks in parallel processes). Prints wall seconds, CPU seconds (the process tree), peak RSS, MB/s and the
+ratios against json.load measured in the same run (and Holistic Trace Analysis where it is installed, and
+another verifylab checkout given with --also-src: before/after in one run); all must agree on the counts.
 Reference points measured on the CI-sized 2-core machine for a 2 x 248 MB folder (from the issue):
 json.load + count 28 s / 2.1 GB; Holistic Trace Analysis 0.5.0, 44 s / 1.7 GB.
 """
@@ -16,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -233,8 +240,22 @@ def tree_rss_bytes(pid: int) -> int:
     return total
 
 
-def measure(code: str, files: list[Path]) -> tuple[float, int, dict]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+HTA = r"""
+import json, sys
+from hta.trace_analysis import TraceAnalysis
+folder = sys.argv[1].rsplit("/", 1)[0]
+analyzer = TraceAnalysis(trace_dir=folder)
+frames = analyzer.t.get_all_traces()
+count = sum(int(df["name"].map(analyzer.t.symbol_table.get_sym_table().__getitem__).str.contains("AllReduce").sum())
+            for df in frames.values())
+print(json.dumps({"allreduce_kernels": count}))
+"""
+
+
+def measure(code: str, files: list[Path], src: Path = ROOT / "src") -> tuple[float, float, int, dict]:
+    """(wall s, CPU s of the process and its children, peak RSS of the tree, the counts it printed)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *map(str, files)], stdout=subprocess.PIPE, env=env)
     peak = 0
@@ -252,9 +273,11 @@ def measure(code: str, files: list[Path]) -> tuple[float, int, dict]:
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"benchmark process failed ({proc.returncode})")
-    return seconds, peak, json.loads(out.decode().strip().splitlines()[-1])
+    return seconds, cpu, peak, json.loads(out.decode().strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -262,27 +285,49 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, help="existing folder of per-rank traces (else one is generated)")
     parser.add_argument("--mb-per-rank", type=int, default=250)
     parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="generate into this folder and keep it (reuse with --folder)")
+    parser.add_argument("--also-src", type=Path, help="another verifylab src/ to measure in the same run (before)")
     args = parser.parse_args()
     tmp = None
     if args.folder:
         files = sorted(p for p in args.folder.iterdir() if p.name.endswith((".json", ".json.gz")))
     else:
-        tmp = tempfile.TemporaryDirectory(prefix="verifylab-trace-bench-")
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            folder = args.keep
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="verifylab-trace-bench-")
+            folder = Path(tmp.name)
         files = []
         for rank in range(args.ranks):
-            path = Path(tmp.name) / f"bench-TP-{rank}.trace.json"
+            path = folder / f"bench-TP-{rank}.trace.json"
             events = write_rank_trace(path, rank, args.mb_per_rank << 20)
             files.append(path)
             print(f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB, {events:,} events", flush=True)
     total_mb = sum(f.stat().st_size for f in files) / 1e6
-    naive_s, naive_rss, naive = measure(NAIVE, files)
-    ours_s, ours_rss, ours = measure(OURS, files)
-    print(f"\ntrace folder: {len(files)} files, {total_mb:.0f} MB")
-    print(f"{'approach':<34} {'seconds':>8} {'peak RSS':>10}  counts")
-    print(f"{'json.load + naive pass':<34} {naive_s:>8.1f} {naive_rss / 1e9:>8.2f} GB  {naive}")
-    print(f"{'verifylab trace summarize':<34} {ours_s:>8.1f} {ours_rss / 1e9:>8.2f} GB  {ours}")
-    print(f"speed-up vs json.load: {naive_s / ours_s:.2f}x; memory ratio: {ours_rss / naive_rss:.2f}")
-    same = naive["allreduce_kernels"] == ours["allreduce_kernels"]
+    rows = [("json.load + naive pass", *measure(NAIVE, files))]
+    if args.also_src:
+        rows.append((f"verifylab ({args.also_src})", *measure(OURS, files, args.also_src)))
+    rows.append(("verifylab trace summarize", *measure(OURS, files)))
+    try:
+        import hta  # noqa: F401
+
+        rows.append(("Holistic Trace Analysis", *measure(HTA, files)))
+    except ImportError:
+        print("Holistic Trace Analysis: not installed here (pip install HolisticTraceAnalysis to compare)")
+    print(f"\ntrace folder: {len(files)} files, {total_mb:.0f} MB, {os.cpu_count()} CPUs")
+    print(f"{'approach':<44} {'wall s':>7} {'CPU s':>7} {'peak RSS':>10} {'MB/s':>7}  counts")
+    for name, wall, cpu, rss, counts in rows:
+        print(f"{name:<44} {wall:>7.1f} {cpu:>7.1f} {rss / 1e9:>7.2f} GB {total_mb / wall:>7.0f}  {counts}")
+    naive = rows[0]
+    ours = next(r for r in rows if r[0] == "verifylab trace summarize")
+    print(f"verifylab vs json.load: {naive[1] / ours[1]:.2f}x faster (wall), memory {ours[3] / naive[3]:.2f}x")
+    if args.also_src:
+        print(
+            f"verifylab vs {args.also_src}: {rows[1][1] / ours[1]:.2f}x faster (wall), "
+            f"{rows[1][2] / ours[2]:.2f}x less CPU"
+        )
+    same = len({r[4]["allreduce_kernels"] for r in rows}) == 1
     print(f"all-reduce counts agree: {same}")
     if tmp:
         tmp.cleanup()

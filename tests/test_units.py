@@ -80,20 +80,43 @@ def test_the_last_log_line_is_redacted_and_a_missing_log_is_empty(tmp_path):
 EVENTS = [{"name": "k", "ph": "X", "ts": 1.5, "dur": 2, "pid": 0, "tid": 7, "args": {"correlation": 3}}] * 3
 
 
+def view(events) -> list[tuple]:
+    """What the analysis reads of each event (a record from the reader, or a dict as written)."""
+    records = [e if isinstance(e, reader.RawEvent) else reader._record(e) for e in events]
+    return [(e.name, e.ph, e.ts, e.dur, e.tid, e.args.correlation if e.args else None) for e in records]
+
+
 @pytest.mark.parametrize("compressed", [False, True])
 def test_events_stream_from_plain_and_gzip_traces_in_either_shape(tmp_path, compressed):
     for shape in ({"traceEvents": EVENTS, "meta": 1}, EVENTS):
         text = json.dumps(shape).encode()
         path = tmp_path / ("t.json.gz" if compressed else "t.json")
         path.write_bytes(gzip.compress(text) if compressed else text)
-        assert list(reader.iter_raw(path)) == EVENTS
+        assert view(reader.iter_raw(path)) == view(EVENTS)
 
 
 def test_an_event_split_across_chunks_is_read_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "CHUNK", 16)  # every event straddles chunks
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": EVENTS}))
-    assert list(reader.iter_raw(path)) == EVENTS
+    assert view(reader.iter_raw(path)) == view(EVENTS)
+
+
+def test_a_chunk_decoded_at_once_and_one_event_at_a_time_agree(tmp_path, monkeypatch):
+    """A "}," inside a string makes the batch decode fail: the reader goes on one event at a time, same events."""
+    one_at_a_time = []
+    record = reader._record
+    monkeypatch.setattr(reader, "_record", lambda obj: one_at_a_time.append(1) or record(obj))
+    tricky = [{**EVENTS[0], "name": 'odd "},{" name'}, *EVENTS, {**EVENTS[0], "ts": 9, "args": {"x": [1, {"y": 2}]}}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": tricky * 50}))
+    events = list(reader.iter_raw(path))
+    assert view(events) == view(tricky * 50) and one_at_a_time  # the fallback ran, with the same result
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"traceEvents": EVENTS * 100}))
+    expected = view(EVENTS * 100)
+    one_at_a_time.clear()
+    assert view(reader.iter_raw(plain)) == expected and len(one_at_a_time) == 1  # the last only
 
 
 @pytest.mark.parametrize(
@@ -115,12 +138,14 @@ def test_a_bad_trace_is_one_line_naming_the_file_and_the_byte(tmp_path, text, me
 
 
 def test_an_event_keeps_only_what_the_analysis_reads():
-    event = reader.to_event({**EVENTS[0], "args": {"correlation": 3, "huge": "x" * 1000}})
+    record = reader._record
+    event = reader.to_event(record({**EVENTS[0], "args": {"correlation": 3, "huge": "x" * 1000}}))
     assert event.end == 3.5 and dict(event.args) == {"correlation": 3}
-    assert reader.correlation_of({"args": {"correlation": "12"}}) == 12
-    assert reader.correlation_of({"args": {}}) == reader.correlation_of({"args": {"correlation": "x"}}) == -1
+    assert reader.correlation_of(record({"args": {"correlation": "12"}})) == 12
+    assert reader.correlation_of(record({"args": {}})) == reader.correlation_of(record({"args": {"correlation": "x"}}))
+    assert reader.correlation_of(record({"args": {}})) == -1
     with pytest.raises(TraceError):
-        reader.event_time({"name": "k", "ts": "abc"}, "ts")
+        reader.event_time(record({"name": "k", "ts": "abc"}), "ts")
 
 
 # --- gates.scan ---------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from verifylab.errors import TraceError
 from verifylab.trace.classify import KERNEL_CATS, classify_cpu_collective
 from verifylab.trace.columns import KernelColumns, KernelColumnsBuilder
 from verifylab.trace.intervals import outermost
-from verifylab.trace.reader import Event, correlation_of, event_time, iter_raw, to_event
+from verifylab.trace.reader import Event, RawEvent, correlation_of, event_time, iter_batches, to_event
 
 # ProfilerStep#3, verify_step#0 / verify_step_0 / verify_step0, draft_extend, SGLang's step[TARGET_VERIFY bs=2]
 DEFAULT_STEP_MARKER = (
@@ -73,19 +73,21 @@ class RankEvents:
     event_count: int = 0
 
 
-def _event(obj: dict, path: Path) -> Event:
+def _event(obj: RawEvent, path: Path) -> Event:
     try:
         return to_event(obj)
     except TraceError as exc:
         raise TraceError(f"{path}: {exc}") from None
 
 
-def _append_kernel(kernels: KernelColumnsBuilder, obj: dict, path: Path) -> None:
-    try:
-        ts, dur = event_time(obj, "ts"), event_time(obj, "dur")
-    except TraceError as exc:
-        raise TraceError(f"{path}: {exc}") from None
-    kernels.append(str(obj.get("name", "")), obj["cat"], ts, dur, correlation_of(obj))
+def _append_kernel(kernels: KernelColumnsBuilder, obj: RawEvent, path: Path) -> None:
+    ts, dur = obj.ts, obj.dur
+    if not (type(ts) is float and type(dur) is float and dur >= 0 and ts - ts == 0 and dur - dur == 0):
+        try:  # ints, strings, NaN or a negative duration: the checked path (one line naming the event)
+            ts, dur = event_time(obj, "ts"), event_time(obj, "dur")
+        except TraceError as exc:
+            raise TraceError(f"{path}: {exc}") from None
+    kernels.append(str(obj.name if obj.name is not None else ""), obj.cat, ts, dur, correlation_of(obj))
 
 
 def load_rank_events(
@@ -98,30 +100,31 @@ def load_rank_events(
     kernels = KernelColumnsBuilder()
     wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
     count = 0
-    for obj in iter_raw(path, on_bytes):
-        count += 1
-        if obj.get("ph") != "X":
-            continue
-        cat = obj.get("cat", "")
-        if cat in KERNEL_CATS:
-            _append_kernel(kernels, obj, path)
-        elif cat in ("cpu_op", "user_annotation", "python_function"):
-            name = obj.get("name", "")
-            keep = wanted.get(name)
-            if keep is None:
-                keep = wanted[name] = bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
-                if name == "record_param_comms":
-                    keep = wanted[name] = True
-            if keep:
-                ev = _event(obj, path)
-                if marker.match(name):
-                    out.markers.append(ev)
-                elif classify_cpu_collective(name, ev.args):
-                    out.cpu_collectives.append(ev)
-        elif cat == "gpu_user_annotation" and marker.match(obj.get("name", "")):
-            out.gpu_markers.append(_event(obj, path))
-        elif cat == "cuda_runtime" and GRAPH_LAUNCH.match(obj.get("name", "")):
-            out.graph_launches.append(_event(obj, path))
+    for batch in iter_batches(path, on_bytes):
+        count += len(batch)
+        for obj in batch:
+            if obj.ph != "X":
+                continue
+            cat = obj.cat
+            if cat in KERNEL_CATS:
+                _append_kernel(kernels, obj, path)
+            elif cat in ("cpu_op", "user_annotation", "python_function"):
+                name = obj.name if isinstance(obj.name, str) else ""
+                keep = wanted.get(name)
+                if keep is None:
+                    keep = wanted[name] = bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
+                    if name == "record_param_comms":
+                        keep = wanted[name] = True
+                if keep:
+                    ev = _event(obj, path)
+                    if marker.match(name):
+                        out.markers.append(ev)
+                    elif classify_cpu_collective(name, ev.args):
+                        out.cpu_collectives.append(ev)
+            elif cat == "gpu_user_annotation" and isinstance(obj.name, str) and marker.match(obj.name):
+                out.gpu_markers.append(_event(obj, path))
+            elif cat == "cuda_runtime" and isinstance(obj.name, str) and GRAPH_LAUNCH.match(obj.name):
+                out.graph_launches.append(_event(obj, path))
     out.kernels, out.event_count = kernels.finish(), count
     if count == 0:
         raise TraceError(f"{path}: the trace holds no events")
