@@ -125,6 +125,13 @@ def sse_events(buffer: bytes) -> tuple[list[bytes], bytes]:
     return events, rest
 
 
+def token_count(value: object) -> int:
+    """A token count as the server reported it: a whole number >= 0 ("two", NaN or -3 is refused in one line)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0 or value % 1:
+        raise BenchmarkError(f"the server reported {str(value)[:40]!r} as a token count")
+    return int(value)
+
+
 def _refuse_redirect(url: str, resp: aiohttp.ClientResponse) -> None:
     """A redirect is never followed: what answers at another address is not the server being measured."""
     if 300 <= resp.status < 400:
@@ -255,6 +262,8 @@ class Client:
             result.error = f"{exc.__class__.__name__}: {exc}"
         except BenchmarkError as exc:
             result.error = str(exc)
+        except ValueError as exc:  # an answer that is not JSON, or not UTF-8
+            result.error = f"the server's answer is not JSON text ({exc.__class__.__name__}: {str(exc)[:120]})"
         return result
 
     async def _read_stream(
@@ -276,8 +285,12 @@ class Client:
                     break
                 try:
                     chunk = json.loads(payload)
-                except json.JSONDecodeError:
+                except ValueError:  # not JSON, or not UTF-8
                     raise BenchmarkError(f"malformed stream chunk: {payload[:80]!r}") from None
+                if not isinstance(chunk, dict):
+                    raise BenchmarkError(
+                        f"stream chunk is a JSON {type(chunk).__name__}, not an object: {payload[:80]!r}"
+                    )
                 before, chunks = result.output_tokens, len(result.chunk_times)
                 if self._chunk(result, chunk, now):
                     last = chunk
@@ -310,7 +323,7 @@ class Client:
         """Record one chunk; True when it carried new tokens (the latest such chunk is finalized)."""
         if self.api == "openai":
             return self._chunk_openai(result, chunk, now)
-        tokens = int((chunk.get("meta_info") or {}).get("completion_tokens", 0))
+        tokens = token_count((chunk.get("meta_info") or {}).get("completion_tokens", 0))
         new = tokens - result.output_tokens
         if new <= 0:
             return False
@@ -326,18 +339,20 @@ class Client:
     def _check_count(result: RequestResult, before: int, chunk: dict, max_tokens: int) -> None:
         """The server's token count only grows and never passes what was asked (a jump to 100,000 tokens would
         make a throughput of 564,330 tok/s)."""
-        reported = int((chunk.get("meta_info") or {}).get("completion_tokens", result.output_tokens))
+        reported = token_count((chunk.get("meta_info") or {}).get("completion_tokens", result.output_tokens))
         if reported < before:
             raise BenchmarkError(f"token count went back from {before} to {reported}: the stream is not trusted")
         if max(reported, result.output_tokens) > max_tokens:
             raise BenchmarkError(f"server reported {max(reported, result.output_tokens)} tokens for max {max_tokens}")
 
     @staticmethod
-    def _final(result: RequestResult, data: dict) -> None:
+    def _final(result: RequestResult, data: object) -> None:
+        if not isinstance(data, dict) or not isinstance(data.get("meta_info") or {}, dict):
+            raise BenchmarkError(f"the server's answer is a JSON {type(data).__name__} without a meta_info object")
         meta = data.get("meta_info") or {}
         result.meta = meta
-        result.output_tokens = int(meta.get("completion_tokens", result.output_tokens))
-        result.prompt_tokens = int(meta.get("prompt_tokens", result.prompt_tokens))
+        result.output_tokens = token_count(meta.get("completion_tokens", result.output_tokens))
+        result.prompt_tokens = token_count(meta.get("prompt_tokens", result.prompt_tokens))
         result.text = data.get("text", result.text)
         if data.get("output_ids") is not None:
             result.output_ids = list(data["output_ids"])

@@ -37,7 +37,11 @@ def _server_url(url: str) -> str:
     """``--url`` as an http(s) address with a host (a bare name or a typo fails here, before any request)."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is no number, or '[::1' without its bracket, raises here
+    except ValueError as exc:
+        raise ParameterError(f"--url {url!r}: not a valid address ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ParameterError(f"--url {url!r}: not an http:// or https:// address, e.g. http://127.0.0.1:30000")
     return url.rstrip("/")

@@ -63,6 +63,8 @@ def trace_summarize(
         with bytes_progress("reading traces") as advance:
             summary = summarize_traces(paths, step_marker=step_marker, message_bytes=message_bytes, progress=advance)
         if csv is not None:
+            if csv.is_dir():
+                raise ParameterError(f"--csv {csv}: a folder; give a file name, e.g. {csv / 'steps.csv'}")
             atomic_write_text(csv, summary.steps.to_csv(index=False))
     except VerifylabError as exc:
         raise fail(exc) from None

@@ -163,13 +163,21 @@ def verify(root: Path, arch: str = "sm120") -> VerifyReport:
     aud = audit(root, arch)
     checks = []
     manifest_path = root / STATE_DIR / "manifest.json"
-    files = list(json.loads(manifest_path.read_text())["files"]) if manifest_path.is_file() else list(aud.hashes)
+    try:
+        files = list(json.loads(manifest_path.read_text())["files"]) if manifest_path.is_file() else list(aud.hashes)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise GateError(
+            f"{manifest_path}: unreadable gates manifest ({exc.__class__.__name__}): revert by reinstalling the "
+            "package, or restore the file from its backup"
+        ) from None
     for rel in files:
         try:
             compile((root / rel).read_bytes(), rel, "exec")
             checks.append({"check": f"{rel} compiles", "ok": True})
         except SyntaxError as exc:
             checks.append({"check": f"{rel} compiles", "ok": False, "detail": f"{exc.msg} line {exc.lineno}"})
+        except FileNotFoundError:
+            checks.append({"check": f"{rel} compiles", "ok": False, "detail": "the patched file is gone"})
     modules: dict[str, ast.AST] = {}
     for f in aud.findings:
         if f.kind in ("boolean_gate", "raise_guard"):

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError
+from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError, StorageError
 from verifylab.host import HostInfo
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, stray_temps
 from verifylab.redact import redact_obj, redact_text
@@ -330,11 +330,19 @@ class RunStore:
         """Hold the run's lock (``<run>/.verifylab.lock``, another process waits): read-modify-write of the
         manifest by two writers never loses a table. Re-entrant in one process."""
         folder = self.path(run_id)
-        folder.mkdir(parents=True, exist_ok=True)
         path = str(folder / LOCK_FILE)
         lock = _LOCKS.setdefault(path, FileLock(path))
-        with lock:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        except OSError as exc:
+            raise StorageError(
+                f"{folder}: cannot lock the run to write it ({exc.strerror or exc}): is it writable?"
+            ) from None
+        try:
             yield
+        finally:
+            lock.release()
 
     def save_manifest(self, manifest: Manifest) -> None:
         """Validate and write ``manifest``; credentials in its parameters and notes never reach the disk."""
@@ -388,7 +396,7 @@ class RunStore:
             return pq.read_table(path).to_pandas() if path.suffix == ".parquet" else pd.read_csv(path)
         except FileNotFoundError as exc:
             raise ManifestError(f"{path}: listed in the manifest but missing") from exc
-        except (pa.ArrowInvalid, pd.errors.ParserError, OSError) as exc:
+        except (pa.ArrowInvalid, ValueError, OSError) as exc:  # binary, empty or cut tables too
             raise ManifestError(f"{path}: unreadable table ({exc})") from exc
 
     def upsert_rows(self, run_id: str, name: str, rows: pd.DataFrame) -> None:

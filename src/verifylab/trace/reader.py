@@ -268,6 +268,8 @@ def _decode_events(path: Path, read: Callable[[], str]) -> Iterator[list[RawEven
                 continue
         try:
             obj, end = _DECODER.raw_decode(buf, pos)
+        except RecursionError:
+            raise TraceError(f"{path}: an event at byte {consumed + pos} nests too deep: not a trace event") from None
         except json.JSONDecodeError as exc:
             if not eof and len(buf) - pos <= MAX_EVENT_CHARS:  # the event may go on in the next chunk
                 more = read()
