@@ -70,3 +70,33 @@ def test_inert_markdown_keeps_what_prose_means():
     assert inert_markdown(text) == text  # no `<` outside the code span: unchanged
     html = MarkdownIt("commonmark").render(inert_markdown(text))
     assert "<strong>54.1</strong>" in html and "<code>verifylab gates apply --root &lt;site-packages&gt;</code>" in html
+
+
+TRAPS = [  # each would set window.pwned if it ran
+    'boom `<img src=x onerror="window.pwned=1">`',
+    "<script>window.pwned=2</script>",
+    '``<svg onload="window.pwned=3">`',
+    '<iframe srcdoc="<script>parent.pwned=4</script>"></iframe>',
+]
+
+
+@pytest.mark.browser
+def test_pages_built_from_hostile_text_run_nothing_in_a_browser(tmp_path, browser):
+    """The failure page and a finding, rendered as the book renders them, opened in Chromium: no element comes
+    out of the text and nothing in it runs."""
+    bodies = []
+    for n, text in enumerate(TRAPS):
+        result = ChapterResult(f"0{n}_x", tmp_path / f"0{n}_x.ipynb", ok=False, error=text)
+        _failure_page(result, tmp_path)
+        notebook = nbformat.read(result.output, as_version=4)
+        bodies.append(myst_html("\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")))
+        bodies.append(myst_html(Prose(f"Measured on {text}.")._repr_markdown_()))
+    page_file = tmp_path / "hostile.html"
+    page_file.write_text("<!doctype html><html><body>" + "\n".join(bodies) + "</body></html>", encoding="utf-8")
+    page = browser.new_page()
+    page.goto(page_file.as_uri(), wait_until="load")
+    page.wait_for_timeout(200)  # an onerror/onload handler runs right after load
+    assert page.evaluate("() => window.pwned") is None
+    assert page.evaluate("() => document.querySelectorAll('img, script, svg, iframe, a').length") == 0
+    assert "window.pwned=1" in page.inner_text("body")  # the text is there, as text
+    page.close()

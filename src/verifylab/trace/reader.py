@@ -50,6 +50,8 @@ class RawArgs(msgspec.Struct, gc=False):
 
     def kept(self) -> dict[str, Any]:
         """The args as the analysis keeps them (names as in the trace; absent ones left out)."""
+        if self.collective_name is None and self.in_msg_nelems is None and self.dtype is None:
+            return {} if self.correlation is None else {"correlation": self.correlation}
         return {key: value for key, attr in _ARG_FIELDS.items() if (value := getattr(self, attr)) is not None}
 
 

@@ -44,6 +44,7 @@ STEP_COLUMNS = [
     "nccl_name_suffixes",
     "source",
 ]
+INF = float("inf")
 GRAPH_LAUNCH = re.compile(r"^cudaGraphLaunch")
 SGLANG_STEP = re.compile(r"^step\[(?P<mode>[A-Z_]+)\b")
 # SGLang's forward modes as phases: a target pass is a verify pass under speculative decoding, a decode otherwise
@@ -100,14 +101,26 @@ def load_rank_events(
     kernels = KernelColumnsBuilder()
     wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
     count = 0
+    append_kernel = kernels.append
     for batch in iter_batches(path, on_bytes):
         count += len(batch)
         for obj in batch:
             if obj.ph != "X":
                 continue
             cat = obj.cat
-            if cat in KERNEL_CATS:
-                _append_kernel(kernels, obj, path)
+            if cat in KERNEL_CATS:  # the bulk of a trace: the common case inline, anything odd checked
+                ts, dur, args = obj.ts, obj.dur, obj.args
+                corr = args.correlation if args is not None else None
+                if (
+                    type(ts) is float
+                    and type(dur) is float
+                    and 0 <= dur < INF
+                    and -INF < ts < INF
+                    and type(corr) is int
+                ):
+                    append_kernel(obj.name if type(obj.name) is str else str(obj.name), cat, ts, dur, corr)
+                else:
+                    _append_kernel(kernels, obj, path)
             elif cat in ("cpu_op", "user_annotation", "python_function"):
                 name = obj.name if isinstance(obj.name, str) else ""
                 keep = wanted.get(name)
