@@ -22,7 +22,7 @@ import msgspec
 
 from verifylab.errors import TraceError
 
-CHUNK = 8 << 20
+CHUNK = 4 << 20  # text decoded and typed a chunk at a time: what a reading process holds beyond its results
 MAX_EXPANSION = 100  # a gzip trace compresses 5-20x; 100x and more is a bomb, not a trace
 HEAD_BYTES = 1 << 20  # what every rank's file is checked for before any is read to its end
 MAX_EVENT_CHARS = CHUNK  # no trace event is this long: a decode error with more text after it is real
