@@ -191,10 +191,9 @@ STATE_COLUMNS = [
     "failure",
     "run_id",
 ]
-CELL_COLUMNS = [
+CELL_COLUMNS = [  # what fits the text column beside the two interval bounds (requests: in the run's own table)
     "variant",
     "concurrency",
-    "requests",
     "failed",
     "output_tokens_per_s",
     "per_request_tokens_per_s_ci95",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -68,21 +70,33 @@ def unpack_sources(wheel: Path, package: str, into: Path) -> Path:
     METADATA. An SGLang wheel's 4,700 sources shrink to a few hundred; the audit finds the same."""
     from verifylab.gates.scan import may_hold_gates
 
-    marker = into / ".unpacked"
-    if marker.is_file() and marker.read_text().endswith(UNPACK_FORMAT):
+    def unpacked(folder: Path) -> bool:
+        marker = folder / ".unpacked"
+        return marker.is_file() and marker.read_text().endswith(UNPACK_FORMAT)
+
+    if unpacked(into):
         return into
-    if into.exists():
-        shutil.rmtree(into)
-    into.mkdir(parents=True)
-    with zipfile.ZipFile(wheel) as zf:
-        for name in zf.namelist():
-            if name.endswith(".dist-info/METADATA"):
-                zf.extract(name, into)
-            elif name.startswith(f"{package}/") and name.endswith(".py"):
-                keep = name.rsplit("/", 1)[-1] in ("__init__.py", "version.py", "_build_meta.py")
-                if keep or may_hold_gates(zf.read(name).decode("utf-8", errors="replace")):
-                    zf.extract(name, into)
-    marker.write_text(f"{wheel.name}\n{UNPACK_FORMAT}")
+    into.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{into.name}.", dir=into.parent))  # extracted aside, renamed whole:
+    try:  # two processes unpacking one wheel never see (or delete) each other's half
+        with zipfile.ZipFile(wheel) as zf:
+            for name in zf.namelist():
+                if name.endswith(".dist-info/METADATA"):
+                    zf.extract(name, staging)
+                elif name.startswith(f"{package}/") and name.endswith(".py"):
+                    keep = name.rsplit("/", 1)[-1] in ("__init__.py", "version.py", "_build_meta.py")
+                    if keep or may_hold_gates(zf.read(name).decode("utf-8", errors="replace")):
+                        zf.extract(name, staging)
+        (staging / ".unpacked").write_text(f"{wheel.name}\n{UNPACK_FORMAT}")
+        if into.exists() and not unpacked(into):
+            shutil.rmtree(into, ignore_errors=True)  # an older format
+        try:
+            os.rename(staging, into)
+        except OSError:
+            if not unpacked(into):  # another process got there first: theirs is whole; anything else is an error
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return into
 
 
