@@ -3,6 +3,7 @@ status for a target architecture. Writes nothing."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.scan import Finding, scan_file, sha256_of
-from verifylab.gates.source import MULTICAST_ROLE
+from verifylab.gates.source import MULTICAST_ROLE, unresolved_names
 from verifylab.gates.state import STATE_DIR
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
@@ -108,12 +109,27 @@ def audit(root: Path, arch: str = "sm120") -> Audit:
             except (SyntaxError, UnicodeDecodeError) as exc:
                 raise GateError(f"{rel}: not a readable Python source ({exc}); nothing was changed") from None
             if found:
+                _mark_unresolved(found, path)
                 findings.extend(found)
                 hashes[rel] = sha256_of(path)
     versions = {p: package_version(root, p) for p in present}
     findings.extend(_version_preconditions(versions, target))
     _judge_multicast_preflight(findings, versions.get("flashinfer") or package_version(root, "flashinfer"))
     return Audit(root, target, findings, hashes, versions)
+
+
+def _mark_unresolved(found: list[Finding], path: Path) -> None:
+    """An open gate that reads a name its module defines nowhere (a hand edit such as the case study's
+    ``or _is_sm120_supported`` on 0.5.9) raises NameError when it runs: its note says so, with the names."""
+    gates = [f for f in found if f.kind in ("boolean_gate", "raise_guard") and f.status == "open"]
+    if not gates:
+        return
+    module = ast.parse(path.read_bytes())
+    for f in gates:
+        missing = unresolved_names(f.expression, module)
+        if missing:
+            broken = f"BROKEN: {', '.join(missing)} defined nowhere in this module (NameError when it runs)"
+            f.note = f"{broken}; {f.note}" if f.note else broken
 
 
 def _judge_multicast_preflight(findings: list[Finding], flashinfer: str | None) -> None:

@@ -175,5 +175,7 @@ def unresolved_names(expression: str, module: ast.AST) -> list[str]:
         used = [n.id for n in ast.walk(ast.parse(expression.strip(), mode="eval")) if isinstance(n, ast.Name)]
     except SyntaxError:
         return []
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(module)):
+        return []  # a star import may bind anything: nothing can be called undefined
     bound = bound_names(module)
     return list(dict.fromkeys(name for name in used if name not in bound))
