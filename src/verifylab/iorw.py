@@ -105,6 +105,12 @@ def stray_temps(target: Path) -> list[Path]:
     return sorted(target.parent.glob(f".{target.name}.*.tmp")) if target.parent.is_dir() else []
 
 
+def remove_stray_temps(target: Path) -> None:
+    """Delete what killed writes of ``target`` left beside it (call it holding the lock that guards ``target``)."""
+    for tmp in stray_temps(target):
+        tmp.unlink(missing_ok=True)
+
+
 def atomic_write_bytes(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` atomically."""
     with atomic_path(target) as tmp:

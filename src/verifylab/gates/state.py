@@ -89,11 +89,10 @@ def tree_state(root: Path) -> TreeState:
 
 def remove_temps(root: Path, rels) -> None:
     """Delete the temporary files killed writes left beside the patched files and in the state folder."""
-    from verifylab.iorw import stray_temps
+    from verifylab.iorw import remove_stray_temps
 
     for rel in rels:
-        for tmp in stray_temps(root / rel):
-            tmp.unlink(missing_ok=True)
+        remove_stray_temps(root / rel)
     state = root / STATE_DIR
     if state.is_dir():
         for tmp in state.rglob(".*.tmp"):

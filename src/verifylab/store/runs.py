@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError, StorageError
 from verifylab.host import HostInfo
-from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, stray_temps
+from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
 from verifylab.redact import redact_obj, redact_text
 from verifylab.sources import MeasuredRun, MeasuredRuns
 from verifylab.store.schema import SCHEMA_VERSION, check_frame, migrate, spec_of
@@ -224,6 +224,16 @@ _LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder an
 
 # The synthetic verify-pass campaign (benchmarks/gpu_multi.py) stores NCCL curves on every path (nvlink, shm,
 # socket) beside its passes; a communication probe stores one path per run. Readers of the campaign ask for both.
+def _write_frame(target: Path, frame: pd.DataFrame) -> None:
+    """``frame`` as the table file ``target`` (parquet or CSV, by its suffix), atomically; what a killed earlier
+    write of it left is removed first. The caller holds the run's lock."""
+    remove_stray_temps(target)
+    if target.suffix == ".parquet":
+        atomic_write_with(target, partial(pq.write_table, pa.Table.from_pandas(frame, preserve_index=False)))
+    else:
+        atomic_write_text(target, frame.to_csv(index=False))
+
+
 class RunStore:
     """The folder of measured runs (default ``data/runs``)."""
 
@@ -351,8 +361,7 @@ class RunStore:
         Manifest.model_validate(manifest.model_dump())  # re-validate edits made in place
         with self.lock(manifest.run_id):
             target = self.path(manifest.run_id) / MANIFEST
-            for stray in stray_temps(target):  # a killed earlier write of the manifest
-                stray.unlink(missing_ok=True)
+            remove_stray_temps(target)  # a killed earlier write of the manifest
             atomic_write_json(target, manifest.model_dump(mode="json"))
 
     def write_table(
@@ -366,14 +375,8 @@ class RunStore:
         file_name = f"{name}.{fmt}"
         target = self.path(run_id) / file_name
         with self.lock(run_id):  # the manifest is read inside the lock: a concurrent writer's table stays listed
-            for stray in stray_temps(target):  # a killed earlier write of this table (the lock is ours now)
-                stray.unlink(missing_ok=True)
             manifest = self.manifest(run_id)
-            if fmt == "parquet":
-                table = pa.Table.from_pandas(frame, preserve_index=False)
-                atomic_write_with(target, lambda tmp: pq.write_table(table, tmp))
-            else:
-                atomic_write_text(target, frame.to_csv(index=False))
+            _write_frame(target, frame)
             manifest.tables[name] = file_name
             self.save_manifest(manifest)
         return target
@@ -424,13 +427,7 @@ class RunStore:
                 frame = migrate(name, stored, manifest.schema_version)
                 if list(frame.columns) == list(stored.columns):
                     continue  # nothing of this table changed: its file stays byte for byte
-                target = self.path(run_id) / file_name
-                if file_name.endswith(".parquet"):
-                    atomic_write_with(
-                        target, partial(pq.write_table, pa.Table.from_pandas(frame, preserve_index=False))
-                    )
-                else:
-                    atomic_write_text(target, frame.to_csv(index=False))
+                _write_frame(self.path(run_id) / file_name, frame)
             manifest.schema_version = SCHEMA_VERSION
             self.save_manifest(manifest)
             return True
