@@ -155,7 +155,8 @@ def ingest(folder: Path, run_id: str, label: str, data_dir: Path) -> None:
     import pandas as pd
 
     from verifylab.host import HostInfo
-    from verifylab.store.runs import RunStore, manifest_from_host
+    from verifylab.store.manifest import manifest_from_host
+    from verifylab.store.runs import RunStore
     from verifylab.trace import summarize_traces
 
     host = HostInfo.model_validate_json((folder / "host.json").read_text())

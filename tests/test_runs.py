@@ -9,7 +9,8 @@ from verifylab.cli import app
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError
 from verifylab.host import HostInfo
 from verifylab.iorw import atomic_write_with
-from verifylab.store.runs import RunStore, manifest_from_host, new_run_id
+from verifylab.store.manifest import manifest_from_host, new_run_id
+from verifylab.store.runs import RunStore
 
 
 def make_store(tmp_path):

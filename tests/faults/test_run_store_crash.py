@@ -13,7 +13,8 @@ import pytest
 
 from verifylab.bench.method import BenchRecorder
 from verifylab.host import HostInfo
-from verifylab.store.runs import RunStore, manifest_from_host
+from verifylab.store.manifest import manifest_from_host
+from verifylab.store.runs import RunStore
 
 CRASHED = 137
 RUN = "20261130-000000-faults"

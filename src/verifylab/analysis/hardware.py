@@ -7,7 +7,8 @@ import re
 
 import pandas as pd
 
-from verifylab.store.runs import Manifest, RunStore
+from verifylab.store.manifest import Manifest
+from verifylab.store.runs import RunStore
 
 _LINK = re.compile(r"\b(NV\d+|PIX|PXB|PHB|NODE|SYS)\b")
 

@@ -18,7 +18,8 @@ from verifylab.bench.client import Client, RequestResult, accept_length, parse_s
 from verifylab.bench.prompts import Prompt
 from verifylab.errors import ParameterError
 from verifylab.stats import DEFAULT_SLO, bootstrap_ci, median_interval, summarize
-from verifylab.store.runs import TABLE_NAME_PATTERN, RunStore
+from verifylab.store.manifest import TABLE_NAME_PATTERN
+from verifylab.store.runs import RunStore
 
 Progress = Callable[[int, int], None]
 

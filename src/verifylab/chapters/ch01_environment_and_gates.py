@@ -156,7 +156,7 @@ def _probe_this_box(params: Params, ev: Evidence, section: Section) -> None:
     from verifylab.comm.probe import run_probe
     from verifylab.comm.record import store_probe
     from verifylab.errors import VerifylabError
-    from verifylab.store.runs import new_run_id
+    from verifylab.store.manifest import new_run_id
 
     gpus = list(range(params.probe_gpus)) if params.probe_gpus else None
     try:

@@ -19,7 +19,8 @@ from verifylab.report.section import Prose, Section
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
 from verifylab.server.profile import capture_profile
 from verifylab.store.evidence import Evidence
-from verifylab.store.runs import RunStore, new_run_id
+from verifylab.store.manifest import new_run_id
+from verifylab.store.runs import RunStore
 from verifylab.trace.profile_tables import PROFILE_TABLES, summarize_variant
 from verifylab.vocab import KIMI_K2_HIDDEN, allreduce_message_bytes
 

@@ -78,7 +78,7 @@ def probe(
     """
     from verifylab.comm.config import ProbeConfig
     from verifylab.errors import describe_error
-    from verifylab.store.runs import new_run_id
+    from verifylab.store.manifest import new_run_id
 
     try:
         from pydantic import ValidationError

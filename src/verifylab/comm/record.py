@@ -23,7 +23,8 @@ from verifylab.comm.tables import host_settings_table, latency_table, p2p_matrix
 from verifylab.comm.verdict import decide, verdict_table
 from verifylab.errors import ManifestError, RunExistsError
 from verifylab.iorw import atomic_write_json
-from verifylab.store.runs import Manifest, RunStore, manifest_from_host
+from verifylab.store.manifest import Manifest, manifest_from_host
+from verifylab.store.runs import RunStore
 
 RAW_FILE = "probe_raw.json"
 PURPOSE = "communication probe: which regime this box's all-reduce is in (P2P, host memory, socket, degraded)"

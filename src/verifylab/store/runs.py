@@ -1,4 +1,5 @@
-"""Run store: ``data/runs/<run_id>/manifest.json`` plus tables (Parquet, or CSV for small summaries).
+"""Run store: ``data/runs/<run_id>/manifest.json`` (``store.manifest``) plus tables (Parquet, or CSV for small
+summaries).
 
 A run is *measured* data: it names the host, GPU, versions and project commit it came from. Writes are
 atomic; reads validate against the schema and fail naming the file and field.
@@ -10,7 +11,6 @@ import contextlib
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -19,203 +19,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError, StorageError
-from verifylab.host import HostInfo
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
 from verifylab.redact import redact_obj, redact_text
 from verifylab.sources import MeasuredRun, MeasuredRuns
+from verifylab.store.manifest import (
+    MANIFEST,
+    RUN_ID_PATTERN,
+    TABLE_NAME_PATTERN,
+    Manifest,
+    check_resume,
+    manifest_from_host,
+    read_manifest,
+)
 from verifylab.store.schema import SCHEMA_VERSION, check_frame, migrate, spec_of
-
-RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
-TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-TABLE_FILE_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}\.(parquet|csv)"  # a plain file name inside the run folder
-MANIFEST = "manifest.json"
-
-
-SCHEMA_1_CAMPAIGNS = ("live-tp2", "pcie-sim-before", "pcie-sim-after", "live-smoke")
-
-
-def campaign_in_run_id(run_id: str) -> str:
-    """The campaign a schema-1 run id names (``20261130-080118-2xh200-live-tp2-eagle3`` -> ``live-tp2``), or ''."""
-    return next((c for c in SCHEMA_1_CAMPAIGNS if f"-{c}" in run_id), "")
-
-
-class Versions(BaseModel):
-    """Software versions that decide the results."""
-
-    model_config = ConfigDict(extra="allow")
-
-    torch: str | None = None
-    sglang: str | None = None
-    flashinfer: str | None = None
-    nccl: str | None = None
-    cuda: str | None = None
-    verifylab: str | None = None
-
-
-class Manifest(BaseModel):
-    """The schema of ``manifest.json``. ``label`` is what every chart shows next to the numbers."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = SCHEMA_VERSION
-    run_id: str
-    kind: Literal["measured"] = "measured"
-    label: str = Field(min_length=3, description="hardware label shown with every figure, e.g. 'H200, SM90'")
-    purpose: str = ""
-    created: datetime
-    host: str
-    gpu_name: str | None
-    compute_capability: str | None
-    gpu_count: int = Field(ge=0)
-    interconnect: str | None
-    topology: str | None = None
-    driver: str | None
-    cuda: str | None
-    versions: Versions
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    git_commit: str | None
-    environment: dict[str, str] = Field(default_factory=dict)
-    tables: dict[str, str] = Field(default_factory=dict, description="table name -> file name")
-    status: Literal["complete", "partial", "failed"] = "complete"
-    mechanics_only: bool = Field(
-        False, description="a run of the mechanism (tiny or random model): never evidence for a deployment"
-    )
-    campaign: str = Field(
-        "",
-        description="the campaign the run belongs to (live-tp2, pcie-sim-before, live-smoke ...): how the book "
-        "selects runs",
-    )
-    notes: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _campaign_of_schema_1(cls, data: Any) -> Any:
-        """Schema 1 named a run's campaign in its id only (``device_run.sh``'s ``<time>-<gpu>-<campaign>``)."""
-        if isinstance(data, dict) and data.get("schema_version", 1) < 2 and "campaign" not in data:
-            data = {**data, "campaign": campaign_in_run_id(str(data.get("run_id", "")))}
-        return data
-
-    @field_validator("run_id")
-    @classmethod
-    def _check_run_id(cls, value: str) -> str:
-        if not re.fullmatch(RUN_ID_PATTERN, value):
-            raise ValueError(f"run_id {value!r} must match {RUN_ID_PATTERN} (lower case, digits, . _ -)")
-        return value
-
-    @field_validator("schema_version")
-    @classmethod
-    def _known_schema(cls, value: int) -> int:
-        if value > SCHEMA_VERSION:
-            raise ValueError(f"schema {value} is newer than this verifylab reads ({SCHEMA_VERSION}): upgrade verifylab")
-        return value
-
-    @field_validator("tables")
-    @classmethod
-    def _plain_table_files(cls, value: dict[str, str]) -> dict[str, str]:
-        outside = {name: file for name, file in value.items() if not re.fullmatch(TABLE_FILE_PATTERN, file)}
-        if outside:
-            raise ValueError(f"tables {outside} must be plain file names inside the run folder (name.parquet|csv)")
-        return value
-
-
-def manifest_from_host(
-    run_id: str, label: str, host: HostInfo, parameters: dict[str, Any] | None = None, purpose: str = ""
-) -> Manifest:
-    """A fresh manifest for a run made on ``host``; a bad run id or label is one line naming the field."""
-    try:
-        return _manifest_from_host(run_id, label, host, parameters, purpose)
-    except ValidationError as exc:
-        raise ParameterError(_format_validation(Path(f"run {run_id}"), exc)) from None
-
-
-def _manifest_from_host(
-    run_id: str, label: str, host: HostInfo, parameters: dict[str, Any] | None, purpose: str
-) -> Manifest:
-    return Manifest(
-        run_id=run_id,
-        label=label,
-        purpose=purpose,
-        created=datetime.now(UTC),
-        host=host.host,
-        gpu_name=host.gpu_name,
-        compute_capability=host.compute_capability,
-        gpu_count=host.gpu_count,
-        interconnect=host.interconnect,
-        topology=host.topology,
-        driver=host.driver,
-        cuda=host.cuda,
-        versions=Versions(
-            torch=host.versions.get("torch"),
-            sglang=host.versions.get("sglang"),
-            flashinfer=host.versions.get("flashinfer"),
-            nccl=host.nccl,
-            cuda=host.cuda,
-            verifylab=host.versions.get("verifylab"),
-        ),
-        parameters=parameters or {},
-        git_commit=host.git_commit,
-        environment=host.environment,
-        notes=list(host.notes),
-    )
-
-
-def check_resume(stored: Manifest, label: str, parameters: dict[str, Any]) -> None:
-    """Refuse to resume ``stored`` with another label or another value of a parameter it records: its cells
-    would be mixed with cells measured otherwise, under the first call's provenance."""
-    if label != stored.label:
-        raise RunExistsError(
-            f"run '{stored.run_id}' is labelled {stored.label!r}, this call {label!r}: "
-            "resume it with the same label, or measure into another run id"
-        )
-    for key in sorted(set(parameters) & set(stored.parameters)):
-        if parameters[key] != stored.parameters[key]:
-            shown = {"stored": stored.parameters[key], "now": parameters[key]}
-            raise RunExistsError(
-                f"run '{stored.run_id}' was measured with {key} = {json.dumps(shown['stored'], default=str)[:200]}, "
-                f"this call has {json.dumps(shown['now'], default=str)[:200]}: resume it with the same parameters, "
-                "or measure into another run id"
-            )
-
-
-def new_run_id(slug: str, now: datetime | None = None) -> str:
-    """``YYYYMMDD-HHMMSS-<slug>``: sortable by time, readable by purpose."""
-    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
-    clean = re.sub(r"[^a-z0-9._-]+", "-", slug.lower()).strip("-") or "run"
-    return f"{stamp}-{clean}"[:96]
-
-
-def _format_validation(path: Path, exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "(root)"
-    more = len(exc.errors()) - 1
-    return f"{path}: field '{field}': {first['msg']}" + (f" (and {more} more)" if more else "")
-
-
-def read_manifest(path: Path) -> Manifest:
-    """Load and validate one manifest file; errors name the file and the field."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ManifestError(f"{path}: manifest missing") from exc
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ManifestError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
-    if not isinstance(data, dict):
-        raise ManifestError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    try:
-        manifest = Manifest.model_validate(data)
-    except ValidationError as exc:
-        raise ManifestError(_format_validation(path, exc)) from exc
-    if manifest.run_id != path.parent.name:
-        raise ManifestError(f"{path}: field 'run_id' is {manifest.run_id!r} but the folder is {path.parent.name!r}")
-    return manifest
-
 
 LOCK_FILE = ".verifylab.lock"
 MEASURING_LOCK_FILE = ".verifylab.measuring"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from verifylab.host import capture_host
-from verifylab.store.runs import RunStore, manifest_from_host
+from verifylab.store.manifest import manifest_from_host
+from verifylab.store.runs import RunStore
 from verifylab.synth.runner import SynthConfig, run_synth_verify
 from verifylab.trace import summarize_traces
 
