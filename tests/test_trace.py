@@ -42,16 +42,6 @@ def test_real_gloo_traces_count_122_allreduces_per_step_on_every_rank(gloo_61):
     assert steps["comm_wait_us"].notna().all()  # ranks aligned: wait + transfer split
 
 
-@pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
-def test_three_layers_give_six(tmp_path):
-    run_synth_verify(
-        SynthConfig(backend="gloo", ranks=2, layers=3, hidden=32, tokens=2, steps=3, context=8, profile_dir=tmp_path)
-    )
-    steps = summarize_traces([tmp_path]).steps
-    assert len(steps) == 6
-    assert (steps["allreduce_count"] == 6).all()
-
-
 def test_c10d_and_backend_op_on_same_thread_count_once(tmp_path):
     events = [event("verify_step#0", "user_annotation", 0, 1000)]
     for i in range(3):
@@ -398,6 +388,52 @@ def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(tmp_path, monkeypa
     with pytest.raises(SynthError, match=r"rank 0 failed in phase 'profile': .*Timed out"):
         run_synth_verify(small_synth(tmp_path, timeout=3))
     assert not list(tmp_path.glob(".*"))
+
+
+def descendants(pid: int) -> set[int]:
+    """Every living process below ``pid`` (read from /proc)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+@pytest.mark.slow  # starts processes (ranks) and kills them: make test
+def test_a_killed_synth_verify_leaves_no_rank_running(tmp_path):
+    """The ranks are forked from a server process, not from verifylab: kill -9 of verifylab still ends them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "verifylab.cli", "synth-verify", "--backend", "gloo", "--ranks", "2"]
+    cmd += ["--layers", "2", "--hidden", "16", "--tokens", "2", "--context", "8", "--steps", "2", "--timeout", "120"]
+    cmd += ["--profile-dir", str(tmp_path), "--no-summarize"]
+    proc = subprocess.Popen(cmd, env={**os.environ, "VERIFYLAB_SYNTH_FAULT": "1:profile:hang"})
+    deadline = time.monotonic() + 60
+    phase = tmp_path / ".rank1.phase"
+    while not (phase.exists() and phase.read_text() == "profile"):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    below = descendants(proc.pid)
+    assert len(below) >= 3  # the rank server and two ranks
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while below & descendants(1) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = below & descendants(1)
+    assert not left, [Path(f"/proc/{p}/cmdline").read_text()[:200] for p in left]
 
 
 def test_fused_comm_needs_gpus_and_says_so(tmp_path):

@@ -5,8 +5,11 @@ server keeps its port and no ``jupyter-book`` writes a build folder after the co
 from __future__ import annotations
 
 import ctypes
+import os
+import select
 import signal
 import sys
+import threading
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -18,3 +21,21 @@ def die_with_parent() -> None:
         return
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def die_with(pid: int) -> None:
+    """For a process whose parent is not verifylab (a rank forked by a fork server): SIGKILL itself as soon as
+    process ``pid`` ends, however it ends. A watcher thread waits on the process's pidfd (Linux >= 5.3)."""
+    if not hasattr(os, "pidfd_open"):
+        return
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:  # already gone
+        os.kill(os.getpid(), signal.SIGKILL)
+        return
+
+    def wait_then_die() -> None:
+        select.select([fd], [], [])  # readable when the process has ended
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=wait_then_die, name="die-with", daemon=True).start()

@@ -25,7 +25,8 @@ time.sleep(60)
 """
 
 RENDER = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as under a terminal, even when started in the background
 from pathlib import Path
 import verifylab.publish.build as build
 build.jupyter_book_command = lambda: [sys.executable, sys.argv[2]]
