@@ -27,7 +27,6 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "verifylab needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
 	# --no-compile: bytecode is written on first import, for the modules used (half the install time; see above)
 	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev]"
 	touch $(STAMP)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.inventory import Audit, audit
+from verifylab.gates.lock import tree_lock
 from verifylab.gates.patch import FilePlan, plan_file
 from verifylab.gates.scan import Finding, arch_of, sha256_bytes, sha256_of
 from verifylab.gates.source import MULTICAST_ROLE, unresolved_names
@@ -74,9 +75,15 @@ def apply(
     root: Path, arch: str = "sm120", dry_run: bool = False, expected: dict[str, str] | None = None
 ) -> ApplyResult:
     """Open the gates: all files or none. ``expected``: sha256 per file from an earlier audit. An interrupted
-    earlier apply (or one a reinstall undid) is rolled back first."""
-    if not dry_run:
+    earlier apply (or one a reinstall undid) is rolled back first. One apply or revert per tree at a time."""
+    if dry_run:
+        return _apply(root, arch, True, expected)
+    with tree_lock(root, "apply"):
         recover_for_apply(root)
+        return _apply(root, arch, False, expected)
+
+
+def _apply(root: Path, arch: str, dry_run: bool, expected: dict[str, str] | None) -> ApplyResult:
     aud = audit(root, arch)
     if expected:
         for rel, digest in expected.items():

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifylab.errors import GateError
+from verifylab.gates.lock import tree_lock
 from verifylab.gates.scan import sha256_bytes, sha256_of
 from verifylab.iorw import atomic_write_bytes, atomic_write_json
 
@@ -124,6 +125,11 @@ def revert(root: Path, forget: bool = False) -> list[str]:
     """Restore every patched file byte for byte (checked against the manifest's hashes) and drop the record; also
     recovers an interrupted apply or revert (files already original are left as they are). ``forget``: drop the
     record without touching any file (after pip reinstalled or upgraded the package)."""
+    with tree_lock(root, "revert"):
+        return _revert(root, forget)
+
+
+def _revert(root: Path, forget: bool) -> list[str]:
     state = root / STATE_DIR
     if forget:
         if not state.exists():
