@@ -9,7 +9,7 @@
 Generates (or takes) a folder of per-rank Chrome traces shaped like PyTorch profiler output (CPU ops,
 kernels, runtime calls, flow events, 122 NCCL all-reduces per ProfilerStep), then runs each approach in a
 fresh process and samples the resident memory of that process *and its children* (the summarizer reads
-ranks in parallel processes). Prints wall seconds, CPU seconds (the process tree), peak RSS, MB/s and the
+ranks in parallel processes). Prints wall seconds, CPU seconds (the process tree), peak RSS and PSS, MB/s and the
 ratios against json.load measured in the same run (and Holistic Trace Analysis where it is installed, and
 another verifylab checkout given with --also-src: before/after in one run); all must agree on the counts.
 Reference points measured on the CI-sized 2-core machine for a 2 x 248 MB folder (from the issue):
@@ -214,8 +214,10 @@ def write_rank_trace(path: Path, rank: int, target_bytes: int) -> int:
     return n
 
 
-def tree_rss_bytes(pid: int) -> int:
-    """Resident memory of ``pid`` and all its descendants (Linux /proc)."""
+def tree_memory_bytes(pid: int) -> tuple[int, int]:
+    """Memory of ``pid`` and all its descendants (Linux /proc): the sum of their resident sets (a page the forked
+    trace readers share with their parent counts once per process) and of their proportional sets (PSS: a shared
+    page split between the processes sharing it, so the tree's own footprint)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -226,18 +228,21 @@ def tree_rss_bytes(pid: int) -> int:
             children.setdefault(ppid, []).append(int(entry))
         except (OSError, ValueError, IndexError):
             continue
-    total, stack = 0, [pid]
+    rss = pss = 0
+    stack = [pid]
     while stack:
         p = stack.pop()
         stack.extend(children.get(p, []))
         try:
-            with open(f"/proc/{p}/status") as fh:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
                 for line in fh:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
         except OSError:
             pass
-    return total
+    return rss, pss
 
 
 HTA = r"""
@@ -253,18 +258,19 @@ print(json.dumps({"allreduce_kernels": count}))
 
 
 def measure(code: str, files: list[Path], src: Path = ROOT / "src") -> tuple[float, float, int, dict]:
-    """(wall s, CPU s of the process and its children, peak RSS of the tree, the counts it printed)."""
+    """(wall s, CPU s of the process and its children, peak RSS sum and peak PSS of the tree, the counts)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *map(str, files)], stdout=subprocess.PIPE, env=env)
-    peak = 0
+    peak_rss = peak_pss = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak_rss, peak_pss
         while not done.is_set():
-            peak = max(peak, tree_rss_bytes(proc.pid))
+            rss, pss = tree_memory_bytes(proc.pid)
+            peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -277,7 +283,7 @@ def measure(code: str, files: list[Path], src: Path = ROOT / "src") -> tuple[flo
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"benchmark process failed ({proc.returncode})")
-    return seconds, cpu, peak, json.loads(out.decode().strip().splitlines()[-1])
+    return seconds, cpu, peak_rss, peak_pss, json.loads(out.decode().strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -316,18 +322,22 @@ def main() -> None:
     except ImportError:
         print("Holistic Trace Analysis: not installed here (pip install HolisticTraceAnalysis to compare)")
     print(f"\ntrace folder: {len(files)} files, {total_mb:.0f} MB, {os.cpu_count()} CPUs")
-    print(f"{'approach':<44} {'wall s':>7} {'CPU s':>7} {'peak RSS':>10} {'MB/s':>7}  counts")
-    for name, wall, cpu, rss, counts in rows:
-        print(f"{name:<44} {wall:>7.1f} {cpu:>7.1f} {rss / 1e9:>7.2f} GB {total_mb / wall:>7.0f}  {counts}")
+    print(f"{'approach':<44} {'wall s':>7} {'CPU s':>7} {'peak RSS':>10} {'peak PSS':>10} {'MB/s':>7}  counts")
+    for name, wall, cpu, rss, pss, counts in rows:
+        print(
+            f"{name:<44} {wall:>7.1f} {cpu:>7.1f} {rss / 1e9:>7.2f} GB {pss / 1e9:>7.2f} GB "
+            f"{total_mb / wall:>7.0f}  {counts}"
+        )
+    print("(RSS: the processes' resident sets added up; PSS: shared pages split between the processes sharing them)")
     naive = rows[0]
     ours = next(r for r in rows if r[0] == "verifylab trace summarize")
-    print(f"verifylab vs json.load: {naive[1] / ours[1]:.2f}x faster (wall), memory {ours[3] / naive[3]:.2f}x")
+    print(f"verifylab vs json.load: {naive[1] / ours[1]:.2f}x faster (wall), memory (PSS) {ours[4] / naive[4]:.2f}x")
     if args.also_src:
         print(
             f"verifylab vs {args.also_src}: {rows[1][1] / ours[1]:.2f}x faster (wall), "
             f"{rows[1][2] / ours[2]:.2f}x less CPU"
         )
-    same = len({r[4]["allreduce_kernels"] for r in rows}) == 1
+    same = len({r[5]["allreduce_kernels"] for r in rows}) == 1
     print(f"all-reduce counts agree: {same}")
     if tmp:
         tmp.cleanup()

@@ -137,6 +137,17 @@ def test_a_bad_trace_is_one_line_naming_the_file_and_the_byte(tmp_path, text, me
     assert str(path) in str(err.value) and "\n" not in str(err.value)
 
 
+def test_the_byte_of_an_error_counts_bytes_and_a_byte_that_is_not_utf8_is_replaced(tmp_path):
+    """Offsets are bytes of the file (a name in Greek is two bytes a letter), and an invalid UTF-8 byte in a name
+    becomes U+FFFD in the event instead of stopping the read."""
+    path = tmp_path / "greek.json"
+    path.write_bytes('{"traceEvents": [{"name": "αβγ"}, {"name": x}]}'.encode())
+    with pytest.raises(TraceError, match="invalid JSON at byte 46"):  # 43 characters before the x, 46 bytes
+        list(reader.iter_raw(path))
+    path.write_bytes(b'{"traceEvents": [{"name": "k\xff"}, {"name": "after"}]}')
+    assert [e.name for e in reader.iter_raw(path)] == ["k\ufffd", "after"]
+
+
 def test_an_event_keeps_only_what_the_analysis_reads():
     record = reader._record
     event = reader.to_event(record({**EVENTS[0], "args": {"correlation": 3, "huge": "x" * 1000}}))

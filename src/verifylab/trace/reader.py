@@ -1,14 +1,14 @@
 """Stream the events of a Chrome-format profiler trace (``.json`` or ``.json.gz``) without loading it.
 
-The file is read in chunks; each element of ``traceEvents`` is decoded on its own with the C JSON scanner
-(``iter_raw``). The analysis keeps device kernels as columns (``columns``) and the few other events it needs as
-small :class:`Event` objects (``to_event``). Memory stays at one chunk plus what is kept.
+The file is read as bytes in chunks; the whole events of a chunk are decoded at once into typed records (msgspec,
+``iter_batches``), and one at a time, with the exact byte of an error, only where that fails. The analysis keeps
+device kernels as columns (``columns``) and the few other events it needs as small :class:`Event` objects
+(``to_event``). Memory stays at one chunk plus what is kept.
 """
 
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import math
 import re
@@ -22,14 +22,16 @@ import msgspec
 
 from verifylab.errors import TraceError
 
-CHUNK = 4 << 20  # text decoded and typed a chunk at a time: what a reading process holds beyond its results
+CHUNK = 4 << 20  # bytes decoded and typed a chunk at a time: what a reading process holds beyond its results
 MAX_EXPANSION = 100  # a gzip trace compresses 5-20x; 100x and more is a bomb, not a trace
 HEAD_BYTES = 1 << 20  # what every rank's file is checked for before any is read to its end
-MAX_EVENT_CHARS = CHUNK  # no trace event is this long: a decode error with more text after it is real
-_KEY = re.compile(r'"traceEvents"\s*:\s*\[')
+MAX_EVENT_CHARS = CHUNK  # no trace event is this many bytes long: a decode error with more text after it is real
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _DECODER = json.JSONDecoder()
-_WS = " \t\r\n"
-_SEPARATORS = re.compile(r"[ \t\r\n,]*")
+_WS = b" \t\r\n"
+_SEPARATORS = re.compile(rb"[ \t\r\n,]*")
+_CLOSE = ord("]")
+_FIRST_WINDOW = 4096  # bytes decoded to text for one event on the slow path (most events are far shorter)
 # the args the analysis reads: a graph launch's correlation id, a collective's kind and message size
 KEPT_ARGS = ("correlation", "Collective name", "In msg nelems", "dtype")
 NO_CORRELATION = -1
@@ -113,12 +115,12 @@ class Event:
         return self.ts + self.dur
 
 
-def _open_text(raw) -> io.TextIOWrapper:
-    """Text over the raw file, decompressed when it is gzip; the raw file's position is the bytes read."""
+def _open_binary(raw) -> Any:
+    """The file's bytes, decompressed when it is gzip; the raw file's position is the bytes read. The bytes are
+    decoded as they are (msgspec reads UTF-8 itself: text first would convert every byte twice)."""
     magic = raw.read(2)
     raw.seek(0)
-    binary = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
-    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace")
+    return gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
 
 
 def event_time(obj: RawEvent, key: str) -> float:
@@ -203,38 +205,38 @@ def iter_batches(
 
 
 def _iter_objects(path: Path, raw, on_bytes: Callable[[int], None], size: int) -> Iterator[list[RawEvent]]:
-    with _open_text(raw) as text:
-        expanded = 0
+    binary = _open_binary(raw)
+    expanded = 0
 
-        def read() -> str:
-            nonlocal expanded
-            chunk = text.read(size)
-            stored = raw.tell()
-            on_bytes(stored)
-            expanded += len(chunk)
-            if expanded > MAX_EXPANSION * stored + (16 << 20):
-                raise TraceError(
-                    f"{path}: {stored:,} compressed bytes expand to more than {expanded:,}: "
-                    f"over {MAX_EXPANSION}x is no profiler trace (refused before it fills the memory or the hours)"
-                )
-            return chunk
+    def read() -> bytes:
+        nonlocal expanded
+        chunk = binary.read(size)
+        stored = raw.tell()
+        on_bytes(stored)
+        expanded += len(chunk)
+        if expanded > MAX_EXPANSION * stored + (16 << 20):
+            raise TraceError(
+                f"{path}: {stored:,} compressed bytes expand to more than {expanded:,}: "
+                f"over {MAX_EXPANSION}x is no profiler trace (refused before it fills the memory or the hours)"
+            )
+        return chunk
 
-        yield from _decode_events(path, read)
+    yield from _decode_events(path, read)
 
 
-def _decode_events(path: Path, read: Callable[[], str]) -> Iterator[list[RawEvent]]:
-    """The elements of ``traceEvents``, one at a time, from text handed over a chunk at a time by ``read``: the
-    whole events of a chunk are decoded in one call into :class:`RawEvent` records (msgspec, in C, keeping only
-    the fields the analysis reads); where that fails, one event at a time into a dict with the exact byte of an
-    error. Both answer ``get`` as a dict does."""
+def _decode_events(path: Path, read: Callable[[], bytes]) -> Iterator[list[RawEvent]]:
+    """The elements of ``traceEvents`` from bytes handed over a chunk at a time by ``read``: the whole events of
+    a chunk are decoded in one call into :class:`RawEvent` records (msgspec, in C, straight from the bytes,
+    keeping only the fields the analysis reads); where that fails, one event at a time into a dict with the
+    exact byte of an error."""
     buf = read()
-    consumed = 0  # characters dropped from the front of buf so far
+    consumed = 0  # bytes dropped from the front of buf so far
     start = len(buf) - len(buf.lstrip(_WS))
     if start >= len(buf):
         raise TraceError(f"{path}: empty file, not a trace")
-    if buf[start] == "[":
+    if buf[start : start + 1] == b"[":
         pos = start + 1
-    elif buf[start] == "{":
+    elif buf[start : start + 1] == b"{":
         match = _KEY.search(buf)
         while match is None:
             more = read()
@@ -257,11 +259,11 @@ def _decode_events(path: Path, read: Callable[[], str]) -> Iterator[list[RawEven
             eof = not more
             buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
             continue
-        if buf[pos] == "]":
+        if buf[pos] == _CLOSE:
             return
-        if consumed + pos > bad_cut and (cut := buf.rfind("},", pos)) > pos:
+        if consumed + pos > bad_cut and (cut := buf.rfind(b"},", pos)) > pos:
             try:  # every whole event up to the chunk's last "}," decoded at once, into typed records
-                batch = _BATCH.decode("[" + buf[pos : cut + 1] + "]")
+                batch = _BATCH.decode(b"[" + buf[pos : cut + 1] + b"]")
             except msgspec.DecodeError:  # a "}," inside a string, or a bad byte: one event at a time from here
                 bad_cut = consumed + cut
             else:
@@ -269,19 +271,47 @@ def _decode_events(path: Path, read: Callable[[], str]) -> Iterator[list[RawEven
                 pos = cut + 2
                 continue
         try:
-            obj, end = _DECODER.raw_decode(buf, pos)
+            obj, length = _decode_one(buf, pos)
         except RecursionError:
             raise TraceError(f"{path}: an event at byte {consumed + pos} nests too deep: not a trace event") from None
-        except json.JSONDecodeError as exc:
+        except _EventError as exc:
             if not eof and len(buf) - pos <= MAX_EVENT_CHARS:  # the event may go on in the next chunk
                 more = read()
                 eof = not more
                 buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
                 continue
-            where = consumed + exc.pos
-            if not buf[exc.pos :].strip():
+            where = consumed + pos + exc.offset
+            if not buf[pos + exc.offset :].strip():
                 raise TraceError(f"{path}: truncated at byte {where}: the trace ends inside an event") from None
             raise TraceError(f"{path}: invalid JSON at byte {where}: {exc.msg}") from None
-        pos = end
+        pos += length
         if isinstance(obj, dict):
             yield [_record(obj)]
+
+
+class _EventError(Exception):
+    """One event that does not decode: the message and the byte (from the event's start) where it went wrong."""
+
+    def __init__(self, msg: str, offset: int) -> None:
+        super().__init__(msg)
+        self.msg, self.offset = msg, offset
+
+
+def _decode_one(buf: bytes, pos: int) -> tuple[Any, int]:
+    """The JSON value starting at ``buf[pos]`` and its length in bytes (the slow path: events the batch decoder
+    refused). Text is decoded from a window that grows while the value runs past it; a byte that is not UTF-8
+    becomes U+FFFD in the value and still counts as one byte."""
+    window = _FIRST_WINDOW
+    while True:
+        text = buf[pos : pos + window].decode("utf-8", "surrogateescape")
+        try:
+            obj, end = _DECODER.raw_decode(text)
+        except json.JSONDecodeError as exc:
+            if pos + window < len(buf):  # maybe only cut by the window: widen it
+                window *= 16
+                continue
+            raise _EventError(exc.msg, len(text[: exc.pos].encode("utf-8", "surrogateescape"))) from None
+        if text[:end].isascii():
+            return obj, end
+        length = len(text[:end].encode("utf-8", "surrogateescape"))
+        return json.loads(buf[pos : pos + length].decode("utf-8", "replace")), length
