@@ -11,7 +11,7 @@ STAMP := $(VENV)/.verifylab-installed
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install book test check lint notebooks browser clean live
+.PHONY: help install book test test-fleet check lint notebooks browser clean live
 
 PARAMS ?= examples/params-smoke.yaml
 
@@ -19,6 +19,7 @@ help:
 	@echo "make book   - create $(VENV), install, execute every chapter (replay) and render _build/html"
 	@echo "make test   - create $(VENV), install, ruff + the whole test suite (browser tests included)"
 	@echo "make check - the fast lane: lint and the unit tests (no book build, no browser)"
+	@echo "make test-fleet - install Ray (the fleet extra) and test verifylab fleet on a local Ray cluster"
 	@echo "make lint   - ruff, mypy on src/, and the notebooks' parameters cells against their chapters' Params"
 	@echo "make notebooks - write each notebook's parameters cell from verifylab/chapters/params.py"
 	@echo "make live PARAMS=examples/params-case-study.yaml - all chapters in the params' mode, then the edition"
@@ -57,6 +58,11 @@ check: $(STAMP) lint
 # Two workers (CI's two cores); the tests that read the built book share one of them, so it is built once.
 test: $(STAMP) browser lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+# verifylab fleet against a real local Ray cluster (a head and two nodes): installs the fleet extra (Ray) first.
+test-fleet: $(STAMP)
+	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev,fleet]"
+	$(BIN)/python -m pytest -q -m fleet tests/test_fleet.py
 
 live: $(STAMP)
 	$(BIN)/verifylab run --params $(PARAMS)

@@ -83,3 +83,7 @@ def describe_error(exc: ValidationError, where: str) -> str:
             allowed = f"; allowed: {ctx['expected']}"
         parts.append(f"parameter '{name}' = {err.get('input')!r}: {err['msg']}{allowed}")
     return f"{where}: " + "; ".join(parts)
+
+
+class FleetError(VerifylabError):
+    """A fleet campaign that cannot run as written (its file, a host, a version mismatch, a returned run)."""

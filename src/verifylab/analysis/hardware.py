@@ -33,7 +33,7 @@ def _nccl(manifest: Manifest) -> str | None:
 
 def run_hardware_table(store: RunStore) -> pd.DataFrame:
     """One row per stored run (its id starts with its date): on what hardware and software it was measured,
-    each as one phrase so that the run id keeps its width."""
+    each as one phrase so that the run id keeps its width; a fleet campaign's run names its host."""
     rows = []
     for m in store.manifests():
         v = m.versions
@@ -47,10 +47,13 @@ def run_hardware_table(store: RunStore) -> pd.DataFrame:
             ("SGLang", v.sglang),
             ("FlashInfer", v.flashinfer),
         ]
+        hardware = f"{gpus}; {interconnect}" if interconnect else gpus
+        if m.fleet.get("host"):  # measured by a fleet campaign: the box it ran on, as the campaign names it
+            hardware = f"host {m.fleet['host']} ({m.fleet.get('host_description', '')}): {hardware}"
         rows.append(
             {
                 "run_id": m.run_id,
-                "hardware": f"{gpus}; {interconnect}" if interconnect else gpus,
+                "hardware": hardware,
                 "driver": m.driver,
                 "software": ", ".join(f"{name} {version}" for name, version in software if version),
                 "mechanics_only": m.mechanics_only,

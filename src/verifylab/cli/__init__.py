@@ -15,7 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-from verifylab.cli import bench, book, comm, gates, model, trace  # noqa: E402  (the modules register their commands)
+from verifylab.cli import bench, book, comm, fleet, gates, model, trace  # noqa: E402  (the modules register their commands)
 
 app.command()(book.env)
 app.add_typer(book.runs_app, name="runs")
@@ -26,6 +26,7 @@ app.command("synth-verify")(trace.synth_verify)
 app.add_typer(model.model_app, name="model")
 app.add_typer(gates.gates_app, name="gates")
 app.add_typer(comm.comm_app, name="comm")
+app.add_typer(fleet.fleet_app, name="fleet")
 app.command()(bench.bench)
 app.command()(bench.sweep)
 app.command("serve")(bench.serve_cmd)

@@ -76,6 +76,10 @@ class Manifest(BaseModel):
         "selects runs",
     )
     notes: list[str] = Field(default_factory=list)
+    fleet: dict[str, str] = Field(
+        default_factory=dict,
+        description="where a fleet campaign measured it: host, its description, Ray node and job ids, campaign",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,68 @@
+"""What a box runs for one job (inside a Ray task, but without Ray): check that it has the driver's verifylab, run
+``verifylab run --params … --only … --no-render`` in its checkout, and hand back the run folders it wrote."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import verifylab
+from verifylab.fleet.pack import manifest_times, pack_runs, runs_changed
+from verifylab.strict_yaml import load_strict_yaml
+
+OUTPUT_LINES = 15  # of a failed run's output, what the driver is told
+
+
+def code_identity() -> str:
+    """verifylab's version and a digest of its installed sources: the driver's and every box's must agree."""
+    package = Path(verifylab.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return f"{verifylab.__version__}+{digest.hexdigest()[:12]}"
+
+
+def run_job(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one job as ``spec`` describes it (name, params text, chapters, label, the driver's code identity, the
+    project on this box). Never raises for the job's own failure: the result says ok or the one-line error."""
+    here = code_identity()
+    if here != spec["code"]:
+        return {
+            "ok": False,
+            "error": f"this box runs verifylab {here}, the driver {spec['code']}: install the "
+            f"driver's commit here (nothing was run)",
+        }
+    project = Path(spec.get("project") or os.environ.get("VERIFYLAB_FLEET_PROJECT") or os.getcwd())
+    if not (project / "notebooks").is_dir():
+        return {"ok": False, "error": f"{project} is no verifylab checkout (no notebooks/): set the host's project"}
+    params = load_strict_yaml(spec["params_text"]) or {}
+    if spec.get("label"):
+        params.setdefault("parameters", {})["label"] = spec["label"]
+    runs_dir = project / params.get("data_dir", "data") / "runs"
+    before = manifest_times(runs_dir)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix=f"fleet-{spec['name']}-", delete=False) as fh:
+        yaml.safe_dump(params, fh)
+    try:
+        cmd = [sys.executable, "-m", "verifylab.cli", "run", "--params", fh.name, "--root", str(project)]
+        cmd += ["--no-render"] + (["--only", ",".join(spec["only"])] if spec.get("only") else [])
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    finally:
+        os.unlink(fh.name)
+    output = (proc.stdout + proc.stderr).strip().splitlines()
+    run_ids = runs_changed(runs_dir, before)
+    result: dict[str, Any] = {"ok": proc.returncode == 0, "returncode": proc.returncode, "run_ids": run_ids}
+    if proc.returncode != 0:
+        errors = [line for line in output if line.startswith("error:")] or output[-1:] or ["(no output)"]
+        result["error"] = errors[-1][:400]
+        result["output_tail"] = output[-OUTPUT_LINES:]
+    if run_ids:
+        result["blob"], result["digest"] = pack_runs(runs_dir, run_ids)
+    return result

@@ -1,0 +1,278 @@
+"""verifylab fleet: the campaign file, what a rerun skips, how runs travel back (unit tests, no Ray), and a real
+local Ray cluster of a head and two nodes offering ``box-a`` and ``box-b`` (slow lane, where Ray is installed)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.analysis.hardware import run_hardware_table
+from verifylab.cli import app
+from verifylab.errors import FleetError
+from verifylab.fleet.campaign import job_key, load_campaign
+from verifylab.fleet.pack import pack_runs, unpack_runs
+from verifylab.fleet.state import CampaignState
+from verifylab.fleet.task import code_identity, run_job
+from verifylab.store.runs import RunStore
+
+from .projects import project_copy, write_params
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = "20261129-000000-live-test-double"
+
+
+def live_params(path: Path, run_id: str, port: int, variants=("ngram",)) -> Path:
+    """Chapter 02 live against the test double (it starts the double itself): one short run per variant."""
+    return write_params(
+        path,
+        {
+            "mode": "live",
+            "run_id": run_id,
+            "parameters": {"label": "test double (not data)", "campaign": "fleet-test"},
+            "chapters": {
+                "02_benchmarks": {
+                    "model_path": "tiny",
+                    "draft_model_path": None,
+                    "tp_size": 1,
+                    "port": port,
+                    "launcher": [sys.executable, "-m", "verifylab.testing.server"],
+                    "extra_args": ["--step-ms", "2"],
+                    "variants": list(variants),
+                    "runs": 1,
+                    "warmup": 0,
+                    "max_tokens": 16,
+                    "concurrency": [1],
+                    "sweep_tokens": 16,
+                }
+            },
+        },
+    )
+
+
+def campaign_file(folder: Path, hosts: list[dict], jobs: list[dict]) -> Path:
+    path = folder / "campaign.yaml"
+    write_params(path, {"campaign": "fleet-test", "hosts": hosts, "jobs": jobs})
+    return path
+
+
+HOSTS = [
+    {"name": "box-a", "resource": "box-a", "description": "test double box A"},
+    {"name": "box-b", "resource": "box-b", "description": "test double box B"},
+]
+
+
+def test_a_job_on_an_unknown_host_or_chapter_is_named_in_one_line(tmp_path):
+    params = live_params(tmp_path / "p.yaml", "20261201-000000-a", 30001)
+    bad_host = campaign_file(tmp_path, HOSTS, [{"name": "j1", "params": "p.yaml", "host": "box-z"}])
+    with pytest.raises(FleetError, match=r"job 'j1' names host 'box-z'; the hosts are box-a, box-b"):
+        load_campaign(bad_host, ROOT)
+    bad_chapter = campaign_file(tmp_path, HOSTS, [{"name": "j1", "params": "p.yaml", "host": "box-a", "only": ["09"]}])
+    with pytest.raises(FleetError, match=r"job 'j1': .*09"):
+        load_campaign(bad_chapter, ROOT)
+    twice = campaign_file(tmp_path, [HOSTS[0], {**HOSTS[1], "resource": "box-a"}], [])
+    with pytest.raises(FleetError, match=r"resources must differ: box-a given twice"):
+        load_campaign(twice, ROOT)
+    params.write_text("mode: sideways\n")
+    ok_names = campaign_file(tmp_path, HOSTS, [{"name": "j1", "params": "p.yaml", "host": "box-a"}])
+    with pytest.raises(FleetError, match=r"job 'j1': .*'mode' = 'sideways'"):
+        load_campaign(ok_names, ROOT)
+
+
+def test_a_job_is_done_for_its_parameters_box_and_code_only(tmp_path):
+    live_params(tmp_path / "p.yaml", "20261201-000000-a", 30001)
+    path = campaign_file(tmp_path, HOSTS, [{"name": "j1", "params": "p.yaml", "host": "box-a"}])
+    campaign = load_campaign(path, ROOT)
+    job, (a, b) = campaign.jobs[0], campaign.hosts
+    key = job_key(job, a, "1+x")
+    assert key == job_key(job, a, "1+x")
+    assert len({key, job_key(job, b, "1+x"), job_key(job, a, "1+y")}) == 3
+    live_params(tmp_path / "p.yaml", "20261201-000000-a", 30002)  # the parameters changed: not the same job
+    assert job_key(job, a, "1+x") != key
+
+
+def test_runs_come_back_whole_with_where_they_were_measured(repo_root, tmp_path):
+    source = repo_root / "data" / "runs"
+    run_id = sorted(p.name for p in source.iterdir() if (p / "manifest.json").is_file())[0]
+    blob, digest = pack_runs(source, [run_id])
+    store = RunStore(tmp_path / "runs")
+    fleet = {"host": "box-a", "host_description": "2x H200", "node_id": "n1", "ray_job_id": "01", "campaign": "c"}
+    assert unpack_runs(blob, digest, store, fleet) == [run_id]
+    assert store.manifest(run_id).fleet == fleet
+    (row,) = run_hardware_table(store).to_dict("records")  # the book's hardware table names the box
+    assert row["hardware"].startswith("host box-a (2x H200): ")
+    came = {p.relative_to(store.root / run_id) for p in (store.root / run_id).rglob("*")}
+    assert came == {p.relative_to(source / run_id) for p in (source / run_id).rglob("*")}  # every file, no other
+    with pytest.raises(FleetError, match="does not match its sha256"):
+        unpack_runs(blob[:-1] + b"x", digest, RunStore(tmp_path / "other"), fleet)
+    assert not (tmp_path / "other").exists() or not list((tmp_path / "other").iterdir())
+
+
+@pytest.mark.parametrize("member", ["../escape.txt", "/etc/x", "link"])
+def test_a_returned_run_that_reaches_outside_its_folder_is_refused_whole(tmp_path, member):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo(f"20261201-000000-ok/{'x' if member == 'link' else member}")
+        if member == "link":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+        else:
+            info.name = member
+            tar.addfile(info, io.BytesIO(b""))
+    blob = buffer.getvalue()
+    store = RunStore(tmp_path / "runs")
+    with pytest.raises(FleetError, match="nothing unpacked"):
+        unpack_runs(blob, hashlib.sha256(blob).hexdigest(), store, {})
+    assert not (tmp_path / "escape.txt").exists()
+    assert [p.name for p in store.root.iterdir()] == []
+
+
+def test_the_state_file_records_jobs_and_names_itself_when_unreadable(tmp_path):
+    state = CampaignState(tmp_path, "c1")
+    assert state.done() == set()
+    state.mark("k1", "running", job="j1")
+    state.mark("k1", "done", runs=["r1"])
+    state.mark("k2", "failed", error="boom")
+    assert state.done() == {"k1"}
+    assert state.read()["k1"]["runs"] == ["r1"] and state.read()["k1"]["started"]
+    state.path.write_text("[1, 2")
+    with pytest.raises(FleetError, match=r"c1\.json: unreadable campaign state"):
+        state.done()
+
+
+def test_a_box_with_another_verifylab_runs_nothing(tmp_path):
+    result = run_job(
+        {
+            "name": "j1",
+            "params_text": "mode: replay\n",
+            "only": [],
+            "label": "",
+            "code": "0.0.0+other",
+            "project": str(tmp_path),
+        }
+    )
+    assert result == {
+        "ok": False,
+        "error": f"this box runs verifylab {code_identity()}, the driver 0.0.0+other: install the driver's commit "
+        "here (nothing was run)",
+    }
+
+
+def test_plan_prints_each_job_with_its_box(tmp_path):
+    live_params(tmp_path / "p.yaml", "20261201-000000-a", 30001)
+    path = campaign_file(
+        tmp_path,
+        HOSTS,
+        [
+            {"name": "j1", "params": "p.yaml", "host": "box-a", "only": ["02"]},
+            {"name": "j2", "params": "p.yaml", "host": "box-b"},
+        ],
+    )
+    result = CliRunner().invoke(app, ["fleet", "plan", str(path), "--root", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "box-" in line]
+    assert any("j1" in line and "box-a" in line and "02" in line and "to run" in line for line in lines)
+    assert any("j2" in line and "box-b" in line and "all" in line for line in lines)
+
+
+# --- a real Ray cluster on this machine: a head and two nodes (separate processes), box-a and box-b ------------
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A head (no CPUs: it runs nothing) and two nodes offering box-a and box-b, each its own raylet process."""
+    pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RAY_TMPDIR", str(tmp_path_factory.mktemp("ray")))  # sessions, sockets and logs of this cluster
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    nodes = {box: cluster.add_node(num_cpus=1, resources={box: 1}) for box in ("box-a", "box-b")}
+    cluster.wait_for_nodes()
+    yield cluster.address, {box: node.node_id for box, node in nodes.items()}
+    cluster.shutdown()
+    mp.undo()
+
+
+def boxes(repo_root: Path, folder: Path) -> list[dict]:
+    """The two boxes, each with a checkout of its own (as two machines would have)."""
+    hosts = []
+    for host in HOSTS:
+        project = project_copy(repo_root, (folder / host["name"]).resolve())
+        hosts.append({**host, "project": str(project)})
+    return hosts
+
+
+@pytest.mark.slow
+@pytest.mark.fleet
+def test_a_campaign_runs_each_job_on_its_box_and_a_rerun_skips_what_is_done(cluster, repo_root, tmp_path):
+    from verifylab.fleet.ray_runner import run_campaign
+
+    from .test_bench import free_port
+
+    address, node_ids = cluster
+    (tmp_path / "boxes").mkdir()
+    live_params(tmp_path / "a.yaml", "20261201-000000-fleet-a", free_port())
+    live_params(tmp_path / "b.yaml", "20261201-000000-fleet-b", free_port())
+    jobs = [
+        {"name": "bench-a", "params": "a.yaml", "host": "box-a", "only": ["02"]},
+        {"name": "bench-b", "params": "b.yaml", "host": "box-b", "only": ["02"], "label": "box B (test double)"},
+        {"name": "gates-b", "params": "b.yaml", "host": "box-b", "only": ["01"]},  # no sglang here: fails
+    ]
+    path = campaign_file(tmp_path, boxes(repo_root, tmp_path / "boxes"), jobs)
+    campaign = load_campaign(path, repo_root)
+    driver = project_copy(repo_root, tmp_path / "driver")
+    events = []
+    outcomes = {o.job: o for o in run_campaign(campaign, driver / "data", address, events.append)}
+    assert {name: o.status for name, o in outcomes.items()} == {
+        "bench-a": "done",
+        "bench-b": "done",
+        "gates-b": "failed",
+    }
+    assert "sglang" in outcomes["gates-b"].error.lower() and "\n" not in outcomes["gates-b"].error
+    store = RunStore(driver / "data" / "runs")
+    for job, box, run_id in [
+        ("bench-a", "box-a", "20261201-000000-fleet-a"),
+        ("bench-b", "box-b", "20261201-000000-fleet-b"),
+    ]:
+        assert outcomes[job].run_ids == [run_id]
+        fleet = store.manifest(run_id).fleet
+        assert (fleet["host"], fleet["node_id"], fleet["campaign"], fleet["job"]) == (
+            box,
+            node_ids[box],
+            "fleet-test",
+            job,
+        )
+        assert store.read_table(run_id, "single_stream") is not None
+    assert store.manifest("20261201-000000-fleet-b").label == "box B (test double)"
+    assert not list((driver / "data" / "runs").glob(".fleet-*"))  # nothing half-unpacked
+    again = CliRunner().invoke(app, ["fleet", "run", str(path), "--address", address, "--root", str(driver)])
+    assert again.exit_code == 1, again.output  # a failed job runs again, and fails again
+    lines = again.output.splitlines()
+    assert "bench-a on box-a: done earlier, skipped" in lines and "bench-b on box-b: done earlier, skipped" in lines
+    assert "gates-b on box-b: started" in lines
+    assert any(line.startswith("gates-b on box-b: failed after") for line in lines)
+    assert any(line.startswith("campaign fleet-test: 0 done, 2 skipped, 1 failed") for line in lines)
+    status = CliRunner().invoke(app, ["fleet", "status", str(path), "--root", str(driver)])
+    assert status.exit_code == 0 and "failed" in status.output and "done" in status.output
+
+
+@pytest.mark.slow
+@pytest.mark.fleet
+def test_boxes_with_another_verifylab_are_refused_in_one_line(cluster, repo_root, tmp_path):
+    from verifylab.fleet.ray_runner import run_campaign
+
+    address, _ = cluster
+    live_params(tmp_path / "a.yaml", "20261201-000000-fleet-v", 30999)
+    (tmp_path / "boxes").mkdir()
+    path = campaign_file(
+        tmp_path, boxes(repo_root, tmp_path / "boxes"), [{"name": "j1", "params": "a.yaml", "host": "box-a"}]
+    )
+    (outcome,) = run_campaign(load_campaign(path, repo_root), tmp_path / "data", address, code="0.0.0+driver")
+    assert outcome.status == "failed" and outcome.error.startswith("this box runs verifylab ")
+    assert "the driver 0.0.0+driver" in outcome.error and not (tmp_path / "data" / "runs").exists()
