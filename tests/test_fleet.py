@@ -276,3 +276,61 @@ def test_boxes_with_another_verifylab_are_refused_in_one_line(cluster, repo_root
     (outcome,) = run_campaign(load_campaign(path, repo_root), tmp_path / "data", address, code="0.0.0+driver")
     assert outcome.status == "failed" and outcome.error.startswith("this box runs verifylab ")
     assert "the driver 0.0.0+driver" in outcome.error and not (tmp_path / "data" / "runs").exists()
+
+
+def processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every living process (/proc)."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        found[int(stat.parent.name)] = (ppid, cmdline)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.fleet
+def test_a_worker_killed_mid_job_is_run_again_and_leaves_one_run(cluster, repo_root, tmp_path):
+    import os
+    import signal
+    import threading
+    import time
+
+    from verifylab.fleet.ray_runner import run_campaign
+
+    from .test_bench import free_port
+
+    address, node_ids = cluster
+    run_id = "20261201-000000-fleet-kill"
+    live_params(tmp_path / "k.yaml", run_id, free_port())
+    (tmp_path / "boxes").mkdir()
+    path = campaign_file(
+        tmp_path,
+        boxes(repo_root, tmp_path / "boxes"),
+        [{"name": "killed", "params": "k.yaml", "host": "box-a", "only": ["02"]}],
+    )
+    driver = project_copy(repo_root, tmp_path / "driver")
+    result: list = []
+    thread = threading.Thread(
+        target=lambda: result.extend(run_campaign(load_campaign(path, repo_root), driver / "data", address))
+    )
+    thread.start()
+    killed, deadline = None, time.monotonic() + 120
+    while killed is None and time.monotonic() < deadline:  # the job's `verifylab run`: kill the Ray worker above it
+        for ppid, cmdline in processes().values():
+            if "verifylab.cli run --params" in cmdline and "fleet-killed-" in cmdline:
+                os.kill(ppid, signal.SIGKILL)
+                killed = ppid
+                break
+        time.sleep(0.05)
+    assert killed is not None, "the job never started"
+    thread.join(timeout=180)
+    (outcome,) = result
+    assert outcome.status == "done", outcome.error  # Ray ran the task again
+    assert outcome.run_ids == [run_id]
+    store = RunStore(driver / "data" / "runs")
+    assert [r for r in store.run_ids() if "fleet" in r] == [run_id]  # one run, not one per attempt
+    assert store.manifest(run_id).fleet["node_id"] == node_ids["box-a"]

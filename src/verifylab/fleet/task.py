@@ -15,6 +15,7 @@ import yaml
 
 import verifylab
 from verifylab.fleet.pack import manifest_times, pack_runs, runs_changed
+from verifylab.lifetime import die_with_parent
 from verifylab.strict_yaml import load_strict_yaml
 
 OUTPUT_LINES = 15  # of a failed run's output, what the driver is told
@@ -53,7 +54,8 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         cmd = [sys.executable, "-m", "verifylab.cli", "run", "--params", fh.name, "--root", str(project)]
         cmd += ["--no-render"] + (["--only", ",".join(spec["only"])] if spec.get("only") else [])
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        # the run dies with this worker: a retried task never finds the killed attempt still measuring
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, preexec_fn=die_with_parent)
     finally:
         os.unlink(fh.name)
     output = (proc.stdout + proc.stderr).strip().splitlines()
