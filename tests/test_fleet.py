@@ -334,3 +334,57 @@ def test_a_worker_killed_mid_job_is_run_again_and_leaves_one_run(cluster, repo_r
     store = RunStore(driver / "data" / "runs")
     assert [r for r in store.run_ids() if "fleet" in r] == [run_id]  # one run, not one per attempt
     assert store.manifest(run_id).fleet["node_id"] == node_ids["box-a"]
+
+
+@pytest.mark.slow
+@pytest.mark.fleet
+def test_a_driver_killed_mid_campaign_is_resumed_by_the_next_run(cluster, repo_root, tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    import yaml
+
+    from verifylab.fleet.ray_runner import run_campaign
+
+    from .test_bench import free_port
+
+    address, _ = cluster
+    live_params(tmp_path / "quick.yaml", "20261201-000000-fleet-quick", free_port())
+    slow = live_params(tmp_path / "slow.yaml", "20261201-000000-fleet-slow", free_port())
+    data = yaml.safe_load(slow.read_text())
+    data["chapters"]["02_benchmarks"].update(extra_args=["--step-ms", "25"], max_tokens=48, runs=3)
+    write_params(slow, data)
+    (tmp_path / "boxes").mkdir()
+    jobs = [
+        {"name": "quick", "params": "quick.yaml", "host": "box-a", "only": ["02"]},
+        {"name": "slow", "params": "slow.yaml", "host": "box-b", "only": ["02"]},
+    ]
+    path = campaign_file(tmp_path, boxes(repo_root, tmp_path / "boxes"), jobs)
+    driver = project_copy(repo_root, tmp_path / "driver")
+    cmd = [
+        sys.executable,
+        "-m",
+        "verifylab.cli",
+        "fleet",
+        "run",
+        str(path),
+        "--address",
+        address,
+        "--root",
+        str(driver),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = CampaignState(driver / "data", "fleet-test")
+    deadline = time.monotonic() + 120
+    while not any(r.get("job") == "quick" and r.get("status") == "done" for r in state.read().values()):
+        assert proc.poll() is None and time.monotonic() < deadline, "the quick job never finished"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    recorded = {r["job"]: r["status"] for r in state.read().values()}
+    assert recorded == {"quick": "done", "slow": "running"}  # the state file as the killed driver left it
+    outcomes = {o.job: o.status for o in run_campaign(load_campaign(path, repo_root), driver / "data", address)}
+    assert outcomes == {"quick": "skipped", "slow": "done"}
+    runs = [r for r in RunStore(driver / "data" / "runs").run_ids() if "fleet" in r]
+    assert runs == ["20261201-000000-fleet-quick", "20261201-000000-fleet-slow"]
