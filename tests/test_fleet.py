@@ -163,6 +163,19 @@ def test_a_box_with_another_verifylab_runs_nothing(tmp_path):
     }
 
 
+def test_an_address_nothing_answers_on_is_one_line_and_exit_1(tmp_path):
+    live_params(tmp_path / "p.yaml", "20261201-000000-a", 30001)
+    path = campaign_file(tmp_path, HOSTS, [{"name": "j1", "params": "p.yaml", "host": "box-a"}])
+    pytest.importorskip("ray")
+    from .test_bench import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(app, ["fleet", "run", str(path), "--address", address, "--root", str(ROOT)])
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"cannot reach the Ray cluster at {address}" in errors[0], result.output
+
+
 def test_plan_prints_each_job_with_its_box(tmp_path):
     live_params(tmp_path / "p.yaml", "20261201-000000-a", 30001)
     path = campaign_file(

@@ -71,7 +71,10 @@ def fleet_run(
     address: str = typer.Option(None, help="The Ray cluster (default: $RAY_ADDRESS, else a local one)."),
     root: Path = typer.Option(Path("."), help="Project root: the runs come back into its data/runs."),
 ) -> None:
-    """Run every job not done yet on its box; a rerun skips finished jobs. Exit 1 if a job failed."""
+    """Run every job not done yet on its box; a rerun skips finished jobs. Exit 1 if a job failed.
+
+    Example: `verifylab fleet run examples/fleet-campaign.yaml --address head.lab:6379`, then `verifylab book`
+    renders the edition from the runs that came back (each names its host in the hardware table)."""
     from verifylab.fleet.ray_runner import JobOutcome, run_campaign
 
     try:

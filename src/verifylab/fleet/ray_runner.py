@@ -5,6 +5,7 @@ Ray."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,20 @@ class JobOutcome:
     seconds: float = 0.0
     run_ids: list[str] = field(default_factory=list)
     error: str = ""
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse in one line a ``host:port`` nothing answers on (Ray itself retries for minutes, printing warnings)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", "local": Ray's own names
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise FleetError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}): start its head with "
+            f"`ray start --head --port {port}` there, or give the right --address"
+        ) from None
 
 
 def _job_on_box(spec: dict[str, Any]) -> dict[str, Any]:
@@ -71,6 +86,8 @@ def run_campaign(
             todo.append((job, key))
     if not todo:
         return outcomes
+    if address:
+        check_reachable(address)
     ray.init(address=address, namespace="verifylab-fleet", log_to_driver=False, logging_level="ERROR")
     try:
         missing = sorted({campaign.host(j.host).resource for j, _ in todo} - set(ray.cluster_resources()))
