@@ -33,7 +33,7 @@ SEEDS = ROOT.parent / "shared" / "seeds"
 BOOK_FIXTURES = {"smoke_run", "built_book"}  # a test using one builds the book: the slow lane
 
 
-SHARED_BUILDS = {"gloo_61": "gloo-traces"}  # other costly shared fixtures: their tests share a worker too
+SHARED_BUILDS = {"gloo_61": "gloo-traces", "cluster": "ray-cluster"}  # other costly shared fixtures: one worker each
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

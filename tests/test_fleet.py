@@ -401,3 +401,9 @@ def test_a_driver_killed_mid_campaign_is_resumed_by_the_next_run(cluster, repo_r
     assert outcomes == {"quick": "skipped", "slow": "done"}
     runs = [r for r in RunStore(driver / "data" / "runs").run_ids() if "fleet" in r]
     assert runs == ["20261201-000000-fleet-quick", "20261201-000000-fleet-slow"]
+
+
+def test_the_example_campaign_is_valid(repo_root):
+    campaign = load_campaign(repo_root / "examples" / "fleet" / "campaign.yaml", repo_root)
+    assert {h.resource for h in campaign.hosts} == {j.host for j in campaign.jobs}
+    assert all(job.params.is_file() for job in campaign.jobs)

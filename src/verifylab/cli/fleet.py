@@ -23,7 +23,7 @@ fleet_app = typer.Typer(
     no_args_is_help=True,
 )
 
-CAMPAIGN_HELP = "The campaign file (YAML: campaign, hosts, jobs; see examples/fleet-campaign.yaml)."
+CAMPAIGN_HELP = "The campaign file (YAML: campaign, hosts, jobs; see examples/fleet/campaign.yaml)."
 
 
 def _load(campaign_file: Path, root: Path):
@@ -73,7 +73,7 @@ def fleet_run(
 ) -> None:
     """Run every job not done yet on its box; a rerun skips finished jobs. Exit 1 if a job failed.
 
-    Example: `verifylab fleet run examples/fleet-campaign.yaml --address head.lab:6379`, then `verifylab book`
+    Example: `verifylab fleet run examples/fleet/campaign.yaml --address head.lab:6379`, then `verifylab book`
     renders the edition from the runs that came back (each names its host in the hardware table)."""
     from verifylab.fleet.ray_runner import JobOutcome, run_campaign
 
