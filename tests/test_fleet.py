@@ -197,19 +197,25 @@ def test_plan_prints_each_job_with_its_box(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     """A head (no CPUs: it runs nothing) and two nodes offering box-a and box-b, each its own raylet process."""
     pytest.importorskip("ray")
+    import shutil
+    import tempfile
+
     from ray.cluster_utils import Cluster
 
+    # sessions, sockets and logs of this cluster; short: a socket's path must fit in 107 bytes
+    temp = tempfile.mkdtemp(prefix="vl-ray-", dir="/tmp")
     mp = pytest.MonkeyPatch()
-    mp.setenv("RAY_TMPDIR", str(tmp_path_factory.mktemp("ray")))  # sessions, sockets and logs of this cluster
+    mp.setenv("RAY_TMPDIR", temp)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     nodes = {box: cluster.add_node(num_cpus=1, resources={box: 1}) for box in ("box-a", "box-b")}
     cluster.wait_for_nodes()
     yield cluster.address, {box: node.node_id for box, node in nodes.items()}
     cluster.shutdown()
     mp.undo()
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def boxes(repo_root: Path, folder: Path) -> list[dict]:
