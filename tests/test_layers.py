@@ -5,6 +5,7 @@
 - ``report`` (the rendering kit: tables, charts, sections) knows no topic: it imports no domain layer;
 - ``model`` (the cost model) and ``gates`` take numbers and files, not the run store: they import no ``store``
   (the model reads runs as values, ``verifylab.sources``; the host is probed by ``verifylab.host``);
+- only ``fleet/ray_runner.py`` imports Ray (the ``fleet`` extra);
 - a notebook imports its chapter only (``tests/test_notebooks_thin.py``).
 
 ``KNOWN`` lists the imports that break a rule (none today); the test fails on any other, and on a listed one
@@ -69,3 +70,16 @@ def test_the_walk_finds_imports_inside_functions(tmp_path):
         "analysis/x.py -> verifylab.bench.method",
         "analysis/x.py -> verifylab.server.launch",
     }
+
+
+def test_ray_is_imported_by_the_fleet_driver_only():
+    """Ray is an optional extra: one module imports it, and nothing imports that module but the fleet CLI."""
+    importers = set()
+    for path in sorted(SRC.rglob("*.py")):
+        modules = imported_modules(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(SRC).as_posix()
+        if any(m == "ray" or m.startswith("ray.") for m in modules):
+            importers.add(rel)
+        if "verifylab.fleet.ray_runner" in modules:
+            assert rel == "cli/fleet.py", f"{rel} imports the Ray driver"
+    assert importers == {"fleet/ray_runner.py"}
