@@ -19,9 +19,13 @@ from verifylab.store.runs import RunStore
 def pack_runs(runs_dir: Path, run_ids: list[str]) -> tuple[bytes, str]:
     """The run folders ``run_ids`` of ``runs_dir`` as gzip'd tar bytes, and their sha256."""
     buffer = io.BytesIO()
+
+    def data_only(info: tarfile.TarInfo) -> tarfile.TarInfo | None:  # no lock or temporary file travels
+        return None if Path(info.name).name.startswith(".") else info
+
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for run_id in sorted(run_ids):
-            tar.add(runs_dir / run_id, arcname=run_id)
+            tar.add(runs_dir / run_id, arcname=run_id, filter=data_only)
     blob = buffer.getvalue()
     return blob, hashlib.sha256(blob).hexdigest()
 
