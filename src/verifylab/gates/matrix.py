@@ -34,30 +34,35 @@ FALLBACK_PLATFORM = [
 
 
 def download_wheel(package: str, version: str, cache: Path) -> Path:
-    """``pip download --no-deps`` one wheel into ``cache`` (reused when already there)."""
+    """``pip download --no-deps`` one wheel into ``cache`` (reused when already there). pip writes into a folder
+    of its own, and the whole wheel is renamed into the cache: a process reading the cache never opens half a
+    wheel that another is still downloading."""
     dist = DIST[package]
     stem = dist.replace("-", "_")
     cache.mkdir(parents=True, exist_ok=True)
     found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
     if found:
         return found[0]
-    base = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--no-deps",
-        "--only-binary=:all:",
-        "-d",
-        str(cache),
-        f"{dist}=={version}",
-    ]
-    for extra in ([], FALLBACK_PLATFORM):
-        proc = subprocess.run(base + extra, capture_output=True, text=True, check=False)
-        found = sorted(cache.glob(f"{stem}-{version}-*.whl"))
-        if proc.returncode == 0 and found:
-            return found[0]
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
+        base = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            tmp,
+            f"{dist}=={version}",
+        ]
+        for extra in ([], FALLBACK_PLATFORM):
+            proc = subprocess.run(base + extra, capture_output=True, text=True, check=False)
+            got = sorted(Path(tmp).glob(f"{stem}-{version}-*.whl"))
+            if proc.returncode == 0 and got:
+                target = cache / got[0].name
+                os.replace(got[0], target)
+                return target
     raise GateError(f"pip could not download {dist}=={version}: {proc.stderr.strip().splitlines()[-1:]}")
 
 
