@@ -277,7 +277,7 @@ def test_a_campaign_runs_each_job_on_its_box_and_a_rerun_skips_what_is_done(clus
     assert again.exit_code == 1, again.output  # a failed job runs again, and fails again
     lines = again.output.splitlines()
     assert "bench-a on box-a: done earlier, skipped" in lines and "bench-b on box-b: done earlier, skipped" in lines
-    assert "gates-b on box-b: started" in lines
+    assert "gates-b on box-b: submitted (it starts when its box is free)" in lines
     assert any(line.startswith("gates-b on box-b: failed after") for line in lines)
     assert any(line.startswith("campaign fleet-test: 0 done, 2 skipped, 1 failed") for line in lines)
     status = CliRunner().invoke(app, ["fleet", "status", str(path), "--root", str(driver)])

@@ -102,7 +102,7 @@ def fleet_run(
                         highlight=False,
                     )
             else:
-                err_console.print(f"{escape(event[1])}: started", highlight=False)
+                err_console.print(f"{escape(event[1])}: submitted (it starts when its box is free)", highlight=False)
 
         try:
             outcomes = run_campaign(campaign, root / "data", address or os.environ.get("RAY_ADDRESS"), on_event)
