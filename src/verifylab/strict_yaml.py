@@ -4,6 +4,7 @@ expands a few lines into gigabytes). Errors are one line and never echo more tha
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -44,3 +45,16 @@ def load_strict_yaml(text: str) -> Any:
     except yaml.YAMLError as exc:
         first = " ".join(str(exc).split())
         raise StrictYAMLError(first[:SHOWN] + ("…" if len(first) > SHOWN else "")) from None
+
+
+def read_strict_yaml_file(path: Path, kind: str, error: type[Exception]) -> Any:
+    """A ``kind`` file (parameters, campaign) as :func:`load_strict_yaml` reads it ({} when empty); a missing file,
+    bytes that are not UTF-8 or YAML it refuses raise ``error`` with one line naming the file."""
+    try:
+        return load_strict_yaml(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise error(f"{path}: no such {kind} file") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except StrictYAMLError as exc:
+        raise error(f"{path}: not a {kind} file verifylab accepts ({exc})") from None

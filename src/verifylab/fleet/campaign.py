@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifylab.errors import FleetError, ParameterError, describe_error
 from verifylab.publish.build import chapter_sources
 from verifylab.publish.pipeline import load_params, select_chapters
-from verifylab.strict_yaml import StrictYAMLError, load_strict_yaml
+from verifylab.strict_yaml import read_strict_yaml_file
 
 NAME = r"[a-z0-9][a-z0-9._-]{1,63}"
 
@@ -80,12 +80,7 @@ class Campaign(BaseModel):
 def load_campaign(path: Path, project: Path) -> Campaign:
     """Read and check a campaign file: its schema, every job's parameters file (as ``verifylab run`` would) and
     chapter names against ``project``'s chapters. Paths of parameters files become absolute."""
-    try:
-        data = load_strict_yaml(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise FleetError(f"{path}: no such campaign file") from None
-    except (UnicodeDecodeError, StrictYAMLError) as exc:
-        raise FleetError(f"{path}: not a campaign file verifylab accepts ({exc})") from None
+    data = read_strict_yaml_file(path, "campaign", FleetError)
     try:
         campaign = Campaign.model_validate(data)
     except ValidationError as exc:

@@ -24,7 +24,7 @@ from verifylab.publish.build import (
 )
 from verifylab.publish.paths import GENERATED
 from verifylab.report.section import md_text
-from verifylab.strict_yaml import StrictYAMLError, load_strict_yaml
+from verifylab.strict_yaml import read_strict_yaml_file
 
 
 class PipelineParams(BaseModel):
@@ -49,14 +49,7 @@ class PipelineParams(BaseModel):
 
 
 def load_params(path: Path) -> PipelineParams:
-    try:
-        data = load_strict_yaml(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ParameterError(f"{path}: no such parameters file") from None
-    except UnicodeDecodeError as exc:
-        raise ParameterError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except StrictYAMLError as exc:
-        raise ParameterError(f"{path}: not a parameters file verifylab accepts ({exc})") from None
+    data = read_strict_yaml_file(path, "parameters", ParameterError)
     try:
         params = PipelineParams.model_validate(data)
     except ValidationError as exc:
