@@ -17,17 +17,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.projects import project_copy, write_params  # noqa: E402  (the test project helpers)
 from tests.test_bench import free_port  # noqa: E402
-from tests.test_fleet import live_params  # noqa: E402
 from verifylab.fleet.campaign import load_campaign  # noqa: E402
 from verifylab.fleet.ray_runner import run_campaign  # noqa: E402
 from verifylab.fleet.task import code_identity, run_job  # noqa: E402
+from verifylab.testing.params import chapter02_on_test_double  # noqa: E402
 
 
 def main() -> None:
@@ -50,11 +48,11 @@ def main() -> None:
             hosts.append(
                 {"name": f"box-{i}", "resource": f"box-{i}", "description": "test double", "project": str(project)}
             )
-            params = live_params(folder / f"p{i}.yaml", f"20261201-000000-bench-{i}", free_port())
-            data = yaml.safe_load(params.read_text())
-            bench = data["chapters"]["02_benchmarks"]
-            bench.update(extra_args=["--step-ms", str(args.step_ms)], max_tokens=args.tokens, runs=3)
-            write_params(params, data)
+            run_id = f"20261201-000000-bench-{i}"
+            settings = chapter02_on_test_double(
+                run_id, free_port(), step_ms=args.step_ms, max_tokens=args.tokens, runs=3
+            )
+            params = write_params(folder / f"p{i}.yaml", settings)
             jobs.append({"name": f"job-{i}", "params": params.name, "host": f"box-{i}", "only": ["02"]})
 
         def campaign(name: str, chosen: list[dict]) -> Path:

@@ -20,6 +20,7 @@ from verifylab.fleet.pack import pack_runs, unpack_runs
 from verifylab.fleet.state import CampaignState
 from verifylab.fleet.task import code_identity, run_job
 from verifylab.store.runs import RunStore
+from verifylab.testing.params import chapter02_on_test_double
 
 from .projects import project_copy, write_params
 
@@ -27,32 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = "20261129-000000-live-test-double"
 
 
-def live_params(path: Path, run_id: str, port: int, variants=("ngram",)) -> Path:
-    """Chapter 02 live against the test double (it starts the double itself): one short run per variant."""
-    return write_params(
-        path,
-        {
-            "mode": "live",
-            "run_id": run_id,
-            "parameters": {"label": "test double (not data)", "campaign": "fleet-test"},
-            "chapters": {
-                "02_benchmarks": {
-                    "model_path": "tiny",
-                    "draft_model_path": None,
-                    "tp_size": 1,
-                    "port": port,
-                    "launcher": [sys.executable, "-m", "verifylab.testing.server"],
-                    "extra_args": ["--step-ms", "2"],
-                    "variants": list(variants),
-                    "runs": 1,
-                    "warmup": 0,
-                    "max_tokens": 16,
-                    "concurrency": [1],
-                    "sweep_tokens": 16,
-                }
-            },
-        },
-    )
+def live_params(path: Path, run_id: str, port: int, **settings) -> Path:
+    """Chapter 02 live against the test double (it starts the double itself), written as a parameters file."""
+    return write_params(path, chapter02_on_test_double(run_id, port, **settings))
 
 
 def campaign_file(folder: Path, hosts: list[dict], jobs: list[dict]) -> Path:
@@ -365,18 +343,13 @@ def test_a_driver_killed_mid_campaign_is_resumed_by_the_next_run(cluster, repo_r
     import subprocess
     import time
 
-    import yaml
-
     from verifylab.fleet.ray_runner import run_campaign
 
     from .test_bench import free_port
 
     address, _ = cluster
     live_params(tmp_path / "quick.yaml", "20261201-000000-fleet-quick", free_port())
-    slow = live_params(tmp_path / "slow.yaml", "20261201-000000-fleet-slow", free_port())
-    data = yaml.safe_load(slow.read_text())
-    data["chapters"]["02_benchmarks"].update(extra_args=["--step-ms", "25"], max_tokens=48, runs=3)
-    write_params(slow, data)
+    live_params(tmp_path / "slow.yaml", "20261201-000000-fleet-slow", free_port(), step_ms=25, max_tokens=48, runs=3)
     (tmp_path / "boxes").mkdir()
     jobs = [
         {"name": "quick", "params": "quick.yaml", "host": "box-a", "only": ["02"]},

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from verifylab.testing.params import chapter02_on_test_double
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -37,32 +39,10 @@ def copy_project(target: Path) -> Path:
 
 
 def job_params(path: Path, run_id: str, port: int) -> Path:
-    params = {
-        "mode": "live",
-        "run_id": run_id,
-        "parameters": {
-            "label": "test double on a demo box (not data)",
-            "campaign": "fleet-demo",
-            "mechanics_only": True,
-        },
-        "chapters": {
-            "02_benchmarks": {
-                "model_path": "tiny",
-                "draft_model_path": None,
-                "tp_size": 1,
-                "port": port,
-                "launcher": [sys.executable, "-m", "verifylab.testing.server"],
-                "extra_args": ["--step-ms", "2"],
-                "variants": ["ngram"],
-                "runs": 1,
-                "warmup": 0,
-                "max_tokens": 16,
-                "concurrency": [1],
-                "sweep_tokens": 16,
-            }
-        },
-    }
-    path.write_text(yaml.safe_dump(params))
+    settings = chapter02_on_test_double(
+        run_id, port, label="test double on a demo box (not data)", campaign="fleet-demo", mechanics_only=True
+    )
+    path.write_text(yaml.safe_dump(settings))
     return path
 
 
