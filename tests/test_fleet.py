@@ -22,6 +22,7 @@ from verifylab.fleet.task import code_identity, run_job
 from verifylab.store.runs import RunStore
 from verifylab.testing.params import chapter02_on_test_double
 
+from .procs import processes
 from .projects import project_copy, write_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,19 +277,6 @@ def test_boxes_with_another_verifylab_are_refused_in_one_line(cluster, repo_root
     (outcome,) = run_campaign(load_campaign(path, repo_root), tmp_path / "data", address, code="0.0.0+driver")
     assert outcome.status == "failed" and outcome.error.startswith("this box runs verifylab ")
     assert "the driver 0.0.0+driver" in outcome.error and not (tmp_path / "data" / "runs").exists()
-
-
-def processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line) of every living process (/proc)."""
-    found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError, IndexError):
-            continue
-        found[int(stat.parent.name)] = (ppid, cmdline)
-    return found
 
 
 @pytest.mark.slow

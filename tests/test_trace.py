@@ -16,6 +16,7 @@ from verifylab.trace.classify import classify_kernel
 from verifylab.trace.intervals import union_length, union_lengths
 from verifylab.trace.ranks import align_ranks
 
+from .procs import descendants
 from .tracefactory import event, write_trace
 
 GPU_FIXTURES = Path(__file__).parent / "data" / "gpu_h200_single"
@@ -388,23 +389,6 @@ def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(tmp_path, monkeypa
     with pytest.raises(SynthError, match=r"rank 0 failed in phase 'profile': .*Timed out"):
         run_synth_verify(small_synth(tmp_path, timeout=3))
     assert not list(tmp_path.glob(".*"))
-
-
-def descendants(pid: int) -> set[int]:
-    """Every living process below ``pid`` (read from /proc)."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            parents[int(stat.parent.name)] = int(fields[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 @pytest.mark.slow  # starts processes (ranks) and kills them: make test
