@@ -60,9 +60,13 @@ chapter.pcie_sm120_finding(ev)
 # %% [markdown]
 # ## Which versions need which patch
 #
-# Each cell: `closed` — the {term}`gate` exists in that version and keeps SM120 out; `open` — it admits SM120;
-# `info` — a precondition reported, never patched; `—` — no such gate in that version. Audited from the
-# published wheels (`verifylab gates matrix`, data in `data/gates/gate_matrix.csv`).
+# One row per {term}`gate` (the function and, in brackets, its file); the last column names the audited
+# versions where the gate is `closed` (it exists and keeps SM120 out), `open` (it admits SM120), present
+# without a gate (a precondition reported, never patched) or absent. Audited from the published wheels (`verifylab gates matrix`, data in
+# `data/gates/gate_matrix.csv`, one row per version and gate).
+
+# %%
+chapter.audited_versions_note(ev)
 
 # %% mystnb={"figure": {"caption": "Gates by audited SGLang / FlashInfer version for SM120 (audited published wheels)", "name": "tbl-gate-matrix"}}
 chapter.gate_matrix(ev)
@@ -70,10 +74,10 @@ chapter.gate_matrix(ev)
 # %% [markdown]
 # What to read in it:
 #
-# - up to 0.5.16 the auto-enable sits in `server_args.py` and the runtime check in `layers/communicator.py`
+# - up to 0.5.14 the auto-enable sits in `server_args.py` and the runtime check in `layers/communicator.py`
 #   (0.5.6 has it in `_gather_hidden_states_and_residual` and auto-enables on SM100 only); from 0.5.17 the
-#   auto-enable moved to `arg_groups/overrides.py`; 0.5.23 adds a guard that *raises* for other archs
-#   (`_resolve_backend`) and moves the runtime check to `layer_boundary/residual/add_norm.py`;
+#   auto-enable is in `arg_groups/overrides.py`; from 0.5.14 a guard *raises* for other archs
+#   (`_resolve_backend`), and 0.5.23 moves the runtime check to `layer_boundary/residual/add_norm.py`;
 # - the symmetric-memory tables have no SM12x entry in any version: adding one only turns a `KeyError` crash
 #   into the communicator's own "no multicast" fallback — a crash fix, not a speed-up on PCIe;
 # - FlashInfer's JIT list admits major 12 only from 0.6.17;

@@ -73,8 +73,8 @@ def test_span_text_collapses_when_both_ends_agree():
     assert Span(13.46, 16.16).text(1, "ms") == "13.5-16.2 ms"
     assert Span(5, 3) == Span(3, 5)
     assert isinstance(pd.DataFrame([{"x": Span(1, 2).text()}]), pd.DataFrame)
-    assert Span(0.5, 1.0).gain_text(1) == "0.5-1.0 ms"
-    assert Span(-3.8, 1.3).gain_text(1) == "from a 3.8 ms loss to a 1.3 ms gain"
+    assert Span(0.5, 1.0).gain_text(1) == "a gain of 0.5-1.0 ms"
+    assert Span(-3.8, 1.3).gain_text(1) == "anything from a 3.8 ms loss to a 1.3 ms gain"
     assert Span(-2.0, -1.0).gain_text(1) == "a loss of 1.0-2.0 ms"
 
 

@@ -21,6 +21,7 @@ from verifylab.report.tables import (
     header,
     shorten,
     word_limits,
+    word_width,
 )
 
 KERNEL = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::Functor<float>>>"
@@ -121,3 +122,34 @@ def test_a_meaningful_index_is_kept_as_a_column_and_a_plain_one_dropped():
     assert list(Table(pd.DataFrame({"a": [1]})).cells().columns) == ["a"]
     filtered = pd.DataFrame({"a": [1, 2, 3, 4]}).iloc[[0, 1, 3]]  # row numbers 0, 1, 3: never a column
     assert list(Table(filtered).cells().columns) == ["a"]
+
+
+def test_a_hyphenated_word_of_prose_may_break_after_its_hyphens_but_an_identifier_stays_whole():
+    run_id = "20261201-091704-2xh200-probe-socket"
+    frame = pd.DataFrame({c: [f"host-memory fallback (all-to-all) {run_id}"] for c in "abcdefghi"})
+    html = Table(frame)._repr_html_()
+    assert "host-memory" in html and "host…" not in html and "(all-to-all)" in html  # never shortened
+    assert '<span class="v-word">host-memory</span>' not in html  # free to break after "host-"
+    assert f">{run_id}<" not in html and '<span class="v-word">2026…' in html  # the run id is what was shortened
+    assert word_width("(all-to-all)") == len("(all-") and word_width(run_id) == len(run_id)
+
+
+def test_backticked_spans_are_set_as_code_and_escaped():
+    table = Table(pd.DataFrame({"do": ["run `verifylab comm probe <x>` first"]}))
+    html = table._repr_html_()
+    assert "<code>verifylab comm probe &lt;x&gt;</code>" in html and "`" not in html
+    assert table._repr_mimebundle_()[TABLE_MIME]["rows"] == [["run `verifylab comm probe <x>` first"]]
+
+
+def test_a_spanned_column_reads_as_a_full_width_line_under_its_row_and_the_export_keeps_the_columns():
+    prose = "upgrade to SGLang 0.5.20 and open _flashinfer_allreduce_fusion_auto_enable in arg_groups/overrides.py"
+    frame = pd.DataFrame(
+        {"topic": ["fusion"], "recommendation": [prose], "confidence": ["medium"], "evidence": ["chapter 4"]}
+    )
+    table = Table(frame, spanned="recommendation")
+    html = table._repr_html_()
+    assert '<tr class="v-lead"><td>fusion</td><td>medium</td><td>chapter 4</td></tr>' in html
+    assert '<tr class="v-under"><td colspan="3" class="v-prose">' in html
+    assert "_flashinfer_allreduce_fusion_auto_enable" in html.split('class="v-under"><td')[1]  # the full width: whole
+    assert '<th colspan="3" class="v-prose">recommendation</th>' in html
+    assert table._repr_mimebundle_()[TABLE_MIME]["columns"] == ["topic", "recommendation", "confidence", "evidence"]

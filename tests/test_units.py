@@ -193,3 +193,11 @@ def test_a_figure_renders_offline_svg_with_its_caption_escaped():
     assert "<svg" in html and "<script" not in html.lower()  # inline SVG: opens offline, runs nothing
     assert "<b>caption</b>" not in html and "a &lt;b&gt;caption&lt;/b&gt; &amp; more" in html
     assert "run &lt;x&gt;" in html and 'data-name="tbl-&quot;q&quot;"' in html
+
+
+def test_gate_versions_read_as_ranges_of_the_audited_versions():
+    from verifylab.analysis.gates import version_ranges
+
+    statuses = {"0.5.6": "—", "0.5.8": "closed", "0.5.9": "closed", "0.5.20": "closed", "0.5.23": "—"}
+    assert version_ranges(statuses) == "closed 0.5.8–0.5.20; absent 0.5.6, 0.5.23"
+    assert version_ranges({"0.5.10": "info", "0.5.9": "info"}) == "present (no gate) 0.5.9–0.5.10"  # by version

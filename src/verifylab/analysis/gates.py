@@ -13,25 +13,62 @@ from verifylab.store.evidence import Evidence
 PCIE_SM120_LABEL = "inferred from source and an SM90 simulation, not run on SM120"
 
 
-def matrix_overview(matrix: pd.DataFrame) -> pd.DataFrame:
-    """Gate x SGLang version -> closed/open/info, versions sorted; FlashInfer's JIT gate as one column naming the
-    audited versions where it is closed and open (the forensics table has them per pair)."""
-    sglang = matrix_pivot(matrix[matrix["package"] == "sglang"])
-    fi = matrix[matrix["package"] == "flashinfer"]
-    if fi.empty:
-        return sglang
+STATUS_WORDS = {"closed": "closed", "open": "open", "info": "present (no gate)", "—": "absent"}
+
+
+def version_ranges(statuses: dict[str, str]) -> str:
+    """Version -> status as runs of consecutive audited versions: ``closed 0.5.8–0.5.20; absent 0.5.6, 0.5.23``
+    (closed first, then open, present, absent)."""
     from verifylab.vocab import version_key
 
-    def versions(status: str) -> str:
-        found = sorted(fi.loc[fi["status"] == status, "version"].astype(str).unique(), key=version_key)
-        return ", ".join(found)
+    runs: list[tuple[str, list[str]]] = []
+    for version in sorted(statuses, key=version_key):
+        status = statuses[version]
+        if runs and runs[-1][0] == status:
+            runs[-1][1].append(version)
+        else:
+            runs.append((status, [version]))
+    spans: dict[str, list[str]] = {}
+    for status, versions in runs:
+        spans.setdefault(status, []).append(versions[0] if len(versions) == 1 else f"{versions[0]}–{versions[-1]}")
+    order = list(STATUS_WORDS)
+    statuses_in_order = sorted(spans, key=lambda s: order.index(s) if s in order else len(order))
+    return "; ".join(f"{STATUS_WORDS.get(s, s)} {', '.join(spans[s])}" for s in statuses_in_order)
 
-    gate = (
-        f"FlashInfer jit/comm.py : gen_trtllm_comm_module — closed in {versions('closed')}; open in {versions('open')}"
+
+def matrix_overview(matrix: pd.DataFrame) -> pd.DataFrame:
+    """One row per gate: its function and file, its kind and, over the audited SGLang versions (FlashInfer's for
+    FlashInfer's JIT list), where it is closed, open, present without a gate, or absent."""
+    rows = []
+    for package in ("sglang", "flashinfer"):
+        pivot = matrix_pivot(matrix[matrix["package"] == package])
+        versions = [c for c in pivot.columns if c not in ("kind", "gate")]
+        for record in pivot.to_dict("records"):
+            file, function = str(record["gate"]).split(" : ", 1)
+            statuses = {c.split(" ", 1)[1]: str(record[c]) for c in versions}
+            prefix = "FlashInfer " if package == "flashinfer" else ""
+            rows.append(
+                {
+                    "gate (file)": f"{function} ({prefix}{file})",
+                    "kind": str(record["kind"]).replace("_", " "),
+                    "SM120 by audited version": prefix + version_ranges(statuses),
+                }
+            )
+    return pd.DataFrame(rows, columns=["gate (file)", "kind", "SM120 by audited version"])
+
+
+def audited_versions_note(matrix: pd.DataFrame) -> Prose:
+    """Which versions the matrix audited, so a range in it (``0.5.6–0.5.14``) is read as spanning only those."""
+    from verifylab.vocab import version_key
+
+    def listed(package: str) -> str:
+        versions = matrix.loc[matrix["package"] == package, "version"].astype(str).unique()
+        return ", ".join(sorted(versions, key=version_key))
+
+    flashinfer = f" and FlashInfer {listed('flashinfer')}" if (matrix["package"] == "flashinfer").any() else ""
+    return Prose(
+        f"Audited: SGLang {listed('sglang')}{flashinfer}. A range in the last column spans only these versions."
     )
-    jit = {"kind": fi["kind"].iloc[0], "gate": gate}
-    jit |= dict.fromkeys([c for c in sglang.columns if c not in ("kind", "gate")], "—")
-    return pd.concat([sglang, pd.DataFrame([jit])], ignore_index=True)
 
 
 def version_findings(matrix: pd.DataFrame, package: str, version: str) -> pd.DataFrame:

@@ -163,7 +163,7 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
             f"If the box's 8-rank all-reduce of one stream's verify message costs "
             f"{_band(band)} (healthy P2P): upgrade to {upgrade}, open its gates and deploy fusion for EAGLE-3 at "
             f"one stream: it saves {gain} per verify pass ({eagle_tps} -> {fused_tps}, modelled); at "
-            f"{max(LOAD_STREAMS)} streams the one-shot push over PCIe changes the pass by {loaded} (past the public "
+            f"{max(LOAD_STREAMS)} streams the one-shot push over PCIe makes {loaded} per pass (past the public "
             f"crossover it loses to NCCL). If it costs {_band(slow)} (host memory) or more, fusion cannot help: "
             f"its kernel needs working P2P; fix P2P first. The reported {r['eagle3']:.1f} -> "
             f"{r['eagle3_fusion']:.1f} tok/s is not the fusion's: "
@@ -387,7 +387,7 @@ def _elimination(ev: DeploymentFacts) -> Recommendation:
 def recommend(ev: DeploymentFacts) -> list[Recommendation]:
     """All recommendations for the evidence at hand."""
     spec = _speculation(ev)
-    return [spec, _fusion(ev), _elimination(ev), _gates(ev), _command(ev, spec), *_risks(ev)]
+    return [_fusion(ev), _elimination(ev), spec, _gates(ev), _command(ev, spec), *_risks(ev)]  # the decision first
 
 
 def recommendations_frame(recs: list[Recommendation]) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from verifylab.chapters.params import EnvironmentAndGates as Params
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
 from verifylab.report.section import Prose, Section
+from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params"]
@@ -29,9 +30,8 @@ def communication_finding(ev: Evidence) -> Prose:
     return comm_probe.probe_finding(_probes(ev))
 
 
-@shown_as_table
-def communication_verdicts(ev: Evidence) -> pd.DataFrame:
-    """Table: every stored probe's verdict per world size, labelled with its hardware (measured)."""
+def communication_verdicts(ev: Evidence) -> Table:
+    """Table: every stored probe's verdict per world size, its hardware on a line of its own (measured)."""
     columns = [
         "run",
         "hardware",
@@ -42,7 +42,7 @@ def communication_verdicts(ev: Evidence) -> pd.DataFrame:
         "eager (µs)",
         "try first",
     ]
-    return _probes(ev)[columns].round(1)
+    return Table(_probes(ev)[columns].round(1), spanned="hardware")
 
 
 def _agreement(ev: Evidence) -> pd.DataFrame:
@@ -94,9 +94,13 @@ def fusion_forensics(ev: Evidence) -> pd.DataFrame:
 
 @shown_as_table
 def gate_matrix(ev: Evidence) -> pd.DataFrame:
-    """Table: gate x audited version -> closed / open / info (gate kinds in words, so the column can wrap)."""
-    overview = gates_analysis.matrix_overview(ev.gate_matrix)
-    return overview.assign(kind=overview["kind"].str.replace("_", " "))
+    """Table: each gate, its file and kind, and the audited versions where it is closed, open or absent."""
+    return gates_analysis.matrix_overview(ev.gate_matrix)
+
+
+def audited_versions_note(ev: Evidence) -> Prose:
+    """Finding: the versions the gate matrix audited (a range in it spans only these)."""
+    return gates_analysis.audited_versions_note(ev.gate_matrix)
 
 
 def _outlook(ev: Evidence) -> pd.DataFrame:

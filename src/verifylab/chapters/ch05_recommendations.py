@@ -43,9 +43,9 @@ def _recommendations(ev: Evidence, params: Params) -> list[Recommendation]:
 
 
 def recommendations(ev: Evidence, params: Params) -> Table:
-    """Table: every recommendation with its evidence, confidence and what to measure next; the commands as
-    listings below it."""
-    return Table(recommendations_frame(_recommendations(ev, params)), listed=("command",))
+    """Table: every recommendation (its text across the table, under its topic, confidence, evidence and what to
+    measure next); the commands as listings below it."""
+    return Table(recommendations_frame(_recommendations(ev, params)), listed=("command",), spanned="recommendation")
 
 
 def finding(ev: Evidence, params: Params) -> Prose:

@@ -42,12 +42,13 @@ class Span:
         return (self.low + self.high) / 2
 
     def gain_text(self, digits: int = 1, unit: str = "ms") -> str:
-        """A saving that may be negative, in words: ``0.5-1.0 ms``, or ``from a 3.8 ms loss to a 1.3 ms gain``."""
+        """A saving that may be negative, in words: ``a gain of 0.5-1.0 ms``, ``a loss of 0.5-1.0 ms``, or
+        ``anything from a 3.8 ms loss to a 1.3 ms gain``."""
         if self.low >= 0:
-            return self.text(digits, unit)
+            return f"a gain of {self.text(digits, unit)}"
         if self.high <= 0:
             return f"a loss of {Span(-self.high, -self.low).text(digits, unit)}"
-        return f"from a {-self.low:.{digits}f} {unit} loss to a {self.high:.{digits}f} {unit} gain"
+        return f"anything from a {-self.low:.{digits}f} {unit} loss to a {self.high:.{digits}f} {unit} gain"
 
     def text(self, digits: int = 1, unit: str = "") -> str:
         """``13.5-16.2 ms``, or ``204.9 µs`` when both ends agree at that precision."""

@@ -1,7 +1,8 @@
 """One table renderer for the book: human headers with units, numbers rounded by quantity, "—" for what has no
 value (with a footnote), lists joined, no index. Words never break inside: a column is as wide as its longest
-word, and where the table would not fit the narrowest screen the longest words are shortened (full text on
-hover and in the export); rows past a screen are folded away.
+word (a hyphenated word of prose, ``host-memory``, may break after its hyphens, as printed text does), and where
+the table would not fit the narrowest screen the longest identifiers are shortened (full text on hover and in
+the export); rows past a screen are folded away; a prose column may read as a full-width line under its row.
 
 A :class:`Table` displays as that HTML and also carries its cells as data (a verifylab MIME type the page
 ignores), so the exports are written from the very object the page shows.
@@ -30,6 +31,8 @@ WIDE_SCALE = 0.875  # 0.7rem type in wide tables
 CELL_PAD_CHARS = 2  # a cell's padding and border, in characters
 NOTE_CHARS = 24  # a noted column's cell longer than this becomes a note
 MIN_WORD = 8  # no word is shortened below this (it would no longer say what it is)
+KEEP_WHOLE = 20  # an identifier this short (NCCL_P2P_DISABLE, a version) is never shortened: long-text columns
+# become notes instead; run ids, paths and kernel names, longer, may be
 LINE_PX, ROW_PAD_PX = 21.0, 7.0  # one line of 0.8rem type (with its leading), a row's padding
 SCREEN_PX = 900.0  # rows past this estimated height are folded away
 MIN_ROWS = 3  # a table with this many rows or fewer is never folded
@@ -100,9 +103,9 @@ def _integral(column: str, values: list) -> bool:
 
 def _kernel_head(text: str) -> str:
     """A kernel signature cut before its template arguments (``void f<128, ...>`` -> ``f…``); other text as is."""
-    head = re.split(r"[<(]", re.sub(r"^(void|static|auto)\s+", "", text), maxsplit=1)[0].strip()
-    if len(text) > LONG_NAME and head and " " not in head:
-        return head[:LONG_NAME] + "…"
+    signature = re.match(r"(?:(?:void|static|auto)\s+)?([^\s<(]+)[<(]", text)  # a name, then at once < or (
+    if len(text) > LONG_NAME and signature:
+        return signature.group(1)[:LONG_NAME] + "…"
     return text
 
 
@@ -120,27 +123,54 @@ def shorten(word: str, chars: int) -> str:
 
 
 _BREAKS = re.compile(r"[-/?!(){}\[\]|+%…–—:=,;]")
+CODE_SPAN = re.compile(r"`([^`]+)`")  # `verifylab gates apply` in a rule's text: set as code, never as backticks
+
+
+def word_width(word: str) -> int:
+    """The characters a word needs on one line: a hyphenated word of prose (``all-to-all``) its longest piece
+    up to a hyphen, since it may break after one; any other word its whole length."""
+    if "-" in word and PLAIN_WORD.fullmatch(word):
+        return max(len(piece) for piece in re.split(r"(?<=-)", word))
+    return len(word)
+
+
+def code_spans_html(text: str) -> str:
+    """Escaped ``text`` with its backticked spans set as code."""
+    pieces = enumerate(CODE_SPAN.split(text))  # odd pieces were between backticks
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in pieces)
 
 
 def _words_html(text: str) -> str:
     """Escaped text whose words never break inside: a word with a character browsers break after (``-``,
-    ``/``, ``(``) is kept whole (``v-word``); lines break between words only."""
-    parts = re.split(r"(\s+)", text)
-    return "".join(
-        f'<span class="v-word">{html.escape(p)}</span>' if _BREAKS.search(p) and len(p) > 2 else html.escape(p)
-        for p in parts
-    )
+    ``/``, ``(``) is kept whole (``v-word``), except a hyphenated word of prose, which may break after its
+    hyphens; lines break between words only. Backticked spans are set as code."""
+    out = []
+    for i, piece in enumerate(CODE_SPAN.split(text)):
+        if i % 2:
+            out.append(f"<code>{html.escape(piece)}</code>")
+            continue
+        for p in re.split(r"(\s+)", piece):
+            whole = _BREAKS.search(p) and len(p) > 2 and word_width(p) == len(p)
+            out.append(f'<span class="v-word">{html.escape(p)}</span>' if whole else html.escape(p))
+    return "".join(out)
 
 
-def _cell(text: str, chars: int, tag: str = "td") -> str:
+def _shown_words(text: str, chars: int) -> str:
+    """``text`` with each word wider than ``chars`` (numbers aside) shortened."""
+    words = _kernel_head(text).split(" ")
+    return " ".join(w if NUMBER_WORD.fullmatch(w) or word_width(w) <= chars else shorten(w, chars) for w in words)
+
+
+def _cell(text: str, chars: int, tag: str = "td", span: int = 0) -> str:
     """One cell: its words whole; a word longer than the column's ``chars`` shortened, the full text on hover
-    (the export keeps it whole); a cell moved below the table (``\\0listing 1\\0text``) shows its pointer."""
+    (the export keeps it whole); a cell moved below the table (``\\0listing 1\\0text``) shows its pointer;
+    ``span``: the cell is a full-width line of that many columns."""
     if text.startswith("\0"):
         _, pointer, full = text.split("\0", 2)
         return f'<{tag}><span title="{html.escape(full)}">{html.escape(pointer)}</span></{tag}>'
-    words = _kernel_head(text).split(" ")
-    shown = " ".join(w if NUMBER_WORD.fullmatch(w) else shorten(w, chars) for w in words)
-    opening = f'<{tag} class="v-prose">' if len(text) > NOTE_CHARS else f"<{tag}>"  # prose reads left-aligned
+    shown = _shown_words(text, chars)
+    prose = len(text) > NOTE_CHARS or span  # prose reads left-aligned
+    opening = f"<{tag}" + (f' colspan="{span}"' if span else "") + (' class="v-prose">' if prose else ">")
     if shown != text:
         return f'{opening}<span title="{html.escape(text)}">{_words_html(shown)}</span></{tag}>'
     return f"{opening}{_words_html(text)}</{tag}>"
@@ -153,6 +183,7 @@ class Table:
     frame: pd.DataFrame
     listed: tuple[str, ...] = ()  # columns (by name) shown as listings below the table: commands, long code
     noted: tuple[str, ...] = ()  # columns (by name) whose long texts become lettered notes below the table
+    spanned: str | None = None  # a prose column (by name) read as a full-width line under each row
 
     def cells(self) -> pd.DataFrame:
         """Every cell as its text, headers with units: what the page shows and the export holds. A meaningful
@@ -170,8 +201,9 @@ class Table:
         return shown.reset_index(drop=True)
 
     def html(self, cells: pd.DataFrame) -> str:
-        """The page's HTML of ``cells`` (:meth:`cells`), with this table's listings and notes."""
-        return cells_html(cells, tuple(header(c) for c in self.listed), tuple(header(c) for c in self.noted))
+        """The page's HTML of ``cells`` (:meth:`cells`), with this table's listings, notes and spanned column."""
+        listed, noted = tuple(header(c) for c in self.listed), tuple(header(c) for c in self.noted)
+        return cells_html(cells, listed, noted, header(self.spanned) if self.spanned else None)
 
     def _repr_html_(self) -> str:
         return self.html(self.cells())
@@ -185,13 +217,14 @@ NUMBER_WORD = re.compile(r"(?:\d{4}-\d\d-\d\d|[~<>=+−-]?[\d.,]+(?:[-–][\d.,]
 # A word of prose ("approximately", "FlashInfer's", "all-reduces,"): letters, hyphens and apostrophes between
 # brackets or quotes and trailing punctuation. Shortened only when a table cannot fit otherwise.
 PLAIN_WORD = re.compile(r"[(\"'“‘]?[A-Za-z]+(?:[-'’][A-Za-z]+)*[)\"'”’,;:.!?]*")
+SHORT_WORD = re.compile(rf"\S{{1,{KEEP_WHOLE}}}")  # any word of up to KEEP_WHOLE characters
 
 
 def _longest(texts: list[str], kind: re.Pattern | None = None, of_kind: bool = True) -> int:
     """The longest word of ``texts``: of every word, or of the words that are (``of_kind``) or are not a
     ``kind`` (:data:`NUMBER_WORD`, :data:`PLAIN_WORD`)."""
     words = (w for t in texts for w in _kernel_head(t).split())
-    return max((len(w) for w in words if kind is None or bool(kind.fullmatch(w)) == of_kind), default=0)
+    return max((word_width(w) for w in words if kind is None or bool(kind.fullmatch(w)) == of_kind), default=0)
 
 
 def _char_px(cells: pd.DataFrame) -> float:
@@ -211,7 +244,7 @@ def _limits(cells: pd.DataFrame, column_px: float) -> tuple[list[int], bool]:
     """:func:`word_limits`, and whether they keep every word of prose whole."""
     room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
     texts = {c: [str(v) for v in cells[c]] for c in cells.columns}
-    fixed = [max(_longest([str(c)]), _longest(texts[c], NUMBER_WORD)) for c in cells.columns]
+    fixed = [max(_longest([str(c)]), _longest(texts[c], NUMBER_WORD), _longest(texts[c], SHORT_WORD)) for c in cells]
     plain = [_longest(texts[c], PLAIN_WORD) for c in cells.columns]
     other = [_longest(texts[c], NUMBER_WORD, of_kind=False) for c in cells.columns]
     limits = _water_fill([max(f, p) for f, p in zip(fixed, plain, strict=True)], other, room)
@@ -248,12 +281,16 @@ def _shown(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.map(lambda v: str(v).split("\0")[1] if str(v).startswith("\0") else v)
 
 
-def visible_rows(cells: pd.DataFrame, limits: list[int], column_px: float = COLUMN_PX) -> int:
+def visible_rows(
+    cells: pd.DataFrame, limits: list[int], column_px: float = COLUMN_PX, lines_under: list[str] | None = None
+) -> int:
     """How many rows to show before the rest is folded away: those that fit ``SCREEN_PX`` at an estimated line
-    count per row (each column as wide as its words need plus a share of the room left); all of a short table."""
+    count per row (each column as wide as its words need plus a share of the room left, and the full-width
+    ``lines_under`` each row); all of a short table."""
     if len(cells) <= MIN_ROWS:
         return len(cells)
     room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
+    under = [math.ceil(len(t) / (column_px / CHAR_PX - CELL_PAD_CHARS)) for t in lines_under or [""] * len(cells)]
     lengths = [max([len(str(c))] + [len(str(v)) for v in cells[c]]) for c in cells.columns]
     extra = [max(0, n - m) for n, m in zip(lengths, limits, strict=True)]
     spare = max(0.0, room - sum(limits))
@@ -261,17 +298,24 @@ def visible_rows(cells: pd.DataFrame, limits: list[int], column_px: float = COLU
     height = LINE_PX * 2  # the header
     for shown, row in enumerate(cells.itertuples(index=False)):
         lines = max(math.ceil(len(str(v)) / max(w, 1.0)) for v, w in zip(row, widths, strict=True))
-        height += lines * LINE_PX + ROW_PAD_PX
+        height += (lines + under[shown]) * LINE_PX + ROW_PAD_PX * (2 if lines_under else 1)
         if height > SCREEN_PX:
             return max(1, shown)
     return len(cells)
 
 
-def _rows_html(cells: pd.DataFrame, limits: list[int]) -> str:
-    return "".join(
-        "<tr>" + "".join(_cell(v, n) for v, n in zip(row, limits, strict=True)) + "</tr>"
-        for row in cells.itertuples(index=False)
-    )
+def _rows_html(cells: pd.DataFrame, limits: list[int], lines_under: list[str] | None = None) -> str:
+    """The rows' HTML; with ``lines_under``, each row followed by its full-width line."""
+    rows = []
+    for i, row in enumerate(cells.itertuples(index=False)):
+        lead = "".join(_cell(v, n) for v, n in zip(row, limits, strict=True))
+        if lines_under is None:
+            rows.append(f"<tr>{lead}</tr>")
+        else:
+            room = int(COLUMN_PX / CHAR_PX) - CELL_PAD_CHARS
+            line = _cell(lines_under[i], room, span=len(limits))
+            rows.append(f'<tr class="v-lead">{lead}</tr><tr class="v-under">{line}</tr>')
+    return "".join(rows)
 
 
 def listing_text(text: str) -> str:
@@ -309,7 +353,7 @@ def _notes(cells: pd.DataFrame, noted: tuple[str, ...]) -> tuple[pd.DataFrame, s
                 letter = letters.setdefault(text, _note_label(len(letters)))
                 shown.iat[i, j] = f"\0note {letter}\0{text}"
     items = "".join(
-        f'<p class="verifylab-table-note verifylab-note"><b>note {label}</b>: {html.escape(text)}</p>'
+        f'<p class="verifylab-table-note verifylab-note"><b>note {label}</b>: {code_spans_html(text)}</p>'
         for text, label in letters.items()
     )
     return shown, items
@@ -321,25 +365,41 @@ def _note_label(n: int) -> str:
     return letters[n] if n < len(letters) else _note_label(n // len(letters) - 1) + letters[n % len(letters)]
 
 
-def cells_html(cells: pd.DataFrame, listed: tuple[str, ...] = (), noted: tuple[str, ...] = ()) -> str:
+def cells_html(
+    cells: pd.DataFrame, listed: tuple[str, ...] = (), noted: tuple[str, ...] = (), spanned: str | None = None
+) -> str:
     """The HTML of a table's cells (:meth:`Table.cells`): no word broken; rows past a screen folded under "Show
     the other N rows" (header repeated); ``listed`` columns as listings below it, ``noted`` columns' long texts
-    as lettered notes; the footnote when a cell is empty."""
+    as lettered notes, the ``spanned`` column as a full-width line under each row; the footnote when a cell is
+    empty."""
+    everything = cells
+    under = [str(v) for v in cells[spanned]] if spanned in cells.columns else None
+    if under is not None:
+        cells = cells.drop(columns=[spanned])
     cells, listings = _listings(cells, listed)
     cells, notes = _notes(cells, noted_to_fit(cells, noted))
     compact = _shown(cells)
     limits = word_limits(compact)
-    head = "<thead><tr>" + "".join(_cell(str(c), 10**6, "th") for c in cells.columns) + "</tr></thead>"
+    head = "<tr>" + "".join(_cell(str(c), 10**6, "th") for c in cells.columns) + "</tr>"
+    if under is not None:
+        head += f'<tr class="v-under">{_cell(str(spanned), 10**6, "th", span=len(cells.columns))}</tr>'
+    head = f"<thead>{head}</thead>"
     classes = "verifylab-table wide" if len(cells.columns) > WIDE else "verifylab-table"
-    shown = visible_rows(compact, limits)
-    out = f'<table class="{classes}">{head}<tbody>{_rows_html(cells.iloc[:shown], limits)}</tbody></table>'
+    classes += " v-spanned" if under is not None else ""
+    shown = visible_rows(compact, limits, lines_under=under)
+
+    def body(rows: slice) -> str:
+        return _rows_html(cells.iloc[rows], limits, None if under is None else under[rows])
+
+    out = f'<table class="{classes}">{head}<tbody>{body(slice(0, shown))}</tbody></table>'
     if shown < len(cells):
-        rest = cells.iloc[shown:]
         out += (
-            f'<details class="verifylab-more"><summary>Show the other {len(rest)} rows of this table</summary>'
-            f'<table class="{classes} v-more">{head}<tbody>{_rows_html(rest, limits)}</tbody></table></details>'
+            f'<details class="verifylab-more"><summary>Show the other {len(cells) - shown} rows of this table'
+            f'</summary><table class="{classes} v-more">{head}<tbody>{body(slice(shown, None))}</tbody></table>'
+            "</details>"
         )
-    note = f'<p class="verifylab-table-note">{html.escape(EMPTY_NOTE)}</p>' if (cells == EMPTY).to_numpy().any() else ""
+    blank = (everything == EMPTY).to_numpy().any()
+    note = f'<p class="verifylab-table-note">{html.escape(EMPTY_NOTE)}</p>' if blank else ""
     empty = "" if len(cells) else '<p class="verifylab-table-note">No rows.</p>'
     return out + empty + note + notes + listings
 
