@@ -104,6 +104,12 @@ LAYOUT = """() => {
     if (longest && width(longest, cell) > room + 1)
       broken.push(longest + ' (' + Math.round(width(longest, cell)) + ' px in ' + Math.round(room) + ')');
   }
+  const style = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const wide = [...article.querySelectorAll('table, pre, figure.verifylab-chart svg')].filter(visible)
+    .filter(e => e.getBoundingClientRect().width > column + 1)
+    .map(e => e.tagName + ' ' + Math.round(e.getBoundingClientRect().width) + ' px > ' + Math.round(column)
+      + ': ' + (e.innerText || '').slice(0, 60));
   const screen = window.innerHeight;
   const tall = [...article.querySelectorAll('table')].filter(t => visible(t)
       && t.getBoundingClientRect().height > 1.5 * screen && !t.closest('details'))
@@ -127,7 +133,7 @@ LAYOUT = """() => {
       if (text.textContent.includes('…')) truncated.push(text.textContent);
     }
   }
-  return {broken, tall, index, ci95, small: [...new Set(small)], truncated: [...new Set(truncated)], screen,
+  return {broken, wide, tall, index, ci95, small: [...new Set(small)], truncated: [...new Set(truncated)], screen,
           cells, chart_texts: chartTexts};
 }""".replace("PLAIN_WORD_SOURCE", json.dumps(PLAIN_WORD.pattern))  # the renderer's own pattern
 

@@ -33,6 +33,7 @@ PAGES = [
 def test_tables_and_charts_read_at_this_width(visited, page, width):
     seen = visited[page]["layout"][width]
     assert seen["broken"] == [], f"{page} at {width} px: cells break a word: {seen['broken'][:5]}"
+    assert seen["wide"] == [], f"{page} at {width} px: wider than the text column: {seen['wide']}"
     assert seen["tall"] == [], f"{page} at {width} px: tables taller than 1.5 screens, not folded: {seen['tall']}"
     assert seen["index"] == [], f"{page}: a table shows an index column: {seen['index']}"
     assert seen["ci95"] == [], f"{page}: a header says ci95: {seen['ci95']}"

@@ -95,24 +95,30 @@ class Tables(HTMLParser):
         self.row: list[str] | None = None
         self.cell: str | None = None
         self.continued = self.in_head = False
+        self.constants: list[tuple[str, str]] = []  # "Every row: run id …" read before its table
+        self.lifted: list[tuple[str, str]] = []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "figure":
             self.stack.append(a.get("id"))
         current = next((f for f in reversed(self.stack) if f), None)
+        if tag == "span" and "v-constant" in (a.get("class") or "") and current:
+            self.constants.append((a["data-column"], a["data-value"]))  # a column lifted above the table
         if tag == "table" and current:
             self.continued = "v-more" in (a.get("class") or "")
             if not self.continued:
                 self.figures.setdefault(current, []).append([])
+                self.lifted, self.constants = self.constants, []
         elif tag == "thead":
             self.in_head = True
         elif tag == "tr" and current and self.continued and self.in_head:
             self.row = None
         elif tag == "tr" and current and "v-under" in (a.get("class") or ""):
             self.row = self.figures[current][-1].pop()  # a spanned line continues its row: read as its last cell
+            self.row_new = False
         elif tag == "tr" and current:
-            self.row = []
+            self.row, self.row_new = [], True
         elif tag in ("td", "th") and self.row is not None:
             self.cell = ""
         elif tag == "span" and self.cell is not None and a.get("title"):
@@ -134,7 +140,8 @@ class Tables(HTMLParser):
             self.cell = None
             self.cell_fixed = False
         elif tag == "tr" and self.row is not None and current:
-            self.figures[current][-1].append(self.row)
+            lifted = [c if self.in_head else v for c, v in self.lifted] if self.row_new else []
+            self.figures[current][-1].append(self.row + lifted)
             self.row = None
 
     def handle_data(self, data):

@@ -153,3 +153,18 @@ def test_a_spanned_column_reads_as_a_full_width_line_under_its_row_and_the_expor
     assert "_flashinfer_allreduce_fusion_auto_enable" in html.split('class="v-under"><td')[1]  # the full width: whole
     assert '<th colspan="3" class="v-prose">recommendation</th>' in html
     assert table._repr_mimebundle_()[TABLE_MIME]["columns"] == ["topic", "recommendation", "confidence", "evidence"]
+
+
+def test_a_table_too_wide_lifts_its_one_value_columns_above_it_and_the_export_keeps_them():
+    run_id = "20261130-142600-2xh200-comm"
+    columns = {f"quantity_{i}_us": [1000.0 * i, 2000.0 * i] for i in range(1, 10)}
+    stamp = {"run_id": [run_id] * 2, "provenance": ["measured"] * 2}
+    frame = pd.DataFrame({"path": ["nvlink", "pcie"], **columns, **stamp})
+    table = Table(frame)
+    html = table._repr_html_()
+    common, grid = html.split("<table", 1)
+    assert "Every row: " in common and f'data-value="{run_id}"' in common and "provenance: measured" in common
+    assert "run id" not in grid and "measured" not in grid
+    assert table._repr_mimebundle_()[TABLE_MIME]["columns"][-2:] == ["run id", "provenance"]
+    narrow = Table(frame[["path", "run_id"]])._repr_html_()
+    assert "Every row" not in narrow  # it fits: nothing moves

@@ -244,13 +244,16 @@ def _limits(cells: pd.DataFrame, column_px: float) -> tuple[list[int], bool]:
     """:func:`word_limits`, and whether they keep every word of prose whole."""
     room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
     texts = {c: [str(v) for v in cells[c]] for c in cells.columns}
-    fixed = [max(_longest([str(c)]), _longest(texts[c], NUMBER_WORD), _longest(texts[c], SHORT_WORD)) for c in cells]
+    fixed = [max(_longest([str(c)]), _longest(texts[c], NUMBER_WORD)) for c in cells.columns]
+    short = [max(f, _longest(texts[c], SHORT_WORD)) for f, c in zip(fixed, cells.columns, strict=True)]
     plain = [_longest(texts[c], PLAIN_WORD) for c in cells.columns]
     other = [_longest(texts[c], NUMBER_WORD, of_kind=False) for c in cells.columns]
-    limits = _water_fill([max(f, p) for f, p in zip(fixed, plain, strict=True)], other, room)
-    if sum(limits) <= room:
-        return limits, True
-    return _water_fill(fixed, other, room), False  # no room even so: words of prose are shortened too
+    # what gives way, in turn: long identifiers; then words of prose; then short identifiers too
+    whole = _water_fill([max(s, p) for s, p in zip(short, plain, strict=True)], other, room)
+    if sum(whole) <= room:
+        return whole, True
+    limits = _water_fill(short, other, room)
+    return (limits, False) if sum(limits) <= room else (_water_fill(fixed, other, room), False)
 
 
 def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
@@ -376,6 +379,7 @@ def cells_html(
     under = [str(v) for v in cells[spanned]] if spanned in cells.columns else None
     if under is not None:
         cells = cells.drop(columns=[spanned])
+    cells, common = _lift_constants(cells, listed + noted)
     cells, listings = _listings(cells, listed)
     cells, notes = _notes(cells, noted_to_fit(cells, noted))
     compact = _shown(cells)
@@ -391,7 +395,7 @@ def cells_html(
     def body(rows: slice) -> str:
         return _rows_html(cells.iloc[rows], limits, None if under is None else under[rows])
 
-    out = f'<table class="{classes}">{head}<tbody>{body(slice(0, shown))}</tbody></table>'
+    out = common + f'<table class="{classes}">{head}<tbody>{body(slice(0, shown))}</tbody></table>'
     if shown < len(cells):
         out += (
             f'<details class="verifylab-more"><summary>Show the other {len(cells) - shown} rows of this table'
@@ -402,6 +406,24 @@ def cells_html(
     note = f'<p class="verifylab-table-note">{html.escape(EMPTY_NOTE)}</p>' if blank else ""
     empty = "" if len(cells) else '<p class="verifylab-table-note">No rows.</p>'
     return out + empty + note + notes + listings
+
+
+def _lift_constants(cells: pd.DataFrame, kept: tuple[str, ...]) -> tuple[pd.DataFrame, str]:
+    """Where a table cannot keep its words whole in the narrowest column, the columns (never the first, nor
+    ``kept``) that hold one value in every row leave it for a line above it ("Every row: run id …"); the
+    export keeps them as columns."""
+    if len(cells) < 2 or _limits(_shown(cells), COLUMN_PX)[1]:
+        return cells, ""
+    same = [c for c in cells.columns[1:] if c not in kept and cells[c].nunique() == 1 and cells[c].iloc[0] != EMPTY]
+    if not same:
+        return cells, ""
+    values = {str(c): str(cells[c].iloc[0]) for c in same}
+    parts = "; ".join(
+        f'<span class="v-constant" data-column="{html.escape(c)}" data-value="{html.escape(v)}">'
+        f"{html.escape(c)}: {_words_html(v)}</span>"
+        for c, v in values.items()
+    )
+    return cells.drop(columns=same), f'<p class="verifylab-table-note verifylab-table-common">Every row: {parts}.</p>'
 
 
 def cells_data(cells: pd.DataFrame) -> dict:
