@@ -13,7 +13,7 @@ import yaml
 
 from verifylab.analysis.recommend import Topic
 from verifylab.errors import ParameterError, ReferenceDataError
-from verifylab.publish.build import build_book
+from verifylab.publish.build import BookResult, publish_book
 from verifylab.publish.edition import changes_since, data_digest, load_registry, write_generated_pages
 from verifylab.publish.findings import Finding, FindingKey
 from verifylab.publish.pipeline import PipelineParams, load_params, run_pipeline
@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def editions(smoke_run, tmp_path_factory):
     """Two editions: the session's build (a copy, so the session's book stays as it is) and one more after a
-    data file was added (``build_book``, the ``make book`` path)."""
+    data file was added, published as ``make book`` publishes (``publish_book``: render, archive, PDFs) from the
+    session's executed chapters: the book is executed once per test session."""
     session_root, result = smoke_run
     assert result.exit_code == 0, result.output
     root = tmp_path_factory.mktemp("project") / "p"
@@ -36,7 +37,7 @@ def editions(smoke_run, tmp_path_factory):
     first = write_generated_pages(root, Evidence(root / "data"))  # the same inputs' edition, computed without rendering
     extra = root / "data" / "reference" / "extra_note.csv"
     extra.write_text("figure,value\nnew,1\n")
-    changed = build_book(root).edition
+    changed = publish_book(root, root / "data", BookResult()).edition
     return root, first, again, changed
 
 
@@ -355,3 +356,22 @@ def test_a_render_after_only_replays_the_chapters_never_executed(repo_root, tmp_
     ]
     assert {s.stem for s in chapter_sources(root)} == {p.stem for p in generated.glob("*.ipynb")}
     assert all((generated / f"{name}.ipynb").read_text() == "{}" for name in executed)  # left as they were
+
+
+def test_make_book_stops_at_a_failing_chapter_and_publishes_nothing(repo_root, tmp_path):
+    """``verifylab book`` (``make book``): the chapters run, the first failure ends it in one line, no edition."""
+    from typer.testing import CliRunner
+
+    from verifylab.cli import app
+
+    root = project_copy(repo_root, tmp_path / "p")
+    for notebook in (root / "notebooks").glob("*.py"):
+        if not notebook.name.startswith("00_"):
+            notebook.unlink()  # one chapter is enough to see the step after it never run
+    intro = root / "notebooks" / "00_introduction.py"
+    intro.write_text(intro.read_text() + '\n# %%\nraise RuntimeError("a broken chapter")\n')
+    result = CliRunner().invoke(app, ["book", "--root", str(root)])
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "chapter 00_introduction failed" in errors[0] and "a broken chapter" in errors[0]
+    assert not (root / "_build" / "editions").exists()

@@ -217,7 +217,12 @@ def build_book(
     failed = next((c for c in result.chapters if not c.ok), None)
     if failed:
         raise BookBuildError(f"chapter {failed.name} failed: {failed.error}")
-    result = render_edition(root, root / params["data_dir"], result)
+    return publish_book(root, root / params["data_dir"], result)
+
+
+def publish_book(root: Path, data_dir: Path, result: BookResult) -> BookResult:
+    """The edition of the executed chapters in ``root`` (:func:`render_edition`) with its pages printed to PDF."""
+    result = render_edition(root, data_dir, result)
     assert result.edition_dir is not None  # render_edition archives the edition
     result.pdfs, result.pdf_note = print_pdfs(root / "_build" / "html", result.edition_dir / "exports" / "pdf")
     return result
