@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.verifylab-installed
+FLEET_STAMP := $(VENV)/.verifylab-fleet-installed
 # Bytecode is compiled on first import and kept in $(VENV)/pycache (never beside the sources), also where the
 # environment says PYTHONDONTWRITEBYTECODE: without it every process (kernels, ranks, servers) compiles torch,
 # pandas and the book stack again, and the tests take 1.6 times as long.
@@ -17,9 +18,10 @@ PARAMS ?= examples/params-smoke.yaml
 
 help:
 	@echo "make book   - create $(VENV), install, execute every chapter (replay) and render _build/html"
-	@echo "make test   - create $(VENV), install, ruff + the whole test suite (browser tests included)"
+	@echo "make test   - create $(VENV), install (with Ray, the fleet extra), lint + the whole test suite (browser and"
+	@echo "              local Ray cluster tests included)"
 	@echo "make check - the fast lane: lint and the unit tests (no book build, no browser)"
-	@echo "make test-fleet - install Ray (the fleet extra) and test verifylab fleet on a local Ray cluster"
+	@echo "make test-fleet - install Ray (the fleet extra) and run only verifylab fleet's tests (a local Ray cluster)"
 	@echo "make lint   - ruff, mypy on src/, and the notebooks' parameters cells against their chapters' Params"
 	@echo "make notebooks - write each notebook's parameters cell from verifylab/chapters/params.py"
 	@echo "make live PARAMS=examples/params-case-study.yaml - all chapters in the params' mode, then the edition"
@@ -33,6 +35,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Ray, for verifylab fleet and its tests (an optional extra: make book and make check do without it)
+$(FLEET_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev,fleet]"
+	touch $(FLEET_STAMP)
 
 book: $(STAMP)
 	$(BIN)/verifylab book
@@ -55,13 +62,13 @@ notebooks: $(STAMP)
 check: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
-# Two workers (CI's two cores); the tests that read the built book share one of them, so it is built once.
-test: $(STAMP) browser lint
+# Two workers (CI's two cores); the tests that read the built book share one of them, so it is built once, and
+# the local Ray cluster's tests another.
+test: $(FLEET_STAMP) browser lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 # verifylab fleet against a real local Ray cluster (a head and two nodes): installs the fleet extra (Ray) first.
-test-fleet: $(STAMP)
-	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev,fleet]"
+test-fleet: $(FLEET_STAMP)
 	$(BIN)/python -m pytest -q -m fleet tests/test_fleet.py
 
 live: $(STAMP)

@@ -1,5 +1,6 @@
 """verifylab fleet: the campaign file, what a rerun skips, how runs travel back (unit tests, no Ray), and a real
-local Ray cluster of a head and two nodes offering ``box-a`` and ``box-b`` (slow lane, where Ray is installed)."""
+local Ray cluster of a head and two nodes offering ``box-a`` and ``box-b`` (make test installs Ray, the fleet
+extra)."""
 
 from __future__ import annotations
 
