@@ -200,7 +200,7 @@ def run_cmd(
     for chapter in result.chapters:
         mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {escape(str(chapter.error))}"
         how = f" (replayed from {parameters.data_dir}/: never executed in this project)" if chapter.replayed else ""
-        console.print(f"{chapter.name}: {mark}{how}", highlight=False)
+        console.print(f"{chapter.name}: {mark}{how}", highlight=False, soft_wrap=True)  # one line, whole
     if render:
         console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
     if result.failed:

@@ -94,12 +94,15 @@ def fleet_run(
                 elif event.status == "done":
                     runs = ", ".join(event.run_ids) or "no run written"
                     err_console.print(
-                        f"{escape(where)}: done in {event.seconds:.0f} s ({escape(runs)})", highlight=False
+                        f"{escape(where)}: done in {event.seconds:.0f} s ({escape(runs)})",
+                        highlight=False,
+                        soft_wrap=True,
                     )
                 else:
-                    err_console.print(
+                    err_console.print(  # one line, whole, however long the box's error
                         f"[red]{escape(where)}: failed after {event.seconds:.0f} s:[/] {escape(event.error)}",
                         highlight=False,
+                        soft_wrap=True,
                     )
             else:
                 err_console.print(f"{escape(event[1])}: submitted (it starts when its box is free)", highlight=False)

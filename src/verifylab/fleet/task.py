@@ -62,7 +62,8 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
     run_ids = runs_changed(runs_dir, before)
     result: dict[str, Any] = {"ok": proc.returncode == 0, "returncode": proc.returncode, "run_ids": run_ids}
     if proc.returncode != 0:
-        errors = [line for line in output if line.startswith("error:")] or output[-1:] or ["(no output)"]
+        failed = [line for line in output if line.startswith("error:") or ": failed: " in line]  # run's one-liners
+        errors = failed or output[-1:] or ["(no output)"]
         result["error"] = errors[-1][:400]
         result["output_tail"] = output[-OUTPUT_LINES:]
     if run_ids:
