@@ -22,8 +22,8 @@ help:
 	@echo "              local Ray cluster tests included)"
 	@echo "make check - the fast lane: lint and the unit tests (no book build, no browser)"
 	@echo "make test-fleet - install Ray (the fleet extra) and run only verifylab fleet's tests (a local Ray cluster)"
-	@echo "make lint   - ruff, mypy on src/, and the notebooks' parameters cells against their chapters' Params"
-	@echo "make notebooks - write each notebook's parameters cell from verifylab/chapters/params.py"
+	@echo "make lint   - ruff, mypy on src/, and that each notebook's parameters cell only points to its chapter's Params"
+	@echo "make notebooks - write that pointer into each notebook's parameters cell"
 	@echo "make live PARAMS=examples/params-case-study.yaml - all chapters in the params' mode, then the edition"
 	@echo "make clean  - remove _build and book/_generated (keeps $(VENV))"
 

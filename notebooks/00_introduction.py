@@ -30,9 +30,8 @@
 # (5) recommendations.
 
 # %% tags=["parameters"]
-mode = "replay"  # replay: show the stored evidence; live: measure on this box first
-run_id = None  # live: the run to write (default: a new id from the date)
-data_dir = "data"  # the evidence folder (runs/, reported figures)
+# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`
+# writes them here, with their defaults and what each does, when it converts this file for papermill.
 
 # %%
 from verifylab.chapters import ch00_introduction as chapter

@@ -10,14 +10,8 @@
 # # The box: communication regime and architecture gates
 
 # %% tags=["parameters"]
-mode = "replay"  # replay: show the stored evidence; live: measure on this box first
-run_id = None  # live: the run to write (default: a new id from the date)
-data_dir = "data"  # the evidence folder (runs/, reported figures)
-sglang_root = None  # live: folder holding sglang/ (default: the sglang importable in this kernel)
-arch = "sm120"  # the architecture whose gates are audited
-apply_patch = False  # live: open the gates (backups + manifest in <root>/.verifylab-gates/)
-probe = True  # live: run the communication probe on this box's GPUs first
-probe_gpus = None  # live: GPUs the probe uses (default: all visible)
+# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`
+# writes them here, with their defaults and what each does, when it converts this file for papermill.
 
 # %%
 from verifylab.chapters import ch01_environment_and_gates as chapter

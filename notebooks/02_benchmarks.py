@@ -10,26 +10,8 @@
 # # Benchmarks: baseline, fusion, EAGLE-3, EAGLE-3 + fusion
 
 # %% tags=["parameters"]
-mode = "replay"  # replay: show the stored evidence; live: measure on this box first
-run_id = None  # live: the run to write (default: a new id from the date)
-data_dir = "data"  # the evidence folder (runs/, reported figures)
-model_path = None  # live: the model SGLang serves
-draft_model_path = None  # live: the EAGLE-3 draft model
-tp_size = 1  # live: tensor-parallel size
-port = 30000  # live: the port the started server listens on
-mem_fraction_static = None  # live: GPU memory SGLang keeps for weights and KV cache (its default if None)
-launcher = ["python", "-m", "sglang.launch_server"]  # live: the command that starts SGLang
-extra_args = []  # live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]
-simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
-mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
-campaign = ""  # live: the campaign the run belongs to (live-tp2, pcie-sim-before, ...): how the book finds it
-label = ""  # live: the hardware every figure of the run is labelled with, e.g. '8x RTX PRO 6000, PCIe'
-variants = ["baseline", "fusion", "eagle3", "eagle3_fusion"]  # live: the variants started and measured in turn
-runs = 5  # live: single-stream runs per variant (the case study's 5)
-warmup = 2  # live: warm-up requests before the runs
-max_tokens = 2048  # live: tokens per single-stream run
-concurrency = [1, 2, 4, 8, 16, 32, 64]  # live: the sweep's streams
-sweep_tokens = 512  # live: tokens per request of the sweep
+# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`
+# writes them here, with their defaults and what each does, when it converts this file for papermill.
 
 # %%
 from verifylab.chapters import ch02_benchmarks as chapter

@@ -10,25 +10,8 @@
 # # Where the verify pass spends its time
 
 # %% tags=["parameters"]
-mode = "replay"  # replay: show the stored evidence; live: measure on this box first
-run_id = None  # live: the run to write (default: a new id from the date)
-data_dir = "data"  # the evidence folder (runs/, reported figures)
-model_path = None  # live: the model SGLang serves
-draft_model_path = None  # live: the EAGLE-3 draft model
-tp_size = 1  # live: tensor-parallel size
-port = 30000  # live: the port the started server listens on
-mem_fraction_static = None  # live: GPU memory SGLang keeps for weights and KV cache (its default if None)
-launcher = ["python", "-m", "sglang.launch_server"]  # live: the command that starts SGLang
-extra_args = []  # live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]
-simulate_no_multicast = False  # live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)
-mechanics_only = False  # live: a run of the mechanism (tiny/random model): never evidence for a deployment
-campaign = ""  # live: the campaign the run belongs to (live-tp2, pcie-sim-before, ...): how the book finds it
-label = ""  # live: the hardware every figure of the run is labelled with, e.g. '8x RTX PRO 6000, PCIe'
-server_url = "http://127.0.0.1:30000"  # live: the server to profile, unless a variant is started
-serve_variant = None  # live: start this variant (baseline, ngram, eagle3_fusion, ...) for the capture
-profile_variants = []  # live: start, profile and stop each in turn (e.g. ["baseline", "fusion"])
-profile_steps = 5  # live: forward steps each profile captures
-draft_tokens = 4  # message size when the trace has none (CUDA graphs): tokens x 7168 x 2 bytes
+# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`
+# writes them here, with their defaults and what each does, when it converts this file for papermill.
 
 # %%
 from verifylab.chapters import ch03_verify_breakdown as chapter

@@ -10,16 +10,8 @@
 # # Recommendations
 
 # %% tags=["parameters"]
-mode = "replay"  # replay: show the stored evidence; live: measure on this box first
-run_id = None  # live: the run to write (default: a new id from the date)
-data_dir = "data"  # the evidence folder (runs/, reported figures)
-sglang_version = "0.5.9"  # the SGLang the box runs (the case study's)
-flashinfer_version = "0.6.4"  # the FlashInfer the box runs
-interconnect = "PCIe"  # how the box's GPUs talk: PCIe or NVLink
-model_path = "/models/Kimi-K2.5"  # the model path in the recommended launch command (a placeholder)
-draft_model_path = "/models/Kimi-K2.5-eagle3"  # the EAGLE-3 draft in that command (a placeholder)
-tp_size = 8  # tensor-parallel size in that command
-launcher = ["python", "-m", "sglang.launch_server"]  # the command that starts SGLang
+# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`
+# writes them here, with their defaults and what each does, when it converts this file for papermill.
 
 # %%
 from verifylab.chapters import ch05_recommendations as chapter

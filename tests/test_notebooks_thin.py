@@ -107,21 +107,22 @@ CHAPTERS = Path(__file__).resolve().parents[1] / "src" / "verifylab" / "chapters
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_the_parameters_cell_is_the_chapters_params_written_out(notebook: Path):
-    from verifylab.chapters.notebook_cell import CELL_MARK
-    from verifylab.chapters.params import CHAPTER_PARAMS
+def test_the_committed_cell_points_to_params_and_the_converted_one_is_params_written_out(notebook: Path, tmp_path):
+    import papermill
 
+    from verifylab.chapters.notebook_cell import CELL_MARK, POINTER
+    from verifylab.chapters.params import CHAPTER_PARAMS
+    from verifylab.publish.build import to_notebook
+
+    committed = notebook.read_text(encoding="utf-8").split(CELL_MARK, 1)[1].split("\n# %%", 1)[0]
+    assert committed.strip() == POINTER.strip(), "declare parameters in verifylab/chapters/params.py only"
+    to_notebook(notebook, converted := tmp_path / f"{notebook.stem}.ipynb")
+    declared = {name: p["default"] for name, p in papermill.inspect_notebook(str(converted)).items()}
     model = CHAPTER_PARAMS[notebook.stem]
-    cell = notebook.read_text(encoding="utf-8").split(CELL_MARK, 1)[1].split("\n# %%", 1)[0]
-    declared = {
-        stmt.targets[0].id: ast.literal_eval(stmt.value)
-        for stmt in ast.parse(cell).body
-        if isinstance(stmt, ast.Assign)
-    }
     defaults = {name: field.get_default(call_default_factory=True) for name, field in model.model_fields.items()}
-    assert declared == {k: str(v) if isinstance(v, Path) else v for k, v in defaults.items()}, (
-        "run `make notebooks` to write the cell from verifylab/chapters/params.py"
-    )
+    assert {k: ast.literal_eval(v) for k, v in declared.items()} == {
+        k: str(v) if isinstance(v, Path) else v for k, v in defaults.items()
+    }
 
 
 def test_a_new_field_reaches_the_cell_with_its_description_and_a_long_one_goes_above():
@@ -145,3 +146,20 @@ def test_a_new_field_reaches_the_cell_with_its_description_and_a_long_one_goes_a
     assert with_parameters_cell(source, Example, Path("nb.py")) == (
         '# %%\nx = 1\n\n# %% tags=["parameters"]\n' + cell + "\n# %%\nimport y\n"
     )
+
+
+def test_a_parameter_added_to_params_reaches_the_notebook_papermill_runs(monkeypatch, tmp_path):
+    """Adding a chapter parameter touches its Params (and the example YAMLs that set it), never the notebook."""
+    import papermill
+    from pydantic import Field, create_model
+
+    from verifylab.chapters import params as chapter_params
+    from verifylab.publish.build import to_notebook
+
+    base = chapter_params.CHAPTER_PARAMS["02_benchmarks"]
+    grown = create_model("Grown", __base__=base, settle_s=(float, Field(1.5, description="seconds to settle")))
+    monkeypatch.setitem(chapter_params.CHAPTER_PARAMS, "02_benchmarks", grown)
+    (notebook,) = [n for n in NOTEBOOKS if n.stem == "02_benchmarks"]
+    to_notebook(notebook, converted := tmp_path / "02.ipynb")
+    declared = papermill.inspect_notebook(str(converted))
+    assert declared["settle_s"]["default"] == "1.5" and declared["settle_s"]["help"] == "seconds to settle"

@@ -1,8 +1,10 @@
-"""Each notebook's parameters cell, written from its chapter's ``Params`` model: the model is the one declaration
-of a chapter's parameters (names, defaults, what each does), and the cell papermill reads is its copy.
+"""Each notebook's parameters cell, written from its chapter's ``Params`` model when the notebook is converted for
+papermill (``verifylab notebook``, ``verifylab run``, ``make book``): the model is the one declaration of a
+chapter's parameters (names, defaults, what each does), and the committed notebook only points to it, so adding
+a parameter touches the model and the example YAMLs, never a notebook.
 
-``python -m verifylab.chapters.notebook_cell`` rewrites the cells (``make notebooks``); ``--check`` fails
-naming each notebook whose cell differs, which ``make check`` runs."""
+``python -m verifylab.chapters.notebook_cell`` writes the pointer into each committed cell (``make notebooks``);
+``--check`` fails naming each notebook whose cell holds anything else, which ``make lint`` runs."""
 
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ from pydantic import BaseModel
 from verifylab.chapters.params import CHAPTER_PARAMS
 
 CELL_MARK = '# %% tags=["parameters"]\n'
+POINTER = (  # the committed cell: what papermill reads is written at conversion
+    "# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`\n"
+    "# writes them here, with their defaults and what each does, when it converts this file for papermill.\n"
+)
 LINE = 120  # ruff's line length: a longer line takes its comment on the line above
 
 
@@ -53,13 +59,24 @@ def with_parameters_cell(source: str, model: type[BaseModel], path: Path) -> str
     return head + CELL_MARK + parameters_cell(model) + sep + tail
 
 
+def with_parameters(source: str, chapter: str, path: Path) -> str:
+    """``source`` (a committed chapter notebook) with its parameters cell written from the chapter's model; a
+    notebook without a model in verifylab/chapters/params.py keeps its own cell."""
+    model = CHAPTER_PARAMS.get(chapter)
+    return source if model is None else with_parameters_cell(source, model, path)
+
+
 def sync_notebooks(folder: Path, write: bool) -> list[Path]:
-    """The notebooks whose parameters cell differs from their model (rewritten when ``write``)."""
+    """The committed notebooks whose parameters cell is not the pointer to their model (rewritten when ``write``)."""
     stale = []
-    for chapter, model in CHAPTER_PARAMS.items():
+    for chapter in CHAPTER_PARAMS:
         path = folder / f"{chapter}.py"
         source = path.read_text(encoding="utf-8")
-        wanted = with_parameters_cell(source, model, path)
+        if CELL_MARK not in source:
+            raise ValueError(f"{path}: no parameters cell ({CELL_MARK.strip()})")
+        head, rest = source.split(CELL_MARK, 1)
+        _, sep, tail = rest.partition("\n# %%")
+        wanted = head + CELL_MARK + POINTER + sep + tail
         if wanted != source:
             stale.append(path)
             if write:
@@ -74,9 +91,9 @@ def main(argv: list[str]) -> int:
     folder = Path(next((a for a in argv if not a.startswith("--")), "notebooks"))
     stale = sync_notebooks(folder, write=not check)
     for path in stale:
-        print(f"{path}: parameters cell {'differs from' if check else 'rewritten from'} its chapter's Params")
+        print(f"{path}: parameters cell {'is not the pointer to' if check else 'now points to'} its chapter's Params")
     if check and stale:
-        print("run `make notebooks` to write them from verifylab/chapters/params.py")
+        print("declare parameters in verifylab/chapters/params.py only; `make notebooks` writes the pointer back")
         return 1
     return 0
 

@@ -20,6 +20,7 @@ from verifylab.cli import bench, book, comm, fleet, gates, model, trace  # noqa:
 app.command()(book.env)
 app.add_typer(book.runs_app, name="runs")
 app.command()(book.book)
+app.command()(book.notebook)
 app.command("run")(book.run_cmd)
 app.add_typer(trace.trace_app, name="trace")
 app.command("synth-verify")(trace.synth_verify)

@@ -1,4 +1,4 @@
-"""``verifylab env``, ``runs list|show``, ``book`` and ``run``: the box, the run store, the book."""
+"""``verifylab env``, ``runs list|show``, ``book``, ``notebook`` and ``run``: the box, the run store, the book."""
 
 from __future__ import annotations
 
@@ -150,6 +150,38 @@ def book(
     if publish:
         console.print("registered in book/editions.json: commit it so the edition outlives the build folder")
     console.print(f"book: [bold]{result.index_html}[/]")
+
+
+def notebook(
+    chapter: str = typer.Argument(..., help="The chapter: its number (02) or its name (02_benchmarks)."),
+    out: Path = typer.Argument(..., help="The .ipynb to write (replaced whole)."),
+    root: Path = typer.Option(Path("."), help="Project root (holds notebooks/)."),
+) -> None:
+    """Write a chapter as the notebook papermill runs: its parameters cell written from the chapter's Params.
+
+    The committed notebooks/*.py only point to their Params (src/verifylab/chapters/params.py), the one place a
+    parameter is declared; this writes the names, defaults and what each does into the cell papermill reads.
+    Example: `verifylab notebook 02 /tmp/02.ipynb && papermill /tmp/02.ipynb /tmp/02.out.ipynb -p mode live`
+    """
+    from verifylab.publish.build import chapter_sources, project_root, to_notebook
+
+    try:
+        sources = chapter_sources(project_root(root))
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    found = [s for s in sources if s.stem == chapter or s.stem.split("_", 1)[0] == chapter]
+    if len(found) != 1:
+        names = ", ".join(s.stem for s in sources)
+        raise fail(ParameterError(f"no chapter {chapter!r}: the chapters are {names}"))
+    if out.suffix != ".ipynb":
+        raise fail(ParameterError(f"{out}: the notebook papermill runs must end in .ipynb"))
+    tmp = out.with_name(f".{out.name}.tmp.ipynb")
+    try:
+        to_notebook(found[0], tmp)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    console.print(f"{found[0].stem} -> {out} (parameters from its Params)", highlight=False)
 
 
 def run_cmd(

@@ -79,10 +79,14 @@ def chapter_sources(root: Path) -> list[Path]:
 
 
 def to_notebook(source: Path, target: Path) -> None:
-    """Convert a jupytext ``.py`` to ``.ipynb`` with a Python kernelspec (papermill cannot read ``.py``)."""
+    """Convert a chapter's jupytext ``.py`` to ``.ipynb`` with a Python kernelspec (papermill cannot read ``.py``)
+    and its parameters cell written from the chapter's ``Params`` (names, defaults, comments)."""
     import jupytext
 
-    notebook = jupytext.read(source)
+    from verifylab.chapters.notebook_cell import with_parameters
+
+    text = with_parameters(source.read_text(encoding="utf-8"), source.stem, source)
+    notebook = jupytext.reads(text, fmt="py:percent")
     notebook.metadata["kernelspec"] = dict(KERNELSPEC)
     jupytext.write(notebook, target, fmt="ipynb")
 
