@@ -34,15 +34,6 @@ def test_a_wrong_type_in_any_parameter_of_any_chapter_is_one_line_naming_it(repo
     assert "\n" not in message and message.startswith(f"{chapter}: parameter '{name}'")
 
 
-def test_every_notebook_parameter_is_a_validated_field(repo_root):
-    """The parameters cell of every notebook and its chapter's model name the same parameters."""
-    for chapter, model in CHAPTER_PARAMS.items():
-        text = (repo_root / "notebooks" / f"{chapter}.py").read_text(encoding="utf-8")
-        cell = text.split('# %% tags=["parameters"]', 1)[1].split("# %%", 1)[0]
-        assigned = set(re.findall(r"^(\w+) = ", cell, re.M))
-        assert assigned == set(model.model_fields), chapter
-
-
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_invalid_notebook_parameter_fails_the_chapter_with_one_line(repo_root, tmp_path):
     source = repo_root / "notebooks" / "00_introduction.py"
