@@ -27,19 +27,22 @@ help:
 	@echo "make live PARAMS=examples/params-case-study.yaml - all chapters in the params' mode, then the edition"
 	@echo "make clean  - remove _build and book/_generated (keeps $(VENV))"
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "verifylab needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
-	# --no-compile: bytecode is written on first import, for the modules used (half the install time; see above)
+
+# --no-compile: bytecode is written on first import, for the modules used (half the install time; see above)
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# Ray, for verifylab fleet and its tests (an optional extra: make book and make check do without it)
-$(FLEET_STAMP): $(STAMP)
+# With Ray, for verifylab fleet and its tests (an optional extra: make book and make check do without it); one
+# pip run for everything, so a fresh clone's make test resolves once
+$(FLEET_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev,fleet]"
-	touch $(FLEET_STAMP)
+	touch $(STAMP) $(FLEET_STAMP)
 
 book: $(STAMP)
 	$(BIN)/verifylab book
