@@ -8,7 +8,7 @@ import shutil
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
-from verifylab.report.tables import PLAIN_WORD
+from verifylab.report.table_fit import PLAIN_WORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREEN_WIDTHS = (1400, 800)  # a laptop, and a narrow window (the text column is 736 px there)

@@ -7,21 +7,23 @@ import math
 
 import pandas as pd
 
-from verifylab.report.tables import (
+from verifylab.report.table_fit import (
     CELL_PAD_CHARS,
     CHAR_PX,
     COLUMN_PX,
-    EMPTY,
-    EMPTY_NOTE,
     MIN_ROWS,
     MIN_WORD,
+    shorten,
+    word_limits,
+    word_width,
+)
+from verifylab.report.tables import (
+    EMPTY,
+    EMPTY_NOTE,
     TABLE_MIME,
     Table,
     cell_text,
     header,
-    shorten,
-    word_limits,
-    word_width,
 )
 
 KERNEL = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::Functor<float>>>"

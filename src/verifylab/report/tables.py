@@ -1,8 +1,8 @@
 """One table renderer for the book: human headers with units, numbers rounded by quantity, "—" for what has no
-value (with a footnote), lists joined, no index. Words never break inside: a column is as wide as its longest
-word (a hyphenated word of prose, ``host-memory``, may break after its hyphens, as printed text does), and where
-the table would not fit the narrowest screen the longest identifiers are shortened (full text on hover and in
-the export); rows past a screen are folded away; a prose column may read as a full-width line under its row.
+value (with a footnote), lists joined, no index. Words never break inside: how wide each column may be, what is
+shortened and how many rows show before a fold are :mod:`verifylab.report.table_fit`'s; here the cells become
+HTML (full text on hover and in the export), long texts become notes or listings below the table, one-value
+columns of a table too wide a line above it, and a prose column may read as a full-width line under its row.
 
 A :class:`Table` displays as that HTML and also carries its cells as data (a verifylab MIME type the page
 ignores), so the exports are written from the very object the page shows.
@@ -19,24 +19,22 @@ from typing import Any
 
 import pandas as pd
 
+from verifylab.report.table_fit import (
+    CELL_PAD_CHARS,
+    CHAR_PX,
+    COLUMN_PX,
+    NOTE_CHARS,
+    WIDE,
+    fit_limits,
+    shown_words,
+    visible_rows,
+    word_limits,
+    word_width,
+)
+
 TABLE_MIME = "application/vnd.verifylab.table+json"
 EMPTY = "—"
 EMPTY_NOTE = f"{EMPTY}: no value (not measured, not applicable or not reported)."
-LONG_NAME = 56  # kernel signatures longer than this are cut before their template arguments
-WIDE = 8  # a table with more columns is set smaller
-# The narrowest text column (800 px screens: 736 px) and the type's widths, to fit words without breaking them.
-COLUMN_PX = 700.0  # a little under the narrowest column: the browser's widths are not exactly these
-CHAR_PX = 7.8  # widest average character of 0.8rem type (digits, run ids)
-WIDE_SCALE = 0.875  # 0.7rem type in wide tables
-CELL_PAD_CHARS = 2  # a cell's padding and border, in characters
-NOTE_CHARS = 24  # a noted column's cell longer than this becomes a note
-MIN_WORD = 8  # no word is shortened below this (it would no longer say what it is)
-KEEP_WHOLE = 20  # an identifier this short (NCCL_P2P_DISABLE, a version) is never shortened: long-text columns
-# become notes instead; run ids, paths and kernel names, longer, may be
-LINE_PX, ROW_PAD_PX = 21.0, 7.0  # one line of 0.8rem type (with its leading), a row's padding
-SCREEN_PX = 900.0  # rows past this estimated height are folded away
-MIN_ROWS = 3  # a table with this many rows or fewer is never folded
-
 UNITS = (  # column-name endings -> (unit shown in the header, decimals)
     ("_tokens_per_s", "tok/s", 1),
     ("tokens_per_s", "tok/s", 1),
@@ -101,37 +99,8 @@ def _integral(column: str, values: list) -> bool:
     return _unit(column) is None and all(v.is_integer() for v in floats)
 
 
-def _kernel_head(text: str) -> str:
-    """A kernel signature cut before its template arguments (``void f<128, ...>`` -> ``f…``); other text as is."""
-    signature = re.match(r"(?:(?:void|static|auto)\s+)?([^\s<(]+)[<(]", text)  # a name, then at once < or (
-    if len(text) > LONG_NAME and signature:
-        return signature.group(1)[:LONG_NAME] + "…"
-    return text
-
-
-def shorten(word: str, chars: int) -> str:
-    """``word`` in at most ``chars`` characters: a path keeps its last part (``…/overrides.py``), anything else
-    its two ends (``20261201…probe-shm``)."""
-    if len(word) <= chars:
-        return word
-    if "/" in word.rstrip("/"):
-        tail = word.rstrip("/").rsplit("/", 1)[1]
-        if len(tail) + 2 <= chars:
-            return "…/" + tail
-    head = max(1, (chars - 1) * 11 // 20)
-    return word[:head] + "…" + word[len(word) - (chars - 1 - head) :]
-
-
 _BREAKS = re.compile(r"[-/?!(){}\[\]|+%…–—:=,;]")
 CODE_SPAN = re.compile(r"`([^`]+)`")  # `verifylab gates apply` in a rule's text: set as code, never as backticks
-
-
-def word_width(word: str) -> int:
-    """The characters a word needs on one line: a hyphenated word of prose (``all-to-all``) its longest piece
-    up to a hyphen, since it may break after one; any other word its whole length."""
-    if "-" in word and PLAIN_WORD.fullmatch(word):
-        return max(len(piece) for piece in re.split(r"(?<=-)", word))
-    return len(word)
 
 
 def code_spans_html(text: str) -> str:
@@ -155,12 +124,6 @@ def _words_html(text: str) -> str:
     return "".join(out)
 
 
-def _shown_words(text: str, chars: int) -> str:
-    """``text`` with each word wider than ``chars`` (numbers aside) shortened."""
-    words = _kernel_head(text).split(" ")
-    return " ".join(w if NUMBER_WORD.fullmatch(w) or word_width(w) <= chars else shorten(w, chars) for w in words)
-
-
 def _cell(text: str, chars: int, tag: str = "td", span: int = 0) -> str:
     """One cell: its words whole; a word longer than the column's ``chars`` shortened, the full text on hover
     (the export keeps it whole); a cell moved below the table (``\\0listing 1\\0text``) shows its pointer;
@@ -168,7 +131,7 @@ def _cell(text: str, chars: int, tag: str = "td", span: int = 0) -> str:
     if text.startswith("\0"):
         _, pointer, full = text.split("\0", 2)
         return f'<{tag}><span title="{html.escape(full)}">{html.escape(pointer)}</span></{tag}>'
-    shown = _shown_words(text, chars)
+    shown = shown_words(text, chars)
     prose = len(text) > NOTE_CHARS or span  # prose reads left-aligned
     opening = f"<{tag}" + (f' colspan="{span}"' if span else "") + (' class="v-prose">' if prose else ">")
     if shown != text:
@@ -213,57 +176,6 @@ class Table:
         return {"text/html": self.html(cells), TABLE_MIME: cells_data(cells)}
 
 
-NUMBER_WORD = re.compile(r"(?:\d{4}-\d\d-\d\d|[~<>=+−-]?[\d.,]+(?:[-–][\d.,]+)?[%x)]*)[,;:]?")  # or a date
-# A word of prose ("approximately", "FlashInfer's", "all-reduces,"): letters, hyphens and apostrophes between
-# brackets or quotes and trailing punctuation. Shortened only when a table cannot fit otherwise.
-PLAIN_WORD = re.compile(r"[(\"'“‘]?[A-Za-z]+(?:[-'’][A-Za-z]+)*[)\"'”’,;:.!?]*")
-SHORT_WORD = re.compile(rf"\S{{1,{KEEP_WHOLE}}}")  # any word of up to KEEP_WHOLE characters
-
-
-def _longest(texts: list[str], kind: re.Pattern | None = None, of_kind: bool = True) -> int:
-    """The longest word of ``texts``: of every word, or of the words that are (``of_kind``) or are not a
-    ``kind`` (:data:`NUMBER_WORD`, :data:`PLAIN_WORD`)."""
-    words = (w for t in texts for w in _kernel_head(t).split())
-    return max((word_width(w) for w in words if kind is None or bool(kind.fullmatch(w)) == of_kind), default=0)
-
-
-def _char_px(cells: pd.DataFrame) -> float:
-    return CHAR_PX * (WIDE_SCALE if len(cells.columns) > WIDE else 1.0)
-
-
-def _water_fill(heads: list[int], words: list[int], room: float) -> list[int]:
-    """Each column's limit: its ``heads`` whole, its other ``words`` capped at one length, the longest first,
-    until the columns fit ``room`` (or the cap reaches :data:`MIN_WORD`)."""
-    cap = max(words, default=0)
-    while cap > MIN_WORD and sum(max(h, min(w, cap)) for h, w in zip(heads, words, strict=True)) > room:
-        cap -= 1
-    return [max(h, min(w, cap)) for h, w in zip(heads, words, strict=True)]
-
-
-def _limits(cells: pd.DataFrame, column_px: float) -> tuple[list[int], bool]:
-    """:func:`word_limits`, and whether they keep every word of prose whole."""
-    room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
-    texts = {c: [str(v) for v in cells[c]] for c in cells.columns}
-    fixed = [max(_longest([str(c)]), _longest(texts[c], NUMBER_WORD)) for c in cells.columns]
-    short = [max(f, _longest(texts[c], SHORT_WORD)) for f, c in zip(fixed, cells.columns, strict=True)]
-    plain = [_longest(texts[c], PLAIN_WORD) for c in cells.columns]
-    other = [_longest(texts[c], NUMBER_WORD, of_kind=False) for c in cells.columns]
-    # what gives way, in turn: long identifiers; then words of prose; then short identifiers too
-    whole = _water_fill([max(s, p) for s, p in zip(short, plain, strict=True)], other, room)
-    if sum(whole) <= room:
-        return whole, True
-    limits = _water_fill(short, other, room)
-    return (limits, False) if sum(limits) <= room else (_water_fill(fixed, other, room), False)
-
-
-def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
-    """The longest word (characters) each column may show so that the table fits ``column_px`` without breaking
-    a word: a column is as narrow as its longest word; where the sum is too wide, identifiers (run ids, paths,
-    kernel names) are shortened, the longest first; headers, numbers and words of prose are kept whole unless
-    the table cannot fit otherwise."""
-    return _limits(cells, column_px)[0]
-
-
 def noted_to_fit(cells: pd.DataFrame, noted: tuple[str, ...] = (), column_px: float = COLUMN_PX) -> tuple[str, ...]:
     """``noted`` and, where the table would otherwise shorten words of prose, its long-text columns (the
     longest texts first; never the first column, nor the one with the longest texts: the table's prose gets
@@ -271,7 +183,7 @@ def noted_to_fit(cells: pd.DataFrame, noted: tuple[str, ...] = (), column_px: fl
     noted = tuple(c for c in noted if c in cells.columns)
     lengths = cells.map(lambda v: 0 if str(v).startswith("\0") else len(str(v)))
     main = lengths.mean().idxmax() if len(cells) else None
-    while not _limits(_shown(_notes(cells, noted)[0]), column_px)[1]:
+    while not fit_limits(_shown(_notes(cells, noted)[0]), column_px)[1]:
         candidates = [c for c in cells.columns[1:] if c not in noted and c != main and lengths[c].max() > NOTE_CHARS]
         if not candidates:
             break
@@ -282,29 +194,6 @@ def noted_to_fit(cells: pd.DataFrame, noted: tuple[str, ...] = (), column_px: fl
 def _shown(cells: pd.DataFrame) -> pd.DataFrame:
     """What the cells show: a cell moved below the table shows its pointer (``listing 1``, ``note a``)."""
     return cells.map(lambda v: str(v).split("\0")[1] if str(v).startswith("\0") else v)
-
-
-def visible_rows(
-    cells: pd.DataFrame, limits: list[int], column_px: float = COLUMN_PX, lines_under: list[str] | None = None
-) -> int:
-    """How many rows to show before the rest is folded away: those that fit ``SCREEN_PX`` at an estimated line
-    count per row (each column as wide as its words need plus a share of the room left, and the full-width
-    ``lines_under`` each row); all of a short table."""
-    if len(cells) <= MIN_ROWS:
-        return len(cells)
-    room = column_px / _char_px(cells) - CELL_PAD_CHARS * len(cells.columns)
-    under = [math.ceil(len(t) / (column_px / CHAR_PX - CELL_PAD_CHARS)) for t in lines_under or [""] * len(cells)]
-    lengths = [max([len(str(c))] + [len(str(v)) for v in cells[c]]) for c in cells.columns]
-    extra = [max(0, n - m) for n, m in zip(lengths, limits, strict=True)]
-    spare = max(0.0, room - sum(limits))
-    widths = [m + spare * e / (sum(extra) or 1) for m, e in zip(limits, extra, strict=True)]
-    height = LINE_PX * 2  # the header
-    for shown, row in enumerate(cells.itertuples(index=False)):
-        lines = max(math.ceil(len(str(v)) / max(w, 1.0)) for v, w in zip(row, widths, strict=True))
-        height += (lines + under[shown]) * LINE_PX + ROW_PAD_PX * (2 if lines_under else 1)
-        if height > SCREEN_PX:
-            return max(1, shown)
-    return len(cells)
 
 
 def _rows_html(cells: pd.DataFrame, limits: list[int], lines_under: list[str] | None = None) -> str:
@@ -412,7 +301,7 @@ def _lift_constants(cells: pd.DataFrame, kept: tuple[str, ...]) -> tuple[pd.Data
     """Where a table cannot keep its words whole in the narrowest column, the columns (never the first, nor
     ``kept``) that hold one value in every row leave it for a line above it ("Every row: run id …"); the
     export keeps them as columns."""
-    if len(cells) < 2 or _limits(_shown(cells), COLUMN_PX)[1]:
+    if len(cells) < 2 or fit_limits(_shown(cells), COLUMN_PX)[1]:
         return cells, ""
     same = [c for c in cells.columns[1:] if c not in kept and cells[c].nunique() == 1 and cells[c].iloc[0] != EMPTY]
     if not same:
