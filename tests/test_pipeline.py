@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from verifylab.analysis.recommend import Topic
+from verifylab.analysis.recommendation import Topic
 from verifylab.errors import ParameterError, ReferenceDataError
 from verifylab.publish.build import BookResult, publish_book
 from verifylab.publish.edition import changes_since, data_digest, load_registry, write_generated_pages

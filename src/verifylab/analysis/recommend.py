@@ -4,16 +4,15 @@ confidence; where evidence is missing or only reported, it says so and names the
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
-from typing import Any, Literal
+from dataclasses import asdict
+from typing import Any
 
 import pandas as pd
 
 from verifylab.analysis.facts import DeploymentFacts
+from verifylab.analysis.launch_command import launch_command
+from verifylab.analysis.recommendation import Recommendation, Topic
 from verifylab.report.section import Prose
-from verifylab.report.tables import listing_text
-from verifylab.server.variants import DEFAULT_VARIANTS, variant_args
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,
     LOAD_STREAMS,
@@ -22,35 +21,6 @@ from verifylab.vocab import (
     flashinfer_workspace_needs_multicast,
     version_at_least,
 )
-
-
-class Topic(StrEnum):
-    """What a recommendation is about; its value is the heading the book shows."""
-
-    SPECULATION = "speculation vs load"
-    FUSION = "all-reduce fusion"
-    GATES = "architecture gates"
-    LAUNCH_COMMAND = "launch command"
-    RISK_NO_MULTICAST = "risk: no NVLink multicast"
-    ELIMINATION = "fusion vs elimination"
-    RISK_FUSION_BATCH_LIMIT = "risk: fusion batch limit"
-    RISK_FLASHINFER_VERSION = "risk: FlashInfer version"
-    RISK_FLASHINFER_0_6_1 = "risk: FlashInfer 0.6.1"
-
-
-Confidence = Literal["high", "medium", "low", "none"]
-
-
-@dataclass
-class Recommendation:
-    topic: Topic
-    recommendation: str
-    evidence: list[str]
-    confidence: Confidence
-    command: str = ""
-    measure_next: str = ""
-    provenance: list[str] = field(default_factory=list)
-    keep_speculation: bool | None = None  # speculation vs load only: False when the evidence says turn it off
 
 
 def _speculation(ev: DeploymentFacts) -> Recommendation:
@@ -310,50 +280,6 @@ def _no_multicast_risk(ev: DeploymentFacts) -> Recommendation:
     )
 
 
-DRAFT_PLACEHOLDER = "<EAGLE-3-draft-path>"
-FUSION_BACKEND_FLAG_FROM = "0.5.17"  # SGLang adds --flashinfer-allreduce-fusion-backend (audited wheels)
-
-
-def replay_flags(version: str | None) -> str:
-    """The flags a replayed command may use, as the targeted SGLang version spells them (unchecked in replay)."""
-    flags = (
-        "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion --speculative-algorithm "
-        "--speculative-draft-model-path --speculative-num-steps --speculative-eagle-topk --speculative-num-draft-tokens"
-    )
-    if version_at_least(version, FUSION_BACKEND_FLAG_FROM):
-        flags += " --flashinfer-allreduce-fusion-backend --enforce-disable-flashinfer-allreduce-fusion"
-    return flags
-
-
-def _command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
-    if ev.base is None:
-        return Recommendation(Topic.LAUNCH_COMMAND, "No model path given: no command built.", [], "none")
-    target = ev.upgrade[0] if ev.upgrade else ev.sglang_version
-    help_text = ev.help_text or replay_flags(target)
-    variant = DEFAULT_VARIANTS["fusion" if rec.keep_speculation is False else "eagle3_fusion"]
-    base, placeholder = ev.base, ""
-    if variant.speculative and not base.draft_model_path:
-        base = base.model_copy(update={"draft_model_path": DRAFT_PLACEHOLDER})
-        placeholder = f" No draft model was given: {DRAFT_PLACEHOLDER} stands for your EAGLE-3 draft."
-    args = variant_args(base, variant, help_text)
-    checked = (
-        "checked against the installed --help"
-        if ev.help_text
-        else "flags not checked (replay): `verifylab serve` checks them against the installed --help"
-    )
-    on = f" on SGLang {target}" if target and target != ev.sglang_version else ""
-    return Recommendation(
-        Topic.LAUNCH_COMMAND,
-        f"Deploy variant '{variant.name}'{on} ({checked}). Speculative parameters "
-        f"(steps {ev.base.speculative_num_steps}, top-k {ev.base.speculative_eagle_topk}, draft "
-        f"tokens {ev.base.speculative_num_draft_tokens}) are the common defaults, not tuned here.{placeholder}",
-        ["chapter 2"],
-        "medium" if ev.help_text else "low",
-        command="python -m sglang.launch_server " + " ".join(args),
-        measure_next="" if ev.help_text else "sweep --speculative-num-draft-tokens 2-8 on the box",
-    )
-
-
 def _band(price) -> str:
     return f"{price.low_us:.0f}-{price.high_us:.0f} µs" if price is not None else "an unknown amount"
 
@@ -385,9 +311,9 @@ def _elimination(ev: DeploymentFacts) -> Recommendation:
 
 
 def recommend(ev: DeploymentFacts) -> list[Recommendation]:
-    """All recommendations for the evidence at hand."""
+    """All recommendations for the evidence at hand, the decision's three first."""
     spec = _speculation(ev)
-    return [_fusion(ev), _elimination(ev), spec, _gates(ev), _command(ev, spec), *_risks(ev)]  # the decision first
+    return [_fusion(ev), _elimination(ev), spec, _gates(ev), launch_command(ev, spec), *_risks(ev)]
 
 
 def recommendations_frame(recs: list[Recommendation]) -> pd.DataFrame:
@@ -413,8 +339,3 @@ def decision_lines(recs: list[Recommendation], topics: tuple[Topic, ...] = DECIS
         if t in by_topic
     ]
     return Prose("\n".join(lines))
-
-
-def wrapped_command(command: str) -> str:
-    """A shell command one flag per line, continued with backslashes (pages and terminals stay narrow)."""
-    return listing_text(command)

@@ -4,15 +4,9 @@ which gates to open, the risks), the PCIe SM120 outlook, and the launch command.
 from __future__ import annotations
 
 from verifylab.analysis.facts import facts_from_evidence
-from verifylab.analysis.recommend import (
-    DECISION_TOPICS,
-    Recommendation,
-    Topic,
-    decision_lines,
-    recommend,
-    recommendations_frame,
-    wrapped_command,
-)
+from verifylab.analysis.launch_command import wrapped_command
+from verifylab.analysis.recommend import DECISION_TOPICS, decision_lines, recommend, recommendations_frame
+from verifylab.analysis.recommendation import Recommendation, Topic
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
 from verifylab.chapters.params import Recommendations as Params
 from verifylab.report.section import Prose

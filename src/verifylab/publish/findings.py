@@ -8,7 +8,8 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from verifylab.analysis.facts import case_study_facts
-from verifylab.analysis.recommend import Topic, recommend
+from verifylab.analysis.recommend import recommend
+from verifylab.analysis.recommendation import Topic
 from verifylab.model.case import account
 from verifylab.store.evidence import Evidence
 
