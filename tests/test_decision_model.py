@@ -12,7 +12,8 @@ import pytest
 from verifylab.model.case import account, inputs, whatif_table
 from verifylab.model.decision import decision_table, regime_answer, thresholds
 from verifylab.model.floors import Layout, busiest_gpu_experts, pass_bytes
-from verifylab.model.options import GPUS, OPTIONS, Option, memory_table, option_pass
+from verifylab.model.option_tables import memory_table
+from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
 from verifylab.model.regimes import PRICED_REGIMES, Collective, Price
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime

@@ -17,7 +17,8 @@ from verifylab.model.decision import decision_table, regime_answer, thresholds
 from verifylab.model.hypotheses import ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
-from verifylab.model.options import OPTIONS, Option, floors_table, memory_table, reported_pass_floor
+from verifylab.model.option_tables import floors_table, memory_table
+from verifylab.model.options import OPTIONS, Option, reported_pass_floor
 from verifylab.model.regimes import regime_curves_table
 from verifylab.report.charts import Figure, options_chart, regime_curves_chart, verify_components_chart
 from verifylab.report.section import Prose

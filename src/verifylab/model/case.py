@@ -7,7 +7,8 @@ import pandas as pd
 
 from verifylab.model.cycle import CycleAccount, cycle_account
 from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, RTX_PRO_6000_BLACKWELL_GBS
-from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs, options_table
+from verifylab.model.option_tables import options_table
+from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs
 from verifylab.model.reconcile import reconcile
 from verifylab.sources import ModelSources
 

@@ -28,22 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-import pandas as pd
-
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import loglog_interpolate
-from verifylab.model.costmodel import eagle3_tokens_per_s
 from verifylab.model.cycle import CycleAccount, Span
 from verifylab.model.floors import (
-    RTX_PRO_6000_BLACKWELL_GBS,
-    RTX_PRO_6000_MEMORY_BYTES,
     Layout,
     PassBytes,
-    kv_bytes_per_token,
     pass_bytes,
-    weights_per_gpu_bytes,
 )
-from verifylab.model.regimes import REGIME_TITLE, Collective, Price, RegimeCurves, regime_curves
+from verifylab.model.regimes import Collective, Price, RegimeCurves, regime_curves
 from verifylab.shapes import KIMI_K2
 from verifylab.sources import ModelSources
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
@@ -285,121 +278,3 @@ def _pass(inputs, option, regime, streams, k, bytes_read, tokens, comm, norms, c
         _basis(price),
         "" if priced else comm,
     )
-
-
-# ----------------------------------------------------------------------------------------------- tables
-def options_table(ev: ModelSources, account: CycleAccount, streams: int = 1) -> pd.DataFrame:
-    """One row per option and regime at ``streams`` streams: floor, compute, communication and verify ms, and
-    one stream's tok/s, as ranges over the draft-token range and the inputs' spread (modelled)."""
-    inputs = ev.derived("model_inputs", lambda e: model_inputs(e, account))
-    rows = []
-    for regime in inputs.curves.regimes():
-        for option, facts in OPTIONS.items():
-            passes = [option_pass(inputs, option, regime, streams, k) for k in account.draft_tokens]
-            rows.append(_row(option, facts, regime, streams, passes, account))
-    return pd.DataFrame(rows)
-
-
-def _span_of(spans: list[Span]) -> Span:
-    return Span(min(s.low for s in spans), max(s.high for s in spans))
-
-
-def _row(option: Option, facts: OptionFacts, regime: Regime, streams: int, passes: list[OptionPass], account) -> dict:
-    verify = [p.verify for p in passes]
-    priced = all(v is not None for v in verify)
-    row = {
-        "option": facts.title,
-        "key": option.value,
-        "kind": facts.kind,
-        "regime": REGIME_TITLE[regime],
-        "regime_key": regime.value,
-        "streams": streams,
-        "tokens_low": min(p.k for p in passes) * streams,
-        "tokens_high": max(p.k for p in passes) * streams,
-        "allreduces_per_pass": passes[0].allreduces,
-        "collectives_per_pass": passes[0].collectives,
-        "floor_ms_low": min(p.floor_ms for p in passes),
-        "floor_ms_high": max(p.floor_ms for p in passes),
-        "compute_ms_low": _span_of([p.compute for p in passes]).low,
-        "compute_ms_high": _span_of([p.compute for p in passes]).high,
-        "norm_ms_low": min(p.norms.low for p in passes),
-        "norm_ms_high": max(p.norms.high for p in passes),
-        "eagle3_in_sglang": facts.eagle3,
-        "flags": facts.flags,
-        "what": facts.what,
-        "comm_basis": passes[-1].basis,
-        "not_priced": passes[0].not_priced,
-        "provenance": "modelled",
-    }
-    if priced:
-        comm = _span_of([p.comm for p in passes if p.comm is not None])
-        v = _span_of([x for x in verify if x is not None])
-        rates = [eagle3_tokens_per_s(r.accept, ms, r.draft_ms) for ms in (v.low, v.high) for r in account.readings]
-        row |= {
-            "comm_ms_low": comm.low,
-            "comm_ms_high": comm.high,
-            "verify_ms_low": v.low,
-            "verify_ms_high": v.high,
-            "tokens_per_s_low": min(rates),
-            "tokens_per_s_high": max(rates),
-        }
-    else:
-        row |= dict.fromkeys(
-            ["comm_ms_low", "comm_ms_high", "verify_ms_low", "verify_ms_high", "tokens_per_s_low", "tokens_per_s_high"],
-            math.nan,
-        )
-    return row
-
-
-def memory_table(contexts: tuple[int, ...] = (2048, 8192)) -> pd.DataFrame:
-    """Weights per GPU (replicated parts once per GPU, INT4 experts with scales) and the KV room left, in GiB, and
-    how many requests of each context the box holds: TP keeps every request's latent KV on every GPU, DP
-    attention a request's KV on its own GPU."""
-    rows = []
-    card = RTX_PRO_6000_MEMORY_BYTES
-    per_token = kv_bytes_per_token()
-    layouts = [
-        ("TP 8 (NCCL or fusion), EP 8 with TP attention", Layout.TP, 1, 1),
-        ("TP 4 x PP 2", Layout.TP, 2, 1),
-        ("DP attention + EP 8", Layout.EP_DP_ATTENTION, 1, GPUS),
-    ]
-    for title, layout, stages, kv_spread in layouts:
-        weights = weights_per_gpu_bytes(layout, GPUS if stages == 1 else 4, stages)
-        for fraction in MEM_FRACTIONS:
-            room = fraction * card - weights
-            row = {
-                "layout": title,
-                "weights_gib_per_gpu": weights / GIB,
-                "mem_fraction": fraction,
-                "kv_room_gib_per_gpu": room / GIB,
-                "fits": room > 0,
-            }
-            for context in contexts:
-                tokens_per_gpu = max(room, 0) / (per_token / stages)  # a PP stage holds half the layers' KV
-                row[f"requests_at_{context}"] = math.floor(tokens_per_gpu * kv_spread / context)
-            rows.append(row)
-    frame = pd.DataFrame(rows)
-    frame["provenance"] = "modelled"
-    return frame
-
-
-def floors_table(tokens: tuple[int, ...] = (1, 4, 8, 32, 64, 128, 256)) -> pd.DataFrame:
-    """Bytes the busiest GPU reads per pass and the time at peak bandwidth, per layout and tokens."""
-    rows = []
-    for t in tokens:
-        for title, layout in (("TP 8", Layout.TP), ("EP 8, TP attention", Layout.EP_TP_ATTENTION)):
-            b = pass_bytes(t, layout, GPUS, context=CONTEXT_TOKENS, streams_on_busiest=max(1, t // 4))
-            rows.append(
-                {
-                    "tokens": t,
-                    "layout": title,
-                    "attention_gb": b.attention / 1e9,
-                    "experts_gb": b.experts / 1e9,
-                    "other_gb": (b.shared_and_dense + b.head) / 1e9,
-                    "kv_gb": b.kv / 1e9,
-                    "floor_ms": b.floor_ms(),
-                    "bandwidth_gbs": RTX_PRO_6000_BLACKWELL_GBS,
-                    "provenance": "modelled",
-                }
-            )
-    return pd.DataFrame(rows)
