@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from verifylab.cli import app
 from verifylab.comm.config import ProbeConfig, default_tokens
 from verifylab.comm.probe import resolve_devices, run_probe
-from verifylab.comm.rank import FAULT_VAR
+from verifylab.comm.rank_state import FAULT_VAR
 from verifylab.comm.record import store_probe
 from verifylab.errors import CommProbeError, RunExistsError
 

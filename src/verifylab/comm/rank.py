@@ -8,96 +8,20 @@ that a later failure loses nothing measured. Its current phase is in ``rank<r>.p
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from verifylab.comm.config import ProbeConfig
+from verifylab.comm.rank_state import WORLD, Phases, RankResult, RankSpec, group_name, subgroups
 from verifylab.comm.timing import Mode, RankSample, relative_error, time_samples
-from verifylab.iorw import atomic_write_json, atomic_write_text
+from verifylab.iorw import atomic_write_text
 
-WORLD = "all"
-FAULT_VAR = "VERIFYLAB_PROBE_FAULT"  # tests: "RANK:PHASE[:hang]": that rank dies (or hangs) entering PHASE
 FLASHINFER_RANKS = (2, 4, 8, 16)  # the TRT-LLM all-reduce kernels are instantiated for these world sizes
-
-
-@dataclass(frozen=True)
-class RankSpec:
-    """What the parent tells every rank (written once as JSON)."""
-
-    config: dict
-    world: int
-    devices: list[int]  # CUDA device per rank (empty for gloo)
-    port: int
-    out: str
-    p2p_everywhere: bool  # every pair can access its peers' memory (FlashInfer's kernels need it)
-
-    @classmethod
-    def read(cls, path: Path) -> RankSpec:
-        return cls(**json.loads(Path(path).read_text()))
-
-
-def group_name(ranks: tuple[int, ...]) -> str:
-    """``0-1`` for a pair, ``0-1-2-3`` for a half: ranks joined by '-'."""
-    return "-".join(str(r) for r in ranks)
-
-
-def subgroups(world: int) -> list[tuple[str, tuple[int, ...]]]:
-    """Every pair and both halves (first and second half of the ranks), with more than two ranks."""
-    if world <= 2:
-        return []
-    pairs = [("pair", p) for p in combinations(range(world), 2)]
-    half = world // 2
-    halves = [("half", tuple(range(half))), ("half", tuple(range(half, world)))] if world >= 4 else []
-    return pairs + halves
-
-
-@dataclass
-class RankResult:
-    """What this rank measured so far, and what it could not run (with the reason)."""
-
-    rank: int
-    device: str
-    cells: list[RankSample] = field(default_factory=list)
-    unavailable: dict[str, str] = field(default_factory=dict)
-
-    def write(self, out: Path) -> None:
-        atomic_write_json(
-            out / f"rank{self.rank}.json",
-            {
-                "rank": self.rank,
-                "device": self.device,
-                "cells": [c.to_dict() for c in self.cells],
-                "unavailable": self.unavailable,
-            },
-        )
-
-
-class Phases:
-    """Records the rank's phase and progress for the parent; injects a test fault when asked."""
-
-    def __init__(self, rank: int, out: Path) -> None:
-        self.rank, self.out, self.fault, self.done = rank, out, os.environ.get(FAULT_VAR, ""), 0
-
-    def enter(self, phase: str) -> None:
-        atomic_write_text(self.out / f"rank{self.rank}.phase", f"{phase}\n{self.done}")
-        if self.fault == f"{self.rank}:{phase}":
-            os._exit(3)  # a rank that dies without a word, as a crashed GPU process does
-        if self.fault == f"{self.rank}:{phase}:hang":
-            import time
-
-            time.sleep(10**6)  # a rank that stops answering: the parent's deadline must end every rank
-
-    def step(self, phase: str) -> None:
-        self.done += 1
-        atomic_write_text(self.out / f"rank{self.rank}.phase", f"{phase}\n{self.done}")
 
 
 class Prober:

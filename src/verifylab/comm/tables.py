@@ -14,7 +14,7 @@ import pandas as pd
 from verifylab.comm.host import link_meaning, parse_p2p_status, parse_topology
 from verifylab.comm.nccl_log import NcclLog, parse_nccl_log, transport_of
 from verifylab.comm.probe import RawProbe
-from verifylab.comm.rank import WORLD
+from verifylab.comm.rank_state import WORLD
 
 LATENCY_COLUMNS = [
     "path",
