@@ -1,11 +1,13 @@
 """All file writes go through here: temp file in the same folder, fsync, then an atomic rename (and an fsync of
 the folder). The target keeps its permission bits (a new file gets the umask's); a symlinked target is written
-through, so the link stays a link."""
+through, so the link stays a link. A file's sha256 (what the gates record before and after a patch) is read
+here too."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -131,3 +133,17 @@ def atomic_write_with(target: Path, writer: Callable[[Path], None]) -> None:
     """Let ``writer`` fill a temporary path (e.g. a Parquet writer), then rename it to ``target``."""
     with atomic_path(target) as tmp:
         writer(tmp)
+
+
+def sha256_bytes(data: bytes) -> str:
+    """The hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of the file at ``path``, read in 1 MiB pieces."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while piece := fh.read(1 << 20):
+            digest.update(piece)
+    return digest.hexdigest()

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifylab.errors import GateError
-from verifylab.gates.scan import Finding, scan_file, sha256_of
+from verifylab.gates.scan import Finding, scan_file
 from verifylab.gates.source import MULTICAST_ROLE, unresolved_names
 from verifylab.gates.state import STATE_DIR
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
 from verifylab.gates.state import tree_state as tree_state
+from verifylab.iorw import sha256_of
 from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, flashinfer_workspace_needs_multicast, version_at_least
 
 PACKAGES = ("sglang", "flashinfer")

@@ -15,13 +15,13 @@ from verifylab.errors import GateError
 from verifylab.gates.inventory import Audit, audit
 from verifylab.gates.lock import tree_lock
 from verifylab.gates.patch import FilePlan, plan_file
-from verifylab.gates.scan import Finding, arch_of, sha256_bytes, sha256_of
+from verifylab.gates.scan import Finding, arch_of
 from verifylab.gates.source import MULTICAST_ROLE, unresolved_names
 from verifylab.gates.state import STATE_DIR, recover_for_apply, remove_state, remove_temps
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
 from verifylab.gates.state import tree_state as tree_state
-from verifylab.iorw import atomic_write_bytes, atomic_write_json
+from verifylab.iorw import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_of
 
 
 def plan(aud: Audit) -> dict[str, FilePlan]:

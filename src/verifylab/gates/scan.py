@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,14 +55,6 @@ class Finding:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_of(path: Path) -> str:
-    return sha256_bytes(path.read_bytes())
 
 
 def arch_of(node: ast.AST) -> int | None:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.lock import tree_lock
-from verifylab.gates.scan import sha256_bytes, sha256_of
-from verifylab.iorw import atomic_write_bytes, atomic_write_json
+from verifylab.iorw import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_of
 
 STATE_DIR = ".verifylab-gates"
 REVERT = "verifylab gates revert"
