@@ -345,3 +345,17 @@ def test_the_example_campaign_is_valid(repo_root):
     campaign = load_campaign(repo_root / "examples" / "fleet" / "campaign.yaml", repo_root)
     assert {h.resource for h in campaign.hosts} == {j.host for j in campaign.jobs}
     assert all(job.params.is_file() for job in campaign.jobs)
+
+
+def test_fleet_help_teaches_with_the_example_campaign(repo_root):
+    """`verifylab fleet --help` shows a campaign file: the example's content, so the two never drift apart."""
+    import yaml
+
+    from verifylab.cli.fleet import FLEET_HELP
+
+    shown = FLEET_HELP.split("(examples/fleet/campaign.yaml):\n\n", 1)[1].split("\n\n", 1)[0]
+    example = (repo_root / "examples" / "fleet" / "campaign.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(shown) == yaml.safe_load(example)
+    result = CliRunner().invoke(app, ["fleet", "--help"])
+    assert result.exit_code == 0 and "campaign: pcie-vs-nvlink" in result.output
+    assert "pip install 'verifylab[fleet]'" in result.output  # the extra's name survives the help's markup

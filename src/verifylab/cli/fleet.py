@@ -14,14 +14,43 @@ from rich.markup import escape
 from verifylab.cli._shared import console, err_console, fail, print_frame, progress_bar
 from verifylab.errors import VerifylabError
 
-fleet_app = typer.Typer(
-    help="A campaign over several GPU boxes scheduled by Ray: each box is a Ray node offering a custom resource "
-    "named in the campaign file; each job is `verifylab run --params … --only … --no-render` on its box, and its "
-    "runs come back into data/runs here. Start: `ray start --head` on one machine, `ray start --address HEAD:6379 "
-    "--resources '{\"box-a\": 1}'` on each box (README, 'Campaigns over several boxes'). Needs "
-    "`pip install 'verifylab[fleet]'`.",
-    no_args_is_help=True,
-)
+FLEET_HELP = """A campaign over several GPU boxes, scheduled by Ray: each box is a Ray node offering a custom resource
+named in the campaign file; each job is `verifylab run --params … --only … --no-render` on its box, and its runs
+come back into data/runs here, each naming its host (the book's hardware table shows it).
+
+A campaign file (examples/fleet/campaign.yaml):
+
+campaign: pcie-vs-nvlink     # recorded in every run's manifest
+hosts:
+  - name: rtxpro-8
+    resource: rtxpro-8       # the Ray resource only this box offers
+    description: "8x RTX PRO 6000 Blackwell, PCIe"
+  - name: h200-2
+    resource: h200-2
+    description: "2x H200, NVLink"
+jobs:
+  - name: rtxpro-benchmarks
+    params: ../params-case-study.yaml   # relative to this file
+    host: rtxpro-8
+    only: ["01", "02", "03"]
+  - name: h200-benchmarks
+    params: ../params-case-study.yaml
+    host: h200-2
+    only: ["02", "03"]
+    label: "2x H200, NVLink, TP 2"
+
+Start Ray: `ray start --head` on one machine, then on each box
+`ray start --address HEAD:6379 --resources '{"rtxpro-8": 1}'`
+(each box its own resource). Then:
+
+`verifylab fleet plan campaign.yaml` (what runs where)
+`verifylab fleet run campaign.yaml --address HEAD:6379`
+`verifylab book` (one edition from the runs that came back)
+
+Needs the fleet extra: `pip install 'verifylab\\[fleet]'`
+(README, 'Campaigns over several boxes')."""
+
+fleet_app = typer.Typer(help=FLEET_HELP, no_args_is_help=True)
 
 CAMPAIGN_HELP = "The campaign file (YAML: campaign, hosts, jobs; see examples/fleet/campaign.yaml)."
 
