@@ -71,8 +71,8 @@ def fit_limits(cells: pd.DataFrame, column_px: float) -> tuple[list[int], bool]:
 def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
     """The longest word (characters) each column may show so that the table fits ``column_px`` without breaking
     a word: a column is as narrow as its longest word; where the sum is too wide, identifiers (run ids, paths,
-    kernel names) are shortened, the longest first; headers, numbers and words of prose are kept whole unless
-    the table cannot fit otherwise."""
+    kernel names) are shortened, the longest first; headers, numbers, words of prose and identifiers of up to
+    :data:`KEEP_WHOLE` characters are kept whole unless the table cannot fit otherwise."""
     return fit_limits(cells, column_px)[0]
 
 

@@ -14,6 +14,7 @@ import html
 import math
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,25 +104,32 @@ _BREAKS = re.compile(r"[-/?!(){}\[\]|+%…–—:=,;]")
 CODE_SPAN = re.compile(r"`([^`]+)`")  # `verifylab gates apply` in a rule's text: set as code, never as backticks
 
 
+def _with_code_spans(text: str, plain: Callable[[str], str]) -> str:
+    """``text`` with its backticked spans set as (escaped) code and the rest as ``plain`` makes it."""
+    pieces = enumerate(CODE_SPAN.split(text))  # odd pieces were between backticks
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else plain(p) for i, p in pieces)
+
+
 def code_spans_html(text: str) -> str:
     """Escaped ``text`` with its backticked spans set as code."""
-    pieces = enumerate(CODE_SPAN.split(text))  # odd pieces were between backticks
-    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in pieces)
+    return _with_code_spans(text, html.escape)
+
+
+def _whole_words(text: str) -> str:
+    """Escaped ``text``, each word a browser would break after a character of it kept on one line."""
+
+    def word(part: str) -> str:
+        whole = _BREAKS.search(part) and len(part) > 2 and word_width(part) == len(part)
+        return f'<span class="v-word">{html.escape(part)}</span>' if whole else html.escape(part)
+
+    return "".join(word(p) for p in re.split(r"(\s+)", text))
 
 
 def _words_html(text: str) -> str:
     """Escaped text whose words never break inside: a word with a character browsers break after (``-``,
     ``/``, ``(``) is kept whole (``v-word``), except a hyphenated word of prose, which may break after its
     hyphens; lines break between words only. Backticked spans are set as code."""
-    out = []
-    for i, piece in enumerate(CODE_SPAN.split(text)):
-        if i % 2:
-            out.append(f"<code>{html.escape(piece)}</code>")
-            continue
-        for p in re.split(r"(\s+)", piece):
-            whole = _BREAKS.search(p) and len(p) > 2 and word_width(p) == len(p)
-            out.append(f'<span class="v-word">{html.escape(p)}</span>' if whole else html.escape(p))
-    return "".join(out)
+    return _with_code_spans(text, _whole_words)
 
 
 def _cell(text: str, chars: int, tag: str = "td", span: int = 0) -> str:
