@@ -86,3 +86,34 @@ def test_every_server_setting_reaches_the_launch_command():
         assert args[args.index("--tp-size") + 1] == "2" and args[args.index("--port") + 1] == "30001"
     with pytest.raises(ParameterError, match="mem_fraction_static"):
         Benchmarks.validated(mem_fraction_static=1.5)
+
+
+def test_a_server_setting_declared_in_params_changes_what_is_started():
+    """Every name in SERVER_SETTINGS, set to another value, changes the command SGLang is started with (or how it
+    is started): a setting added to the model and the list reaches the server with no other edit."""
+    import types
+    import typing
+
+    from verifylab.chapters.params import SERVER_SETTINGS, Benchmarks
+    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_args
+
+    def sample(annotation):
+        union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        for kind in typing.get_args(annotation) if union else (annotation,):
+            if typing.get_origin(kind) is typing.Annotated:
+                kind = typing.get_args(kind)[0]
+            kind = typing.get_origin(kind) or kind
+            for wanted, value in ((bool, True), (list, ["--other-flag"]), (float, 0.3), (int, 2), (str, "other_value")):
+                if kind is wanted:
+                    return value
+        raise AssertionError(f"no sample value for {annotation}")
+
+    def started(params) -> tuple:
+        base = BaseConfig(**params.server_settings())
+        return [*base.launcher, *variant_args(base, DEFAULT_VARIANTS["eagle3"], "")], base.simulate_no_multicast
+
+    given = {"model_path": "/m", "draft_model_path": "/d"}
+    default = started(Benchmarks.validated(**given))
+    for name in SERVER_SETTINGS:
+        changed = Benchmarks.validated(**given | {name: sample(Benchmarks.model_fields[name].annotation)})
+        assert started(changed) != default, f"{name} never reaches the server"
