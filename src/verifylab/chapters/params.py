@@ -32,6 +32,11 @@ class _Server(ChapterParams):
     mem_fraction_static: float | None = Field(
         None, gt=0, le=1, description="live: GPU memory SGLang keeps for weights and KV cache (its default if None)"
     )
+    attention_backend: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9_]+$",
+        description="live: SGLang's attention backend for every variant, e.g. triton (SGLang's choice if None)",
+    )
     launcher: list[str] = Field(
         default_factory=lambda: ["python", "-m", "sglang.launch_server"],
         min_length=1,
@@ -39,7 +44,7 @@ class _Server(ChapterParams):
     )
     extra_args: list[str] = Field(
         default_factory=list,
-        description='live: more launch flags for every variant, e.g. ["--attention-backend", "triton"]',
+        description='live: more launch flags for every variant, e.g. ["--sampling-backend", "pytorch"]',
     )
     simulate_no_multicast: bool = Field(
         False, description="live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)"
@@ -76,6 +81,7 @@ SERVER_SETTINGS = (
     "tp_size",
     "port",
     "mem_fraction_static",
+    "attention_backend",
     "launcher",
     "extra_args",
     "simulate_no_multicast",
