@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +38,32 @@ def _literal(value: Any) -> str:
     raise TypeError(f"a parameter default of type {type(value).__name__} cannot be written into a notebook")
 
 
+_BUILTIN_NAMES = {bool: "bool", int: "int", float: "float", str: "str", Path: "str"}
+
+
+def type_name(annotation: Any) -> str | None:
+    """``annotation`` as the cell writes it (``int``, ``list[str]``): names a notebook evaluates without imports
+    and papermill parses (a path is written as the string it is given as); None where there is none (unions)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return type_name(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return None  # papermill reads no "|" in an annotation (it would drop the parameter): left unannotated
+    if origin is list:
+        inner = type_name(args[0]) if args else None
+        return f"list[{inner}]" if inner else "list"
+    if origin is typing.Literal:
+        return type_name(type(args[0])) if args else None
+    return _BUILTIN_NAMES.get(annotation)
+
+
 def parameters_cell(model: type[BaseModel]) -> str:
-    """The body of the parameters cell: one ``name = default  # what it does`` line per field of ``model``."""
+    """The body of the parameters cell: one ``name: type = default  # what it does`` line per field of ``model``
+    (papermill --help-notebook shows the type and the comment)."""
     lines = []
     for name, field in model.model_fields.items():
-        line = f"{name} = {_literal(field.get_default(call_default_factory=True))}"
+        kind = type_name(field.annotation)
+        line = f"{name}{f': {kind}' if kind else ''} = {_literal(field.get_default(call_default_factory=True))}"
         comment = field.description
         if comment and len(f"{line}  # {comment}") <= LINE:
             line = f"{line}  # {comment}"
