@@ -65,8 +65,8 @@ notebooks: $(STAMP)
 check: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
-# Two workers (CI's two cores); the tests that read the built book share one of them, so it is built once, and
-# the local Ray cluster's tests another.
+# Two workers (CI's two cores); the tests that read the built book stay on one worker, so it is built once, and so
+# do the local Ray cluster's tests (one cluster).
 test: $(FLEET_STAMP) browser lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
