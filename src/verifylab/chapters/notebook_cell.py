@@ -73,13 +73,18 @@ def parameters_cell(model: type[BaseModel]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def with_parameters_cell(source: str, model: type[BaseModel], path: Path) -> str:
-    """``source`` (a jupytext percent notebook) with its parameters cell written from ``model``."""
+def _with_cell(source: str, body: str, path: Path) -> str:
+    """``source`` (a jupytext percent notebook) with ``body`` as its parameters cell."""
     if CELL_MARK not in source:
         raise ValueError(f"{path}: no parameters cell ({CELL_MARK.strip()})")
     head, rest = source.split(CELL_MARK, 1)
     _, sep, tail = rest.partition("\n# %%")
-    return head + CELL_MARK + parameters_cell(model) + sep + tail
+    return head + CELL_MARK + body + sep + tail
+
+
+def with_parameters_cell(source: str, model: type[BaseModel], path: Path) -> str:
+    """``source`` (a jupytext percent notebook) with its parameters cell written from ``model``."""
+    return _with_cell(source, parameters_cell(model), path)
 
 
 def with_parameters(source: str, chapter: str, path: Path) -> str:
@@ -95,11 +100,7 @@ def sync_notebooks(folder: Path, write: bool) -> list[Path]:
     for chapter in CHAPTER_PARAMS:
         path = folder / f"{chapter}.py"
         source = path.read_text(encoding="utf-8")
-        if CELL_MARK not in source:
-            raise ValueError(f"{path}: no parameters cell ({CELL_MARK.strip()})")
-        head, rest = source.split(CELL_MARK, 1)
-        _, sep, tail = rest.partition("\n# %%")
-        wanted = head + CELL_MARK + POINTER + sep + tail
+        wanted = _with_cell(source, POINTER, path)
         if wanted != source:
             stale.append(path)
             if write:
