@@ -141,9 +141,6 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_of(path: Path) -> str:
-    """The hex sha256 of the file at ``path``, read in 1 MiB pieces."""
-    digest = hashlib.sha256()
+    """The hex sha256 of the file at ``path``, read in pieces (never whole into memory)."""
     with path.open("rb") as fh:
-        while piece := fh.read(1 << 20):
-            digest.update(piece)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()

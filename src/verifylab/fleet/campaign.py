@@ -3,13 +3,13 @@ the jobs (a parameters file, the chapters to run, the box), validated before any
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from verifylab.errors import FleetError, ParameterError, describe_error
+from verifylab.iorw import sha256_bytes, sha256_of
 from verifylab.publish.build import chapter_sources
 from verifylab.publish.pipeline import load_params, select_chapters
 from verifylab.strict_yaml import read_strict_yaml_file
@@ -100,10 +100,10 @@ def job_key(job: FleetJob, host: FleetHost, code: str) -> str:
     """What makes a job done: its parameters (the file's bytes), chapters, label, the box and the code. A rerun
     of the campaign skips a job whose key is recorded as done."""
     parts = {
-        "params": hashlib.sha256(job.params.read_bytes()).hexdigest(),
+        "params": sha256_of(job.params),
         "only": job.only,
         "label": job.label,
         "resource": host.resource,
         "code": code,
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+    return sha256_bytes(json.dumps(parts, sort_keys=True).encode())[:16]

@@ -4,7 +4,6 @@ beside the store and renamed in, and each manifest is told where the run was mea
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 import tarfile
@@ -12,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from verifylab.errors import FleetError
+from verifylab.iorw import sha256_bytes
 from verifylab.store.manifest import RUN_ID_PATTERN
 from verifylab.store.runs import RunStore
 
@@ -27,7 +27,7 @@ def pack_runs(runs_dir: Path, run_ids: list[str]) -> tuple[bytes, str]:
         for run_id in sorted(run_ids):
             tar.add(runs_dir / run_id, arcname=run_id, filter=data_only)
     blob = buffer.getvalue()
-    return blob, hashlib.sha256(blob).hexdigest()
+    return blob, sha256_bytes(blob)
 
 
 def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
@@ -44,7 +44,7 @@ def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
 def unpack_runs(blob: bytes, digest: str, store: RunStore, fleet: dict[str, str]) -> list[str]:
     """Check ``blob`` against ``digest``, then add its runs to ``store`` with ``fleet`` (host, node, job,
     campaign) in their manifests; a run already there is replaced whole. Returns the run ids."""
-    if hashlib.sha256(blob).hexdigest() != digest:
+    if sha256_bytes(blob) != digest:
         raise FleetError("a returned run does not match its sha256 (damaged on the way): nothing unpacked")
     store.root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".fleet-", dir=store.root) as tmp:
