@@ -309,7 +309,7 @@ def _lift_constants(cells: pd.DataFrame, kept: tuple[str, ...]) -> tuple[pd.Data
     """Where a table cannot keep its words whole in the narrowest column, the columns (never the first, nor
     ``kept``) that hold one value in every row leave it for a line above it ("Every row: run id …"); the
     export keeps them as columns."""
-    if len(cells) < 2 or fit_limits(_shown(cells), COLUMN_PX)[1]:
+    if len(cells) < 2 or fit_limits(cells, COLUMN_PX)[1]:  # before listings and notes: every cell is its text
         return cells, ""
     same = [c for c in cells.columns[1:] if c not in kept and cells[c].nunique() == 1 and cells[c].iloc[0] != EMPTY]
     if not same:
