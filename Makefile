@@ -31,17 +31,31 @@ $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "verifylab needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 
-# --no-compile: bytecode is written on first import, for the modules used (half the install time; see above)
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev]"
+# uv installs into the venv: it downloads and unpacks in parallel, a fresh install in 15 s where pip takes 60.
+# It reads neither pip's configuration nor its find-links, so the local wheels pip is pointed at (a machine's
+# CPU build of torch, say) are handed to it; and it trusts the system's certificates, as pip does.
+# Bytecode is written on first import, for the modules used (see above).
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/python -m pip install -q uv
+ifndef UV_FIND_LINKS
+UV_FIND_LINKS := $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+endif
+ifneq ($(UV_FIND_LINKS),)
+export UV_FIND_LINKS
+endif
+export UV_SYSTEM_CERTS ?= 1
+UV_INSTALL := $(BIN)/uv pip install -q --python $(BIN)/python
+
+$(STAMP): pyproject.toml | $(BIN)/uv
+	$(UV_INSTALL) -e ".[book,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
 # With Ray, for verifylab fleet and its tests (an optional extra: make book and make check do without it); one
-# pip run for everything, so a fresh clone's make test resolves once
-$(FLEET_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --no-compile -e ".[book,dev,fleet]"
+# uv run for everything, so a fresh clone's make test resolves once
+$(FLEET_STAMP): pyproject.toml | $(BIN)/uv
+	$(UV_INSTALL) -e ".[book,dev,fleet]"
 	touch $(STAMP) $(FLEET_STAMP)
 
 book: $(STAMP)

@@ -30,27 +30,38 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def open_page(browser, url: str):
-    """Load ``url`` blocking every non-local request; returns (page, console errors, blocked urls)."""
-    page = browser.new_page()
-    errors: list[str] = []
-    blocked: list[str] = []
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+class Tab:
+    """One page of the browser that opens URL after URL with every non-local request blocked, noting the console
+    errors and blocked requests of each visit (a new page per URL costs the browser twice the CPU)."""
 
-    def route(request_route):
+    def __init__(self, browser) -> None:
+        self.page = browser.new_page()
+        self.errors: list[str] = []
+        self.blocked: list[str] = []
+        self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.route("**/*", self._route)
+
+    def _route(self, request_route) -> None:
         target = request_route.request.url
         if target.startswith(("http://127.0.0.1", "data:", "about:")):
             request_route.continue_()
         else:
-            blocked.append(target)
+            self.blocked.append(target)
             request_route.abort()
 
-    page.route("**/*", route)
-    page.goto(url, wait_until="load")  # the pages load nothing after "load": charts are inline SVG
-    # widths are measured in the page's own fonts: on a busy machine they may still be loading at "load"
-    page.wait_for_function("() => document.fonts.status === 'loaded'")  # survives a redirect page
-    return page, errors, blocked
+    def open(self, url: str):
+        """Load ``url``; returns (page, console errors, blocked urls) of this visit."""
+        self.errors, self.blocked = [], []
+        self.page.goto(url, wait_until="load")  # the pages load nothing after "load": charts are inline SVG
+        # widths are measured in the page's own fonts: on a busy machine they may still be loading at "load"
+        self.page.wait_for_function("() => document.fonts.status === 'loaded'")  # survives a redirect page
+        return self.page, self.errors, self.blocked
+
+
+def open_page(browser, url: str):
+    """Load ``url`` in a page of its own; returns (page, console errors, blocked urls)."""
+    return Tab(browser).open(url)
 
 
 def pages(built_book: Path) -> list[Path]:

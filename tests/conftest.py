@@ -23,7 +23,7 @@ from .browsing import (
     SCREEN_HEIGHT,
     SCREEN_WIDTHS,
     QuietHandler,
-    open_page,
+    Tab,
     pages,
 )
 from .projects import project_copy
@@ -133,13 +133,13 @@ def visited(book_url, built_book) -> dict[str, dict]:
 
 
 def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
-    glossary, *_ = open_page(browser, f"{book_url}/book/glossary.html")
+    tab = Tab(browser)
+    glossary, *_ = tab.open(f"{book_url}/book/glossary.html")
     terms = glossary.evaluate(GLOSSARY_TERMS)
-    glossary.close()
     seen = {}
     for path in pages(built_book):
         rel = path.relative_to(built_book).as_posix()
-        page, errors, blocked = open_page(browser, f"{book_url}/{rel}")
+        page, errors, blocked = tab.open(f"{book_url}/{rel}")
         has_article = page.locator("article.bd-article").count() > 0
         layout = {}
         for width in SCREEN_WIDTHS:  # a laptop and a narrow window
@@ -155,5 +155,5 @@ def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
             "unlinked_terms": page.evaluate(FIRST_USES, terms) if has_article and "glossary" not in rel else [],
             "terms_checked": len(terms),
         }
-        page.close()
+    tab.page.close()
     return seen

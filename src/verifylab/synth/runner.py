@@ -283,6 +283,10 @@ def _join(context, cfg: SynthConfig, out: Path) -> None:
 # instead of the ~2 CPU-s a fresh interpreter spends importing torch (per rank, per run). The server never touches
 # CUDA, so forked ranks may.
 RANK_PRELOAD = ["torch", "torch.distributed", "torch.profiler", "verifylab.synth.verify_pass"]
+# torch's profiler asks ``hasattr(torch, "_inductor")`` as it starts, which imports the compiler stack (about
+# 2 CPU-s per rank). Ranks on the CPU (gloo) get it from the server too; on GPUs each rank imports it itself,
+# since that import is not known to leave CUDA untouched, and the server must not have touched CUDA.
+CPU_RANK_PRELOAD = [*RANK_PRELOAD, "torch._inductor"]
 
 
 def _start_ranks(cfg: SynthConfig, port: int, out: Path):
@@ -290,7 +294,8 @@ def _start_ranks(cfg: SynthConfig, port: int, out: Path):
 
     import torch.multiprocessing as mp
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(RANK_PRELOAD)
+    preload = CPU_RANK_PRELOAD if cfg.backend == "gloo" else RANK_PRELOAD
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
     args = (cfg, port, str(out), (os.getpid(), dict(os.environ)))
     return mp.start_processes(_worker, args=args, nprocs=cfg.ranks, join=False, start_method="forkserver")
 
