@@ -83,3 +83,15 @@ def test_ray_is_imported_by_the_fleet_driver_only():
         if "verifylab.fleet.ray_runner" in modules:
             assert rel == "cli/fleet.py", f"{rel} imports the Ray driver"
     assert importers == {"fleet/ray_runner.py"}
+
+
+def test_the_command_line_starts_without_the_data_stack():
+    """``verifylab`` starts light (its subcommands load pandas and the rest when they need them): tests, ranks and
+    boxes start it dozens of times, and pandas alone would double its start-up."""
+    import subprocess
+    import sys
+
+    heavy = ("pandas", "pyarrow", "altair", "torch", "ray", "papermill")
+    code = f"import sys, verifylab.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -7,7 +7,6 @@ import os
 import time
 from pathlib import Path
 
-import pandas as pd
 import typer
 from rich.markup import escape
 
@@ -91,6 +90,8 @@ def fleet_plan(
                 "state": "done (skipped)" if key in done else "to run",
             }
         )
+    import pandas as pd  # here, not above: every command starts without it
+
     print_frame(pd.DataFrame(rows), title=f"campaign {campaign.campaign} (verifylab {code})")
 
 
@@ -179,4 +180,6 @@ def fleet_status(
         }
         for job in campaign.jobs
     ]
+    import pandas as pd
+
     print_frame(pd.DataFrame(rows), title=f"campaign {campaign.campaign}")
