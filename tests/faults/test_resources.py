@@ -74,7 +74,7 @@ def test_a_concurrency_past_the_hard_open_file_limit_is_refused_before_any_reque
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_soft_open_file_limit_is_raised_to_what_the_sweep_needs():
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    assert hard == resource.RLIM_INFINITY or hard >= 3064, f"this machine's hard limit {hard} is below 3064"
-    done = _sweep_with_open_files((256, hard), 3000)
+    assert hard == resource.RLIM_INFINITY or hard >= 564, f"this machine's hard limit {hard} is below 564"
+    done = _sweep_with_open_files((256, hard), 500)  # needs about 564: more than the soft limit allows
     assert "open files" not in done.stderr  # the limit was raised: the sweep went on to the (absent) server
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
