@@ -175,6 +175,8 @@ def _worker(
     device = torch.device("cuda", rank) if gpu else torch.device("cpu")
     if gpu:
         torch.cuda.set_device(device)
+    else:  # a rank is one device: with torch's default of a thread per core, ranks on a 2-core machine spun
+        torch.set_num_threads(1)  # against each other and a step took 8 times as long
     phases.enter("build")
     dtype = torch.bfloat16 if gpu else torch.float32
     stack = vp.ShardStack(_shape(cfg), cfg.tokens, cfg.layers, cfg.context, cfg.seed + rank, device, dtype)
