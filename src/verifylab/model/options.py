@@ -36,7 +36,8 @@ from verifylab.model.floors import (
     PassBytes,
     pass_bytes,
 )
-from verifylab.model.regimes import Collective, Price, RegimeCurves, regime_curves
+from verifylab.model.regime_inputs import regime_curves
+from verifylab.model.regimes import Collective, Price, RegimeCurves
 from verifylab.shapes import KIMI_K2
 from verifylab.sources import ModelSources
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime

@@ -21,15 +21,17 @@ Every price is a :class:`Price` with a low and a high end and the sources it cam
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from verifylab.model.comm_pass import loglog_interpolate
 from verifylab.model.costmodel import max_oneshot_tokens
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns, ModelSources
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
@@ -106,6 +108,23 @@ class BoxProbe:
     fused: SourceCurve | None
 
 
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def _memoized(method: Method) -> Method:
+    """A method whose result is kept per instance and arguments: the inputs never change once read, and one book
+    page asks for the same price hundreds of times (each a pandas filter of the public table)."""
+
+    @functools.wraps(method)
+    def kept(self: RegimeCurves, *args: Any, **kwargs: Any) -> Any:
+        key = (method.__name__, args, tuple(sorted(kwargs.items())))
+        if key not in self.memo:
+            self.memo[key] = method(self, *args, **kwargs)
+        return self.memo[key]
+
+    return kept  # type: ignore[return-value]
+
+
 @dataclass
 class RegimeCurves:
     """Prices of every collective in every priced regime, from one Evidence's public table and measured runs."""
@@ -117,6 +136,12 @@ class RegimeCurves:
     in_pass_fused: tuple[float, float] = (1.0, 1.0)  # the fused kernel inside a pass / isolated (low, high)
     box: BoxProbe | None = None
     notes: dict[str, str] = field(default_factory=dict)
+    memo: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False, compare=False)  # see _memoized
+
+    def __setattr__(self, name: str, value: Any) -> None:  # an input set anew drops every result kept
+        super().__setattr__(name, value)
+        if name != "memo" and "memo" in self.__dict__:
+            self.memo.clear()
 
     def regimes(self) -> tuple[Regime, ...]:
         """The regimes the options are priced in: the three of the model, and this box where a probe exists."""
@@ -131,23 +156,25 @@ class RegimeCurves:
         keep &= p["implementation"].astype(str).str.startswith(prefixes) & p["message_bytes"].notna()
         return p[keep]
 
-    def _curves(self, world: int, prefixes: tuple[str, ...]) -> list[SourceCurve]:
+    @_memoized
+    def _curves(self, world: int, prefixes: tuple[str, ...]) -> tuple[SourceCurve, ...]:
         rows = self._rows(world, prefixes)
         curves = []
         for (_url, impl), group in rows.groupby(["url", "implementation"]):
             g = group.sort_values("message_bytes")
             ids = ", ".join(g["id"])
             curves.append(SourceCurve(f"{impl} ({ids})", tuple(g["message_bytes"]), monotone(list(g["value"]))))
-        return curves
+        return tuple(curves)
 
-    def _value(self, implementation: str, unit: str, world: int | None = None) -> list[float]:
+    @_memoized
+    def _value(self, implementation: str, unit: str, world: int | None = None) -> tuple[float, ...]:
         p = self.public
         if p.empty:
-            return []
+            return ()
         keep = (p["implementation"] == implementation) & (p["unit"] == unit)
         if world is not None:
             keep &= p["world_size"] == world
-        return [float(v) for v in p.loc[keep, "value"]]
+        return tuple(float(v) for v in p.loc[keep, "value"])
 
     @property
     def bus_bandwidth_gbs(self) -> tuple[float, float]:
@@ -163,6 +190,10 @@ class RegimeCurves:
 
     @property
     def host_hop_us(self) -> float:
+        return self._host_hop_us()
+
+    @_memoized
+    def _host_hop_us(self) -> float:
         p = self.public
         if not p.empty:
             rows = p[(p["implementation"] == "gpu_to_gpu_latency") & (p["transport"] == "SHM")]
@@ -180,6 +211,7 @@ class RegimeCurves:
         return 1 / max(slope, 1e-9) / 1e3  # a 2-rank ring moves the whole message once each way
 
     # ------------------------------------------------------------------------------------------- prices
+    @_memoized
     def price(self, regime: Regime, collective: Collective, world: int, message: float) -> Price | str:
         """The price of one collective of ``message`` bytes at ``world`` ranks, or why it is not priced."""
         if regime is Regime.MEASURED:
@@ -309,68 +341,6 @@ class RegimeCurves:
             return "no reported all-reduce"
         low, high, _ = self.reported_allreduce
         return Price(low / 14, high / 14, "one step of the reported ring")
-
-
-def _host_curve(runs: MeasuredRuns) -> tuple[SourceCurve | None, str | None]:
-    """The newest measured NCCL curve through host memory: a probe in that regime, else the campaign's shm path."""
-    for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
-        verdict = runs.read_table(run_id, "verdict")
-        if not verdict.empty and verdict["regime"].iloc[0] == Regime.HOST_MEMORY.value:
-            lat = runs.read_table(run_id, "allreduce_latency")
-            rows = lat[(lat["impl"] == "nccl") & (lat["mode"] == "graph") & (lat["group"] == "all")]
-            rows = rows.dropna(subset=["us"]).sort_values("bytes")
-            if not rows.empty:
-                return SourceCurve(f"run {run_id}", tuple(rows["bytes"]), monotone(list(rows["us"]))), run_id
-    return None, None
-
-
-def in_pass_fused_factor(runs: MeasuredRuns) -> tuple[float, float, str]:
-    """The fused kernel's cost inside a pass over its isolated latency, from the synthetic passes' traces (per
-    all-reduce comm time at 122 all-reduces vs the same run's isolated curve): (low, high, source)."""
-    ratios, sources = [], []
-    for run_id in runs.runs_with_all((*COMM_CAMPAIGN_TABLES, "verify_pass_trace")):
-        trace = runs.read_table(run_id, "verify_pass_trace")
-        lat = runs.read_table(run_id, "allreduce_latency")
-        fused = trace[(trace["variant"] == "fused") & (trace["allreduce_count"] > 0)]
-        for (path, tokens), group in fused.groupby(["path", "tokens"]):
-            per_call = float((group["comm_us"] / group["allreduce_count"]).median())
-            iso = lat[(lat["path"] == path) & (lat["impl"] == "fused") & (lat["tokens"] == tokens)]
-            iso = iso[~iso["settings"].astype(str).str.contains("forced", case=False)] if "settings" in iso else iso
-            if not iso.empty:
-                ratios.append(per_call / float(iso["us"].iloc[0]))
-                sources.append(f"run {run_id}, {int(tokens)} tokens")
-    if not ratios:
-        return 1.0, 1.0, "no trace of a fused pass: isolated latency used"
-    return min(1.0, min(ratios)), max(ratios), "; ".join(sources)
-
-
-def box_probe(runs: MeasuredRuns) -> BoxProbe | None:
-    """The newest stored probe (not mechanics only) at the case study's TP size, with its verdict's regime."""
-    for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
-        run = runs.run(run_id)
-        verdict = runs.read_table(run_id, "verdict")
-        whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
-        if run.mechanics_only or whole.empty or int(whole["world"].iloc[0]) != BOX_WORLD:
-            continue
-        lat = runs.read_table(run_id, "allreduce_latency")
-        rows = lat[(lat["mode"] == "graph") & (lat["group"] == "all")].dropna(subset=["us"])
-        curves = {}
-        for impl in ("nccl", "fused"):
-            r = rows[rows["impl"] == impl].sort_values("bytes")
-            if not r.empty:
-                curves[impl] = SourceCurve(f"run {run_id}", tuple(r["bytes"]), monotone(list(r["us"])))
-        if "nccl" in curves:
-            return BoxProbe(run_id, run.label, Regime(whole["regime"].iloc[0]), curves["nccl"], curves.get("fused"))
-    return None
-
-
-def regime_curves(ev: ModelSources, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
-    """The curves of one Evidence (public table, measured runs) and the reported regime's range."""
-    host, host_run = _host_curve(ev.measured)
-    low, high, source = in_pass_fused_factor(ev.measured)
-    curves = RegimeCurves(ev.public, host, host_run, reported, (low, high), box_probe(ev.measured))
-    curves.notes["in_pass_fused"] = source
-    return curves
 
 
 def regime_curves_table(
