@@ -162,3 +162,16 @@ def test_a_probe_of_an_8_gpu_box_prices_its_own_row(data_dir):
     edition = {"id": "x", "built": "now", "runs": [], "key_findings": key_findings(ev)}
     page = decision_markdown(edition, ev)
     assert "run 20261201-120000-box-probe" in page and "this box (probe)" in page
+
+
+def test_a_price_kept_by_the_model_follows_an_input_set_later(ev):
+    """The model keeps each price it computed (pages ask for the same one hundreds of times); setting an input
+    anew, as the options' inputs set the reported range once the floor is known, drops what was kept."""
+    from verifylab.model.regime_inputs import regime_curves
+
+    curves = regime_curves(ev)
+    message = 4 * KIMI_K2_HIDDEN * 2
+    assert isinstance(curves.price(Regime.DEGRADED, Collective.NCCL, 8, message), str)  # no reported range yet
+    curves.reported_allreduce = (150.0, 205.0, message)
+    price = curves.price(Regime.DEGRADED, Collective.NCCL, 8, message)
+    assert isinstance(price, Price) and (price.low_us, price.high_us) == (150.0, 205.0)
