@@ -80,9 +80,15 @@ check: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 # Two workers (CI's two cores); the tests that read the built book stay on one worker, so it is built once, and so
-# do the local Ray cluster's tests (one cluster).
-test: $(FLEET_STAMP) browser lint
+# do the local Ray cluster's tests (one cluster). Beside the lint, the bytecode of what the test processes import
+# is compiled once (tests/warm_bytecode.py): in a fresh clone the first workers, kernels and ranks would otherwise
+# each compile the same modules at once (about 10 s of the run on two cores).
+test: $(FLEET_STAMP) browser
+	$(MAKE) --no-print-directory -j 3 -O lint warm-bytecode-torch warm-bytecode-book
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+warm-bytecode-%: $(STAMP)
+	$(BIN)/python tests/warm_bytecode.py $*
 
 # verifylab fleet against a real local Ray cluster (a head and two nodes): installs the fleet extra (Ray) first.
 test-fleet: $(FLEET_STAMP)
