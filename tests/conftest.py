@@ -33,7 +33,13 @@ SEEDS = ROOT.parent / "shared" / "seeds"
 BOOK_FIXTURES = {"smoke_run", "built_book"}  # a test using one builds the book: the slow lane
 
 
-SHARED_BUILDS = {"gloo_61": "gloo-traces", "cluster": "ray-cluster"}  # other costly shared fixtures: one worker each
+# other costly shared fixtures (a module's, computed once per worker that runs one of its tests): one worker each
+SHARED_BUILDS = {
+    "gloo_61": "gloo-traces",
+    "cluster": "ray-cluster",
+    "two_ranks": "probe-ranks",
+    "computed": "one-value",
+}
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
