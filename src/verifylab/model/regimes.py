@@ -112,8 +112,8 @@ Method = TypeVar("Method", bound=Callable[..., Any])
 
 
 def _memoized(method: Method) -> Method:
-    """A method whose result is kept per instance and arguments: the inputs never change once read, and one book
-    page asks for the same price hundreds of times (each a pandas filter of the public table)."""
+    """A method whose result is kept per instance and arguments, until an input is set anew: one book page asks
+    for the same price hundreds of times, each a pandas filter of the public table."""
 
     @functools.wraps(method)
     def kept(self: RegimeCurves, *args: Any, **kwargs: Any) -> Any:
