@@ -79,13 +79,14 @@ notebooks: $(STAMP)
 check: $(STAMP) lint
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
-# Two workers (CI's two cores); the tests that read the built book stay on one worker, so it is built once, and so
-# do the local Ray cluster's tests (one cluster). Beside the lint, the bytecode of what the test processes import
-# is compiled once (tests/warm_bytecode.py): in a fresh clone the first workers, kernels and ranks would otherwise
-# each compile the same modules at once (about 10 s of the run on two cores).
+# Three workers on CI's two cores: some tests wait (on the Ray cluster, on timeouts they test), and a third worker
+# uses that time (a fresh clone's pytest took 148 s against 157-161 s with two). The tests that read the built book
+# stay on one worker, so it is built once, and so do the local Ray cluster's tests (one cluster). Beside the lint,
+# the bytecode of what the test processes import is compiled once (tests/warm_bytecode.py): in a fresh clone the
+# first workers, kernels and ranks would otherwise each compile the same modules at once.
 test: $(FLEET_STAMP) browser
 	$(MAKE) --no-print-directory -j 3 -O lint warm-bytecode-torch warm-bytecode-book
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
 
 warm-bytecode-%: $(STAMP)
 	$(BIN)/python tests/warm_bytecode.py $*
