@@ -16,7 +16,7 @@ from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
-from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
+from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, launcher_help, serve
 from verifylab.server.profile import capture_profile
 from verifylab.store.evidence import Evidence
 from verifylab.store.manifest import new_run_id
@@ -161,10 +161,12 @@ def _profile_variants(section, store: RunStore, run_id: str, base, variants, ste
     """Start, profile and stop each variant in turn; a variant that fails to start is recorded and skipped."""
     log_dir = store.path(run_id) / "logs" / "profile"  # chapter 02 logs the same variant names one level up
     gathered: dict[str, list[pd.DataFrame]] = {name: [] for name in PROFILE_TABLES}
+    help_text: str | None = None  # the launcher's --help, read once for every variant (SGLang's takes seconds)
     for name in variants:
         state_row = {"variant": name}
         try:
-            with serve(base, DEFAULT_VARIANTS[name], log_dir) as (running, state):
+            help_text = help_text if help_text is not None else launcher_help(base.launcher)
+            with serve(base, DEFAULT_VARIANTS[name], log_dir, help_text=help_text) as (running, state):
                 state_row |= state.as_row()
                 section.add(
                     f"Started {name} for the capture: fusion {state.fusion}, speculative "
