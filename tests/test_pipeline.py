@@ -263,7 +263,13 @@ def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_pa
     from .test_bench import free_port
 
     root = project_copy(repo_root, tmp_path / "p")
-    launcher = [sys.executable, "-m", "verifylab.testing.server"]
+    helps = tmp_path / "help-calls"  # each chapter reads the launcher's --help once, whatever its variants
+    launcher = [
+        "sh",
+        "-c",
+        f'case " $* " in *" --help "*) echo >> {helps};; esac; exec {sys.executable} -m verifylab.testing.server "$@"',
+        "launcher",
+    ]
     path = tmp_path / "params.yaml"
     write_params(path, tp2_params(launcher, (free_port(), free_port())))
     result = run_pipeline(root, load_params(path), only=["02", "03_verify_breakdown"], render=False)
@@ -288,6 +294,7 @@ def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_pa
         ("eagle3_fusion", "nccl"): 1.0,
     }
     assert {r["variant"] for r in csv.DictReader((run / "trace_kernels.csv").open())} == {"baseline", "eagle3_fusion"}
+    assert len(helps.read_text().splitlines()) == 2  # chapter 02's three variants, chapter 03's two
 
 
 def test_live_tp2_simulated_pcie_marks_fusion_skipped(repo_root, tmp_path):
