@@ -175,12 +175,7 @@ def notebook(
         raise fail(ParameterError(f"no chapter {chapter!r}: the chapters are {names}"))
     if out.suffix != ".ipynb":
         raise fail(ParameterError(f"{out}: the notebook papermill runs must end in .ipynb"))
-    tmp = out.with_name(f".{out.name}.tmp.ipynb")
-    try:
-        to_notebook(found[0], tmp)
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    to_notebook(found[0], out)
     console.print(f"{found[0].stem} -> {out} (parameters from its Params)", highlight=False)
 
 

@@ -88,7 +88,7 @@ def to_notebook(source: Path, target: Path) -> None:
     text = with_parameters(source.read_text(encoding="utf-8"), source.stem, source)
     notebook = jupytext.reads(text, fmt="py:percent")
     notebook.metadata["kernelspec"] = dict(KERNELSPEC)
-    jupytext.write(notebook, target, fmt="ipynb")
+    atomic_write_text(target, jupytext.writes(notebook, fmt="ipynb") + "\n")  # whole, or the old file kept
 
 
 def execute_chapter(
