@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import shutil
 import sys
 import xml.etree.ElementTree as ET
@@ -267,7 +268,8 @@ def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_pa
     launcher = [
         "sh",
         "-c",
-        f'case " $* " in *" --help "*) echo >> {helps};; esac; exec {sys.executable} -m verifylab.testing.server "$@"',
+        f'case " $* " in *" --help "*) echo >> {shlex.quote(str(helps))};; esac; '
+        f'exec {shlex.quote(sys.executable)} -m verifylab.testing.server "$@"',
         "launcher",
     ]
     path = tmp_path / "params.yaml"
