@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 import verifylab.gates as gates
 import verifylab.gates.opening as opening
+import verifylab.gates.scan as scan
 from verifylab.cli import app
 from verifylab.errors import GateError
 from verifylab.gates.matrix import download_wheel, unpack_sources
@@ -101,6 +102,17 @@ def test_false_friends_are_not_gates(copy_of):
     files = {f.file for f in findings}
     assert "sglang/srt/distributed/bootstrap.py" not in files  # the unrelated _resolve_backend
     assert not any("fp8_utils" in f or "model_overrides" in f or "attention_hook" in f for f in files)
+
+
+def test_what_the_scan_skips_unparsed_holds_no_finding(monkeypatch):
+    root = pristine("sglang", "0.5.23")  # read only; most of its files name an arch predicate for something else
+    skipped = audit_to_dicts(gates.audit(root, "sm120"))
+    monkeypatch.setattr(scan, "worth_parsing", lambda source: True)
+    assert audit_to_dicts(gates.audit(root, "sm120")) == skipped
+
+
+def audit_to_dicts(audit) -> list[dict]:
+    return [f.to_dict() for f in audit.findings]
 
 
 def test_auto_enable_lists_kimi_in_0_5_9(copy_of):

@@ -181,6 +181,16 @@ def test_the_scanner_finds_an_arch_gate_of_a_fusion_function_and_its_state(tmp_p
     assert all(f.status == "open" for f in scan_source(opened, "x.py", target=120) if f.kind == "boolean_gate")
 
 
+def test_a_capability_table_is_parsed_however_its_assignment_is_laid_out():
+    from verifylab.gates.scan import worth_parsing
+
+    for layout in ["X_SYMM_SIZES = {", "X_SYMM_SIZES={", "_ALLREDUCE_MAX = (\n  {", "MULTIMEM_WS = \\\n{",
+                   "ALL_REDUCE_T = (  # by major\n    {"]:  # fmt: skip
+        assert worth_parsing(f"{layout}9: 1, 10: 2}}" + (")" if "(" in layout else "") + "\n"), layout
+    assert not worth_parsing("if is_sm100_supported() or is_sm90_supported():\n    use_fa3 = True\n")
+    assert worth_parsing("if is_sm100_supported() or is_sm90_supported():\n    enable_allreduce_fusion = True\n")
+
+
 # --- report.charts ------------------------------------------------------------------------------------------------
 def test_a_figure_renders_offline_svg_with_its_caption_escaped():
     import altair as alt
