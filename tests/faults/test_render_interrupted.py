@@ -20,7 +20,9 @@ import os, sys, time
 out = sys.argv[sys.argv.index("--path-output") + 1]
 os.makedirs(os.path.join(out, "_build", "html"), exist_ok=True)
 open(os.path.join(out, "_build", "html", "partial.html"), "w").write("half a book")
-open(sys.argv[2] + "/renderer.pid", "w").write(str(os.getpid()))  # argv: build ROOT ...
+pid_file = sys.argv[2] + "/renderer.pid"  # argv: build ROOT ...
+open(pid_file + ".tmp", "w").write(str(os.getpid()))
+os.replace(pid_file + ".tmp", pid_file)  # whole when it appears: the test reads it as soon as it exists
 time.sleep(60)
 """
 
