@@ -11,7 +11,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.scan import Finding, scan_file
-from verifylab.gates.source import MULTICAST_ROLE, unresolved_names
+from verifylab.gates.source import MULTICAST_ROLE, module_bindings, unresolved_names
 from verifylab.gates.state import STATE_DIR
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
@@ -125,9 +125,9 @@ def _mark_unresolved(found: list[Finding], path: Path) -> None:
     gates = [f for f in found if f.kind in ("boolean_gate", "raise_guard") and f.status == "open"]
     if not gates:
         return
-    module = ast.parse(path.read_bytes())
+    bindings = module_bindings(ast.parse(path.read_bytes()))
     for f in gates:
-        missing = unresolved_names(f.expression, module)
+        missing = unresolved_names(f.expression, bindings)
         if missing:
             broken = f"BROKEN: {', '.join(missing)} defined nowhere in this module (NameError when it runs)"
             f.note = f"{broken}; {f.note}" if f.note else broken

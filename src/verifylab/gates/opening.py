@@ -16,7 +16,7 @@ from verifylab.gates.inventory import Audit, audit
 from verifylab.gates.lock import tree_lock
 from verifylab.gates.patch import FilePlan, plan_file
 from verifylab.gates.scan import Finding, arch_of
-from verifylab.gates.source import MULTICAST_ROLE, unresolved_names
+from verifylab.gates.source import MULTICAST_ROLE, module_bindings, unresolved_names
 from verifylab.gates.state import STATE_DIR, recover_for_apply, remove_state, remove_temps
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
@@ -185,14 +185,14 @@ def verify(root: Path, arch: str = "sm120") -> VerifyReport:
             checks.append({"check": f"{rel} compiles", "ok": False, "detail": f"{exc.msg} line {exc.lineno}"})
         except FileNotFoundError:
             checks.append({"check": f"{rel} compiles", "ok": False, "detail": "the patched file is gone"})
-    modules: dict[str, ast.AST] = {}
+    bindings: dict[str, frozenset[str] | None] = {}  # per file
     for f in aud.findings:
         if f.kind in ("boolean_gate", "raise_guard"):
             ok = evaluate_gate(f.expression, aud.target)
             checks.append({"check": f"{f.file}:{f.line} {f.function}: gate is True on sm{aud.target}", "ok": ok})
-            if f.file not in modules:
-                modules[f.file] = ast.parse((root / f.file).read_bytes())
-            missing = unresolved_names(f.expression, modules[f.file])
+            if f.file not in bindings:
+                bindings[f.file] = module_bindings(ast.parse((root / f.file).read_bytes()))
+            missing = unresolved_names(f.expression, bindings[f.file])
             checks.append(
                 {
                     "check": f"{f.file}:{f.line} {f.function}: every name the gate reads is defined",

@@ -169,13 +169,21 @@ def bound_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def unresolved_names(expression: str, module: ast.AST) -> list[str]:
-    """The names ``expression`` (an opened gate) reads that ``module`` binds nowhere, in order."""
+def module_bindings(module: ast.AST) -> frozenset[str] | None:
+    """What ``module`` binds (:func:`bound_names`), or None where a star import may bind anything: read once per
+    module, then asked of each of its gates (each gate walked the whole module again)."""
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(module)):
+        return None
+    return frozenset(bound_names(module))
+
+
+def unresolved_names(expression: str, bindings: frozenset[str] | None) -> list[str]:
+    """The names ``expression`` (an opened gate) reads that its module binds nowhere (``bindings``, from
+    :func:`module_bindings`; None: nothing can be called undefined), in order."""
+    if bindings is None:
+        return []
     try:
         used = [n.id for n in ast.walk(ast.parse(expression.strip(), mode="eval")) if isinstance(n, ast.Name)]
     except SyntaxError:
         return []
-    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(module)):
-        return []  # a star import may bind anything: nothing can be called undefined
-    bound = bound_names(module)
-    return list(dict.fromkeys(name for name in used if name not in bound))
+    return list(dict.fromkeys(name for name in used if name not in bindings))
