@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
@@ -31,24 +33,25 @@ class QuietHandler(SimpleHTTPRequestHandler):
 
 
 class Tab:
-    """One page of the browser that opens URL after URL with every non-local request blocked, noting the console
-    errors and blocked requests of each visit (a new page per URL costs the browser twice the CPU)."""
+    """One page of the browser that opens URL after URL, noting the console errors of each visit and the requests
+    that tried to leave the machine (the browser is started offline: :func:`offline_proxy`). One page for every
+    visit: a new page per URL cost the browser twice the CPU."""
 
     def __init__(self, browser) -> None:
         self.page = browser.new_page()
         self.errors: list[str] = []
         self.blocked: list[str] = []
-        self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+        self.page.on("console", self._console)
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        self.page.route("**/*", self._route)
+        self.page.on("requestfailed", self._failed)
 
-    def _route(self, request_route) -> None:
-        target = request_route.request.url
-        if target.startswith(("http://127.0.0.1", "data:", "about:")):
-            request_route.continue_()
-        else:
-            self.blocked.append(target)
-            request_route.abort()
+    def _console(self, msg) -> None:
+        if msg.type == "error" and not msg.location.get("url", "").endswith("/favicon.ico"):
+            self.errors.append(msg.text)  # the browser's own probe for /favicon.ico is not the page's request
+
+    def _failed(self, request) -> None:
+        if not request.url.startswith(LOCAL):
+            self.blocked.append(request.url)
 
     def open(self, url: str):
         """Load ``url``; returns (page, console errors, blocked urls) of this visit."""
@@ -57,6 +60,19 @@ class Tab:
         # widths are measured in the page's own fonts: on a busy machine they may still be loading at "load"
         self.page.wait_for_function("() => document.fonts.status === 'loaded'")  # survives a redirect page
         return self.page, self.errors, self.blocked
+
+
+LOCAL = ("http://127.0.0.1", "data:", "about:")
+
+
+@contextmanager
+def offline_proxy():
+    """Playwright's proxy setting that keeps a browser offline: every request but a loopback one goes to a local
+    port that refuses it (bound, never listening, for as long as the block runs), so it fails at once. Routing
+    each request through playwright did the same at twice the browser's CPU, and turned its cache off."""
+    with socket.socket() as refusing:
+        refusing.bind(("127.0.0.1", 0))
+        yield {"server": f"http://127.0.0.1:{refusing.getsockname()[1]}", "bypass": "127.0.0.1"}
 
 
 def open_page(browser, url: str):

@@ -24,6 +24,7 @@ from .browsing import (
     SCREEN_WIDTHS,
     QuietHandler,
     Tab,
+    offline_proxy,
     pages,
 )
 from .projects import project_copy
@@ -83,12 +84,12 @@ def smoke_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_book(smoke_run) -> Path:
-    """The session's built book (``_build/html``); VERIFYLAB_BOOK_HTML reuses a build."""
+def built_book(request) -> Path:
+    """The session's built book (``_build/html``); VERIFYLAB_BOOK_HTML reuses a build (nothing is built then)."""
     reuse = os.environ.get("VERIFYLAB_BOOK_HTML")
     if reuse and (Path(reuse) / "index.html").is_file():
         return Path(reuse)
-    root, result = smoke_run
+    root, result = request.getfixturevalue("smoke_run")
     assert result.exit_code == 0, result.output
     return root / "_build" / "html"
 
@@ -108,8 +109,8 @@ def _chromium():
     thread while it is open: a fixture that holds it must not outlive the module that needs it."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+    with sync_playwright() as pw, offline_proxy() as proxy:
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, proxy=proxy)
         try:
             yield instance
         finally:

@@ -1,4 +1,4 @@
-"""Open the built book in Debian's headless Chromium with every non-local request blocked."""
+"""Open the built book in Debian's headless Chromium, offline: every request but a loopback one fails."""
 
 from __future__ import annotations
 
@@ -24,6 +24,17 @@ def test_introduction_chart_draws_offline_without_console_errors(browser, book_u
     page.screenshot(path=str(tmp_path / "introduction.png"), full_page=True)
     assert blocked == [], f"requests left the machine: {blocked}"
     assert errors == [], f"console errors: {errors}"
+    page.close()
+
+
+def test_a_request_that_would_leave_the_machine_fails_and_is_noted(browser):
+    """What the offline checks rest on: a page's remote image and stylesheet (a name, an address) never load
+    and are listed as blocked; the page itself still loads."""
+    remote = ["http://203.0.113.9/chart.png", "https://fonts.example.com/font.css"]
+    html = f'<img src="{remote[0]}"><link rel="stylesheet" href="{remote[1]}"><p>local</p>'
+    page, _, blocked = open_page(browser, "data:text/html," + html)
+    assert page.inner_text("body") == "local"
+    assert sorted(blocked) == sorted(remote)
     page.close()
 
 
