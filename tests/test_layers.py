@@ -91,7 +91,7 @@ def test_the_command_line_starts_without_the_data_stack():
     import subprocess
     import sys
 
-    heavy = ("pandas", "pyarrow", "altair", "torch", "ray", "papermill")
+    heavy = ("pandas", "pyarrow", "altair", "torch", "ray", "papermill", "importlib.metadata")  # the last: __version__
     code = f"import sys, verifylab.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -1,10 +1,20 @@
 """verifylab: evidence for SGLang tensor-parallel speculative decoding on PCIe GPUs."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("verifylab")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+src"
+from __future__ import annotations
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> str:
+    """``__version__``, read from the installed metadata when first asked for: importlib.metadata costs every
+    process that imports verifylab (kernels, ranks, servers) 45 ms, and few of them ask."""
+    if name != "__version__":
+        raise AttributeError(f"module 'verifylab' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("verifylab")
+    except PackageNotFoundError:  # running from a source tree without installation
+        found = "0.0.0+src"
+    globals()["__version__"] = found
+    return found
