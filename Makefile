@@ -12,7 +12,7 @@ FLEET_STAMP := $(VENV)/.verifylab-fleet-installed
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install book test test-fleet check lint notebooks browser clean live
+.PHONY: help install book test test-fleet check lint notebooks browser clean live pytest
 
 PARAMS ?= examples/params-smoke.yaml
 
@@ -81,11 +81,15 @@ check: $(STAMP) lint
 
 # Three workers on CI's two cores: some tests wait (on the Ray cluster, on timeouts they test), and a third worker
 # uses that time (a fresh clone's pytest took 148 s against 157-161 s with two). The tests that read the built book
-# stay on one worker, so it is built once, and so do the local Ray cluster's tests (one cluster). Beside the lint,
-# the bytecode of what the test processes import is compiled once (tests/warm_bytecode.py): in a fresh clone the
-# first workers, kernels and ranks would otherwise each compile the same modules at once.
+# stay on one worker, so it is built once, and so do the local Ray cluster's tests (one cluster). First the bytecode
+# of what the test processes import is compiled once (tests/warm_bytecode.py): in a fresh clone the first workers,
+# kernels and ranks would otherwise each compile the same modules at once. The lint runs beside the tests: mypy
+# holds one core for seconds, and the tests' waits leave room for it.
 test: $(FLEET_STAMP) browser
-	$(MAKE) --no-print-directory -j 3 -O lint warm-bytecode-torch warm-bytecode-book
+	$(MAKE) --no-print-directory -j 2 -O warm-bytecode-torch warm-bytecode-book
+	$(MAKE) --no-print-directory -j 2 -O lint pytest
+
+pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
 
 warm-bytecode-%: $(STAMP)
