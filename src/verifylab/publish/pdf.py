@@ -45,7 +45,7 @@ def _print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
                 source = html_root / GENERATED / f"{name}.html"
                 if not source.is_file():
                     continue
-                page.goto(source.as_uri())
+                page.goto(source.resolve().as_uri())  # a file URI needs an absolute path
                 target = folder / f"{name}.pdf"
                 with atomic_path(target) as tmp:
                     page.pdf(path=str(tmp), format="A4", print_background=True)
