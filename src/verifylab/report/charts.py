@@ -53,26 +53,28 @@ class Figure:
     provenance: list[str] = field(default_factory=list)
     name: str = "figure"
 
-    def to_svg(self) -> str:
-        """Static SVG of the chart (vl-convert, offline)."""
+    def to_svg(self, spec: dict | None = None) -> str:
+        """Static SVG of the chart (vl-convert, offline); ``spec``: the chart's Vega-Lite dict when already made."""
         import vl_convert as vlc
 
-        svg = vlc.vegalite_to_svg(readable(self.chart.to_dict()), vl_version=_vl_version())
+        svg = vlc.vegalite_to_svg(readable(spec or self.chart.to_dict()), vl_version=_vl_version())
         return add_svg_tooltips(_strip_xml_header(svg))
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self, spec: dict | None = None) -> str:
         sources = html.escape("; ".join(self.provenance)) if self.provenance else "see caption"
         return (
             f'<figure class="verifylab-chart" data-name="{html.escape(self.name)}">'
-            f"{self.to_svg()}"
+            f"{self.to_svg(spec)}"
             f'<p class="verifylab-chart-note">{html.escape(self.caption)} Data: {sources}.</p>'
             "</figure>"
         )
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        """The page's HTML, plus the chart spec the exports render from (a MIME type the page ignores)."""
-        spec = {"name": self.name, "caption": self.caption, "provenance": self.provenance, "spec": self.chart.to_dict()}
-        return {"text/html": self._repr_html_(), FIGURE_MIME: json_safe(spec)}
+        """The page's HTML, plus the chart spec the exports render from (a MIME type the page ignores). The chart
+        becomes a dict once (altair checks it against the Vega-Lite schema each time)."""
+        spec = self.chart.to_dict()
+        shown = {"name": self.name, "caption": self.caption, "provenance": self.provenance, "spec": spec}
+        return {"text/html": self._repr_html_(spec), FIGURE_MIME: json_safe(shown)}
 
 
 def save_spec(spec: dict, name: str, title: str, folder: Path) -> dict[str, Path]:
