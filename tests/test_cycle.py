@@ -79,7 +79,8 @@ def test_span_text_collapses_when_both_ends_agree():
 
 
 def test_findings_reconciliation_and_account_carry_the_same_values(ev):
-    from verifylab.publish.findings import FindingKey, by_key, key_findings
+    from verifylab.publish.finding import FindingKey, by_key
+    from verifylab.publish.findings import key_findings
 
     a = cycle_account(ev)
     found = by_key(key_findings(ev))

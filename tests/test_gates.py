@@ -17,6 +17,7 @@ import verifylab.gates.scan as scan
 from verifylab.cli import app
 from verifylab.errors import GateError
 from verifylab.gates.matrix import download_wheel, unpack_sources
+from verifylab.gates.prefilter import may_hold_gates
 
 CACHE = Path(__file__).resolve().parents[1] / ".cache"
 pytestmark = pytest.mark.slow
@@ -110,7 +111,7 @@ def test_what_the_scan_skips_unparsed_holds_no_finding(monkeypatch, package, ver
     every file that mentions any gate token (25) and the ``__init__`` files: parsing all of those finds the same."""
     root = pristine(package, version)  # read only
     skipped = audit_to_dicts(gates.audit(root, "sm120"))
-    monkeypatch.setattr(scan, "worth_parsing", scan.may_hold_gates)
+    monkeypatch.setattr(scan, "worth_parsing", may_hold_gates)  # what scan_file calls
     assert audit_to_dicts(gates.audit(root, "sm120")) == skipped
 
 

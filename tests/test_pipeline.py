@@ -15,9 +15,10 @@ import yaml
 from verifylab.analysis.recommendation import Topic
 from verifylab.errors import ParameterError, ReferenceDataError
 from verifylab.publish.build import BookResult, publish_book
-from verifylab.publish.edition import changes_since, data_digest, load_registry, write_generated_pages
-from verifylab.publish.findings import Finding, FindingKey
+from verifylab.publish.edition import changes_since, data_digest, write_generated_pages
+from verifylab.publish.finding import Finding, FindingKey
 from verifylab.publish.pipeline import PipelineParams, load_params, run_pipeline
+from verifylab.publish.registry import load_registry
 from verifylab.store.evidence import Evidence
 
 from .projects import project_copy, write_params
@@ -91,7 +92,7 @@ def test_make_book_prints_the_decision_and_every_chapter_to_pdf(editions):
 
 def test_publish_registers_and_changes_page_compares(editions):
     root, first, _, _changed = editions
-    from verifylab.publish.edition import publish
+    from verifylab.publish.registry import publish
 
     before = json.loads((root / "book" / "editions.json").read_text())
     publish(root, first)

@@ -182,7 +182,7 @@ def test_the_scanner_finds_an_arch_gate_of_a_fusion_function_and_its_state(tmp_p
 
 
 def test_a_capability_table_is_parsed_however_its_assignment_is_laid_out():
-    from verifylab.gates.scan import worth_parsing
+    from verifylab.gates.prefilter import worth_parsing
 
     for layout in ["X_SYMM_SIZES = {", "X_SYMM_SIZES={", "_ALLREDUCE_MAX = (\n  {", "MULTIMEM_WS = \\\n{",
                    "ALL_REDUCE_T = (  # by major\n    {"]:  # fmt: skip

@@ -10,7 +10,7 @@ import sys
 PUBLISHER = """
 import sys
 from pathlib import Path
-from verifylab.publish.edition import publish
+from verifylab.publish.registry import publish
 root, name = Path(sys.argv[1]), sys.argv[2]
 for i in range(20):
     publish(root, {"id": f"{name}-{i}", "built": "2026-12-01 00:00 UTC", "commit": "c", "data_digest": "d",

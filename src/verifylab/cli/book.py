@@ -139,7 +139,7 @@ def book(
             result = build_book(project, on_chapter=on_chapter, on_cell=on_cell)
             progress.update(task, description="rendered", completed=len(result.chapters))
         if publish:
-            from verifylab.publish.edition import publish as publish_edition
+            from verifylab.publish.registry import publish as publish_edition
 
             publish_edition(project, result.edition)
     except VerifylabError as exc:

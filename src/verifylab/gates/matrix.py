@@ -71,9 +71,9 @@ UNPACK_FORMAT = "gate files v1"  # what an unpacked folder holds; a folder of an
 
 def unpack_sources(wheel: Path, package: str, into: Path) -> Path:
     """Extract what an audit reads (nothing compiled): the package's Python files that may hold a gate or define
-    an arch predicate (``scan.may_hold_gates``), its ``__init__``/``version`` modules and the dist-info
+    an arch predicate (``prefilter.may_hold_gates``), its ``__init__``/``version`` modules and the dist-info
     METADATA. An SGLang wheel's 4,700 sources shrink to a few hundred; the audit finds the same."""
-    from verifylab.gates.scan import may_hold_gates
+    from verifylab.gates.prefilter import may_hold_gates
 
     def unpacked(folder: Path) -> bool:
         marker = folder / ".unpacked"

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from verifylab.gates.prefilter import FUSION_NAME, FUSION_TEXT, worth_parsing
 from verifylab.gates.source import (
     MULTICAST_MARKER,
     MULTICAST_ROLE,
@@ -27,8 +28,6 @@ from verifylab.gates.source import (
 )
 
 ARCH_PRED = re.compile(r"^_?is_sm(\d+)(?:_supported)?$")
-FUSION_NAME = re.compile(r"allreduce_fusion|ar_fusion|allreduce_residual_rmsnorm", re.I)
-FUSION_TEXT = re.compile(r"allreduce.?fusion|all-?reduce fusion", re.I)
 TABLE_NAME = re.compile(r"SYMM|MULTIMEM|ALL_?REDUCE", re.I)
 CAPABILITY_MAJORS = {7, 8, 9, 10, 11, 12}
 
@@ -124,41 +123,6 @@ def _mentions_fusion(node: ast.AST, source: str) -> bool:
 
 def _raise_about_fusion(stmt: ast.If, source: str) -> bool:
     return any(isinstance(s, ast.Raise) and _mentions_fusion(s, source) for s in stmt.body)
-
-
-# what unpacking a wheel keeps: a file without any of these holds no gate, table, limit or precondition and
-# defines no arch predicate
-SCAN_TOKENS = ("is_sm", "supported_major_versions", "FUSE_ALLREDUCE", "MiB", "MULTIMEM", "Skipping allreduce fusion")
-# a capability table's assignment in lower-cased source, ``torch_symm_mem_..._sizes = {`` (parentheses, a line
-# break or a comment may sit before the brace): its name is what ``TABLE_NAME`` looks for, in any case
-TABLE_ASSIGNMENT = re.compile(r"(?:symm|multimem|all_?reduce)\w*[ \t]*=[\s(\\]*(?:#[^\n]*\n[\s(\\]*)*\{")
-
-
-def may_hold_gates(source: str) -> bool:
-    """Whether a wheel's source is worth unpacking: it mentions one of ``SCAN_TOKENS``."""
-    return any(tok in source for tok in SCAN_TOKENS)
-
-
-def worth_parsing(source: str) -> bool:
-    """Whether a source holds the text every finding needs: an arch predicate beside all-reduce fusion (gates),
-    a table's assignment, the JIT arch list, the batch limit or the multicast preflight. Most files that name
-    an arch predicate are about attention or MoE: parsing them found nothing and was nine tenths of an audit.
-    Substring tests come first; the regular expressions read only the files that pass them."""
-    lower = source.lower()
-    return bool(
-        (
-            "is_sm" in source
-            and ("fusion" in lower or "allreduce_residual_rmsnorm" in lower)
-            and (FUSION_TEXT.search(source) or FUSION_NAME.search(source))
-        )
-        or (
-            any(word in lower for word in ("symm", "multimem", "allreduce", "all_reduce"))
-            and TABLE_ASSIGNMENT.search(lower)
-        )
-        or "supported_major_versions" in source
-        or "FUSE_ALLREDUCE_MAX_BATCH_SIZE" in source
-        or ("cuMulticastGetGranularity" in source and "Skipping allreduce fusion" in source)
-    )
 
 
 def scan_file(path: Path, rel: str, target: int) -> list[Finding]:

@@ -7,7 +7,7 @@ model objects the exhibits show."""
 from __future__ import annotations
 
 from verifylab.analysis.recommendation import Topic
-from verifylab.publish.findings import FindingKey, by_key
+from verifylab.publish.finding import FindingKey, by_key
 from verifylab.store.evidence import Evidence
 
 PAGE = "decision.md"

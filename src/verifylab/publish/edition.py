@@ -2,8 +2,8 @@
 
 Edition id = ``<package version>+<data digest>.<git commit>``: the same code and data give the same id.
 ``_build/html`` always holds the latest edition; ``_build/editions/<id>/`` keeps each one with its exports,
-and ``book/editions.json`` (committed, updated by ``verifylab book --publish``) lets editions outlive the
-build folder: any registered edition can be rebuilt from its commit.
+and ``book/editions.json`` (committed, updated by ``verifylab book --publish``: ``registry.py``) lets editions
+outlive the build folder: any registered edition can be rebuilt from its commit.
 """
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-from filelock import FileLock
 
 from verifylab import __version__
-from verifylab.errors import ReferenceDataError
 from verifylab.iorw import atomic_write_json, atomic_write_text, is_temp_file
 from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
-from verifylab.publish.findings import Finding, by_key, from_legacy, key_findings
+from verifylab.publish.finding import Finding, by_key
+from verifylab.publish.findings import key_findings
 from verifylab.publish.paths import GENERATED
+from verifylab.publish.registry import edition_as_json, load_registry
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
-
-REGISTRY = Path("book") / "editions.json"
 
 
 def data_digest(data_dir: Path) -> str:
@@ -59,23 +57,6 @@ def edition_id(root: Path, data_dir: Path) -> str:
 
 def runs_used(ev: Evidence) -> list[str]:
     return ev.runs.run_ids()
-
-
-def load_registry(root: Path) -> list[dict]:
-    """The committed registry, each edition's findings as typed records (an unreadable one is named)."""
-    path = root / REGISTRY
-    if not path.is_file():
-        return []
-    try:
-        registry = json.loads(path.read_text(encoding="utf-8"))
-        for entry in registry:
-            found = entry.get("key_findings", [])
-            entry["key_findings"] = (
-                from_legacy(found) if isinstance(found, dict) else [Finding.model_validate(f) for f in found]
-            )
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ReferenceDataError(f"{path}: not a registry of editions with typed findings ({exc})") from None
-    return registry
 
 
 def changes_since(previous: dict | None, current: list[Finding]) -> pd.DataFrame:
@@ -114,7 +95,7 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
         "previous": previous["id"] if previous else None,
     }
     out = root / GENERATED
-    atomic_write_json(out / "edition.json", _as_json(edition))
+    atomic_write_json(out / "edition.json", edition_as_json(edition))
     atomic_write_text(
         out / "changes.md",
         "# Changes since the previous edition\n\n"
@@ -157,32 +138,3 @@ def archive(root: Path, edition: dict) -> Path:
         f"<ul>{items}</ul>",
     )
     return target
-
-
-def publish(root: Path, edition: dict) -> None:
-    """Register the edition in the committed ``book/editions.json`` (id, date, commit, digest, runs, findings).
-    Earlier entries are kept as they were written, byte for byte in content: a registry is never rewritten.
-    Read and written under a lock (``book/.editions.lock``): two publishers at once both keep their entry."""
-    path = root / REGISTRY
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path.parent / ".editions.lock")):
-        load_registry(root)  # refuse to append to a registry that does not read
-        earlier = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
-        _register(path, earlier, edition)
-
-
-def _register(path: Path, earlier: list[dict], edition: dict) -> None:
-    entry = {
-        "id": edition["id"],
-        "date": edition["built"],
-        "commit": edition["commit"],
-        "data_digest": edition["data_digest"],
-        "runs": edition["runs"],
-        "key_findings": edition["key_findings"],
-    }
-    atomic_write_json(path, [e for e in earlier if e["id"] != edition["id"]] + [_as_json(entry)])
-
-
-def _as_json(edition: dict) -> dict:
-    """An edition with its findings as plain dicts (fields a finding does not have are left out)."""
-    return edition | {"key_findings": [f.model_dump(mode="json", exclude_none=True) for f in edition["key_findings"]]}
