@@ -117,3 +117,24 @@ def test_a_server_setting_declared_in_params_changes_what_is_started():
     for name in SERVER_SETTINGS:
         changed = Benchmarks.validated(**given | {name: sample(Benchmarks.model_fields[name].annotation)})
         assert started(changed) != default, f"{name} never reaches the server"
+
+
+@pytest.mark.slow  # starts a kernel: make test
+def test_a_chapter_kernel_listens_on_no_tcp_port_and_leaves_no_socket(tmp_path, monkeypatch):
+    """The kernel's channels are Unix sockets in a folder of its own (a TCP port can be taken by a server started
+    between jupyter_client choosing it and the kernel binding it); the folder goes with the kernel."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    source = tmp_path / "09_transport.py"
+    source.write_text(
+        '# %% tags=["parameters"]\nlabel = ""\n\n# %%\n'
+        "from ipykernel.connect import get_connection_info\n"
+        'info = get_connection_info(unpack=True)\nprint(info["transport"], info["ip"])\n'
+    )
+    result = execute_chapter(source, tmp_path / "out" / "09_transport.ipynb", {"label": "x"}, tmp_path)
+    assert result.ok, result.error
+    printed = (tmp_path / "out" / "09_transport.ipynb").read_text()
+    assert re.search(r"ipc [^\s\\]*vl-kernel-", printed), printed[-400:]
+    assert not list((tmp_path / "tmp").glob("vl-kernel-*"))  # removed with the kernel

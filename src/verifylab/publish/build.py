@@ -29,7 +29,7 @@ from verifylab.store.evidence import Evidence
 
 CellProgress = Callable[[int, int], None]  # (cells done, cells in the chapter)
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-# the kernel's own log (TCP transport notice, the interrupt papermill sends at shutdown) is not the reader's
+# the kernel's own log (a transport notice, the interrupt papermill sends at shutdown) is not the reader's
 # business: a chapter's errors reach the reader through papermill, not the kernel's stderr
 QUIET_KERNEL = ["--IPKernelApp.log_level=CRITICAL"]
 
@@ -99,6 +99,7 @@ def execute_chapter(
     import papermill
 
     from verifylab.publish.cell_progress import ENGINE
+    from verifylab.publish.ipc_kernel import IpcKernelManager
 
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="verifylab-nb-") as tmp:
@@ -121,6 +122,7 @@ def execute_chapter(
                 engine_name=ENGINE,
                 on_cell=on_cell,
                 extra_arguments=QUIET_KERNEL,
+                kernel_manager_class=IpcKernelManager,  # no TCP port another process could take first
             )
         except papermill.PapermillExecutionError as exc:
             secrets = secret_values(parameters)
