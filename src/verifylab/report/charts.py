@@ -57,7 +57,8 @@ class Figure:
         """Static SVG of the chart (vl-convert, offline); ``spec``: the chart's Vega-Lite dict when already made."""
         import vl_convert as vlc
 
-        svg = vlc.vegalite_to_svg(readable(spec or self.chart.to_dict()), vl_version=_vl_version())
+        made = spec if spec is not None else self.chart.to_dict()
+        svg = vlc.vegalite_to_svg(readable(made), vl_version=_vl_version())
         return add_svg_tooltips(_strip_xml_header(svg))
 
     def _repr_html_(self, spec: dict | None = None) -> str:
