@@ -32,6 +32,9 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+LOCAL = ("http://127.0.0.1", "data:", "about:")  # what a page may load: the book's server, inline data
+
+
 class Tab:
     """One page of the browser that opens URL after URL, noting the console errors of each visit and the requests
     that tried to leave the machine (the browser is started offline: :func:`offline_proxy`). One page for every
@@ -60,9 +63,6 @@ class Tab:
         # widths are measured in the page's own fonts: on a busy machine they may still be loading at "load"
         self.page.wait_for_function("() => document.fonts.status === 'loaded'")  # survives a redirect page
         return self.page, self.errors, self.blocked
-
-
-LOCAL = ("http://127.0.0.1", "data:", "about:")
 
 
 @contextmanager
