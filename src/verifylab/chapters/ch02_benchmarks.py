@@ -10,6 +10,7 @@ from verifylab.analysis.benchmarks import benchmark_section
 from verifylab.analysis.live_smoke import live_smoke_benchmarks
 from verifylab.bench.campaign import run_campaign
 from verifylab.bench.method import SingleStreamConfig
+from verifylab.bench.speculation import run_speculation_grid
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import Benchmarks as Params
 from verifylab.errors import ParameterError
@@ -87,16 +88,31 @@ def _campaign(params: Params, ev: Evidence) -> Section:
     if not params.model_path:
         raise ParameterError("02_benchmarks: parameter 'model_path' is needed in live mode (the model SGLang serves)")
     run_id = params.run_id or DEFAULT_RUN_ID
-    states = run_campaign(
-        BaseConfig(**params.server_settings()),
-        params.variants,
-        SingleStreamConfig(params.runs, params.warmup, params.max_tokens),
-        params.concurrency,
-        params.sweep_tokens,
-        ev.data_dir,
-        run_id,
-        params.label,
-        mechanics_only=params.mechanics_only,
-        campaign=params.campaign,
-    )
-    return Section("Live campaign").add(f"Stored in run {run_id}", states)
+    base = BaseConfig(**params.server_settings())
+    section = Section("Live campaign")
+    if params.variants:
+        states = run_campaign(
+            base,
+            params.variants,
+            SingleStreamConfig(params.runs, params.warmup, params.max_tokens),
+            params.concurrency,
+            params.sweep_tokens,
+            ev.data_dir,
+            run_id,
+            params.label,
+            mechanics_only=params.mechanics_only,
+            campaign=params.campaign,
+        )
+        section.add(f"Stored in run {run_id}", states)
+    if params.speculation is not None:
+        points = run_speculation_grid(
+            base,
+            params.speculation,
+            ev.data_dir,
+            run_id,
+            params.label,
+            mechanics_only=params.mechanics_only,
+            campaign=params.campaign,
+        )
+        section.add(f"Speculation under load, stored in run {run_id}", points)
+    return section

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field, NonNegativeInt, PositiveInt, ValidationError, ValidationInfo, field_validator
 
+from verifylab.bench.speculation_grid import SpeculationGrid
 from verifylab.chapters._base import ChapterParams
 from verifylab.errors import ParameterError, describe_error
 
@@ -122,6 +123,11 @@ class Benchmarks(_Server):
         default_factory=lambda: [1, 2, 4, 8, 16, 32, 64], min_length=1, description="live: the sweep's streams"
     )
     sweep_tokens: PositiveInt = Field(512, description="live: tokens per request of the sweep")
+    speculation: SpeculationGrid | None = Field(
+        None,
+        description="live: also measure speculation under load with controlled acceptance (a server per drafter, "
+        "draft tokens and accept length, plus plain decoding), e.g. {accept_lengths: [1.5, 2, 3]}",
+    )
 
     @field_validator("variants")
     @classmethod

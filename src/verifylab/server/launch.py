@@ -87,10 +87,17 @@ class Server:
     (usually inside a run) receives a copy with credentials redacted when the server stops or fails to start."""
 
     def __init__(
-        self, cmd: list[str], host: str, port: int, log_path: Path, simulate_no_multicast: bool = False
+        self,
+        cmd: list[str],
+        host: str,
+        port: int,
+        log_path: Path,
+        simulate_no_multicast: bool = False,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.cmd, self.host, self.port, self.log_path = cmd, host, port, log_path
         self.simulate_no_multicast = simulate_no_multicast
+        self.env = dict(env or {})  # set on top of the guarded environment (the guard's variables win)
         self.proc: subprocess.Popen | None = None
         self.raw_log: Path | None = None
 
@@ -124,7 +131,9 @@ class Server:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=die_with_parent,  # killed with verifylab, whatever signal ends it (kill -9 included)
-            env={**guarded_env(simulate_no_multicast=self.simulate_no_multicast), "PYTHONUNBUFFERED": "1"},
+            env=guarded_env(
+                {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}, simulate_no_multicast=self.simulate_no_multicast
+            ),
         )
         log.close()
         started = time.monotonic()
@@ -199,6 +208,7 @@ def serve(
         base.port,
         log_dir / f"server-{variant.name}.log",
         simulate_no_multicast=base.simulate_no_multicast,
+        env=variant.env,
     )
     try:
         server.start(health_timeout_s, on_wait)

@@ -41,6 +41,15 @@ class Variant(BaseModel):
     fusion: bool = False
     speculative: str | None = None  # EAGLE3, NGRAM, ...
     extra_args: list[str] = Field(default_factory=list)
+    draft_tokens: int | None = Field(
+        None,
+        ge=2,
+        description="a chain of this many tokens per verify (steps = draft_tokens - 1, top-k 1); "
+        "None: the base config's settings",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="environment the server starts with, e.g. SGLANG_SIMULATE_ACC_LEN"
+    )
 
 
 DEFAULT_VARIANTS = {
@@ -91,13 +100,18 @@ def variant_args(base: BaseConfig, variant: Variant, help_text: str) -> list[str
             if not base.draft_model_path:
                 raise ServerError(f"variant '{variant.name}' needs draft_model_path (--draft-model-path)")
             args += ["--speculative-draft-model-path", base.draft_model_path]
+        steps, topk, tokens = (
+            (variant.draft_tokens - 1, 1, variant.draft_tokens)
+            if variant.draft_tokens is not None
+            else (base.speculative_num_steps, base.speculative_eagle_topk, base.speculative_num_draft_tokens)
+        )
         args += [
             "--speculative-num-steps",
-            str(base.speculative_num_steps),
+            str(steps),
             "--speculative-eagle-topk",
-            str(base.speculative_eagle_topk),
+            str(topk),
             "--speculative-num-draft-tokens",
-            str(base.speculative_num_draft_tokens),
+            str(tokens),
         ]
     return args + base.extra_args + variant.extra_args
 

@@ -139,6 +139,15 @@ TABLES: tuple[TableSpec, ...] = (
     ),
     TableSpec("profile_state", "The profiled variant's state, read from the running server.", _columns(_STATE)),
     TableSpec(
+        "speculation_points",
+        "One row per server of a speculation-under-load grid: the drafter, draft tokens per verify and the accept "
+        "length SGLang was made to hold (SGLANG_SIMULATE_ACC_LEN), the server's own average, its state.",
+        _columns(
+            f"drafter:str draft_tokens:int accept_target:float server_accept_length:float failed_cells:int {_STATE}"
+        ),
+        key=("variant",),
+    ),
+    TableSpec(
         "trace_steps",
         "One row per rank and decode/verify step of a profile: span, collectives and where the time went.",
         _columns(

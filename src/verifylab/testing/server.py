@@ -37,6 +37,9 @@ FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--speculative-num-steps": True,
     "--speculative-eagle-topk": True,
     "--speculative-num-draft-tokens": True,
+    "--speculative-ngram-max-bfs-breadth": True,
+    "--speculative-ngram-min-bfs-breadth": True,
+    "--max-running-requests": True,
     "--trust-remote-code": False,
     "--disable-cuda-graph": False,
     "--log-level": True,
@@ -71,6 +74,10 @@ class State:
         self.step = float(args.step_ms or 20.0) / 1e3
         self.prefill = float(args.prefill_ms) / 1e3 if args.prefill_ms else self.step
         self.per_step = int(args.tokens_per_step or 1)
+        # like SGLang's SGLANG_SIMULATE_ACC_LEN under speculation: the mean tokens per verify, floor and ceiling
+        # mixed ("match-expected"); here deterministically, so a request's count is exact
+        simulated = os.environ.get("SGLANG_SIMULATE_ACC_LEN")
+        self.simulated_accept = float(simulated) if simulated and args.speculative_algorithm else None
         self.fault = args.fault
         self.fault_after = int(args.fault_after or 0)
         self.requests = 0
@@ -94,6 +101,17 @@ class State:
 
     def fault_now(self) -> str | None:
         return self.fault if self.fault and self.requests > self.fault_after else None
+
+
+def tokens_per_step(state: State, max_new: int) -> list[int]:
+    """How many tokens each step of a request yields: ``tokens_per_step`` each, or under a simulated accept length
+    A the floor or ceiling of A so that the running mean stays on A (the last step takes what is left)."""
+    per_step = state.simulated_accept or float(state.per_step)
+    out: list[int] = []
+    while sum(out) < max_new:
+        due = int((len(out) + 1) * per_step + 1e-9) - int(len(out) * per_step + 1e-9)
+        out.append(max(1, min(due, max_new - sum(out))))
+    return out
 
 
 def _meta(state: State, prompt_tokens: int, completion: int, steps: int, finished: bool) -> dict:
@@ -122,7 +140,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
     prompt_tokens = max(1, len(str(prompt).split()))
     stream = bool(body.get("stream"))
     start = time.perf_counter()
-    steps = -(-max_new // state.per_step)
+    schedule = tokens_per_step(state, max_new)
+    steps = len(schedule)
     if not stream:
         await asyncio.sleep(state.prefill + (steps - 1) * state.step)
         state.accepted += max_new
@@ -145,7 +164,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
         delay = due - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
-        new = min(state.per_step, max_new - produced)
+        new = schedule[i]
         produced += new
         if fault == "drop" and i == 2:
             if request.transport is not None:

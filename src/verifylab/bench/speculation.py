@@ -1,0 +1,139 @@
+"""Speculation under load with controlled acceptance: plain decoding and speculative servers (EAGLE-3 and an NGRAM
+chain, each at a chosen number of draft tokens) whose mean accept length SGLang itself fixes
+(``SGLANG_SIMULATE_ACC_LEN``), each swept over the same stream counts into one run.
+
+The cost side is real (every verify pass processes every draft token; EAGLE-3's draft model runs) and only the
+acceptance is chosen, so gain against concurrency can be measured per accept length on any model shape served
+with random weights. One server at a time holds the GPU while it is measured; a stored cell is never measured
+again (resume by run id)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.bench.client import Client
+from verifylab.bench.method import server_accept_length
+from verifylab.bench.runner import mark_complete, open_recorder, run_sweep
+from verifylab.bench.speculation_grid import SpecPoint, SpeculationGrid
+from verifylab.errors import BenchmarkError, ServerError
+from verifylab.server.aio import run_coroutine
+from verifylab.server.launch import BaseConfig, launcher_help, serve
+
+POINTS_TABLE = "speculation_points"
+
+
+Progress = Callable[[str], None]
+
+
+def _progress_log(path: Path, also: Progress | None) -> Progress:
+    """Each progress line appended to ``path`` (the run's logs/speculation.log, with the time of day) and given to
+    ``also``: what a GPU box did is kept with the run, whatever shows it."""
+
+    def say(line: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+        if also is not None:
+            also(line)
+
+    return say
+
+
+def run_speculation_grid(
+    base: BaseConfig,
+    grid: SpeculationGrid,
+    data_dir: Path,
+    run_id: str,
+    label: str,
+    seed: int = 0,
+    health_timeout_s: float = 1800.0,
+    mechanics_only: bool = False,
+    campaign: str = "",
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Start each server of ``grid`` in a seeded random order, sweep it, store its cells and a row of
+    :data:`POINTS_TABLE` (drafter, draft tokens, accept length asked for, measured and reported by the server);
+    skip a server whose cells are all stored. A server that fails is recorded and the grid goes on; raises
+    ServerError (rows stored) when none started."""
+    help_text = launcher_help(base.launcher)
+    recorder = open_recorder(
+        data_dir,
+        run_id,
+        label,
+        {"base": base.model_dump(), "speculation": grid.model_dump(mode="json"), "seed": seed},
+        mechanics_only=mechanics_only,
+        campaign=campaign,
+    )
+    points = grid.points()
+    random.Random(seed).shuffle(points)  # drift must not masquerade as an effect of speculation
+    stored = recorder.store.table_or_none(run_id, POINTS_TABLE)
+    rows = [] if stored is None else stored.to_dict("records")
+    log_dir = recorder.store.path(run_id) / "logs"
+    say = _progress_log(log_dir / "speculation.log", progress)
+    with recorder.measuring():
+        for i, point in enumerate(points, 1):
+            done = all(recorder.has_cell(point.name, c) for c in grid.concurrency)
+            if done:
+                say(f"[{i}/{len(points)}] {point.name}: stored, skipped")
+                continue
+            say(f"[{i}/{len(points)}] {point.name}: starting")
+            row = _point_row(point)
+            try:
+                with serve(base, point.variant(), log_dir, health_timeout_s, help_text) as (server, state):
+                    row |= state.as_row()
+                    say(f"[{i}/{len(points)}] {point.name}: serving ({state.speculative_algorithm or 'plain'})")
+                    result = run_sweep(
+                        server.url,
+                        grid.concurrency,
+                        grid.tokens,
+                        grid.requests_per_cell,
+                        recorder=recorder,
+                        variant=point.name,
+                        progress=_cells_to(say),
+                    )
+                    if point.drafter is not None:  # the server's own running average, a cross-check of the target
+                        row["server_accept_length"] = run_coroutine(_server_accept(server.url))
+                    row["failed_cells"] = len(result["failed_cells"])
+            except ServerError as exc:
+                row |= {"active": False, "failure": str(exc)}
+            except BenchmarkError as exc:  # the server started but could not be measured: the grid goes on
+                row |= {"failure": f"measuring failed: {exc}"}
+            rows = [r for r in rows if r["variant"] != point.name] + [row]
+            recorder.store.write_table(run_id, POINTS_TABLE, pd.DataFrame(rows))
+            say(f"[{i}/{len(points)}] {point.name}: {row['failure'] or 'measured'}")
+    nothing = bool(rows) and all(r.get("failure") for r in rows)
+    mark_complete(recorder, "failed" if nothing else "complete")
+    if nothing:
+        raise ServerError(f"no server of the grid started, nothing was measured; first failure: {rows[0]['failure']}")
+    return pd.DataFrame(rows)
+
+
+def _cells_to(say: Progress) -> Callable[[str, int, int], None]:
+    """A sweep's per-request progress as one line per finished cell."""
+
+    def cell(label: str, done: int, total: int) -> None:
+        if done == total:
+            say(f"  {label}: {done} requests")
+
+    return cell
+
+
+def _point_row(point: SpecPoint) -> dict:
+    return {
+        "variant": point.name,
+        "drafter": point.drafter.value if point.drafter else "none",
+        "draft_tokens": point.draft_tokens or 1,
+        "accept_target": point.accept_length or 1.0,
+        "server_accept_length": None,
+        "failed_cells": 0,
+    }
+
+
+async def _server_accept(url: str) -> float | None:
+    async with Client(url) as client:
+        return await server_accept_length(client)

@@ -1,0 +1,113 @@
+"""What a speculation-under-load grid is: the drafters, draft tokens per verify and accept lengths (each a server
+whose mean accept length SGLang itself holds, ``SGLANG_SIMULATE_ACC_LEN``), the stream counts each is swept over.
+Plain data (a chapter's parameter); ``bench.speculation`` runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from verifylab.server.variants import Variant
+
+SIMULATE_VAR = "SGLANG_SIMULATE_ACC_LEN"  # read by SGLang's speculative/spec_utils.py at import (0.5.9, 0.5.17)
+NGRAM_CHAIN = ["--speculative-ngram-max-bfs-breadth", "1", "--speculative-ngram-min-bfs-breadth", "1"]
+
+
+class Drafter(StrEnum):
+    """Where draft tokens come from: a draft model (EAGLE-3) or the context's n-grams (no model: costs nothing)."""
+
+    EAGLE3 = "eagle3"
+    NGRAM = "ngram"
+
+    @property
+    def algorithm(self) -> str:
+        return {Drafter.EAGLE3: "EAGLE3", Drafter.NGRAM: "NGRAM"}[self]
+
+
+@dataclass(frozen=True)
+class SpecPoint:
+    """One server of the grid: plain decoding (``drafter`` None) or a drafter at ``draft_tokens`` per verify with
+    the mean accept length fixed at ``accept_length``."""
+
+    drafter: Drafter | None = None
+    draft_tokens: int | None = None
+    accept_length: float | None = None
+
+    @property
+    def name(self) -> str:
+        """The run's key for this server's tables (the typed fields are stored beside it)."""
+        if self.drafter is None:
+            return "plain"
+        return f"{self.drafter.value}_d{self.draft_tokens}_a{self.accept_length:.2f}".replace(".", "p")
+
+    def variant(self) -> Variant:
+        if self.drafter is None:
+            return Variant(name=self.name)
+        return Variant(
+            name=self.name,
+            speculative=self.drafter.algorithm,
+            draft_tokens=self.draft_tokens,
+            extra_args=NGRAM_CHAIN if self.drafter is Drafter.NGRAM else [],
+            env={SIMULATE_VAR: f"{self.accept_length:g}"},
+        )
+
+
+class SpeculationGrid(BaseModel):
+    """Which servers the experiment starts and the load each is swept over."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    drafters: list[Drafter] = Field(
+        default_factory=lambda: [Drafter.EAGLE3, Drafter.NGRAM], min_length=1, description="drafters measured"
+    )
+    accept_lengths: list[float] = Field(
+        default_factory=lambda: [1.5, 2.0, 3.0], min_length=1, description="mean accept lengths SGLang is made to hold"
+    )
+    draft_tokens: list[int] = Field(
+        default_factory=lambda: [4], min_length=1, description="tokens per verify of each chain (root included)"
+    )
+    concurrency: list[PositiveInt] = Field(
+        default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128], min_length=1, description="streams of each sweep"
+    )
+    tokens: PositiveInt = Field(128, description="output tokens per request")
+    requests_per_cell: PositiveInt | None = Field(None, description="requests per cell (default max(2 C, 8))")
+    plain: bool = Field(True, description="also sweep plain decoding (the gain's denominator)")
+
+    @field_validator("accept_lengths")
+    @classmethod
+    def _accept_lengths(cls, value: list[float]) -> list[float]:
+        bad = [a for a in value if not 1.0 <= a < 1e3]
+        if bad:
+            raise ValueError(f"accept lengths {bad} are impossible: each verify yields at least 1 token")
+        return value
+
+    @field_validator("draft_tokens")
+    @classmethod
+    def _draft_tokens(cls, value: list[int]) -> list[int]:
+        bad = [k for k in value if not 2 <= k <= 64]
+        if bad:
+            raise ValueError(f"draft tokens {bad}: a chain verifies 2 to 64 tokens (the root and 1+ drafts)")
+        return value
+
+    @model_validator(mode="after")
+    def _reachable(self) -> SpeculationGrid:
+        longest = max(self.draft_tokens)
+        if max(self.accept_lengths) > longest:
+            raise ValueError(
+                f"accept length {max(self.accept_lengths):g} exceeds the longest chain ({longest} draft tokens): "
+                "a verify accepts at most its draft tokens"
+            )
+        return self
+
+    def points(self) -> list[SpecPoint]:
+        """Every server of the grid (a chain shorter than an accept length is skipped: it cannot reach it)."""
+        spec = [
+            SpecPoint(drafter, k, a)
+            for drafter in self.drafters
+            for k in self.draft_tokens
+            for a in self.accept_lengths
+            if a <= k
+        ]
+        return ([SpecPoint()] if self.plain else []) + spec
