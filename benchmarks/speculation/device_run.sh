@@ -19,17 +19,17 @@ if [ ! -f "$S/.unpacked" ]; then
 fi
 if [ ! -f "$S/spec-started" ]; then
   mkdir -p "$S/data" && cp -r data/reference data/runs data/gates "$S/data/"
-  mkdir -p "$S/spec-models" && cp -r .live/spec/models/. "$S/spec-models/"
   date -u +%Y%m%d-%H%M%S > "$S/spec-started"
 fi
+mkdir -p "$S/spec-models" && cp -r .live/spec/models/. "$S/spec-models/"  # each call: the carried configs win
 export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader
 short=$(echo "$gpu" | grep -oE 'H100|H200' | head -1 | tr 'A-Z' 'a-z'); short=${short:-gpu}
-RUN=$(cat "$S/spec-started")-${short}-spec-load
+RUN=$(cat "$S/spec-started")-${short}-${RUN_NAME:-spec-load}
 sed -e "s#@RUN_ID@#$RUN#" -e "s#@MODELS@#$S/spec-models#g" -e "s#@PYTHON@#$(command -v python3)#g" \
   -e "s#@DATA@#$S/data#g" -e "s#@LABEL@#1 x $gpu, TP 1, Qwen3-30B-A3B-shaped MoE with random weights#" \
-  benchmarks/speculation/params.yaml > "$S/params-spec.yaml"
+  "${PARAMS:-benchmarks/speculation/params.yaml}" > "$S/params-spec.yaml"
 echo "run id: $RUN"
 pkill -9 -f sglang.launch_server 2>/dev/null; sleep 1
 timeout "${PIPELINE_TIMEOUT_S:-530}" python3 -m verifylab.cli run --params "$S/params-spec.yaml" --only 02 --no-render \

@@ -28,7 +28,13 @@ QWEN3_30B_A3B = {  # from Qwen/Qwen3-30B-A3B's config.json (public): every field
     "num_experts_per_tok": 8,
     "max_position_embeddings": 40960,
 }
-DRAFT = {"intermediate_size": 6144, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128}
+DRAFT = {
+    "intermediate_size": 6144,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "max_position_embeddings": 40960,  # the target's: SGLang refuses a draft with a shorter context
+}
 
 
 def main() -> None:

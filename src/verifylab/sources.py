@@ -36,6 +36,8 @@ class MeasuredRun:
     created: datetime = datetime(1970, 1, 1, tzinfo=UTC)
     label: str = ""
     mechanics_only: bool = False
+    gpu_name: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 class MeasuredRuns:

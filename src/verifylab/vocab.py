@@ -69,3 +69,15 @@ class Regime(StrEnum):
     DEGRADED = "degraded"
     NOT_APPLICABLE = "not applicable"
     MEASURED = "this box (probe)"  # not a verdict: the pricing source when a probe of the box itself is stored
+
+
+class Drafter(StrEnum):
+    """Where speculative decoding's draft tokens come from: a draft model (EAGLE-3) or the context's n-grams."""
+
+    EAGLE3 = "eagle3"
+    NGRAM = "ngram"
+
+    @property
+    def algorithm(self) -> str:
+        """SGLang's ``--speculative-algorithm`` value."""
+        return {Drafter.EAGLE3: "EAGLE3", Drafter.NGRAM: "NGRAM"}[self]

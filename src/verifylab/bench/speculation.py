@@ -9,6 +9,7 @@ again (resume by run id)."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -65,7 +66,12 @@ def run_speculation_grid(
         data_dir,
         run_id,
         label,
-        {"base": base.model_dump(), "speculation": grid.model_dump(mode="json"), "seed": seed},
+        {
+            "base": base.model_dump(),
+            "speculation": grid.model_dump(mode="json"),
+            "seed": seed,
+            **served_configs(base),
+        },
         mechanics_only=mechanics_only,
         campaign=campaign,
     )
@@ -111,6 +117,23 @@ def run_speculation_grid(
     if nothing:
         raise ServerError(f"no server of the grid started, nothing was measured; first failure: {rows[0]['failure']}")
     return pd.DataFrame(rows)
+
+
+def served_configs(base: BaseConfig) -> dict[str, dict]:
+    """The served models' ``config.json`` (target and draft) where readable here: what the cost model prices a
+    run's measurements from (``served_config``, ``draft_config``); nothing for a hub name or an unreadable file."""
+    out = {}
+    for key, folder in (("served_config", base.model_path), ("draft_config", base.draft_model_path)):
+        file = Path(folder) / "config.json" if folder else None
+        if file is None or not file.is_file() or file.stat().st_size > 1_000_000:
+            continue
+        try:
+            value = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(value, dict):
+            out[key] = value
+    return out
 
 
 def _cells_to(say: Progress) -> Callable[[str, int, int], None]:

@@ -5,25 +5,14 @@ Plain data (a chapter's parameter); ``bench.speculation`` runs it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from verifylab.server.variants import Variant
+from verifylab.vocab import Drafter
 
 SIMULATE_VAR = "SGLANG_SIMULATE_ACC_LEN"  # read by SGLang's speculative/spec_utils.py at import (0.5.9, 0.5.17)
 NGRAM_CHAIN = ["--speculative-ngram-max-bfs-breadth", "1", "--speculative-ngram-min-bfs-breadth", "1"]
-
-
-class Drafter(StrEnum):
-    """Where draft tokens come from: a draft model (EAGLE-3) or the context's n-grams (no model: costs nothing)."""
-
-    EAGLE3 = "eagle3"
-    NGRAM = "ngram"
-
-    @property
-    def algorithm(self) -> str:
-        return {Drafter.EAGLE3: "EAGLE3", Drafter.NGRAM: "NGRAM"}[self]
 
 
 @dataclass(frozen=True)

@@ -287,6 +287,8 @@ class RunStore:
                     m.created,
                     m.label,
                     m.mechanics_only,
+                    m.gpu_name or "",
+                    m.parameters,
                 )
                 for m in self.manifests()
             ),
