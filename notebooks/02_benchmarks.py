@@ -35,6 +35,33 @@ chapter.pareto_figure(ev)
 chapter.load_curves_figure(ev)
 
 # %% [markdown]
+# ## Speculation under load, with the accept length held by SGLang
+
+# %%
+chapter.speculation_finding(ev)
+
+# %% [markdown]
+# Where speculation stops paying depends on the accept length and on what a verify pass costs at each load, so
+# the accept length is held fixed here and the cost is real: SGLang itself makes each speculative server accept
+# a chosen mean number of tokens per verify (`SGLANG_SIMULATE_ACC_LEN`) while every verify pass still processes
+# every draft token and EAGLE-3's draft model still runs. Each server (plain decoding, EAGLE-3, an NGRAM chain
+# that needs no draft model) is swept over the same stream counts; the gain is the decode phase's tokens per
+# second against plain decoding at the same streams. The served model has a real MoE shape with random weights:
+# with identical accepted tokens its router does not spread tokens over the experts as a trained one does (plain
+# decoding at the highest load is faster than reading every expert allows), so the experts' share of a verify
+# pass is smaller here than in a trained model. The model beside the measurements (chapter 4 prices the case
+# study's box with it) is fitted on plain decoding and on one accept length per drafter, and predicts the rest.
+
+# %% mystnb={"figure": {"caption": "Speculative over plain tok/s against streams, per drafter, chain and accept length: measured with its interval, and the model's range (measured, modelled)", "name": "fig-speculation-gain"}}
+chapter.speculation_figure(ev)
+
+# %% mystnb={"figure": {"caption": "Where speculation stops paying, per drafter, chain and accept length: measured beside predicted (measured, modelled)", "name": "tbl-speculation-crossovers"}}
+chapter.speculation_crossovers(ev)
+
+# %% mystnb={"figure": {"caption": "Every measured cell of the speculation grid with the model's range beside it (measured, modelled)", "name": "tbl-speculation-cells"}}
+chapter.speculation_cells(ev)
+
+# %% [markdown]
 # ## What the case study reports, one stream
 #
 # The reported single-stream figures are charted in the introduction (Figure 1). What they can and cannot

@@ -19,7 +19,10 @@ def in_memory(ev: Evidence) -> SourcesInMemory:
     for m in store.manifests():
         frames = {t: store.read_table(m.run_id, t) for t in m.tables}
         load = lambda name, f=frames: f[name].copy()  # noqa: E731
-        runs.append(MeasuredRun(m.run_id, frozenset(frames), load, m.created, m.label, m.mechanics_only))
+        run = MeasuredRun(
+            m.run_id, frozenset(frames), load, m.created, m.label, m.mechanics_only, m.gpu_name or "", m.parameters
+        )
+        runs.append(run)
     return SourcesInMemory(ev.figures.copy(), ev.public.copy(), MeasuredRuns(runs, "memory"), ev.fusion_forensics)
 
 

@@ -53,10 +53,13 @@ def reported_comparisons(ev: Evidence) -> pd.DataFrame:
 
 
 def stored_benchmarks(ev: Evidence) -> dict[str, pd.DataFrame]:
-    """Every stored run's single-stream table, sweep cells, per-request rows and variant states."""
+    """Every stored run's single-stream table, sweep cells, per-request rows and variant states (speculation grids
+    aside: chapter 02 shows them with the model beside them)."""
     store = ev.runs
     out: dict[str, list[pd.DataFrame]] = {"single": [], "cells": [], "requests": [], "states": []}
     for m in store.manifests():
+        if "speculation_points" in m.tables:  # a speculation grid: its own section (speculation_load)
+            continue
         for key, table in (("single", "single_stream"), ("cells", "sweep_cells"), ("states", "variant_state")):
             if table in m.tables:
                 out[key].append(store.read_table(m.run_id, table).assign(run_id=m.run_id, label=m.label))

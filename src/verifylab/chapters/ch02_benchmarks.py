@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.analysis import benchmarks, live_tp2
+from verifylab.analysis import benchmarks, live_tp2, speculation_load
 from verifylab.analysis.benchmarks import benchmark_section
 from verifylab.analysis.live_smoke import live_smoke_benchmarks
 from verifylab.bench.campaign import run_campaign
@@ -55,6 +55,51 @@ def load_curves_figure(ev: Evidence) -> Figure:
     """Figure: per-user tok/s vs concurrency with the TPOT SLO drawn (measured; mechanics)."""
     cells, _, _, tpot = sweep_views(ev)
     return benchmarks.load_curves_chart(cells, tpot)
+
+
+def speculation_finding(ev: Evidence) -> Prose:
+    """Finding: where speculation stops paying under load on one H200 (measured), and how well the model predicts
+    it out of sample; formatted from the stored runs."""
+    view = speculation_load.speculation_view(ev)
+    if view.empty:
+        return Prose("No speculation-under-load run is stored: run chapter 02 live with its `speculation` grid.")
+    words = speculation_load.crossover_table(view).set_index(["drafter", "draft_tokens", "accept_length"])
+    agree, total, worst = speculation_load.agreement(view)
+    eagle = [k for k in words.index if k[0] == "EAGLE-3" and k[1] == max(i[1] for i in words.index)]
+
+    def at(key: tuple) -> str:
+        where = words.loc[key, "measured_streams"]
+        if where == "never":
+            return f"never pays at accept length {key[2]:g}"
+        interval = words.loc[key, "measured_interval_streams"]
+        return f"pays up to {where} streams at accept length {key[2]:g} (interval {interval})"
+
+    return Prose(
+        "Under load, speculation's gain falls as streams are added, and the accept length sets where it falls "
+        f"below 1: EAGLE-3 with {eagle[0][1]} draft tokens on one H200 (a Qwen3-30B-A3B-shaped MoE) "
+        + "; ".join(at(k) for k in sorted(eagle, key=lambda k: k[2]))
+        + f". The model, fitted on plain decoding and each drafter's sweep at accept length "
+        f"{speculation_load.FIT_ACCEPT:g}, meets {agree} of {total} out-of-sample cells within "
+        f"{speculation_load.AGREEMENT:.0%} (the worst misses by {worst:.0%}); the table gives every crossover "
+        "measured beside predicted."
+    )
+
+
+def speculation_figure(ev: Evidence) -> Figure:
+    """Figure: gain over plain decoding against streams per drafter, chain and accept length (measured, modelled)."""
+    return speculation_load.gain_chart(speculation_load.speculation_view(ev))
+
+
+@shown_as_table
+def speculation_crossovers(ev: Evidence) -> pd.DataFrame:
+    """Table: where speculation stops paying, per drafter, chain and accept length, measured beside predicted."""
+    return speculation_load.crossover_table(speculation_load.speculation_view(ev))
+
+
+@shown_as_table
+def speculation_cells(ev: Evidence) -> pd.DataFrame:
+    """Table: every measured cell (gain and interval) with the model's range beside it."""
+    return speculation_load.cells_table(speculation_load.speculation_view(ev))
 
 
 @shown_as_table

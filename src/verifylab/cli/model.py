@@ -28,13 +28,25 @@ def model_whatif(
 
     Example: `verifylab model whatif --json --batch 8`
     """
-    from verifylab.model.case import whatif_table
+    from verifylab.model.case import speculation_case, whatif_table
+    from verifylab.model.decision import crossover_words
     from verifylab.store.evidence import Evidence
+    from verifylab.vocab import Regime
 
     try:
-        frame = whatif_table(Evidence(data_dir), batch=batch)
+        ev = Evidence(data_dir)
+        frame = whatif_table(ev, batch=batch).copy()
+        cases = speculation_case(ev)
+        gains = {regime.value: case.gain_at(batch) for regime, case in cases.items()}
     except VerifylabError as exc:
         raise fail(exc) from None
+    nccl = frame["key"] == "tp8_nccl"  # the speculation model prices EAGLE-3 against plain decoding on TP 8, NCCL
+    frame["eagle3_gain_low"] = [gains[r].low if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
+    frame["eagle3_gain_high"] = [gains[r].high if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
+    frame["speculation_off_from"] = [
+        crossover_words(cases[Regime(r)].crossover, cases[Regime(r)].consistent) if n else None
+        for r, n in zip(frame["regime_key"], nccl, strict=True)
+    ]
     if as_json:
         typer.echo(frame.to_json(orient="records", indent=2))
         return
@@ -52,6 +64,191 @@ def model_whatif(
         for r, p in zip(frame.itertuples(), priced, strict=True)
     ]
     print_frame(shown, title=f"options at {batch} stream(s) per regime (modelled, ranges)")
+    for regime, case in cases.items():
+        console.print(
+            f"EAGLE-3 vs plain decoding (TP 8, NCCL), {regime.value}: gain {gains[regime.value].text(2)} at {batch} "
+            f"stream(s); {crossover_words(case.crossover, case.consistent)} (verifylab model speculation)",
+            highlight=False,
+        )
+
+
+REGIME_NAMES = {"healthy-p2p": "healthy P2P", "host-memory": "host-memory fallback", "degraded": "degraded"}
+
+
+@model_app.command("speculation")
+def model_speculation(
+    config: Path = typer.Option(
+        ...,
+        help="The served model's config.json (or its folder): any Llama, Qwen, "
+        "Qwen-MoE, DeepSeek-V2/V3 or Kimi-K2 shape.",
+    ),
+    gpu: str = typer.Option(
+        ..., help="h200, h100 or rtx-pro-6000 (datasheet x the fraction of it a stored run measured on an H200)."
+    ),
+    accept: float = typer.Option(..., help="Mean accepted tokens per verify on your traffic (1 to --draft-tokens)."),
+    drafter: str = typer.Option("eagle3", help="eagle3 (a draft model) or ngram (no model: a CPU matcher)."),
+    draft_tokens: int = typer.Option(4, min=2, max=64, help="Tokens per verify of the chain (the root included)."),
+    tp: int = typer.Option(
+        1, min=1, max=64, help="Tensor-parallel size (all-reduces priced from --regime or --latency)."
+    ),
+    regime: str | None = typer.Option(
+        None, help="healthy-p2p, host-memory or degraded: the all-reduce curve of that regime (chapter 4)."
+    ),
+    latency: str | None = typer.Option(
+        None,
+        help="Your box's curve instead: a stored run id (verifylab comm "
+        "probe), a CSV 'path,impl,tokens,us' or nccl-tests output.",
+    ),
+    path: str | None = typer.Option(None, help="Which NCCL path of --latency (shm, p2p, ...), when it has several."),
+    decode_tok_s: float | None = typer.Option(
+        None, help="Your box's plain decoding at one stream (tok/s): sets the host overhead for your box."
+    ),
+    draft_config: Path | None = typer.Option(
+        None, help="The EAGLE-3 draft's config.json (default: one Llama layer of the target's width)."
+    ),
+    expert_bits: float | None = typer.Option(
+        None, help="Bits per routed-expert weight: 4 (INT4, group-32 scales), 8 or 16 (default: bf16)."
+    ),
+    bandwidth_gbs: float | None = typer.Option(None, help="Effective memory bandwidth (GB/s) instead of the table's."),
+    tflops: float | None = typer.Option(None, help="Effective dense bf16 TFLOP/s instead of the table's."),
+    context: int = typer.Option(2048, min=1, help="Tokens of KV each stream attends over."),
+    routing: str = typer.Option(
+        "uniform",
+        help="uniform (a trained router) or collapsed (every token to the "
+        "same experts: random weights fed identical tokens).",
+    ),
+    streams: str = typer.Option("1,2,4,8,16,24,32,48,64,96,128", help="Stream counts, comma-separated."),
+    data_dir: Path = typer.Option(
+        Path("data"),
+        help="Folder with runs/: the H200 speculation grid the overheads "
+        "are fitted on, the measured GPU ceilings, probe runs.",
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help='Print {"rows": [...], "crossover_streams_low", "crossover_streams_high", "inputs": {...}}.',
+    ),
+) -> None:
+    """Predict plain and speculative tok/s per stream count for any model config and GPU, the gain, and where it
+    falls below 1 (the crossover, a range). Physics from the config (bytes and arithmetic per pass), all-reduces
+    from a regime or your own curve, and the overheads measured on the stored H200 speculation grid (fitted on
+    plain decoding and one accept length, checked against the others: chapter 2). Modelled; every input is named
+    in the output.
+
+    Example: `verifylab model speculation --config Qwen3-30B-A3B/config.json --gpu h100 --accept 2.5 --json`
+    """
+    from verifylab.model.model_config import Routing, read_config
+    from verifylab.model.speculation import Box, gpu_named
+    from verifylab.model.speculation_box import (
+        answer,
+        calibrate_decode,
+        eagle3_draft_for,
+        latency_curve,
+        measured_overheads,
+        regime_curve,
+    )
+    from verifylab.model.speculation_inputs import measured_ceilings
+    from verifylab.store.evidence import Evidence
+    from verifylab.vocab import Drafter, Regime
+
+    try:
+        chosen = _choice("--drafter", drafter, [d.value for d in Drafter])
+        shape = _choice("--routing", routing, [r.value for r in Routing])
+        counts = _stream_counts(streams)
+        ev = Evidence(data_dir)
+        runs = ev.measured
+        target = read_config(config, expert_bits)
+        draft = read_config(draft_config) if draft_config else eagle3_draft_for(target)
+        curve, comm_source = None, "TP 1: no all-reduce"
+        if tp > 1 or regime or latency:
+            if (regime is None) == (latency is None):
+                raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
+            if regime is not None:
+                key = _choice("--regime", regime, list(REGIME_NAMES))
+                from verifylab.model.case import inputs
+
+                curve, comm_source = regime_curve(inputs(ev).curves, Regime(REGIME_NAMES[key]), tp)
+            else:
+                from verifylab.model.comm_pass import load_curves
+
+                curve, comm_source = latency_curve(load_curves(str(latency), runs, path, target.hidden), path)
+        box = Box(
+            target,
+            gpu_named(gpu, measured_ceilings(runs), bandwidth_gbs, tflops),
+            tp=tp,
+            draft=draft if Drafter(chosen) is Drafter.EAGLE3 else None,
+            context=float(context),
+            routing=Routing(shape),
+            allreduce_us=curve,
+            comm_source=comm_source,
+        )
+        calibrated = calibrate_decode(box, measured_overheads(runs), decode_tok_s, "given (--decode-tok-s)")
+        result = answer(box, calibrated, Drafter(chosen), accept, draft_tokens, counts)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    low, high = result.crossover
+    rows = [
+        {
+            "streams": r.streams,
+            "plain_tokens_per_s_low": r.plain_tokens_per_s.low,
+            "plain_tokens_per_s_high": r.plain_tokens_per_s.high,
+            "spec_tokens_per_s_low": r.spec_tokens_per_s.low,
+            "spec_tokens_per_s_high": r.spec_tokens_per_s.high,
+            "gain_low": r.gain.low,
+            "gain_high": r.gain.high,
+        }
+        for r in result.rows
+    ]
+    inputs_used = {**result.inputs, "consistent": str(calibrated.consistent).lower()}
+    if as_json:
+        payload = {
+            "rows": rows,
+            "crossover_streams_low": low,
+            "crossover_streams_high": high,
+            "provenance": "modelled",
+            "inputs": inputs_used,
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    import pandas as pd
+
+    shown = pd.DataFrame(
+        {
+            "streams": [r.streams for r in result.rows],
+            "plain tok/s": [r.plain_tokens_per_s.text(0) for r in result.rows],
+            f"{chosen} tok/s": [r.spec_tokens_per_s.text(0) for r in result.rows],
+            "gain": [r.gain.text(2) for r in result.rows],
+        }
+    )
+    print_frame(shown, title=f"{target.name}: {chosen}, accept {accept:g}, {draft_tokens} draft tokens (modelled)")
+    last = max(counts)
+
+    def where(value: float | None) -> str:
+        return f"beyond {last}" if value is None else ("never" if value <= counts[0] else f"{value:.1f}")
+
+    console.print(
+        f"speculation stops paying at {where(low)} (pessimistic) to {where(high)} (optimistic) streams",
+        highlight=False,
+    )
+    for name, value in inputs_used.items():
+        console.print(f"  {name}: {value}", highlight=False, markup=False)
+
+
+def _choice(option: str, value: str, allowed: list[str]) -> str:
+    if value not in allowed:
+        raise ModelInputError(f"{option} {value!r}: choose {', '.join(allowed)}")
+    return value
+
+
+def _stream_counts(text: str) -> list[int]:
+    """``1,2,4`` as sorted, distinct stream counts (each 1 to 100000)."""
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise ModelInputError(f"--streams {text!r}: whole numbers separated by commas, e.g. 1,2,4,8") from None
+    if not counts or counts[0] < 1 or counts[-1] > 100_000:
+        raise ModelInputError(f"--streams {text!r}: stream counts from 1 to 100000")
+    return counts
 
 
 @model_app.command("pass")

@@ -3,14 +3,26 @@ regime, each from one :class:`~verifylab.store.evidence.ModelSources`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
-from verifylab.model.cycle import CycleAccount, cycle_account
+from verifylab.model.cycle import CycleAccount, Span, cycle_account
 from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.option_tables import options_table
 from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs
 from verifylab.model.reconcile import reconcile
-from verifylab.sources import ModelSources
+from verifylab.model.speculation import Box, gains
+from verifylab.model.speculation_box import (
+    Calibrated,
+    SpeculationAnswer,
+    answer,
+    calibrate_decode,
+    case_study_box,
+    measured_overheads,
+)
+from verifylab.sources import ModelSources, reported_value
+from verifylab.vocab import Drafter, Regime
 
 
 def account(ev: ModelSources) -> CycleAccount:
@@ -64,3 +76,51 @@ def inputs_table(ev: ModelSources) -> pd.DataFrame:
         ("host-memory curve", f"run {m.curves.host_run}", "measured (2 x H200, NCCL_P2P_DISABLE=1)"),
     ]
     return pd.DataFrame(rows, columns=["input", "value", "source"])
+
+
+@dataclass(frozen=True)
+class SpeculationCase:
+    """EAGLE-3 against plain decoding on the case study's box in one regime (TP 8, NCCL), over the draft-token range:
+    the gain per stream count, where it falls below 1, and every input named."""
+
+    regime: Regime
+    by_draft_tokens: dict[int, SpeculationAnswer]
+    crossover: tuple[float | None, float | None]  # pessimistic, optimistic (None: beyond the streams priced)
+    consistent: bool  # False: the box's reported decode rate is faster than this regime allows
+    accept: float
+    box: Box
+    calibrated: Calibrated
+
+    def gain_at(self, streams: int) -> Span:
+        """EAGLE-3's gain at ``streams`` over the draft-token range and every input's range."""
+        rows = [
+            row
+            for k in self.by_draft_tokens
+            for row in gains(self.box, self.calibrated.overheads, Drafter.EAGLE3, self.accept, k, [streams])
+        ]
+        return Span(min(r.gain.low for r in rows), max(r.gain.high for r in rows))
+
+
+def speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
+    """The case study's box per regime: calibrated to its reported plain decode rate, EAGLE-3 at its reported
+    accept length, with the overheads measured on the H200 speculation grid (built once)."""
+    return ev.derived("speculation_case", _speculation_case)
+
+
+def _speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
+    from verifylab.model.decision import decode_regime
+
+    a, curves = account(ev), inputs(ev).curves
+    measured = measured_overheads(ev.measured)
+    decode_tps = reported_value(ev.figures, "baseline_92_6")
+    out = {}
+    for regime in curves.regimes():
+        box = case_study_box(curves, ev.measured, regime, decode_regime(regime))
+        cal = calibrate_decode(box, measured, decode_tps, "reported plain decoding, seed 002")
+        answers = {k: answer(box, cal, Drafter.EAGLE3, a.accept_reported, k) for k in a.draft_tokens}
+        lows = [x.crossover[0] for x in answers.values() if x.crossover[0] is not None]
+        highs = [x.crossover[1] for x in answers.values()]
+        low = min(lows) if lows else None  # the earliest any chain's pessimistic curve falls below 1
+        high = None if None in highs else max(h for h in highs if h is not None)  # the latest any optimistic one does
+        out[regime] = SpeculationCase(regime, answers, (low, high), cal.consistent, a.accept_reported, box, cal)
+    return out

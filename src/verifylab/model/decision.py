@@ -12,15 +12,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from verifylab.model.case import account, inputs, whatif_table
+from verifylab.model.case import account, inputs, speculation_case, whatif_table
 from verifylab.model.costmodel import eagle3_tokens_per_s
 from verifylab.model.cycle import Span
 from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price
+from verifylab.model.speculation_box import DEFAULT_STREAMS
 from verifylab.sources import ModelSources
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
 
-STREAM_GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64)
 REFERENCE_MESSAGE = DRAFT_TOKENS[0] * KIMI_K2_HIDDEN * 2  # a verify pass's all-reduce at one stream: 57 KB
 
 
@@ -35,8 +35,10 @@ class RegimeAnswer:
     fusion_gain_ms: Span | None  # NCCL - fused verify, one stream
     fusion_gain_ms_loaded: Span | None  # at the largest load
     best_by_load: dict[int, str]  # streams -> the option with the fastest verify (midpoint)
-    crossover: tuple[int, int] | None  # (last streams where EAGLE-3 wins, first where it loses), None: never
+    crossover: tuple[float | None, float | None]  # streams where EAGLE-3's gain falls below 1: pessimistic,
+    # optimistic (None: not within the streams priced); from verifylab.model.speculation
     speculation_wins_everywhere: bool
+    speculation_consistent: bool = True  # False: the box's reported decode rate is faster than this regime allows
 
 
 def decode_regime(regime: Regime) -> Regime:
@@ -68,17 +70,12 @@ def _eagle(ev: ModelSources, option: Option, regime: Regime, streams: int) -> Sp
     return Span(min(rates), max(rates))
 
 
-def _crossover(ev: ModelSources, regime: Regime) -> tuple[tuple[int, int] | None, bool]:
-    """Where EAGLE-3 (TP 8, NCCL) stops paying against plain decoding, by the ranges' midpoints."""
-    previous = None
-    for streams in STREAM_GRID:
-        eagle, decode = _eagle(ev, Option.TP8_NCCL, regime, streams), _decode(ev, regime, streams)
-        if eagle is None or decode is None:
-            return None, False
-        if eagle.mid <= decode.mid:
-            return ((previous or streams), streams), False
-        previous = streams
-    return None, True
+def _crossover(ev: ModelSources, regime: Regime) -> tuple[tuple[float | None, float | None], bool]:
+    """Where EAGLE-3 (TP 8, NCCL) stops paying against plain decoding: the speculation model of the case study's box
+    (calibrated to its plain decode rate, with the overheads measured on the H200 grid), over every end of its
+    inputs' ranges and the draft-token range."""
+    case = speculation_case(ev)[regime]
+    return case.crossover, case.crossover == (None, None)
 
 
 def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
@@ -117,6 +114,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         best,
         crossover,
         everywhere,
+        speculation_case(ev)[regime].consistent,
     )
 
 
@@ -158,10 +156,23 @@ def decision_table(ev: ModelSources) -> pd.DataFrame:
 
 
 def crossover_text(a: RegimeAnswer) -> str:
-    """Where speculation stops paying, in words."""
-    if a.speculation_wins_everywhere:
-        return f"pays up to {STREAM_GRID[-1]} streams"
-    if a.crossover is None:
-        return "not priced"
-    low, high = a.crossover
-    return "never pays" if low == high == STREAM_GRID[0] else f"between {low} and {high} streams"
+    """Where speculation stops paying, in words (``never pays``: below 1 from one stream at both ends)."""
+    return crossover_words(a.crossover, a.speculation_consistent)
+
+
+def crossover_words(crossover: tuple[float | None, float | None], consistent: bool = True) -> str:
+    """A crossover range (pessimistic, optimistic; None: beyond the streams priced) in words."""
+    last = max(DEFAULT_STREAMS)
+    low, high = crossover
+    if low is None and high is None:
+        return f"pays up to {last} streams"
+
+    def streams(value: float | None) -> str:
+        if value is None:
+            return f"beyond {last}"
+        return "1" if value <= 1 else f"{value:.0f}"
+
+    text = "never pays" if high is not None and high <= 1 else f"between {streams(low)} and {streams(high)} streams"
+    if not consistent:
+        text += " (the reported plain decode rate is faster than this regime allows: not the case study's regime)"
+    return text

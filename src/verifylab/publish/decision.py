@@ -95,10 +95,13 @@ verify message and names the regime ({{numref}}`tbl-decision-regimes`, modelled 
   {healthy["fastest_at"]}; host memory: {host["fastest_at"]} ({{numref}}`tbl-decision-regimes`,
   {{numref}}`tbl-fusion-options`). TP 4 x PP 2 keeps every all-reduce (four ranks each) and SGLang refuses
   pipeline parallelism with speculative decoding ({{numref}}`tbl-option-facts`).
-- **Turn speculation off under load?** ({speculation[0]} confidence) Modelled: healthy P2P
-  {healthy["speculation_off_from"]}, host memory {host["speculation_off_from"]} ({{numref}}`tbl-decision-regimes`);
-  reported: a liability from about 30 requests ({{numref}}`tbl-reported-comparisons`). Measure the crossover
-  with chapter 2's sweep before routing by load.
+- **Turn speculation off under load?** ({speculation[0]} confidence) Modelled for this box at its reported accept
+  length: healthy P2P {healthy["speculation_off_from"]}; as the case study ran it, {reported["speculation_off_from"]}
+  ({{numref}}`tbl-decision-regimes`). Measured on one H200 with the accept length held fixed, the gain falls below
+  1 at a stream count the accept length sets, and the model that prices this box predicts those crossovers from a
+  fit on one accept length ({{numref}}`tbl-speculation-crossovers`, {{numref}}`fig-speculation-gain`); reported: a
+  liability from about 30 requests ({{numref}}`tbl-reported-comparisons`). What moves it on your box: the accept
+  length on your own traffic and your own sweep (chapter 2's speculation grid, `verifylab model speculation`).
 
 ## The case study's jump
 
@@ -117,7 +120,9 @@ verify message and names the regime ({{numref}}`tbl-decision-regimes`, modelled 
 - Healthy-P2P prices come from public measurements on other RTX PRO 6000 boxes (each with its URL and quote);
   a reader's own probe replaces them.
 - Compute is modelled from the bytes a pass reads and the efficiency an H200 pass reached; routing is taken
-  as uniform (the most distinct experts a pass can read), which puts the speculation crossover low.
+  as uniform (the most distinct experts a pass can read). The speculation answer prices Kimi-K2.5's config at the
+  RTX PRO 6000's bandwidth with the regime's all-reduces, calibrated to the reported plain decode rate, with the
+  per-cycle overheads measured on one H200 (chapter 2).
 - A patched {{term}}`gate` does not prove fusion runs: only the server log ("AllReduce Fusion enabled") and fused
   kernels in a profile do ({{numref}}`tbl-live-kernels`).
 

@@ -1,0 +1,273 @@
+"""Speculation under load, measured and predicted: each grid run's gain over plain decoding per drafter, draft
+tokens, accept length and stream count (with its interval), where it falls below 1, and the speculation model's
+prediction beside it (fitted on the plain sweep and each drafter's sweep at accept length 2, predicting the rest).
+
+The gain is decode-phase: a request's time per output token after its first (prefill excluded, the same prompts on
+both sides); the measured gain is the ratio of the plain and speculative means at the same streams, with a 95 %
+bootstrap interval over requests."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from verifylab.model.model_config import Routing
+from verifylab.model.speculation import crossover_streams, gains
+from verifylab.model.speculation_inputs import FIT_ACCEPT, GridFit, fit_grid, grid_requests, grid_runs
+from verifylab.report.charts import Figure
+from verifylab.sources import MeasuredRuns
+from verifylab.stats import compare
+from verifylab.store.evidence import Evidence
+from verifylab.vocab import Drafter
+
+AGREEMENT = 0.10  # a prediction "agrees" when its range and the measured interval overlap or lie within 10 %
+
+
+def measured_gains(runs: MeasuredRuns) -> pd.DataFrame:
+    """One row per grid run, speculative server and stream count: plain and speculative tok/s (all streams, decode
+    phase), the gain with its 95 % interval, the accept length asked for and measured."""
+    rows = []
+    for run_id in grid_runs(runs):
+        requests = grid_requests(runs, run_id)
+        plain = requests[requests["drafter"] == "none"]
+        spec = requests[(requests["drafter"] != "none") & requests["active"].astype(bool)]
+        for (variant, drafter, k, target, c), part in spec.groupby(
+            ["variant", "drafter", "draft_tokens", "accept_target", "concurrency"]
+        ):
+            base = plain[plain["concurrency"] == c]["tpot_s"].to_numpy()
+            if base.size == 0:
+                continue
+            cmp = compare(part["tpot_s"].to_numpy(), base, stat=np.mean)
+            counted = part.dropna(subset=["spec_verify_ct"])
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "variant": variant,
+                    "drafter": drafter,
+                    "draft_tokens": int(k),
+                    "accept_target": float(target),
+                    "accept_measured": float(counted["output_tokens"].sum() / counted["spec_verify_ct"].sum())
+                    if not counted.empty
+                    else np.nan,
+                    "streams": int(c),
+                    "plain_tokens_per_s": float(c / base.mean()),
+                    "spec_tokens_per_s": float(c / part["tpot_s"].mean()),
+                    "gain": cmp["ratio"],
+                    "gain_low": cmp["ci"][0],
+                    "gain_high": cmp["ci"][1],
+                    "requests": len(part),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _fits(runs: MeasuredRuns) -> dict[str, GridFit]:
+    """Each grid run's fit where the run holds what a fit needs (its plain sweep and a sweep at accept 2)."""
+    out = {}
+    for run_id in grid_runs(runs):
+        fit = fit_grid(runs, run_id, Routing.COLLAPSED)
+        if fit.overheads.cycle:
+            out[run_id] = fit
+    return out
+
+
+def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
+    """The measured gains with the model's range beside them. The model is fitted once, on the first grid run
+    that can be fitted, and predicts every sweep of every grid run of the same served model and GPU; ``role`` says
+    which sweeps it was fitted on."""
+    measured = measured_gains(runs)
+    fits = _fits(runs)
+    if measured.empty or not fits:
+        return measured
+    fit = fits[min(fits)]
+    frames = []
+    for run_id, part in measured.groupby("run_id"):
+        if not _same_box(runs, fit.run_id, run_id):
+            continue
+        keys = ["variant", "drafter", "draft_tokens", "accept_target"]
+        for (variant, drafter, k, target), sweep in part.groupby(keys):
+            predicted = gains(fit.box, fit.overheads, Drafter(drafter), float(target), int(k), list(sweep["streams"]))
+            fitted = run_id == fit.run_id and variant in fit.fitted_on.values()
+            frames.append(
+                sweep.assign(
+                    predicted_low=[r.gain.low for r in predicted],
+                    predicted_high=[r.gain.high for r in predicted],
+                    role="fit" if fitted else "predicted",
+                    fitted_run=fit.run_id,
+                )
+            )
+    out = pd.concat(frames, ignore_index=True)
+    out["miss"] = [_miss(r) for r in out.itertuples()]
+    out["agrees"] = out["miss"] <= AGREEMENT
+    return out
+
+
+def _same_box(runs: MeasuredRuns, a: str, b: str) -> bool:
+    """Two grid runs of the same served model on the same GPU (the fit of one predicts the other)."""
+    ra, rb = runs.run(a), runs.run(b)
+    return ra.parameters.get("served_config") == rb.parameters.get("served_config") and ra.gpu_name == rb.gpu_name
+
+
+def _miss(row) -> float:
+    """How far the measured interval lies outside the predicted range, relative (0 when they overlap)."""
+    if row.gain_high < row.predicted_low:
+        return float(row.predicted_low / row.gain_high - 1)
+    if row.gain_low > row.predicted_high:
+        return float(row.gain_low / row.predicted_high - 1)
+    return 0.0
+
+
+def crossovers(table: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep: where the gain falls below 1, measured (point, and from each end of the interval) and predicted
+    (from each end of the model's range); NaN where it never does within the streams measured."""
+    rows = []
+    for (run_id, drafter, k, target, role), sweep in table.groupby(
+        ["run_id", "drafter", "draft_tokens", "accept_target", "role"]
+    ):
+        pts = list(sweep["streams"])
+
+        def cross(column: str, points: list[int] = pts, sweep: pd.DataFrame = sweep) -> float:
+            found = crossover_streams(list(zip(points, sweep[column], strict=True)))
+            return np.nan if found is None else found
+
+        rows.append(
+            {
+                "run_id": run_id,
+                "drafter": drafter,
+                "draft_tokens": k,
+                "accept_target": target,
+                "role": role,
+                "measured": cross("gain"),
+                "measured_low": cross("gain_low"),
+                "measured_high": cross("gain_high"),
+                "predicted_low": cross("predicted_low"),
+                "predicted_high": cross("predicted_high"),
+                "max_streams": max(pts),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def gain_chart(table: pd.DataFrame) -> Figure:
+    """Gain over plain decoding against streams, one panel per drafter and chain, one colour per accept length:
+    measured (points, 95 % interval bars) and the model's range (band); 1 = break-even."""
+    frame = table.assign(
+        panel=table["drafter"].str.upper().str.replace("EAGLE3", "EAGLE-3")
+        + ", "
+        + table["draft_tokens"].astype(str)
+        + " draft tokens",
+        accept=table["accept_target"].map(lambda a: f"{a:g}"),
+    )
+    x = alt.X("streams:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams")
+    color = alt.Color("accept:N", title="accept length", legend=alt.Legend(orient="bottom"))
+    band = alt.Chart().mark_area(opacity=0.18).encode(x=x, y="predicted_low:Q", y2="predicted_high:Q", color=color)
+    bars = alt.Chart().mark_rule().encode(x=x, y="gain_low:Q", y2="gain_high:Q", color=color)
+    points = (
+        alt.Chart()
+        .mark_point(filled=True, size=40)
+        .encode(
+            x=x,
+            y=alt.Y("gain:Q", title="speculative / plain tok/s", axis=alt.Axis(tickCount=5)),
+            color=color,
+            shape=alt.Shape("role:N", title=None),
+            tooltip=["panel", "accept", "streams", "gain", "gain_low", "gain_high", "predicted_low", "predicted_high"],
+        )
+    )
+    rule = alt.Chart().mark_rule(strokeDash=[4, 3], color="black").encode(y=alt.datum(1.0))
+    chart = (
+        alt.layer(band, bars, points, rule, data=frame)
+        .properties(width=260, height=170)
+        .facet(facet=alt.Facet("panel:N", title=None), columns=2)
+    )
+    runs = sorted(set(table["run_id"]))
+    return Figure(
+        chart,
+        caption="Speculation under load on one H200 (a Qwen3-30B-A3B-shaped MoE with random weights, SGLang holding "
+        "the accept length): measured gain over plain decoding with its 95 % interval (points, bars) and the "
+        f"model's range (bands), fitted on plain decoding and each drafter's sweep at accept length {FIT_ACCEPT:g}, "
+        "predicting the others. Below the dashed line speculation loses.",
+        provenance=[f"measured: run {r}" for r in runs] + ["modelled: verifylab.model.speculation, fitted as stated"],
+        name="speculation_gain",
+    )
+
+
+def speculation_view(ev: Evidence) -> pd.DataFrame:
+    """The predicted-beside-measured table of the evidence's grid runs (computed once per evidence)."""
+    return ev.derived("speculation_view", lambda e: predicted_beside_measured(e.measured))
+
+
+def crossover_text(value: float, first: int, last: int) -> str:
+    """A crossover in stream counts: ``never`` (below 1 from the first count measured), ``> 128`` (still >= 1 at
+    the last), or ``31.8``."""
+    if pd.isna(value):
+        return f"> {last}"
+    if value <= first:
+        return "never"
+    return f"{value:.1f}"
+
+
+def _span_text(values: list[float], first: int, last: int) -> str:
+    """Two crossovers as one range, lowest first (``never`` lowest, ``> last`` highest)."""
+    order = sorted(values, key=lambda v: np.inf if pd.isna(v) else (-np.inf if v <= first else v))
+    low, high = (crossover_text(v, first, last) for v in (order[0], order[-1]))
+    return low if low == high else f"{low} to {high}"
+
+
+def crossover_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep: the stream count where speculation stops paying, measured (point, and from each end of its
+    interval) and predicted (from each end of the model's range); ``never``: below 1 from one stream."""
+    rows = []
+    for r in crossovers(table).itertuples():
+        first, last = int(table.loc[table["run_id"] == r.run_id, "streams"].min()), int(r.max_streams)
+        rows.append(
+            {
+                "drafter": DRAFTER_TITLE[r.drafter],
+                "draft_tokens": r.draft_tokens,
+                "accept_length": r.accept_target,
+                "measured_streams": crossover_text(r.measured, first, last),
+                "measured_interval_streams": _span_text([r.measured_low, r.measured_high], first, last),
+                "predicted_streams": _span_text([r.predicted_low, r.predicted_high], first, last),
+                "role": r.role,
+                "run": short_run(r.run_id),
+                "provenance": "measured, modelled",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+DRAFTER_TITLE = {"eagle3": "EAGLE-3", "ngram": "NGRAM (chain)"}
+
+
+def short_run(run_id: str) -> str:
+    """A run as a table cell has room for it: its name after the date (the caption's sources give the whole id)."""
+    parts = run_id.split("-", 2)
+    return parts[2] if len(parts) == 3 and parts[0].isdigit() else run_id
+
+
+def cells_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Every measured cell with the model's range beside it, as the page shows it."""
+    return pd.DataFrame(
+        {
+            "drafter": table["drafter"].map(DRAFTER_TITLE),
+            "draft_tokens": table["draft_tokens"],
+            "accept_length": table["accept_target"],
+            "streams": table["streams"],
+            "gain": table["gain"],
+            "gain_low": table["gain_low"],
+            "gain_high": table["gain_high"],
+            "predicted_low": table["predicted_low"],
+            "predicted_high": table["predicted_high"],
+            "role": table["role"],
+            "agrees": table["agrees"],
+            "run": table["run_id"].map(short_run),
+            "provenance": "measured, modelled",
+        }
+    )
+
+
+def agreement(table: pd.DataFrame) -> tuple[int, int, float]:
+    """Out-of-sample cells whose measured interval meets the predicted range within :data:`AGREEMENT`: (agreeing,
+    all, the largest miss)."""
+    out = table[table["role"] == "predicted"]
+    return int(out["agrees"].sum()), len(out), float(out["miss"].max()) if not out.empty else 0.0

@@ -1,0 +1,225 @@
+"""A served model's costs from its Hugging Face ``config.json``: the bytes one forward pass must read and the
+arithmetic it must do, per GPU of a tensor-parallel group, for any token count. Reads dense (Llama, Qwen2/3) and
+MoE (Qwen2/3-MoE, DeepSeek-V2/V3, Kimi-K2/K2.5) configs, grouped-query or multi-head latent attention.
+
+Stated assumptions: weights bf16 unless ``expert_bits`` says the routed experts are quantized (INT4 with a bf16
+scale per 32 weights: 4.5 bits); routing is ``uniform`` (a trained router: E(T) distinct experts of T tokens) or
+``collapsed`` (every token to the same experts: what a random-weight model fed identical tokens does); under
+tensor parallelism every sharded weight is split evenly and the replicated ones (MLA's down-projections, the
+router) are read whole by every GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from verifylab.errors import ModelInputError
+from verifylab.shapes import KIMI_K2, ModelShape, expected_distinct_experts
+
+BF16 = 2.0
+INT4_WITH_SCALES = 0.5 + BF16 / 32  # 4 bits + one bf16 scale per group of 32 weights
+
+
+class Routing(StrEnum):
+    UNIFORM = "uniform"  # a trained router: tokens spread over the experts
+    COLLAPSED = "collapsed"  # every token to the same top-k experts (random weights, identical tokens)
+
+
+@dataclass(frozen=True)
+class ModelCosts:
+    """What a forward pass of a model costs in bytes and arithmetic, per layer kind (full model, before TP)."""
+
+    name: str
+    layers: int
+    moe_layers: int
+    hidden: int
+    attention_sharded: float  # weights split by TP, per layer (elements)
+    attention_replicated: float  # weights every TP rank reads whole, per layer (elements)
+    kv_bytes_per_token_layer: float  # one token of context, one layer
+    kv_sharded: bool  # GQA heads split by TP; MLA's latent is kept whole on every rank
+    experts: int
+    experts_per_token: int
+    expert_weights: float  # one routed expert (elements)
+    shared_weights: float  # shared experts of one MoE layer (elements)
+    dense_mlp_weights: float  # the MLP of one dense layer (elements)
+    router_weights: float  # per MoE layer (elements, replicated)
+    vocab: int
+    expert_bytes_per_weight: float = BF16
+
+    # ---------------------------------------------------------------- per pass
+    def experts_read(self, tokens: float, routing: Routing = Routing.UNIFORM) -> float:
+        """Distinct routed experts a pass of ``tokens`` tokens reads per MoE layer."""
+        if self.experts == 0:
+            return 0.0
+        if routing is Routing.COLLAPSED:
+            return float(min(self.experts_per_token, self.experts))
+        return expected_distinct_experts(max(round(tokens), 1), self.experts, self.experts_per_token)
+
+    def pass_bytes(
+        self, tokens: float, streams: float, context: float, tp: int = 1, routing: Routing = Routing.UNIFORM
+    ) -> float:
+        """Bytes one GPU of ``tp`` reads in a pass of ``tokens`` tokens over ``streams`` requests holding
+        ``context`` tokens of KV each: every layer's weights it needs, the LM head, the KV it attends over."""
+        dense_layers = self.layers - self.moe_layers
+        weights = self.layers * (self.attention_sharded / tp + self.attention_replicated) * BF16
+        weights += dense_layers * self.dense_mlp_weights / tp * BF16
+        experts = self.experts_read(tokens, routing) * self.expert_weights * self.expert_bytes_per_weight
+        weights += self.moe_layers * ((experts + self.shared_weights * BF16) / tp + self.router_weights * BF16)
+        head = self.vocab * self.hidden * BF16 / tp
+        kv = streams * context * self.kv_bytes_per_token_layer * self.layers / (tp if self.kv_sharded else 1)
+        return weights + head + kv
+
+    def active_weights_per_token(self) -> float:
+        """Weights one token multiplies by in a forward pass (all layers, the LM head), before TP."""
+        dense_layers = self.layers - self.moe_layers
+        per_token_experts = self.experts_per_token * self.expert_weights + self.shared_weights + self.router_weights
+        attention = self.attention_sharded + self.attention_replicated
+        return (
+            self.layers * attention
+            + dense_layers * self.dense_mlp_weights
+            + self.moe_layers * per_token_experts
+            + self.vocab * self.hidden
+        )
+
+    def pass_flops(self, tokens: float, context: float, tp: int = 1) -> float:
+        """Floating-point operations one GPU of ``tp`` does: two per weight and token, and attention's scores and
+        values over ``context`` tokens (four per context token, head dimension and layer, ~ hidden wide)."""
+        attention = 4.0 * context * self.hidden * self.layers
+        return tokens * (2.0 * self.active_weights_per_token() + attention) / tp
+
+    def weights_bytes(self, tp: int = 1) -> float:
+        """Weights one GPU holds (all experts, embeddings and LM head)."""
+        dense_layers = self.layers - self.moe_layers
+        total = self.layers * (self.attention_sharded / tp + self.attention_replicated) * BF16
+        total += dense_layers * self.dense_mlp_weights / tp * BF16
+        experts = self.experts * self.expert_weights * self.expert_bytes_per_weight
+        total += self.moe_layers * ((experts + self.shared_weights * BF16) / tp + self.router_weights * BF16)
+        return total + 2 * self.vocab * self.hidden * BF16 / tp
+
+
+def _text_config(raw: dict[str, Any]) -> dict[str, Any]:
+    """The language model's config: Kimi-K2.5 and other multimodal configs nest it under ``text_config``."""
+    inner = raw.get("text_config")
+    return {**raw, **inner} if isinstance(inner, dict) else raw
+
+
+def _number(cfg: dict[str, Any], name: str, where: str, default: float | None = None) -> float:
+    """``cfg[name]`` as a finite number >= 0 (``default`` where absent or null); one line naming it otherwise."""
+    value = cfg.get(name)
+    value = default if value is None else value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ModelInputError(f"{where}: '{name}' is {value!r}; a config.json needs it as a number >= 0")
+    return float(value)
+
+
+def costs_from_config(cfg: dict[str, Any], where: str = "config", expert_bits: float | None = None) -> ModelCosts:
+    """A model's costs from its config dict (``where`` names it in errors)."""
+    c = _text_config(cfg)
+    hidden = int(_number(c, "hidden_size", where))
+    layers = int(_number(c, "num_hidden_layers", where))
+    heads = int(_number(c, "num_attention_heads", where))
+    vocab = int(_number(c, "vocab_size", where))
+    if hidden == 0 or layers == 0 or heads == 0:
+        raise ModelInputError(f"{where}: hidden_size, num_hidden_layers and num_attention_heads must be > 0")
+    if "kv_lora_rank" in c and c.get("kv_lora_rank"):  # multi-head latent attention (DeepSeek-V2/V3, Kimi)
+        q_lora = _number(c, "q_lora_rank", where, 0) or 0
+        kv_lora = _number(c, "kv_lora_rank", where)
+        nope, rope, v = (_number(c, n, where) for n in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+        q_in = q_lora if q_lora else hidden
+        sharded = q_in * heads * (nope + rope) + kv_lora * heads * (nope + v) + heads * v * hidden
+        replicated = (hidden * q_lora if q_lora else 0) + hidden * (kv_lora + rope)
+        kv_bytes, kv_sharded = (kv_lora + rope) * BF16, False
+    else:  # grouped-query attention
+        head_dim = _number(c, "head_dim", where, hidden / heads) or hidden / heads
+        kv_heads = _number(c, "num_key_value_heads", where, heads)
+        sharded = hidden * head_dim * (2 * heads + 2 * kv_heads)
+        replicated = 0.0
+        kv_bytes, kv_sharded = 2 * kv_heads * head_dim * BF16, True
+    experts = int(_number(c, "n_routed_experts", where, _number(c, "num_experts", where, 0)))
+    per_token = int(_number(c, "num_experts_per_tok", where, 0)) if experts else 0
+    moe_inter = _number(c, "moe_intermediate_size", where, 0) if experts else 0.0
+    dense_inter = _number(c, "intermediate_size", where, 0)
+    if experts:
+        first_dense = int(_number(c, "first_k_dense_replace", where, 0))
+        mlp_only = c.get("mlp_only_layers") or []
+        step = int(_number(c, "decoder_sparse_step", where, 1)) or 1
+        moe_layers = sum(1 for i in range(layers) if i >= first_dense and i not in mlp_only and (i + 1) % step == 0)
+        shared = _number(c, "n_shared_experts", where, 0) * 3 * hidden * moe_inter
+        shared += 3 * hidden * _number(c, "shared_expert_intermediate_size", where, 0)
+    else:
+        moe_layers, shared = 0, 0.0
+    if experts and (per_token == 0 or moe_inter == 0):
+        raise ModelInputError(f"{where}: an MoE config needs num_experts_per_tok and moe_intermediate_size")
+    return ModelCosts(
+        name=str(c.get("_name_or_path") or (c.get("architectures") or ["model"])[0]),
+        layers=layers,
+        moe_layers=moe_layers,
+        hidden=hidden,
+        attention_sharded=sharded,
+        attention_replicated=replicated,
+        kv_bytes_per_token_layer=kv_bytes,
+        kv_sharded=kv_sharded,
+        experts=experts,
+        experts_per_token=per_token,
+        expert_weights=3 * hidden * moe_inter,
+        shared_weights=shared,
+        dense_mlp_weights=3 * hidden * dense_inter,
+        router_weights=hidden * experts,
+        vocab=vocab,
+        expert_bytes_per_weight=BF16 if expert_bits is None else _bits_to_bytes(expert_bits),
+    )
+
+
+def _bits_to_bytes(bits: float) -> float:
+    if bits == 4:
+        return INT4_WITH_SCALES
+    if bits in (8, 16):
+        return bits / 8
+    raise ModelInputError(f"expert weights of {bits:g} bits: give 4 (INT4 with group-32 scales), 8 or 16")
+
+
+def read_config(path: Path, expert_bits: float | None = None) -> ModelCosts:
+    """A model's costs from ``config.json`` (or the folder holding it); one line naming the file otherwise."""
+    file = path / "config.json" if path.is_dir() else path
+    if not file.is_file():
+        raise ModelInputError(f"--config {path}: no config.json there (give the file or the model's folder)")
+    if file.stat().st_size > 4_000_000:
+        raise ModelInputError(f"--config {file}: {file.stat().st_size} bytes is no config.json")
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelInputError(f"--config {file}: not JSON ({str(exc)[:80]})") from None
+    if not isinstance(raw, dict):
+        raise ModelInputError(f"--config {file}: a config.json holds an object, this holds {type(raw).__name__}")
+    return costs_from_config(raw, str(file), expert_bits)
+
+
+def kimi_k25_costs(shape: ModelShape = KIMI_K2) -> ModelCosts:
+    """The case study's model (Kimi-K2.5, K2's text shape in ``verifylab.shapes``) with INT4 routed experts."""
+    return costs_from_config(
+        {
+            "_name_or_path": "Kimi-K2.5 (K2 shape, INT4 experts)",
+            "hidden_size": shape.hidden,
+            "num_hidden_layers": shape.layers,
+            "first_k_dense_replace": shape.dense_layers,
+            "num_attention_heads": shape.heads,
+            "q_lora_rank": shape.q_lora_rank,
+            "kv_lora_rank": shape.kv_lora_rank,
+            "qk_nope_head_dim": shape.qk_nope_dim,
+            "qk_rope_head_dim": shape.qk_rope_dim,
+            "v_head_dim": shape.v_dim,
+            "n_routed_experts": shape.experts,
+            "num_experts_per_tok": shape.experts_per_token,
+            "n_shared_experts": shape.shared_experts,
+            "moe_intermediate_size": shape.expert_intermediate,
+            "intermediate_size": shape.dense_intermediate,
+            "vocab_size": shape.vocab,
+        },
+        "Kimi-K2.5",
+        expert_bits=4,
+    )

@@ -1,0 +1,172 @@
+"""A box for the speculation model: its all-reduce curve (a regime's range, a probe or a file), its host overhead
+calibrated from its own plain decode rate, and the overheads measured on the H200 grid; and the case study's box
+(Kimi-K2.5 INT4, eight RTX PRO 6000, TP 8) priced that way per regime."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from verifylab.errors import ModelInputError
+from verifylab.model.comm_pass import LatencyCurve
+from verifylab.model.cycle import Span
+from verifylab.model.model_config import ModelCosts, Routing, costs_from_config, kimi_k25_costs
+from verifylab.model.regimes import REGIME_TITLE, Collective, Price, RegimeCurves
+from verifylab.model.speculation import (
+    AllreduceCurve,
+    Box,
+    GainRow,
+    Overheads,
+    comm_ms,
+    crossover_range,
+    gains,
+    gpu_named,
+    physics_ms,
+    scenarios,
+)
+from verifylab.model.speculation_inputs import FIT_ACCEPT, fit_grid, grid_runs, measured_ceilings
+from verifylab.sources import MeasuredRuns
+from verifylab.vocab import Drafter, Regime
+
+CASE_GPUS = 8
+CASE_CONTEXT = 2048  # tokens of KV per stream (chapter 4's options use the same)
+DEFAULT_STREAMS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)
+
+
+def regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> tuple[AllreduceCurve, str]:
+    """One NCCL all-reduce's range at ``world`` ranks in ``regime``, by message bytes; refused where the regime
+    has no curve at that size of group."""
+
+    def at(message: float) -> Span:
+        price = curves.price(regime, Collective.NCCL, world, message)
+        if not isinstance(price, Price):
+            raise ModelInputError(f"{REGIME_TITLE.get(regime, regime.value)} at {world} ranks: {price}")
+        return Span(price.low_us, price.high_us)
+
+    at(world * 2.0**14)  # refuse now, not in the middle of a table
+    return at, f"NCCL all-reduce, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks (chapter 4's curves)"
+
+
+def latency_curve(curves: list[LatencyCurve], path: str | None) -> tuple[AllreduceCurve, str]:
+    """The NCCL curve of ``path`` among measured curves (a probe's run, a CSV, nccl-tests output)."""
+    nccl = [c for c in curves if c.impl == "nccl" and (path is None or c.path == path)]
+    if not nccl:
+        have = ", ".join(sorted({c.path for c in curves if c.impl == "nccl"})) or "none"
+        raise ModelInputError(f"--latency: no NCCL curve{f' on path {path!r}' if path else ''} (NCCL paths: {have})")
+    if len(nccl) > 1:
+        raise ModelInputError(f"--latency holds NCCL curves on {', '.join(c.path for c in nccl)}: pick one with --path")
+    curve = nccl[0]
+
+    def at(message: float) -> Span:
+        us = curve.at(message)
+        return Span(us, us)
+
+    return at, f"NCCL all-reduce on {curve.path}, {curve.source}"
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """Overheads for a box, and how its host overhead was set."""
+
+    overheads: Overheads
+    host_note: str
+    consistent: bool  # False: the box decodes faster than its physics and all-reduces allow
+
+
+def calibrate_decode(box: Box, measured: Overheads, decode_tok_s: float | None, source: str) -> Calibrated:
+    """The H200 grid's overheads with ``host0`` set so that one stream decodes at ``decode_tok_s`` on this box
+    (over every end of the box's ranges); unchanged when no rate is given."""
+    if decode_tok_s is None:
+        return Calibrated(measured, f"host overhead of the measured H200 run ({measured.source})", True)
+    if not (decode_tok_s > 0 and decode_tok_s < 1e5):
+        raise ModelInputError(f"--decode-tok-s {decode_tok_s!r}: one stream's plain decode rate, a number > 0")
+    step = 1e3 / decode_tok_s
+    rest = [
+        step - physics_ms(box, box.target, 1, 1, s) - comm_ms(box, box.target, 1, s, decode=True) - measured.host1_ms
+        for s in scenarios(box)
+    ]
+    consistent = max(rest) >= 0
+    host0 = Span(max(min(rest), 0.0), max(max(rest), 0.0))
+    note = f"set so that one stream decodes at {decode_tok_s:g} tok/s ({source})"
+    if not consistent:
+        note += ": faster than this box's bytes and all-reduces allow, so the all-reduce curve is too slow for it"
+    return Calibrated(replace(measured, host0_ms=host0), note, consistent)
+
+
+def eagle3_draft_for(target: ModelCosts, draft_vocab: int = 32000) -> ModelCosts:
+    """An EAGLE-3 draft of the usual shape for ``target``: one Llama layer of the target's hidden size (heads of
+    128, eight KV heads), an MLP 2.5 x hidden wide, a draft vocabulary of ``draft_vocab``."""
+    heads = max(target.hidden // 128, 1)
+    return costs_from_config(
+        {
+            "_name_or_path": f"EAGLE-3 draft for {target.name} (assumed shape)",
+            "hidden_size": target.hidden,
+            "num_hidden_layers": 1,
+            "num_attention_heads": heads,
+            "num_key_value_heads": min(8, heads),
+            "head_dim": 128,
+            "intermediate_size": int(2.5 * target.hidden),
+            "vocab_size": draft_vocab,
+        },
+        "EAGLE-3 draft",
+    )
+
+
+def measured_overheads(runs: MeasuredRuns) -> Overheads:
+    """The overheads fitted on the first stored speculation grid (host per stream, each drafter's per cycle)."""
+    for run_id in grid_runs(runs):
+        fit = fit_grid(runs, run_id, Routing.COLLAPSED)
+        if fit.overheads.cycle:
+            return fit.overheads
+    raise ModelInputError(
+        f"no speculation grid under {runs.where} holds plain decoding and a sweep at accept length {FIT_ACCEPT:g}: "
+        "run chapter 02 live with its speculation grid first"
+    )
+
+
+@dataclass(frozen=True)
+class SpeculationAnswer:
+    """One box's answer: the rows, where the gain falls below 1, and what every input was."""
+
+    rows: list[GainRow]
+    crossover: tuple[float | None, float | None]
+    inputs: dict[str, str]
+
+
+def answer(
+    box: Box, calibrated: Calibrated, drafter: Drafter, accept: float, draft_tokens: int, streams=DEFAULT_STREAMS
+) -> SpeculationAnswer:
+    rows = gains(box, calibrated.overheads, drafter, accept, draft_tokens, streams)
+    inputs = {
+        "model": box.target.name,
+        "draft": box.draft.name if box.draft is not None else "none (n-gram)",
+        "gpu": f"{box.gpu.name}: {box.gpu.bandwidth_gbs.text(0)} GB/s, {box.gpu.tflops.text(0)} TFLOP/s "
+        f"({box.gpu.source})",
+        "tp": str(box.tp),
+        "routing": box.routing.value,
+        "context_tokens": f"{box.context:g}",
+        "allreduce": box.comm_source,
+        "host_overhead": calibrated.host_note,
+        "drafter_overhead": f"{drafter.value}: fitted on a measured speculation grid ({calibrated.overheads.source})",
+    }
+    return SpeculationAnswer(rows, crossover_range(rows), inputs)
+
+
+def case_study_box(curves: RegimeCurves, runs: MeasuredRuns, regime: Regime, decode_regime: Regime) -> Box:
+    """The case study's box: Kimi-K2.5 (INT4 experts) over eight RTX PRO 6000 at TP 8, its verify pass's
+    all-reduces priced in ``regime``, its plain decoding's in ``decode_regime``."""
+    target = kimi_k25_costs()
+    verify, source = regime_curve(curves, regime, CASE_GPUS)
+    decode, _ = regime_curve(curves, decode_regime, CASE_GPUS)
+    gpu = gpu_named("rtx-pro-6000", measured_ceilings(runs))
+    return Box(
+        target,
+        gpu,
+        tp=CASE_GPUS,
+        draft=eagle3_draft_for(target),
+        context=CASE_CONTEXT,
+        routing=Routing.UNIFORM,
+        allreduce_us=verify,
+        decode_allreduce_us=decode,
+        comm_source=source
+        + (f"; plain decoding's in {REGIME_TITLE[decode_regime]}" if decode_regime != regime else ""),
+    )

@@ -1,0 +1,169 @@
+"""What the speculation model reads from measured runs, as values: each speculation-grid sweep (plain or a drafter at
+its draft tokens and accept length, ms per token at each stream count), the model configs a run served, and a
+GPU's measured copy and matrix ceilings. Reads runs through :class:`~verifylab.sources.MeasuredRuns` only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from verifylab.errors import ModelInputError
+from verifylab.model.cycle import Span
+from verifylab.model.model_config import ModelCosts, Routing, costs_from_config
+from verifylab.model.speculation import Box, Ceilings, Overheads, fit_cycle, fit_host, gpu_named
+from verifylab.sources import MeasuredRuns
+from verifylab.vocab import Drafter
+
+POINTS_TABLE = "speculation_points"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One server of a speculation grid: its decode-phase ms per token (mean over requests) at each stream count."""
+
+    run_id: str
+    variant: str
+    drafter: Drafter | None
+    draft_tokens: int
+    accept_target: float
+    accept_measured: float | None
+    ms_per_token: tuple[tuple[int, float], ...]
+
+    @property
+    def key(self) -> tuple[str, int, float]:
+        return (self.drafter.value if self.drafter else "none", self.draft_tokens, self.accept_target)
+
+
+def grid_runs(runs: MeasuredRuns) -> list[str]:
+    """Runs that hold a speculation grid, oldest first."""
+    return sorted(runs.runs_with_table(POINTS_TABLE))
+
+
+def grid_requests(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:
+    """Every request of a grid run, with its server's drafter, draft tokens and accept length asked for."""
+    run = runs.run(run_id)
+    points = runs.read_table(run_id, POINTS_TABLE)
+    frames = [runs.read_table(run_id, t) for t in sorted(run.tables) if t.startswith("sweep-")]
+    if not frames:
+        return pd.DataFrame()
+    requests = pd.concat(frames, ignore_index=True)
+    requests = requests[requests["ok"].astype(bool) & requests["tpot_s"].notna()]
+    keep = ["variant", "drafter", "draft_tokens", "accept_target", "active"]
+    return requests.merge(points[keep], on="variant", how="inner").assign(run_id=run_id)
+
+
+def sweeps(runs: MeasuredRuns, run_id: str) -> list[Sweep]:
+    """The run's sweeps of servers that were active, each with its mean ms per token by stream count."""
+    requests = grid_requests(runs, run_id)
+    out = []
+    keys = ["variant", "drafter", "draft_tokens", "accept_target"]
+    for (variant, drafter, k, target), part in requests.groupby(keys):
+        if not part["active"].astype(bool).all():
+            continue
+        by_c = part.groupby("concurrency")["tpot_s"].mean().sort_index()
+        spec = part.dropna(subset=["spec_verify_ct"])
+        accept = float(spec["output_tokens"].sum() / spec["spec_verify_ct"].sum()) if not spec.empty else None
+        out.append(
+            Sweep(
+                run_id,
+                str(variant),
+                None if drafter == "none" else Drafter(drafter),
+                int(k),
+                float(target),
+                accept,
+                tuple((int(c), float(v) * 1e3) for c, v in by_c.items()),
+            )
+        )
+    return out
+
+
+def mean_context(runs: MeasuredRuns, run_id: str) -> float:
+    """Tokens of KV a stream attends over on average in a run: its prompt plus half its output."""
+    requests = grid_requests(runs, run_id)
+    if requests.empty:
+        raise ModelInputError(f"run {run_id}: no successful request to take the context from")
+    return float((requests["prompt_tokens"] + requests["output_tokens"] / 2).mean())
+
+
+def served_costs(runs: MeasuredRuns, run_id: str) -> tuple[ModelCosts, ModelCosts | None]:
+    """The target (and draft) the run served, from the configs its manifest records."""
+    params = runs.run(run_id).parameters
+    if not isinstance(params.get("served_config"), dict):
+        raise ModelInputError(f"run {run_id} records no served_config: its model cannot be priced")
+    target = costs_from_config(params["served_config"], f"run {run_id} served_config")
+    draft = params.get("draft_config")
+    return target, costs_from_config(draft, f"run {run_id} draft_config") if isinstance(draft, dict) else None
+
+
+def _gpu_key(text: str) -> str | None:
+    low = text.lower()
+    for key in ("h200", "h100"):
+        if key in low:
+            return key
+    return None
+
+
+def measured_ceilings(runs: MeasuredRuns, gpu: str | None = None) -> Ceilings | None:
+    """The newest measured copy and matrix ceilings (of ``gpu`` when given): the copy bandwidth, and the matrix
+    rate as the range over that run's measurements."""
+    for run_id in sorted(runs.runs_with_table("ceilings"), reverse=True):
+        run = runs.run(run_id)
+        key = _gpu_key(run.gpu_name or run.label or run_id) or _gpu_key(run_id)
+        if key is None or (gpu is not None and key != gpu):
+            continue
+        same = [
+            runs.read_table(r, "ceilings")
+            for r in runs.runs_with_table("ceilings")
+            if (_gpu_key(runs.run(r).gpu_name or runs.run(r).label or r) or _gpu_key(r)) == key
+        ]
+        table = pd.concat(same, ignore_index=True)
+        copy = float(np.median(table["copy_bandwidth_gbs"]))
+        tf = Span(float(table["matmul_tflops"].min()), float(table["matmul_tflops"].max()))
+        return Ceilings(key, copy, tf, f"{len(same)} measured run(s), newest {run_id}")
+    return None
+
+
+@dataclass(frozen=True)
+class GridFit:
+    """A grid run's model: the box it ran on, what was fitted and on which sweeps, and every sweep of the run."""
+
+    run_id: str
+    box: Box
+    overheads: Overheads
+    fitted_on: dict[str, str]  # what -> the sweep (variant) it was fitted on
+    below_physics: tuple[int, ...]  # plain stream counts measured faster than the box's physics allows
+    sweeps: tuple[Sweep, ...]
+
+
+FIT_ACCEPT = 2.0  # the accept length each drafter's overhead is fitted on; the others are predicted
+
+
+def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing = Routing.COLLAPSED) -> GridFit:
+    """Fit a grid run: the host overhead on its plain sweep, each drafter's cycle overhead on its sweep at
+    :data:`FIT_ACCEPT` (the longest chain); every other sweep is left to predict."""
+    all_sweeps = sweeps(runs, run_id)
+    plain = next((s for s in all_sweeps if s.drafter is None), None)
+    if plain is None:
+        raise ModelInputError(f"run {run_id} has no plain-decoding sweep: nothing to fit the host overhead on")
+    target, draft = served_costs(runs, run_id)
+    key = _gpu_key(runs.run(run_id).gpu_name or runs.run(run_id).label) or "h200"
+    gpu = gpu_named(key, measured_ceilings(runs, key))
+    box = Box(target, gpu, tp=1, draft=draft, context=mean_context(runs, run_id), routing=routing)
+    host = fit_host(box, plain.ms_per_token)
+    overheads = Overheads(Span(host.intercept_ms, host.intercept_ms), host.per_stream_ms, {}, f"fitted on run {run_id}")
+    fitted_on = {"host": plain.variant}
+    misses = {}
+    cycle = {}
+    for drafter in Drafter:
+        candidates = [s for s in all_sweeps if s.drafter is drafter and s.accept_target == FIT_ACCEPT]
+        if not candidates:
+            continue
+        chosen = max(candidates, key=lambda s: s.draft_tokens)
+        fit = fit_cycle(box, overheads, drafter, chosen.draft_tokens, chosen.accept_target, chosen.ms_per_token)
+        cycle[drafter] = (fit.intercept_ms, fit.per_stream_ms)
+        fitted_on[drafter.value] = chosen.variant
+        misses[drafter] = fit.relative_miss
+    overheads = Overheads(overheads.host0_ms, overheads.host1_ms, cycle, overheads.source, host.relative_miss, misses)
+    return GridFit(run_id, box, overheads, fitted_on, host.below_physics, tuple(all_sweeps))

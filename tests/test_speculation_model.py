@@ -1,0 +1,227 @@
+"""The speculation model: costs read from any config, the fit on a grid and its prediction of what it was not fitted
+on (the stored H200 runs, and synthetic runs of known overheads), the case study's box per regime, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.analysis.speculation_load import agreement, crossovers, predicted_beside_measured
+from verifylab.cli import app
+from verifylab.errors import ModelInputError
+from verifylab.model.floors import Layout, pass_bytes
+from verifylab.model.model_config import Routing, costs_from_config, kimi_k25_costs, read_config
+from verifylab.model.speculation import Box, Overheads, cycle_ms, gains, gpu_named, scenarios, step_ms
+from verifylab.model.speculation_inputs import fit_grid
+from verifylab.sources import MeasuredRuns
+from verifylab.store.evidence import Evidence
+from verifylab.vocab import Drafter, Regime
+
+GRID_RUN = "20261202-183005-h200-spec-load"
+QWEN3_MOE = {  # Qwen3-30B-A3B's cost-setting fields, a small vocabulary (the stored runs' served shape)
+    "architectures": ["Qwen3MoeForCausalLM"],
+    "hidden_size": 2048,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "vocab_size": 1024,
+}
+DEEPSEEK_V2_LITE = {  # a config the model was never given before: MLA with q_lora_rank null, shared experts
+    "architectures": ["DeepseekV2ForCausalLM"],
+    "hidden_size": 2048,
+    "num_hidden_layers": 27,
+    "first_k_dense_replace": 1,
+    "num_attention_heads": 16,
+    "q_lora_rank": None,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "n_routed_experts": 64,
+    "num_experts_per_tok": 6,
+    "n_shared_experts": 2,
+    "moe_intermediate_size": 1408,
+    "intermediate_size": 10944,
+    "vocab_size": 102400,
+}
+
+
+@pytest.fixture(scope="module")
+def stored(repo_root) -> Evidence:
+    return Evidence(repo_root / "data")
+
+
+def test_kimi_costs_from_a_config_equal_the_floors_module():
+    kimi = kimi_k25_costs()
+    for tokens in (1, 4, 32, 256):
+        expected = pass_bytes(tokens, Layout.TP, 8, context=2048).total
+        assert kimi.pass_bytes(tokens, 1, 2048, tp=8) == pytest.approx(expected, rel=1e-9)
+    # Kimi-K2.5's first layer is dense: 60 layers of experts, not 61
+    assert kimi.moe_layers == 60 and kimi.layers == 61
+
+
+def test_configs_read_and_bad_ones_refused_naming_the_field(tmp_path):
+    lite = costs_from_config(DEEPSEEK_V2_LITE)
+    assert lite.moe_layers == 26 and lite.attention_replicated > 0 and not lite.kv_sharded
+    assert lite.experts_read(1) == pytest.approx(6.0) and lite.experts_read(1000) == pytest.approx(64, rel=1e-3)
+    assert lite.experts_read(1000, Routing.COLLAPSED) == 6
+    moe = costs_from_config(QWEN3_MOE)
+    assert moe.weights_bytes() == pytest.approx(59.8e9, rel=0.01)  # 29.9 B parameters in bf16
+    with pytest.raises(ModelInputError, match="'hidden_size' is 'wide'"):
+        costs_from_config({**QWEN3_MOE, "hidden_size": "wide"}, "x")
+    with pytest.raises(ModelInputError, match="num_experts_per_tok"):
+        costs_from_config({k: v for k, v in QWEN3_MOE.items() if k != "num_experts_per_tok"}, "x")
+    (tmp_path / "config.json").write_text("[1, 2]")
+    with pytest.raises(ModelInputError, match="holds list"):
+        read_config(tmp_path)
+    with pytest.raises(ModelInputError, match=r"no config\.json"):
+        read_config(tmp_path / "missing")
+
+
+def _synthetic_grid(host0: float, host1: float, c0: float, c1: float, box: Box) -> MeasuredRuns:
+    """A grid run made by the model itself at known overheads: what a fit must give back, and predict."""
+    ov = Overheads(_span(host0), host1, {Drafter.EAGLE3: (c0, c1)})
+    s = scenarios(box)[0]
+    points, tables = [], {}
+    servers = [
+        ("plain", None, 1, 1.0),
+        ("eagle3_d4_a2p00", Drafter.EAGLE3, 4, 2.0),
+        ("eagle3_d4_a3p00", Drafter.EAGLE3, 4, 3.0),
+    ]
+    for variant, drafter, k, accept in servers:
+        points.append(
+            {
+                "variant": variant,
+                "drafter": drafter.value if drafter else "none",
+                "draft_tokens": k,
+                "accept_target": accept,
+                "active": True,
+            }
+        )
+        for c in (1, 4, 16, 64):
+            ms = step_ms(box, ov, c, s) if drafter is None else cycle_ms(box, ov, drafter, k, c, s) / accept
+            tables[f"sweep-{variant}-c{c}"] = pd.DataFrame(
+                {
+                    "variant": variant,
+                    "concurrency": c,
+                    "ok": True,
+                    "tpot_s": ms / 1e3,
+                    "prompt_tokens": 50,
+                    "output_tokens": 128,
+                    "spec_verify_ct": None if drafter is None else 128 / accept,
+                },
+                index=range(c),
+            )
+    tables["speculation_points"] = pd.DataFrame(points)
+    params = {"served_config": QWEN3_MOE, "draft_config": {**QWEN3_MOE, "num_hidden_layers": 1, "num_experts": 0}}
+    return MeasuredRuns.of_frames({"synthetic": tables}, gpu_name="NVIDIA H200", parameters=params)
+
+
+def _span(value: float):
+    from verifylab.model.cycle import Span
+
+    return Span(value, value)
+
+
+def test_a_fit_gives_back_known_overheads_and_predicts_the_accept_length_it_never_saw():
+    target = costs_from_config(QWEN3_MOE)
+    draft = costs_from_config({**QWEN3_MOE, "num_hidden_layers": 1, "num_experts": 0})
+    box = Box(target, gpu_named("h200"), draft=draft, context=114.0, routing=Routing.COLLAPSED)
+    runs = _synthetic_grid(2.5, 0.03, 2.4, 0.19, box)
+    fit = fit_grid(runs, "synthetic", Routing.COLLAPSED)
+    assert fit.fitted_on == {"host": "plain", "eagle3": "eagle3_d4_a2p00"}
+    assert fit.overheads.host0_ms.low == pytest.approx(2.5, rel=1e-6) and fit.overheads.host1_ms == pytest.approx(0.03)
+    assert fit.overheads.cycle[Drafter.EAGLE3] == pytest.approx((2.4, 0.19), rel=1e-6)
+    three = next(s for s in fit.sweeps if s.variant == "eagle3_d4_a3p00")
+    plain = dict(next(s for s in fit.sweeps if s.drafter is None).ms_per_token)
+    predicted = gains(fit.box, fit.overheads, Drafter.EAGLE3, 3.0, 4, [c for c, _ in three.ms_per_token])
+    for (c, ms), row in zip(three.ms_per_token, predicted, strict=True):
+        assert row.gain.low == pytest.approx(plain[c] / ms, rel=1e-6)
+
+
+def test_the_stored_grid_is_predicted_out_of_sample(stored):
+    """Fitted on plain decoding and each drafter's sweep at accept length 2 (one H200 run), the model meets the other
+    accept lengths and the 2-token chains (a second run) at least as well as it did when this test was written, and
+    every measured crossover of a sweep it was not fitted on lies in its predicted range."""
+    table = predicted_beside_measured(stored.measured)
+    agree, total, _ = agreement(table)
+    assert total == 48 and agree >= 44
+    crossings = crossovers(table)
+    out = crossings[crossings["role"] == "predicted"]
+    assert len(out) == 6
+    for row in out.itertuples():
+        if pd.isna(row.measured):
+            assert pd.isna(row.predicted_high)
+            continue
+        low = row.predicted_low if not pd.isna(row.predicted_low) else 0.0
+        high = row.predicted_high if not pd.isna(row.predicted_high) else float("inf")
+        assert low <= row.measured <= high, row
+
+
+def test_uniform_routing_is_refused_by_physics_on_the_random_weight_runs(stored):
+    """Plain decoding at high load was faster than reading every expert allows: the random-weight model's router
+    did not spread its tokens (so the stored grid is fitted with collapsed routing)."""
+    assert fit_grid(stored.measured, GRID_RUN, Routing.UNIFORM).below_physics
+    assert not fit_grid(stored.measured, GRID_RUN, Routing.COLLAPSED).below_physics
+
+
+def test_case_study_box_regime_answers_and_the_reported_eagle3_rate(stored):
+    """Calibrated to the reported plain decode rate only, the model puts the reported EAGLE-3 rate (54.1 against
+    92.6 tok/s, never used to calibrate) inside the broken-P2P regime's range and outside the healthy one's."""
+    from verifylab.model.case import speculation_case
+    from verifylab.model.decision import crossover_words
+
+    cases = speculation_case(stored)
+    reported = 54.1 / 92.6
+    degraded, healthy = cases[Regime.DEGRADED], cases[Regime.HEALTHY_P2P]
+    assert degraded.gain_at(1).low <= reported <= degraded.gain_at(1).high
+    assert not healthy.gain_at(1).low <= reported <= healthy.gain_at(1).high
+    assert crossover_words(degraded.crossover) == "never pays"
+    assert not cases[Regime.HOST_MEMORY].consistent  # 92.6 tok/s is faster than host memory allows
+    assert "not the case study's regime" in crossover_words(cases[Regime.HOST_MEMORY].crossover, False)
+
+
+def test_cli_answers_for_a_config_it_has_never_seen(tmp_path, repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    (tmp_path / "config.json").write_text(json.dumps(DEEPSEEK_V2_LITE))
+    args = ["model", "speculation", "--config", str(tmp_path), "--gpu", "rtx-pro-6000", "--accept", "2"]
+    result = CliRunner().invoke(app, [*args, "--tp", "4", "--regime", "healthy-p2p", "--decode-tok-s", "150", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert [r["streams"] for r in out["rows"]] == [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128]
+    for row in out["rows"]:
+        assert 0 < row["gain_low"] <= row["gain_high"]
+    low, high = out["crossover_streams_low"], out["crossover_streams_high"]
+    assert low is not None and (high is None or low <= high)
+    assert "healthy P2P, 4 ranks" in out["inputs"]["allreduce"] and "150 tok/s" in out["inputs"]["host_overhead"]
+    assert out["provenance"] == "modelled"
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--tp", "8"], "--regime"),
+        (["--tp", "8", "--regime", "healthy-p2p", "--latency", "x"], "one of --regime"),
+        (["--regime", "fast"], "--regime 'fast'"),
+        (["--streams", "1,two"], "--streams"),
+        (["--accept", "5"], "accept length 5"),
+        (["--drafter", "medusa"], "--drafter 'medusa'"),
+        (["--gpu", "a100"], "--gpu 'a100'"),
+        (["--decode-tok-s", "-3"], "--decode-tok-s"),
+    ],
+)
+def test_cli_refuses_bad_input_in_one_line(tmp_path, repo_root, monkeypatch, extra, named):
+    monkeypatch.chdir(repo_root)
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_MOE))
+    base = ["model", "speculation", "--config", str(tmp_path), "--gpu", "h200", "--accept", "2"]
+    result = CliRunner().invoke(app, [*base, *extra])
+    assert result.exit_code != 0
+    assert named in result.output and "Traceback" not in result.output
