@@ -37,6 +37,14 @@ chapter.finding(ev, params)
 chapter.decision_by_regime(ev)
 
 # %% [markdown]
+# Where speculation stops paying depends on the accept length a box's traffic gives, which the case study reports
+# only once. The same model at other accept lengths (it predicted the accept lengths it was not fitted on in
+# chapter 2's measured grid); measure yours from the server's `spec_accept_length` on your own prompts.
+
+# %% mystnb={"figure": {"caption": "EAGLE-3 against plain decoding on the case study's box per regime and accept length: the gain at one stream and where speculation stops paying (modelled)", "name": "tbl-speculation-by-accept"}}
+chapter.speculation_by_accept_length(ev)
+
+# %% [markdown]
 # ## What one all-reduce costs in each regime
 #
 # Every option is priced from these curves at its own message size (streams x draft tokens x hidden x 2 bytes), never

@@ -175,3 +175,26 @@ def test_a_price_kept_by_the_model_follows_an_input_set_later(ev):
     curves.reported_allreduce = (150.0, 205.0, message)
     price = curves.price(Regime.DEGRADED, Collective.NCCL, 8, message)
     assert isinstance(price, Price) and (price.low_us, price.high_us) == (150.0, 205.0)
+
+
+def test_no_fastest_option_is_one_sglang_refuses_with_eagle3(repo_root):
+    """TP 4 x PP 2 may price fastest, but SGLang 0.5.9 and 0.5.17 refuse pipeline parallelism with speculative
+    decoding: the decision names only options it can deploy with EAGLE-3."""
+    from verifylab.model.decision import deployable_with_eagle3, regime_answer
+    from verifylab.model.options import OPTIONS, Option
+    from verifylab.vocab import Regime
+
+    assert Option.TP4_PP2 not in deployable_with_eagle3()
+    ev = Evidence(repo_root / "data")
+    for regime in (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED):
+        for key in regime_answer(ev, regime).best_by_load.values():
+            assert not OPTIONS[Option(key)].eagle3.startswith("no"), (regime, key)
+
+
+def test_speculation_by_accept_length_rises_with_the_accept_length(repo_root):
+    from verifylab.model.decision import speculation_by_accept
+
+    table = speculation_by_accept(Evidence(repo_root / "data"))
+    for _, part in table.groupby("regime"):
+        lows = [float(text.split("-")[0]) for text in part.sort_values("accept_length")["gain_one_stream"]]
+        assert lows == sorted(lows) and len(lows) == 4

@@ -119,6 +119,9 @@ def test_fewer_than_two_gpus_is_one_line(monkeypatch, count: int, message: str):
         cuda=types.SimpleNamespace(is_available=lambda: count > 0, device_count=lambda: count),
     )
     monkeypatch.setitem(sys.modules, "torch", fake)
+    import verifylab.comm.probe as probe_module
+
+    monkeypatch.setattr(probe_module, "no_gpu_reason", lambda: None)  # the fake torch stands in for the GPUs
     with pytest.raises(CommProbeError, match=message if count else "needs CUDA GPUs"):
         resolve_devices(ProbeConfig())
 

@@ -13,7 +13,7 @@ from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.model.case import account, inputs, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
 from verifylab.model.cycle import Span
-from verifylab.model.decision import decision_table, regime_answer, thresholds
+from verifylab.model.decision import decision_table, regime_answer, speculation_by_accept, thresholds
 from verifylab.model.hypotheses import ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
@@ -37,7 +37,7 @@ DECISION_HEADINGS = {
     "eagle3_tok_s": "EAGLE-3 (tok/s)",
     "eagle3_fusion_tok_s": "EAGLE-3 + fusion (tok/s)",
     "fusion_saves_ms": "fusion saves per pass (ms)",
-    "fastest_at": "fastest option by streams",
+    "fastest_at": "fastest option SGLang runs with EAGLE-3, by streams",
     "speculation_off_from": "speculation stops paying",
 }
 
@@ -131,6 +131,12 @@ def decision_by_regime(ev: Evidence) -> pd.DataFrame:
     """Table: per regime, the all-reduce band that identifies it, decoding vs EAGLE-3 (with and without fusion)
     at one stream, the fastest option by load, and where speculation stops paying (modelled)."""
     return ev.derived("decision_table", decision_table).drop(columns=["regime_key"]).rename(columns=DECISION_HEADINGS)
+
+
+@shown_as_table
+def speculation_by_accept_length(ev: Evidence) -> pd.DataFrame:
+    """Table: where speculation stops paying on the case study's box per regime and accept length (modelled)."""
+    return speculation_by_accept(ev)
 
 
 def regime_figure(ev: Evidence) -> Figure:

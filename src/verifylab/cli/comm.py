@@ -78,7 +78,6 @@ def probe(
     """
     from verifylab.comm.config import ProbeConfig
     from verifylab.errors import describe_error
-    from verifylab.store.manifest import new_run_id
 
     try:
         from pydantic import ValidationError
@@ -98,6 +97,17 @@ def probe(
             )
         except ValidationError as exc:
             raise ParameterError(describe_error(exc, "comm probe")) from None
+        if backend != "gloo":  # say so in a second on a machine without GPUs (before the run store's imports)
+            from verifylab.comm.probe import no_gpu_reason
+            from verifylab.errors import CommProbeError
+
+            reason = no_gpu_reason()
+            if reason is not None:
+                raise CommProbeError(
+                    f"comm probe needs CUDA GPUs: {reason} (--backend gloo runs the mechanics on CPUs)"
+                )
+        from verifylab.store.manifest import new_run_id
+
         run_id = run_id or new_run_id(f"comm-probe-{backend}")
         if store:
             _check_new_run(data_dir, run_id)  # before minutes of measuring, not after

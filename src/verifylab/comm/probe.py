@@ -82,10 +82,25 @@ def probe_environment() -> dict[str, str]:
     return {n: os.environ[n] for n in names if n in os.environ}
 
 
+def no_gpu_reason(dev: Path = Path("/dev"), env: dict[str, str] | None = None) -> str | None:
+    """Why this machine certainly has no CUDA GPU for the probe, read in microseconds (no torch import, which takes
+    seconds): no NVIDIA device node, or CUDA_VISIBLE_DEVICES hiding every GPU; None when GPUs may be there."""
+    env = dict(os.environ) if env is None else env
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
+    if dev.is_dir() and not any(p.name[len("nvidia") :].isdigit() for p in dev.glob("nvidia[0-9]*")):
+        return f"no NVIDIA GPU device ({dev}/nvidia0, ...) on this machine"
+    return None
+
+
 def resolve_devices(cfg: ProbeConfig) -> tuple[int, list[int]]:
     """(world size, CUDA device per rank); one line naming what is missing when the probe cannot run here."""
     if cfg.backend == "gloo":
         return cfg.ranks or 2, []
+    reason = no_gpu_reason()
+    if reason is not None:
+        raise CommProbeError(f"comm probe needs CUDA GPUs: {reason} (--backend gloo runs the mechanics on CPUs)")
     try:
         import torch
     except Exception as exc:

@@ -17,9 +17,9 @@ from verifylab.model.costmodel import eagle3_tokens_per_s
 from verifylab.model.cycle import Span
 from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price
-from verifylab.model.speculation_box import DEFAULT_STREAMS
+from verifylab.model.speculation_box import DEFAULT_STREAMS, answer
 from verifylab.sources import ModelSources
-from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
+from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Drafter, Regime
 
 REFERENCE_MESSAGE = DRAFT_TOKENS[0] * KIMI_K2_HIDDEN * 2  # a verify pass's all-reduce at one stream: 57 KB
 
@@ -34,7 +34,7 @@ class RegimeAnswer:
     fused_tps: Span | None  # EAGLE-3 with fusion, one stream
     fusion_gain_ms: Span | None  # NCCL - fused verify, one stream
     fusion_gain_ms_loaded: Span | None  # at the largest load
-    best_by_load: dict[int, str]  # streams -> the option with the fastest verify (midpoint)
+    best_by_load: dict[int, str]  # streams -> the option SGLang runs with EAGLE-3 with the fastest verify (midpoint)
     crossover: tuple[float | None, float | None]  # streams where EAGLE-3's gain falls below 1: pessimistic,
     # optimistic (None: not within the streams priced); from verifylab.model.speculation
     speculation_wins_everywhere: bool
@@ -78,6 +78,12 @@ def _crossover(ev: ModelSources, regime: Regime) -> tuple[tuple[float | None, fl
     return case.crossover, case.crossover == (None, None)
 
 
+def deployable_with_eagle3() -> list[Option]:
+    """The options SGLang runs with EAGLE-3 (read from the audited wheels, :data:`OPTIONS`): only these can be the
+    fastest way to serve the case study, whatever their verify pass costs; the others are shown with why not."""
+    return [k for k, facts in OPTIONS.items() if not facts.eagle3.startswith("no")]
+
+
 def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
     """The four answers for ``regime``."""
     one = whatif_table(ev, 1).set_index(["regime_key", "key"])
@@ -101,7 +107,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
 
     best = {}
     for c, table in loads.items():
-        priced = {k.value: span for k in OPTIONS if (span := verify(table, k.value)) is not None}
+        priced = {k.value: span for k in deployable_with_eagle3() if (span := verify(table, k.value)) is not None}
         best[c] = min(priced, key=lambda k: priced[k].mid)
     crossover, everywhere = _crossover(ev, regime)
     return RegimeAnswer(
@@ -174,5 +180,31 @@ def crossover_words(crossover: tuple[float | None, float | None], consistent: bo
 
     text = "never pays" if high is not None and high <= 1 else f"between {streams(low)} and {streams(high)} streams"
     if not consistent:
-        text += " (the reported plain decode rate is faster than this regime allows: not the case study's regime)"
+        text += " (not the case study's regime: it decodes faster than this regime allows)"
     return text
+
+
+SPECULATION_ACCEPTS = (1.5, 2.0, 2.5, 3.0)  # accept lengths a reader's traffic may give
+
+
+def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
+    """Per regime and accept length on the case study's box (TP 8, NCCL, EAGLE-3 over its draft-token range): the
+    gain at one stream and where speculation stops paying (modelled: ``verifylab model speculation``)."""
+    rows = []
+    for regime, case in speculation_case(ev).items():
+        for accept in SPECULATION_ACCEPTS:
+            results = [answer(case.box, case.calibrated, Drafter.EAGLE3, accept, k) for k in case.by_draft_tokens]
+            ones = [r.rows[0].gain for r in results]
+            lows = [r.crossover[0] for r in results if r.crossover[0] is not None]
+            highs = [r.crossover[1] for r in results]
+            crossover = (min(lows) if lows else None, None if None in highs else max(h for h in highs if h))
+            rows.append(
+                {
+                    "regime": REGIME_TITLE[regime],
+                    "accept_length": accept,
+                    "gain_one_stream": Span(min(g.low for g in ones), max(g.high for g in ones)).text(2),
+                    "speculation_pays": crossover_words(crossover, case.consistent),
+                    "provenance": "modelled",
+                }
+            )
+    return pd.DataFrame(rows)

@@ -51,7 +51,16 @@ DATASHEETS: dict[str, tuple[float, float | None, float, str]] = {
     "h100": (3350.0, 989.0, 80e9, "NVIDIA H100 SXM datasheet: 3.35 TB/s, 989 dense bf16 TFLOP/s, 80 GB"),
     "rtx-pro-6000": (1792.0, None, 96e9, "NVIDIA RTX PRO 6000 Blackwell datasheet: 1792 GB/s, 96 GB"),
 }
-UNKNOWN_TFLOPS = Span(250.0, 500.0)  # assumed where no rate is known: a range around GB202's tensor rate
+# Matrix rates measured on the card itself and published (reported, public): used as they are, never scaled.
+PUBLIC_TFLOPS: dict[str, tuple[Span, str]] = {
+    "rtx-pro-6000": (
+        Span(368.43, 417.34),
+        "reported (public): a bf16 8192^3 torch matmul, '8192x8192: 368.43 TFLOPS' on a Workstation Edition "
+        "(https://github.com/zzc0721/torch-performance-test-data/issues/160, 2026-04-04) and '8192x8192: 417.34 "
+        "TFLOPS' on a Server Edition (same repository, issue 162, 2026-04-09)",
+    )
+}
+UNKNOWN_TFLOPS = Span(250.0, 500.0)  # assumed where no rate is known
 
 
 @dataclass(frozen=True)
@@ -85,12 +94,16 @@ def gpu_named(
             tf = Span(sheet_tf * ceilings.matmul_tflops.low / ref_tf, sheet_tf * ceilings.matmul_tflops.high / ref_tf)
         else:
             tf = UNKNOWN_TFLOPS
-            sources.append(f"dense bf16 rate assumed {tf.text(0)} TFLOP/s (not in this project's sources)")
         sources.append(f"datasheet x the {ceilings.gpu.upper()}'s measured fraction ({ceilings.source})")
     else:
         bw = Span(sheet_bw, sheet_bw)
         tf = Span(sheet_tf, sheet_tf) if sheet_tf is not None else UNKNOWN_TFLOPS
         sources.append("datasheet peaks (never reached: an optimistic bound)")
+    if key in PUBLIC_TFLOPS and not (ceilings is not None and ceilings.gpu == key):
+        tf, public = PUBLIC_TFLOPS[key]
+        sources.append(f"matrix rate {public}")
+    elif tf == UNKNOWN_TFLOPS:
+        sources.append(f"dense bf16 rate assumed {tf.text(0)} TFLOP/s (not in this project's sources)")
     if bandwidth_gbs is not None:
         bw, sources = Span(bandwidth_gbs, bandwidth_gbs), [*sources, f"bandwidth given: {bandwidth_gbs:g} GB/s"]
     if tflops is not None:
