@@ -81,3 +81,17 @@ class Drafter(StrEnum):
     def algorithm(self) -> str:
         """SGLang's ``--speculative-algorithm`` value."""
         return {Drafter.EAGLE3: "EAGLE3", Drafter.NGRAM: "NGRAM"}[self]
+
+
+RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"  # a run's name: a plain folder name, never a path
+
+
+def plain_run_id(run_id: str) -> str:
+    """``run_id`` when it is a plain run name; :class:`~verifylab.errors.ParameterError` naming it otherwise."""
+    import re
+
+    from verifylab.errors import ParameterError
+
+    if not re.fullmatch(RUN_ID_PATTERN, str(run_id)):
+        raise ParameterError(f"run id {run_id!r} is not a plain run name ({RUN_ID_PATTERN}: lower case, digits, . _ -)")
+    return run_id

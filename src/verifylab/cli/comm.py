@@ -97,6 +97,10 @@ def probe(
             )
         except ValidationError as exc:
             raise ParameterError(describe_error(exc, "comm probe")) from None
+        if run_id is not None:
+            from verifylab.vocab import plain_run_id
+
+            plain_run_id(run_id)
         if backend != "gloo":  # say so in a second on a machine without GPUs (before the run store's imports)
             from verifylab.comm.probe import no_gpu_reason
             from verifylab.errors import CommProbeError

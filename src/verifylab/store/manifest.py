@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from verifylab import vocab
 from verifylab.errors import ManifestError, ParameterError, RunExistsError
 from verifylab.host import HostInfo
 from verifylab.store.schema import SCHEMA_VERSION
 
-RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"
+RUN_ID_PATTERN = vocab.RUN_ID_PATTERN  # declared with the shared facts (a CLI checks it before heavy imports)
 TABLE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 TABLE_FILE_PATTERN = r"[a-z0-9][a-z0-9_-]{0,63}\.(parquet|csv)"  # a plain file name inside the run folder
 MANIFEST = "manifest.json"

@@ -20,13 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
-from verifylab.errors import ManifestError, ParameterError, RunExistsError, RunNotFoundError, StorageError
+from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError, StorageError
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
 from verifylab.redact import redact_obj, redact_text
 from verifylab.sources import MeasuredRun, MeasuredRuns
 from verifylab.store.manifest import (
     MANIFEST,
-    RUN_ID_PATTERN,
     TABLE_NAME_PATTERN,
     Manifest,
     check_resume,
@@ -34,6 +33,7 @@ from verifylab.store.manifest import (
     read_manifest,
 )
 from verifylab.store.schema import SCHEMA_VERSION, check_frame, migrate, spec_of
+from verifylab.vocab import plain_run_id
 
 LOCK_FILE = ".verifylab.lock"
 MEASURING_LOCK_FILE = ".verifylab.measuring"
@@ -60,11 +60,7 @@ class RunStore:
 
     def path(self, run_id: str) -> Path:
         """The run's folder; a run id is a plain name (no path: nothing outside the store is ever read)."""
-        if not re.fullmatch(RUN_ID_PATTERN, str(run_id)):
-            raise ParameterError(
-                f"run id {run_id!r} is not a plain run name ({RUN_ID_PATTERN}: lower case, digits, . _ -)"
-            )
-        return self.root / run_id
+        return self.root / plain_run_id(run_id)
 
     def run_ids(self) -> list[str]:
         """Ids of every folder holding a manifest, sorted; a run folder that is a link is refused (what the
