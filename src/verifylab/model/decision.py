@@ -176,7 +176,7 @@ def crossover_words(crossover: tuple[float | None, float | None], consistent: bo
     def streams(value: float | None) -> str:
         if value is None:
             return f"beyond {last}"
-        return "1" if value <= 1 else f"{value:.0f}"
+        return "1" if value <= 1 else (f"{value:.0f}" if value >= 10 else f"{value:.1f}")
 
     text = "never pays" if high is not None and high <= 1 else f"between {streams(low)} and {streams(high)} streams"
     if not consistent:

@@ -181,15 +181,25 @@ class Overheads:
     source: str = ""
     host_miss: float = 0.0  # the host fit's largest relative miss on the sweep it was fitted on
     cycle_miss: dict[Drafter, float] = field(default_factory=dict)  # each drafter's fit, likewise
+    decode_ms: float | None = None  # a box's measured plain step at one stream: host0 is what each scenario leaves
 
     def margin(self, drafter: Drafter) -> float:
         """How much wider than its point value a range of this drafter is drawn: its fits' largest miss."""
         return max(self.host_miss, self.cycle_miss.get(drafter, 0.0))
 
 
+def host0_ms(box: Box, ov: Overheads, s: Scenario, host_end: str = "low") -> float:
+    """The per-pass host overhead in scenario ``s``: calibrated, what the box's measured one-stream step leaves once
+    this scenario's physics and all-reduces are paid (never below 0); fitted, an end of the fitted range."""
+    if ov.decode_ms is not None:
+        paid = physics_ms(box, box.target, 1, 1, s) + comm_ms(box, box.target, 1, s, decode=True) + ov.host1_ms
+        return max(ov.decode_ms - paid, 0.0)
+    return ov.host0_ms.low if host_end == "low" else ov.host0_ms.high
+
+
 def step_ms(box: Box, ov: Overheads, streams: float, s: Scenario, host_end: str = "low") -> float:
     """Plain decoding: one forward pass of one token per stream."""
-    host0 = ov.host0_ms.low if host_end == "low" else ov.host0_ms.high
+    host0 = host0_ms(box, ov, s, host_end)
     comm = comm_ms(box, box.target, streams, s, decode=True)
     return physics_ms(box, box.target, streams, streams, s) + comm + host0 + ov.host1_ms * streams
 
@@ -200,7 +210,7 @@ def cycle_ms(
     """One speculative cycle: the verify pass of C x K tokens, K - 1 draft steps, the drafter's overhead."""
     if drafter not in ov.cycle:
         raise ModelInputError(f"no measured {drafter.value} overhead: fit it on a speculative sweep first")
-    host0 = ov.host0_ms.low if host_end == "low" else ov.host0_ms.high
+    host0 = host0_ms(box, ov, s, host_end)
     tokens = streams * draft_tokens
     verify = physics_ms(box, box.target, tokens, streams, s) + comm_ms(box, box.target, tokens, s)
     verify += host0 + ov.host1_ms * streams
@@ -232,7 +242,8 @@ def gains(
     rows = []
     for c in streams:
         plain, spec, gain = [], [], []
-        for s, host in product(scenarios(box), ("low", "high")):
+        ends = ("low",) if ov.decode_ms is not None or ov.host0_ms.low == ov.host0_ms.high else ("low", "high")
+        for s, host in product(scenarios(box), ends):
             t_step, t_cycle = step_ms(box, ov, c, s, host), cycle_ms(box, ov, drafter, draft_tokens, c, s, host)
             plain.append(c * 1e3 / t_step)
             spec.append(c * accept * 1e3 / t_cycle)

@@ -89,7 +89,7 @@ def calibrate_decode(box: Box, measured: Overheads, decode_tok_s: float | None, 
     note = f"set so that one stream decodes at {decode_tok_s:g} tok/s ({source})"
     if not consistent:
         note += ": faster than this box's bytes and all-reduces allow, so the all-reduce curve is too slow for it"
-    return Calibrated(replace(measured, host0_ms=host0), note, consistent)
+    return Calibrated(replace(measured, host0_ms=host0, decode_ms=step), note, consistent)
 
 
 def eagle3_draft_for(target: ModelCosts, draft_vocab: int = 32000) -> ModelCosts:
