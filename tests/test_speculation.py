@@ -90,3 +90,17 @@ def test_grid_against_the_double_holds_each_accept_length_and_resumes(tmp_path):
     assert len(again) == 5 and not again.failure.any()
     assert len(said) == 5 and all(line.endswith("stored, skipped") for line in said)
     assert store.manifest("spec").status == "complete"
+
+
+def test_a_server_that_cannot_start_leaves_the_run_partial_and_is_tried_again(tmp_path):
+    grid = SpeculationGrid(drafters=["eagle3"], accept_lengths=[2.0], concurrency=[1], tokens=8, requests_per_cell=1)
+    cfg = BaseConfig(model_path="m", port=free_port(), launcher=TEST_LAUNCHER, extra_args=["--step-ms", "5"])
+    points = run_speculation_grid(cfg, grid, tmp_path, "spec", "test double (not data)")  # no draft model given
+    by_name = points.set_index("variant")
+    assert "draft_model_path" in by_name.loc["eagle3_d4_a2p00", "failure"] and not by_name.loc["plain", "failure"]
+    store = RunStore(tmp_path / "runs")
+    assert store.manifest("spec").status == "partial"
+    said: list[str] = []
+    run_speculation_grid(cfg, grid, tmp_path, "spec", "test double (not data)", progress=said.append)
+    assert any("plain: stored, skipped" in line for line in said)
+    assert any("eagle3_d4_a2p00: starting" in line for line in said)  # the failed server is tried again

@@ -59,8 +59,8 @@ def run_speculation_grid(
 ) -> pd.DataFrame:
     """Start each server of ``grid`` in a seeded random order, sweep it, store its cells and a row of
     :data:`POINTS_TABLE` (drafter, draft tokens, accept length asked for, measured and reported by the server);
-    skip a server whose cells are all stored. A server that fails is recorded and the grid goes on; raises
-    ServerError (rows stored) when none started."""
+    skip a server whose cells are all stored. A server that fails is recorded and the grid goes on (the run stays
+    ``partial`` until a later call measures it); raises ServerError (rows stored) when none started."""
     help_text = launcher_help(base.launcher)
     recorder = open_recorder(
         data_dir,
@@ -113,7 +113,13 @@ def run_speculation_grid(
             recorder.store.write_table(run_id, POINTS_TABLE, pd.DataFrame(rows))
             say(f"[{i}/{len(points)}] {point.name}: {row['failure'] or 'measured'}")
     nothing = bool(rows) and all(r.get("failure") for r in rows)
-    mark_complete(recorder, "failed" if nothing else "complete")
+    short = any(r.get("failure") or r.get("failed_cells") for r in rows)  # resumable: measured again on the next call
+    if nothing:
+        mark_complete(recorder, "failed")
+    elif short:
+        recorder.store.set_status(run_id, "partial")
+    else:
+        mark_complete(recorder, "complete")
     if nothing:
         raise ServerError(f"no server of the grid started, nothing was measured; first failure: {rows[0]['failure']}")
     return pd.DataFrame(rows)
