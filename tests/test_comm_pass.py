@@ -97,3 +97,28 @@ def test_model_pass_savings_are_within_25_percent_of_the_measured_range(repo_roo
     check = saving_check(RunStore(repo_root / "data" / "runs").measured())
     assert len(check) >= 10 and {"fused", "one_allreduce_per_layer"} <= set(check["variant"])
     assert (check["error_pct"].abs() <= 25).all(), check[check["error_pct"].abs() > 25]
+
+
+def test_cli_model_pass_prices_in_pass_and_its_savings_meet_the_measured_ones(repo_root, monkeypatch):
+    """`verifylab model pass` itself (not only the library's check) prices each all-reduce as it runs inside a pass:
+    its NCCL -> fused and NCCL -> one-per-layer savings lie within 25 % of what the campaigns measured, on every path
+    and token count; --isolated prices them alone, and the fused saving then grows past the measured range."""
+    from verifylab.model.comm_pass import saving_check
+
+    monkeypatch.chdir(repo_root)
+    store = RunStore(repo_root / "data" / "runs").measured()
+    check = saving_check(store)
+    newest = store.newest_with("allreduce_latency", "verify_pass")
+    passes = store.read_table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
+    for row in check.itertuples():
+        args = ["model", "pass", "--compute-ms", str(passes[(row.path, row.tokens, "compute_only")]), "--json"]
+        args += ["--tokens", str(row.tokens), "--latency", newest, "--path", row.path]
+        out = json.loads(CliRunner().invoke(app, args).output)
+        priced = by_name(out["variants"])
+        saving = priced["nccl"]["pass_ms"] - priced[row.variant]["pass_ms"]
+        assert saving == pytest.approx(row.predicted_saving_ms)
+        assert row.measured_low_ms * 0.75 <= saving <= row.measured_high_ms * 1.25, row
+        if row.path == "nvlink" and row.variant == "fused":
+            assert out["in_pass_factors"]["fused"] > 1.0  # the fused kernel costs more inside a pass than alone
+            alone = by_name(json.loads(CliRunner().invoke(app, [*args, "--isolated"]).output)["variants"])
+            assert alone["nccl"]["pass_ms"] - alone["fused"]["pass_ms"] > row.measured_high_ms

@@ -264,14 +264,22 @@ def model_pass(
     hidden: int = typer.Option(7168, min=1, help="Hidden size (bytes per all-reduce = tokens x hidden x 2)."),
     norm_us: float | None = typer.Option(None, help="One add+RMSNorm kernel (µs); default: the stored measurement."),
     data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (latency runs, the measured norm)."),
-    as_json: bool = typer.Option(False, "--json", help='Print {"variants": [...]}.'),
+    isolated: bool = typer.Option(
+        False,
+        "--isolated",
+        help="Price each all-reduce at its isolated latency (default: times what it costs inside "
+        "a pass over its isolated latency, from the stored synthetic passes' traces, per path and implementation).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help='Print {"variants": [...], "in_pass_factors": {...}}.'),
 ) -> None:
     """Predict one verify pass per variant (nccl, fused, one all-reduce per layer, compute only) from its
-    compute and a measured latency curve, interpolated by message size. Modelled, no constant fitted to the pass.
+    compute and a measured latency curve, interpolated by message size, each all-reduce priced as it runs inside a
+    pass (the stored traces' in-pass factor for that path; --isolated: as measured alone). Modelled, no constant
+    fitted to the pass.
 
     Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency curve.csv --path shm --json`
     """
-    from verifylab.model.comm_pass import load_curves, norm_us_measured, predict_pass
+    from verifylab.model.comm_pass import in_pass_factors, load_curves, norm_us_measured, predict_pass
     from verifylab.store.runs import RunStore
 
     try:
@@ -286,16 +294,22 @@ def model_pass(
             norm_us, norm_source = found
         else:
             norm_source = "given (--norm-us)"
-        variants = predict_pass(compute_ms, tokens, curves, path, norm_us, allreduces, hidden)
+        factors: dict[str, float] = {}
+        if not isolated and store is not None:
+            factors = {impl: f for (where, impl), f in in_pass_factors(store).items() if where == path}
+        variants = predict_pass(compute_ms, tokens, curves, path, norm_us, allreduces, hidden, factors)
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
-        typer.echo(json.dumps({"variants": variants, "norm_us": norm_us, "norm_source": norm_source}, indent=2))
+        payload = {"variants": variants, "norm_us": norm_us, "norm_source": norm_source, "in_pass_factors": factors}
+        typer.echo(json.dumps(payload, indent=2))
         return
     import pandas as pd
 
     print_frame(pd.DataFrame(variants).round(3), title=f"one pass on {path}, k = {tokens:g} (modelled)")
     console.print(f"norm: {norm_us:.2f} µs ({norm_source})", highlight=False)
+    shown = ", ".join(f"{impl} x{f:.2f}" for impl, f in sorted(factors.items())) or "none (isolated latencies)"
+    console.print(f"in-pass factors on {path}: {shown}", highlight=False)
 
 
 @model_app.command("reconcile")
