@@ -85,9 +85,11 @@ chapter.whatif(ev, params)
 #
 # The bytes the busiest GPU reads per pass (INT4 experts with their group scales, bf16 attention, shared expert,
 # dense layer and LM head, latent KV at the stated context: the inputs table) and the time to read them at the
-# card's datasheet bandwidth; and the weights each layout puts on a GPU (replicated parts once per GPU), the KV room left
-# at two memory fractions, and the requests that room holds: tensor-parallel attention keeps every request's
-# latent KV on every GPU, DP attention a request's KV on its own GPU only.
+# card's datasheet bandwidth; and the weights each layout puts on a GPU (replicated parts once per GPU, experts on the
+# MoE layers only: Kimi's first layer is dense), the KV room left at two memory fractions of the memory the card
+# reports usable (a public reading of an 8-card box, not the datasheet's round figure), and the requests that room
+# holds: tensor-parallel attention keeps every request's latent KV on every GPU, DP attention a request's KV on its
+# own GPU only.
 
 # %% mystnb={"figure": {"caption": "Bytes read per pass by the busiest GPU and the time at peak bandwidth (modelled)", "name": "tbl-floors"}}
 chapter.floors(ev)

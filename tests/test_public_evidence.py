@@ -56,3 +56,24 @@ def test_quote_carries_formats_and_ranges():
     assert quote_carries("| 32 KB | 48.16 us | 26.20 us |", 26.2)
     assert quote_carries("| P2P Enabled (same NUMA) | 0.36-0.45 us |", 0.45)
     assert not quote_carries("| 1 KB | 6.12 |", 6.1)
+
+
+def test_misdetected_and_superseded_rows_never_price_healthy_p2p(repo_root):
+    """An NCCL path slowed by topology misdetection (48-56 µs on a dual-socket box) and rows cited from a revision
+    its authors replaced are not healthy P2P: the healthy band at 8 ranks and one stream's verify message stays
+    where healthy boxes measured it."""
+    from verifylab.model.case import inputs
+    from verifylab.model.regimes import Collective
+    from verifylab.store.evidence import Evidence
+    from verifylab.vocab import Regime
+
+    ev = Evidence(repo_root / "data")
+    public = ev.public
+    flagged = public[
+        public["implementation"].astype(str).str.contains("misdetected")
+        | public["note"].astype(str).str.startswith("superseded")
+    ]
+    assert set(flagged["id"]) >= {"pub-21", "pub-23", "pub-25", "pub-27", "pub-52", "pub-53"}
+    assert (flagged["regime"] != Regime.HEALTHY_P2P.value).all()
+    price = inputs(ev).curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, 4 * 7168 * 2)
+    assert price.high_us < 40 and not any(i in price.basis for i in flagged["id"])

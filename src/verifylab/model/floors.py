@@ -25,7 +25,9 @@ from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, expected_distinct_
 from verifylab.vocab import BF16_BYTES
 
 RTX_PRO_6000_BLACKWELL_GBS = 1792.0  # NVIDIA datasheet: 96 GB GDDR7, 1792 GB/s (reported)
-RTX_PRO_6000_MEMORY_BYTES = 96e9  # NVIDIA datasheet: 96 GB (decimal)
+# What the card reports usable (reported, public): "8x RTX PRO 6000 Blackwell Server Edition (sm_120, 97887 MiB)",
+# https://github.com/sgl-project/sglang/issues/37105 (2026-08-31); the datasheet's "96 GB" is a marketing round number
+RTX_PRO_6000_MEMORY_BYTES = 97887 * 2**20
 INT4_GROUP = 32
 INT4_BYTES_PER_WEIGHT = 0.5 + BF16_BYTES / INT4_GROUP  # 4 bits + one bf16 scale per 32 weights
 MLA_KV_BYTES_PER_TOKEN_LAYER = (KIMI_K2.kv_lora_rank + KIMI_K2.qk_rope_dim) * BF16_BYTES
@@ -106,14 +108,22 @@ def weights_per_gpu_bytes(
 ) -> float:
     """Weights one GPU holds: replicated parts counted once per GPU, INT4 experts with their scales."""
     layers = model.layers / pipeline_stages
+    moe_layers = (model.layers - model.dense_layers) / pipeline_stages  # the first layers are dense: no experts
+    dense_layers = layers - moe_layers
     tp = gpus if layout is Layout.TP else 1
     attention = ShardShape(model, gpus if layout is not Layout.EP_DP_ATTENTION else 1).attention_weight_elems()
     experts = model.experts // (1 if layout is Layout.TP else gpus)
     expert_bytes = experts * ShardShape(model, tp).expert_weight_elems() * INT4_BYTES_PER_WEIGHT
     shard = ShardShape(model, gpus)
-    bf16 = (attention + shard.router_weight_elems() + shard.expert_weight_elems()) * BF16_BYTES
+    moe_bf16 = (shard.router_weight_elems() + shard.expert_weight_elems()) * BF16_BYTES  # router, shared expert
+    dense_mlp = shard.dense_mlp_weight_elems() * BF16_BYTES
     head_and_embedding = 2 * model.vocab * model.hidden * BF16_BYTES / gpus / pipeline_stages
-    return layers * (bf16 + expert_bytes) + head_and_embedding
+    return (
+        layers * attention * BF16_BYTES
+        + moe_layers * (moe_bf16 + expert_bytes)
+        + dense_layers * dense_mlp
+        + head_and_embedding
+    )
 
 
 def kv_bytes_per_token(layers: int = KIMI_K2.layers) -> int:
