@@ -12,6 +12,7 @@ import pandas as pd
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.launch_command import launch_command
 from verifylab.analysis.recommendation import Recommendation, Topic
+from verifylab.model.decision import fusion_at_one_stream
 from verifylab.report.section import Prose
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,
@@ -124,15 +125,16 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
         band = ev.thresholds.get(Regime.HEALTHY_P2P.value)
         slow = ev.thresholds.get(Regime.HOST_MEMORY.value)
         upgrade = f"SGLang {ev.upgrade[0]} (FlashInfer {ev.upgrade[1]})" if ev.upgrade else "a version chapter 1 lists"
-        gain = healthy.fusion_gain_ms.text(2, "ms") if healthy and healthy.fusion_gain_ms else "not priced"
+        gain = healthy.fusion_gain_ms.gain_text(2, "ms") if healthy and healthy.fusion_gain_ms else "not priced"
+        verdict = fusion_at_one_stream(healthy.fusion_gain_ms if healthy else None)
         loaded = healthy.fusion_gain_ms_loaded.gain_text(1, "ms") if healthy and healthy.fusion_gain_ms_loaded else "?"
         fused_tps = healthy.fused_tps.text(0, "tok/s") if healthy and healthy.fused_tps else "?"
         eagle_tps = healthy.eagle_tps.text(0, "tok/s") if healthy else "?"
         return Recommendation(
             Topic.FUSION,
             f"If the box's 8-rank all-reduce of one stream's verify message costs "
-            f"{_band(band)} (healthy P2P): upgrade to {upgrade}, open its gates and deploy fusion for EAGLE-3 at "
-            f"one stream: it saves {gain} per verify pass ({eagle_tps} -> {fused_tps}, modelled); at "
+            f"{_band(band)} (healthy P2P): fusion for EAGLE-3 is {verdict} (upgrade to {upgrade} and open its gates "
+            f"to run it): {gain} per verify pass ({eagle_tps} -> {fused_tps}, modelled); at "
             f"{max(LOAD_STREAMS)} streams the one-shot push over PCIe makes {loaded} per pass (past the public "
             f"crossover it loses to NCCL). If it costs {_band(slow)} (host memory) or more, fusion cannot help: "
             f"its kernel needs working P2P; fix P2P first. The reported {r['eagle3']:.1f} -> "
@@ -141,7 +143,7 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
             f"EAGLE-3 with 'fusion' beat plain decoding by {a.text('bottom_line_pct')} ({r['eagle3_fusion']:.1f} vs "
             f"{r['baseline']:.1f} tok/s).",
             ["chapter 4 (options per regime, modelled)", "chapter 1 (forensics, audited wheels)", "public table"],
-            "medium",
+            "medium" if verdict.startswith(("yes", "no")) else "low",  # an unresolved range: low
             measure_next="`verifylab comm probe` on the box (its regime), then EAGLE-3 with and without fusion "
             "on the upgraded stack, profiled",
             provenance=["modelled", "reported (public)", "audited"],

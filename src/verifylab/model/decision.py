@@ -208,3 +208,14 @@ def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def fusion_at_one_stream(gain: Span | None) -> str:
+    """What fusion's verify-pass saving range says to do at one stream: deploy it, do not, or measure first."""
+    if gain is None:
+        return "not priced"
+    if gain.low > 0:
+        return "yes at one stream"
+    if gain.high < 0:
+        return "no: it loses at one stream"
+    return "not resolved at one stream (measure it on the box first)"

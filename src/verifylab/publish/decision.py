@@ -51,6 +51,7 @@ def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
 
 def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
+    from verifylab.model.decision import fusion_at_one_stream, regime_answer
     from verifylab.vocab import Regime
 
     f = by_key(edition["key_findings"])
@@ -62,6 +63,7 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     healthy, host, reported = (r[g.value] for g in (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED))
     upgrade = _upgrade(ev)
     box = _box_line(ev, r)
+    fusion_verdict = fusion_at_one_stream(regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_ms)
     upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
     return f"""# The decision
@@ -83,9 +85,9 @@ verify message and names the regime ({{numref}}`tbl-decision-regimes`, modelled 
 
 ## What to deploy on the case-study box
 
-- **Deploy fusion?** ({fusion[0]} confidence) With healthy P2P, yes at one stream: upgrade to {upgrade_text}
-  ({{numref}}`tbl-pcie-sm120`, audited wheels), open its gates, and fusion saves
-  {t[FindingKey.FUSION_GAIN_HEALTHY_MS]} per verify pass ({{numref}}`tbl-decision-regimes`): EAGLE-3 goes from
+- **Deploy fusion?** ({fusion[0]} confidence) With healthy P2P, {fusion_verdict}: to run it, upgrade to
+  {upgrade_text} ({{numref}}`tbl-pcie-sm120`, audited wheels) and open its gates; on a verify pass it makes
+  {t[FindingKey.FUSION_GAIN_HEALTHY_MS]} ({{numref}}`tbl-decision-regimes`): EAGLE-3 goes from
   {healthy["eagle3_tok_s"]} to {healthy["eagle3_fusion_tok_s"]} tok/s; under load the one-shot push over PCIe loses
   to NCCL past the public crossover ({{numref}}`tbl-fusion-options`). Without working P2P it cannot run.
 - **Keep EAGLE-3?** With healthy P2P it gives {healthy["eagle3_tok_s"]} tok/s against {healthy["decode_tok_s"]} for

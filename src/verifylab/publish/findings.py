@@ -71,14 +71,17 @@ def key_findings(ev: Evidence) -> list[Finding]:
     return found
 
 
-def _span_finding(key: FindingKey, label: str, span, unit: str, digits: int, provenance: str) -> Finding:
+def _span_finding(
+    key: FindingKey, label: str, span, unit: str, digits: int, provenance: str, signed: bool = False
+) -> Finding:
+    """A range finding; ``signed``: a saving that may be a loss, in words (``anything from a 1.5 ms loss to ...``)."""
     return Finding(
         key=key,
         label=label,
         value=round(span.mid, digits + 1),
         low=round(span.low, digits + 1),
         high=round(span.high, digits + 1),
-        text=span.text(digits, unit),
+        text=span.gain_text(digits, unit) if signed else span.text(digits, unit),
         unit=unit,
         provenance=provenance,
     )
@@ -141,6 +144,7 @@ def _model_findings(ev: Evidence) -> list[Finding]:
                 "ms",
                 2,
                 "modelled",
+                signed=True,
             )
         )
     return out
