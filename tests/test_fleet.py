@@ -223,7 +223,9 @@ def test_a_campaign_runs_each_job_on_its_box_and_survives_its_driver_killed(clus
 
     address, node_ids = cluster
     live_params(tmp_path / "quick.yaml", "20261201-000000-fleet-quick", free_port())
-    live_params(tmp_path / "slow.yaml", "20261201-000000-fleet-slow", free_port(), step_ms=25, max_tokens=48, runs=3)
+    # slow enough to be still running when the quick job is done on a loaded 2-core machine (at 25 ms a token it
+    # once finished first, and the killed driver left nothing running to resume)
+    live_params(tmp_path / "slow.yaml", "20261201-000000-fleet-slow", free_port(), step_ms=60, max_tokens=48, runs=3)
     broken = chapter02_on_test_double("20261201-000000-fleet-broken", free_port())
     broken["chapters"]["02_benchmarks"]["launcher"] = [sys.executable, "-c", "raise SystemExit('no GPU on this box')"]
     write_params(tmp_path / "broken.yaml", broken)
