@@ -7,8 +7,7 @@
 #   bash benchmarks/live_smoke/device_run.sh           # unpack if needed, then run the pipeline
 set -uo pipefail
 source benchmarks/live_smoke/offline_set.sh
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the box has no internet: never try the Hub
+device_env
 OUT=${OUT:-/tmp/smoke-out}
 S=/tmp/smoke
 mkdir -p "$OUT"

@@ -2,7 +2,7 @@
 # CPython-3.12 GPU box, and how its tar.xz parts travel in consecutive device calls.
 #   here:    collect_wheels  -> the array `wheels` (pruned where a live run never loads the parts)
 #            pack_parts STAGE NAME XFER PART_MIB  -> XFER/<n>/part.NN (+ SHA256 in the last)
-#   the box: stash_parts XFER_GLOB DEST  /  unpack_parts DEST   (DEST/.unpacked once done)
+#   the box: device_env  /  stash_parts XFER_GLOB DEST  /  unpack_parts DEST   (DEST/.unpacked once done)
 D_SET=benchmarks/live_smoke
 PLAT=(--only-binary=:all: --python-version 3.12 --implementation cp)
 for p in manylinux_2_34 manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 manylinux_2_5 manylinux1; do
@@ -36,6 +36,11 @@ pack_parts() {  # STAGE (holds the folders to pack) NAME XFER PART_MIB; then the
   done
   (cd "$stage" && sha256sum "$name.tar.xz") > "$xfer/$n/SHA256"
   echo "carry $xfer/1 .. $xfer/$n in consecutive device calls"
+}
+
+device_env() {  # every process on the box: NVLink multicast off (the real protection), no Hub, unbuffered output
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the box has no internet: never try the Hub
 }
 
 stash_parts() {  # XFER (carried folder) DEST: keep this call's parts in /tmp, which outlives the call

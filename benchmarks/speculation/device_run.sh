@@ -7,8 +7,7 @@
 #   bash benchmarks/speculation/device_run.sh run       # unpack if needed, measure (resumes)
 set -uo pipefail
 source benchmarks/live_smoke/offline_set.sh
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+device_env
 OUT=${OUT:-/tmp/spec-out}
 S=/tmp/tp2
 mkdir -p "$OUT"

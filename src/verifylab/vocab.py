@@ -83,6 +83,8 @@ class Drafter(StrEnum):
         return {Drafter.EAGLE3: "EAGLE3", Drafter.NGRAM: "NGRAM"}[self]
 
 
+SPECULATION_POINTS_TABLE = "speculation_points"  # a speculation grid's table: one row per server (store/schema)
+
 RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"  # a run's name: a plain folder name, never a path
 
 

@@ -10,6 +10,7 @@ from verifylab.report.intervals import between_run_variation, single_stream_inte
 from verifylab.report.section import Section
 from verifylab.stats import DEFAULT_SLO, compare, compare_greedy_outputs, crossover
 from verifylab.store.evidence import Evidence
+from verifylab.vocab import SPECULATION_POINTS_TABLE
 
 SPECULATIVE_TWINS = {"eagle3": "baseline", "eagle3_fusion": "fusion", "ngram": "baseline"}
 
@@ -58,7 +59,7 @@ def stored_benchmarks(ev: Evidence) -> dict[str, pd.DataFrame]:
     store = ev.runs
     out: dict[str, list[pd.DataFrame]] = {"single": [], "cells": [], "requests": [], "states": []}
     for m in store.manifests():
-        if "speculation_points" in m.tables:  # a speculation grid: its own section (speculation_load)
+        if SPECULATION_POINTS_TABLE in m.tables:  # a speculation grid: its own section (speculation_load)
             continue
         for key, table in (("single", "single_stream"), ("cells", "sweep_cells"), ("states", "variant_state")):
             if table in m.tables:

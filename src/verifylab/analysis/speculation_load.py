@@ -12,9 +12,14 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from verifylab.model.model_config import Routing
 from verifylab.model.speculation import crossover_streams, gains
-from verifylab.model.speculation_inputs import FIT_ACCEPT, GridFit, fit_grid, grid_requests, grid_runs
+from verifylab.model.speculation_inputs import (
+    FIT_ACCEPT,
+    first_grid_fit,
+    grid_requests,
+    grid_runs,
+    token_weighted_accept,
+)
 from verifylab.report.charts import Figure
 from verifylab.sources import MeasuredRuns
 from verifylab.stats import compare
@@ -39,7 +44,6 @@ def measured_gains(runs: MeasuredRuns) -> pd.DataFrame:
             if base.size == 0:
                 continue
             cmp = compare(part["tpot_s"].to_numpy(), base, stat=np.mean)
-            counted = part.dropna(subset=["spec_verify_ct"])
             rows.append(
                 {
                     "run_id": run_id,
@@ -47,9 +51,7 @@ def measured_gains(runs: MeasuredRuns) -> pd.DataFrame:
                     "drafter": drafter,
                     "draft_tokens": int(k),
                     "accept_target": float(target),
-                    "accept_measured": float(counted["output_tokens"].sum() / counted["spec_verify_ct"].sum())
-                    if not counted.empty
-                    else np.nan,
+                    "accept_measured": token_weighted_accept(part),
                     "streams": int(c),
                     "plain_tokens_per_s": float(c / base.mean()),
                     "spec_tokens_per_s": float(c / part["tpot_s"].mean()),
@@ -62,25 +64,14 @@ def measured_gains(runs: MeasuredRuns) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _fits(runs: MeasuredRuns) -> dict[str, GridFit]:
-    """Each grid run's fit where the run holds what a fit needs (its plain sweep and a sweep at accept 2)."""
-    out = {}
-    for run_id in grid_runs(runs):
-        fit = fit_grid(runs, run_id, Routing.COLLAPSED)
-        if fit.overheads.cycle:
-            out[run_id] = fit
-    return out
-
-
 def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
     """The measured gains with the model's range beside them. The model is fitted once, on the first grid run
     that can be fitted, and predicts every sweep of every grid run of the same served model and GPU; ``role`` says
     which sweeps it was fitted on."""
     measured = measured_gains(runs)
-    fits = _fits(runs)
-    if measured.empty or not fits:
+    fit = first_grid_fit(runs)
+    if measured.empty or fit is None:
         return measured
-    fit = fits[min(fits)]
     frames = []
     for run_id, part in measured.groupby("run_id"):
         if not _same_box(runs, fit.run_id, run_id):

@@ -24,8 +24,9 @@ from verifylab.bench.speculation_grid import SpecPoint, SpeculationGrid
 from verifylab.errors import BenchmarkError, ServerError
 from verifylab.server.aio import run_coroutine
 from verifylab.server.launch import BaseConfig, launcher_help, serve
+from verifylab.vocab import SPECULATION_POINTS_TABLE
 
-POINTS_TABLE = "speculation_points"
+POINTS_TABLE = SPECULATION_POINTS_TABLE
 
 
 Progress = Callable[[str], None]

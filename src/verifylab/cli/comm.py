@@ -102,14 +102,9 @@ def probe(
 
             plain_run_id(run_id)
         if backend != "gloo":  # say so in a second on a machine without GPUs (before the run store's imports)
-            from verifylab.comm.probe import no_gpu_reason
-            from verifylab.errors import CommProbeError
+            from verifylab.comm.probe import require_gpu_devices
 
-            reason = no_gpu_reason()
-            if reason is not None:
-                raise CommProbeError(
-                    f"comm probe needs CUDA GPUs: {reason} (--backend gloo runs the mechanics on CPUs)"
-                )
+            require_gpu_devices()
         from verifylab.store.manifest import new_run_id
 
         run_id = run_id or new_run_id(f"comm-probe-{backend}")

@@ -94,13 +94,18 @@ def no_gpu_reason(dev: Path = Path("/dev"), env: dict[str, str] | None = None) -
     return None
 
 
+def require_gpu_devices() -> None:
+    """:class:`CommProbeError` in one line when :func:`no_gpu_reason` finds this machine has no GPU for the probe."""
+    reason = no_gpu_reason()
+    if reason is not None:
+        raise CommProbeError(f"comm probe needs CUDA GPUs: {reason} (--backend gloo runs the mechanics on CPUs)")
+
+
 def resolve_devices(cfg: ProbeConfig) -> tuple[int, list[int]]:
     """(world size, CUDA device per rank); one line naming what is missing when the probe cannot run here."""
     if cfg.backend == "gloo":
         return cfg.ranks or 2, []
-    reason = no_gpu_reason()
-    if reason is not None:
-        raise CommProbeError(f"comm probe needs CUDA GPUs: {reason} (--backend gloo runs the mechanics on CPUs)")
+    require_gpu_devices()
     try:
         import torch
     except Exception as exc:

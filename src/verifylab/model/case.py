@@ -19,6 +19,7 @@ from verifylab.model.speculation_box import (
     answer,
     calibrate_decode,
     case_study_box,
+    combined_crossover,
     measured_overheads,
 )
 from verifylab.sources import ModelSources, reported_value
@@ -118,9 +119,6 @@ def _speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
         box = case_study_box(curves, ev.measured, regime, decode_regime(regime))
         cal = calibrate_decode(box, measured, decode_tps, "reported plain decoding, seed 002")
         answers = {k: answer(box, cal, Drafter.EAGLE3, a.accept_reported, k) for k in a.draft_tokens}
-        lows = [x.crossover[0] for x in answers.values() if x.crossover[0] is not None]
-        highs = [x.crossover[1] for x in answers.values()]
-        low = min(lows) if lows else None  # the earliest any chain's pessimistic curve falls below 1
-        high = None if None in highs else max(h for h in highs if h is not None)  # the latest any optimistic one does
-        out[regime] = SpeculationCase(regime, answers, (low, high), cal.consistent, a.accept_reported, box, cal)
+        crossover = combined_crossover(answers.values())
+        out[regime] = SpeculationCase(regime, answers, crossover, cal.consistent, a.accept_reported, box, cal)
     return out

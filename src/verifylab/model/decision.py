@@ -17,7 +17,7 @@ from verifylab.model.costmodel import eagle3_tokens_per_s
 from verifylab.model.cycle import Span
 from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price
-from verifylab.model.speculation_box import DEFAULT_STREAMS, answer
+from verifylab.model.speculation_box import DEFAULT_STREAMS, answer, combined_crossover
 from verifylab.sources import ModelSources
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Drafter, Regime
 
@@ -195,9 +195,7 @@ def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
         for accept in SPECULATION_ACCEPTS:
             results = [answer(case.box, case.calibrated, Drafter.EAGLE3, accept, k) for k in case.by_draft_tokens]
             ones = [r.rows[0].gain for r in results]
-            lows = [r.crossover[0] for r in results if r.crossover[0] is not None]
-            highs = [r.crossover[1] for r in results]
-            crossover = (min(lows) if lows else None, None if None in highs else max(h for h in highs if h))
+            crossover = combined_crossover(results)
             rows.append(
                 {
                     "regime": REGIME_TITLE[regime],

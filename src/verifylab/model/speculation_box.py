@@ -4,6 +4,7 @@ calibrated from its own plain decode rate, and the overheads measured on the H20
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from verifylab.errors import ModelInputError
@@ -23,7 +24,7 @@ from verifylab.model.speculation import (
     physics_ms,
     scenarios,
 )
-from verifylab.model.speculation_inputs import FIT_ACCEPT, fit_grid, grid_runs, measured_ceilings
+from verifylab.model.speculation_inputs import FIT_ACCEPT, first_grid_fit, measured_ceilings
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import Drafter, Regime
 
@@ -113,10 +114,9 @@ def eagle3_draft_for(target: ModelCosts, draft_vocab: int = 32000) -> ModelCosts
 
 def measured_overheads(runs: MeasuredRuns) -> Overheads:
     """The overheads fitted on the first stored speculation grid (host per stream, each drafter's per cycle)."""
-    for run_id in grid_runs(runs):
-        fit = fit_grid(runs, run_id, Routing.COLLAPSED)
-        if fit.overheads.cycle:
-            return fit.overheads
+    fit = first_grid_fit(runs)
+    if fit is not None:
+        return fit.overheads
     raise ModelInputError(
         f"no speculation grid under {runs.where} holds plain decoding and a sweep at accept length {FIT_ACCEPT:g}: "
         "run chapter 02 live with its speculation grid first"
@@ -149,6 +149,15 @@ def answer(
         "drafter_overhead": f"{drafter.value}: fitted on a measured speculation grid ({calibrated.overheads.source})",
     }
     return SpeculationAnswer(rows, crossover_range(rows), inputs)
+
+
+def combined_crossover(answers: Iterable[SpeculationAnswer]) -> tuple[float | None, float | None]:
+    """Several answers' crossovers as one range: the earliest any pessimistic curve falls below 1, the latest any
+    optimistic one does (None: one of them never does within the streams priced)."""
+    crossovers = [a.crossover for a in answers]
+    lows = [low for low, _ in crossovers if low is not None]
+    highs = [high for _, high in crossovers]
+    return (min(lows) if lows else None, None if None in highs else max(h for h in highs if h is not None))
 
 
 def case_study_box(curves: RegimeCurves, runs: MeasuredRuns, regime: Regime, decode_regime: Regime) -> Box:

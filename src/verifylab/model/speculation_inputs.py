@@ -14,9 +14,9 @@ from verifylab.model.cycle import Span
 from verifylab.model.model_config import ModelCosts, Routing, costs_from_config
 from verifylab.model.speculation import Box, Ceilings, Overheads, fit_cycle, fit_host, gpu_named
 from verifylab.sources import MeasuredRuns
-from verifylab.vocab import Drafter
+from verifylab.vocab import SPECULATION_POINTS_TABLE, Drafter
 
-POINTS_TABLE = "speculation_points"
+POINTS_TABLE = SPECULATION_POINTS_TABLE
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,7 @@ def sweeps(runs: MeasuredRuns, run_id: str) -> list[Sweep]:
         if not part["active"].astype(bool).all():
             continue
         by_c = part.groupby("concurrency")["tpot_s"].mean().sort_index()
-        spec = part.dropna(subset=["spec_verify_ct"])
-        accept = float(spec["output_tokens"].sum() / spec["spec_verify_ct"].sum()) if not spec.empty else None
+        accept = token_weighted_accept(part)
         out.append(
             Sweep(
                 run_id,
@@ -77,6 +76,12 @@ def sweeps(runs: MeasuredRuns, run_id: str) -> list[Sweep]:
             )
         )
     return out
+
+
+def token_weighted_accept(requests: pd.DataFrame) -> float | None:
+    """Tokens over verify passes of the requests that report passes; None when none does."""
+    counted = requests.dropna(subset=["spec_verify_ct"])
+    return float(counted["output_tokens"].sum() / counted["spec_verify_ct"].sum()) if not counted.empty else None
 
 
 def mean_context(runs: MeasuredRuns, run_id: str) -> float:
@@ -167,3 +172,13 @@ def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing = Routing.COLLAPS
         misses[drafter] = fit.relative_miss
     overheads = Overheads(overheads.host0_ms, overheads.host1_ms, cycle, overheads.source, host.relative_miss, misses)
     return GridFit(run_id, box, overheads, fitted_on, host.below_physics, tuple(all_sweeps))
+
+
+def first_grid_fit(runs: MeasuredRuns) -> GridFit | None:
+    """The fit of the oldest grid run that holds what a fit needs (plain decoding and a drafter's sweep at
+    :data:`FIT_ACCEPT`): the one fit the book and the model's other boxes share; None when no run does."""
+    for run_id in grid_runs(runs):
+        fit = fit_grid(runs, run_id, Routing.COLLAPSED)
+        if fit.overheads.cycle:
+            return fit
+    return None
