@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from verifylab.redact import measurement_environment
+from verifylab.redact import measurement_environment, strip_terminal_codes
 
 PACKAGES = {
     "torch": "torch",
@@ -95,6 +95,7 @@ def _query_gpus(info: HostInfo) -> None:
             info.notes.append("mixed GPU models: " + "; ".join(r[0] for r in rows))
     topo = _run(["nvidia-smi", "topo", "-m"])
     if topo:
+        topo = strip_terminal_codes(topo)
         info.topology = topo.strip()
         info.interconnect = interconnect_from_topology(topo)
 

@@ -163,3 +163,12 @@ def scrub(obj: Any, secrets: set[str]) -> Any:
         for secret in sorted(secrets, key=len, reverse=True):
             obj = obj.replace(secret, REDACTED)
     return obj
+
+
+_TERMINAL_CODE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def strip_terminal_codes(text: str) -> str:
+    """``text`` without ANSI escape sequences (the colours ``nvidia-smi topo -m`` prints): what a run records is
+    plain text."""
+    return _TERMINAL_CODE.sub("", text)

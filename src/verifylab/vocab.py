@@ -68,6 +68,7 @@ class Regime(StrEnum):
     SOCKET = "socket"
     DEGRADED = "degraded"
     NOT_APPLICABLE = "not applicable"
+    UNKNOWN = "unknown"  # the probe lacks what a verdict needs (NCCL logged no channel lines, nothing measured)
     MEASURED = "this box (probe)"  # not a verdict: the pricing source when a probe of the box itself is stored
 
 

@@ -12,10 +12,12 @@ from typer.testing import CliRunner
 
 from verifylab.cli import app
 from verifylab.comm.config import ProbeConfig, default_tokens
+from verifylab.comm.policy import read_policy
 from verifylab.comm.probe import resolve_devices, run_probe
 from verifylab.comm.rank_state import FAULT_VAR
 from verifylab.comm.record import store_probe
 from verifylab.errors import CommProbeError, RunExistsError
+from verifylab.store.runs import RunStore
 
 
 def _cfg(**kw) -> ProbeConfig:
@@ -72,11 +74,43 @@ def test_stored_run_has_every_table_and_refuses_to_overwrite(tmp_path: Path, two
     raw = two_ranks
     runs = tmp_path / "data" / "runs"
     manifest = store_probe(raw, runs, "20261201-gloo-probe")
-    assert set(manifest.tables) == {"allreduce_latency", "p2p_matrix", "nccl_transport", "p2p_host_settings", "verdict"}
+    assert set(manifest.tables) == {
+        "allreduce_latency",
+        "p2p_matrix",
+        "nccl_transport",
+        "p2p_host_settings",
+        "verdict",
+        "rank_map",
+        "nccl_graph",
+    }
     assert manifest.mechanics_only and manifest.gpu_count == 0
+    policy = read_policy(runs / "20261201-gloo-probe")
+    assert policy.regime == "not applicable" and not policy.fusion_allowed
     assert sorted(p.name for p in runs.iterdir()) == ["20261201-gloo-probe"]  # no staging folder left
     with pytest.raises(RunExistsError):
         store_probe(raw, runs, "20261201-gloo-probe")
+
+
+@pytest.mark.slow  # starts processes (ranks): make test
+def test_a_path_that_returns_wrong_sums_is_refused_not_timed(tmp_path: Path, monkeypatch):
+    """The test double of a broken peer path: the ranks' sum loses every peer's part. The probe's check refuses to
+    time it, the verdict names it, and the policy forbids tensor parallelism on that box."""
+    from verifylab.comm.tables import latency_table
+    from verifylab.testing.broken_path import VARIABLE
+
+    monkeypatch.setenv(VARIABLE, "gloo")
+    raw = run_probe(_cfg(tokens=[4]), tmp_path / "w")
+    table = latency_table(raw)
+    whole = table[table["group"] == "all"]
+    assert not whole["correct"].any() and whole["us"].isna().all()
+    assert whole["note"].str.contains("wrong result: relative error").all()
+    runs = tmp_path / "runs"
+    manifest = store_probe(raw, runs, "20261201-broken-probe")
+    assert manifest.mechanics_only  # a run made with the test double is never evidence
+    verdict = RunStore(runs).read_table("20261201-broken-probe", "verdict").iloc[0]
+    assert verdict["refused_paths"] == "gloo" and "returned wrong data" in verdict["reason"]
+    policy = read_policy(runs / "20261201-broken-probe")
+    assert not policy.tensor_parallel and policy.sglang_flags == ["--tp-size", "1"]
 
 
 def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path, two_ranks):
@@ -108,11 +142,7 @@ def test_default_sizes_cover_the_verify_pass_and_chapter_04_loads():
     assert {32, 64, 128, 256} <= set(tokens)  # 8 and 32 streams x 4 and 8 draft tokens
 
 
-@pytest.mark.parametrize(
-    ("count", "message"),
-    [(1, "needs at least two GPUs of one host; 1 is visible"), (0, "needs at least two GPUs")],
-)
-def test_fewer_than_two_gpus_is_one_line(monkeypatch, count: int, message: str):
+def _fake_torch(monkeypatch, count: int) -> None:
     fake = types.SimpleNamespace(
         __version__="2.x",
         version=types.SimpleNamespace(cuda="13.0"),
@@ -122,8 +152,20 @@ def test_fewer_than_two_gpus_is_one_line(monkeypatch, count: int, message: str):
     import verifylab.comm.probe as probe_module
 
     monkeypatch.setattr(probe_module, "no_gpu_reason", lambda: None)  # the fake torch stands in for the GPUs
-    with pytest.raises(CommProbeError, match=message if count else "needs CUDA GPUs"):
+
+
+def test_no_gpu_seen_by_torch_is_one_line(monkeypatch):
+    _fake_torch(monkeypatch, 0)
+    with pytest.raises(CommProbeError, match="needs CUDA GPUs"):
         resolve_devices(ProbeConfig())
+
+
+def test_one_gpu_is_probed_alone(monkeypatch):
+    """One GPU: its identity, NCCL's version and the checks; the verdict says TP 1 has nothing to judge."""
+    _fake_torch(monkeypatch, 1)
+    assert resolve_devices(ProbeConfig()) == (1, [0])
+    with pytest.raises(CommProbeError, match=r"GPU\(s\) \[1\] not visible \(1 visible\)"):
+        resolve_devices(ProbeConfig(gpus=[0, 1]))
 
 
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test

@@ -102,7 +102,8 @@ def test_case_study_like_205_us_over_p2p_is_degraded_not_healthy():
     lat = _latency(8, "p2p", {"all": 205.0})
     [whole] = decide(lat, _transport({(0, 1): "p2p"}), _p2p(8), {}, _public())
     assert whole.regime is Regime.DEGRADED
-    assert "above the public healthy band" in whole.reason
+    assert "slower than healthy P2P at 8 ranks" in whole.reason and "public healthy band at 8 ranks" in whole.reason
+    assert "NCCL_TOPO_DUMP_FILE" in whole.fix_hypothesis  # misdetected topology: the graph to check first
 
 
 def test_numa_split_halves_healthy_whole_set_slow():
@@ -161,3 +162,77 @@ def test_public_pcie_p2p_log_and_rtx_pro_6000_curve_are_healthy():
 def test_public_rtx_pro_6000_p2p_disabled_box_is_host_memory():
     [verdict] = _from_public("rtx-pro-6000-2gpu-p2p-disabled.txt", None, 2, "shm")
     assert verdict.regime is Regime.HOST_MEMORY
+
+
+# ------------------------------------------------------------------------------------------- every reading
+def _readings() -> list[float]:
+    """1 us to 10 ms, 60 steps per decade."""
+    return [10 ** (i / 60) for i in range(0, 4 * 60 + 1)]
+
+
+@pytest.mark.parametrize("world", [2, 4, 8])
+def test_every_reading_at_every_world_size_gets_one_answer(world: int):
+    """A sweep of latencies through every transport: each reading has exactly one regime, healthy only where NCCL
+    logged P2P and the latency is within the limit at the same world size, never from a missing transport."""
+    from verifylab.comm.verdict import bands_from_public, classify_reading, healthy_limit, host_hop_us
+
+    public = public_measurements_or_none(ROOT / "data")
+    bands = bands_from_public(public, 57344)
+    hop = host_hop_us(public)
+    limit = healthy_limit(bands, world, hop)
+    assert limit.world == world and limit.high_us > 0
+    expected = {"net": Regime.SOCKET, "shm": Regime.HOST_MEMORY, "mixed": Regime.DEGRADED, "unknown": Regime.UNKNOWN}
+    for us in _readings():
+        for transport, regime in expected.items():
+            assert classify_reading(us, world, transport, bands, hop).regime is regime
+        p2p = classify_reading(us, world, "p2p", bands, hop)
+        assert p2p.regime is (Regime.HEALTHY_P2P if us <= limit.high_us else Regime.DEGRADED), (world, us)
+        assert p2p.band is not None and p2p.band.world == world  # compared at its own world size only
+    assert classify_reading(None, world, "p2p", bands, hop).regime is Regime.UNKNOWN
+
+
+def test_a_size_without_a_public_band_says_so_and_uses_the_host_memory_floor():
+    from verifylab.comm.verdict import bands_from_public, classify_reading, host_hop_us
+
+    public = public_measurements_or_none(ROOT / "data")
+    bands, hop = bands_from_public(public, 57344), host_hop_us(public)
+    assert not [b for b in bands if b.world == 2 and b.regime is Regime.HEALTHY_P2P]  # none in the table today
+    healthy = classify_reading(10.3, 2, "p2p", bands, hop)  # the 2 x H200 NVLink probe
+    slow = classify_reading(120.0, 2, "p2p", bands, hop)
+    assert healthy.regime is Regime.HEALTHY_P2P and "no public band at 2 ranks" in healthy.why
+    assert slow.regime is Regime.DEGRADED and hop[1] in slow.band.evidence
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 0.0, -3.0])
+def test_a_non_finite_or_non_positive_reading_is_refused(bad: float):
+    from verifylab.comm.verdict import classify_reading
+
+    with pytest.raises(ValueError, match="finite number of microseconds"):
+        classify_reading(bad, 8, "p2p", [])
+
+
+@pytest.mark.parametrize("world", [0, -1, 10**12])
+def test_an_impossible_world_size_is_refused(world: int):
+    from verifylab.comm.verdict import classify_reading
+
+    with pytest.raises(ValueError, match="world size"):
+        classify_reading(25.0, world, "p2p", [])
+
+
+def test_one_inf_public_row_does_not_open_the_healthy_band():
+    from verifylab.comm.verdict import bands_from_public, classify_reading
+
+    public = _public()
+    public.loc[len(public)] = {**public.iloc[0].to_dict(), "id": "pub-inf", "value": float("inf")}
+    bands = bands_from_public(public, 57344)
+    assert all(b.high_us < 100 for b in bands)
+    assert classify_reading(1030.0, 8, "p2p", bands).regime is Regime.DEGRADED
+
+
+def test_the_stored_probe_without_p2p_and_without_channel_lines_is_unknown_not_healthy():
+    """A log with no channel lines (NCCL_DEBUG_SUBSYS without the transports): unknown, whatever the latency."""
+    lat = _latency(2, "unknown", {"all": 17.0})
+    [whole] = decide(
+        lat, _transport({}), _p2p(2), {"NCCL_P2P_DISABLE": "1"}, public_measurements_or_none(ROOT / "data")
+    )
+    assert whole.regime is Regime.UNKNOWN and "no channel lines" in whole.reason

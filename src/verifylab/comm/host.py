@@ -12,6 +12,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verifylab.redact import strip_terminal_codes
+
 LINK_MEANING = {
     "X": "self",
     "NV": "NVLink",
@@ -139,9 +141,9 @@ def _acs_control(bdf: str) -> str:
 def read_host_p2p(gpus: list[int], root: Path = Path("/")) -> HostP2P:
     """Collect the facts (``root`` lets tests point at a fake ``/proc`` and ``/sys``)."""
     host = HostP2P(
-        topology=_run(["nvidia-smi", "topo", "-m"]).strip(),
-        p2p_read=_run(["nvidia-smi", "topo", "-p2p", "r"]).strip(),
-        p2p_write=_run(["nvidia-smi", "topo", "-p2p", "w"]).strip(),
+        topology=strip_terminal_codes(_run(["nvidia-smi", "topo", "-m"])).strip(),
+        p2p_read=strip_terminal_codes(_run(["nvidia-smi", "topo", "-p2p", "r"])).strip(),
+        p2p_write=strip_terminal_codes(_run(["nvidia-smi", "topo", "-p2p", "w"])).strip(),
     )
     for line in _run(["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"]).splitlines():
         index, _, bus = line.partition(",")

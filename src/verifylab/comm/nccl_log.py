@@ -34,7 +34,14 @@ _CHANNEL = re.compile(
 _CHANNELS = re.compile(r"(?P<coll>\d+) coll channels,.*?(?P<nvls>\d+) nvls channels,\s*(?P<p2p>\d+) p2p channels")
 _VERSION = re.compile(r"NCCL version (?P<version>[\w.+-]+)")
 _INIT = re.compile(r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>\d+).*?busId (?P<bus>[\da-fA-F]+)")
-_TUNING = re.compile(r"(?:(?P<coll>[A-Za-z]+):\s+)?(?P<bytes>\d+) Bytes -> Algo (?P<algo>\w+) proto (?P<proto>\w+)")
+_TUNING = re.compile(
+    r"(?:(?P<coll>[A-Za-z]+):\s+)?(?P<bytes>\d+) Bytes -> Algo (?P<algo>\w+) proto (?P<proto>\w+)"
+    r"(?:\s+channel\{Lo\.\.Hi\}=\{(?P<lo>\d+)\.\.(?P<hi>\d+)\})?"
+)
+_GRAPH = re.compile(
+    r"Pattern (?P<pattern>\d+), crossNic \d+, nChannels (?P<channels>\d+), bw (?P<bw>[\d.]+)/(?P<bw_inter>[\d.]+), "
+    r"type (?P<type>[A-Z]+)/(?P<type_inter>[A-Z]+)"
+)
 _ENV = re.compile(r"(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>\S+)")
 _NO_P2P = re.compile(r"(Could not enable P2P|P2P is disabled|peer access is not supported|P2P not supported)", re.I)
 
@@ -63,6 +70,19 @@ class TuningChoice:
     message_bytes: int
     algorithm: str
     protocol: str
+    channels: int | None = None  # how many channels the collective used (its channel{Lo..Hi} range)
+
+
+@dataclass(frozen=True)
+class GraphChoice:
+    """One graph NCCL searched for a communicator (GRAPH lines): its pattern, channels, the bandwidth it planned
+    per channel (GB/s) and the path type it found between GPUs (NVL, PIX, PXB, PHB, SYS: PHB or SYS between GPUs
+    on one switch is the misdetection that slows P2P)."""
+
+    pattern: int
+    channels: int
+    bw_gbs: float
+    path_type: str
 
 
 @dataclass
@@ -76,6 +96,7 @@ class NcclLog:
     p2p_channels: int | None = None
     nranks: int | None = None
     tuning: list[TuningChoice] = field(default_factory=list)
+    graphs: list[GraphChoice] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     p2p_refusals: list[str] = field(default_factory=list)
     lines: int = 0
@@ -104,10 +125,13 @@ class NcclLog:
 
     def protocols_by_size(self, collective: str = "AllReduce") -> dict[int, str]:
         """Protocol per message size from TUNING lines (the last logged wins)."""
+        return {b: t.protocol for b, t in self.tuning_by_size(collective).items()}
+
+    def tuning_by_size(self, collective: str = "AllReduce") -> dict[int, TuningChoice]:
+        """NCCL's choice (algorithm, protocol, channels) per message size from TUNING lines (the last logged
+        wins)."""
         return {
-            t.message_bytes: t.protocol
-            for t in self.tuning
-            if not t.collective or t.collective.lower() == collective.lower()
+            t.message_bytes: t for t in self.tuning if not t.collective or t.collective.lower() == collective.lower()
         }
 
     def edges_between(self, a: int, b: int) -> list[ChannelEdge]:
@@ -169,14 +193,18 @@ def parse_nccl_log(text: str) -> NcclLog:
         elif (m := _VERSION.search(body)) is not None:
             log.version = m["version"]
         elif (m := _TUNING.search(body)) is not None:
+            channels = int(m["hi"]) - int(m["lo"]) + 1 if m["lo"] is not None else None
             log.tuning.append(
                 TuningChoice(
                     m["coll"] or "",
                     int(m["bytes"]),
                     _name(ALGORITHMS, m["algo"]),
                     _name(PROTOCOLS, m["proto"]),
+                    channels,
                 )
             )
+        elif (m := _GRAPH.search(body)) is not None:
+            log.graphs.append(GraphChoice(int(m["pattern"]), int(m["channels"]), float(m["bw"]), m["type"]))
         elif (m := _ENV.search(body)) is not None:
             log.environment[m["name"]] = m["value"].rstrip(".")
         elif _NO_P2P.search(body):

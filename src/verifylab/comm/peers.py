@@ -36,6 +36,13 @@ def _timed_copies(dst, src, copies: int) -> list[float]:
     return times
 
 
+def _pattern(size: int, device: int):
+    """Bytes that differ from their neighbours (0..250 repeating): a copy that drops or shifts them shows."""
+    import torch
+
+    return (torch.arange(size, dtype=torch.int32, device=f"cuda:{device}") % 251).to(torch.uint8)
+
+
 def measure_pairs(gpus: list[int]) -> list[dict]:
     """One row per ordered pair (src, dst): peer access, copy latency (µs) and bandwidth (GB/s)."""
     import torch
@@ -43,12 +50,13 @@ def measure_pairs(gpus: list[int]) -> list[dict]:
     rows = []
     for src, dst in permutations(gpus, 2):
         can = bool(torch.cuda.can_device_access_peer(src, dst))
-        small_src = torch.ones(SMALL_BYTES, dtype=torch.uint8, device=f"cuda:{src}")
+        small_src = _pattern(SMALL_BYTES, src)
         small_dst = torch.empty(SMALL_BYTES, dtype=torch.uint8, device=f"cuda:{dst}")
-        large_src = torch.ones(LARGE_BYTES, dtype=torch.uint8, device=f"cuda:{src}")
+        large_src = _pattern(LARGE_BYTES, src)
         large_dst = torch.empty(LARGE_BYTES, dtype=torch.uint8, device=f"cuda:{dst}")
         latency = statistics.median(_timed_copies(small_dst, small_src, SMALL_COPIES))
         large_us = statistics.median(_timed_copies(large_dst, large_src, LARGE_COPIES))
+        correct = bool(torch.equal(small_dst.cpu(), small_src.cpu()) and torch.equal(large_dst.cpu(), large_src.cpu()))
         rows.append(
             {
                 "src": src,
@@ -58,6 +66,7 @@ def measure_pairs(gpus: list[int]) -> list[dict]:
                 "copy_bandwidth_gbs": LARGE_BYTES / (large_us * 1e-6) / 1e9,
                 "copy_small_bytes": SMALL_BYTES,
                 "copy_large_bytes": LARGE_BYTES,
+                "copy_correct": correct,  # the bytes arrived as sent (a broken peer path can copy garbage)
             }
         )
         del small_src, small_dst, large_src, large_dst

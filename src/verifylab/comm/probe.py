@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from verifylab.comm.config import ProbeConfig
+from verifylab.comm.gpu_map import read_gpu_map
 from verifylab.comm.host import HostP2P, read_host_p2p
 from verifylab.comm.nccl_log import compact_nccl_log
 from verifylab.comm.rank import RankSpec, steps_per_rank
@@ -46,6 +47,8 @@ class RawProbe:
     environment: dict[str, str]
     seconds: dict[str, float] = field(default_factory=dict)
     work_dir: Path | None = None
+    gpu_map: list[dict] = field(default_factory=list)  # per rank: which physical GPU (comm.gpu_map)
+    gpu_pairs: list[dict] = field(default_factory=list)  # per ordered pair of ranks: NVML's P2P status and path
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -77,7 +80,10 @@ def probe_environment() -> dict[str, str]:
         "NCCL_SOCKET_IFNAME",
         "NCCL_CUMEM_ENABLE",
         "NCCL_NVLS_ENABLE",
+        "NCCL_TOPO_FILE",
         "CUDA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_ORDER",
+        "VERIFYLAB_TESTING_BROKEN_PATHS",  # a test double's fault injection: never on a real probe
     )
     return {n: os.environ[n] for n in names if n in os.environ}
 
@@ -118,12 +124,9 @@ def resolve_devices(cfg: ProbeConfig) -> tuple[int, list[int]]:
     missing = [g for g in gpus if g >= count]
     if missing:
         raise CommProbeError(f"--gpus {','.join(map(str, gpus))}: GPU(s) {missing} not visible ({count} visible)")
-    if len(gpus) < 2:
-        raise CommProbeError(
-            f"comm probe needs at least two GPUs of one host; {len(gpus)} {'is' if len(gpus) == 1 else 'are'} "
-            f"{'given' if cfg.gpus else 'visible'}: an all-reduce needs a peer"
-        )
-    return len(gpus), gpus
+    if not gpus:
+        raise CommProbeError("comm probe needs a CUDA GPU: none is visible")
+    return len(gpus), gpus  # one GPU: its identity, NCCL's version and the checks; TP 1 has no all-reduce to judge
 
 
 def _free_port() -> int:
@@ -198,9 +201,12 @@ def run_probe(cfg: ProbeConfig, work: Path, progress: Progress | None = None) ->
     started = time.monotonic()
     ranks = _run_ranks(spec, spec_path, env, cfg, progress)
     seconds["ranks"] = round(time.monotonic() - started, 2)
+    gpu_map, gpu_pairs = read_gpu_map([r.get("identity", {}) for r in ranks]) if cfg.backend == "nccl" else ([], [])
     seconds["total"] = round(time.monotonic() - began, 2)
     logs = [compact_nccl_log(p.read_text(errors="replace")) for p in sorted(work.glob("nccl.rank*.log"))]
-    return RawProbe(cfg, world, devices, ranks, logs, peers, host, probe_environment(), seconds, work)
+    return RawProbe(
+        cfg, world, devices, ranks, logs, peers, host, probe_environment(), seconds, work, gpu_map, gpu_pairs
+    )
 
 
 def _run_ranks(

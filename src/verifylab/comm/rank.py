@@ -18,8 +18,9 @@ from typing import Any
 
 from verifylab.comm.config import ProbeConfig
 from verifylab.comm.rank_state import WORLD, Phases, RankResult, RankSpec, group_name, subgroups
-from verifylab.comm.timing import Mode, RankSample, relative_error, time_samples
+from verifylab.comm.timing import CHECK_TOLERANCE, Mode, RankSample, relative_error, time_samples
 from verifylab.iorw import atomic_write_text
+from verifylab.testing.broken_path import break_result, broken_paths
 
 FLASHINFER_RANKS = (2, 4, 8, 16)  # the TRT-LLM all-reduce kernels are instantiated for these world sizes
 
@@ -52,9 +53,46 @@ class Prober:
         )
         self.dist, self.torch = dist, torch
         self.dtype = torch.bfloat16 if self.cuda else torch.float32
-        self.result = RankResult(rank, str(self.device))
+        self.result = RankResult(rank, str(self.device), identity=self._identity())
+        self.broken = broken_paths()  # a test double's fault injection; empty on a real probe
+        if self.broken:
+            self.result.unavailable["testing"] = f"test double: {', '.join(sorted(self.broken))} deliberately broken"
         self._base: dict[int, object] = {}
         self._barrier(None)()  # NCCL's communicator is set up here: its transport lines are logged now
+
+    def _identity(self) -> dict[str, object]:
+        """Which physical GPU this rank is (name, UUID, PCI address as CUDA reports them) and NCCL's version."""
+        torch = self.torch
+        if not self.cuda:
+            return {"cuda_device": None}
+        props = torch.cuda.get_device_properties(self.device)
+        bus = ""
+        if hasattr(props, "pci_bus_id"):
+            domain, device = getattr(props, "pci_domain_id", 0), getattr(props, "pci_device_id", 0)
+            bus = f"{domain:08x}:{props.pci_bus_id:02x}:{device:02x}.0"
+        nccl = ".".join(map(str, torch.cuda.nccl.version())) if hasattr(torch.cuda, "nccl") else ""
+        return {
+            "cuda_device": self.device.index,
+            "name": props.name,
+            "uuid": str(getattr(props, "uuid", "")),
+            "pci_bus_id": bus,
+            "nccl_version": nccl,
+            "torch": torch.__version__,
+        }
+
+    def _checked(self, impl: str, err: float | None, tokens: int, group_label: str) -> bool:
+        """False (and a row saying why) when ``impl`` returned a wrong result: it is then not timed."""
+        if err is None or err <= CHECK_TOLERANCE[str(self.dtype).removeprefix("torch.")]:
+            return True
+        tolerance = CHECK_TOLERANCE[str(self.dtype).removeprefix("torch.")]
+        note = (
+            f"wrong result: relative error {err:.3g} against the exact result (rounding stays under "
+            f"{tolerance:g}): not timed"
+        )
+        self.result.cells.append(
+            RankSample(impl, group_label, Mode.GRAPH, tokens, self.cfg.message_bytes(tokens), [], err, note, False)
+        )
+        return False
 
     # ------------------------------------------------------------------------------------------- inputs
     def base(self, tokens: int):
@@ -104,21 +142,18 @@ class Prober:
         mine, expected = self.contribution(tokens, group_ranks)
         check = mine.clone()
         self.dist.all_reduce(check, group=group)
+        impl = "nccl" if self.cuda else self.cfg.backend
+        if impl in self.broken and len(group_ranks) > 1:
+            break_result(check, mine)
         err = relative_error(check, expected)
+        if not self._checked(impl, err, tokens, group_label):
+            return
         modes = [Mode.GRAPH, Mode.EAGER] if self.cuda else [Mode.EAGER]
         for mode in modes:
             buffers = [mine.clone() for _ in range(self.cfg.calls)]
             samples = self._timed(lambda b: self.dist.all_reduce(b, group=group), buffers, mode, group)
             self.result.cells.append(
-                RankSample(
-                    "nccl" if self.cuda else self.cfg.backend,
-                    group_label,
-                    mode,
-                    tokens,
-                    self.cfg.message_bytes(tokens),
-                    samples,
-                    err,
-                )
+                RankSample(impl, group_label, mode, tokens, self.cfg.message_bytes(tokens), samples, err, "", True)
             )
 
     # --------------------------------------------------------------------------------------- flashinfer
@@ -155,6 +190,7 @@ class Prober:
             return None
         self._workspace = workspace
         weight = (self.torch.rand(self.cfg.hidden, device=self.device) + 0.5).to(self.torch.bfloat16)
+        self._fused_gamma = weight
         s = SGLANG_0_5_17
 
         settings = {  # as SGLang 0.5.17 calls the kernel
@@ -233,6 +269,8 @@ class Prober:
                     RankSample(impl, WORLD, Mode.GRAPH, tokens, self.cfg.message_bytes(tokens), note=note)
                 )
                 continue
+            if not self._checked(impl, err, tokens, WORLD):
+                continue
             for mode in (Mode.GRAPH, Mode.EAGER):
                 buffers = [mine.clone() for _ in range(self.cfg.calls)]
                 try:
@@ -240,17 +278,40 @@ class Prober:
                     note = ""
                 except Exception as exc:  # one size the kernel refuses is a row saying so, not a lost phase
                     samples, note = [], f"failed: {type(exc).__name__}: {str(exc)[:200]}"
-                cell = RankSample(impl, WORLD, mode, tokens, self.cfg.message_bytes(tokens), samples, err, note)
+                cell = RankSample(
+                    impl, WORLD, mode, tokens, self.cfg.message_bytes(tokens), samples, err, note, err is not None
+                )
                 self.result.cells.append(cell)
 
-    def _flashinfer_error(self, impl: str, mine, expected) -> float | None:
-        """One call of the all-reduce kernel checked against the exact sum (the fused kernel's output is
-        normalised, so it is not checked here)."""
-        if impl == "fused":
-            return None
+    def _flashinfer_error(self, impl: str, mine, expected) -> float:
+        """One call of the kernel checked against the exact result: the all-reduce against the exact sum, the fused
+        kernel's residual output against it too and its normalised output against RMSNorm of it (float64)."""
         from flashinfer import comm
 
-        out = self.torch.empty_like(mine)
+        from verifylab.synth.verify_pass import EPS
+
+        torch = self.torch
+        out = torch.empty_like(mine)
+        if impl == "fused":
+            residual, gamma = torch.empty_like(mine), self._fused_gamma
+            comm.allreduce_fusion(
+                input=mine.clone(),
+                workspace=self._workspace,
+                pattern=comm.AllReduceFusionPattern.kARResidualRMSNorm,
+                launch_with_pdl=False,
+                residual_out=residual,
+                norm_out=out,
+                residual_in=torch.zeros_like(mine),
+                rms_gamma=gamma,
+                rms_eps=EPS,
+            )
+            torch.cuda.synchronize()
+            if "fused" in self.broken:
+                break_result(residual, mine)
+                break_result(out, mine)
+            summed = expected.double()
+            normed = summed * torch.rsqrt(summed.pow(2).mean(-1, keepdim=True) + EPS) * gamma.double()
+            return max(relative_error(residual, expected), relative_error(out, normed))
         comm.allreduce_fusion(
             input=mine.clone(),
             workspace=self._workspace,
@@ -259,7 +320,9 @@ class Prober:
             output=out,
             use_oneshot=impl == "flashinfer_oneshot",
         )
-        self.torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        if impl in self.broken:
+            break_result(out, mine)
         return relative_error(out, expected)
 
     # -------------------------------------------------------------------------------------------- phases

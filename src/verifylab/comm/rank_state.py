@@ -55,6 +55,7 @@ class RankResult:
     device: str
     cells: list[RankSample] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
+    identity: dict[str, object] = field(default_factory=dict)  # which physical GPU (CUDA's view) and NCCL version
 
     def write(self, out: Path) -> None:
         atomic_write_json(
@@ -64,6 +65,7 @@ class RankResult:
                 "device": self.device,
                 "cells": [c.to_dict() for c in self.cells],
                 "unavailable": self.unavailable,
+                "identity": self.identity,
             },
         )
 

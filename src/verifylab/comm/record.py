@@ -18,8 +18,18 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.comm.nccl_log import compact_nccl_log
+from verifylab.comm.policy import policy_from_probe, write_policy
 from verifylab.comm.probe import RawProbe
-from verifylab.comm.tables import host_settings_table, latency_table, p2p_matrix_table, probe_path, transport_table
+from verifylab.comm.tables import (
+    host_settings_table,
+    latency_table,
+    nccl_graph_table,
+    nccl_log,
+    p2p_matrix_table,
+    probe_path,
+    rank_map_table,
+    transport_table,
+)
 from verifylab.comm.verdict import decide, verdict_table
 from verifylab.errors import ManifestError, RunExistsError
 from verifylab.iorw import atomic_write_json
@@ -37,6 +47,8 @@ class ProbeTables:
     transport: pd.DataFrame
     host: pd.DataFrame
     verdict: pd.DataFrame
+    rank_map: pd.DataFrame
+    nccl_graph: pd.DataFrame
 
     def named(self) -> dict[str, pd.DataFrame]:
         return {
@@ -45,6 +57,8 @@ class ProbeTables:
             "nccl_transport": self.transport,
             "p2p_host_settings": self.host,
             "verdict": self.verdict,
+            "rank_map": self.rank_map,
+            "nccl_graph": self.nccl_graph,
         }
 
 
@@ -52,7 +66,15 @@ def probe_tables(raw: RawProbe, public: pd.DataFrame | None = None) -> ProbeTabl
     """Every table of a probe, the verdict placed against ``public`` reference measurements when given."""
     latency, p2p, transport = latency_table(raw), p2p_matrix_table(raw), transport_table(raw)
     verdicts = decide(latency, transport, p2p, raw.environment, public, raw.config.hidden)
-    return ProbeTables(latency, p2p, transport, host_settings_table(raw), verdict_table(verdicts))
+    return ProbeTables(
+        latency,
+        p2p,
+        transport,
+        host_settings_table(raw),
+        verdict_table(verdicts),
+        rank_map_table(raw),
+        nccl_graph_table(raw),
+    )
 
 
 def default_label(raw: RawProbe, gpu_name: str | None, interconnect: str | None) -> str:
@@ -86,7 +108,8 @@ def store_probe(
         run_id, label or default_label(raw, host.gpu_name, host.interconnect), host, parameters, PURPOSE
     )
     manifest.gpu_count = raw.world if raw.config.backend == "nccl" else 0
-    manifest.mechanics_only = raw.config.backend == "gloo"
+    manifest.mechanics_only = raw.config.backend == "gloo" or "VERIFYLAB_TESTING_BROKEN_PATHS" in raw.environment
+    manifest.versions.nccl = nccl_log(raw).version or manifest.versions.nccl
     unavailable = {k: v for r in raw.ranks for k, v in r.get("unavailable", {}).items()}
     manifest.notes += [f"{impl} not measured: {why}" for impl, why in sorted(unavailable.items())]
     staging_root = Path(runs_root) / f".staging-{run_id}"
@@ -97,6 +120,7 @@ def store_probe(
         for name, frame in tables.named().items():
             staging.write_table(run_id, name, frame, fmt="csv")
         atomic_write_json(staging.path(run_id) / RAW_FILE, raw.to_json())
+        write_policy(staging.path(run_id), policy_from_probe(run_id, tables.verdict, tables.latency, raw.environment))
         Path(runs_root).mkdir(parents=True, exist_ok=True)
         os.replace(staging.path(run_id), store.path(run_id))
     finally:
@@ -119,11 +143,11 @@ def read_raw(store: RunStore, run_id: str) -> RawProbe:
 def rederive_probe(store: RunStore, run_id: str, public: pd.DataFrame | None = None) -> ProbeTables:
     """Make a stored probe's tables again from its raw record (the manifest, the measurement, stays as it was):
     after a fix to the tables or new public reference bands."""
-    raw = read_raw(store, run_id)
+    raw = read_raw(store, run_id)  # the raw record itself is never rewritten: it is the measurement
     raw.nccl_logs = [compact_nccl_log(text) for text in raw.nccl_logs]
     tables = probe_tables(raw, public)
     with store.lock(run_id):
-        atomic_write_json(store.path(run_id) / RAW_FILE, raw.to_json())
         for name, frame in tables.named().items():
             store.write_table(run_id, name, frame, fmt="csv")
+        write_policy(store.path(run_id), policy_from_probe(run_id, tables.verdict, tables.latency, raw.environment))
     return tables

@@ -32,7 +32,12 @@ LATENCY_COLUMNS = [
     "us_max",
     "replays",
     "rel_err",
+    "correct",
+    "algbw_gbs",
+    "busbw_gbs",
+    "algorithm",
     "protocol",
+    "nccl_channels",
     "note",
 ]
 
@@ -68,7 +73,7 @@ def latency_table(raw: RawProbe) -> pd.DataFrame:
     ``rank_skew_us`` the median of the latter, ``us_slowest_rank`` the slowest rank's median with the skew in."""
     log = nccl_log(raw)
     path = probe_path(raw, log)
-    protocols = log.protocols_by_size()
+    tuning = log.tuning_by_size()
     cells: dict[tuple, list[tuple[int, dict]]] = defaultdict(list)
     for result in raw.ranks:
         for cell in result["cells"]:
@@ -77,23 +82,37 @@ def latency_table(raw: RawProbe) -> pd.DataFrame:
     for (impl, group, mode, tokens), per_rank in sorted(cells.items()):
         first = per_rank[0][1]
         members = WORLD if group == WORLD else group.split(":", 1)[1]
+        ranks = raw.world if members == WORLD else len(members.split("-"))
+        choice = tuning.get(first["message_bytes"]) if impl == "nccl" and group == WORLD else None
+        checks = [c.get("correct") for _, c in per_rank if c.get("correct") is not None]
         row = {
             "path": path,
             "impl": impl,
             "group": group,
-            "ranks": raw.world if members == WORLD else len(members.split("-")),
+            "ranks": ranks,
             "mode": mode,
             "tokens": tokens,
             "bytes": first["message_bytes"],
-            "protocol": protocols.get(first["message_bytes"], "") if impl == "nccl" and group == WORLD else "",
+            "algorithm": choice.algorithm if choice else "",
+            "protocol": choice.protocol if choice else "",
+            "nccl_channels": choice.channels if choice else None,
             "rel_err": max((c["rel_err"] for _, c in per_rank if c["rel_err"] is not None), default=None),
+            "correct": all(checks) if checks else None,  # any rank's wrong result makes the cell wrong
             "note": "; ".join(sorted({c["note"] for _, c in per_rank if c["note"]})),
         }
         timed = {rank: c["samples_us"] for rank, c in per_rank if c["samples_us"]}
         if timed:
             row.update(_skew_apart(timed))
+            row.update(nccl_tests_terms(first["message_bytes"], row["us"], ranks))
         rows.append(row)
     return pd.DataFrame(rows).reindex(columns=LATENCY_COLUMNS)
+
+
+def nccl_tests_terms(message_bytes: float, us: float, ranks: int) -> dict[str, float]:
+    """The bandwidths nccl-tests prints for an all-reduce: algbw = bytes / time, busbw = algbw x 2(n-1)/n (what
+    each link carries in a ring, comparable across rank counts; 0 for one rank, which moves nothing)."""
+    algbw = message_bytes / us / 1e3 if us > 0 else float("nan")
+    return {"algbw_gbs": algbw, "busbw_gbs": algbw * 2 * (ranks - 1) / ranks}
 
 
 def _skew_apart(samples: dict[int, list[float]]) -> dict[str, float | int]:
@@ -158,9 +177,12 @@ def p2p_matrix_table(raw: RawProbe) -> pd.DataFrame:
     numa = {a.gpu: a.numa for a in affinity}
     reads, writes = parse_p2p_status(raw.host.p2p_read), parse_p2p_status(raw.host.p2p_write)
     transports = {(r.gpu_a, r.gpu_b): r.transport for r in transport_table(raw).itertuples()}
+    device_of = {m["rank"]: m["cuda_device"] for m in raw.gpu_map}
+    nvml = {(device_of.get(q["src"]), device_of.get(q["dst"])): q for q in raw.gpu_pairs}
     rows = []
     for p in raw.peers:
         src, dst = p["src"], p["dst"]
+        pair = nvml.get((src, dst), {})
         link = links.get((src, dst), "")
         rows.append(
             {
@@ -174,7 +196,11 @@ def p2p_matrix_table(raw: RawProbe) -> pd.DataFrame:
                 "can_access_peer": p["can_access_peer"],
                 "copy_latency_us": p["copy_latency_us"],
                 "copy_bandwidth_gbs": p["copy_bandwidth_gbs"],
+                "copy_correct": p.get("copy_correct"),
                 "nccl_transport": transports.get((min(src, dst), max(src, dst)), ""),
+                "nvml_p2p_read": pair.get("nvml_p2p_read", ""),
+                "nvml_p2p_write": pair.get("nvml_p2p_write", ""),
+                "nvml_path": pair.get("nvml_path", ""),
             }
         )
     columns = [
@@ -188,9 +214,46 @@ def p2p_matrix_table(raw: RawProbe) -> pd.DataFrame:
         "can_access_peer",
         "copy_latency_us",
         "copy_bandwidth_gbs",
+        "copy_correct",
         "nccl_transport",
+        "nvml_p2p_read",
+        "nvml_p2p_write",
+        "nvml_path",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+RANK_MAP_COLUMNS = [
+    "rank",
+    "cuda_device",
+    "nvml_index",
+    "name",
+    "uuid",
+    "pci_bus_id",
+    "numa_node",
+    "pcie_link",
+    "pcie_link_max",
+    "nccl_version",
+    "source",
+]
+
+
+def rank_map_table(raw: RawProbe) -> pd.DataFrame:
+    """Per rank: which physical GPU it ran on (CUDA device, NVML index, UUID, PCI bus id, NUMA node, PCIe link)."""
+    return pd.DataFrame(raw.gpu_map).reindex(columns=RANK_MAP_COLUMNS)
+
+
+def nccl_graph_table(raw: RawProbe) -> pd.DataFrame:
+    """The graphs NCCL searched (pattern, channels, planned GB/s per channel, the path type it found between GPUs)
+    and its version: a PCIe box whose GPUs share a switch but whose graph says PHB or SYS was misdetected."""
+    log = nccl_log(raw)
+    rows = [
+        {"pattern": g.pattern, "channels": g.channels, "bw_gbs": g.bw_gbs, "path_type": g.path_type}
+        for g in dict.fromkeys(log.graphs)
+    ]
+    frame = pd.DataFrame(rows, columns=["pattern", "channels", "bw_gbs", "path_type"])
+    frame["nccl_version"] = log.version or ""
+    return frame
 
 
 def host_settings_table(raw: RawProbe) -> pd.DataFrame:

@@ -30,6 +30,7 @@ class RankSample:
     samples_us: list[float] = field(default_factory=list)
     rel_err: float | None = None
     note: str = ""
+    correct: bool | None = None  # checked against the exact result before timing (None: not checked)
 
     @property
     def median_us(self) -> float:
@@ -65,6 +66,9 @@ def time_samples(
         run()
         samples.append((time.perf_counter() - began) * 1e6 / calls)
     return samples
+
+
+CHECK_TOLERANCE = {"bfloat16": 2e-2, "float32": 1e-4}  # relative error: ~10x what a correct sum's rounding gives
 
 
 def relative_error(got, expected) -> float:

@@ -10,8 +10,10 @@ writes, a cross-socket path), and not applicable (CPU mechanics).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, Regime, allreduce_message_bytes
@@ -19,6 +21,10 @@ from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, Regime, allreduce_mess
 REFERENCE_TOKENS = DRAFT_TOKENS[0]  # the verify pass's message at one stream: 4 tokens x 7168 x 2 B = 57 KB
 COLLAPSE_RATIO = 3.0  # the full set this many times slower than its slowest pair: the fabric, not the links
 STAGED_COPY_RATIO = 0.5  # a pair copying at under half the median pair's bandwidth is staged or on a worse path
+HEALTHY_TOLERANCE = 1.5  # a P2P reading up to this many times the top of the public healthy band is healthy
+HOST_HOP_US = 14.0  # one hop through host memory when the public table lacks its row (pub-41 carries it)
+MAX_WORLD = 1024  # ranks: more than one host's GPUs, far fewer than a mistyped number
+NCCL_SUBSYS_NEEDED = "INIT,P2P,SHM,NET,GRAPH"  # the subsystems whose INFO lines carry the channels' transports
 
 
 @dataclass(frozen=True)
@@ -30,9 +36,158 @@ class Band:
     low_us: float
     high_us: float
     evidence: tuple[str, ...]  # public-evidence row ids
+    basis: str = "public NCCL all-reduce latencies"
 
     def holds(self, us: float) -> bool:
         return self.low_us <= us <= self.high_us
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one all-reduce latency says at one world size, given the transport NCCL logged: the regime, why, and
+    the band it was compared with (None: nothing to compare)."""
+
+    regime: Regime
+    why: str
+    band: Band | None = None
+
+
+def check_reading(us: float | None, world: int, what: str = "all-reduce latency") -> None:
+    """:class:`ValueError` naming the value when a reading cannot be judged: a latency that is not a finite
+    positive number of microseconds, a world size that is not 1 to :data:`MAX_WORLD` ranks."""
+    if isinstance(world, bool) or not isinstance(world, int | np.integer) or not 1 <= int(world) <= MAX_WORLD:
+        raise ValueError(f"world size {world!r}: a whole number of ranks from 1 to {MAX_WORLD}")
+    if us is not None and not (isinstance(us, int | float | np.number) and math.isfinite(us) and us > 0):
+        raise ValueError(f"{what} {us!r} us at {world} ranks: a finite number of microseconds > 0")
+
+
+def bands_from_public(public: pd.DataFrame | None, message_bytes: float) -> list[Band]:
+    """Reference bands per (regime, world): the min-max of public NCCL all-reduce latencies within 4x of the
+    message size, measured on PCIe boxes, with the rows that gave them; rows whose value or size is not a finite
+    positive number are left out (one ``inf`` would open a band to infinity)."""
+    if public is None or public.empty:
+        return []
+    values = pd.to_numeric(public["value"], errors="coerce")
+    sizes = pd.to_numeric(public["message_bytes"], errors="coerce")
+    rows = public[
+        (public["unit"] == "us")
+        & public["regime"].isin([r.value for r in Regime])
+        & public["implementation"].astype(str).str.startswith("nccl")
+        & np.isfinite(values)
+        & (values > 0)
+        & np.isfinite(sizes)
+        & (sizes >= message_bytes / 4)
+        & (sizes <= message_bytes * 4)
+    ]
+    bands = []
+    for (regime, world), group in rows.groupby(["regime", "world_size"]):
+        bands.append(
+            Band(
+                Regime(regime),
+                int(world),
+                float(group["value"].min()),
+                float(group["value"].max()),
+                tuple(str(i) for i in group["id"]),
+            )
+        )
+    return bands
+
+
+def host_hop_us(public: pd.DataFrame | None) -> tuple[float, str]:
+    """One GPU-to-GPU hop through host memory (public), with its row id: the fastest step a ring through host
+    memory can take."""
+    if public is not None and not public.empty and {"implementation", "transport"} <= set(public.columns):
+        rows = public[(public["implementation"] == "gpu_to_gpu_latency") & (public["transport"] == "SHM")]
+        values = pd.to_numeric(rows["value"], errors="coerce")
+        rows = rows[np.isfinite(values) & (values > 0)]
+        if not rows.empty:
+            return float(rows["value"].iloc[0]), str(rows["id"].iloc[0])
+    return HOST_HOP_US, ""
+
+
+def healthy_limit(bands: list[Band], world: int, hop: tuple[float, str]) -> Band:
+    """The slowest reading that is still healthy P2P at ``world`` ranks, as a band from 0: the public healthy band
+    at that world size x :data:`HEALTHY_TOLERANCE`; where no public band exists at that size, the fastest a ring
+    through host memory could be (2(n-1) hops at the public hop latency): P2P slower than that is worse than host
+    memory would be."""
+    same = [b for b in bands if b.regime is Regime.HEALTHY_P2P and b.world == world]
+    if same:
+        band = same[0]
+        return replace(
+            band,
+            low_us=0.0,
+            high_us=band.high_us * HEALTHY_TOLERANCE,
+            basis=f"public healthy band at {world} ranks ({band.low_us:.0f}-{band.high_us:.0f} us) x "
+            f"{HEALTHY_TOLERANCE:g}",
+        )
+    us, row = hop
+    steps = 2 * (world - 1)
+    return Band(
+        Regime.HEALTHY_P2P,
+        world,
+        0.0,
+        steps * us,
+        (row,) if row else (),
+        f"no public band at {world} ranks: a ring through host memory takes at least {steps} hops x {us:g} us",
+    )
+
+
+def classify_reading(
+    us: float | None, world: int, transport: str, bands: list[Band], hop: tuple[float, str] = (0.0, "")
+) -> Reading:
+    """The regime of one reading: every finite positive latency at every world size gets one answer, and a reading
+    is never healthy when the log lacks the transport or nothing was measured. ``transport`` is the path NCCL
+    logged (``p2p``, ``shm``, ``net``, ``mixed``, ``unknown``, ``gloo``)."""
+    check_reading(us, world)
+    hop = hop if hop[0] > 0 else (HOST_HOP_US, "")
+    at = f"{us:.1f} us" if us is not None else "not measured"
+    if transport == "gloo":
+        return Reading(Regime.NOT_APPLICABLE, "CPU processes (gloo): the mechanics of the probe, no GPU path")
+    if world == 1:
+        return Reading(Regime.NOT_APPLICABLE, "one GPU: tensor parallelism of 1 has no all-reduce to judge")
+    if transport == "net":
+        return Reading(Regime.SOCKET, f"NCCL connected the GPUs through its network transport (socket); {at}")
+    if transport == "shm":
+        return Reading(Regime.HOST_MEMORY, f"NCCL moved the all-reduce through host memory (SHM); {at}")
+    if transport == "mixed":
+        return Reading(Regime.DEGRADED, f"NCCL's channels use several transports; {at}")
+    limit = healthy_limit(bands, world, hop)
+    if transport != "p2p":
+        where = (
+            ""
+            if us is None
+            else (
+                f"; {at} is {'within' if us <= limit.high_us else 'above'} what healthy P2P takes at {world} ranks "
+                f"(up to {limit.high_us:.0f} us: {limit.basis})"
+            )
+        )
+        return Reading(
+            Regime.UNKNOWN,
+            "NCCL logged no channel lines, so its transport is unknown (run the probe again: it sets NCCL_DEBUG=INFO "
+            f"and NCCL_DEBUG_SUBSYS={NCCL_SUBSYS_NEEDED}){where}",
+            limit,
+        )
+    if us is None:
+        return Reading(Regime.UNKNOWN, "P2P logged, but no all-reduce was measured at the reference size", limit)
+    if us <= limit.high_us:
+        return Reading(
+            Regime.HEALTHY_P2P,
+            f"NCCL connected every pair by P2P; {at} (healthy up to {limit.high_us:.0f} us: {limit.basis})",
+            limit,
+        )
+    degraded = [b for b in bands if b.regime is Regime.DEGRADED and b.world == world]
+    seen = (
+        f"; public P2P slowed by topology misdetection at {world} ranks: {degraded[0].low_us:.0f}-"
+        f"{degraded[0].high_us:.0f} us ({', '.join(degraded[0].evidence)})"
+        if degraded
+        else ""
+    )
+    return Reading(
+        Regime.DEGRADED,
+        f"P2P reported, but {at} is slower than healthy P2P at {world} ranks (up to {limit.high_us:.0f} us: "
+        f"{limit.basis}){seen}",
+        limit,
+    )
 
 
 @dataclass(frozen=True)
@@ -52,37 +207,12 @@ class Verdict:
     fix_hypothesis: str
     fix_evidence: str
     group: str = "all"
+    refused_paths: str = ""  # implementations that returned wrong sums and were not timed
 
     def to_row(self) -> dict:
         row = asdict(self)
         row["regime"] = str(self.regime)
         return row
-
-
-def bands_from_public(public: pd.DataFrame | None, message_bytes: float) -> list[Band]:
-    """Reference bands per (regime, world): the min-max of public NCCL all-reduce latencies within 4x of the
-    message size, measured on PCIe boxes, with the rows that gave them."""
-    if public is None or public.empty:
-        return []
-    rows = public[
-        (public["unit"] == "us")
-        & public["regime"].isin([r.value for r in Regime])
-        & public["implementation"].astype(str).str.startswith("nccl")
-        & (public["message_bytes"] >= message_bytes / 4)
-        & (public["message_bytes"] <= message_bytes * 4)
-    ]
-    bands = []
-    for (regime, world), group in rows.groupby(["regime", "world_size"]):
-        bands.append(
-            Band(
-                Regime(regime),
-                int(world),
-                float(group["value"].min()),
-                float(group["value"].max()),
-                tuple(str(i) for i in group["id"]),
-            )
-        )
-    return bands
 
 
 def _at(latency: pd.DataFrame, impl: str, group: str, mode: str, tokens: int) -> float | None:
@@ -119,6 +249,10 @@ def decide(
     tokens = _nearest_tokens(world_rows, REFERENCE_TOKENS)
     message = int(allreduce_message_bytes(tokens, hidden))
     bands = bands_from_public(public, message)
+    hop = host_hop_us(public)
+    wrong = _wrong_paths(latency)
+    if "copy_correct" in p2p.columns and (p2p["copy_correct"].astype(str).str.lower() == "false").any():
+        wrong.append("peer copies")
     verdicts = []
     halves = sorted({str(g) for g in latency["group"] if str(g).startswith("half:")})
     for group in ["all", *halves]:
@@ -130,29 +264,58 @@ def decide(
         us = graph if graph is not None else eager
         # the whole set is compared with its pairs and halves; a half with its own pairs
         members = None if group == "all" else {int(r) for r in group.split(":", 1)[1].split("-")}
-        verdict = _judge(world, path, tokens, message, us, eager, latency, transport, p2p, environment, bands, members)
+        reading = classify_reading(us, world, path, bands, hop)
+        verdict = _judge(
+            reading, world, path, tokens, message, us, eager, latency, transport, p2p, environment, bands, members
+        )
+        if wrong and group == "all":
+            verdict = _refuse_wrong(verdict, wrong)
         verdicts.append(verdict if group == "all" else replace(verdict, group=group))
     return verdicts
 
 
-def _band_for(bands: list[Band], regime: Regime, world: int) -> Band | None:
-    exact = [b for b in bands if b.regime is regime and b.world == world]
-    if exact:
-        return exact[0]
-    others = sorted((b for b in bands if b.regime is regime), key=lambda b: abs(b.world - world))
-    return others[0] if others else None
+def _wrong_paths(latency: pd.DataFrame) -> list[str]:
+    """The implementations the ranks refused to time because their result was wrong (``correct`` False)."""
+    if "correct" not in latency.columns:
+        return []
+    bad = latency[latency["correct"].astype(str).str.lower() == "false"]
+    return sorted({str(i) for i in bad["impl"]})
+
+
+def _refuse_wrong(verdict: Verdict, wrong: list[str]) -> Verdict:
+    """A verdict for a box where a path returned wrong sums: NCCL wrong is a broken box (degraded, do not serve
+    TP); a FlashInfer path wrong keeps that path off, whatever the latencies say."""
+    names = ", ".join(wrong)
+    if {"nccl", "gloo", "peer copies"} & set(wrong):  # the backend's own all-reduce, or the copies under it
+        return replace(
+            verdict,
+            regime=Regime.DEGRADED,
+            reason=f"{names} returned wrong data (checked against the exact result before timing); {verdict.reason}",
+            fix_hypothesis="do not serve with tensor parallelism on these GPUs until NCCL's result is right: check "
+            "the driver's P2P path (NCCL_P2P_DISABLE=1 as a test), IOMMU and ACS",
+            fix_evidence=f"wrong result on: {names}",
+            refused_paths=names,
+        )
+    return replace(
+        verdict,
+        reason=f"{verdict.reason}; {names} returned wrong sums and were not timed",
+        fix_hypothesis=f"keep {names} off (a path that returns wrong data ruins speculative acceptance); "
+        f"{verdict.fix_hypothesis}",
+        fix_evidence="; ".join(x for x in (f"wrong result on: {names}", verdict.fix_evidence) if x),
+        refused_paths=names,
+    )
 
 
 def _fmt_band(band: Band | None) -> tuple[str, str]:
     if band is None:
-        return "no public band for this regime", ""
-    return (
-        f"{band.regime.value}, {band.world} ranks: {band.low_us:.0f}-{band.high_us:.0f} us (public)",
-        ", ".join(band.evidence),
+        return "nothing to compare with", ""
+    return f"{band.regime.value}, {band.world} ranks: up to {band.high_us:.0f} us ({band.basis})", ", ".join(
+        band.evidence
     )
 
 
 def _judge(
+    reading: Reading,
     world: int,
     path: str,
     tokens: int,
@@ -166,20 +329,28 @@ def _judge(
     bands: list[Band],
     members: set[int] | None = None,
 ) -> Verdict:
-    def verdict(regime: Regime, reason: str, fix: str, fix_evidence: str, band: Band | None = None) -> Verdict:
-        text, evidence = _fmt_band(band or _band_for(bands, regime, world))
+    """The reading's regime, refined by what else the probe saw (pairs and halves, copies per pair, the
+    environment), with the one change to try first."""
+
+    def verdict(regime: Regime, reason: str, fix: str, fix_evidence: str) -> Verdict:
+        text, evidence = _fmt_band(reading.band)
         return Verdict(world, regime, path, tokens, message, us, eager, text, evidence, reason, fix, fix_evidence)
 
-    if path == "gloo":
+    regime = reading.regime
+    if regime is Regime.NOT_APPLICABLE:
+        return verdict(regime, reading.why, "none", "")
+    if regime is Regime.UNKNOWN:
         return verdict(
-            Regime.NOT_APPLICABLE, "CPU processes (gloo): the mechanics of the probe, no GPU path", "none", ""
+            regime,
+            reading.why,
+            "run `verifylab comm probe` again on this box (NCCL's INFO lines name the transport)",
+            "no channel lines in NCCL's log" if path not in ("p2p",) else "no all-reduce measured",
         )
     p2p_off = env.get("NCCL_P2P_DISABLE", "0") not in ("", "0")
     shm_off = env.get("NCCL_SHM_DISABLE", "0") not in ("", "0")
     refused = p2p[~p2p["can_access_peer"].astype(bool)] if not p2p.empty else p2p
     refused_text = ", ".join(f"{r.src}->{r.dst}" for r in refused.itertuples()) if not refused.empty else ""
-    at = f"{us:.1f} us" if us is not None else "not measured"
-    if path == "net":
+    if regime is Regime.SOCKET:
         if p2p_off and shm_off:
             fix = "unset NCCL_P2P_DISABLE and NCCL_SHM_DISABLE: NCCL then uses P2P (or at least host memory)"
             evidence = "NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 in the probe's environment"
@@ -189,13 +360,8 @@ def _judge(
                 "can at least use host memory; then find why P2P is off"
             )
             evidence = "NCCL chose its network transport between GPUs of one host"
-        return verdict(
-            Regime.SOCKET,
-            f"NCCL connected the GPUs through its network transport (socket); all-reduce of {tokens} tokens: {at}",
-            fix,
-            evidence,
-        )
-    if path == "shm":
+        return verdict(regime, reading.why, fix, evidence)
+    if regime is Regime.HOST_MEMORY:
         if p2p_off:
             fix, evidence = "unset NCCL_P2P_DISABLE", "NCCL_P2P_DISABLE=1 in the probe's environment"
         elif refused_text:
@@ -207,30 +373,28 @@ def _judge(
         else:
             fix = "find why NCCL did not choose P2P although CUDA allows it: NCCL_P2P_LEVEL, its topology detection"
             evidence = "peer access allowed on every pair, yet NCCL logged SHM"
-        return verdict(
-            Regime.HOST_MEMORY,
-            f"NCCL moved the all-reduce through host memory (SHM); {tokens} tokens: {at}",
-            fix,
-            evidence,
-        )
+        return verdict(regime, reading.why, fix, evidence)
     if path == "mixed":
         kinds = ", ".join(f"{r.gpu_a}-{r.gpu_b} {r.transport}" for r in transport.itertuples())
         return verdict(
             Regime.DEGRADED,
-            f"NCCL's channels use several transports ({kinds}); {tokens} tokens: {at}",
+            f"NCCL's channels use several transports ({kinds}); {tokens} tokens: "
+            f"{f'{us:.1f} us' if us is not None else 'not measured'}",
             "fix the pairs that are not on P2P (see the P2P matrix), then re-probe",
             f"NCCL transport per pair: {kinds}",
         )
-    # P2P reported: is it healthy?
-    healthy = _band_for(bands, Regime.HEALTHY_P2P, world)
-    reasons: list[str] = []
+    # P2P reported: healthy or degraded by its latency; then the pairs, halves and copies
+    reasons: list[str] = [reading.why] if regime is Regime.DEGRADED else []
     fixes: list[str] = []
     evidences: list[str] = []
-    if healthy is not None and us is not None and us > healthy.high_us * 1.5:
-        reasons.append(
-            f"P2P reported, but {at} at {tokens} tokens is above the public healthy band "
-            f"({healthy.low_us:.0f}-{healthy.high_us:.0f} us at {healthy.world} ranks)"
+    if regime is Regime.DEGRADED:
+        fixes.append(
+            "NCCL is slower than its P2P path should be: dump its topology (NCCL_TOPO_DUMP_FILE=topo.xml) and "
+            "graph (NCCL_GRAPH_DUMP_FILE=graph.xml) and check the PCIe switches and NUMA nodes it detected; a "
+            "misdetected topology is fixed by NCCL_TOPO_FILE with the right one"
         )
+        evidences.append(f"all-reduce above the healthy limit ({reading.band.basis if reading.band else ''})")
+    at = f"{us:.1f} us" if us is not None else "not measured"
     subsets = {"pair": _group_latencies(latency, tokens, "pair:", members)}
     if members is None:  # a half is not compared with the halves
         subsets["half"] = _group_latencies(latency, tokens, "half:", None)
@@ -242,42 +406,38 @@ def _judge(
             f"the set ({at}) is over {COLLAPSE_RATIO:g}x its slowest {kind} ({worst}: {parts[worst]:.1f} us)"
         )
         if kind == "half":
-            fixes.append(
+            fixes.insert(
+                0,
                 "the halves are healthy and the whole set is not: a socket or switch boundary lies between them "
-                "(cross-socket P2P, NCCL_P2P_LEVEL, the switch's ACS); or keep TP within a half"
+                "(cross-socket P2P, NCCL_P2P_LEVEL, the switch's ACS); or keep TP within a half",
             )
-            evidences.append("halves healthy, full set slow")
+            evidences.insert(0, "halves healthy, full set slow")
         else:
-            fixes.append(
+            fixes.insert(
+                0,
                 "the fabric collapses under all-to-all writes: check the switch's ACS/P2P settings and try "
-                "NCCL_P2P_LEVEL or fewer channels (NCCL_MAX_NCHANNELS)"
+                "NCCL_P2P_LEVEL or fewer channels (NCCL_MAX_NCHANNELS)",
             )
-            evidences.append("pairs healthy, full set slow")
+            evidences.insert(0, "pairs healthy, full set slow")
     slow_pairs = _staged_pairs(p2p if members is None else p2p[p2p["src"].isin(members) & p2p["dst"].isin(members)])
     if slow_pairs:
         reasons.append(
             f"copies between {', '.join(slow_pairs)} run at under {STAGED_COPY_RATIO:.0%} of the median "
             "pair's bandwidth"
         )
-        fixes.append(
+        fixes.insert(
+            0,
             "those pairs' copies look staged through the host or routed across sockets: check their link "
-            "(nvidia-smi topo -m), IOMMU and ACS"
+            "(nvidia-smi topo -m), IOMMU and ACS",
         )
-        evidences.append(f"copy bandwidth per pair (P2P matrix): {', '.join(slow_pairs)}")
+        evidences.insert(0, f"copy bandwidth per pair (P2P matrix): {', '.join(slow_pairs)}")
     if reasons:
-        return verdict(
-            Regime.DEGRADED,
-            "; ".join(reasons),
-            fixes[0] if fixes else "re-check P2P on this platform: P2P may be staged through host memory",
-            "; ".join(evidences) or "latency above the healthy band",
-        )
-    band_note = f" (public healthy band: {healthy.low_us:.0f}-{healthy.high_us:.0f} us)" if healthy else ""
+        return verdict(Regime.DEGRADED, "; ".join(reasons), fixes[0], "; ".join(evidences))
     return verdict(
         Regime.HEALTHY_P2P,
-        f"NCCL connected every pair by P2P; {tokens} tokens: {at}{band_note}",
+        reading.why,
         "nothing to fix: price the options with the healthy-P2P curves",
         "",
-        healthy,
     )
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifylab import vocab
 from verifylab.errors import ManifestError, ParameterError, RunExistsError
 from verifylab.host import HostInfo
+from verifylab.redact import strip_terminal_codes
 from verifylab.store.schema import SCHEMA_VERSION
 
 RUN_ID_PATTERN = vocab.RUN_ID_PATTERN  # declared with the shared facts (a CLI checks it before heavy imports)
@@ -96,6 +97,12 @@ class Manifest(BaseModel):
         if not re.fullmatch(RUN_ID_PATTERN, value):
             raise ValueError(f"run_id {value!r} must match {RUN_ID_PATTERN} (lower case, digits, . _ -)")
         return value
+
+    @field_validator("topology")
+    @classmethod
+    def _plain_topology(cls, value: str | None) -> str | None:
+        """``nvidia-smi topo -m`` text without its terminal colour codes, however the run was captured."""
+        return strip_terminal_codes(value) if value else value
 
     @field_validator("schema_version")
     @classmethod

@@ -179,7 +179,7 @@ TABLES: tuple[TableSpec, ...] = (
         "Per-call all-reduce latency by path, implementation and message size (the probe's and the campaign's).",
         _columns(
             f"{_LATENCY} group:str ranks:int mode:str us_slowest_rank:float rank_skew_us:float slowest_rank:int "
-            "protocol:str"
+            "protocol:str correct:bool algbw_gbs:float busbw_gbs:float algorithm:str nccl_channels:int"
         ),
         key=("path", "impl", "tokens", "group", "mode"),
     ),
@@ -209,15 +209,29 @@ TABLES: tuple[TableSpec, ...] = (
         _columns(
             "world:int regime:str transport:str reference_tokens:int reference_bytes:int allreduce_us:float "
             "allreduce_eager_us:float band:str band_evidence:str reason:str fix_hypothesis:str fix_evidence:str "
-            "group:str"
+            "group:str refused_paths:str"
         ),
+    ),
+    TableSpec(
+        "rank_map",
+        "The communication probe's ranks: which physical GPU each ran on (NVML where it loads).",
+        _columns(
+            "rank:int cuda_device:int nvml_index:int name:str uuid:str pci_bus_id:str numa_node:int pcie_link:str "
+            "pcie_link_max:str nccl_version:str source:str"
+        ),
+    ),
+    TableSpec(
+        "nccl_graph",
+        "The graphs NCCL searched for the probe's communicator: pattern, channels, planned GB/s, path type.",
+        _columns("pattern:int channels:int bw_gbs:float path_type:str nccl_version:str"),
     ),
     TableSpec(
         "p2p_matrix",
         "Per GPU pair: link, NUMA, peer access and copy latency/bandwidth.",
         _columns(
             "src:int dst:int link:str link_meaning:str same_numa:bool p2p_read:str p2p_write:str "
-            "can_access_peer:bool copy_latency_us:float copy_bandwidth_gbs:float nccl_transport:str"
+            "can_access_peer:bool copy_latency_us:float copy_bandwidth_gbs:float nccl_transport:str "
+            "copy_correct:bool nvml_p2p_read:str nvml_p2p_write:str nvml_path:str"
         ),
     ),
     TableSpec(

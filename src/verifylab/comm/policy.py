@@ -1,0 +1,100 @@
+"""The serving policy a probe implies, written beside the run as ``policy.json``: whether tensor parallelism is safe
+on these GPUs, whether FlashInfer's all-reduce fusion and SGLang's custom all-reduce can run, the NCCL variables to
+set or unset, and the SGLang flags that follow. ``verifylab serve --policy RUN`` applies it and refuses a variant
+it rules out; chapter 05 shows it. What is *allowed* here, not what pays: the decision page prices that."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.errors import ManifestError
+from verifylab.iorw import atomic_write_json
+from verifylab.vocab import Regime
+
+POLICY_FILE = "policy.json"
+FUSION_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend", "trtllm")
+NO_CUSTOM_ALLREDUCE = "--disable-custom-all-reduce"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a probe's verdict allows on its box, with the reason for each rule."""
+
+    run_id: str
+    world: int
+    regime: str
+    tensor_parallel: bool  # False: a path returned wrong sums, or one GPU
+    fusion_allowed: bool
+    custom_allreduce: bool
+    sglang_flags: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)  # to set
+    unset: list[str] = field(default_factory=list)  # to remove from the environment
+    refused_paths: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _correct(latency: pd.DataFrame, impl: str) -> bool:
+    rows = latency[(latency["impl"] == impl) & (latency["group"] == "all")]
+    return not rows.empty and "correct" in rows and bool((rows["correct"].astype(str).str.lower() == "true").any())
+
+
+def policy_from_probe(run_id: str, verdict: pd.DataFrame, latency: pd.DataFrame, environment: dict[str, str]) -> Policy:
+    """The policy of a probe's whole-set verdict and its latency table (which paths ran, which were right)."""
+    whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+    if whole.empty:
+        raise ManifestError(f"run '{run_id}': no verdict for the whole set of GPUs: no policy")
+    v = whole.iloc[0]
+    regime, world = Regime(str(v["regime"])), int(v["world"])
+    refused = [p.strip() for p in str(v.get("refused_paths", "") or "").split(",") if p.strip() and p != "nan"]
+    reasons: list[str] = []
+    unset = [name for name in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE") if environment.get(name, "0") not in ("", "0")]
+    if unset:
+        reasons.append(f"the probe ran with {', '.join(unset)} set: unset it for serving")
+    tensor_parallel = world > 1 and not ({"nccl", "gloo", "peer copies"} & set(refused))
+    if world == 1:
+        reasons.append("one GPU: serve at TP 1, no all-reduce")
+    elif not tensor_parallel:
+        reasons.append(f"{', '.join(refused)} returned wrong data: no tensor parallelism until that is fixed")
+    p2p = regime is Regime.HEALTHY_P2P
+    fused_ok = _correct(latency, "fused")
+    fusion = tensor_parallel and p2p and fused_ok and "fused" not in refused
+    if tensor_parallel and not fusion:
+        why = (
+            "the fused kernel returned wrong sums"
+            if "fused" in refused
+            else "FlashInfer's fused kernel was not checked correct in this probe (probe again with --extra)"
+            if p2p
+            else f"{regime.value}: FlashInfer's kernels write into the peers' memory and need healthy P2P"
+        )
+        reasons.append(f"fusion off: {why}")
+    custom = tensor_parallel and p2p
+    flags = ["--tp-size", str(world if tensor_parallel else 1)]
+    if tensor_parallel and not custom:
+        flags.append(NO_CUSTOM_ALLREDUCE)
+        reasons.append(f"custom all-reduce off: it needs P2P ({regime.value})")
+    if regime is Regime.UNKNOWN:
+        reasons.append("the regime is unknown: probe again before trusting any of this")
+    return Policy(run_id, world, regime.value, tensor_parallel, fusion, custom, flags, {}, unset, refused, reasons)
+
+
+def write_policy(run_dir: Path, policy: Policy) -> None:
+    atomic_write_json(run_dir / POLICY_FILE, policy.to_json())
+
+
+def read_policy(run_dir: Path) -> Policy:
+    """The policy stored beside a probe run; one line naming what is wrong otherwise."""
+    path = run_dir / POLICY_FILE
+    if not path.is_file():
+        raise ManifestError(f"{path}: no policy (a run of `verifylab comm probe` writes one)")
+    try:
+        data = json.loads(path.read_text())
+        return Policy(**data)
+    except (ValueError, TypeError) as exc:
+        raise ManifestError(f"{path}: not a verifylab policy ({exc})") from None
