@@ -7,7 +7,8 @@ import typer
 
 app = typer.Typer(
     help="Evidence for SGLang tensor-parallel speculative decoding on PCIe GPUs.\n\n"
-    "On the GPU box: `verifylab env`, `verifylab gates audit|apply|verify`, `verifylab serve VARIANT`, "
+    "On the GPU box, first: `verifylab box` (the decision for that box). Then `verifylab env`, "
+    "`verifylab gates audit|apply|verify`, `verifylab serve VARIANT`, "
     "`verifylab bench|sweep --url URL`, `verifylab trace summarize DIR`, or all of it at once with "
     "`verifylab run --params params.yaml`. Anywhere: `verifylab model whatif|reconcile`, `verifylab runs list`, "
     "`verifylab book` (renders the book from data/).",
@@ -15,7 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-from verifylab.cli import bench, book, comm, fleet, gates, model, trace  # noqa: E402  (the modules register their commands)
+from verifylab.cli import bench, book, box, comm, fleet, gates, model, trace  # noqa: E402  (the modules register their commands)
 
 app.command()(book.env)
 app.add_typer(book.runs_app, name="runs")
@@ -31,6 +32,7 @@ app.add_typer(fleet.fleet_app, name="fleet")
 app.command()(bench.bench)
 app.command()(bench.sweep)
 app.command("serve")(bench.serve_cmd)
+app.command("box")(box.box_cmd)
 
 
 def main() -> None:  # pragma: no cover - console entry point alias

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `verifylab box` on one H200 (issue #40), in the calls that carry the SGLang set (live_tp2's build_transfer.sh parts):
+#   bash benchmarks/box/device_run.sh probe   # carry .live/whl and .live/tp2/xfer/1: the probe alone (identity, NCCL,
+#                                             # checks, policy) and the decision page from it in replay
+#   bash benchmarks/box/device_run.sh stash   # carry .live/tp2/xfer/2
+#   bash benchmarks/box/device_run.sh live    # carry .live/tp2/xfer/3 and .live/spec: unpack, serve the
+#                                             # Qwen3-30B-A3B-shaped MoE (random weights) plainly, then the one command:
+#                                             # verifylab box --gpus 1 --server URL
+# Runs land in /tmp/box-data (kept across calls) and come back packed in $OUT.
+set -uo pipefail
+source benchmarks/live_smoke/offline_set.sh
+device_env
+OUT=${OUT:-/tmp/box-out}
+S=/tmp/tp2
+D=/tmp/box-data
+mkdir -p "$OUT"
+stash_parts .live/tp2/xfer "$S"
+[ -d "$D/runs" ] || { mkdir -p "$D" && cp -r data/reference data/runs "$D/"; }
+stamp=$(date -u +%Y%m%d-%H%M%S)
+case "${1:-}" in
+probe)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/boxsite .live/whl/*.whl || exit 2
+  export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:/tmp/boxsite"
+  run="$stamp-h200-probe-1gpu"
+  python3 -m verifylab.cli comm probe --gpus 1 --data-dir "$D" --run-id "$run" \
+    --label "1 x NVIDIA H200 (SXM), one GPU: identity, NCCL version, checks, policy" 2>&1 | tee "$OUT/probe.log"
+  python3 -m verifylab.cli box --probe "$run" --decode-tok-s 266 --config .live/spec/models/target/config.json \
+    --data-dir "$D" --out "$OUT/box-replay" 2>&1 | tee "$OUT/box-replay.log"
+  ;;
+stash) exit 0 ;;
+live)
+  unpack_parts "$S" || exit 2
+  export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
+  M=/tmp/box-models && mkdir -p "$M" && cp -r .live/spec/models/. "$M/"
+  pkill -9 -f sglang.launch_server 2>/dev/null
+  setsid python3 -m sglang.launch_server --model-path "$M/target" --tp-size 1 --port 30000 --host 127.0.0.1 \
+    --load-format dummy --attention-backend triton --sampling-backend pytorch --cuda-graph-bs 1 2 4 \
+    --mem-fraction-static 0.80 --skip-server-warmup > "$OUT/server.log" 2>&1 &
+  for _ in $(seq 1 100); do
+    curl -sf http://127.0.0.1:30000/health_generate > /dev/null && break
+    sleep 3
+  done
+  python3 -m verifylab.cli box --gpus 1 --server http://127.0.0.1:30000 --config "$M/target/config.json" \
+    --gpu h200 --data-dir "$D" --out "$OUT/box-live" 2>&1 | tee "$OUT/box-live.log"
+  pkill -9 -f sglang.launch_server 2>/dev/null
+  ;;
+*) echo "usage: device_run.sh probe|stash|live"; exit 2 ;;
+esac
+(cd "$D/runs" && tar -czf "$OUT/runs.tar.gz" $(ls -d *-probe-1gpu *-box-probe* 2>/dev/null))
+ls -la "$OUT" "$OUT"/box-* 2>/dev/null

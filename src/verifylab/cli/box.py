@@ -1,0 +1,115 @@
+"""``verifylab box``: the decision for the box this runs on (or for a stored probe of it), in one command."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import typer
+
+from verifylab.cli._shared import console, err_console, fail
+from verifylab.errors import ModelInputError, ParameterError, VerifylabError
+
+
+def box_cmd(
+    probe: str | None = typer.Option(
+        None, help="A stored probe run to decide from (replay, any machine). Default: probe this box's GPUs now."
+    ),
+    gpus: str | None = typer.Option(None, help="Probe now: how many GPUs (8 = GPUs 0-7) or which (0,2,4,6)."),
+    server: str | None = typer.Option(
+        None, help="A running plain (no speculation) SGLang server of the served model: its one-stream decode rate."
+    ),
+    decode_tok_s: float | None = typer.Option(
+        None, help="Or give the plain decode rate at one stream yourself (tok/s), e.g. from your own benchmark."
+    ),
+    accept: float = typer.Option(
+        2.0, help="Mean accepted tokens per verify on your traffic (SGLang logs it as accept len); 2 if unknown."
+    ),
+    draft_tokens: int = typer.Option(4, min=2, max=64, help="Draft tokens per verify (the root included)."),
+    config: Path | None = typer.Option(
+        None, help="The served model's config.json (or its folder). Default: the case study's Kimi-K2.5."
+    ),
+    gpu: str | None = typer.Option(None, help="h200, h100 or rtx-pro-6000 (default: from the probe's GPU name)."),
+    model_path: str = typer.Option("<model-path>", help="Put into the launch command."),
+    draft_model_path: str = typer.Option("<EAGLE-3-draft-path>", help="Put into the launch command."),
+    label: str | None = typer.Option(None, help="Probe now: the hardware label (default: from the box)."),
+    out: Path | None = typer.Option(None, help="Where decision.html and decision.json go (default: box/<run id>)."),
+    data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (the probe is stored there) and reference/."),
+) -> None:
+    """The decision for one box from its own numbers: which communication regime it is in and what to fix first,
+    whether all-reduce fusion pays, up to how many streams EAGLE-3 pays, and the launch command its probe allows.
+
+    On the GPU box, one command probes the GPUs (stored as a run), measures one stream of plain decoding on your
+    running server, and renders the page:
+
+      verifylab box --gpus 8 --server http://127.0.0.1:30000 --accept 2.4 --config /models/kimi/config.json
+
+    Anywhere, from a stored probe and your numbers (replay):
+
+      verifylab box --probe 20261201-092338-2xh200-probe-p2p --decode-tok-s 90 --accept 2.4
+
+    Modelled from measured inputs (every input is listed on the page, Table 5). The probe's verdict and policy are
+    the ones `verifylab comm probe` gives; the speculation model is chapter 2's, fitted on the stored H200 grid.
+    """
+    from verifylab.model.box_decision import BoxInputs, decide_box
+    from verifylab.publish.box_page import write_box_page
+    from verifylab.store.evidence import Evidence
+
+    try:
+        if (decode_tok_s is None) == (server is None):
+            raise ParameterError(
+                "give one of --decode-tok-s (your plain decoding at one stream) or --server URL (a running plain "
+                "server to measure it on)"
+            )
+        if probe is not None and gpus is not None:
+            raise ParameterError("--probe decides from a stored probe; --gpus probes now: give one of them")
+        if probe is None:
+            probe = _probe_now(gpus, label, data_dir)
+        if server is not None:
+            from verifylab.bench.decode_rate import measure_decode_rate
+
+            with err_console.status(f"measuring one stream of plain decoding on {server}"):
+                rate = measure_decode_rate(server)
+            decode_tok_s, source = rate.tokens_per_s, rate.source
+        else:
+            source = "given (--decode-tok-s)"
+        assert decode_tok_s is not None
+        inputs = BoxInputs(probe, decode_tok_s, source, accept, draft_tokens, config, gpu, model_path, draft_model_path)
+        decision = decide_box(Evidence(data_dir).measured, inputs)
+        if accept == 2.0:
+            decision.inputs["accept"] += " (the default: give --accept from your traffic)"
+        page = write_box_page(decision, out or Path("box") / probe)
+    except ModelInputError as exc:
+        raise fail(ParameterError(str(exc))) from None
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    console.print(f"[bold]{decision.regime.value}[/] ({decision.world} x {decision.gpu}, run {probe})", highlight=False)
+    for question, text in (
+        ("fix first", decision.fix_first),
+        ("fusion", decision.fusion_answer),
+        ("EAGLE-3", decision.speculation_answer),
+    ):
+        console.print(f"  {question}: {text}", highlight=False, markup=False)
+    console.print(f"  launch: {decision.launch_command}", highlight=False, markup=False, soft_wrap=True)
+    console.print(f"the decision page: {page}", highlight=False, markup=False)
+
+
+def _probe_now(gpus: str | None, label: str | None, data_dir: Path) -> str:
+    """Probe this box's GPUs with the probe's defaults and store the run; its id."""
+    from verifylab.cli.comm import _check_new_run, _gpus, _measure, _record
+    from verifylab.comm.config import ProbeConfig
+    from verifylab.comm.probe import require_gpu_devices
+    from verifylab.errors import CommProbeError
+    from verifylab.store.manifest import new_run_id
+
+    try:
+        require_gpu_devices()
+    except CommProbeError as exc:
+        raise CommProbeError(f"{exc}; to decide from a stored probe, give --probe RUN") from None
+    cfg = ProbeConfig(gpus=_gpus(gpus))
+    run_id = new_run_id("box-probe")
+    _check_new_run(data_dir, run_id)
+    with tempfile.TemporaryDirectory(prefix="verifylab-probe-") as tmp:
+        raw = _measure(cfg, Path(tmp))
+        _record(raw, data_dir, run_id, label, True)
+    return run_id

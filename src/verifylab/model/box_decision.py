@@ -1,0 +1,241 @@
+"""The decision for one box, from its own numbers: its probe (regime, all-reduce curve, which paths were right, the
+policy), its plain decoding rate, the served model's config and the accept length of its traffic. Each question is
+answered from those numbers with the same model the book uses for the case study: fusion on or off (the verify pass's
+all-reduces and norms against the fused kernel, from the box's own curves), speculation up to how many streams (the
+speculation model with the box's curve and calibrated to its decode rate), the launch command the policy allows, and
+what to fix first. Modelled from measured inputs; every input is named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verifylab.comm.policy import Policy, policy_from_probe
+from verifylab.errors import ModelInputError
+from verifylab.model.comm_pass import LatencyCurve, load_curves, norm_us_measured
+from verifylab.model.cycle import Span
+from verifylab.model.decision import crossover_words
+from verifylab.model.model_config import ModelCosts, Routing, kimi_k25_costs, read_config
+from verifylab.model.regime_inputs import in_pass_fused_factor
+from verifylab.model.speculation import Box, gpu_named
+from verifylab.model.speculation_box import (
+    DEFAULT_STREAMS,
+    SpeculationAnswer,
+    answer,
+    calibrate_decode,
+    eagle3_draft_for,
+    latency_curve,
+    measured_overheads,
+)
+from verifylab.model.speculation_inputs import measured_ceilings
+from verifylab.sources import MeasuredRuns
+from verifylab.vocab import Drafter, Regime
+
+GPU_KEYS = {"H200": "h200", "H100": "h100", "RTX PRO 6000": "rtx-pro-6000"}  # a name NVML reports -> DATASHEETS
+FUSION_STREAMS = (1, 8, 32)  # the verify pass priced with and without fusion at these stream counts
+
+
+@dataclass(frozen=True)
+class BoxInputs:
+    """What the owner gives, or what `verifylab box` measured: the probe run and the serving numbers."""
+
+    probe_run: str
+    decode_tok_s: float
+    decode_source: str  # "measured: ..." or "given (--decode-tok-s)"
+    accept: float
+    draft_tokens: int = 4
+    config: Path | None = None  # the served model's config.json; None: the case study's Kimi-K2.5
+    gpu: str | None = None  # h200, h100, rtx-pro-6000; None: from the probe's GPU name
+    model_path: str = "<model-path>"
+    draft_path: str = "<EAGLE-3-draft-path>"
+
+    def __post_init__(self) -> None:
+        if not (self.decode_tok_s > 0 and self.decode_tok_s < 1e5):
+            raise ModelInputError(f"decode rate {self.decode_tok_s!r} tok/s: a number > 0 (one stream, plain)")
+        if not 1.0 <= self.accept <= self.draft_tokens:
+            raise ModelInputError(
+                f"--accept {self.accept!r}: mean accepted tokens per verify, from 1 to --draft-tokens "
+                f"({self.draft_tokens})"
+            )
+
+
+@dataclass(frozen=True)
+class FusionPrice:
+    """What fusion saves on one verify pass at ``streams`` (ms; negative: it costs), or why it is not priced."""
+
+    streams: int
+    tokens: int
+    saving_ms: Span | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BoxDecision:
+    """Every answer for one box, and what each was computed from."""
+
+    run_id: str
+    label: str
+    world: int
+    regime: Regime
+    allreduce_us: float | None
+    reason: str
+    fix_first: str
+    fix_evidence: str
+    band: str
+    policy: Policy
+    rank_map: list[dict]
+    model: str
+    gpu: str
+    fusion: list[FusionPrice]
+    fusion_answer: str
+    speculation: SpeculationAnswer
+    speculation_answer: str
+    gain_one_stream: Span
+    launch_command: str
+    inputs: dict[str, str] = field(default_factory=dict)
+
+
+def gpu_key(name: str) -> str:
+    """``NVIDIA H200`` -> ``h200``: the datasheet key of a GPU name as NVML or nvidia-smi report it."""
+    for part, key in GPU_KEYS.items():
+        if part.lower() in name.lower():
+            return key
+    raise ModelInputError(f"GPU {name!r}: not one the model knows ({', '.join(GPU_KEYS)}): give --gpu")
+
+
+def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, str, str]:
+    """The whole set's verdict row, the rank map, the policy (as ``policy.json`` beside the run says it), the run's
+    label and GPU name."""
+    if not runs.exists(run_id):
+        raise ModelInputError(f"--probe {run_id}: no such run in {runs.where}")
+    verdict = runs.table_or_none(run_id, "verdict")
+    if verdict is None or verdict.empty:
+        raise ModelInputError(f"--probe {run_id}: not a communication probe (no verdict table)")
+    whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+    rank_map = runs.table_or_none(run_id, "rank_map")
+    run = runs.run(run_id)
+    rows = [] if rank_map is None else rank_map.to_dict("records")
+    latency = runs.read_table(run_id, "allreduce_latency")
+    policy = policy_from_probe(run_id, verdict, latency, dict(run.parameters.get("nccl_environment") or {}))
+    return whole.iloc[0].to_dict(), rows, policy, run.label, run.gpu_name or ""
+
+
+def _fusion(
+    runs: MeasuredRuns, curves: list[LatencyCurve], path: str, model: ModelCosts, box: Box, policy: Policy, k: int
+) -> tuple[list[FusionPrice], str]:
+    """Fusion's saving per verify pass from the box's own NCCL and fused curves, the measured norm kernel and the
+    fused kernel's in-pass factor; with the policy's reason where it cannot run."""
+    if not policy.fusion_allowed:
+        why = next((r for r in policy.reasons if r.startswith("fusion off")), "the probe's policy rules it out")
+        return [FusionPrice(c, c * k, None, why) for c in FUSION_STREAMS], f"off: {why.removeprefix('fusion off: ')}"
+    by_impl = {c.impl: c for c in curves if c.path == path}
+    if "fused" not in by_impl or "nccl" not in by_impl:
+        return [FusionPrice(c, c * k, None, "no fused curve in the probe") for c in FUSION_STREAMS], "not measured"
+    low, high, _ = in_pass_fused_factor(runs)
+    prices = []
+    for streams in FUSION_STREAMS:
+        tokens = streams * k
+        message = tokens * model.hidden * 2
+        norm = norm_us_measured(runs, tokens)
+        if norm is None:
+            prices.append(FusionPrice(streams, tokens, None, "no measured norm kernel in the store"))
+            continue
+        per = [by_impl["nccl"].at(message) + norm[0] - by_impl["fused"].at(message) * f for f in (high, low)]
+        n = box.allreduces_per_pass(model)
+        prices.append(FusionPrice(streams, tokens, Span(n * min(per) / 1e3, n * max(per) / 1e3)))
+    one = prices[0].saving_ms
+    if one is None:
+        return prices, "not priced"
+    if one.low > 0:
+        return prices, f"on: it saves {one.text(2)} ms per verify pass at one stream"
+    if one.high < 0:
+        return prices, f"off: it costs {Span(-one.high, -one.low).text(2)} ms per verify pass at one stream"
+    return prices, f"not resolved: {one.text(2)} ms per verify pass at one stream (measure it on this box)"
+
+
+def _launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> str:
+    """The command the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given)."""
+    parts = ["python -m sglang.launch_server", "--model-path", inputs.model_path, *policy.sglang_flags]
+    if fusion_on:
+        parts += ["--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend", "trtllm"]
+    if speculate:
+        steps = max(inputs.draft_tokens - 1, 1)
+        parts += [
+            "--speculative-algorithm EAGLE3",
+            "--speculative-draft-model-path",
+            inputs.draft_path,
+            f"--speculative-num-steps {steps} --speculative-eagle-topk 1",
+            f"--speculative-num-draft-tokens {inputs.draft_tokens}",
+        ]
+    env = " ".join(f"-u {name}" for name in policy.unset)
+    return (f"env {env} " if env else "") + " ".join(parts)
+
+
+def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
+    """The decision for the box ``inputs.probe_run`` measured."""
+    verdict, rank_map, policy, label, gpu_name = _probe(runs, inputs.probe_run)
+    regime, world = Regime(str(verdict["regime"])), int(verdict["world"])
+    target = read_config(inputs.config) if inputs.config else kimi_k25_costs()
+    names = {str(r.get("name") or "") for r in rank_map} - {""}
+    gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), measured_ceilings(runs))
+    path = str(verdict["transport"])
+    curves: list[LatencyCurve] = []
+    curve, comm_source = None, "TP 1: no all-reduce"
+    if world > 1:
+        curves = load_curves(inputs.probe_run, runs, None, target.hidden)
+        curve, comm_source = latency_curve(curves, path)
+    box = Box(
+        target,
+        gpu,
+        tp=world if policy.tensor_parallel else 1,
+        draft=eagle3_draft_for(target),
+        context=2048.0,
+        routing=Routing.UNIFORM,
+        allreduce_us=curve if policy.tensor_parallel else None,
+        comm_source=comm_source + f" (this box: run {inputs.probe_run})",
+    )
+    calibrated = calibrate_decode(box, measured_overheads(runs), inputs.decode_tok_s, inputs.decode_source)
+    spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
+    one = spec.rows[0].gain
+    fusion, fusion_answer = _fusion(runs, curves, path, target, box, policy, inputs.draft_tokens)
+    words = crossover_words(spec.crossover)
+    if not calibrated.consistent:
+        spec_answer = (
+            f"not priced: {inputs.decode_tok_s:g} tok/s is faster than this model's bytes and this box's all-reduces "
+            "allow (check --decode-tok-s, --config and --gpu)"
+        )
+    elif one.high < 1:
+        spec_answer = f"off: EAGLE-3 loses even at one stream (gain {one.text(2)})"
+    elif one.low < 1:
+        spec_answer = f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 on this box; it {words}"
+    else:
+        spec_answer = f"on at light load (gain {one.text(2)} at one stream); it stops paying {words}"
+    fix = str(verdict["fix_hypothesis"])
+    us = verdict.get("allreduce_us")
+    return BoxDecision(
+        run_id=inputs.probe_run,
+        label=label,
+        world=world,
+        regime=regime,
+        allreduce_us=float(us) if us is not None and us == us else None,
+        reason=str(verdict["reason"]),
+        fix_first=fix,
+        fix_evidence=str(verdict.get("fix_evidence") or ""),
+        band=str(verdict.get("band") or ""),
+        policy=policy,
+        rank_map=rank_map,
+        model=target.name,
+        gpu=gpu.name,
+        fusion=fusion,
+        fusion_answer=fusion_answer,
+        speculation=spec,
+        speculation_answer=spec_answer,
+        gain_one_stream=one,
+        launch_command=_launch(inputs, policy, fusion_answer.startswith("on"), spec_answer.startswith("on")),
+        inputs={
+            **spec.inputs,
+            "probe": f"run {inputs.probe_run} ({label})",
+            "decode": f"{inputs.decode_tok_s:g} tok/s at one stream ({inputs.decode_source})",
+            "accept": f"{inputs.accept:g} tokens per verify, {inputs.draft_tokens} draft tokens",
+        },
+    )

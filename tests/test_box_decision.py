@@ -1,0 +1,94 @@
+"""`verifylab box`: the decision page for one box from its own probe and decode rate (replay from stored runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.cli import app
+from verifylab.model.box_decision import BoxInputs, decide_box
+from verifylab.publish.box_page import box_page_html
+from verifylab.store.evidence import Evidence
+from verifylab.vocab import Regime
+
+ROOT = Path(__file__).resolve().parents[1]
+P2P, SHM = "20261201-092338-2xh200-probe-p2p", "20261201-091704-2xh200-probe-shm"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return Evidence(ROOT / "data").measured
+
+
+def test_two_boxes_in_different_regimes_get_different_answers(runs):
+    healthy = decide_box(runs, BoxInputs(P2P, 60.0, "given", 2.4))
+    host = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4))
+    assert (healthy.regime, host.regime) == (Regime.HEALTHY_P2P, Regime.HOST_MEMORY)
+    assert healthy.fix_first != host.fix_first and "NCCL_P2P_DISABLE" in host.fix_first
+    # host memory: custom all-reduce and fusion cannot run, and the variable that caused it is unset at launch
+    assert "--disable-custom-all-reduce" in host.launch_command and "-u NCCL_P2P_DISABLE" in host.launch_command
+    assert "--disable-custom-all-reduce" not in healthy.launch_command
+    assert host.fusion_answer.startswith("off") and "need healthy P2P" in host.fusion_answer
+    # each box's own curve prices its speculation: the slower all-reduce gives the smaller gain
+    assert host.gain_one_stream.high < healthy.gain_one_stream.high
+    assert host.inputs["allreduce"] != healthy.inputs["allreduce"] and SHM in host.inputs["allreduce"]
+
+
+def test_the_decode_rate_moves_the_speculation_answer(runs):
+    slow = decide_box(runs, BoxInputs(P2P, 40.0, "given", 2.4))
+    fast = decide_box(runs, BoxInputs(P2P, 80.0, "given", 2.4))
+    assert slow.gain_one_stream.low > fast.gain_one_stream.low  # more host overhead: speculation hides more of it
+
+
+def test_a_decode_rate_the_box_cannot_reach_is_not_priced(runs):
+    d = decide_box(runs, BoxInputs("20261201-091704-2xh200-probe-socket", 500.0, "given", 2.4))
+    assert d.speculation_answer.startswith("not priced") and "--speculative" not in d.launch_command
+
+
+@pytest.mark.parametrize("bad", [{"decode_tok_s": 0.0}, {"decode_tok_s": float("nan")}, {"accept": 9.0}])
+def test_bad_inputs_are_refused_by_name(bad):
+    from verifylab.errors import ModelInputError
+
+    args = {"probe_run": P2P, "decode_tok_s": 60.0, "decode_source": "given", "accept": 2.0, **bad}
+    with pytest.raises(ModelInputError, match=r"decode rate|--accept"):
+        BoxInputs(**args)
+
+
+def test_the_page_opens_with_the_finding_and_escapes_every_value(runs):
+    d = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, model_path="/m/<b>x</b>"))
+    page = box_page_html(d)
+    assert page.index("class='finding'") < page.index("Table 1.")
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert [f"Table {n}." in page for n in range(1, 6)] == [True] * 5
+
+
+def test_the_command_renders_the_page_and_the_json_in_replay(tmp_path: Path):
+    result = CliRunner().invoke(
+        app,
+        [
+            "box",
+            "--probe",
+            SHM,
+            "--decode-tok-s",
+            "60",
+            "--accept",
+            "2.4",
+            "--data-dir",
+            str(ROOT / "data"),
+            "--out",
+            str(tmp_path / "box"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "host-memory fallback" in result.output
+    decision = json.loads((tmp_path / "box" / "decision.json").read_text())
+    assert decision["regime"] == "host-memory fallback" and decision["policy"]["custom_allreduce"] is False
+    assert (tmp_path / "box" / "decision.html").is_file()
+
+
+def test_the_command_wants_a_decode_rate_or_a_server(tmp_path: Path):
+    result = CliRunner().invoke(app, ["box", "--probe", SHM, "--data-dir", str(ROOT / "data")])
+    assert result.exit_code == 2 and "--decode-tok-s" in result.output
