@@ -92,3 +92,35 @@ def test_the_command_renders_the_page_and_the_json_in_replay(tmp_path: Path):
 def test_the_command_wants_a_decode_rate_or_a_server(tmp_path: Path):
     result = CliRunner().invoke(app, ["box", "--probe", SHM, "--data-dir", str(ROOT / "data")])
     assert result.exit_code == 2 and "--decode-tok-s" in result.output
+
+
+LIVE = "20261202-203301-box-probe"  # `verifylab box --gpus 1 --server` on one H200 (SGLang 0.5.17, random weights)
+
+
+@pytest.mark.parametrize("accept", [2.0, 3.0])
+def test_the_box_page_brackets_the_crossovers_measured_on_the_same_engine(runs, accept: float):
+    """The live box probe's own decode rate, the served model's shape (collapsed routing: random weights) and a
+    short context: the page's crossover range holds the one measured on the H200 grid with that accept length."""
+    from verifylab.analysis.speculation_load import crossovers, speculation_view
+    from verifylab.model.box_decision import stored_decode_rate
+    from verifylab.model.model_config import Routing
+
+    models = ROOT / "tests" / "data" / "spec_models"  # the served configs (benchmarks/speculation/make_models.py)
+    measured = crossovers(speculation_view(Evidence(ROOT / "data")))
+    row = measured[(measured["drafter"] == "eagle3") & (measured["draft_tokens"] == 4)]
+    point = float(row[row["accept_target"] == accept]["measured"].iloc[0])
+    rate, source = stored_decode_rate(runs, LIVE)
+    inputs = BoxInputs(
+        LIVE,
+        rate,
+        source,
+        accept,
+        4,
+        models / "target" / "config.json",
+        None,
+        draft_config=models / "draft" / "config.json",
+        routing=Routing.COLLAPSED,
+        context=256.0,
+    )
+    low, high = decide_box(runs, inputs).speculation.crossover
+    assert low is not None and low <= point and (high is None or point <= high)

@@ -32,6 +32,13 @@ def box_cmd(
     gpu: str | None = typer.Option(None, help="h200, h100 or rtx-pro-6000 (default: from the probe's GPU name)."),
     model_path: str = typer.Option("<model-path>", help="Put into the launch command."),
     draft_model_path: str = typer.Option("<EAGLE-3-draft-path>", help="Put into the launch command."),
+    draft_config: Path | None = typer.Option(
+        None, help="The EAGLE-3 draft's config.json (default: one Llama layer of the target's width)."
+    ),
+    routing: str = typer.Option(
+        "uniform", help="uniform (a trained router) or collapsed (random weights fed identical tokens)."
+    ),
+    context: int = typer.Option(2048, min=1, max=10_000_000, help="Tokens of KV each stream attends over."),
     label: str | None = typer.Option(None, help="Probe now: the hardware label (default: from the box)."),
     out: Path | None = typer.Option(None, help="Where decision.html and decision.json go (default: box/<run id>)."),
     data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (the probe is stored there) and reference/."),
@@ -48,34 +55,52 @@ def box_cmd(
 
       verifylab box --probe 20261201-092338-2xh200-probe-p2p --decode-tok-s 90 --accept 2.4
 
+    A probe made by `verifylab box --server` keeps its decode measurement: `--probe RUN` alone replays it.
+
     Modelled from measured inputs (every input is listed on the page, Table 5). The probe's verdict and policy are
     the ones `verifylab comm probe` gives; the speculation model is chapter 2's, fitted on the stored H200 grid.
     """
-    from verifylab.model.box_decision import BoxInputs, decide_box
+    from verifylab.model.box_decision import BoxInputs, decide_box, stored_decode_rate
+    from verifylab.model.model_config import Routing
     from verifylab.publish.box_page import write_box_page
     from verifylab.store.evidence import Evidence
 
     try:
-        if (decode_tok_s is None) == (server is None):
-            raise ParameterError(
-                "give one of --decode-tok-s (your plain decoding at one stream) or --server URL (a running plain "
-                "server to measure it on)"
-            )
+        if decode_tok_s is not None and server is not None:
+            raise ParameterError("give one of --decode-tok-s (your rate) or --server URL (measured now), not both")
         if probe is not None and gpus is not None:
             raise ParameterError("--probe decides from a stored probe; --gpus probes now: give one of them")
+        if routing not in [r.value for r in Routing]:
+            raise ParameterError(f"--routing {routing!r}: choose {', '.join(r.value for r in Routing)}")
+        if probe is None and decode_tok_s is None and server is None:
+            raise ParameterError(_NO_RATE)
         if probe is None:
             probe = _probe_now(gpus, label, data_dir)
+        ev = Evidence(data_dir)
         if server is not None:
-            from verifylab.bench.decode_rate import measure_decode_rate
-
-            with err_console.status(f"measuring one stream of plain decoding on {server}"):
-                rate = measure_decode_rate(server)
-            decode_tok_s, source = rate.tokens_per_s, rate.source
-        else:
+            decode_tok_s, source = _measure_decode(server, probe, data_dir)
+            ev = Evidence(data_dir)  # the run now holds the measurement
+        elif decode_tok_s is not None:
             source = "given (--decode-tok-s)"
-        assert decode_tok_s is not None
-        inputs = BoxInputs(probe, decode_tok_s, source, accept, draft_tokens, config, gpu, model_path, draft_model_path)
-        decision = decide_box(Evidence(data_dir).measured, inputs)
+        elif (stored := stored_decode_rate(ev.measured, probe)) is not None:
+            decode_tok_s, source = stored
+        else:
+            raise ParameterError(_NO_RATE + f" (run {probe} holds no decode measurement of its own)")
+        inputs = BoxInputs(
+            probe,
+            decode_tok_s,
+            source,
+            accept,
+            draft_tokens,
+            config,
+            gpu,
+            model_path,
+            draft_model_path,
+            draft_config,
+            Routing(routing),
+            float(context),
+        )
+        decision = decide_box(ev.measured, inputs)
         if accept == 2.0:
             decision.inputs["accept"] += " (the default: give --accept from your traffic)"
         page = write_box_page(decision, out or Path("box") / probe)
@@ -92,6 +117,33 @@ def box_cmd(
         console.print(f"  {question}: {text}", highlight=False, markup=False)
     console.print(f"  launch: {decision.launch_command}", highlight=False, markup=False, soft_wrap=True)
     console.print(f"the decision page: {page}", highlight=False, markup=False)
+
+
+_NO_RATE = (
+    "give --decode-tok-s (your plain decoding at one stream) or --server URL (a running plain server to measure it on)"
+)
+
+
+def _measure_decode(server: str, probe: str, data_dir: Path) -> tuple[float, str]:
+    """One stream of plain decoding on ``server``, stored in the probe's run as ``box_decode`` (nothing lost)."""
+    import pandas as pd
+
+    from verifylab.bench.decode_rate import measure_decode_rate
+    from verifylab.store.runs import RunStore
+
+    with err_console.status(f"measuring one stream of plain decoding on {server}"):
+        rate = measure_decode_rate(server)
+    frame = pd.DataFrame(
+        {
+            "request": range(len(rate.tpot_ms)),
+            "tpot_ms": rate.tpot_ms,
+            "tokens_per_s": [1e3 / t for t in rate.tpot_ms],
+            "max_tokens": rate.max_tokens,
+            "url": rate.url,
+        }
+    )
+    RunStore(data_dir / "runs").write_table(probe, "box_decode", frame, fmt="csv")
+    return rate.tokens_per_s, rate.source
 
 
 def _probe_now(gpus: str | None, label: str | None, data_dir: Path) -> str:

@@ -81,6 +81,8 @@ def default_label(raw: RawProbe, gpu_name: str | None, interconnect: str | None)
     """``2 x NVIDIA H200 (NVLink), NCCL path p2p``: what every figure of the run is labelled with."""
     if raw.config.backend == "gloo":
         return f"{raw.world} CPU processes (gloo) — probe mechanics, no GPU"
+    if raw.world == 1:
+        return f"1 x {gpu_name or 'GPU'}, one GPU (no all-reduce path to judge)"
     return f"{raw.world} x {gpu_name or 'GPU'} ({interconnect or 'link unknown'}), NCCL path {probe_path(raw)}"
 
 

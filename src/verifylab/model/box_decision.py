@@ -48,6 +48,9 @@ class BoxInputs:
     gpu: str | None = None  # h200, h100, rtx-pro-6000; None: from the probe's GPU name
     model_path: str = "<model-path>"
     draft_path: str = "<EAGLE-3-draft-path>"
+    draft_config: Path | None = None  # the EAGLE-3 draft's config.json; None: the usual one-layer shape
+    routing: Routing = Routing.UNIFORM  # collapsed: random weights fed identical tokens (a mechanics server)
+    context: float = 2048.0  # tokens of KV each stream attends over
 
     def __post_init__(self) -> None:
         if not (self.decode_tok_s > 0 and self.decode_tok_s < 1e5):
@@ -95,12 +98,26 @@ class BoxDecision:
     inputs: dict[str, str] = field(default_factory=dict)
 
 
+def _text(value: object) -> str:
+    """A table cell as text: an empty cell (NaN, None) is an empty string."""
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
 def gpu_key(name: str) -> str:
     """``NVIDIA H200`` -> ``h200``: the datasheet key of a GPU name as NVML or nvidia-smi report it."""
     for part, key in GPU_KEYS.items():
         if part.lower() in name.lower():
             return key
     raise ModelInputError(f"GPU {name!r}: not one the model knows ({', '.join(GPU_KEYS)}): give --gpu")
+
+
+def stored_decode_rate(runs: MeasuredRuns, run_id: str) -> tuple[float, str] | None:
+    """The plain decode rate `verifylab box` measured with this probe (its ``box_decode`` table), with its source."""
+    table = runs.table_or_none(run_id, "box_decode") if runs.exists(run_id) else None
+    if table is None or table.empty:
+        return None
+    tpot = float(table["tpot_ms"].median())
+    return 1e3 / tpot, f"measured: run {run_id}'s box_decode, {len(table)} requests, median {tpot:.2f} ms per token"
 
 
 def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, str, str]:
@@ -188,9 +205,9 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         target,
         gpu,
         tp=world if policy.tensor_parallel else 1,
-        draft=eagle3_draft_for(target),
-        context=2048.0,
-        routing=Routing.UNIFORM,
+        draft=read_config(inputs.draft_config) if inputs.draft_config else eagle3_draft_for(target),
+        context=inputs.context,
+        routing=inputs.routing,
         allreduce_us=curve if policy.tensor_parallel else None,
         comm_source=comm_source + f" (this box: run {inputs.probe_run})",
     )
@@ -210,7 +227,7 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         spec_answer = f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 on this box; it {words}"
     else:
         spec_answer = f"on at light load (gain {one.text(2)} at one stream); it stops paying {words}"
-    fix = str(verdict["fix_hypothesis"])
+    fix = _text(verdict["fix_hypothesis"])
     us = verdict.get("allreduce_us")
     return BoxDecision(
         run_id=inputs.probe_run,
@@ -220,8 +237,8 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         allreduce_us=float(us) if us is not None and us == us else None,
         reason=str(verdict["reason"]),
         fix_first=fix,
-        fix_evidence=str(verdict.get("fix_evidence") or ""),
-        band=str(verdict.get("band") or ""),
+        fix_evidence=_text(verdict.get("fix_evidence")),
+        band=_text(verdict.get("band")),
         policy=policy,
         rank_map=rank_map,
         model=target.name,

@@ -221,6 +221,11 @@ TABLES: tuple[TableSpec, ...] = (
         ),
     ),
     TableSpec(
+        "box_decode",
+        "One stream of plain decoding that `verifylab box` measured on the probed box's server, per request.",
+        _columns("request:int tpot_ms:float tokens_per_s:float max_tokens:int url:str"),
+    ),
+    TableSpec(
         "nccl_graph",
         "The graphs NCCL searched for the probe's communicator: pattern, channels, planned GB/s, path type.",
         _columns("pattern:int channels:int bw_gbs:float path_type:str nccl_version:str"),
