@@ -49,6 +49,29 @@ def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
     )
 
 
+def _regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
+    """The probe's verdict rules at 8 ranks as bullets: every transport and every latency has one regime (the same
+    limit ``comm.verdict.classify_reading`` applies), each with the modelled price of its answer."""
+    from verifylab.comm.verdict import bands_from_public, healthy_limit, host_hop_us
+    from verifylab.model.decision import REFERENCE_MESSAGE
+
+    limit = healthy_limit(bands_from_public(ev.public, REFERENCE_MESSAGE), 8, host_hop_us(ev.public))
+    cite = f" ({', '.join(limit.evidence)})" if limit.evidence else ""
+    return (
+        f"- **P2P, up to {limit.high_us:.0f} µs: healthy P2P** ({limit.basis}{cite}). The answers below for healthy "
+        f"P2P apply; the model prices it at {healthy['allreduce_57kb_us']} µs.\n"
+        f"- **P2P, slower than {limit.high_us:.0f} µs: degraded** (misdetected topology or staged P2P): dump NCCL's "
+        "topology and graph (`NCCL_TOPO_DUMP_FILE`, `NCCL_GRAPH_DUMP_FILE`) and check the switches and NUMA nodes "
+        "it found.\n"
+        f"- **SHM: NCCL through host memory** (modelled {host['allreduce_57kb_us']} µs). Fix P2P first (the probe "
+        f"names the likeliest cause): EAGLE-3 at one stream goes from {host['eagle3_tok_s']} to "
+        f"{healthy['eagle3_tok_s']} tok/s.\n"
+        "- **NET: socket** (NCCL's network transport between GPUs of one host): give the processes a shared "
+        "`/dev/shm`, then find why P2P is off.\n"
+        "- **No channel lines in NCCL's log: unknown** (never healthy by default): probe again.\n"
+    )
+
+
 def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
     from verifylab.model.decision import fusion_at_one_stream, regime_answer
@@ -63,6 +86,7 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     healthy, host, reported = (r[g.value] for g in (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED))
     upgrade = _upgrade(ev)
     box = _box_line(ev, r)
+    rules = _regime_rules(ev, healthy, host)
     fusion_verdict = fusion_at_one_stream(regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_ms)
     upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
@@ -73,12 +97,12 @@ Edition `{edition["id"]}` · built {edition["built"]} · {len(runs)} measured ru
 
 ## First: which regime is your box in?
 
-Run `verifylab comm probe --gpus 8` on the box (chapter 1). It measures the 8-rank all-reduce of one stream's
-verify message and names the regime ({{numref}}`tbl-decision-regimes`, modelled from public and measured curves):
+Run `verifylab box --gpus 8 --server URL` on the box: it probes the GPUs, measures one stream of plain decoding on
+your server and renders the decision for that box from its own numbers. The probe (`verifylab comm probe`) names
+the regime from what NCCL logged and the 8-rank all-reduce of one stream's verify message; every reading has one
+answer:
 
-- **{healthy["allreduce_57kb_us"]} µs: healthy P2P.** The answers below for healthy P2P apply.
-- **{host["allreduce_57kb_us"]} µs: NCCL through host memory.** Fix P2P first (the probe names the likeliest
-  cause): EAGLE-3 at one stream goes from {host["eagle3_tok_s"]} to {healthy["eagle3_tok_s"]} tok/s.
+{rules}
 {box}- The case study's own verify pass sits there too: **{t[FindingKey.ALLREDUCE_AS_REPORTED_US]} per all-reduce**
   once its compute is at least the {t[FindingKey.VERIFY_COMPUTE_FLOOR_MS]} it takes to read the weights
   ({{numref}}`tbl-reconciliation`).
