@@ -82,6 +82,11 @@ def computed(repo_root) -> set[str]:
     computed_prose = (ch04.measured_finding(ev), ch04.prediction_finding(ev), ch04.finding(ev, params))
     for measured in computed_prose:  # formatted by the code from measured runs and the model
         allowed |= {m.group(1) for m in NUMBER_WITH_UNIT.finditer(str(measured))}
+    from verifylab.publish.decision import regime_rules
+
+    rows = {row["regime_key"]: row for row in decision_table(ev).to_dict("records")}
+    rules = regime_rules(ev, rows["healthy P2P"], rows["host-memory fallback"])  # the probe's limits, from the bands
+    allowed |= {m.group(1) for m in NUMBER_WITH_UNIT.finditer(rules)}
     return allowed
 
 

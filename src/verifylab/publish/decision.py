@@ -49,7 +49,7 @@ def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
     )
 
 
-def _regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
+def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
     """The probe's verdict rules at 8 ranks as bullets: every transport and every latency has one regime (the same
     limit ``comm.verdict.classify_reading`` applies), each with the modelled price of its answer."""
     from verifylab.comm.verdict import bands_from_public, healthy_limit, host_hop_us
@@ -86,7 +86,7 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     healthy, host, reported = (r[g.value] for g in (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED))
     upgrade = _upgrade(ev)
     box = _box_line(ev, r)
-    rules = _regime_rules(ev, healthy, host)
+    rules = regime_rules(ev, healthy, host)
     fusion_verdict = fusion_at_one_stream(regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_ms)
     upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
