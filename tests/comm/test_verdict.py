@@ -174,7 +174,7 @@ def _readings() -> list[float]:
 def test_every_reading_at_every_world_size_gets_one_answer(world: int):
     """A sweep of latencies through every transport: each reading has exactly one regime, healthy only where NCCL
     logged P2P and the latency is within the limit at the same world size, never from a missing transport."""
-    from verifylab.comm.verdict import bands_from_public, classify_reading, healthy_limit, host_hop_us
+    from verifylab.comm.bands import bands_from_public, classify_reading, healthy_limit, host_hop_us
 
     public = public_measurements_or_none(ROOT / "data")
     bands = bands_from_public(public, 57344)
@@ -192,7 +192,7 @@ def test_every_reading_at_every_world_size_gets_one_answer(world: int):
 
 
 def test_a_size_without_a_public_band_says_so_and_uses_the_host_memory_floor():
-    from verifylab.comm.verdict import bands_from_public, classify_reading, host_hop_us
+    from verifylab.comm.bands import bands_from_public, classify_reading, host_hop_us
 
     public = public_measurements_or_none(ROOT / "data")
     bands, hop = bands_from_public(public, 57344), host_hop_us(public)
@@ -205,7 +205,7 @@ def test_a_size_without_a_public_band_says_so_and_uses_the_host_memory_floor():
 
 @pytest.mark.parametrize("bad", [float("inf"), float("nan"), 0.0, -3.0])
 def test_a_non_finite_or_non_positive_reading_is_refused(bad: float):
-    from verifylab.comm.verdict import classify_reading
+    from verifylab.comm.bands import classify_reading
 
     with pytest.raises(ValueError, match="finite number of microseconds"):
         classify_reading(bad, 8, "p2p", [])
@@ -213,14 +213,14 @@ def test_a_non_finite_or_non_positive_reading_is_refused(bad: float):
 
 @pytest.mark.parametrize("world", [0, -1, 10**12])
 def test_an_impossible_world_size_is_refused(world: int):
-    from verifylab.comm.verdict import classify_reading
+    from verifylab.comm.bands import classify_reading
 
     with pytest.raises(ValueError, match="world size"):
         classify_reading(25.0, world, "p2p", [])
 
 
 def test_one_inf_public_row_does_not_open_the_healthy_band():
-    from verifylab.comm.verdict import bands_from_public, classify_reading
+    from verifylab.comm.bands import bands_from_public, classify_reading
 
     public = _public()
     public.loc[len(public)] = {**public.iloc[0].to_dict(), "id": "pub-inf", "value": float("inf")}

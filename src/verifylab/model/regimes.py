@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from verifylab.comm.bands import host_hop_us
 from verifylab.model.comm_pass import loglog_interpolate
 from verifylab.model.costmodel import max_oneshot_tokens
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
@@ -42,7 +43,6 @@ REGIME_TITLE = {
     Regime.MEASURED: "this box (probe)",
 }
 BOX_WORLD = 8  # a probe of the case study's TP size prices the options of the box it ran on
-HOST_HOP_US_PUBLIC = 14.0  # fallback when the public table lacks the row (it is read from there)
 
 
 class Collective(StrEnum):
@@ -194,12 +194,7 @@ class RegimeCurves:
 
     @_memoized
     def _host_hop_us(self) -> float:
-        p = self.public
-        if not p.empty:
-            rows = p[(p["implementation"] == "gpu_to_gpu_latency") & (p["transport"] == "SHM")]
-            if not rows.empty:
-                return float(rows["value"].iloc[0])
-        return HOST_HOP_US_PUBLIC
+        return host_hop_us(self.public)[0]  # the public hop row, read as the probe's verdict reads it
 
     @property
     def host_gbs(self) -> float:

@@ -52,7 +52,7 @@ def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
 def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
     """The probe's verdict rules at 8 ranks as bullets: every transport and every latency has one regime (the same
     limit ``comm.verdict.classify_reading`` applies), each with the modelled price of its answer."""
-    from verifylab.comm.verdict import bands_from_public, healthy_limit, host_hop_us
+    from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
     from verifylab.model.decision import REFERENCE_MESSAGE
 
     limit = healthy_limit(bands_from_public(ev.public, REFERENCE_MESSAGE), 8, host_hop_us(ev.public))
