@@ -169,7 +169,9 @@ def test_a_probe_of_an_8_gpu_box_prices_its_own_row(data_dir):
     assert table.loc[Regime.MEASURED.value, "allreduce_57kb_us"] == f"{at_4:.0f}-{at_4:.0f}"
     edition = {"id": "x", "built": "now", "runs": [], "key_findings": key_findings(ev)}
     page = decision_markdown(edition, ev)
-    assert "run 20261201-120000-box-probe" in page and "this box (probe)" in page
+    from verifylab.report.section import md_text
+
+    assert md_text("run 20261201-120000-box-probe") in page and "this box (probe)" in page
 
 
 def test_a_price_kept_by_the_model_follows_an_input_set_later(ev):

@@ -93,3 +93,42 @@ def test_cli_whatif_json_and_reconcile(repo_root, monkeypatch):
             assert row["not_priced"]  # a cell the regime cannot run says why
     rec = CliRunner().invoke(app, ["model", "reconcile", "--json"])
     assert rec.exit_code == 0 and len(json.loads(rec.output)) >= 10
+
+
+def _curve_file(path, scale: float):
+    rows = [("p2p", "nccl", t, us * scale) for t, us in ((1, 30), (16, 34), (64, 45), (256, 90))]
+    rows += [("p2p", "fused", t, us * scale) for t, us in ((1, 12), (16, 15), (64, 25), (256, 70))]
+    path.write_text("path,impl,tokens,us\n" + "".join(f"{p},{i},{t},{u}\n" for p, i, t, u in rows))
+    return str(path)
+
+
+def _box_rows(args):
+    result = CliRunner().invoke(app, ["model", "whatif", "--json", *args])
+    assert result.exit_code == 0, result.output
+    return {r["key"]: r for r in json.loads(result.output) if r["regime_key"] == "this box (probe)"}
+
+
+def test_whatif_prices_the_readers_box_from_its_own_curve_and_says_which(repo_root, monkeypatch, tmp_path):
+    monkeypatch.chdir(repo_root)
+    fast = _box_rows(["--latency", _curve_file(tmp_path / "fast.csv", 1.0)])
+    slow = _box_rows(["--latency", _curve_file(tmp_path / "slow.csv", 4.0)])
+    assert fast["tp8_nccl"]["box_curve"].startswith(f"file {tmp_path / 'fast.csv'}")
+    assert fast["tp8_nccl"]["verify_ms_low"] < slow["tp8_nccl"]["verify_ms_low"]
+    # a curve file has no verdict: what it did not measure is not priced from a guessed regime
+    assert fast["tp4_pp2"]["verify_ms_low"] is None and "regime is unknown" in fast["tp4_pp2"]["not_priced"]
+    # the reader's decode rate calibrates EAGLE-3's gain, and the output names it
+    given = _box_rows(["--latency", str(tmp_path / "fast.csv"), "--decode-tok-s", "40"])
+    assert given["tp8_nccl"]["decode_calibrated_to"] == "given (--decode-tok-s)"
+    assert given["tp8_nccl"]["eagle3_gain_low"] != fast["tp8_nccl"]["eagle3_gain_low"]
+    text = CliRunner().invoke(app, ["model", "whatif", "--latency", str(tmp_path / "fast.csv")])
+    assert "this box: file" in text.output
+    # without --latency the output says which stored probe (if any) priced the box
+    assert "this box: " in CliRunner().invoke(app, ["model", "whatif"]).output
+
+
+def test_whatif_refuses_a_probe_of_another_size_and_a_bad_decode_rate(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    two = CliRunner().invoke(app, ["model", "whatif", "--latency", "20261201-092338-2xh200-probe-p2p"])
+    assert two.exit_code != 0 and "measured 2 rank(s)" in two.output
+    bad = CliRunner().invoke(app, ["model", "whatif", "--decode-tok-s", "-3"])
+    assert bad.exit_code != 0 and "--decode-tok-s" in bad.output

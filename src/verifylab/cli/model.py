@@ -19,27 +19,58 @@ model_app = typer.Typer(
 def model_whatif(
     data_dir: Path = typer.Option(Path("data"), help="Folder with reference/ (reported) and runs/ (measured)."),
     batch: int = typer.Option(1, min=1, help="Concurrent streams: verify tokens = batch x draft tokens."),
+    latency: str | None = typer.Option(
+        None,
+        help="Your box's curve, priced as the row 'this box': a stored 8-GPU probe's run id (verifylab comm probe), "
+        "a CSV 'path,impl,tokens,us' or nccl-tests output (read as 8 ranks). Default: the newest 8-GPU probe "
+        "stored in --data-dir, if any.",
+    ),
+    path: str | None = typer.Option(None, help="Which NCCL path of --latency (shm, p2p, ...), when it has several."),
+    decode_tok_s: float | None = typer.Option(
+        None,
+        help="Plain decoding at one stream (tok/s) to calibrate EAGLE-3's gain to (default: the case study's "
+        "reported 92.6).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as a JSON list."),
 ) -> None:
     """Every option (TP 8 with NCCL or FlashInfer fusion, TP 4 x PP 2, EP 8 with TP attention, DP attention with
-    EP all-to-all) in every communication regime (healthy P2P, host memory, as reported): the verify pass within
-    its physical floor and one stream's tok/s as ranges over the draft-token range and the sources' spread.
-    Modelled from public, measured and reported figures (chapter 4 names every input).
+    EP all-to-all) in every communication regime (healthy P2P, host memory, as reported), and on your own box when
+    a probe or a curve of it is given: the verify pass within its physical floor and one stream's tok/s as ranges
+    over the draft-token range and the sources' spread. Modelled from public, measured and reported figures
+    (chapter 4 names every input); the output says which curve priced 'this box'.
 
-    Example: `verifylab model whatif --json --batch 8`
+    Example: `verifylab model whatif --batch 8 --latency 20261201-101500-probe-8gpu --decode-tok-s 80`
     """
-    from verifylab.model.case import speculation_case, whatif_table
+    from verifylab.model.case import (
+        decode_rate,
+        inputs,
+        inputs_for_box,
+        speculation_case,
+        speculation_cases,
+        whatif_table,
+    )
     from verifylab.model.decision import crossover_words
+    from verifylab.model.option_tables import options_table
+    from verifylab.model.regime_inputs import reader_box
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Regime
 
     try:
         ev = Evidence(data_dir)
-        frame = whatif_table(ev, batch=batch).copy()
-        cases = speculation_case(ev)
+        decode, decode_source = decode_rate(ev, decode_tok_s)
+        model = inputs(ev) if latency is None else inputs_for_box(ev, reader_box(ev.measured, latency, path))
+        frame = (whatif_table(ev, batch) if latency is None else options_table(model, batch)).copy()
+        own = decode_tok_s is None and latency is None  # the book's own numbers: kept by the evidence
+        cases = speculation_case(ev) if own else speculation_cases(ev, model, decode, decode_source)
         gains = {regime.value: case.gain_at(batch) for regime, case in cases.items()}
     except VerifylabError as exc:
         raise fail(exc) from None
+    box = model.curves.box
+    box_words = (
+        f"{box.source} ({box.label}), regime {box.regime.value}"
+        if box is not None
+        else f"none: no 8-GPU probe in {data_dir / 'runs'} and no --latency"
+    )
     nccl = frame["key"] == "tp8_nccl"  # the speculation model prices EAGLE-3 against plain decoding on TP 8, NCCL
     frame["eagle3_gain_low"] = [gains[r].low if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
     frame["eagle3_gain_high"] = [gains[r].high if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
@@ -47,6 +78,8 @@ def model_whatif(
         crossover_words(cases[Regime(r)].crossover, cases[Regime(r)].consistent) if n else None
         for r, n in zip(frame["regime_key"], nccl, strict=True)
     ]
+    frame["decode_calibrated_to"] = [decode_source if n else None for n in nccl]
+    frame["box_curve"] = [box_words if r == Regime.MEASURED.value else None for r in frame["regime_key"]]
     if as_json:
         typer.echo(frame.to_json(orient="records", indent=2))
         return
@@ -64,11 +97,14 @@ def model_whatif(
         for r, p in zip(frame.itertuples(), priced, strict=True)
     ]
     print_frame(shown, title=f"options at {batch} stream(s) per regime (modelled, ranges)")
+    console.print(f"this box: {box_words}", highlight=False, markup=False)
     for regime, case in cases.items():
         console.print(
             f"EAGLE-3 vs plain decoding (TP 8, NCCL), {regime.value}: gain {gains[regime.value].text(2)} at {batch} "
-            f"stream(s); {crossover_words(case.crossover, case.consistent)} (verifylab model speculation)",
+            f"stream(s); {crossover_words(case.crossover, case.consistent)}; calibrated to {decode_source} "
+            "(verifylab model speculation)",
             highlight=False,
+            markup=False,
         )
 
 

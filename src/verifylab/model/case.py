@@ -3,15 +3,17 @@ regime, each from one :class:`~verifylab.store.evidence.ModelSources`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from verifylab.errors import ModelInputError
 from verifylab.model.cycle import CycleAccount, Span, cycle_account
 from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.option_tables import options_table
 from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs
 from verifylab.model.reconcile import reconcile
+from verifylab.model.regimes import BoxProbe
 from verifylab.model.speculation import Box, gains
 from verifylab.model.speculation_box import (
     Calibrated,
@@ -38,8 +40,15 @@ def inputs(ev: ModelSources) -> ModelInputs:
 
 def whatif_table(ev: ModelSources, batch: int = 1) -> pd.DataFrame:
     """Every option in every regime at ``batch`` streams: verify ms and tok/s as ranges (modelled)."""
-    inputs(ev)  # the options read the same inputs object
-    return ev.derived(f"options/{batch}", lambda e: options_table(e, account(e), batch))
+    return ev.derived(f"options/{batch}", lambda e: options_table(inputs(e), batch))
+
+
+def inputs_for_box(ev: ModelSources, box: BoxProbe) -> ModelInputs:
+    """This evidence's inputs with ``box`` as the reader's own box (its curve prices the row 'this box'), in
+    place of the newest stored 8-GPU probe."""
+    base = inputs(ev)
+    curves = replace(base.curves, box=box, notes=dict(base.curves.notes))
+    return replace(base, curves=curves)
 
 
 def reconcile_table(ev: ModelSources) -> pd.DataFrame:
@@ -105,19 +114,32 @@ class SpeculationCase:
 def speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
     """The case study's box per regime: calibrated to its reported plain decode rate, EAGLE-3 at its reported
     accept length, with the overheads measured on the H200 speculation grid (built once)."""
-    return ev.derived("speculation_case", _speculation_case)
+    return ev.derived("speculation_case", lambda e: speculation_cases(e, inputs(e), *decode_rate(e)))
 
 
-def _speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
+def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[float, str]:
+    """Plain decoding at one stream that EAGLE-3's gain is calibrated to, and its source: the reader's own rate
+    when given, else the case study's reported one."""
+    if given_tok_s is None:
+        return reported_value(ev.figures, "baseline_92_6"), "reported plain decoding, seed 002"
+    if not 0 < given_tok_s < 1e5:
+        raise ModelInputError(f"--decode-tok-s {given_tok_s!r}: plain decoding at one stream, a number > 0")
+    return given_tok_s, "given (--decode-tok-s)"
+
+
+def speculation_cases(
+    ev: ModelSources, model: ModelInputs, decode_tps: float, decode_source: str
+) -> dict[Regime, SpeculationCase]:
+    """The case study's model per regime of ``model``'s curves, calibrated to ``decode_tps`` (plain decoding at one
+    stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range."""
     from verifylab.model.decision import decode_regime
 
-    a, curves = account(ev), inputs(ev).curves
+    a, curves = model.account, model.curves
     measured = measured_overheads(ev.measured)
-    decode_tps = reported_value(ev.figures, "baseline_92_6")
     out = {}
     for regime in curves.regimes():
         box = case_study_box(curves, ev.measured, regime, decode_regime(regime))
-        cal = calibrate_decode(box, measured, decode_tps, "reported plain decoding, seed 002")
+        cal = calibrate_decode(box, measured, decode_tps, decode_source)
         answers = {k: answer(box, cal, Drafter.EAGLE3, a.accept_reported, k) for k in a.draft_tokens}
         crossover = combined_crossover(answers.values())
         out[regime] = SpeculationCase(regime, answers, crossover, cal.consistent, a.accept_reported, box, cal)

@@ -23,21 +23,20 @@ from verifylab.model.options import (
     GPUS,
     MEM_FRACTIONS,
     OPTIONS,
+    ModelInputs,
     Option,
     OptionFacts,
     OptionPass,
-    model_inputs,
     option_pass,
 )
 from verifylab.model.regimes import REGIME_TITLE
-from verifylab.sources import ModelSources
 from verifylab.vocab import Regime
 
 
-def options_table(ev: ModelSources, account: CycleAccount, streams: int = 1) -> pd.DataFrame:
+def options_table(inputs: ModelInputs, streams: int = 1) -> pd.DataFrame:
     """One row per option and regime at ``streams`` streams: floor, compute, communication and verify ms, and
     one stream's tok/s, as ranges over the draft-token range and the inputs' spread (modelled)."""
-    inputs = ev.derived("model_inputs", lambda e: model_inputs(e, account))
+    account = inputs.account
     rows = []
     for regime in inputs.curves.regimes():
         for option, facts in OPTIONS.items():
@@ -50,7 +49,9 @@ def _span_of(spans: list[Span]) -> Span:
     return Span(min(s.low for s in spans), max(s.high for s in spans))
 
 
-def _row(option: Option, facts: OptionFacts, regime: Regime, streams: int, passes: list[OptionPass], account) -> dict:
+def _row(
+    option: Option, facts: OptionFacts, regime: Regime, streams: int, passes: list[OptionPass], account: CycleAccount
+) -> dict:
     verify = [p.verify for p in passes]
     priced = all(v is not None for v in verify)
     row = {

@@ -3,6 +3,10 @@ through host memory, the fused kernel's cost inside a pass, a probe of the reade
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from verifylab.errors import ModelInputError
+from verifylab.model.comm_pass import LatencyCurve, load_curves
 from verifylab.model.regimes import BOX_WORLD, BoxProbe, RegimeCurves, SourceCurve, monotone
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns, ModelSources
 from verifylab.vocab import Regime
@@ -44,21 +48,76 @@ def in_pass_fused_factor(runs: MeasuredRuns) -> tuple[float, float, str]:
 def box_probe(runs: MeasuredRuns) -> BoxProbe | None:
     """The newest stored probe (not mechanics only) at the case study's TP size, with its verdict's regime."""
     for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
-        run = runs.run(run_id)
         verdict = runs.read_table(run_id, "verdict")
         whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
-        if run.mechanics_only or whole.empty or int(whole["world"].iloc[0]) != BOX_WORLD:
+        if runs.run(run_id).mechanics_only or whole.empty or int(whole["world"].iloc[0]) != BOX_WORLD:
             continue
-        lat = runs.read_table(run_id, "allreduce_latency")
-        rows = lat[(lat["mode"] == "graph") & (lat["group"] == "all")].dropna(subset=["us"])
-        curves = {}
-        for impl in ("nccl", "fused"):
-            r = rows[rows["impl"] == impl].sort_values("bytes")
-            if not r.empty:
-                curves[impl] = SourceCurve(f"run {run_id}", tuple(r["bytes"]), monotone(list(r["us"])))
-        if "nccl" in curves:
-            return BoxProbe(run_id, run.label, Regime(whole["regime"].iloc[0]), curves["nccl"], curves.get("fused"))
+        probe = probe_run(runs, run_id)
+        if probe is not None:
+            return probe
     return None
+
+
+def probe_run(runs: MeasuredRuns, run_id: str) -> BoxProbe | None:
+    """The box one stored probe measured: its whole-set graph curves (NCCL, fused) and its verdict's regime; None
+    when it timed no NCCL all-reduce."""
+    verdict = runs.read_table(run_id, "verdict")
+    whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+    lat = runs.read_table(run_id, "allreduce_latency")
+    rows = lat[(lat["mode"] == "graph") & (lat["group"] == "all")].dropna(subset=["us"])
+    curves = {}
+    for impl in ("nccl", "fused"):
+        r = rows[rows["impl"] == impl].sort_values("bytes")
+        if not r.empty:
+            curves[impl] = SourceCurve(f"run {run_id}", tuple(r["bytes"]), monotone(list(r["us"])))
+    if "nccl" not in curves or whole.empty:
+        return None
+    regime = Regime(whole["regime"].iloc[0])
+    return BoxProbe(f"run {run_id}", runs.run(run_id).label, regime, curves["nccl"], curves.get("fused"))
+
+
+def reader_box(runs: MeasuredRuns, latency: str, path: str | None = None) -> BoxProbe:
+    """The reader's box from ``--latency``: a stored 8-GPU probe (its curves and verdict), or any curve a file or a
+    run holds (a CSV ``path,impl,tokens,us``, nccl-tests output, a campaign's table), read as 8 ranks."""
+    if not Path(latency).is_file() and runs.exists(latency) and runs.table_or_none(latency, "verdict") is not None:
+        verdict = runs.read_table(latency, "verdict")
+        whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+        world = int(whole["world"].iloc[0]) if not whole.empty else 0
+        if world != BOX_WORLD:
+            raise ModelInputError(
+                f"--latency {latency}: that probe measured {world} rank(s); the options here run on "
+                f"{BOX_WORLD} GPUs, so they need an {BOX_WORLD}-GPU probe (or a curve file measured at {BOX_WORLD})"
+            )
+        probe = probe_run(runs, latency)
+        if probe is None:
+            raise ModelInputError(f"--latency {latency}: that probe timed no NCCL all-reduce across every rank")
+        return probe
+    where = f"file {latency}" if Path(latency).is_file() else f"run {latency}"
+    return probe_of_curves(load_curves(latency, runs, path), path, where)
+
+
+def probe_of_curves(curves: list[LatencyCurve], path: str | None, source: str) -> BoxProbe:
+    """The box a curve file measured (a CSV or nccl-tests output, read as 8 ranks): its NCCL curve on ``path`` and
+    the fused one beside it. A file has no verdict: its regime is unknown, so only what it measured is priced."""
+    nccl = [c for c in curves if c.impl == "nccl" and (path is None or c.path == path)]
+    if len(nccl) != 1:
+        have = ", ".join(sorted({c.path for c in curves if c.impl == "nccl"})) or "none"
+        raise ModelInputError(
+            f"{source}: {len(nccl)} NCCL curves{f' on path {path!r}' if path else ''} "
+            f"(NCCL paths: {have}): name one with --path"
+        )
+    fused = [c for c in curves if c.impl == "fused" and c.path == nccl[0].path]
+
+    def source_curve(c: LatencyCurve) -> SourceCurve:
+        return SourceCurve(source, c.message_bytes, monotone(list(c.us)))
+
+    return BoxProbe(
+        source,
+        f"{nccl[0].path}, read as {BOX_WORLD} ranks",
+        Regime.UNKNOWN,
+        source_curve(nccl[0]),
+        source_curve(fused[0]) if fused else None,
+    )
 
 
 def regime_curves(ev: ModelSources, reported: tuple[float, float, float] | None = None) -> RegimeCurves:

@@ -99,11 +99,12 @@ def monotone(us: list[float]) -> tuple[float, ...]:
 
 @dataclass(frozen=True)
 class BoxProbe:
-    """A stored probe of the reader's own box at the case study's TP size: its curves price the options."""
+    """The reader's own box at the case study's TP size (a stored probe, or a curve file): its curves price the
+    options; what it did not measure is priced in its regime, when its verdict gives one."""
 
-    run_id: str
+    source: str  # "run <id>" or "file <path>"
     label: str
-    regime: Regime  # the probe's verdict
+    regime: Regime  # the probe's verdict; UNKNOWN for a curve file (no verdict)
     nccl: SourceCurve
     fused: SourceCurve | None
 
@@ -227,11 +228,13 @@ class RegimeCurves:
         ring = 2 * (world - 1) / world
         if world == BOX_WORLD and collective is Collective.NCCL:
             value = box.nccl.at(message, ring / (self.bus_bandwidth_gbs[0] * 1e3))
-            return Price(value, value, f"measured on this box: run {box.run_id}")
+            return Price(value, value, f"measured on this box: {box.source}")
         if world == BOX_WORLD and collective is Collective.FUSED and box.fused is not None:
             low, high = self.in_pass_fused
             value = box.fused.at(message, (world - 1) / (self.link_gbs * 1e3))
-            return Price(value * low, value * high, f"measured on this box: run {box.run_id}, x in-pass factor")
+            return Price(value * low, value * high, f"measured on this box: {box.source}, x in-pass factor")
+        if box.regime not in PRICED_REGIMES:
+            return f"not measured on this box, and its regime is {box.regime} ({box.source} has no verdict)"
         priced = self.price(box.regime, collective, world, message)
         return (
             priced

@@ -42,7 +42,7 @@ def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
         return ""
     row = rows[Regime.MEASURED.value]
     return (
-        f"- **This data folder holds a probe of an 8-GPU box** (run {box.run_id}, {md_text(box.label)}): "
+        f"- **This data folder holds a probe of an 8-GPU box** ({md_text(box.source)}, {md_text(box.label)}): "
         f"{row['allreduce_57kb_us']} µs, {box.regime.value}. Its own curve prices the options in the row "
         f"'this box (probe)' ({{numref}}`tbl-decision-regimes`): EAGLE-3 {row['eagle3_tok_s']} tok/s against "
         f"{row['decode_tok_s']} for plain decoding.\n"
