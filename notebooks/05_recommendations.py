@@ -42,7 +42,20 @@ chapter.pcie_sm120_finding(ev)
 # unchecked.
 
 # %%
+chapter.policy_check(ev, params)
+
+# %%
 chapter.print_launch_command(ev, params)
+
+# %% [markdown]
+# ## What each probed box allows
+#
+# Every probe writes a `policy.json` beside its run: what its verdict allows on that box, which
+# `verifylab serve --policy RUN` applies at launch (it refuses a variant the policy rules out). What is allowed
+# here is not what pays: the decision page prices that.
+
+# %% mystnb={"figure": {"caption": "What each stored probe allows: tensor parallelism, fusion, custom all-reduce, flags and variables", "name": "tbl-probe-policies"}}
+chapter.probe_policies(ev)
 
 # %% [markdown]
 # ## What to measure next

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from verifylab.analysis.facts import facts_from_evidence
 from verifylab.analysis.launch_command import wrapped_command
+from verifylab.analysis.probe_policies import command_breaks_policy, policies_frame, probe_policy, stored_policies
 from verifylab.analysis.recommend import DECISION_TOPICS, decision_lines, recommend, recommendations_frame
 from verifylab.analysis.recommendation import Recommendation, Topic
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
@@ -51,3 +52,30 @@ def print_launch_command(ev: Evidence, params: Params) -> None:
     """Print the launch command of the recommended variant, one flag per line (checked against --help live)."""
     command = next(r.command for r in _recommendations(ev, params) if r.topic is Topic.LAUNCH_COMMAND)
     print(wrapped_command(command) if command else "No launch command: no model path was given.")
+
+
+def probe_policies(ev: Evidence) -> Table:
+    """Table: what each stored probe allows on its box (the ``policy.json`` beside it): tensor parallelism, fusion,
+    custom all-reduce, the SGLang flags and the variables to unset, and why."""
+    return Table(policies_frame(stored_policies(ev.measured)), spanned="why")
+
+
+def policy_check(ev: Evidence, params: Params) -> Prose:
+    """Finding: whether the launch command keeps to the policy of the box's probe (``probe_run``), or why not."""
+    if params.probe_run is None:
+        return Prose(
+            "No probe of this box was given (parameter `probe_run`): the command below is not checked against "
+            "one. `verifylab serve --policy RUN` applies a probe's policy at launch."
+        )
+    policy = probe_policy(ev.measured, params.probe_run)
+    command = next(r.command for r in _recommendations(ev, params) if r.topic is Topic.LAUNCH_COMMAND)
+    if not command:
+        return Prose(f"Probe `{policy.run_id}` ({policy.regime}): no launch command to check (no model path).")
+    broken = command_breaks_policy(command, policy)
+    if not broken:
+        return Prose(f"The command below keeps to the policy of probe `{policy.run_id}` ({policy.regime}).")
+    return Prose(
+        f"**The command below breaks the policy of probe `{policy.run_id}`** ({policy.regime}): "
+        + "; ".join(broken)
+        + f". `verifylab serve --policy {policy.run_id}` would refuse or correct it."
+    )

@@ -187,6 +187,9 @@ class Recommendations(ChapterParams):
         min_length=1,
         description="the command that starts SGLang",
     )
+    probe_run: str | None = Field(
+        None, description="a stored probe of this box (verifylab box): the launch command is checked against its policy"
+    )
 
 
 CHAPTER_PARAMS: dict[str, type[ChapterParams]] = {

@@ -240,17 +240,27 @@ def _print_sweep(url: str, result: dict) -> None:
 def serve_cmd(
     variant: str = typer.Argument(..., help="baseline, fusion, eagle3, eagle3_fusion or ngram."),
     model_path: str = typer.Option(..., help="Model path or id as SGLang takes it."),
-    tp_size: int = typer.Option(1, min=1, help="Tensor-parallel size."),
+    tp_size: int | None = typer.Option(
+        None, min=1, help="Tensor-parallel size (default: what --policy allows, else 1)."
+    ),
     port: int = typer.Option(30000, help="Port (the server binds 127.0.0.1)."),
     draft_model_path: str | None = typer.Option(None, help="EAGLE-3 draft model (eagle3 variants)."),
     launcher: str = typer.Option(f"{sys.executable} -m sglang.launch_server", help="Command that starts SGLang."),
     log_dir: Path = typer.Option(Path("serve-logs"), help="Where the server log goes."),
     extra: list[str] = typer.Option([], help="Extra launch arguments (repeat), e.g. --extra=--disable-cuda-graph"),
     hold: bool = typer.Option(True, help="Keep the server up until Ctrl-C (else stop after reporting)."),
+    policy: str | None = typer.Option(
+        None,
+        help="A probe's run id (verifylab comm probe / verifylab box): apply its policy.json: the TP size it allows, "
+        "custom all-reduce off where P2P is not healthy, the NCCL variables it unsets; a variant it rules out "
+        "(fusion without healthy, checked P2P; TP after a path returned wrong sums) is refused with its reason.",
+    ),
+    data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (where --policy's run is)."),
 ) -> None:
     """Start one variant with the flags the installed SGLang knows (checked against its --help first),
     wait for /health_generate, and print the state actually in effect: server args, fusion enabled /
     skipped / off, speculative algorithm, and whether the variant's mechanism can act at all.
+    With --policy, the box's probe decides what may run (nothing starts when it rules the variant out).
 
     The server lives as long as this command: Ctrl-C, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2 stop it cleanly (its
     log is kept), and on Linux even kill -9 of this command takes the server with it.
@@ -266,12 +276,31 @@ def serve_cmd(
         raise fail(VerifylabError(f"unknown variant {variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}"))
     base = BaseConfig(
         model_path=model_path,
-        tp_size=tp_size,
+        tp_size=tp_size or 1,
         port=port,
         draft_model_path=draft_model_path,
         launcher=shlex.split(launcher),
         extra_args=list(extra),
     )
+    if policy is not None:
+        from verifylab.comm.policy import read_policy
+        from verifylab.server.policy import apply_policy
+        from verifylab.store.runs import RunStore
+
+        try:
+            store = RunStore(data_dir / "runs")
+            store.manifest(policy)  # a stored run, or an error that lists the stored ones
+            rules = read_policy(store.path(policy))
+            base = apply_policy(rules, base, DEFAULT_VARIANTS[variant], tp_size)
+        except VerifylabError as exc:
+            raise fail(exc) from None
+        err_console.print(
+            f"policy of probe {policy}: --tp-size {base.tp_size}"
+            + (f", unset {', '.join(base.unset_env)}" if base.unset_env else "")
+            + (f", {' '.join(base.extra_args)}" if base.extra_args else ""),
+            highlight=False,
+            markup=False,
+        )
     _stop_on_signals()  # SIGTERM / SIGHUP end the with-block as Ctrl-C does: the server's process group stops too
     try:
         with (

@@ -16,7 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import httpx
@@ -82,6 +82,11 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def server_environment(environ: Mapping[str, str], unset: set[str]) -> dict[str, str]:
+    """The environment a server inherits: this process's, less the variables a policy unsets."""
+    return {name: value for name, value in environ.items() if name not in unset}
+
+
 class Server:
     """A running server process in its own process group. It logs into a private temporary file; ``log_path``
     (usually inside a run) receives a copy with credentials redacted when the server stops or fails to start."""
@@ -94,10 +99,12 @@ class Server:
         log_path: Path,
         simulate_no_multicast: bool = False,
         env: dict[str, str] | None = None,
+        unset_env: list[str] | None = None,
     ) -> None:
         self.cmd, self.host, self.port, self.log_path = cmd, host, port, log_path
         self.simulate_no_multicast = simulate_no_multicast
         self.env = dict(env or {})  # set on top of the guarded environment (the guard's variables win)
+        self.unset_env = set(unset_env or ())  # removed from this process's environment first
         self.proc: subprocess.Popen | None = None
         self.raw_log: Path | None = None
 
@@ -132,7 +139,8 @@ class Server:
             start_new_session=True,
             preexec_fn=die_with_parent,  # killed with verifylab, whatever signal ends it (kill -9 included)
             env=guarded_env(
-                {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}, simulate_no_multicast=self.simulate_no_multicast
+                {**server_environment(os.environ, self.unset_env), **self.env, "PYTHONUNBUFFERED": "1"},
+                simulate_no_multicast=self.simulate_no_multicast,
             ),
         )
         log.close()
@@ -209,6 +217,7 @@ def serve(
         log_dir / f"server-{variant.name}.log",
         simulate_no_multicast=base.simulate_no_multicast,
         env=variant.env,
+        unset_env=base.unset_env,
     )
     try:
         server.start(health_timeout_s, on_wait)

@@ -26,6 +26,9 @@ class BaseConfig(BaseModel):
     speculative_eagle_topk: int = 1
     speculative_num_draft_tokens: int = 4
     extra_args: list[str] = Field(default_factory=list)
+    unset_env: list[str] = Field(
+        default_factory=list, description="variables removed from the server's environment (a probe's policy)"
+    )
     launcher: list[str] = Field(default_factory=lambda: [sys.executable, "-m", "sglang.launch_server"])
     simulate_no_multicast: bool = Field(
         False,

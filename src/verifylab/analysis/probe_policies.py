@@ -1,0 +1,69 @@
+"""What each stored probe allows on its box (its ``policy.json``, derived again from the run's tables by the same
+rules), and whether a launch command keeps to it: chapter 05's policy table and its check of the command."""
+
+from __future__ import annotations
+
+import shlex
+
+import pandas as pd
+
+from verifylab.comm.policy import FUSION_FLAGS, NO_CUSTOM_ALLREDUCE, Policy, policy_from_probe
+from verifylab.sources import MeasuredRuns
+
+
+def probe_policy(runs: MeasuredRuns, run_id: str) -> Policy:
+    """The policy of one stored probe: the rules ``verifylab comm probe`` wrote beside it, from its tables."""
+    run = runs.run(run_id)
+    environment = dict(run.parameters.get("nccl_environment") or {})
+    return policy_from_probe(
+        run_id, runs.read_table(run_id, "verdict"), runs.read_table(run_id, "allreduce_latency"), environment
+    )
+
+
+def stored_policies(runs: MeasuredRuns) -> list[Policy]:
+    """Every stored probe's policy (mechanics-only runs, made against a test double, left out), oldest first."""
+    return [
+        probe_policy(runs, run_id)
+        for run_id in runs.runs_with_all(("verdict", "allreduce_latency"))
+        if not runs.run(run_id).mechanics_only
+    ]
+
+
+def policies_frame(policies: list[Policy]) -> pd.DataFrame:
+    """One row per probe: GPUs, regime, what may run, the flags and variables it implies, and why."""
+
+    def yes(allowed: bool) -> str:
+        return "allowed" if allowed else "off"
+
+    return pd.DataFrame(
+        [
+            {
+                "probe": p.run_id,
+                "GPUs": p.world,
+                "regime": p.regime,
+                "tensor parallel": yes(p.tensor_parallel),
+                "fusion": yes(p.fusion_allowed),
+                "custom all-reduce": yes(p.custom_allreduce),
+                "SGLang flags": " ".join(p.sglang_flags),
+                "unset": ", ".join(p.unset) or "—",
+                "why": "; ".join(p.reasons) or "healthy: nothing ruled out",
+            }
+            for p in policies
+        ]
+    )
+
+
+def command_breaks_policy(command: str, policy: Policy) -> list[str]:
+    """What in a launch command the probe's policy rules out (empty: it keeps to the policy)."""
+    args = shlex.split(command)
+    tp = int(args[args.index("--tp-size") + 1]) if "--tp-size" in args[:-1] else 1
+    broken = []
+    if tp > 1 and not policy.tensor_parallel:
+        broken.append(f"--tp-size {tp}: tensor parallelism is ruled out")
+    elif tp > policy.world:
+        broken.append(f"--tp-size {tp}: the probe measured {policy.world} GPU(s)")
+    if FUSION_FLAGS[0] in args and not policy.fusion_allowed:
+        broken.append(f"{FUSION_FLAGS[0]}: fusion is ruled out")
+    if tp > 1 and not policy.custom_allreduce and NO_CUSTOM_ALLREDUCE not in args:
+        broken.append(f"custom all-reduce is left on: add {NO_CUSTOM_ALLREDUCE}")
+    return broken
