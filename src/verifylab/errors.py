@@ -72,6 +72,17 @@ class CommProbeError(VerifylabError):
     """The communication probe cannot run here (no CUDA, one GPU) or a rank failed or stopped making progress."""
 
 
+SHOWN_VALUE = 60  # characters of a refused value an error repeats: enough to recognise it, never a whole file
+
+
+def _shown(value: object) -> str:
+    """A refused value as an error names it: a mapping or list by its size, anything else cut short."""
+    if isinstance(value, dict | list | tuple):
+        return f"<{type(value).__name__} of {len(value)}>"
+    text = repr(value)
+    return text if len(text) <= SHOWN_VALUE else text[: SHOWN_VALUE - 1] + "…"
+
+
 def describe_error(exc: ValidationError, where: str) -> str:
     """One line naming the parameter(s), the value given and what is allowed."""
     parts = []
@@ -81,7 +92,7 @@ def describe_error(exc: ValidationError, where: str) -> str:
         ctx = err.get("ctx") or {}
         if "expected" in ctx and str(ctx["expected"]) not in err["msg"]:
             allowed = f"; allowed: {ctx['expected']}"
-        parts.append(f"parameter '{name}' = {err.get('input')!r}: {err['msg']}{allowed}")
+        parts.append(f"parameter '{name}' = {_shown(err.get('input'))}: {err['msg']}{allowed}")
     return f"{where}: " + "; ".join(parts)
 
 

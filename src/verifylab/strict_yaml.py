@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from verifylab.intake import OutsideFileError, read_outside_text
+
 MAX_BYTES = 1_000_000  # a parameters or prompts file is a few kilobytes
 SHOWN = 200
 
@@ -51,10 +53,11 @@ def read_strict_yaml_file(path: Path, kind: str, error: type[Exception]) -> Any:
     """A ``kind`` file (parameters, campaign) as :func:`load_strict_yaml` reads it ({} when empty); a missing file,
     bytes that are not UTF-8 or YAML it refuses raise ``error`` with one line naming the file."""
     try:
-        return load_strict_yaml(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise error(f"{path}: no such {kind} file") from None
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        data = load_strict_yaml(read_outside_text(path, kind, limit=MAX_BYTES)) or {}
+    except OutsideFileError as exc:
+        raise error(str(exc)) from None
     except StrictYAMLError as exc:
         raise error(f"{path}: not a {kind} file verifylab accepts ({exc})") from None
+    if not isinstance(data, dict):  # its content is never echoed: it may be any file at all
+        raise error(f"{path}: not a {kind} file: its top level is a {type(data).__name__}, not 'name: value' lines")
+    return data

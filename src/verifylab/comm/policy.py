@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import ManifestError
+from verifylab.intake import OutsideFileError, read_outside_bytes
 from verifylab.iorw import atomic_write_json
 from verifylab.vocab import Regime
 
@@ -91,10 +92,12 @@ def write_policy(run_dir: Path, policy: Policy) -> None:
 def read_policy(run_dir: Path) -> Policy:
     """The policy stored beside a probe run; one line naming what is wrong otherwise."""
     path = run_dir / POLICY_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise ManifestError(f"{path}: no policy (a run of `verifylab comm probe` writes one)")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_outside_bytes(path, "policy", root=run_dir))
         return Policy(**data)
+    except OutsideFileError as exc:
+        raise ManifestError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise ManifestError(f"{path}: not a verifylab policy ({exc})") from None

@@ -134,10 +134,11 @@ def store_probe(
 def read_raw(store: RunStore, run_id: str) -> RawProbe:
     """The raw record a probe run was made from."""
     path = store.path(run_id) / RAW_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise ManifestError(f"run '{run_id}' has no {RAW_FILE}: it is not a communication probe")
+    data = store.read_file(run_id, RAW_FILE, "record")  # inside the run, no link out, size-capped
     try:
-        return RawProbe.from_json(json.loads(path.read_text()))
+        return RawProbe.from_json(json.loads(data))
     except (ValueError, TypeError, KeyError) as exc:
         raise ManifestError(f"{path}: not a probe's raw record ({exc})") from None
 

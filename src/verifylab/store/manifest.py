@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from verifylab import vocab
 from verifylab.errors import ManifestError, ParameterError, RunExistsError
 from verifylab.host import HostInfo
+from verifylab.intake import OutsideFileError, read_outside_text
 from verifylab.redact import strip_terminal_codes
 from verifylab.store.schema import SCHEMA_VERSION
 
@@ -195,12 +196,12 @@ def _format_validation(path: Path, exc: ValidationError) -> str:
 
 def read_manifest(path: Path) -> Manifest:
     """Load and validate one manifest file; errors name the file and the field."""
+    if not path.exists() and not path.is_symlink():
+        raise ManifestError(f"{path}: manifest missing")
     try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise ManifestError(f"{path}: manifest missing") from exc
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raw = read_outside_text(path, "manifest", root=path.parent)
+    except OutsideFileError as exc:
+        raise ManifestError(str(exc)) from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:

@@ -8,6 +8,7 @@ atomic; reads validate against the schema and fail naming the file and field.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError, StorageError
+from verifylab.intake import OutsideFileError, read_outside_bytes
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
 from verifylab.redact import redact_obj, redact_text
 from verifylab.sources import MeasuredRun, MeasuredRuns
@@ -32,7 +34,7 @@ from verifylab.store.manifest import (
     manifest_from_host,
     read_manifest,
 )
-from verifylab.store.schema import SCHEMA_VERSION, check_frame, migrate, spec_of
+from verifylab.store.schema import SCHEMA_VERSION, check_frame, check_values, migrate, spec_of
 from verifylab.vocab import plain_run_id
 
 LOCK_FILE = ".verifylab.lock"
@@ -198,7 +200,13 @@ class RunStore:
     def read_table(self, run_id: str, name: str) -> pd.DataFrame:
         """Load one table of a run, under the current schema's column names; a missing or unreadable table names
         the file."""
-        return migrate(name, self._read_file(run_id, name), self.manifest(run_id).schema_version)
+        frame = migrate(name, self._read_file(run_id, name), self.manifest(run_id).schema_version)
+        try:
+            check_frame(name, frame)  # under today's names: every column declared, numbers where declared,
+            check_values(name, frame)  # and every time, rate or size finite and not negative
+        except ManifestError as exc:
+            raise ManifestError(f"run '{run_id}': {exc}") from None
+        return frame
 
     def _read_file(self, run_id: str, name: str) -> pd.DataFrame:
         """One table as its file holds it."""
@@ -207,14 +215,23 @@ class RunStore:
             have = ", ".join(sorted(manifest.tables)) or "none"
             raise ManifestError(f"run '{run_id}' has no table '{name}' (tables: {have})")
         path = self.path(run_id) / manifest.tables[name]
-        if path.is_symlink() or (path.exists() and path.resolve().parent != self.path(run_id).resolve()):
-            raise ManifestError(f"{path}: a link out of run '{run_id}': refused")
+        if not path.exists() and not path.is_symlink():
+            raise ManifestError(f"{path}: listed in the manifest but missing")
+        data = self.read_file(run_id, manifest.tables[name], "table")
         try:
-            return pq.read_table(path).to_pandas() if path.suffix == ".parquet" else pd.read_csv(path)
-        except FileNotFoundError as exc:
-            raise ManifestError(f"{path}: listed in the manifest but missing") from exc
+            frame = pq.read_table(pa.BufferReader(data)).to_pandas() if path.suffix == ".parquet" else None
+            frame = frame if frame is not None else pd.read_csv(io.BytesIO(data))
         except (pa.ArrowInvalid, ValueError, OSError) as exc:  # binary, empty or cut tables too
             raise ManifestError(f"{path}: unreadable table ({exc})") from exc
+        return frame
+
+    def read_file(self, run_id: str, file_name: str, kind: str) -> bytes:
+        """One file of a run (``kind`` as :data:`verifylab.intake.LIMITS` names it): a regular file inside the run's
+        folder, reached through no link, within its kind's size; :class:`ManifestError` naming it otherwise."""
+        try:
+            return read_outside_bytes(self.path(run_id) / file_name, kind, root=self.path(run_id))
+        except OutsideFileError as exc:
+            raise ManifestError(f"run '{run_id}': {exc}") from None
 
     def upsert_rows(self, run_id: str, name: str, rows: pd.DataFrame) -> None:
         """Add ``rows`` to table ``name`` (CSV), replacing stored rows with the same declared key (a cell measured

@@ -325,6 +325,27 @@ def check_frame(table: str, frame: pd.DataFrame) -> None:
             )
 
 
+MEASURED_UNITS = ("µs", "ms", "s", "GB/s", "tok/s", "bytes", "TFLOP/s")  # a time, a rate or a size: never < 0
+SIGNED = re.compile(r"saving|delta|diff|gain|change")  # a difference of two measured values may be negative
+
+
+def check_values(table: str, frame: pd.DataFrame) -> None:
+    """A stored table's numbers as its columns declare them: a time, rate or size is finite and not negative (an
+    empty cell, NaN, is 'not measured' and allowed). A :class:`ManifestError` names the column and the row."""
+    for name in frame.columns:
+        unit = unit_of(str(name))
+        if unit not in MEASURED_UNITS or not pd.api.types.is_numeric_dtype(frame[name]):
+            continue
+        values = frame[name].to_numpy(dtype=float)
+        bad = np.isinf(values) | ((values < 0) & (SIGNED.search(str(name)) is None))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ManifestError(
+                f"table {table!r}: column {name!r} row {row + 1} holds {values[row]!r} {unit}: a measured "
+                "time, rate or size is finite and not negative"
+            )
+
+
 def migrate(table: str, frame: pd.DataFrame, schema_version: int) -> pd.DataFrame:
     """``frame`` as stored by a run of ``schema_version``, under the current schema's names."""
     if schema_version < 2 and table in RENAMED_IN_2:

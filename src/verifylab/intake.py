@@ -1,0 +1,100 @@
+"""The one way a file from outside is read: checked before a byte is read. It must be a regular file (not a FIFO
+that hangs, a device that never ends, a directory), at most a size the kind of file can sensibly have, and (for
+files inside a store or a tree) no link out of its root. Errors are one line naming the file and never echo its
+content. Every reader of outside data (parameters, campaigns, curves, traces, logs, gate trees, stored runs) goes
+through :func:`read_outside_bytes`; ``tests/faults`` hold each class of bad file against it."""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from pathlib import Path
+
+from verifylab.errors import VerifylabError
+
+KIB, MIB = 1 << 10, 1 << 20
+LIMITS = {  # the most a file of each kind may hold (bytes): far above any real one, far below what hurts
+    "parameters": 1 * MIB,
+    "campaign": 1 * MIB,
+    "prompts": 1 * MIB,
+    "curve": 16 * MIB,
+    "policy": 1 * MIB,
+    "manifest": 4 * MIB,
+    "table": 256 * MIB,
+    "trace": 2048 * MIB,
+    "log": 256 * MIB,
+    "source": 16 * MIB,
+    "config": 4 * MIB,
+    "record": 64 * MIB,
+}
+
+
+class OutsideFileError(VerifylabError):
+    """A file from outside that verifylab refuses to read (its kind, what is wrong)."""
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device")):
+        if test(mode):
+            return name
+    return "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+
+
+def checked_file(path: Path, kind: str, root: Path | None = None) -> Path:
+    """``path`` when it names a regular file (and, with ``root``, lies inside ``root`` through no link); else
+    :class:`OutsideFileError` naming it. Reads nothing."""
+    if root is not None and (path.is_symlink() or not path.resolve().is_relative_to(Path(root).resolve())):
+        raise OutsideFileError(f"{path}: a link (or a path) out of {root}: refused as a {kind} file")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise OutsideFileError(f"{path}: no such {kind} file") from None
+    except OSError as exc:
+        raise OutsideFileError(f"{path}: cannot read this {kind} file ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise OutsideFileError(f"{path}: {_kind_of(mode)}, not a {kind} file")
+    return path
+
+
+def read_outside_bytes(path: Path, kind: str, root: Path | None = None, limit: int | None = None) -> bytes:
+    """The bytes of a ``kind`` file, checked first (see :func:`checked_file`) and at most ``limit`` (default
+    :data:`LIMITS` of the kind) bytes long; opened without blocking, so a file swapped for a FIFO cannot hang."""
+    path = Path(path)
+    cap = LIMITS[kind] if limit is None else limit
+    checked_file(path, kind, root)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (getattr(os, "O_NOFOLLOW", 0) if root is not None else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise OutsideFileError(f"{path}: cannot open this {kind} file ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):  # replaced between the check and the open
+            raise OutsideFileError(f"{path}: {_kind_of(info.st_mode)}, not a {kind} file")
+        if info.st_size > cap:
+            raise OutsideFileError(f"{path}: {info.st_size} bytes, more than a {kind} file may hold ({cap})")
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise OutsideFileError(f"{path}: more than a {kind} file may hold ({cap} bytes)")
+    return data
+
+
+def read_outside_text(path: Path, kind: str, root: Path | None = None, limit: int | None = None) -> str:
+    """:func:`read_outside_bytes` decoded as UTF-8; one line naming the byte where it is not UTF-8."""
+    data = read_outside_bytes(path, kind, root, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OutsideFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def finite_in(value: float, name: str, low: float, high: float, unit: str = "") -> float:
+    """``value`` when it is a finite number in [low, high]; one line naming ``name`` otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OutsideFileError(f"{name} = {str(value)[:40]!r}: not a number") from None
+    if not math.isfinite(number) or not low <= number <= high:
+        raise OutsideFileError(f"{name} = {number!r}{unit}: outside {low:g}..{high:g}{unit}")
+    return number
