@@ -338,7 +338,7 @@ def model_pass(
         raise fail(exc) from None
     if as_json:
         payload = {"variants": variants, "norm_us": norm_us, "norm_source": norm_source, "in_pass_factors": factors}
-        typer.echo(json.dumps(payload, indent=2))
+        typer.echo(json.dumps(payload, indent=2, allow_nan=False))  # strict JSON: every input was checked finite
         return
     import pandas as pd
 

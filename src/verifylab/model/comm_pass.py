@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import ModelInputError
+from verifylab.intake import OutsideFileError, read_outside_text
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
@@ -50,22 +51,54 @@ def loglog_interpolate(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -
     return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
 
 
+PLAUSIBLE_US = (0.5, 1e6)  # no all-reduce, even on one GPU in a graph, takes under 0.5 µs; none over a second
+
+
+def checked_row(size: float, us: float, where: str) -> tuple[float, float]:
+    """One curve point, or one line naming the row: a size > 0 and a finite time in microseconds within
+    :data:`PLAUSIBLE_US` (a time under it is most likely milliseconds in a µs column)."""
+    if not (math.isfinite(size) and size > 0):
+        raise ModelInputError(f"{where}: message of {size!r} bytes (from its tokens): must be a number > 0")
+    if not math.isfinite(us) or us <= 0:
+        raise ModelInputError(f"{where}: us = {us!r}: a latency is a finite number of microseconds > 0")
+    low, high = PLAUSIBLE_US
+    if not low <= us <= high:
+        hint = " (is this column in milliseconds?)" if us < low else " (is this column in nanoseconds?)"
+        raise ModelInputError(f"{where}: us = {us!r}: outside {low:g}..{high:g} µs, what an all-reduce takes{hint}")
+    return size, us
+
+
 def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str) -> LatencyCurve:
     by_size: dict[float, list[float]] = {}
     for size, us in pairs:
-        if size > 0 and us > 0 and not math.isnan(us):
-            by_size.setdefault(size, []).append(us)
+        by_size.setdefault(size, []).append(us)
     if not by_size:
-        raise ModelInputError(f"{source}: no usable ({path}, {impl}) latency rows (sizes and times must be > 0)")
+        raise ModelInputError(f"{source}: no ({path}, {impl}) latency rows")
     sizes = sorted(by_size)
     return LatencyCurve(path, impl, tuple(sizes), tuple(min(by_size[s]) for s in sizes), source)
 
 
-def curves_from_frame(frame: pd.DataFrame, source: str, hidden: int = KIMI_K2_HIDDEN) -> list[LatencyCurve]:
-    """Curves from rows ``path, impl, tokens, us`` (a run's ``allreduce_latency`` table or a user's CSV)."""
+def curves_from_frame(
+    frame: pd.DataFrame, source: str, hidden: int = KIMI_K2_HIDDEN, stored: bool = False
+) -> list[LatencyCurve]:
+    """Curves from rows ``path, impl, tokens, us`` (a run's ``allreduce_latency`` table or a user's CSV). Every row
+    of a user's file is a point or the file is refused naming the row; a stored run's empty ``us`` cells are the
+    paths it did not time (its note says why) and are left out."""
     missing = CURVE_COLUMNS - set(frame.columns)
     if missing:
         raise ModelInputError(f"{source}: latency table lacks column(s) {', '.join(sorted(missing))}")
+    frame = frame.reset_index(drop=True)
+    frame["us"] = pd.to_numeric(frame["us"], errors="coerce")
+    frame["tokens"] = pd.to_numeric(frame["tokens"], errors="coerce")
+    if not stored:
+        blank = frame[frame[["us", "tokens"]].isna().any(axis=1)]
+        if not blank.empty:
+            row = int(blank.index[0]) + 2  # the header is line 1
+            raise ModelInputError(f"{source}: line {row}: tokens and us must both be numbers")
+        other = frame[~frame["impl"].isin(["nccl", "fused"])]
+        if not other.empty:
+            row = int(other.index[0]) + 2
+            raise ModelInputError(f"{source}: line {row}: impl {str(other['impl'].iloc[0])[:20]!r}: nccl or fused")
     rows = frame.dropna(subset=["us"])
     if "settings" in rows.columns:  # a forced strategy is not how SGLang runs the fused kernel
         rows = rows[~rows["settings"].astype(str).str.contains("forced|two-shot", case=False)]
@@ -78,7 +111,10 @@ def curves_from_frame(frame: pd.DataFrame, source: str, hidden: int = KIMI_K2_HI
         raise ModelInputError(f"{source}: no NCCL or fused all-reduce rows (impl 'nccl' or 'fused') to build a curve")
     curves = []
     for (path, impl), group in rows.groupby(["path", "impl"]):
-        pairs = [(allreduce_message_bytes(t, hidden), u) for t, u in zip(group["tokens"], group["us"], strict=True)]
+        pairs = [
+            checked_row(allreduce_message_bytes(t, hidden), u, f"{source}: line {i + 2}")
+            for i, t, u in zip(group.index, group["tokens"], group["us"], strict=True)
+        ]
         curves.append(_curve(str(path), str(impl), pairs, source))
     return curves
 
@@ -92,9 +128,10 @@ def parse_nccl_tests(text: str, path: str, source: str) -> LatencyCurve:
         if not fields or line.lstrip().startswith("#"):
             continue
         try:
-            pairs.append((float(fields[0]), float(fields[5])))
+            size, us = float(fields[0]), float(fields[5])
         except (ValueError, IndexError):
-            raise ModelInputError(f"{source}:{n}: not an all_reduce_perf data row: {line.strip()[:80]!r}") from None
+            raise ModelInputError(f"{source}:{n}: not an all_reduce_perf data row") from None
+        pairs.append(checked_row(size, us, f"{source}:{n}"))
     return _curve(path, "nccl", pairs, source)
 
 
@@ -104,22 +141,34 @@ def load_curves(
     """Curves from a file (a CSV ``path, impl, tokens, us`` or an nccl-tests output), decided by what exists: a
     file path (absolute or relative) is read as a file, never validated as a run name; otherwise a stored run id."""
     file = Path(latency)
-    if file.is_file():
-        return _curves_from_file(file, path, hidden)
-    if runs is not None and runs.exists(latency):
+    if file.exists():
+        curves = _curves_from_file(file, path, hidden)
+    elif runs is not None and runs.exists(latency):
         table = runs.table_or_none(latency, "allreduce_latency")
         if table is None:
             raise ModelInputError(f"run {latency} has no allreduce_latency table")
-        return curves_from_frame(table, f"run {latency}", hidden)
-    where = f"no run of that name in {runs.where}" if runs is not None else "no runs given"
-    raise ModelInputError(f"--latency {latency}: neither a file nor a stored run id ({where})")
+        curves = curves_from_frame(table, f"run {latency}", hidden, stored=True)
+    else:
+        where = f"no run of that name in {runs.where}" if runs is not None else "no runs given"
+        raise ModelInputError(f"--latency {latency}: neither a file nor a stored run id ({where})")
+    if path is not None and not any(c.path == path for c in curves):
+        have = ", ".join(sorted({c.path for c in curves}))
+        raise ModelInputError(f"--path {path!r}: --latency {latency} has no curve on that path (its paths: {have})")
+    return curves
 
 
 def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[LatencyCurve]:
-    text = file.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = read_outside_text(file, "curve")
+    except OutsideFileError as exc:
+        raise ModelInputError(str(exc)) from None
     header = next((line for line in text.splitlines() if line.strip()), "")
     if {c.strip() for c in header.split(",")} >= CURVE_COLUMNS:
-        return curves_from_frame(pd.read_csv(io.StringIO(text)), str(file), hidden)
+        try:
+            frame = pd.read_csv(io.StringIO(text))
+        except (ValueError, pd.errors.ParserError) as exc:
+            raise ModelInputError(f"{file}: not a CSV curve ({' '.join(str(exc).split())[:120]})") from None
+        return curves_from_frame(frame, str(file), hidden)
     if path is None:
         raise ModelInputError(f"{file}: an nccl-tests output holds one curve: name its path with --path")
     return [parse_nccl_tests(text, path, str(file))]
@@ -168,8 +217,12 @@ def predict_pass(
 ) -> list[dict]:
     """Every variant's pass (ms) on ``path``; a variant without a curve there gets ``pass_ms`` None and why.
     ``factors`` (impl -> in-pass / isolated) price each all-reduce as it runs inside a pass."""
-    if compute_ms <= 0 or tokens <= 0 or allreduces < 0 or norm_us < 0:
-        raise ModelInputError("compute_ms and tokens must be > 0, allreduces and norm_us >= 0")
+    checks = (("compute-ms", compute_ms, False), ("tokens", tokens, False), ("norm-us", norm_us, True))
+    for name, value, zero_ok in checks:
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+            raise ModelInputError(f"--{name} {value!r}: a finite number {'>= 0' if zero_ok else '> 0'}")
+    if allreduces < 0:
+        raise ModelInputError(f"--allreduces {allreduces}: a count >= 0")
     size = allreduce_message_bytes(tokens, hidden)
     factors = factors or {}
     latency = {c.impl: c.at(size) * factors.get(c.impl, 1.0) for c in curves if c.path == path}
