@@ -8,6 +8,7 @@ import io
 import re
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path
 
 from verifylab.errors import FleetError
@@ -30,9 +31,19 @@ def pack_runs(runs_dir: Path, run_ids: list[str]) -> tuple[bytes, str]:
     return blob, sha256_bytes(blob)
 
 
-def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
-    members = tar.getmembers()
-    for m in members:
+MAX_UNPACKED_BYTES = 8 << 30  # what one box's runs may unpack to (its traces included)
+MAX_MEMBERS = 50_000  # files and folders in one box's runs
+
+
+def _checked_members(tar: tarfile.TarFile, max_bytes: int) -> list[tarfile.TarInfo]:
+    members, total = [], 0
+    for m in tar:  # read member by member: a tar bomb is stopped at the cap, not after it is listed whole
+        members.append(m)
+        total += max(m.size, 0)
+        if len(members) > MAX_MEMBERS or total > max_bytes:
+            raise FleetError(
+                f"a returned tar unpacks to more than {max_bytes} bytes or {MAX_MEMBERS} files (nothing unpacked)"
+            )
         parts = Path(m.name).parts
         if m.name.startswith("/") or ".." in parts or not parts or not re.fullmatch(RUN_ID_PATTERN, parts[0]):
             raise FleetError(f"a returned run holds {m.name!r}: not a path inside a run folder (nothing unpacked)")
@@ -41,28 +52,52 @@ def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     return members
 
 
-def unpack_runs(blob: bytes, digest: str, store: RunStore, fleet: dict[str, str]) -> list[str]:
-    """Check ``blob`` against ``digest``, then add its runs to ``store`` with ``fleet`` (host, node, job,
-    campaign) in their manifests; a run already there is replaced whole. Returns the run ids."""
+def unpack_runs(
+    blob: bytes, digest: str | None, store: RunStore, fleet: dict[str, str], max_bytes: int = MAX_UNPACKED_BYTES
+) -> list[str]:
+    """Check ``blob`` against ``digest`` (required), then add its runs to ``store`` with ``fleet`` (host, node, job,
+    campaign) in their manifests. A run is never overwritten: one whose id the store holds already comes in
+    renamed (``<id>-<host>``, then ``-2``, ...) with its original id in ``fleet.renamed_from``. Returns the ids
+    the runs have in the store. Nothing is unpacked when anything is wrong."""
+    if not digest:
+        raise FleetError("a returned tar came without its sha256: nothing unpacked")
     if sha256_bytes(blob) != digest:
         raise FleetError("a returned run does not match its sha256 (damaged on the way): nothing unpacked")
     store.root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".fleet-", dir=store.root) as tmp:
-        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-            tar.extractall(tmp, members=_checked_members(tar), filter="data")
-        run_ids = sorted(p.name for p in Path(tmp).iterdir() if p.is_dir())
+        try:
+            with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+                tar.extractall(tmp, members=_checked_members(tar, max_bytes), filter="data")
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+            reason = " ".join(str(exc).split())[:120] or type(exc).__name__
+            raise FleetError(f"a returned tar is not a whole gzip'd tar ({reason}): nothing unpacked") from None
+        incoming = sorted(p.name for p in Path(tmp).iterdir() if p.is_dir() and not p.name.startswith("."))
         staged = RunStore(tmp)
-        for run_id in run_ids:
+        landed: list[str] = []
+        for run_id in incoming:
             manifest = staged.manifest(run_id)  # a folder without a readable manifest is refused here
-            manifest.fleet = {**manifest.fleet, **fleet}
+            new_id = _free_id(store, run_id, fleet.get("host", "box"), set(landed))
+            manifest.fleet = {**manifest.fleet, **fleet, **({"renamed_from": run_id} if new_id != run_id else {})}
+            if new_id != run_id:
+                (Path(tmp) / run_id).rename(Path(tmp) / new_id)
+                manifest.run_id = new_id
             staged.save_manifest(manifest)
-        for run_id in run_ids:
-            target = store.root / run_id
-            if target.exists():
-                old = Path(tmp) / f".replaced-{run_id}"
-                target.rename(old)
-            (Path(tmp) / run_id).rename(target)
-    return run_ids
+            landed.append(new_id)
+        for run_id in landed:
+            (Path(tmp) / run_id).rename(store.root / run_id)  # a free name: nothing is replaced
+    return landed
+
+
+def _free_id(store: RunStore, run_id: str, host: str, taken: set[str]) -> str:
+    """``run_id`` when the store has no run of that name, else ``<run_id>-<host>`` (then ``-2``, ``-3``, ...)."""
+    if not (store.root / run_id).exists() and run_id not in taken:
+        return run_id
+    stem = f"{run_id}-{re.sub(r'[^a-z0-9._-]+', '-', host.lower()).strip('-.') or 'box'}"[:90]
+    candidate, n = stem, 1
+    while (store.root / candidate).exists() or candidate in taken:
+        n += 1
+        candidate = f"{stem}-{n}"
+    return candidate
 
 
 def runs_changed(runs_dir: Path, before: dict[str, float]) -> list[str]:

@@ -115,12 +115,26 @@ def run_campaign(
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             job, key, began = pending.pop(ready[0])
-            outcome = _collect(ray, ready[0], job, key, campaign, store, state, time.monotonic() - began)
+            outcome = _collect_or_fail(ray, ready[0], job, key, campaign, store, state, time.monotonic() - began)
             outcomes.append(outcome)
             on_event(outcome)
     finally:
         ray.shutdown()
     return outcomes
+
+
+def _collect_or_fail(
+    ray, ref, job: FleetJob, key: str, campaign: Campaign, store: RunStore, state: CampaignState, seconds: float
+) -> JobOutcome:
+    """:func:`_collect`, and whatever goes wrong in it (a malformed result from a box, a full disk) makes this job
+    'failed' with its one line: the state never says 'running' for a job the driver is done with, and the other
+    jobs' results are still collected."""
+    try:
+        return _collect(ray, ref, job, key, campaign, store, state, seconds)
+    except Exception as exc:
+        error = f"its result could not be collected: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        state.mark(key, "failed", error=error)
+        return JobOutcome(job.name, job.host, "failed", seconds, error=error)
 
 
 def _collect(
@@ -145,7 +159,7 @@ def _collect(
             "job": job.name,
         }
         try:
-            run_ids = unpack_runs(result["blob"], result["digest"], store, fleet)
+            run_ids = unpack_runs(result["blob"], result.get("digest"), store, fleet)
         except FleetError as exc:
             state.mark(key, "failed", error=str(exc))
             return JobOutcome(job.name, job.host, "failed", seconds, error=str(exc))
