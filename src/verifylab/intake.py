@@ -98,3 +98,16 @@ def finite_in(value: float, name: str, low: float, high: float, unit: str = "") 
     if not math.isfinite(number) or not low <= number <= high:
         raise OutsideFileError(f"{name} = {number!r}{unit}: outside {low:g}..{high:g}{unit}")
     return number
+
+
+def refuse_output_over_input(output: Path, inputs: list[Path], flag: str) -> None:
+    """An output file that is one of the inputs (by path or by inode, links included) is refused: writing it
+    would destroy what was read."""
+    out = Path(output)
+    for given in inputs:
+        source = Path(given)
+        same = out.resolve() == source.resolve()
+        if not same and out.exists() and source.exists():
+            same = os.path.samefile(out, source)
+        if same:
+            raise OutsideFileError(f"{flag} {out}: that is an input ({source}); write the output elsewhere")

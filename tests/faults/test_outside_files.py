@@ -84,3 +84,17 @@ def test_a_probes_raw_record_linked_out_of_its_run_is_refused(tmp_path):
     (store.path(manifest.run_id) / RAW_FILE).symlink_to(outside)
     with pytest.raises(ManifestError, match="out of"):
         read_raw(store, manifest.run_id)
+
+
+def test_an_output_that_is_one_of_the_inputs_is_refused_before_reading(tmp_path):
+    trace = tmp_path / "rank0.json"
+    trace.write_text('{"traceEvents": []}')
+    before = trace.read_bytes()
+    for given in (trace, tmp_path):
+        result = CliRunner().invoke(app, ["trace", "summarize", str(given), "--csv", str(trace)])
+        assert result.exit_code == 1 and "that is an input" in result.output
+    link = tmp_path / "link.csv"
+    link.symlink_to(trace)
+    result = CliRunner().invoke(app, ["trace", "summarize", str(trace), "--csv", str(link)])
+    assert result.exit_code == 1 and "that is an input" in result.output
+    assert trace.read_bytes() == before

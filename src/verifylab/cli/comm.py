@@ -29,13 +29,20 @@ def _int_list(text: str | None, option: str) -> list[int] | None:
         raise ParameterError(f"{option} '{text}': not a comma-separated list of integers") from None
 
 
+MAX_GPUS = 1024  # more GPUs than any one box holds: a count or an index beyond it is a typo
+
+
 def _gpus(text: str | None) -> list[int] | None:
-    """``--gpus 4`` = the first four GPUs; ``--gpus 0,2,4,6`` = those."""
+    """``--gpus 4`` = the first four GPUs; ``--gpus 0,2,4,6`` = those (checked before anything is allocated)."""
+    if text is not None and len(text) > 8 * MAX_GPUS:
+        raise ParameterError(f"--gpus: more than {MAX_GPUS} GPUs given")
     values = _int_list(text, "--gpus")
     if values is not None and len(values) == 1 and text is not None and "," not in text:
-        if values[0] < 1:
-            raise ParameterError(f"--gpus {text}: a GPU count must be at least 1")
+        if not 1 <= values[0] <= MAX_GPUS:
+            raise ParameterError(f"--gpus {text}: a GPU count from 1 to {MAX_GPUS}")
         return list(range(values[0]))
+    if values is not None and (len(values) > MAX_GPUS or any(not 0 <= v < MAX_GPUS for v in values)):
+        raise ParameterError(f"--gpus {text}: GPU indices from 0 to {MAX_GPUS - 1}, at most {MAX_GPUS} of them")
     return values
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -58,11 +59,32 @@ class RawProbe:
 
     @classmethod
     def from_json(cls, data: dict) -> RawProbe:
+        """A raw record as stored; refused (``ValueError`` naming the field) when its world size is not 1..1024 or
+        not its number of ranks, or a number in what the ranks measured is infinite or negative (a NaN is a cell
+        not timed, as the ranks write it)."""
         data = dict(data)
+        world = data.get("world")
+        if not isinstance(world, int) or not 1 <= world <= 1024 or len(data.get("ranks") or []) != world:
+            raise ValueError(f"world = {str(world)[:20]}: 1 to 1024, one entry in 'ranks' per rank")
+        for where, value in _numbers({"ranks": data["ranks"], "peers": data.get("peers") or []}):
+            if math.isinf(value) or value < 0:
+                raise ValueError(f"{where} = {value!r}: a measured count, size or time is finite and not negative")
         data["config"] = ProbeConfig.model_validate(data["config"])
         data["host"] = HostP2P(**data["host"])
         data["work_dir"] = Path(data["work_dir"]) if data.get("work_dir") else None
         return cls(**data)
+
+
+def _numbers(obj: object, where: str = "") -> Iterator[tuple[str, float]]:
+    """Every number inside ``obj`` (dicts and lists walked) with where it is, e.g. ``ranks[0].cells[3].median_us``."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _numbers(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from _numbers(value, f"{where}[{i}]")
+    elif isinstance(obj, int | float) and not isinstance(obj, bool):
+        yield where, float(obj)
 
 
 def probe_environment() -> dict[str, str]:
