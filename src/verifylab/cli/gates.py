@@ -18,11 +18,27 @@ gates_app = typer.Typer(
 )
 
 
+DEFAULT_MATRIX = Path("data/gates/gate_matrix.csv")
+
+
+def _known(matrix: Path):
+    """The files the audited matrix lists per version; None (and a note) when the default matrix is absent here."""
+    from verifylab.gates.tree import known_gate_files
+
+    if matrix == DEFAULT_MATRIX and not matrix.exists():
+        err_console.print(f"note: no {matrix} here: the tree is checked without the audited file list", style="dim")
+        return None
+    return known_gate_files(matrix)
+
+
 @gates_app.command("audit")
 def gates_audit(
     root: Path | None = typer.Option(None, help=ROOT_HELP),
     arch: str = typer.Option("sm120", help="Target architecture (sm120 = RTX PRO 6000 / RTX 50 Blackwell)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable findings (+ sha256 of every file)."),
+    matrix: Path = typer.Option(
+        DEFAULT_MATRIX, help="The audited gate matrix: a tree missing a file it lists for its version is refused."
+    ),
 ) -> None:
     """Find, by parsing the source, every gate on the fusion and symmetric-memory paths that admits
     SM90/SM100 but not ARCH; plus capability tables, FlashInfer's JIT arch list, the fusion batch limit and
@@ -35,7 +51,7 @@ def gates_audit(
     try:
         target = gates_root(root)
         with err_console.status(f"auditing {target} for {arch}"):
-            result = audit(target, arch)
+            result = audit(target, arch, _known(matrix))
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
@@ -68,6 +84,9 @@ def gates_apply(
     audit_json: Path | None = typer.Option(
         None, "--audit", help="An earlier `audit --json`: refuse if a file changed since."
     ),
+    matrix: Path = typer.Option(
+        DEFAULT_MATRIX, help="The audited gate matrix: a tree missing a file it lists for its version is refused."
+    ),
 ) -> None:
     """Open the gates on the fusion and symmetric-memory paths: minimal edits in each file's own style
     (`or is_sm120_supported()`, `or _is_sm120_supported` + its module variable and import, `or
@@ -82,7 +101,7 @@ def gates_apply(
         expected = _audit_hashes(audit_json) if audit_json else None
         target = gates_root(root)
         with err_console.status(f"{'planning' if dry_run else 'opening'} the {arch} gates in {target}"):
-            result = apply(target, arch, dry_run=dry_run, expected=expected)
+            result = apply(target, arch, dry_run=dry_run, expected=expected, known=_known(matrix))
     except VerifylabError as exc:
         raise fail(exc) from None
     if result.diff:
@@ -101,6 +120,9 @@ def gates_apply(
 def gates_verify(
     root: Path | None = typer.Option(None, help=ROOT_HELP),
     arch: str = typer.Option("sm120", help="Target architecture."),
+    matrix: Path = typer.Option(
+        DEFAULT_MATRIX, help="The audited gate matrix: a tree missing a file it lists for its version is refused."
+    ),
 ) -> None:
     """Check a patched tree: every patched file compiles, re-audit finds no closed gate, and each gate
     evaluates True when the platform predicates say ARCH (no GPU needed). Exit 1 when a check fails.
@@ -110,7 +132,7 @@ def gates_verify(
     from verifylab.gates import verify
 
     try:
-        report = verify(gates_root(root), arch)
+        report = verify(gates_root(root), arch, _known(matrix))
     except VerifylabError as exc:
         raise fail(exc) from None
     for check in report.checks:

@@ -16,6 +16,7 @@ from verifylab.gates.state import STATE_DIR
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
 from verifylab.gates.state import tree_state as tree_state
+from verifylab.gates.tree import KnownFiles, check_tree
 from verifylab.iorw import sha256_of
 from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, flashinfer_workspace_needs_multicast, version_at_least
 
@@ -96,10 +97,12 @@ def _python_files(root: Path, package: str):
             yield path
 
 
-def audit(root: Path, arch: str = "sm120") -> Audit:
-    """Find every gate, table, limit and precondition; nothing is written."""
+def audit(root: Path, arch: str = "sm120", known: KnownFiles | None = None) -> Audit:
+    """Find every gate, table, limit and precondition in a whole tree (``gates.tree``: with ``known``, the files
+    the audited matrix lists for the installed versions must be there); nothing is written."""
     target = parse_arch(arch)
     present = check_root(root)
+    check_tree(root, present, {p: package_version(root, p) for p in present}, known or {})
     findings: list[Finding] = []
     hashes: dict[str, str] = {}
     for package in present:

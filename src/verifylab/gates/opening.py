@@ -21,6 +21,7 @@ from verifylab.gates.state import STATE_DIR, recover_for_apply, remove_state, re
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
 from verifylab.gates.state import tree_state as tree_state
+from verifylab.gates.tree import KnownFiles
 from verifylab.iorw import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_of
 
 
@@ -72,19 +73,26 @@ def _write_file(path: Path, data: bytes) -> None:
 
 
 def apply(
-    root: Path, arch: str = "sm120", dry_run: bool = False, expected: dict[str, str] | None = None
+    root: Path,
+    arch: str = "sm120",
+    dry_run: bool = False,
+    expected: dict[str, str] | None = None,
+    known: KnownFiles | None = None,
 ) -> ApplyResult:
-    """Open the gates: all files or none. ``expected``: sha256 per file from an earlier audit. An interrupted
-    earlier apply (or one a reinstall undid) is rolled back first. One apply or revert per tree at a time."""
+    """Open the gates: all files or none. ``expected``: sha256 per file from an earlier audit; ``known``: the files
+    the audited matrix lists per version (a tree missing one is refused). An interrupted earlier apply (or one a
+    reinstall undid) is rolled back first. One apply or revert per tree at a time."""
     if dry_run:
-        return _apply(root, arch, True, expected)
+        return _apply(root, arch, True, expected, known)
     with tree_lock(root, "apply"):
         recover_for_apply(root)
-        return _apply(root, arch, False, expected)
+        return _apply(root, arch, False, expected, known)
 
 
-def _apply(root: Path, arch: str, dry_run: bool, expected: dict[str, str] | None) -> ApplyResult:
-    aud = audit(root, arch)
+def _apply(
+    root: Path, arch: str, dry_run: bool, expected: dict[str, str] | None, known: KnownFiles | None
+) -> ApplyResult:
+    aud = audit(root, arch, known)
     if expected:
         for rel, digest in expected.items():
             path = root / rel
@@ -165,9 +173,10 @@ def evaluate_gate(expression: str, target: int) -> bool:
     return any(arch_of(v) == target for v in node.values)
 
 
-def verify(root: Path, arch: str = "sm120") -> VerifyReport:
-    """Patched files compile; re-audit shows no closed gate; each gate evaluates True for the target."""
-    aud = audit(root, arch)
+def verify(root: Path, arch: str = "sm120", known: KnownFiles | None = None) -> VerifyReport:
+    """Patched files compile; re-audit (of a whole tree) shows no closed gate; each gate evaluates True for the
+    target."""
+    aud = audit(root, arch, known)
     checks = []
     manifest_path = root / STATE_DIR / "manifest.json"
     try:
