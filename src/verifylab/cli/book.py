@@ -196,7 +196,8 @@ def run_cmd(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from verifylab.publish.build import project_root
-    from verifylab.publish.pipeline import load_params, run_pipeline
+    from verifylab.publish.interrupt import stop_on_ctrl_c
+    from verifylab.publish.pipeline import RunInterrupted, load_params, run_pipeline
 
     try:
         project = project_root(root)
@@ -220,8 +221,21 @@ def run_cmd(
                 progress.update(task, description=f"{parameters.mode}: {current['name']} (cell {done}/{cells})")
 
             chapters = only.split(",") if only else None
-            result = run_pipeline(project, parameters, on_chapter, on_cell, only=chapters, render=render)
+            with stop_on_ctrl_c():
+                result = run_pipeline(project, parameters, on_chapter, on_cell, only=chapters, render=render)
             progress.update(task, description="rendered" if render else "done", completed=len(result.chapters))
+    except RunInterrupted as stopped:
+        for chapter in stopped.chapters:
+            mark = "[green]ok[/]" if chapter.ok else f"[yellow]{escape(str(chapter.error))}[/]"
+            console.print(f"{chapter.name}: {mark}", highlight=False, soft_wrap=True)
+        resume = ",".join(stopped.to_resume)
+        console.print(
+            f"stopped: nothing rendered. Resume with: verifylab run --params {params} --only {resume}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(code=130) from None
     except VerifylabError as exc:
         raise fail(exc) from None
     for chapter in result.chapters:

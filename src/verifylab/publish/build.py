@@ -21,6 +21,7 @@ from typing import Any
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
+from verifylab.publish import interrupt
 from verifylab.publish.edition import archive, write_generated_pages
 from verifylab.publish.paths import GENERATED
 from verifylab.publish.pdf import print_pdfs
@@ -43,6 +44,7 @@ class ChapterResult:
     ok: bool
     error: str | None = None
     replayed: bool = False  # run from stored data to complete a render, not one of the chapters asked for
+    interrupted: bool = False  # Ctrl-C ended it (or kept it from starting)
 
 
 @dataclass
@@ -102,6 +104,13 @@ def execute_chapter(
     from verifylab.publish.ipc_kernel import IpcKernelManager
 
     output.parent.mkdir(parents=True, exist_ok=True)
+    stop = interrupt.CURRENT
+
+    def cell_done(done: int, total: int) -> None:
+        if on_cell is not None:
+            on_cell(done, total)
+        stop.after_cell()  # Ctrl-C: the chapter ends after this cell
+
     with tempfile.TemporaryDirectory(prefix="verifylab-nb-") as tmp:
         src_nb = Path(tmp) / f"{source.stem}.ipynb"
         out_nb = Path(tmp) / f"{source.stem}.out.ipynb"
@@ -120,11 +129,19 @@ def execute_chapter(
                 # were work for nothing: about 1 CPU-s of the 1.1 the parent spent on chapter 04
                 request_save_on_cell_execute=False,
                 engine_name=ENGINE,
-                on_cell=on_cell,
+                on_cell=cell_done,
                 extra_arguments=QUIET_KERNEL,
                 kernel_manager_class=IpcKernelManager,  # no TCP port another process could take first
             )
+        except interrupt.ChapterInterrupted as exc:
+            output.unlink(missing_ok=True)
+            return ChapterResult(source.stem, output, ok=False, error=str(exc), interrupted=True)
         except papermill.PapermillExecutionError as exc:
+            if stop.requested.is_set() and exc.ename == "KeyboardInterrupt":
+                output.unlink(missing_ok=True)
+                return ChapterResult(
+                    source.stem, output, ok=False, error="interrupted (Ctrl-C) in a cell", interrupted=True
+                )
             secrets = secret_values(parameters)
             last_line = (exc.evalue or str(exc)).strip().splitlines()[-1:] or [str(exc)]
             output.unlink(missing_ok=True)
@@ -200,6 +217,9 @@ def execute_chapters(
     independent); results in chapter order."""
 
     def run(number: int, source: Path, params: dict[str, Any]) -> ChapterResult:
+        if interrupt.CURRENT.requested.is_set():
+            output = root / GENERATED / f"{source.stem}.ipynb"
+            return ChapterResult(source.stem, output, ok=False, error="not run: Ctrl-C came first", interrupted=True)
         if on_chapter:
             on_chapter(source.stem, number, len(jobs))
         return execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, root, on_cell)

@@ -14,6 +14,8 @@ from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
+from verifylab.publish import interrupt
+
 
 class IpcKernelManager(AsyncKernelManager):
     """papermill's kernel manager with ``transport="ipc"``: the channels are socket files in a private folder
@@ -22,10 +24,12 @@ class IpcKernelManager(AsyncKernelManager):
     def __init__(self, **kwargs: Any) -> None:
         self._sockets = tempfile.mkdtemp(prefix="vl-kernel-")
         super().__init__(transport="ipc", ip=os.path.join(self._sockets, "k"), **kwargs)
+        interrupt.CURRENT.add_kernel(self)  # a second Ctrl-C reaches this kernel's running cell
 
     async def _ipc_cleanup_resources(self, restart: bool = False) -> None:
         await AsyncKernelManager.cleanup_resources(self, restart=restart)
         if not restart:
+            interrupt.CURRENT.drop_kernel(self)
             shutil.rmtree(self._sockets, ignore_errors=True)
 
     cleanup_resources = _ipc_cleanup_resources

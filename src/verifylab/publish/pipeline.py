@@ -13,7 +13,7 @@ import nbformat
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from verifylab.chapters.params import check_pipeline_chapters, parameters_for
-from verifylab.errors import ParameterError, describe_error
+from verifylab.errors import ParameterError, VerifylabError, describe_error
 from verifylab.publish.build import (
     REPLAY_WORKERS,
     BookResult,
@@ -95,6 +95,19 @@ def chapter_jobs(
     return [(s, parameters_for(s.stem, shared | params.chapters.get(s.stem, {}) | forced)) for s in sources]
 
 
+class RunInterrupted(VerifylabError):
+    """Ctrl-C stopped a run: ``chapters`` says which completed, which were cut short and which never started."""
+
+    def __init__(self, chapters: list[ChapterResult]) -> None:
+        super().__init__("interrupted (Ctrl-C)")
+        self.chapters = chapters
+
+    @property
+    def to_resume(self) -> list[str]:
+        """The chapters to run again: those cut short or never started (their two-digit numbers)."""
+        return [c.name.split("_", 1)[0] for c in self.chapters if not c.ok]
+
+
 def run_pipeline(
     root: Path,
     params: PipelineParams,
@@ -110,6 +123,8 @@ def run_pipeline(
     jobs = chapter_jobs(params, select_chapters(chapter_sources(root), only))
     workers = REPLAY_WORKERS if params.mode == "replay" else 1  # live chapters run in order: 02 feeds 03
     result.chapters = execute_chapters(root, jobs, on_chapter, on_cell, workers)
+    if any(chapter.interrupted for chapter in result.chapters):
+        raise RunInterrupted(result.chapters)  # nothing rendered: the caller says what completed and how to resume
     for chapter in result.chapters:
         if not chapter.ok:
             _failure_page(chapter, root)
