@@ -100,6 +100,7 @@ class NcclLog:
     environment: dict[str, str] = field(default_factory=dict)
     p2p_refusals: list[str] = field(default_factory=list)
     lines: int = 0
+    long_lines: int = 0  # lines over MAX_LINE characters: not NCCL's, skipped unread
 
     @property
     def transports(self) -> Counter[Transport]:
@@ -173,10 +174,17 @@ def compact_nccl_log(text: str) -> str:
     return "\n".join(dict.fromkeys(text.splitlines()))
 
 
+MAX_LINE = 4096  # NCCL's INFO lines are under 300 characters; a longer line is not one, and is never matched
+
+
 def parse_nccl_log(text: str) -> NcclLog:
-    """Parse ``NCCL_DEBUG=INFO`` output (one or several ranks' lines, any order; other lines ignored)."""
+    """Parse ``NCCL_DEBUG=INFO`` output (one or several ranks' lines, any order; other lines ignored). Linear in
+    the text: a line longer than :data:`MAX_LINE` is counted in ``long_lines`` and never given to a pattern."""
     log = NcclLog()
     for raw in text.splitlines():
+        if len(raw) > MAX_LINE:
+            log.long_lines += 1
+            continue
         body = _body(raw)
         if body is None:
             continue
