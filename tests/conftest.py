@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import threading
 from contextlib import contextmanager
 from functools import partial
@@ -30,6 +31,38 @@ from .browsing import (
 from .projects import project_copy
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The system's temporary folder, as the tests (and every process they start) see it, is a folder of this session's
+# own; at the end it must hold nothing but pytest's tmp_path folders (and, under xdist, the workers' own such
+# folders): anything else is a file a test or the code under test left behind (#41 item 6).
+SESSION_TMP = Path(tempfile.mkdtemp(prefix="verifylab-tests-"))
+os.environ["TMPDIR"] = str(SESSION_TMP)
+tempfile.tempdir = None  # tempfile reads TMPDIR again
+
+
+def leftovers(folder: Path) -> list[str]:
+    """What a test session left in its temporary folder besides pytest's and the xdist workers' own folders."""
+    own = (
+        "pytest-of-",
+        "verifylab-tests-",
+        "pymp-",  # multiprocessing's own folder: it removes it when the process exits, after this check
+        "torchinductor_",  # torch's kernel cache, kept by torch on purpose between processes
+    )
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith(own)) if folder.is_dir() else []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    left = leftovers(SESSION_TMP)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = f"tests left {len(left)} item(s) in the temporary folder: {', '.join(left[:20])}"
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if "PYTEST_XDIST_WORKER" in os.environ:  # a worker's folder; the controller's holds pytest's folders
+        shutil.rmtree(SESSION_TMP, ignore_errors=True)
+
+
 SEEDS = ROOT.parent / "shared" / "seeds"
 BOOK_FIXTURES = {"smoke_run", "built_book"}  # a test using one builds the book: the slow lane
 

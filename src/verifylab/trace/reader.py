@@ -281,7 +281,7 @@ def _decode_events(path: Path, read: Callable[[], bytes]) -> Iterator[list[RawEv
                 buf, consumed, pos = buf[pos:] + more, consumed + pos, 0
                 continue
             where = consumed + pos + exc.offset
-            if not buf[pos + exc.offset :].strip():
+            if not buf[pos + exc.offset :].strip() or (eof and exc.msg.startswith("Unterminated string")):
                 raise TraceError(f"{path}: truncated at byte {where}: the trace ends inside an event") from None
             raise TraceError(f"{path}: invalid JSON at byte {where}: {exc.msg}") from None
         pos += length
