@@ -35,7 +35,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # The system's temporary folder, as the tests (and every process they start) see it, is a folder of this session's
 # own; at the end it must hold nothing but pytest's tmp_path folders (and, under xdist, the workers' own such
 # folders): anything else is a file a test or the code under test left behind (#41 item 6).
-SESSION_TMP = Path(tempfile.mkdtemp(prefix="verifylab-tests-"))
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+SESSION_TMP = (
+    Path(tempfile.gettempdir()) / f"w-{_WORKER}"  # inside the controller's folder (its TMPDIR)
+    if _WORKER
+    else Path(tempfile.gettempdir()) / f"verifylab-tests-{os.getuid()}"
+)
+if SESSION_TMP.is_dir():  # what a killed earlier session left: pytest keeps its own folders, nothing else stays
+    for stale in SESSION_TMP.iterdir():
+        if not stale.name.startswith("pytest-of-"):
+            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+SESSION_TMP.mkdir(parents=True, exist_ok=True)
 os.environ["TMPDIR"] = str(SESSION_TMP)
 tempfile.tempdir = None  # tempfile reads TMPDIR again
 
@@ -44,7 +54,7 @@ def leftovers(folder: Path) -> list[str]:
     """What a test session left in its temporary folder besides pytest's and the xdist workers' own folders."""
     own = (
         "pytest-of-",
-        "verifylab-tests-",
+        "w-gw",  # an xdist worker's folder: the worker checks it
         "pymp-",  # multiprocessing's own folder: it removes it when the process exits, after this check
         "torchinductor_",  # torch's kernel cache, kept by torch on purpose between processes
     )
@@ -59,8 +69,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if "PYTEST_XDIST_WORKER" in os.environ:  # a worker's folder; the controller's holds pytest's folders
-        shutil.rmtree(SESSION_TMP, ignore_errors=True)
 
 
 SEEDS = ROOT.parent / "shared" / "seeds"

@@ -416,3 +416,26 @@ def test_failure_names_the_module_that_stopped_the_server_not_an_ignored_one():
     )
     name, advice = classify_failure(log)
     assert name == "import_error" and "deep_gemm" in advice and "helion" not in advice
+
+
+@pytest.mark.slow  # starts a server
+def test_a_cells_ttft_is_the_servers_not_the_clients_start_up(tmp_path, help_text):
+    """#42 item 5: the first wave of a cell opens its connections before it is timed. The test double makes the
+    first request on each new connection wait 300 ms (a cold client); its TTFT is 50 ms."""
+    import asyncio
+
+    from verifylab.bench.client import Client
+
+    cfg = base("--prefill-ms", "50", "--connect-ms", "300")
+    with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
+
+        async def cold_wave() -> list[float]:
+            async with Client(server.url) as client:
+                wave = await asyncio.gather(*(client.generate("cold", 4) for _ in range(8)))
+                return [r.ttft_s for r in wave]
+
+        cold = asyncio.run(cold_wave())
+        sweep = run_sweep(server.url, [8], 4, requests_per_cell=8)
+    (cell,) = sweep["cells"]
+    assert min(cold) >= 0.3  # an unwarmed first wave pays the connections (the test can fail)
+    assert 0.05 <= cell["median_ttft_ms"] / 1e3 < 0.3  # the sweep's first wave does not

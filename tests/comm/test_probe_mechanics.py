@@ -175,7 +175,7 @@ def test_one_gpu_is_probed_alone(monkeypatch):
         (["--tokens", ""], 2, "--tokens '': give a comma-separated list"),
         (["--tokens", "4,-1"], 2, "token counts must be positive"),
         (["--tokens", "four"], 2, "not a comma-separated list of integers"),
-        (["--gpus", "0"], 2, "a GPU count must be at least 1"),
+        (["--gpus", "0"], 2, "a GPU count from 1 to 1024"),
         (["--run-id", "Bad Id"], 2, "not a plain run name"),
         ([], 1, "comm probe needs CUDA GPUs"),
     ],

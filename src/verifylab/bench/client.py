@@ -8,6 +8,7 @@ arrive, before any JSON parsing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -210,6 +211,12 @@ class Client:
                 return resp.status
         except aiohttp.ClientError as exc:
             raise BenchmarkError(f"{self.url}{path}: cannot reach the server ({exc})") from None
+
+    async def warm(self, connections: int) -> None:
+        """Open ``connections`` keep-alive connections and run the request path once on each (a one-token
+        request, not recorded): a cell's first wave then measures the server, not the client's own start-up
+        (connecting, first calls). Its failures are the cell's to find."""
+        await asyncio.gather(*(self.generate("warm-up", 1) for _ in range(connections)))
 
     async def generate(
         self, prompt: str, max_tokens: int, prompt_id: str = "", category: str = "", stream: bool = True

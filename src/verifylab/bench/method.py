@@ -70,7 +70,9 @@ async def sweep_cell(
     prompts: list[Prompt],
     progress: Progress | None = None,
 ) -> tuple[list[RequestResult], float]:
-    """Closed loop: ``concurrency`` requests in flight until ``requests`` have finished; returns them and wall s."""
+    """Closed loop: ``concurrency`` requests in flight until ``requests`` have finished; returns them and wall s.
+    The client is warmed first with as many connections as the cell holds (not timed, not recorded)."""
+    await client.warm(concurrency)
     counter = {"next": 0, "done": 0}
     results: list[RequestResult] = []
 

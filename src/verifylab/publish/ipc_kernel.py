@@ -16,13 +16,22 @@ from jupyter_client.manager import AsyncKernelManager
 
 from verifylab.publish import interrupt
 
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sockaddr_un.sun_path, less its terminating zero)
+
+
+def _short_base() -> str:
+    """The temporary folder, unless a socket's path under it would not fit (a long TMPDIR): then /tmp."""
+    base = tempfile.gettempdir()
+    longest = os.path.join(base, "vl-kernel-xxxxxxxx", "k-99")
+    return base if len(os.fsencode(longest)) <= SOCKET_PATH_MAX else "/tmp"
+
 
 class IpcKernelManager(AsyncKernelManager):
     """papermill's kernel manager with ``transport="ipc"``: the channels are socket files in a private folder
     (a short path: a socket's must fit in 107 bytes), removed with the kernel."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._sockets = tempfile.mkdtemp(prefix="vl-kernel-")
+        self._sockets = tempfile.mkdtemp(prefix="vl-kernel-", dir=_short_base())
         super().__init__(transport="ipc", ip=os.path.join(self._sockets, "k"), **kwargs)
         interrupt.CURRENT.add_kernel(self)  # a second Ctrl-C reaches this kernel's running cell
 

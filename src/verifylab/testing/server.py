@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+import weakref
 from pathlib import Path
 
 from aiohttp import web
@@ -53,6 +54,7 @@ FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--log-line": True,
     "--exit-with": True,
     "--startup-ms": True,
+    "--connect-ms": True,  # the first request on each new connection waits this long (a client's cold start)
 }
 
 
@@ -74,6 +76,8 @@ class State:
         self.step = float(args.step_ms or 20.0) / 1e3
         self.prefill = float(args.prefill_ms) / 1e3 if args.prefill_ms else self.step
         self.per_step = int(args.tokens_per_step or 1)
+        self.connect_s = float(args.connect_ms or 0) / 1e3
+        self.warm_transports: weakref.WeakSet = weakref.WeakSet()
         # like SGLang's SGLANG_SIMULATE_ACC_LEN under speculation: the mean tokens per verify, floor and ceiling
         # mixed ("match-expected"); here deterministically, so a request's count is exact
         simulated = os.environ.get("SGLANG_SIMULATE_ACC_LEN")
@@ -313,8 +317,20 @@ def write_fake_trace(path: Path, steps: int, layers: int = 2, fused: bool = Fals
         json.dump({"schemaVersion": 1, "traceEvents": events}, fh)
 
 
+@web.middleware
+async def cold_connections(request: web.Request, handler):
+    """The first request on a connection waits ``--connect-ms``: what a client that opens its connections as
+    the first wave starts pays before the server sees the request."""
+    state: State = request.app["state"]
+    transport = request.transport
+    if state.connect_s and transport is not None and transport not in state.warm_transports:
+        state.warm_transports.add(transport)
+        await asyncio.sleep(state.connect_s)
+    return await handler(request)
+
+
 def build_app(args: argparse.Namespace) -> web.Application:
-    app = web.Application()
+    app = web.Application(middlewares=[cold_connections])
     app["state"] = State(args)
     app.router.add_post("/generate", generate)
     app.router.add_post("/v1/completions", completions)
