@@ -421,12 +421,12 @@ def test_failure_names_the_module_that_stopped_the_server_not_an_ignored_one():
 @pytest.mark.slow  # starts a server
 def test_a_cells_ttft_is_the_servers_not_the_clients_start_up(tmp_path, help_text):
     """#42 item 5: the first wave of a cell opens its connections before it is timed. The test double makes the
-    first request on each new connection wait 300 ms (a cold client); its TTFT is 50 ms."""
+    first request on each new connection wait 2 s (a cold client); its TTFT is 50 ms."""
     import asyncio
 
     from verifylab.bench.client import Client
 
-    cfg = base("--prefill-ms", "50", "--connect-ms", "300")
+    cfg = base("--prefill-ms", "50", "--connect-ms", "2000")
     with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
 
         async def cold_wave() -> list[float]:
@@ -437,5 +437,5 @@ def test_a_cells_ttft_is_the_servers_not_the_clients_start_up(tmp_path, help_tex
         cold = asyncio.run(cold_wave())
         sweep = run_sweep(server.url, [8], 4, requests_per_cell=8)
     (cell,) = sweep["cells"]
-    assert min(cold) >= 0.3  # an unwarmed first wave pays the connections (the test can fail)
-    assert 0.05 <= cell["median_ttft_ms"] / 1e3 < 0.3  # the sweep's first wave does not
+    assert min(cold) >= 2.0  # an unwarmed first wave pays the connections (the test can fail)
+    assert 0.05 <= cell["median_ttft_ms"] / 1e3 < 1.0  # the sweep's first wave does not (a loaded box adds less)

@@ -9,6 +9,7 @@ arrive, before any JSON parsing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -213,10 +214,17 @@ class Client:
             raise BenchmarkError(f"{self.url}{path}: cannot reach the server ({exc})") from None
 
     async def warm(self, connections: int) -> None:
-        """Open ``connections`` keep-alive connections and run the request path once on each (a one-token
-        request, not recorded): a cell's first wave then measures the server, not the client's own start-up
-        (connecting, first calls). Its failures are the cell's to find."""
-        await asyncio.gather(*(self.generate("warm-up", 1) for _ in range(connections)))
+        """Open ``connections`` keep-alive connections (a GET of /health on each, at once): a cell's first wave
+        then measures the server, not the client's own start-up. No generation: the server's counters (its accept
+        length) see only the cell's requests. Its failures are the cell's to find."""
+        assert self.session
+
+        async def touch() -> None:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with self.session.get(self.url + "/health", allow_redirects=False) as resp:  # type: ignore[union-attr]
+                    await resp.read()
+
+        await asyncio.gather(*(touch() for _ in range(connections)))
 
     async def generate(
         self, prompt: str, max_tokens: int, prompt_id: str = "", category: str = "", stream: bool = True
