@@ -39,13 +39,18 @@ def test_the_table_covers_the_decision():
         ("regime", "fine", "regime 'fine' is not one of"),
         ("url", "ftp://x", "not an http(s) address"),
         ("published", "", "empty field(s) published"),
+        ("value", "inf", "value inf is not a finite number"),  # #41: inf passed 'the quote carries the number'
+        ("value", "-6.1", "value -6.1 is not a finite number"),
+        ("world_size", "0", "world_size 0.0 is not a finite number"),
+        ("world_size", "1000000000000", "world_size 1000000000000.0 is not a finite number"),
+        ("message_bytes", "nan", "message_bytes nan is not a finite number"),
     ],
 )
 def test_a_bad_row_is_named(tmp_path: Path, column: str, value: str, message: str):
     data = tmp_path / "data"
     (data / "reference").mkdir(parents=True)
     shutil.copy(ROOT / "data" / PUBLIC_FILE, data / PUBLIC_FILE)
-    frame = pd.read_csv(data / PUBLIC_FILE, keep_default_na=False)
+    frame = pd.read_csv(data / PUBLIC_FILE, keep_default_na=False, dtype=str)
     frame.loc[0, column] = value
     frame.to_csv(data / PUBLIC_FILE, index=False)
     with pytest.raises(ReferenceDataError, match=rf"line 2 \(pub-01\).*{message.replace('(', '.').replace(')', '.')}"):

@@ -5,12 +5,15 @@ size, implementation, transport, regime, hardware, software, method, dates, URL 
 
 from __future__ import annotations
 
+import io
+import math
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from verifylab.errors import ReferenceDataError
+from verifylab.intake import OutsideFileError, read_outside_text
 
 PUBLIC_FILE = Path("reference") / "public_measurements.csv"
 PROVENANCE = "reported (public)"
@@ -60,6 +63,16 @@ def check_public(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         for field, allowed in (("regime", REGIMES), ("transport", TRANSPORTS), ("unit", UNITS)):
             if row[field] not in allowed:
                 raise ReferenceDataError(f"{where}: {field} '{row[field]}' is not one of {sorted(allowed)}")
+        for field, low, high in (("value", 0.0, 1e9), ("world_size", 1, 1024), ("message_bytes", 1, 1 << 40)):
+            raw = row.get(field)
+            if field == "message_bytes" and (raw is None or str(raw).strip() == "" or pd.isna(raw)):
+                continue  # a bandwidth or a rate has no message size
+            try:
+                number = float(raw)
+            except (TypeError, ValueError):
+                raise ReferenceDataError(f"{where}: {field} {str(raw)[:20]!r} is not a number") from None
+            if not (math.isfinite(number) and low <= number <= high and (field != "value" or number > 0)):
+                raise ReferenceDataError(f"{where}: {field} {number!r} is not a finite number in {low:g}..{high:g}")
         if not str(row["url"]).startswith(("https://", "http://")):
             raise ReferenceDataError(f"{where}: url '{row['url']}' is not an http(s) address")
         if len(str(row["quote"]).split()) > MAX_QUOTE_WORDS:
@@ -77,7 +90,10 @@ def load_public_measurements(data_dir: Path | str) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
     try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values={"value": [""], "message_bytes": [""]})
+        text = read_outside_text(path, "table")
+        frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values={"value": [""], "message_bytes": [""]})
+    except OutsideFileError as exc:
+        raise ReferenceDataError(str(exc)) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ReferenceDataError(f"{path}: unreadable ({exc})") from None
     frame = check_public(frame, str(path))
