@@ -98,3 +98,10 @@ def test_an_output_that_is_one_of_the_inputs_is_refused_before_reading(tmp_path)
     result = CliRunner().invoke(app, ["trace", "summarize", str(trace), "--csv", str(link)])
     assert result.exit_code == 1 and "that is an input" in result.output
     assert trace.read_bytes() == before
+
+
+def test_a_trace_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path):
+    fifo = _fifo(tmp_path)
+    for given, words in ((fifo, "a FIFO"), ("/dev/zero", "a device")):
+        result = CliRunner().invoke(app, ["trace", "summarize", str(given)])
+        assert result.exit_code == 1 and words in result.output, result.output

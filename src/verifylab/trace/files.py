@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verifylab.errors import TraceError
+from verifylab.intake import OutsideFileError, checked_file
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".trace.json.gz")
 SIDECAR_SUFFIXES = (".times.json",)  # JSON that is not a trace (other sidecars are dotfiles or not *.json)
@@ -34,7 +35,10 @@ def expand_paths(paths: Sequence[Path | str]) -> list[Path]:
                 raise TraceError(f"{p}: folder holds no trace files (*.json, *.json.gz; dotfiles and sidecars skipped)")
             files.extend(found)
         elif p.exists():
-            files.append(p)
+            try:
+                files.append(checked_file(p, "trace"))  # a FIFO or a device would hang or never end
+            except OutsideFileError as exc:
+                raise TraceError(str(exc)) from None
         else:
             raise TraceError(f"{p}: no such file or folder")
     return files
