@@ -5,20 +5,25 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.verifylab-installed
-FLEET_STAMP := $(VENV)/.verifylab-fleet-installed
+BOOK_STAMP := $(VENV)/.verifylab-book-installed
+# The locks (make lock writes them): the book's environment (no torch, no CUDA wheel), and the tests' (the book's,
+# the test tools, Ray, and the CPU build of torch this machine image keeps in /opt/wheels)
+BOOK_LOCK := requirements/book.lock
+TEST_LOCK := requirements/test.lock
 # Bytecode is compiled on first import and kept in $(VENV)/pycache (never beside the sources), also where the
 # environment says PYTHONDONTWRITEBYTECODE: without it every process (kernels, ranks, servers) compiles torch,
 # pandas and the book stack again, and the tests take 1.6 times as long.
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install book test test-fleet check lint notebooks browser clean live pytest
+.PHONY: help install book test test-fleet check lint notebooks browser clean live pytest lock
 
 PARAMS ?= examples/params-smoke.yaml
 
 help:
-	@echo "make book   - create $(VENV), install, execute every chapter (replay) and render _build/html"
-	@echo "make test   - create $(VENV), install (with Ray, the fleet extra), lint + the whole test suite (browser and"
+	@echo "make book   - create $(VENV), install $(BOOK_LOCK) (no torch), execute every chapter (replay), render _build/html"
+	@echo "make lock   - write both locks again from pyproject.toml (after changing its dependencies)"
+	@echo "make test   - create $(VENV), install $(TEST_LOCK) (with Ray and torch's CPU build), lint + the whole suite (browser and"
 	@echo "              local Ray cluster tests included)"
 	@echo "make check - the fast lane: lint and the unit tests (no book build, no browser)"
 	@echo "make test-fleet - install Ray (the fleet extra) and run only verifylab fleet's tests (a local Ray cluster)"
@@ -46,19 +51,26 @@ endif
 export UV_SYSTEM_CERTS ?= 1
 UV_INSTALL := $(BIN)/uv pip install -q --python $(BIN)/python
 
-$(STAMP): pyproject.toml | $(BIN)/uv
-	$(UV_INSTALL) -e ".[book,dev]"
-	touch $(STAMP)
+# Everything from a lock (the exact versions it names, nothing resolved anew), then verifylab itself without deps.
+$(STAMP): pyproject.toml $(TEST_LOCK) | $(BIN)/uv
+	$(UV_INSTALL) -r $(TEST_LOCK)
+	$(UV_INSTALL) --no-deps -e .
+	touch $(STAMP) $(BOOK_STAMP)
+
+$(BOOK_STAMP): pyproject.toml $(BOOK_LOCK) | $(BIN)/uv
+	$(UV_INSTALL) -r $(BOOK_LOCK)
+	$(UV_INSTALL) --no-deps -e .
+	touch $(BOOK_STAMP)
 
 install: $(STAMP)
 
-# With Ray, for verifylab fleet and its tests (an optional extra: make book and make check do without it); one
-# uv run for everything, so a fresh clone's make test resolves once
-$(FLEET_STAMP): pyproject.toml | $(BIN)/uv
-	$(UV_INSTALL) -e ".[book,dev,fleet]"
-	touch $(STAMP) $(FLEET_STAMP)
+# The locks, after a change of pyproject.toml's dependencies (needs the package index)
+lock: | $(BIN)/uv
+	$(BIN)/uv pip compile pyproject.toml --extra book --universal --python-version 3.11 -q -o $(BOOK_LOCK)
+	$(BIN)/uv pip compile pyproject.toml --extra book --extra dev --extra fleet --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 -q -o $(TEST_LOCK)
 
-book: $(STAMP)
+book: $(BOOK_STAMP)
 	$(BIN)/verifylab book
 
 # Debian's chromium for the headless-browser tests (never `playwright install`: it downloads a browser).
@@ -85,7 +97,7 @@ check: $(STAMP) lint
 # of what the test processes import is compiled once (tests/warm_bytecode.py): in a fresh clone the first workers,
 # kernels and ranks would otherwise each compile the same modules at once. The lint runs beside the tests: mypy
 # holds one core for seconds, and the tests' waits leave room for it.
-test: $(FLEET_STAMP) browser
+test: $(STAMP) browser
 	$(MAKE) --no-print-directory -j 2 -O warm-bytecode-torch warm-bytecode-book
 	$(MAKE) --no-print-directory -j 2 -O lint pytest
 
@@ -96,7 +108,7 @@ warm-bytecode-%: $(STAMP)
 	$(BIN)/python tests/warm_bytecode.py $*
 
 # verifylab fleet against a real local Ray cluster (a head and two nodes): installs the fleet extra (Ray) first.
-test-fleet: $(FLEET_STAMP)
+test-fleet: $(STAMP)
 	$(BIN)/python -m pytest -q -m fleet tests/test_fleet.py
 
 live: $(STAMP)
