@@ -71,3 +71,14 @@ def test_make_book_and_make_test_install_from_the_locks():
     assert "-r $(BOOK_LOCK)" in book_recipe and "--no-deps -e ." in book_recipe and "[" not in book_recipe
     test_recipe = makefile.split("$(STAMP): ")[1].split("\n\n")[0]
     assert "-r $(TEST_LOCK)" in test_recipe and "--no-deps -e ." in test_recipe
+
+
+def test_an_edition_names_its_toolchain_and_a_differing_one_is_named():
+    from verifylab.publish.toolchain import toolchain_differences, toolchain_versions
+
+    now = toolchain_versions()
+    assert now["python"] == f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
+    assert {"jupyter-book", "sphinx", "myst-nb", "altair", "vl-convert-python", "pandas"} <= set(now)
+    registry = [{"id": "old", "toolchain": {**now, "sphinx": "0.1"}}, {"id": "none-recorded"}]
+    assert toolchain_differences(registry, now) == [f"sphinx {now['sphinx']} here, 0.1 in edition old"]
+    assert toolchain_differences([{"id": "same", "toolchain": now}], now) == []

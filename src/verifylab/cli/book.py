@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from verifylab.cli._shared import console, fail, print_frame
+from verifylab.cli._shared import console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, VerifylabError
 
 runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
@@ -118,6 +118,7 @@ def book(
 
     try:
         project = project_root(root)
+        _warn_of_toolchain(project)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -150,6 +151,15 @@ def book(
     if publish:
         console.print("registered in book/editions.json: commit it so the edition outlives the build folder")
     console.print(f"book: [bold]{result.index_html}[/]")
+
+
+def _warn_of_toolchain(project: Path) -> None:
+    """Say which rendering packages differ from the newest registered edition's: its pages may then differ."""
+    from verifylab.publish.registry import load_registry
+    from verifylab.publish.toolchain import toolchain_differences, toolchain_versions
+
+    for line in toolchain_differences(load_registry(project), toolchain_versions()):
+        err_console.print(f"warning: {line}: pages may differ from that edition's", highlight=False, markup=False)
 
 
 def notebook(

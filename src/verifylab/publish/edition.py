@@ -26,6 +26,7 @@ from verifylab.publish.finding import Finding, by_key
 from verifylab.publish.findings import key_findings
 from verifylab.publish.paths import GENERATED
 from verifylab.publish.registry import edition_as_json, load_registry
+from verifylab.publish.toolchain import toolchain_versions
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
 
@@ -93,6 +94,7 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
         "runs": runs_used(ev),
         "key_findings": findings,
         "previous": previous["id"] if previous else None,
+        "toolchain": toolchain_versions(),
     }
     out = root / GENERATED
     atomic_write_json(out / "edition.json", edition_as_json(edition))
@@ -122,7 +124,7 @@ def archive(root: Path, edition: dict) -> Path:
     index_path = editions / "editions.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else []
     known = [e for e in known if e["id"] != edition["id"]] + [
-        {k: edition[k] for k in ("id", "built", "commit", "data_digest", "runs")}
+        {k: edition[k] for k in ("id", "built", "commit", "data_digest", "runs", "toolchain") if k in edition}
     ]
     atomic_write_json(index_path, known)
     items = "".join(

@@ -53,6 +53,7 @@ def _register(path: Path, earlier: list[dict], edition: dict) -> None:
         "data_digest": edition["data_digest"],
         "runs": edition["runs"],
         "key_findings": edition["key_findings"],
+        **({"toolchain": edition["toolchain"]} if edition.get("toolchain") else {}),
     }
     atomic_write_json(path, [e for e in earlier if e["id"] != edition["id"]] + [edition_as_json(entry)])
 
