@@ -57,6 +57,7 @@ def leftovers(folder: Path) -> list[str]:
         "w-gw",  # an xdist worker's folder: the worker checks it
         "pymp-",  # multiprocessing's own folder: it removes it when the process exits, after this check
         "torchinductor_",  # torch's kernel cache, kept by torch on purpose between processes
+        "uv-setuptools-",  # uv's lock on its cached build backend, kept by uv on purpose
     )
     return sorted(p.name for p in folder.iterdir() if not p.name.startswith(own)) if folder.is_dir() else []
 
