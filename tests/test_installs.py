@@ -82,3 +82,21 @@ def test_an_edition_names_its_toolchain_and_a_differing_one_is_named():
     registry = [{"id": "old", "toolchain": {**now, "sphinx": "0.1"}}, {"id": "none-recorded"}]
     assert toolchain_differences(registry, now) == [f"sphinx {now['sphinx']} here, 0.1 in edition old"]
     assert toolchain_differences([{"id": "same", "toolchain": now}], now) == []
+
+
+def test_every_subprocess_verifylab_starts_has_a_timeout():
+    """#43 item 4: a subprocess.run without a timeout can hang a command for good; Popen (servers, ranks, kernels)
+    is watched by its own deadlines and is not counted here."""
+    missing = []
+    for path in (ROOT / "src" / "verifylab").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("run", "check_output", "check_call", "call")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "subprocess"
+                and not any(k.arg == "timeout" for k in node.keywords)
+            ):
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert missing == []

@@ -19,6 +19,7 @@ from verifylab.lifetime import die_with_parent
 from verifylab.strict_yaml import load_strict_yaml
 
 OUTPUT_LINES = 15  # of a failed run's output, what the driver is told
+JOB_TIMEOUT_S = 24 * 3600  # one job (a live campaign's chapters on one box) never takes a day: it hangs
 
 
 def code_identity() -> str:
@@ -55,13 +56,19 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
         cmd = [sys.executable, "-m", "verifylab.cli", "run", "--params", fh.name, "--root", str(project)]
         cmd += ["--no-render"] + (["--only", ",".join(spec["only"])] if spec.get("only") else [])
         # the run dies with this worker: a retried task never finds the killed attempt still measuring
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, preexec_fn=die_with_parent)
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, check=False, preexec_fn=die_with_parent, timeout=JOB_TIMEOUT_S
+            )
+            returncode, output = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()
+        except subprocess.TimeoutExpired:  # stopped (its servers die with it); what it stored still travels back
+            returncode = None
+            output = [f"error: verifylab run took longer than {JOB_TIMEOUT_S} s on this box and was stopped"]
     finally:
         os.unlink(fh.name)
-    output = (proc.stdout + proc.stderr).strip().splitlines()
     run_ids = runs_changed(runs_dir, before)
-    result: dict[str, Any] = {"ok": proc.returncode == 0, "returncode": proc.returncode, "run_ids": run_ids}
-    if proc.returncode != 0:
+    result: dict[str, Any] = {"ok": returncode == 0, "returncode": returncode, "run_ids": run_ids}
+    if returncode != 0:
         failed = [line for line in output if line.startswith("error:") or ": failed: " in line]  # run's one-liners
         errors = failed or output[-1:] or ["(no output)"]
         result["error"] = errors[-1][:400]

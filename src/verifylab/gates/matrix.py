@@ -57,7 +57,10 @@ def download_wheel(package: str, version: str, cache: Path) -> Path:
             f"{dist}=={version}",
         ]
         for extra in ([], FALLBACK_PLATFORM):
-            proc = subprocess.run(base + extra, capture_output=True, text=True, check=False)
+            try:
+                proc = subprocess.run(base + extra, capture_output=True, text=True, check=False, timeout=600)
+            except subprocess.TimeoutExpired:
+                raise GateError(f"pip download of {dist}=={version} took longer than 600 s and was stopped") from None
             got = sorted(Path(tmp).glob(f"{stem}-{version}-*.whl"))
             if proc.returncode == 0 and got:
                 target = cache / got[0].name

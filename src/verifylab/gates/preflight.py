@@ -15,7 +15,11 @@ from verifylab.vocab import FLASHINFER_JIT_ADMITS_SM12X, version_at_least
 def _nvcc_archs() -> list[str]:
     if shutil.which("nvcc") is None:
         return []
-    out = subprocess.run(["nvcc", "--list-gpu-arch"], capture_output=True, text=True, check=False).stdout
+    try:
+        command = ["nvcc", "--list-gpu-arch"]
+        out = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60).stdout
+    except subprocess.TimeoutExpired:
+        return []  # an nvcc that does not answer in a minute lists nothing: the preflight says so
     return re.findall(r"compute_(\d+)", out)
 
 

@@ -166,6 +166,9 @@ def jupyter_book_command() -> list[str]:
     return [str(exe) if exe.exists() else "jupyter-book"]
 
 
+RENDER_TIMEOUT_S = 1800  # the HTML render of this book takes under a minute; half an hour means it hangs
+
+
 def render_html(root: Path, strict: bool = True) -> Path:
     """Run ``jupyter-book build`` on the project root; returns ``_build/html/index.html``.
 
@@ -181,7 +184,20 @@ def render_html(root: Path, strict: bool = True) -> Path:
         cmd = [*jupyter_book_command(), "build", str(root), "--quiet", "--path-output", str(staging)]
         if strict:
             cmd += ["--warningiserror", "--keep-going"]
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False, preexec_fn=die_with_parent)
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=root,
+                capture_output=True,
+                text=True,
+                check=False,
+                preexec_fn=die_with_parent,
+                timeout=RENDER_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise BookBuildError(
+                f"jupyter-book build took longer than {RENDER_TIMEOUT_S} s and was stopped (the previous book is kept)"
+            ) from None
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
             raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")

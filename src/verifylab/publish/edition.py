@@ -48,7 +48,12 @@ def data_digest(data_dir: Path) -> str:
 
 
 def git_head(root: Path) -> str:
-    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        return "nogit"  # git did not answer in 30 s (a hung filesystem): the edition says it has no commit
     return proc.stdout.strip() if proc.returncode == 0 else "nogit"
 
 
