@@ -76,10 +76,11 @@ def test_book_has_every_chapter_and_no_network_reference(built_book: Path):
 
 
 def test_every_server_setting_reaches_the_launch_command():
-    from verifylab.chapters.params import SERVER_SETTINGS, Benchmarks, VerifyBreakdown
+    from verifylab.chapters.params import Benchmarks, VerifyBreakdown
+    from verifylab.server.settings import LAUNCH_FIELDS
     from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_args
 
-    assert set(SERVER_SETTINGS) <= set(BaseConfig.model_fields)  # a setting the launcher does not take fails here
+    assert set(LAUNCH_FIELDS) <= set(BaseConfig.model_fields)  # a setting the launcher does not take fails here
     for chapter in (Benchmarks, VerifyBreakdown):
         params = chapter.validated(model_path="/m", tp_size=2, mem_fraction_static=0.3, port=30001)
         args = variant_args(BaseConfig(**params.server_settings()), DEFAULT_VARIANTS["baseline"], "")
@@ -90,12 +91,13 @@ def test_every_server_setting_reaches_the_launch_command():
 
 
 def test_a_server_setting_declared_in_params_changes_what_is_started():
-    """Every name in SERVER_SETTINGS, set to another value, changes the command SGLang is started with (or how it
-    is started): a setting added to the model and the list reaches the server with no other edit."""
+    """Every launch setting (``server.settings``), set to another value, changes the command SGLang is started
+    with (or how it is started): a setting added there reaches the server with no other edit."""
     import types
     import typing
 
-    from verifylab.chapters.params import SERVER_SETTINGS, Benchmarks
+    from verifylab.chapters.params import Benchmarks
+    from verifylab.server.settings import LAUNCH_FIELDS
     from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_args
 
     def sample(annotation):
@@ -115,9 +117,31 @@ def test_a_server_setting_declared_in_params_changes_what_is_started():
 
     given = {"model_path": "/m", "draft_model_path": "/d"}
     default = started(Benchmarks.validated(**given))
-    for name in SERVER_SETTINGS:
+    for name in ("model_path", *LAUNCH_FIELDS):
         changed = Benchmarks.validated(**given | {name: sample(Benchmarks.model_fields[name].annotation)})
         assert started(changed) != default, f"{name} never reaches the server"
+
+
+def test_launch_defaults_have_one_source():
+    """#44 item 1: the chapters' parameters, the variants' base configuration and `verifylab serve` take every
+    launch default from ``server.settings``; the launcher is the running interpreter, never a bare ``python``."""
+    import inspect
+    import sys
+
+    from verifylab.chapters.params import Benchmarks, VerifyBreakdown
+    from verifylab.cli.bench import serve_cmd
+    from verifylab.server.settings import LAUNCH_FIELDS, LaunchSettings
+    from verifylab.server.variants import BaseConfig
+
+    settings = LaunchSettings()
+    for model in (Benchmarks.validated(), VerifyBreakdown.validated(), BaseConfig(model_path="/m")):
+        assert {name: getattr(model, name) for name in LAUNCH_FIELDS} == settings.model_dump()
+    assert settings.launcher[0] == sys.executable
+    options = inspect.signature(serve_cmd).parameters
+    for name in ("port", "draft_model_path", "mem_fraction_static", "attention_backend"):
+        assert options[name].default.default == LaunchSettings.model_fields[name].default, name
+        assert options[name].default.help == LaunchSettings.model_fields[name].description, name
+    assert Benchmarks.validated(launcher=None).launcher == settings.launcher  # the notebook's stand-in
 
 
 @pytest.mark.slow  # starts a kernel: make test

@@ -62,8 +62,12 @@ def parameters_cell(model: type[BaseModel]) -> str:
     (papermill --help-notebook shows the type and the comment)."""
     lines = []
     for name, field in model.model_fields.items():
-        kind = type_name(field.annotation)
-        line = f"{name}{f': {kind}' if kind else ''} = {_literal(field.get_default(call_default_factory=True))}"
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if "notebook_default" in extra:  # a default computed on this machine (a path) is written as its stand-in
+            kind, default = None, extra["notebook_default"]
+        else:
+            kind, default = type_name(field.annotation), field.get_default(call_default_factory=True)
+        line = f"{name}{f': {kind}' if kind else ''} = {_literal(default)}"
         comment = field.description
         if comment and len(f"{line}  # {comment}") <= LINE:
             line = f"{line}  # {comment}"

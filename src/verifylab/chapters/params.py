@@ -12,6 +12,7 @@ from pydantic import Field, NonNegativeInt, PositiveInt, ValidationError, Valida
 from verifylab.bench.speculation_grid import SpeculationGrid
 from verifylab.chapters._base import ChapterParams
 from verifylab.errors import ParameterError, describe_error
+from verifylab.server.settings import LAUNCH_FIELDS, LaunchSettings
 
 
 def _known_variants(names: list[str]) -> list[str]:
@@ -23,33 +24,11 @@ def _known_variants(names: list[str]) -> list[str]:
     return names
 
 
-class _Server(ChapterParams):
-    """How a chapter that starts SGLang itself launches it (chapter 02's settings)."""
+class _Server(ChapterParams, LaunchSettings):
+    """How a chapter that starts SGLang itself launches it (chapters 02 and 03): the launch settings, declared once
+    in ``server.settings`` (live mode only), and the model it serves."""
 
     model_path: str | None = Field(None, description="live: the model SGLang serves")
-    draft_model_path: str | None = Field(None, description="live: the EAGLE-3 draft model")
-    tp_size: PositiveInt = Field(1, description="live: tensor-parallel size")
-    port: int = Field(30000, ge=1, le=65535, description="live: the port the started server listens on")
-    mem_fraction_static: float | None = Field(
-        None, gt=0, le=1, description="live: GPU memory SGLang keeps for weights and KV cache (its default if None)"
-    )
-    attention_backend: str | None = Field(
-        None,
-        pattern=r"^[a-z0-9_]+$",
-        description="live: SGLang's attention backend for every variant, e.g. triton (SGLang's choice if None)",
-    )
-    launcher: list[str] = Field(
-        default_factory=lambda: ["python", "-m", "sglang.launch_server"],
-        min_length=1,
-        description="live: the command that starts SGLang",
-    )
-    extra_args: list[str] = Field(
-        default_factory=list,
-        description='live: more launch flags for every variant, e.g. ["--sampling-backend", "pytorch"]',
-    )
-    simulate_no_multicast: bool = Field(
-        False, description="live: answer SGLang's multicast queries as a PCIe box would (NVLink test boxes)"
-    )
     mechanics_only: bool = Field(
         False, description="live: a run of the mechanism (tiny/random model): never evidence for a deployment"
     )
@@ -73,20 +52,7 @@ class _Server(ChapterParams):
 
     def server_settings(self) -> dict[str, Any]:
         """The launch settings as ``serve.BaseConfig`` takes them (chapters 02 and 03 start servers from these)."""
-        return self.model_dump(include=set(SERVER_SETTINGS))
-
-
-SERVER_SETTINGS = (
-    "model_path",
-    "draft_model_path",
-    "tp_size",
-    "port",
-    "mem_fraction_static",
-    "attention_backend",
-    "launcher",
-    "extra_args",
-    "simulate_no_multicast",
-)
+        return self.model_dump(include={"model_path", *LAUNCH_FIELDS})
 
 
 class Introduction(ChapterParams):

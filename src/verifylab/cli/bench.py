@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -11,8 +10,10 @@ import typer
 from rich.markup import escape
 
 from verifylab.cli._shared import console, err_console, fail, print_frame, progress_bar
-from verifylab.errors import ParameterError, VerifylabError
+from verifylab.errors import ParameterError, VerifylabError, describe_error
 from verifylab.redact import redact_text
+from verifylab.server import launch_defaults
+from verifylab.server.launch_defaults import HELP as LAUNCH_HELP
 
 
 def _recorder(
@@ -243,9 +244,11 @@ def serve_cmd(
     tp_size: int | None = typer.Option(
         None, min=1, help="Tensor-parallel size (default: what --policy allows, else 1)."
     ),
-    port: int = typer.Option(30000, help="Port (the server binds 127.0.0.1)."),
-    draft_model_path: str | None = typer.Option(None, help="EAGLE-3 draft model (eagle3 variants)."),
-    launcher: str = typer.Option(f"{sys.executable} -m sglang.launch_server", help="Command that starts SGLang."),
+    port: int = typer.Option(launch_defaults.PORT, help=LAUNCH_HELP["port"]),
+    draft_model_path: str | None = typer.Option(None, help=LAUNCH_HELP["draft_model_path"]),
+    mem_fraction_static: float | None = typer.Option(None, min=0.01, max=1.0, help=LAUNCH_HELP["mem_fraction_static"]),
+    attention_backend: str | None = typer.Option(None, help=LAUNCH_HELP["attention_backend"]),
+    launcher: str | None = typer.Option(None, help=LAUNCH_HELP["launcher"]),
     log_dir: Path = typer.Option(Path("serve-logs"), help="Where the server log goes."),
     extra: list[str] = typer.Option([], help="Extra launch arguments (repeat), e.g. --extra=--disable-cuda-graph"),
     hold: bool = typer.Option(True, help="Keep the server up until Ctrl-C (else stop after reporting)."),
@@ -270,18 +273,25 @@ def serve_cmd(
     import shlex
     from dataclasses import asdict
 
+    from pydantic import ValidationError
+
     from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
 
     if variant not in DEFAULT_VARIANTS:
         raise fail(VerifylabError(f"unknown variant {variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}"))
-    base = BaseConfig(
-        model_path=model_path,
-        tp_size=tp_size or 1,
-        port=port,
-        draft_model_path=draft_model_path,
-        launcher=shlex.split(launcher),
-        extra_args=list(extra),
-    )
+    try:
+        base = BaseConfig(
+            model_path=model_path,
+            tp_size=tp_size or launch_defaults.TP_SIZE,
+            port=port,
+            draft_model_path=draft_model_path,
+            mem_fraction_static=mem_fraction_static,
+            attention_backend=attention_backend,
+            launcher=shlex.split(launcher) if launcher else None,
+            extra_args=list(extra),
+        )
+    except ValidationError as exc:  # pydantic's: imported with the server code above
+        raise fail(ParameterError(describe_error(exc, "serve"))) from None
     if policy is not None:
         from verifylab.comm.policy import read_policy
         from verifylab.server.policy import apply_policy

@@ -5,35 +5,23 @@ flags each becomes (``variant_args``), checked against an SGLang's ``--help`` te
 from __future__ import annotations
 
 import re
-import sys
 
 from pydantic import BaseModel, Field
 
 from verifylab.errors import ServerError
+from verifylab.server.settings import LaunchSettings
 
 
-class BaseConfig(BaseModel):
-    """What every variant shares."""
+class BaseConfig(LaunchSettings):
+    """What every variant shares: the launch settings (``server.settings``) and the model they serve."""
 
     model_path: str
-    tp_size: int = Field(1, ge=1)
     host: str = "127.0.0.1"
-    port: int = Field(30000, ge=1, le=65535)
-    mem_fraction_static: float | None = Field(None, gt=0, le=1)
-    attention_backend: str | None = None
-    draft_model_path: str | None = None
     speculative_num_steps: int = 3
     speculative_eagle_topk: int = 1
     speculative_num_draft_tokens: int = 4
-    extra_args: list[str] = Field(default_factory=list)
     unset_env: list[str] = Field(
         default_factory=list, description="variables removed from the server's environment (a probe's policy)"
-    )
-    launcher: list[str] = Field(default_factory=lambda: [sys.executable, "-m", "sglang.launch_server"])
-    simulate_no_multicast: bool = Field(
-        False,
-        description="answer SGLang's multicast queries as a PCIe box without NVLink multicast would "
-        "(verifylab.guard's sitecustomize): reproduces the 'Skipping allreduce fusion' preflight on NVLink GPUs",
     )
 
 
