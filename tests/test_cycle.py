@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from verifylab.model.case import inputs
 from verifylab.model.cycle import Span, cycle_account
 from verifylab.model.reconcile import reconcile
 from verifylab.store.evidence import Evidence
@@ -60,7 +61,7 @@ def test_nothing_is_solved_to_reproduce_the_gain(ev):
 
 def test_the_reconciliation_follows_the_figures(ev):
     changed = with_figures(ev, verify_allreduce_ms=12.2)
-    table = reconcile(changed, cycle_account(changed)).set_index("step")
+    table = reconcile(changed, cycle_account(changed), inputs(changed)).set_index("step")
     assert table.loc["latency per all-reduce in verify", "value"] == pytest.approx(100.0)
     assert table.loc["all-reduces per forward", "value"] == 122
     row = table.loc["unexplained remainder"]
@@ -88,7 +89,7 @@ def test_findings_reconciliation_and_account_carry_the_same_values(ev):
     assert found[FindingKey.UNEXPLAINED_REMAINDER_MS].text == a.text("remainder_ms")
     assert found[FindingKey.KERNEL_FUSION_SHARE_MS].text == a.text("kernel_fusion_ms")
     assert FindingKey.SUBSTITUTION_SHARE_MS.value not in found  # nothing is attributed to a remainder any more
-    table = reconcile(ev, a).set_index("step")
+    table = reconcile(ev, a, inputs(ev)).set_index("step")
     for step, span in (
         ("cycle time removed by 54.1 -> 96.1 tok/s", a.removed_ms),
         ("unexplained remainder", a.remainder_ms),

@@ -61,6 +61,7 @@ def _gz_tar(members: dict[str, int]) -> bytes:
         (_gz_tar({"20261201-000000-ok/a.csv": 10}), None, "without its sha256"),
         (_gz_tar({"20261201-000000-ok/a.csv": 4096, "20261201-000000-ok/b.csv": 4096}), "sha", "more than 5000"),
     ],
+    ids=["not-a-tar", "gzip-not-tar", "truncated", "no-digest", "oversize"],  # the same names in every xdist worker
 )
 def test_a_damaged_digestless_or_oversize_tar_is_refused_whole(tmp_path, blob, digest, words):
     store = RunStore(tmp_path / "runs")

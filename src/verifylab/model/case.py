@@ -13,7 +13,7 @@ from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, R
 from verifylab.model.option_tables import options_table
 from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs
 from verifylab.model.reconcile import reconcile
-from verifylab.model.regimes import BoxProbe
+from verifylab.model.regimes import BoxProbe, decode_regime
 from verifylab.model.speculation import Box, gains
 from verifylab.model.speculation_box import (
     Calibrated,
@@ -53,7 +53,7 @@ def inputs_for_box(ev: ModelSources, box: BoxProbe) -> ModelInputs:
 
 def reconcile_table(ev: ModelSources) -> pd.DataFrame:
     """The reconciliation of the reported figures, every number from the cycle account."""
-    return reconcile(ev, account(ev))
+    return reconcile(ev, account(ev), inputs(ev))
 
 
 def inputs_table(ev: ModelSources) -> pd.DataFrame:
@@ -132,8 +132,6 @@ def speculation_cases(
 ) -> dict[Regime, SpeculationCase]:
     """The case study's model per regime of ``model``'s curves, calibrated to ``decode_tps`` (plain decoding at one
     stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range."""
-    from verifylab.model.decision import decode_regime
-
     a, curves = model.account, model.curves
     measured = measured_overheads(ev.measured)
     out = {}

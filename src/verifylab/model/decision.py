@@ -16,7 +16,7 @@ from verifylab.model.case import account, inputs, speculation_case, whatif_table
 from verifylab.model.costmodel import eagle3_tokens_per_s
 from verifylab.model.cycle import Span
 from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
-from verifylab.model.regimes import REGIME_TITLE, Collective, Price
+from verifylab.model.regimes import REGIME_TITLE, Collective, Price, decode_regime
 from verifylab.model.speculation_box import DEFAULT_STREAMS, answer, combined_crossover
 from verifylab.sources import ModelSources
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Drafter, Regime
@@ -39,15 +39,6 @@ class RegimeAnswer:
     # optimistic (None: not within the streams priced); from verifylab.model.speculation
     speculation_wins_everywhere: bool
     speculation_consistent: bool = True  # False: the box's reported decode rate is faster than this regime allows
-
-
-def decode_regime(regime: Regime) -> Regime:
-    """The regime plain decoding runs in. On the case study's box decoding reached 92.6 tok/s, which bounds its
-    all-reduces to the decode bound (under 90 us) whatever the verify pass's cost: the anomaly belongs to the
-    verify pass, so its decoding is priced as healthy P2P."""
-    if regime is Regime.DEGRADED:
-        return Regime.HEALTHY_P2P
-    return regime
 
 
 def _decode(ev: ModelSources, regime: Regime, streams: int) -> Span | None:

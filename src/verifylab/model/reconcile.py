@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from verifylab.model.cycle import CycleAccount
+from verifylab.model.options import ModelInputs, reported_pass_floor
 from verifylab.sources import COMM_CAMPAIGN_TABLES, ModelSources, reported_value
 
 
@@ -45,13 +46,10 @@ def message_growth(ev: ModelSources) -> tuple[str, str]:
     )
 
 
-def _floor_steps(ev: ModelSources, a: CycleAccount) -> list[Step]:
+def _floor_steps(a: CycleAccount, model: ModelInputs) -> list[Step]:
     """The reported compute against the bytes floor, and what that leaves per all-reduce."""
-    from verifylab.model.case import inputs
-    from verifylab.model.options import reported_pass_floor
-
     floor = reported_pass_floor(a)
-    low, high, _ = inputs(ev).curves.reported_allreduce or (0.0, 0.0, 0.0)
+    low, high, _ = model.curves.reported_allreduce or (0.0, 0.0, 0.0)
     return [
         _step(
             "reported compute against its floor",
@@ -75,7 +73,7 @@ def _floor_steps(ev: ModelSources, a: CycleAccount) -> list[Step]:
     ]
 
 
-def reconcile(ev: ModelSources, account: CycleAccount) -> pd.DataFrame:
+def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd.DataFrame:
     """The reconciliation table: one row per step, value with low/high (equal where nothing is uncertain)."""
     a, v = account, (lambda fid: reported_value(ev.figures, fid))
     n, layers = a.allreduces, a.allreduces // 2
@@ -133,7 +131,7 @@ def reconcile(ev: ModelSources, account: CycleAccount) -> pd.DataFrame:
             "ms",
             "two sessions measured 54.1 and 54.8 tok/s: a stated range; every line below spans it",
         ),
-        *_floor_steps(ev, a),
+        *_floor_steps(a, model),
         _step(
             "cycle time removed by 54.1 -> 96.1 tok/s",
             "eagle3_54_1, eagle3_fusion_96_1 and the accept length",

@@ -42,6 +42,17 @@ REGIME_TITLE = {
     Regime.DEGRADED: "as reported (broken P2P)",
     Regime.MEASURED: "this box (probe)",
 }
+
+
+def decode_regime(regime: Regime) -> Regime:
+    """The regime plain decoding runs in. On the case study's box decoding reached 92.6 tok/s, which bounds its
+    all-reduces to the decode bound (under 90 us) whatever the verify pass's cost: the anomaly belongs to the
+    verify pass, so its decoding is priced as healthy P2P."""
+    if regime is Regime.DEGRADED:
+        return Regime.HEALTHY_P2P
+    return regime
+
+
 BOX_WORLD = 8  # a probe of the case study's TP size prices the options of the box it ran on
 
 
