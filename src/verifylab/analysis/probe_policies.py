@@ -38,15 +38,15 @@ def policies_frame(policies: list[Policy]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "probe": p.run_id,
                 "GPUs": p.world,
                 "regime": p.regime,
                 "tensor parallel": yes(p.tensor_parallel),
                 "fusion": yes(p.fusion_allowed),
                 "custom all-reduce": yes(p.custom_allreduce),
-                "SGLang flags": " ".join(p.sglang_flags),
                 "unset": ", ".join(p.unset) or "—",
-                "why": "; ".join(p.reasons) or "healthy: nothing ruled out",
+                # the run id and the flags whole (a cell would shorten them), with the reasons, across the table
+                "probe, flags and why": f"{p.run_id}: flags {' '.join(p.sglang_flags)}; "
+                + ("; ".join(p.reasons) or "healthy: nothing ruled out"),
             }
             for p in policies
         ]

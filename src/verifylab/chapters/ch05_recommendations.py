@@ -57,7 +57,7 @@ def print_launch_command(ev: Evidence, params: Params) -> None:
 def probe_policies(ev: Evidence) -> Table:
     """Table: what each stored probe allows on its box (the ``policy.json`` beside it): tensor parallelism, fusion,
     custom all-reduce, the SGLang flags and the variables to unset, and why."""
-    return Table(policies_frame(stored_policies(ev.measured)), spanned="why")
+    return Table(policies_frame(stored_policies(ev.measured)), spanned="probe, flags and why")
 
 
 def policy_check(ev: Evidence, params: Params) -> Prose:
