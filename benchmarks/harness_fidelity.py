@@ -20,13 +20,13 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from verifylab.bench.client import Client  # noqa: E402
+from verifylab.server import http  # noqa: E402
 
 
 def free_port() -> int:
@@ -71,9 +71,9 @@ def main() -> None:
     try:
         for _ in range(100):
             try:
-                if httpx.get(url + "/health_generate", timeout=1).status_code == 200:
+                if http.request(url + "/health_generate", 1.0)[0] == 200:
                     break
-            except httpx.HTTPError:
+            except http.HttpError:
                 time.sleep(0.1)
         nominal_tpot = args.step_ms / 1e3 / args.tokens_per_step
         steps = -(-args.tokens // args.tokens_per_step)

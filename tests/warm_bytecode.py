@@ -28,7 +28,6 @@ GROUPS = {
         "sphinx.application",
         "myst_nb",
         "aiohttp.web",
-        "httpx",
         "pypdf",
         "xdist.remote",
     ],

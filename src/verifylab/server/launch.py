@@ -8,6 +8,7 @@ command through the very same code path.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -19,13 +20,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-import httpx
-
 from verifylab.errors import ServerError
 from verifylab.guard import guarded_env
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
 from verifylab.redact import redact_text
+from verifylab.server import http
 from verifylab.server.server_log import (
     EffectiveState,
     classify_failure,
@@ -146,38 +146,36 @@ class Server:
         log.close()
         started = time.monotonic()
         deadline = started + health_timeout_s
-        # one client for the whole wait: a new one per poll sets up TLS again (24 ms of CPU, five times a second)
-        with httpx.Client(timeout=5.0) as client:
-            while time.monotonic() < deadline:
-                if on_wait is not None:
-                    on_wait(time.monotonic() - started, last_log_line(self.raw_log))
-                code = self.proc.poll()
-                if code is not None:
-                    log_text = self.log_text()
-                    name, advice = classify_failure(log_text)
-                    cause = last_error_line(log_text)
-                    self.publish_log()
-                    raise ServerError(
-                        f"server exited with code {code} during start-up [{name}]: {advice}"
-                        + (f"; last error: {cause}" if cause else "")
-                        + f" (log: {self.log_path})"
-                    )
-                try:
-                    if client.get(self.url + "/health_generate").status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
+        # poll /health_generate until it answers 200, the process exits, or the deadline passes
+        while time.monotonic() < deadline:
+            if on_wait is not None:
+                on_wait(time.monotonic() - started, last_log_line(self.raw_log))
+            code = self.proc.poll()
+            if code is not None:
+                log_text = self.log_text()
+                name, advice = classify_failure(log_text)
+                cause = last_error_line(log_text)
+                self.publish_log()
+                raise ServerError(
+                    f"server exited with code {code} during start-up [{name}]: {advice}"
+                    + (f"; last error: {cause}" if cause else "")
+                    + f" (log: {self.log_path})"
+                )
+            try:
+                if http.request(self.url + "/health_generate", 5.0)[0] == 200:
+                    return
+            except http.HttpError:
+                pass
+            time.sleep(0.2)
         self.stop()
         raise ServerError(f"server not healthy after {health_timeout_s:.0f} s (log: {self.log_path})")
 
     def server_info(self) -> dict:
-        with httpx.Client(timeout=10.0) as client:
-            for path in ("/server_info", "/get_server_info"):
-                with contextlib.suppress(httpx.HTTPError):
-                    resp = client.get(self.url + path)
-                    if resp.status_code == 200:
-                        return resp.json()
+        for path in ("/server_info", "/get_server_info"):
+            with contextlib.suppress(http.HttpError, ValueError):
+                status, body = http.request(self.url + path, 10.0)
+                if status == 200:
+                    return json.loads(body)
         return {}
 
     def stop(self, grace_s: float = 20.0) -> None:

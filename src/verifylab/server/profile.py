@@ -8,9 +8,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
-
 from verifylab.errors import TraceError
+from verifylab.server import http
 
 
 def start_profile(
@@ -23,9 +22,9 @@ def start_profile(
         "with_stack": with_stack,
         "record_shapes": record_shapes,
     }
-    resp = httpx.post(url.rstrip("/") + "/start_profile", json=body, timeout=60.0)
-    if resp.status_code != 200:
-        raise TraceError(f"{url}/start_profile answered {resp.status_code}: {resp.text[:200]}")
+    status, answer = _post(url.rstrip("/") + "/start_profile", body, 60.0)
+    if status != 200:
+        raise TraceError(f"{url}/start_profile answered {status}: {answer[:200]!r}")
 
 
 def capture_profile(
@@ -54,16 +53,23 @@ def capture_profile(
             f"no trace file appeared in {output_dir} within {timeout_s:.0f} s after /start_profile "
             "(is SGLANG_TORCH_PROFILER_DIR writable by the server?)"
         )
-    httpx.post(url.rstrip("/") + "/stop_profile", timeout=60.0)  # a no-op once num_steps were profiled
+    _post(url.rstrip("/") + "/stop_profile", {}, 60.0)  # a no-op once num_steps were profiled
     return traces
 
 
 def _generate(url: str, prompt: str, max_tokens: int, timeout_s: float) -> None:
     """One greedy request to SGLang's native /generate: load for the profiler, its answer is not used."""
     body = {"text": prompt, "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}}
-    response = httpx.post(url.rstrip("/") + "/generate", json=body, timeout=timeout_s)
-    if response.status_code != 200:
-        raise TraceError(f"{url}/generate answered {response.status_code} while profiling: {response.text[:200]}")
+    status, answer = _post(url.rstrip("/") + "/generate", body, timeout_s)
+    if status != 200:
+        raise TraceError(f"{url}/generate answered {status} while profiling: {answer[:200]!r}")
+
+
+def _post(url: str, body: dict, timeout_s: float) -> tuple[int, bytes]:
+    try:
+        return http.request(url, timeout_s, body)
+    except http.HttpError as exc:
+        raise TraceError(f"cannot reach the server ({exc})") from None
 
 
 def _stable(path: Path, wait_s: float = 0.5) -> bool:
