@@ -439,3 +439,23 @@ def test_a_cells_ttft_is_the_servers_not_the_clients_start_up(tmp_path, help_tex
     (cell,) = sweep["cells"]
     assert min(cold) >= 2.0  # an unwarmed first wave pays the connections (the test can fail)
     assert 0.05 <= cell["median_ttft_ms"] / 1e3 < 1.0  # the sweep's first wave does not (a loaded box adds less)
+
+
+@pytest.mark.slow  # starts a server
+def test_a_run_against_the_test_double_says_so_and_is_never_evidence(tmp_path, help_text):
+    """#43 item 4: the double says what it is on every answer; the harness marks the run (mechanics only, with a
+    note), and a manifest that claims otherwise for such a run is refused."""
+    import json
+
+    from verifylab.errors import ManifestError
+
+    with serve(base(), DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
+        rec = open_recorder(tmp_path / "data", "20261129-000000-test-origin", "test double (not data)", {})
+        run_sweep(server.url, [1], 4, requests_per_cell=1, recorder=rec, variant="baseline")
+    store = RunStore(tmp_path / "data" / "runs")
+    manifest = store.manifest("20261129-000000-test-origin")
+    assert manifest.test_double and manifest.mechanics_only and any("test double" in n for n in manifest.notes)
+    path = store.path(manifest.run_id) / "manifest.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"mechanics_only": False}))
+    with pytest.raises(ManifestError, match="never evidence"):
+        store.manifest(manifest.run_id)

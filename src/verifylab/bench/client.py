@@ -134,6 +134,9 @@ def token_count(value: object) -> int:
     return int(value)
 
 
+TEST_DOUBLE_HEADER = "X-Verifylab-Test-Double"  # what verifylab.testing.server puts on every answer
+
+
 def _refuse_redirect(url: str, resp: aiohttp.ClientResponse) -> None:
     """A redirect is never followed: what answers at another address is not the server being measured."""
     if 300 <= resp.status < 400:
@@ -178,6 +181,7 @@ class Client:
         self.url, self.api, self.stall_s = url.rstrip("/"), api, stall_s
         self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_s)
         self.session: aiohttp.ClientSession | None = None
+        self.saw_test_double = False  # an answer came from verifylab's test double (its header)
 
     async def __aenter__(self) -> Client:
         self.session = aiohttp.ClientSession(
@@ -254,6 +258,7 @@ class Client:
         try:
             async with self.session.post(self.url + path, json=body, allow_redirects=False) as resp:
                 _refuse_redirect(self.url + path, resp)
+                self.saw_test_double |= TEST_DOUBLE_HEADER in resp.headers
                 if resp.status != 200:
                     detail = (await resp.text())[:200]
                     result.error = f"HTTP {resp.status}: {detail}"

@@ -64,6 +64,8 @@ def run_single(
             results, server_accept = await single_stream(
                 client, cfg, prompts, (lambda d, t: progress(variant, d, t)) if progress else None
             )
+        if recorder and client.saw_test_double:
+            recorder.store.mark_test_double(recorder.run_id)
         summary = single_stream_summary(results, server_accept)
         if recorder:
             recorder.save_single(variant, results, summary)
@@ -127,6 +129,8 @@ def run_sweep(
                 summary = cell_summary(results, wall, c)
                 cells.append(summary)
                 if recorder:
+                    if client.saw_test_double:  # before the cell is stored: it never counts as evidence
+                        recorder.store.mark_test_double(recorder.run_id)
                     recorder.save_cell(variant, c, results, summary)
 
     with recorder.measuring() if recorder else contextlib.nullcontext():

@@ -73,6 +73,11 @@ class Manifest(BaseModel):
     mechanics_only: bool = Field(
         False, description="a run of the mechanism (tiny or random model): never evidence for a deployment"
     )
+    test_double: bool = Field(
+        False,
+        description="measured against verifylab's test double (it says so on every answer): mechanics only, never "
+        "evidence; set by the harness, refused as evidence by the book",
+    )
     campaign: str = Field(
         "",
         description="the campaign the run belongs to (live-tp2, pcie-sim-before, live-smoke ...): how the book "
@@ -83,6 +88,12 @@ class Manifest(BaseModel):
         default_factory=dict,
         description="where a fleet campaign measured it: host, its description, Ray node and job ids, campaign",
     )
+
+    @model_validator(mode="after")
+    def _a_test_double_is_never_evidence(self) -> Manifest:
+        if self.test_double and not self.mechanics_only:
+            raise ValueError("test_double is true but mechanics_only is not: a test double's run is never evidence")
+        return self
 
     @model_validator(mode="before")
     @classmethod

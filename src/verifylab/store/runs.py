@@ -273,6 +273,16 @@ class RunStore:
         """Ids of runs that store a table called ``name``."""
         return [m.run_id for m in self.manifests() if name in m.tables]
 
+    def mark_test_double(self, run_id: str) -> None:
+        """The run was measured against verifylab's test double: mechanics only, never evidence, and it says so."""
+        with self.lock(run_id):
+            manifest = self.manifest(run_id)
+            if manifest.test_double:
+                return
+            manifest.test_double = manifest.mechanics_only = True
+            manifest.notes.append("measured against verifylab's test double (it said so on every answer): not data")
+            self.save_manifest(manifest)
+
     def set_status(self, run_id: str, status: Literal["complete", "partial", "failed"]) -> None:
         """Close (or reopen) a run: ``complete`` when it holds what was asked, ``failed`` when nothing was."""
         with self.lock(run_id):

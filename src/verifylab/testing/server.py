@@ -317,6 +317,9 @@ def write_fake_trace(path: Path, steps: int, layers: int = 2, fused: bool = Fals
         json.dump({"schemaVersion": 1, "traceEvents": events}, fh)
 
 
+TEST_DOUBLE_HEADER = "X-Verifylab-Test-Double"
+
+
 @web.middleware
 async def cold_connections(request: web.Request, handler):
     """The first request on a connection waits ``--connect-ms``: what a client that opens its connections as
@@ -329,8 +332,14 @@ async def cold_connections(request: web.Request, handler):
     return await handler(request)
 
 
+async def say_test_double(request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer says it comes from the double (set before its headers go out): a run of it is never evidence."""
+    response.headers[TEST_DOUBLE_HEADER] = "1"
+
+
 def build_app(args: argparse.Namespace) -> web.Application:
     app = web.Application(middlewares=[cold_connections])
+    app.on_response_prepare.append(say_test_double)
     app["state"] = State(args)
     app.router.add_post("/generate", generate)
     app.router.add_post("/v1/completions", completions)
