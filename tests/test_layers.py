@@ -177,3 +177,75 @@ def test_the_command_line_starts_without_the_data_stack():
     code = f"import sys, verifylab.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# Where a file is written directly, and why that is not a result someone could find half-written (#44 item 4):
+# everything else goes through verifylab.iorw (temporary file + rename).
+DIRECT_WRITES = {
+    "chapters/notebook_cell.py:sync_notebooks:write_text": "a temporary file, renamed over the notebook after",
+    "comm/probe.py:_run_ranks:open-for-writing": "a rank's stderr in the probe's private work folder",
+    "fleet/pack.py:pack_runs:open-for-writing": "a tar in memory (a BytesIO)",
+    "gates/matrix.py:unpack_sources:write_text": "a marker in a staging folder that is renamed in whole",
+    "server/launch.py:start:open-for-writing": "the server's raw log, streamed by the server into a private folder",
+    "synth/runner.py:_worker:open-for-writing": "a .partial file renamed when complete",
+    "testing/server.py:write_fake_trace:open-for-writing": "the test double's fake traces",
+    "testing/server.py:write_fake_trace:dump": "the test double's fake traces",
+}
+
+
+def direct_writes(src: Path = SRC) -> set[str]:
+    """``file:function:how`` for every call that writes a file without ``verifylab.iorw``: write_text/bytes,
+    to_csv/to_parquet with a path, json/yaml.dump to a handle, nbformat.write, open(..., 'w'/'a'/'x')."""
+    found = set()
+    for path in sorted(src.rglob("*.py")):
+        if path.name == "iorw.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            how = _write_kind(node) if isinstance(node, ast.Call) else None
+            if how and not _inside_atomic_writer(node, parents):
+                scope = node
+                while scope in parents and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+                    scope = parents[scope]
+                found.add(f"{path.relative_to(src).as_posix()}:{getattr(scope, 'name', '<module>')}:{how}")
+    return found
+
+
+def _inside_atomic_writer(node: ast.AST, parents: dict) -> bool:
+    """A write inside the writer given to ``atomic_write_with`` fills its temporary file."""
+    while node in parents:
+        node = parents[node]
+        name = getattr(node.func, "id", getattr(node.func, "attr", "")) if isinstance(node, ast.Call) else ""
+        if name == "atomic_write_with":
+            return True
+    return False
+
+
+def _write_kind(call: ast.Call) -> str | None:
+    f = call.func
+    owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None
+    if isinstance(f, ast.Attribute):
+        if f.attr in ("write_text", "write_bytes"):
+            return f.attr
+        if f.attr in ("to_csv", "to_parquet") and (call.args or any(k.arg == "path_or_buf" for k in call.keywords)):
+            return f.attr  # with a path: it writes (without one, to_csv returns the text)
+        if f.attr == "dump" and owner in ("json", "yaml"):
+            return "dump"
+        if f.attr == "write" and owner == "nbformat":
+            return "nbformat.write"
+    if (isinstance(f, ast.Name) and f.id == "open") or (isinstance(f, ast.Attribute) and f.attr == "open"):
+        modes = call.args[1:2] + [k.value for k in call.keywords if k.arg == "mode"]
+        if any(isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) & set("wax") for m in modes):
+            return "open-for-writing"
+    return None
+
+
+def test_every_write_is_temp_file_and_rename_or_says_why_not():
+    assert direct_writes() - set(DIRECT_WRITES) == set(), "write through verifylab.iorw, or add it here with why"
+    assert set(DIRECT_WRITES) - direct_writes() == set(), "gone: remove it from DIRECT_WRITES"
+
+
+def test_the_write_check_finds_a_direct_write(tmp_path):
+    (tmp_path / "x.py").write_text("def save(p, df):\n    p.write_text('x')\n    df.to_csv(p)\n")
+    assert direct_writes(tmp_path) == {"x.py:save:write_text", "x.py:save:to_csv"}

@@ -135,9 +135,6 @@ class NcclLog:
             t.message_bytes: t for t in self.tuning if not t.collective or t.collective.lower() == collective.lower()
         }
 
-    def edges_between(self, a: int, b: int) -> list[ChannelEdge]:
-        return [e for e in self.edges if {e.src, e.dst} == {a, b}]
-
 
 def transport_of(via: str) -> Transport:
     """The transport class of a ``via`` string: ``P2P/CUMEM/read`` -> P2P, ``SHM/direct/direct`` -> SHM, ..."""

@@ -100,14 +100,6 @@ class LinkLatency(BaseModel):
         """Two-shot: reduce-scatter + all-gather, two hops, 2(n-1)/n of the message."""
         return 2 * self.alpha_us + 2 * (ranks - 1) / ranks * message_bytes / (self.bandwidth_gbs * 1e3)
 
-    def gather_us(self, message_bytes: float, ranks: int) -> float:
-        """All-gather, reduce-scatter or all-to-all of ``message_bytes`` in total: n-1 steps of 1/n each."""
-        return (ranks - 1) * (self.alpha_us + message_bytes / ranks / (self.bandwidth_gbs * 1e3))
-
-    def send_us(self, message_bytes: float) -> float:
-        """One point-to-point send (a pipeline stage boundary)."""
-        return self.alpha_us + message_bytes / (self.bandwidth_gbs * 1e3)
-
 
 def uses_oneshot(tokens: int, hidden: int, ranks: int, itemsize: int = 2) -> bool:
     """FlashInfer's size rule: one-shot while tokens x hidden x 2 x ranks x itemsize <= threshold."""

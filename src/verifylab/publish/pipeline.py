@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from verifylab.chapters.params import check_pipeline_chapters, parameters_for
 from verifylab.errors import ParameterError, VerifylabError, describe_error
+from verifylab.iorw import atomic_write_with
 from verifylab.publish.build import (
     REPLAY_WORKERS,
     BookResult,
@@ -71,7 +72,7 @@ def _failure_page(result: ChapterResult, root: Path) -> None:
         failed.unlink()
     else:
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {md_text(result.name)}"), note])
-    nbformat.write(nb, result.output)
+    atomic_write_with(result.output, lambda tmp: nbformat.write(nb, tmp))  # the page whole or not at all
 
 
 def select_chapters(sources: list[Path], only: list[str] | None) -> list[Path]:
