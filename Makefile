@@ -89,7 +89,7 @@ notebooks: $(STAMP)
 	$(BIN)/python -m verifylab.chapters.notebook_cell notebooks
 
 check: $(STAMP) lint
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider -m "not slow and not browser"
 
 # Three workers on CI's two cores: some tests wait (on the Ray cluster, on timeouts they test), and a third worker
 # uses that time (a fresh clone's pytest took 148 s against 157-161 s with two). The tests that read the built book

@@ -78,6 +78,7 @@ def test_single_stream_method_produces_a_complete_valid_run(tmp_path, help_text)
     assert (tmp_path / "logs" / "server-eagle3.log").is_file()
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_sweep_is_complete_and_resumes(tmp_path, help_text):
     cfg = base("--tokens-per-step", "2")
     with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
@@ -92,6 +93,7 @@ def test_sweep_is_complete_and_resumes(tmp_path, help_text):
     assert (cells["failed"] == 0).all()
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_interrupted_sweep_keeps_finished_cells(tmp_path, help_text):
     cfg = base()
     with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path / "logs", help_text=help_text) as (server, _):
@@ -155,6 +157,7 @@ def test_unknown_flag_and_port_in_use_are_reported_before_start(tmp_path, help_t
     assert not (tmp_path / "server-baseline.log").exists()  # nothing started
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_early_exit_is_classified(tmp_path, help_text):
     cfg = base("--exit-with", "RuntimeError: No supported CUDA architectures found for major versions [9, 10].")
     with (
@@ -234,6 +237,7 @@ def test_real_sglang_start_failure_names_the_missing_package(repo_root):
     assert last_error_line("INFO all fine") is None
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_campaign_where_no_variant_starts_fails_loudly_and_keeps_the_states(tmp_path):
     from verifylab.bench.campaign import run_campaign
 
@@ -307,6 +311,7 @@ def test_crossover_on_contrasting_sweeps():
     assert crossover(_cells({1: 0.8, 64: 0.5}), "spec", "twin")["status"] == "loses everywhere"
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_cli_bench_and_sweep_json(tmp_path, help_text):
     cfg = base("--tokens-per-step", "2", "--speculative-algorithm", "NGRAM")
     with serve(cfg, DEFAULT_VARIANTS["baseline"], tmp_path, help_text=help_text) as (server, _):

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from verifylab.server.launch import Server
 
 from .test_bench import free_port
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_server_start_reports_the_wait_and_what_the_log_says(tmp_path):
     port = free_port()
     launcher = [sys.executable, "-m", "verifylab.testing.server", "--port", str(port)]

@@ -18,6 +18,7 @@ from verifylab.store.runs import RunStore
 TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_grid_points_and_what_each_server_is_asked_for():
     grid = SpeculationGrid(accept_lengths=[1.5, 3.0], draft_tokens=[2, 4])
     names = [p.name for p in grid.points()]
@@ -66,6 +67,7 @@ def test_a_grid_that_cannot_be_run_is_refused_naming_what(values, named):
         Benchmarks.validated(speculation=values)
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_grid_against_the_double_holds_each_accept_length_and_resumes(tmp_path):
     grid = SpeculationGrid(accept_lengths=[1.5, 3.0], concurrency=[1, 2], tokens=12, requests_per_cell=2)
     cfg = BaseConfig(
@@ -92,6 +94,7 @@ def test_grid_against_the_double_holds_each_accept_length_and_resumes(tmp_path):
     assert store.manifest("spec").status == "complete"
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_server_that_cannot_start_leaves_the_run_partial_and_is_tried_again(tmp_path):
     grid = SpeculationGrid(drafters=["eagle3"], accept_lengths=[2.0], concurrency=[1], tokens=8, requests_per_cell=1)
     cfg = BaseConfig(model_path="m", port=free_port(), launcher=TEST_LAUNCHER, extra_args=["--step-ms", "5"])

@@ -113,6 +113,7 @@ def test_a_path_that_returns_wrong_sums_is_refused_not_timed(tmp_path: Path, mon
     assert not policy.tensor_parallel and policy.sglang_flags == ["--tp-size", "1"]
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path, two_ranks):
     from verifylab.errors import ModelInputError
     from verifylab.model.comm_pass import load_curves

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PUBLISHER = """
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ for i in range(20):
 """
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_four_publishers_at_once_keep_every_entry(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", PUBLISHER, str(tmp_path), name]) for name in "abcd"]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]

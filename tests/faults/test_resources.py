@@ -41,6 +41,7 @@ def test_a_full_disk_keeps_the_old_file_and_leaves_no_temp(tmp_path, monkeypatch
     assert target.read_text() == "old\n" and iorw.stray_temps(target) == []
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_full_disk_during_a_sweep_is_one_line_and_exit_1(tmp_path, monkeypatch):
     _disk_full(monkeypatch)
     url = f"http://127.0.0.1:{free_port()}"
@@ -64,6 +65,7 @@ def _sweep_with_open_files(limit: tuple[int, int], concurrency: int) -> subproce
     )
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_concurrency_past_the_hard_open_file_limit_is_refused_before_any_request():
     done = _sweep_with_open_files((256, 256), 3000)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr

@@ -19,6 +19,7 @@ def opened(store: RunStore, label: str = "2x H200, test", **parameters) -> None:
     store.open_or_create(RUN, label, parameters or PARAMS, "benchmark", with_torch=False)
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_resume_with_another_label_or_parameter_is_refused_naming_both(tmp_path):
     store = RunStore(tmp_path / "runs")
     opened(store)
@@ -34,6 +35,7 @@ def test_a_resume_with_another_label_or_parameter_is_refused_naming_both(tmp_pat
     assert store.manifest(RUN).parameters == PARAMS  # the refused calls changed nothing
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_another_chapter_adds_its_own_parameters_to_the_run(tmp_path):
     store = RunStore(tmp_path / "runs")
     opened(store)
@@ -52,6 +54,7 @@ with store.measuring(sys.argv[2]):
 """
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_second_process_measuring_into_the_run_is_refused_at_once(tmp_path):
     store = RunStore(tmp_path / "runs")
     opened(store)

@@ -39,6 +39,7 @@ for i in range(int(sys.argv[3])):
 """
 
 
+@pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_two_processes_writing_one_run_lose_no_table(tmp_path):
     store = new_store(tmp_path)
     procs = [
