@@ -31,15 +31,8 @@ stash) exit 0 ;;
 live)
   unpack_parts "$S" || exit 2
   export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
-  M=/tmp/box-models && mkdir -p "$M" && cp -r .live/spec/models/. "$M/"
-  pkill -9 -f sglang.launch_server 2>/dev/null
-  setsid python3 -m sglang.launch_server --model-path "$M/target" --tp-size 1 --port 30000 --host 127.0.0.1 \
-    --load-format dummy --attention-backend triton --sampling-backend pytorch --cuda-graph-bs 1 2 4 \
-    --mem-fraction-static 0.80 --skip-server-warmup > "$OUT/server.log" 2>&1 &
-  for _ in $(seq 1 100); do
-    curl -sf http://127.0.0.1:30000/health_generate > /dev/null && break
-    sleep 3
-  done
+  M=/tmp/box-models
+  serve_spec_target "$M" "$OUT/server.log" 1 2 4
   python3 -m verifylab.cli box --gpus 1 --server http://127.0.0.1:30000 --config "$M/target/config.json" \
     --gpu h200 --data-dir "$D" --out "$OUT/box-live" 2>&1 | tee "$OUT/box-live.log"
   pkill -9 -f sglang.launch_server 2>/dev/null

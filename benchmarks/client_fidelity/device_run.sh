@@ -15,15 +15,8 @@ stash) exit 0 ;;
 live)
   unpack_parts "$S" || exit 2
   export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
-  M=/tmp/client-models && mkdir -p "$M" && cp -r .live/spec/models/. "$M/"
-  pkill -9 -f sglang.launch_server 2>/dev/null
-  setsid python3 -m sglang.launch_server --model-path "$M/target" --tp-size 1 --port 30000 --host 127.0.0.1 \
-    --load-format dummy --attention-backend triton --sampling-backend pytorch --cuda-graph-bs 1 2 4 8 16 \
-    --mem-fraction-static 0.80 --skip-server-warmup > "$OUT/server.log" 2>&1 &
-  for _ in $(seq 1 100); do
-    curl -sf http://127.0.0.1:30000/health_generate > /dev/null && break
-    sleep 3
-  done
+  M=/tmp/client-models
+  serve_spec_target "$M" "$OUT/server.log" 1 2 4 8 16
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt"
   python3 -c "import sglang, aiohttp, httpx; print(sglang.__version__, aiohttp.__version__, httpx.__version__)" \
     > "$OUT/versions.txt" 2>&1

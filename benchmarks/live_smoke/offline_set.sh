@@ -66,3 +66,18 @@ unpack_parts() {  # DEST: check the parts add up, unpack them once
   chmod +x "$dest/bin/jupyter-book"
   echo "unpacked into $dest: $(du -sh "$dest/site" | cut -f1) of packages"
 }
+
+serve_spec_target() {  # MODELS LOG CUDA-GRAPH-BATCH-SIZES...: the Qwen3-30B-A3B-shaped MoE of .live/spec (random
+  # weights, TP 1, Triton attention) plainly on 127.0.0.1:30000; returns once /health_generate answers (or 300 s)
+  local models=$1 log=$2 _
+  shift 2
+  mkdir -p "$models" && cp -r .live/spec/models/. "$models/"
+  pkill -9 -f sglang.launch_server 2>/dev/null
+  setsid python3 -m sglang.launch_server --model-path "$models/target" --tp-size 1 --port 30000 --host 127.0.0.1 \
+    --load-format dummy --attention-backend triton --sampling-backend pytorch --cuda-graph-bs "$@" \
+    --mem-fraction-static 0.80 --skip-server-warmup > "$log" 2>&1 &
+  for _ in $(seq 1 100); do
+    curl -sf http://127.0.0.1:30000/health_generate > /dev/null && return 0
+    sleep 3
+  done
+}
