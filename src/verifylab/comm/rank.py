@@ -188,7 +188,7 @@ class Prober:
             for impl in ("flashinfer_oneshot", "flashinfer_twoshot", "fused"):
                 reasons[impl] = f"FlashInfer could not start: {message[:300]}"
             return None
-        self._workspace = workspace
+        self._workspace = workspace  # destroyed at teardown, before the process group
         weight = (self.torch.rand(self.cfg.hidden, device=self.device) + 0.5).to(self.torch.bfloat16)
         self._fused_gamma = weight
         s = SGLANG_0_5_17
@@ -202,28 +202,32 @@ class Prober:
 
         def allreduce(use_oneshot: bool) -> Callable:
             def call(x):
+                out = self.torch.empty_like(x)
                 comm.allreduce_fusion(
                     input=x,
                     pattern=comm.AllReduceFusionPattern.kAllReduce,
-                    output=self.torch.empty_like(x),
+                    output=out,
                     use_oneshot=use_oneshot,
                     **settings,
                 )
+                return (out,)
 
             return call
 
         def fused(x):
+            residual, norm = self.torch.empty_like(x), self.torch.empty_like(x)
             comm.allreduce_fusion(
                 input=x,
                 pattern=comm.AllReduceFusionPattern.kARResidualRMSNorm,
-                residual_out=self.torch.empty_like(x),
-                norm_out=self.torch.empty_like(x),
+                residual_out=residual,
+                norm_out=norm,
                 residual_in=self.torch.zeros_like(x),
                 rms_gamma=weight,
                 rms_eps=EPS,
                 use_oneshot=s.use_oneshot,
                 **settings,
             )
+            return residual, norm
 
         return {
             "flashinfer_oneshot": allreduce(True),
@@ -262,7 +266,7 @@ class Prober:
                 )
                 continue
             try:
-                err = self._flashinfer_error(impl, mine, expected)
+                err = self._flashinfer_error(impl, kernel, mine, expected)
             except Exception as exc:  # a size the kernel refuses is a row saying so, not a lost phase
                 note = f"refused: {type(exc).__name__}: {str(exc)[:200]}"
                 self.result.cells.append(
@@ -283,47 +287,24 @@ class Prober:
                 )
                 self.result.cells.append(cell)
 
-    def _flashinfer_error(self, impl: str, mine, expected) -> float:
-        """One call of the kernel checked against the exact result: the all-reduce against the exact sum, the fused
-        kernel's residual output against it too and its normalised output against RMSNorm of it (float64)."""
-        from flashinfer import comm
-
+    def _flashinfer_error(self, impl: str, kernel: Callable, mine, expected) -> float:
+        """One call of the kernel exactly as it is timed, checked against the exact result: the all-reduce against
+        the exact sum, the fused kernel's residual output against it too and its normalised output against RMSNorm
+        of it (float64)."""
         from verifylab.synth.verify_pass import EPS
 
         torch = self.torch
-        out = torch.empty_like(mine)
-        if impl == "fused":
-            residual, gamma = torch.empty_like(mine), self._fused_gamma
-            comm.allreduce_fusion(
-                input=mine.clone(),
-                workspace=self._workspace,
-                pattern=comm.AllReduceFusionPattern.kARResidualRMSNorm,
-                launch_with_pdl=False,
-                residual_out=residual,
-                norm_out=out,
-                residual_in=torch.zeros_like(mine),
-                rms_gamma=gamma,
-                rms_eps=EPS,
-            )
-            torch.cuda.synchronize()
-            if "fused" in self.broken:
-                break_result(residual, mine)
-                break_result(out, mine)
-            summed = expected.double()
-            normed = summed * torch.rsqrt(summed.pow(2).mean(-1, keepdim=True) + EPS) * gamma.double()
-            return max(relative_error(residual, expected), relative_error(out, normed))
-        comm.allreduce_fusion(
-            input=mine.clone(),
-            workspace=self._workspace,
-            pattern=comm.AllReduceFusionPattern.kAllReduce,
-            launch_with_pdl=False,
-            output=out,
-            use_oneshot=impl == "flashinfer_oneshot",
-        )
+        outputs = kernel(mine.clone())
         torch.cuda.synchronize()
         if impl in self.broken:
-            break_result(out, mine)
-        return relative_error(out, expected)
+            for out in outputs:
+                break_result(out, mine)
+        if impl == "fused":
+            residual, norm = outputs
+            summed = expected.double()
+            normed = summed * torch.rsqrt(summed.pow(2).mean(-1, keepdim=True) + EPS) * self._fused_gamma.double()
+            return max(relative_error(residual, expected), relative_error(norm, normed))
+        return relative_error(outputs[0], expected)
 
     # -------------------------------------------------------------------------------------------- phases
     def run(self) -> None:
