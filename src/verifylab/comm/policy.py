@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from verifylab.comm.verdict import whole_set
 from verifylab.errors import ManifestError
 from verifylab.intake import OutsideFileError, read_outside_bytes
 from verifylab.iorw import atomic_write_json
@@ -48,7 +49,7 @@ def _correct(latency: pd.DataFrame, impl: str) -> bool:
 
 def policy_from_probe(run_id: str, verdict: pd.DataFrame, latency: pd.DataFrame, environment: dict[str, str]) -> Policy:
     """The policy of a probe's whole-set verdict and its latency table (which paths ran, which were right)."""
-    whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+    whole = whole_set(verdict)
     if whole.empty:
         raise ManifestError(f"run '{run_id}': no verdict for the whole set of GPUs: no policy")
     v = whole.iloc[0]

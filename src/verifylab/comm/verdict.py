@@ -17,6 +17,13 @@ import pandas as pd
 from verifylab.comm.bands import Band, Reading, bands_from_public, classify_reading, host_hop_us
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, Regime, allreduce_message_bytes
 
+
+def whole_set(verdict: pd.DataFrame) -> pd.DataFrame:
+    """The verdict of every rank together (a probe also judges pairs and halves; a probe before those has no
+    ``group`` column, and its one row is the whole set's)."""
+    return verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+
+
 REFERENCE_TOKENS = DRAFT_TOKENS[0]  # the verify pass's message at one stream: 4 tokens x 7168 x 2 B = 57 KB
 COLLAPSE_RATIO = 3.0  # the full set this many times slower than its slowest pair: the fabric, not the links
 STAGED_COPY_RATIO = 0.5  # a pair copying at under half the median pair's bandwidth is staged or on a worse path

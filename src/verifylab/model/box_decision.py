@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifylab.comm.policy import Policy, policy_from_probe
+from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import LatencyCurve, load_curves, norm_us_measured
 from verifylab.model.cycle import Span
@@ -128,7 +129,7 @@ def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, s
     verdict = runs.table_or_none(run_id, "verdict")
     if verdict is None or verdict.empty:
         raise ModelInputError(f"--probe {run_id}: not a communication probe (no verdict table)")
-    whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+    whole = whole_set(verdict)
     rank_map = runs.table_or_none(run_id, "rank_map")
     run = runs.run(run_id)
     rows = [] if rank_map is None else rank_map.to_dict("records")

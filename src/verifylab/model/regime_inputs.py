@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import LatencyCurve, load_curves
 from verifylab.model.regimes import BOX_WORLD, BoxProbe, RegimeCurves, SourceCurve, monotone
@@ -48,9 +49,7 @@ def in_pass_fused_factor(runs: MeasuredRuns) -> tuple[float, float, str]:
 def box_probe(runs: MeasuredRuns) -> BoxProbe | None:
     """The newest stored probe (not mechanics only) at the case study's TP size, with its verdict's regime."""
     for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
-        verdict = runs.read_table(run_id, "verdict")
-        whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
-        if runs.run(run_id).mechanics_only or whole.empty or int(whole["world"].iloc[0]) != BOX_WORLD:
+        if runs.run(run_id).mechanics_only or probed_world(runs, run_id) != BOX_WORLD:
             continue
         probe = probe_run(runs, run_id)
         if probe is not None:
@@ -58,11 +57,16 @@ def box_probe(runs: MeasuredRuns) -> BoxProbe | None:
     return None
 
 
+def probed_world(runs: MeasuredRuns, run_id: str) -> int:
+    """How many ranks a stored probe's whole-set verdict judged (0: it has none)."""
+    whole = whole_set(runs.read_table(run_id, "verdict"))
+    return 0 if whole.empty else int(whole["world"].iloc[0])
+
+
 def probe_run(runs: MeasuredRuns, run_id: str) -> BoxProbe | None:
     """The box one stored probe measured: its whole-set graph curves (NCCL, fused) and its verdict's regime; None
     when it timed no NCCL all-reduce."""
-    verdict = runs.read_table(run_id, "verdict")
-    whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
+    whole = whole_set(runs.read_table(run_id, "verdict"))
     lat = runs.read_table(run_id, "allreduce_latency")
     rows = lat[(lat["mode"] == "graph") & (lat["group"] == "all")].dropna(subset=["us"])
     curves = {}
@@ -79,10 +83,9 @@ def probe_run(runs: MeasuredRuns, run_id: str) -> BoxProbe | None:
 def reader_box(runs: MeasuredRuns, latency: str, path: str | None = None) -> BoxProbe:
     """The reader's box from ``--latency``: a stored 8-GPU probe (its curves and verdict), or any curve a file or a
     run holds (a CSV ``path,impl,tokens,us``, nccl-tests output, a campaign's table), read as 8 ranks."""
-    if not Path(latency).is_file() and runs.exists(latency) and runs.table_or_none(latency, "verdict") is not None:
-        verdict = runs.read_table(latency, "verdict")
-        whole = verdict[verdict["group"] == "all"] if "group" in verdict.columns else verdict
-        world = int(whole["world"].iloc[0]) if not whole.empty else 0
+    is_file = Path(latency).is_file()
+    if not is_file and runs.exists(latency) and runs.table_or_none(latency, "verdict") is not None:
+        world = probed_world(runs, latency)
         if world != BOX_WORLD:
             raise ModelInputError(
                 f"--latency {latency}: that probe measured {world} rank(s); the options here run on "
@@ -92,7 +95,7 @@ def reader_box(runs: MeasuredRuns, latency: str, path: str | None = None) -> Box
         if probe is None:
             raise ModelInputError(f"--latency {latency}: that probe timed no NCCL all-reduce across every rank")
         return probe
-    where = f"file {latency}" if Path(latency).is_file() else f"run {latency}"
+    where = f"file {latency}" if is_file else f"run {latency}"
     return probe_of_curves(load_curves(latency, runs, path), path, where)
 
 
