@@ -7,7 +7,7 @@ import shlex
 
 import pandas as pd
 
-from verifylab.comm.policy import FUSION_FLAGS, NO_CUSTOM_ALLREDUCE, Policy, policy_from_probe
+from verifylab.comm.policy import FUSION_FLAGS, NO_CUSTOM_ALLREDUCE, Break, Policy, policy_breaks, policy_from_probe
 from verifylab.sources import MeasuredRuns
 
 
@@ -57,13 +57,10 @@ def command_breaks_policy(command: str, policy: Policy) -> list[str]:
     """What in a launch command the probe's policy rules out (empty: it keeps to the policy)."""
     args = shlex.split(command)
     tp = int(args[args.index("--tp-size") + 1]) if "--tp-size" in args[:-1] else 1
-    broken = []
-    if tp > 1 and not policy.tensor_parallel:
-        broken.append(f"--tp-size {tp}: tensor parallelism is ruled out")
-    elif tp > policy.world:
-        broken.append(f"--tp-size {tp}: the probe measured {policy.world} GPU(s)")
-    if FUSION_FLAGS[0] in args and not policy.fusion_allowed:
-        broken.append(f"{FUSION_FLAGS[0]}: fusion is ruled out")
-    if tp > 1 and not policy.custom_allreduce and NO_CUSTOM_ALLREDUCE not in args:
-        broken.append(f"custom all-reduce is left on: add {NO_CUSTOM_ALLREDUCE}")
-    return broken
+    words = {
+        Break.TENSOR_PARALLEL: f"--tp-size {tp}: tensor parallelism is ruled out",
+        Break.MORE_GPUS: f"--tp-size {tp}: the probe measured {policy.world} GPU(s)",
+        Break.FUSION: f"{FUSION_FLAGS[0]}: fusion is ruled out",
+        Break.CUSTOM_ALLREDUCE: f"custom all-reduce is left on: add {NO_CUSTOM_ALLREDUCE}",
+    }
+    return [words[rule] for rule in policy_breaks(policy, tp, FUSION_FLAGS[0] in args, NO_CUSTOM_ALLREDUCE in args)]

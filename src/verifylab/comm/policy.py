@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import pandas as pd
@@ -84,6 +85,30 @@ def policy_from_probe(run_id: str, verdict: pd.DataFrame, latency: pd.DataFrame,
     if regime is Regime.UNKNOWN:
         reasons.append("the regime is unknown: probe again before trusting any of this")
     return Policy(run_id, world, regime.value, tensor_parallel, fusion, custom, flags, {}, unset, refused, reasons)
+
+
+class Break(StrEnum):
+    """What a launch can do that a policy rules out."""
+
+    TENSOR_PARALLEL = "tensor parallelism where the probe rules it out"
+    MORE_GPUS = "more GPUs than the probe measured"
+    FUSION = "all-reduce fusion where the probe rules it out"
+    CUSTOM_ALLREDUCE = "custom all-reduce left on without healthy P2P"
+
+
+def policy_breaks(policy: Policy, tp: int, fusion: bool, custom_allreduce_off: bool) -> list[Break]:
+    """The rules of ``policy`` a launch at ``tp`` ranks (with fusion, with custom all-reduce turned off) breaks:
+    the one statement of them that `verifylab serve --policy` and chapter 05's check of a command both apply."""
+    broken = []
+    if tp > 1 and not policy.tensor_parallel:
+        broken.append(Break.TENSOR_PARALLEL)
+    elif tp > policy.world:
+        broken.append(Break.MORE_GPUS)
+    if fusion and not policy.fusion_allowed:
+        broken.append(Break.FUSION)
+    if tp > 1 and not policy.custom_allreduce and not custom_allreduce_off:
+        broken.append(Break.CUSTOM_ALLREDUCE)
+    return broken
 
 
 def write_policy(run_dir: Path, policy: Policy) -> None:

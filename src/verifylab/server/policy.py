@@ -3,7 +3,7 @@ the probe's reason (``verifylab serve --policy RUN``)."""
 
 from __future__ import annotations
 
-from verifylab.comm.policy import NO_CUSTOM_ALLREDUCE, Policy
+from verifylab.comm.policy import NO_CUSTOM_ALLREDUCE, Break, Policy, policy_breaks
 from verifylab.errors import VerifylabError
 from verifylab.server.variants import BaseConfig, Variant
 
@@ -23,14 +23,17 @@ def apply_policy(policy: Policy, base: BaseConfig, variant: Variant, tp_size: in
     why = "; ".join(policy.reasons) or policy.regime
     allowed = policy_tp_size(policy)
     tp = allowed if tp_size is None else tp_size
-    if tp > 1 and not policy.tensor_parallel:
-        raise PolicyRefusal(f"--tp-size {tp}: probe {policy.run_id} rules out tensor parallelism ({why})")
-    if tp > policy.world:
-        raise PolicyRefusal(f"--tp-size {tp}: probe {policy.run_id} measured {policy.world} GPU(s); probe all {tp}")
-    if variant.fusion and not policy.fusion_allowed:
-        raise PolicyRefusal(f"variant {variant.name}: probe {policy.run_id} rules out all-reduce fusion ({why})")
     extra = list(base.extra_args)
-    if tp > 1 and not policy.custom_allreduce and NO_CUSTOM_ALLREDUCE not in extra:
+    broken = policy_breaks(policy, tp, variant.fusion, NO_CUSTOM_ALLREDUCE in extra)
+    refusals = {  # what cannot be corrected is refused, in this order
+        Break.TENSOR_PARALLEL: f"--tp-size {tp}: probe {policy.run_id} rules out tensor parallelism ({why})",
+        Break.MORE_GPUS: f"--tp-size {tp}: probe {policy.run_id} measured {policy.world} GPU(s); probe all {tp}",
+        Break.FUSION: f"variant {variant.name}: probe {policy.run_id} rules out all-reduce fusion ({why})",
+    }
+    for rule, refusal in refusals.items():
+        if rule in broken:
+            raise PolicyRefusal(refusal)
+    if Break.CUSTOM_ALLREDUCE in broken:  # corrected, not refused
         extra.append(NO_CUSTOM_ALLREDUCE)
     unset = sorted({*base.unset_env, *policy.unset})
     return base.model_copy(update={"tp_size": tp, "extra_args": extra, "unset_env": unset})
