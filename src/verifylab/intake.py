@@ -41,10 +41,15 @@ def _kind_of(mode: int) -> str:
     return "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is no link and lies inside ``root`` (its folders resolved)."""
+    return not path.is_symlink() and path.resolve().is_relative_to(Path(root).resolve())
+
+
 def checked_file(path: Path, kind: str, root: Path | None = None) -> Path:
     """``path`` when it names a regular file (and, with ``root``, lies inside ``root`` through no link); else
     :class:`OutsideFileError` naming it. Reads nothing."""
-    if root is not None and (path.is_symlink() or not path.resolve().is_relative_to(Path(root).resolve())):
+    if root is not None and not inside(path, root):
         raise OutsideFileError(f"{path}: a link (or a path) out of {root}: refused as a {kind} file")
     try:
         mode = path.stat().st_mode

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError, StorageError
-from verifylab.intake import OutsideFileError, read_outside_bytes
+from verifylab.intake import OutsideFileError, inside, read_outside_bytes
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
 from verifylab.redact import redact_obj, redact_text
 from verifylab.sources import MeasuredRun, MeasuredRuns
@@ -75,7 +75,7 @@ class RunStore:
 
     def _inside(self, path: Path) -> Path:
         """``path`` when it is no link and lies inside the store; :class:`ManifestError` naming it otherwise."""
-        if path.is_symlink() or not path.resolve().is_relative_to(self.root.resolve()):
+        if not inside(path, self.root):
             raise ManifestError(f"{path}: a link (or a path) out of the run store {self.root}: refused")
         return path
 
