@@ -1,31 +1,26 @@
 """The one way a file from outside is read: checked before a byte is read. It must be a regular file (not a FIFO
 that hangs, a device that never ends, a directory), at most a size the kind of file can sensibly have, and (for
 files inside a store or a tree) no link out of its root. Errors are one line naming the file and never echo its
-content. Every reader of outside data (parameters, campaigns, curves, traces, logs, gate trees, stored runs) goes
-through :func:`read_outside_bytes`; ``tests/faults`` hold each class of bad file against it."""
+content. Parameters, campaigns, curves, the public table and a stored run's files are read through
+:func:`read_outside_bytes`; traces (streamed by their reader) and gate trees are checked with :func:`checked_file`;
+``tests/faults`` hold each class of bad file against them."""
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 from pathlib import Path
 
 from verifylab.errors import VerifylabError
 
-KIB, MIB = 1 << 10, 1 << 20
+MIB = 1 << 20
 LIMITS = {  # the most a file of each kind may hold (bytes): far above any real one, far below what hurts
     "parameters": 1 * MIB,
     "campaign": 1 * MIB,
-    "prompts": 1 * MIB,
     "curve": 16 * MIB,
     "policy": 1 * MIB,
     "manifest": 4 * MIB,
     "table": 256 * MIB,
-    "trace": 2048 * MIB,
-    "log": 256 * MIB,
-    "source": 16 * MIB,
-    "config": 4 * MIB,
     "record": 64 * MIB,
 }
 
@@ -92,17 +87,6 @@ def read_outside_text(path: Path, kind: str, root: Path | None = None, limit: in
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise OutsideFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
-def finite_in(value: float, name: str, low: float, high: float, unit: str = "") -> float:
-    """``value`` when it is a finite number in [low, high]; one line naming ``name`` otherwise."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise OutsideFileError(f"{name} = {str(value)[:40]!r}: not a number") from None
-    if not math.isfinite(number) or not low <= number <= high:
-        raise OutsideFileError(f"{name} = {number!r}{unit}: outside {low:g}..{high:g}{unit}")
-    return number
 
 
 def refuse_output_over_input(output: Path, inputs: list[Path], flag: str) -> None:
