@@ -200,7 +200,8 @@ class RunStore:
     def read_table(self, run_id: str, name: str) -> pd.DataFrame:
         """Load one table of a run, under the current schema's column names; a missing or unreadable table names
         the file."""
-        frame = migrate(name, self._read_file(run_id, name), self.manifest(run_id).schema_version)
+        manifest = self.manifest(run_id)  # parsed once for the file's name and the schema it was written under
+        frame = migrate(name, self._read_file(manifest, name), manifest.schema_version)
         try:
             check_frame(name, frame)  # under today's names: every column declared, numbers where declared,
             check_values(name, frame)  # and every time, rate or size finite and not negative
@@ -208,9 +209,9 @@ class RunStore:
             raise ManifestError(f"run '{run_id}': {exc}") from None
         return frame
 
-    def _read_file(self, run_id: str, name: str) -> pd.DataFrame:
-        """One table as its file holds it."""
-        manifest = self.manifest(run_id)
+    def _read_file(self, manifest: Manifest, name: str) -> pd.DataFrame:
+        """One table of the run ``manifest`` describes, as its file holds it."""
+        run_id = manifest.run_id
         if name not in manifest.tables:
             have = ", ".join(sorted(manifest.tables)) or "none"
             raise ManifestError(f"run '{run_id}' has no table '{name}' (tables: {have})")
@@ -219,11 +220,11 @@ class RunStore:
             raise ManifestError(f"{path}: listed in the manifest but missing")
         data = self.read_file(run_id, manifest.tables[name], "table")
         try:
-            frame = pq.read_table(pa.BufferReader(data)).to_pandas() if path.suffix == ".parquet" else None
-            frame = frame if frame is not None else pd.read_csv(io.BytesIO(data))
+            if path.suffix == ".parquet":
+                return pq.read_table(pa.BufferReader(data)).to_pandas()
+            return pd.read_csv(io.BytesIO(data))
         except (pa.ArrowInvalid, ValueError, OSError) as exc:  # binary, empty or cut tables too
             raise ManifestError(f"{path}: unreadable table ({exc})") from exc
-        return frame
 
     def read_file(self, run_id: str, file_name: str, kind: str) -> bytes:
         """One file of a run (``kind`` as :data:`verifylab.intake.LIMITS` names it): a regular file inside the run's
@@ -254,7 +255,7 @@ class RunStore:
             if manifest.schema_version >= SCHEMA_VERSION:
                 return False
             for name, file_name in manifest.tables.items():
-                stored = self._read_file(run_id, name)
+                stored = self._read_file(manifest, name)  # the manifest read once for every table
                 frame = migrate(name, stored, manifest.schema_version)
                 if list(frame.columns) == list(stored.columns):
                     continue  # nothing of this table changed: its file stays byte for byte
