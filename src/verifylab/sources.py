@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from verifylab.derived import DerivedCache
 from verifylab.errors import ManifestError, ReferenceDataError, RunNotFoundError
 
 COMM_CAMPAIGN_TABLES = ("allreduce_latency", "verify_pass")  # the tables of one communication campaign run
@@ -104,8 +105,9 @@ def _copy_of(tables: Mapping[str, pd.DataFrame], name: str) -> pd.DataFrame:
 
 
 class ModelSources(Protocol):
-    """What the cost model reads: reported figures, public measurements, measured runs (as values) and a memo of
-    values computed from them. ``store.evidence.Evidence`` is one; :class:`SourcesInMemory` is another."""
+    """What the cost model reads: reported figures, public measurements, measured runs (as values) and the cache of
+    values derived from them (``verifylab.derived``). ``store.evidence.Evidence`` is one; :class:`SourcesInMemory`
+    is another."""
 
     @property
     def figures(self) -> pd.DataFrame: ...
@@ -122,7 +124,8 @@ class ModelSources(Protocol):
     @property
     def has_gate_matrix(self) -> bool: ...
 
-    def derived(self, key: str, compute: Callable[[Any], Any]) -> Any: ...
+    @property
+    def derived_cache(self) -> DerivedCache: ...
 
 
 @dataclass
@@ -133,13 +136,8 @@ class SourcesInMemory:
     public: pd.DataFrame
     measured: MeasuredRuns
     fusion_forensics: pd.DataFrame = field(default_factory=pd.DataFrame)
-    _memo: dict[str, Any] = field(default_factory=dict, repr=False)
+    derived_cache: DerivedCache = field(default_factory=DerivedCache, repr=False)
 
     @property
     def has_gate_matrix(self) -> bool:
         return not self.fusion_forensics.empty
-
-    def derived(self, key: str, compute: Callable[[Any], Any]) -> Any:
-        if key not in self._memo:
-            self._memo[key] = compute(self)
-        return self._memo[key]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.report.charts import Figure
 from verifylab.report.intervals import between_run_variation, single_stream_intervals, sweep_intervals
 from verifylab.report.section import Section
@@ -174,6 +175,7 @@ def load_curves_chart(cells: pd.DataFrame, tpot_slo_ms: float) -> Figure:
     )
 
 
+@derived
 def sweep_views(ev: Evidence) -> tuple[pd.DataFrame, pd.DataFrame, str, float]:
     """The active sweep cells, their Pareto frame, the SLO text and the TPOT SLO (ms) the charts draw."""
     stored = stored_benchmarks(ev)

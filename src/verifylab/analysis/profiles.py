@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
@@ -88,6 +89,7 @@ def allreduce_counts(store: RunStore) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@derived
 def chapter3_tables(ev: Evidence) -> dict[str, pd.DataFrame]:
     """Everything chapter 03 shows in replay mode."""
     store = ev.runs

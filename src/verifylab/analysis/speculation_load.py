@@ -12,6 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.model.speculation import crossover_streams, gains
 from verifylab.model.speculation_inputs import (
     FIT_ACCEPT,
@@ -183,9 +184,10 @@ def gain_chart(table: pd.DataFrame) -> Figure:
     )
 
 
+@derived
 def speculation_view(ev: Evidence) -> pd.DataFrame:
     """The predicted-beside-measured table of the evidence's grid runs (computed once per evidence)."""
-    return ev.derived("speculation_view", lambda e: predicted_beside_measured(e.measured))
+    return predicted_beside_measured(ev.measured)
 
 
 def crossover_text(value: float, first: int, last: int) -> str:

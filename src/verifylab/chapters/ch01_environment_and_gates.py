@@ -12,6 +12,7 @@ from verifylab.analysis import gates as gates_analysis
 from verifylab.analysis.hardware import run_hardware_table
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import EnvironmentAndGates as Params
+from verifylab.derived import derived
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
 from verifylab.report.section import Prose, Section
@@ -21,8 +22,9 @@ from verifylab.store.evidence import Evidence
 __all__ = ["Params"]
 
 
+@derived
 def _probes(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("probe_overview", lambda e: comm_probe.probe_overview(e.runs))
+    return comm_probe.probe_overview(ev.runs)
 
 
 def communication_finding(ev: Evidence) -> Prose:
@@ -45,8 +47,9 @@ def communication_verdicts(ev: Evidence) -> Table:
     return Table(_probes(ev)[columns].round(1), spanned="hardware")
 
 
+@derived
 def _agreement(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("probe_agreement", lambda e: comm_probe.probe_agreement(e.runs))
+    return comm_probe.probe_agreement(ev.runs)
 
 
 def probe_agreement_finding(ev: Evidence) -> Prose:
@@ -64,7 +67,7 @@ def probe_agreement(ev: Evidence) -> pd.DataFrame:
 def run_hardware(ev: Evidence) -> pd.DataFrame:
     """Table: every measured run's hardware and software (GPU, links, driver, CUDA, NCCL, torch, SGLang,
     FlashInfer): the table every measured figure's run id points to."""
-    return ev.derived("run_hardware", lambda e: run_hardware_table(e.runs))
+    return run_hardware_table(ev.runs)
 
 
 @shown_as_table
@@ -103,8 +106,9 @@ def audited_versions_note(ev: Evidence) -> Prose:
     return gates_analysis.audited_versions_note(ev.gate_matrix)
 
 
+@derived
 def _outlook(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("pcie_sm120_outlook", lambda e: gates_analysis.pcie_sm120_outlook(e.fusion_forensics))
+    return gates_analysis.pcie_sm120_outlook(ev.fusion_forensics)
 
 
 def pcie_sm120_finding(ev: Evidence) -> Prose:
@@ -118,8 +122,9 @@ def pcie_sm120_table(ev: Evidence) -> pd.DataFrame:
     return _outlook(ev)
 
 
+@derived
 def _pcie_simulation(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("pcie_simulation", lambda e: live_tp2.pcie_simulation(e.runs))
+    return live_tp2.pcie_simulation(ev.runs)
 
 
 def pcie_simulation_finding(ev: Evidence) -> Prose:

@@ -13,6 +13,7 @@ from verifylab.bench.method import SingleStreamConfig
 from verifylab.bench.speculation import run_speculation_grid
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import Benchmarks as Params
+from verifylab.derived import derived
 from verifylab.errors import ParameterError
 from verifylab.report.charts import Figure
 from verifylab.report.intervals import single_stream_intervals
@@ -41,8 +42,8 @@ def deployer_finding(ev: Evidence) -> Prose:
     )
 
 
-def sweep_views(ev: Evidence):
-    return ev.derived("sweep_views", benchmarks.sweep_views)
+def sweep_views(ev: Evidence) -> tuple[pd.DataFrame, pd.DataFrame, str, float]:
+    return benchmarks.sweep_views(ev)
 
 
 def pareto_figure(ev: Evidence) -> Figure:
@@ -108,8 +109,9 @@ def reported_comparisons(ev: Evidence) -> pd.DataFrame:
     return benchmarks.reported_comparisons(ev)
 
 
+@derived
 def _live_tp2(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("live_single_stream", lambda e: live_tp2.live_single_stream(e.runs))
+    return live_tp2.live_single_stream(ev.runs)
 
 
 def live_tp2_finding(ev: Evidence) -> Prose:

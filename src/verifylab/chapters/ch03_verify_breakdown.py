@@ -28,7 +28,7 @@ __all__ = ["Params", "live_smoke_profile"]  # shown as the analysis builds it
 
 
 def _tables(ev: Evidence) -> dict[str, pd.DataFrame]:
-    return ev.derived("chapter3_tables", profiles.chapter3_tables)
+    return profiles.chapter3_tables(ev)
 
 
 def deployer_finding(ev: Evidence) -> Prose:

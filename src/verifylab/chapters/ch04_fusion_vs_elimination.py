@@ -10,6 +10,7 @@ import pandas as pd
 from verifylab.analysis import comm_campaign
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import FusionVsElimination as Params
+from verifylab.derived import derived
 from verifylab.model.case import account, inputs, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
 from verifylab.model.cycle import Span
@@ -42,13 +43,19 @@ DECISION_HEADINGS = {
 }
 
 
+@derived
 def _gains(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("fusion_vs_elimination", lambda e: comm_campaign.fusion_vs_elimination_measured(e.runs))
+    return comm_campaign.fusion_vs_elimination_measured(ev.runs)
+
+
+@derived
+def _savings_over_runs(ev: Evidence) -> pd.DataFrame:
+    return comm_campaign.savings_over_runs(ev.runs)
 
 
 def measured_finding(ev: Evidence) -> Prose:
     """Finding: what fusion and elimination saved on the two-H200 verify pass."""
-    spread = ev.derived("savings_over_runs", lambda e: comm_campaign.savings_over_runs(e.runs))
+    spread = _savings_over_runs(ev)
     return comm_campaign.comm_finding(_gains(ev), tokens=MEASURED_TOKENS, spread=spread)
 
 
@@ -63,8 +70,9 @@ def measured_figure(ev: Evidence) -> Figure:
     return comm_campaign.fusion_vs_elimination_chart(_gains(ev))
 
 
+@derived
 def _prediction(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("prediction_check", lambda e: comm_campaign.prediction_check(e.measured))
+    return comm_campaign.prediction_check(ev.measured)
 
 
 def prediction_finding(ev: Evidence) -> Prose:
@@ -83,11 +91,12 @@ def saving_check(ev: Evidence) -> pd.DataFrame:
     """Table: each variant's saving against NCCL, predicted with in-pass costs, against the measured range."""
     from verifylab.model.comm_pass import saving_check as check
 
-    return ev.derived("saving_check", lambda e: check(e.measured)).round(3)
+    return check(ev.measured).round(3)
 
 
+@derived
 def _answers(ev: Evidence) -> dict:
-    return ev.derived("regime_answers", lambda e: {r: regime_answer(e, r) for r in inputs(e).curves.regimes()})
+    return {r: regime_answer(ev, r) for r in inputs(ev).curves.regimes()}
 
 
 def finding(ev: Evidence, params: Params) -> Prose:
@@ -131,7 +140,7 @@ def _crossover(answer) -> str:
 def decision_by_regime(ev: Evidence) -> pd.DataFrame:
     """Table: per regime, the all-reduce band that identifies it, decoding vs EAGLE-3 (with and without fusion)
     at one stream, the fastest option by load, and where speculation stops paying (modelled)."""
-    return ev.derived("decision_table", decision_table).drop(columns=["regime_key"]).rename(columns=DECISION_HEADINGS)
+    return decision_table(ev).drop(columns=["regime_key"]).rename(columns=DECISION_HEADINGS)
 
 
 @shown_as_table
@@ -142,7 +151,7 @@ def speculation_by_accept_length(ev: Evidence) -> pd.DataFrame:
 
 def regime_figure(ev: Evidence) -> Figure:
     """Figure: one all-reduce by message size in each regime (the curves every option is priced from)."""
-    return regime_curves_chart(ev.derived("regime_curves", lambda e: regime_curves_table(inputs(e).curves)))
+    return regime_curves_chart(regime_curves_table(inputs(ev).curves))
 
 
 def options_at_load(ev: Evidence) -> Table:
@@ -257,7 +266,7 @@ def reconciliation(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def hypotheses(ev: Evidence) -> pd.DataFrame:
     """Table: what can carry 54.1 -> 96.1 tok/s, ranked, with its evidence and the measurement that decides it."""
-    frame = ev.derived("hypotheses", ranked_hypotheses)
+    frame = ranked_hypotheses(ev)
     return frame[["rank", "hypothesis", "could_explain_ms", "of_removed", "evidence", "deciding_measurement"]]
 
 
@@ -274,8 +283,9 @@ def limits(ev: Evidence) -> pd.DataFrame:
     ).round(2)
 
 
+@derived
 def _compute_check(ev: Evidence) -> pd.DataFrame:
-    return ev.derived("compute_check", lambda e: compute_validation(e.newest_table("shard_compute")))
+    return compute_validation(ev.newest_table("shard_compute"))
 
 
 def compute_check_finding(ev: Evidence) -> Prose:

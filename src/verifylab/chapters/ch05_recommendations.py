@@ -10,6 +10,7 @@ from verifylab.analysis.recommend import DECISION_TOPICS, decision_lines, recomm
 from verifylab.analysis.recommendation import Recommendation, Topic
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
 from verifylab.chapters.params import Recommendations as Params
+from verifylab.derived import derived
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
 from verifylab.server.launch import BaseConfig, launcher_help
@@ -19,22 +20,26 @@ __all__ = ["Params", "pcie_sm120_finding"]
 
 
 def _recommendations(ev: Evidence, params: Params) -> list[Recommendation]:
-    def compute(e: Evidence) -> list[Recommendation]:
-        base = None  # without a model there is no command to build
-        if params.model_path:
-            base = BaseConfig(
-                model_path=params.model_path,
-                tp_size=params.tp_size,
-                draft_model_path=params.draft_model_path,
-                launcher=params.launcher,
-            )
-        help_text = launcher_help(params.launcher) if params.mode == "live" else None
-        facts = facts_from_evidence(
-            e, params.sglang_version, params.flashinfer_version, params.interconnect, base, help_text
-        )
-        return recommend(facts)
+    return _recommendations_for(ev, params.model_dump_json())
 
-    return ev.derived(f"recommendations/{params.model_dump_json()}", compute)
+
+@derived
+def _recommendations_for(ev: Evidence, params_json: str) -> list[Recommendation]:
+    """The rules' answers for one set of the chapter's parameters (keyed by them as JSON: a model is no key)."""
+    params = Params.model_validate_json(params_json)
+    base = None  # without a model there is no command to build
+    if params.model_path:
+        base = BaseConfig(
+            model_path=params.model_path,
+            tp_size=params.tp_size,
+            draft_model_path=params.draft_model_path,
+            launcher=params.launcher,
+        )
+    help_text = launcher_help(params.launcher) if params.mode == "live" else None
+    facts = facts_from_evidence(
+        ev, params.sglang_version, params.flashinfer_version, params.interconnect, base, help_text
+    )
+    return recommend(facts)
 
 
 def recommendations(ev: Evidence, params: Params) -> Table:

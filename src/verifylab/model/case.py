@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.cycle import CycleAccount, Span, cycle_account
 from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, RTX_PRO_6000_BLACKWELL_GBS
@@ -29,18 +30,19 @@ from verifylab.vocab import Drafter, Regime
 
 
 def account(ev: ModelSources) -> CycleAccount:
-    """The cycle account of this evidence, built once."""
-    return ev.derived("cycle_account", cycle_account)
+    """The cycle account of this evidence (built once per evidence)."""
+    return cycle_account(ev)
 
 
 def inputs(ev: ModelSources) -> ModelInputs:
-    """What every option is priced from, built once."""
-    return ev.derived("model_inputs", lambda e: model_inputs(e, account(e)))
+    """What every option is priced from, with this evidence's own account (built once per evidence)."""
+    return model_inputs(ev, account(ev))
 
 
+@derived
 def whatif_table(ev: ModelSources, batch: int = 1) -> pd.DataFrame:
     """Every option in every regime at ``batch`` streams: verify ms and tok/s as ranges (modelled)."""
-    return ev.derived(f"options/{batch}", lambda e: options_table(inputs(e), batch))
+    return options_table(inputs(ev), batch)
 
 
 def inputs_for_box(ev: ModelSources, box: BoxProbe) -> ModelInputs:
@@ -111,10 +113,11 @@ class SpeculationCase:
         return Span(min(r.gain.low for r in rows), max(r.gain.high for r in rows))
 
 
+@derived
 def speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
     """The case study's box per regime: calibrated to its reported plain decode rate, EAGLE-3 at its reported
-    accept length, with the overheads measured on the H200 speculation grid (built once)."""
-    return ev.derived("speculation_case", lambda e: speculation_cases(e, inputs(e), *decode_rate(e)))
+    accept length, with the overheads measured on the H200 speculation grid (built once per evidence)."""
+    return speculation_cases(ev, inputs(ev), *decode_rate(ev))
 
 
 def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[float, str]:

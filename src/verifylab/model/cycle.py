@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import norm_us_measured
 from verifylab.sources import ModelSources, reported_value
@@ -86,7 +87,7 @@ class CycleAccount:
     readings: tuple[Reading, Reading]
     draft_tokens: tuple[int, int] = DRAFT_TOKENS
     drafter_tps: float = 60.0  # the rate reported with the 30 ms verify pass and accept ~2.0 (seed 000)
-    notes: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict, hash=False)  # said of the numbers, not one of them
 
     def over_readings(self, value) -> Span:
         return Span.of(*(value(r) for r in self.readings))
@@ -192,6 +193,7 @@ class CycleAccount:
         return value.text(digits, unit)
 
 
+@derived
 def cycle_account(ev: ModelSources) -> CycleAccount:
     """The account from the reported figures and the measured norm kernel (SGLang's fused add+RMSNorm)."""
     v = lambda fid: reported_value(ev.figures, fid)  # noqa: E731

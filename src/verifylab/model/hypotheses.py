@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.model.case import account, inputs
 from verifylab.model.cycle import Span
 from verifylab.model.regimes import Collective, Price
@@ -26,6 +27,7 @@ def _eager_over_graph(ev: ModelSources, tokens: int = 4) -> tuple[float, str] | 
     return None
 
 
+@derived
 def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
     """One row per hypothesis, ranked: what it could explain of the removed time, evidence, deciding measurement."""
     a, m = account(ev), inputs(ev)

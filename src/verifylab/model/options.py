@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import loglog_interpolate
 from verifylab.model.cycle import CycleAccount, Span
@@ -148,6 +149,7 @@ def _norm(ev: ModelSources) -> tuple[Callable[[float], float], str]:
     return (lambda t: loglog_interpolate(xs, ys, min(max(t, xs[0]), xs[-1]))), f"measured, run {run_id} (H200)"
 
 
+@derived
 def model_inputs(ev: ModelSources, account: CycleAccount) -> ModelInputs:
     """The inputs of every option for this evidence (the reported regime from the account and the floor)."""
     eff, best, eff_source = _h200_efficiency(ev)

@@ -22,7 +22,7 @@ def _regimes(ev: Evidence) -> dict[str, dict]:
     """The decision table's rows by regime key (the same object Table 4.1 shows)."""
     from verifylab.model.decision import decision_table
 
-    return {row["regime_key"]: row for row in ev.derived("decision_table", decision_table).to_dict("records")}
+    return {row["regime_key"]: row for row in decision_table(ev).to_dict("records")}
 
 
 def _upgrade(ev: Evidence) -> tuple[str, str] | None:

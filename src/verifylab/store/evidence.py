@@ -3,13 +3,12 @@ matrix — each part loaded once on first use and shared by every table, figure 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from verifylab.derived import DerivedCache
 from verifylab.errors import ManifestError, ReferenceDataError
 from verifylab.sources import MeasuredRuns
 from verifylab.store.public import load_public_measurements
@@ -26,7 +25,7 @@ class Evidence:
 
     def __init__(self, data_dir: Path | str) -> None:
         self.data_dir = Path(data_dir)
-        self._derived: dict[str, Any] = {}
+        self.derived_cache = DerivedCache()  # what @derived functions computed from it
         if not self.data_dir.is_dir():
             raise ReferenceDataError(f"data folder {self.data_dir} does not exist")
 
@@ -82,12 +81,6 @@ class Evidence:
         if run_id is None:
             raise ManifestError(f"no run under {self.runs.root} holds table '{table}'")
         return self.runs.read_table(run_id, table)
-
-    def derived(self, key: str, compute: Callable[[Evidence], Any]) -> Any:
-        """``compute(self)``, once: a value several tables or figures of a chapter share."""
-        if key not in self._derived:
-            self._derived[key] = compute(self)
-        return self._derived[key]
 
     def _gates_csv(self, name: Path, **read_options) -> pd.DataFrame:
         path = self.data_dir / name
