@@ -147,3 +147,37 @@ def test_a_run_id_that_is_a_path_is_refused_before_anything_is_read(tmp_path):
             store.manifest(bad)
     result = CliRunner().invoke(app, ["runs", "show", "../../x", "--data-dir", str(tmp_path / "data")])
     assert result.exit_code == 2 and "not a plain run name" in result.output
+
+
+def test_a_store_parses_each_file_once_and_again_when_it_is_rewritten(tmp_path, monkeypatch):
+    """Readers share one parse of each manifest and table; a writer's change (another RunStore, another process)
+    is seen at once, and a reader's change to a table it got never reaches the next reader."""
+    store, manifest = make_store(tmp_path)
+    run = manifest.run_id
+    store.write_table(run, "step_wall_time", pd.DataFrame({"rank": [0], "step": [1], "wall_ms": [0.5]}))
+    import verifylab.store.runs as runs_module
+
+    parses = []
+    real = runs_module.read_manifest
+    monkeypatch.setattr(runs_module, "read_manifest", lambda path: parses.append(path) or real(path))
+    reader = RunStore(tmp_path / "runs")
+    assert [reader.manifest(run).label for _ in range(5)] == [manifest.label] * 5
+    assert reader.manifests()[0].run_id == run and len(parses) == 1
+
+    first = reader.read_table(run, "step_wall_time")
+    first.loc[0, "wall_ms"] = 99.0  # the caller's copy only
+    assert reader.read_table(run, "step_wall_time")["wall_ms"].tolist() == [0.5]
+
+    store.write_table(run, "step_wall_time", pd.DataFrame({"rank": [0], "step": [1], "wall_ms": [0.75]}))
+    store.set_status(run, "partial")
+    assert reader.read_table(run, "step_wall_time")["wall_ms"].tolist() == [0.75]
+    assert reader.manifest(run).status == "partial"
+
+
+def test_a_run_folder_that_is_a_link_is_still_refused_when_listing(tmp_path):
+    store, _ = make_store(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (store.root / "20261129-000001-linked").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ManifestError, match="a link"):
+        store.run_ids()

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -54,11 +56,24 @@ def _write_frame(target: Path, frame: pd.DataFrame) -> None:
         atomic_write_text(target, frame.to_csv(index=False))
 
 
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """A regular file's identity (inode, size, mtime in ns), or None for anything else (a link, nothing)."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
+
+
 class RunStore:
-    """The folder of measured runs (default ``data/runs``)."""
+    """The folder of measured runs (default ``data/runs``). Each manifest and table is parsed once per process and
+    kept with its file's identity (inode, size, mtime): a file rewritten (always by rename: a new inode) is read
+    again, so a store of thousands of runs costs one parse per file, however many readers ask."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
+        self._parsed: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
+        self._tables: dict[tuple[str, str], tuple[tuple[int, int, int], pd.DataFrame]] = {}
 
     def path(self, run_id: str) -> Path:
         """The run's folder; a run id is a plain name (no path: nothing outside the store is ever read)."""
@@ -69,9 +84,15 @@ class RunStore:
         book reads lies inside the store)."""
         if not self.root.is_dir():
             return []
-        for entry in self.root.iterdir():
-            self._inside(entry)
-        return sorted(p.name for p in self.root.iterdir() if (p / MANIFEST).is_file())
+        root = self.root.resolve()
+        ids = []
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                if entry.is_symlink():  # an entry of the folder itself: no link is all "inside" asks of it
+                    self._inside(Path(entry.path))
+                if entry.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(root, entry.name, MANIFEST)):
+                    ids.append(entry.name)
+        return sorted(ids)
 
     def _inside(self, path: Path) -> Path:
         """``path`` when it is no link and lies inside the store; :class:`ManifestError` naming it otherwise."""
@@ -84,7 +105,21 @@ class RunStore:
         return folder.exists() and (self._inside(folder) / MANIFEST).is_file()
 
     def manifest(self, run_id: str) -> Manifest:
-        """Validated manifest of one run; unknown ids list what is stored."""
+        """Validated manifest of one run (parsed once while its file is unchanged: read it, do not edit it);
+        unknown ids list what is stored."""
+        path = self.path(run_id) / MANIFEST
+        identity = _identity(path)
+        if identity is not None and not path.parent.is_symlink():
+            kept = self._parsed.get(run_id)
+            if kept is not None and kept[0] == identity:
+                return kept[1]
+            manifest = self._manifest_to_edit(run_id)
+            self._parsed[run_id] = (identity, manifest)
+            return manifest
+        return self._manifest_to_edit(run_id)
+
+    def _manifest_to_edit(self, run_id: str) -> Manifest:
+        """The manifest of one run, read from its file now (a fresh object a writer may change and save)."""
         if not self.exists(run_id):
             known = ", ".join(self.run_ids()) or "none"
             raise RunNotFoundError(f"run '{run_id}' not found in {self.root} (stored runs: {known})")
@@ -116,7 +151,7 @@ class RunStore:
         value (a chapter adding its own parameters to a run another chapter made is fine; they are recorded)."""
         if self.exists(run_id):
             with self.lock(run_id):
-                stored = self.manifest(run_id)
+                stored = self._manifest_to_edit(run_id)
                 check_resume(stored, label, redact_obj(json.loads(json.dumps(parameters, default=str))))
                 added = {k: v for k, v in parameters.items() if k not in stored.parameters}
                 if added:
@@ -191,22 +226,28 @@ class RunStore:
         file_name = f"{name}.{fmt}"
         target = self.path(run_id) / file_name
         with self.lock(run_id):  # the manifest is read inside the lock: a concurrent writer's table stays listed
-            manifest = self.manifest(run_id)
+            manifest = self._manifest_to_edit(run_id)
             _write_frame(target, frame)
             manifest.tables[name] = file_name
             self.save_manifest(manifest)
         return target
 
     def read_table(self, run_id: str, name: str) -> pd.DataFrame:
-        """Load one table of a run, under the current schema's column names; a missing or unreadable table names
-        the file."""
+        """Load one table of a run, under the current schema's column names (a copy: the caller may change it);
+        a missing or unreadable table names the file."""
         manifest = self.manifest(run_id)  # parsed once for the file's name and the schema it was written under
+        identity = _identity(self.path(run_id) / manifest.tables[name]) if name in manifest.tables else None
+        kept = self._tables.get((run_id, name))
+        if identity is not None and kept is not None and kept[0] == identity:
+            return kept[1].copy()
         frame = migrate(name, self._read_file(manifest, name), manifest.schema_version)
         try:
             check_frame(name, frame)  # under today's names: every column declared, numbers where declared,
             check_values(name, frame)  # and every time, rate or size finite and not negative
         except ManifestError as exc:
             raise ManifestError(f"run '{run_id}': {exc}") from None
+        if identity is not None:
+            self._tables[(run_id, name)] = (identity, frame.copy())
         return frame
 
     def _read_file(self, manifest: Manifest, name: str) -> pd.DataFrame:
@@ -251,7 +292,7 @@ class RunStore:
         """Rewrite a run of an older schema under the current one (each table read through the migration and
         written back atomically, then the manifest); False when it is current already."""
         with self.lock(run_id):
-            manifest = self.manifest(run_id)
+            manifest = self._manifest_to_edit(run_id)
             if manifest.schema_version >= SCHEMA_VERSION:
                 return False
             for name, file_name in manifest.tables.items():
@@ -277,7 +318,7 @@ class RunStore:
     def mark_test_double(self, run_id: str) -> None:
         """The run was measured against verifylab's test double: mechanics only, never evidence, and it says so."""
         with self.lock(run_id):
-            manifest = self.manifest(run_id)
+            manifest = self._manifest_to_edit(run_id)
             if manifest.test_double:
                 return
             manifest.test_double = manifest.mechanics_only = True
@@ -287,7 +328,7 @@ class RunStore:
     def set_status(self, run_id: str, status: Literal["complete", "partial", "failed"]) -> None:
         """Close (or reopen) a run: ``complete`` when it holds what was asked, ``failed`` when nothing was."""
         with self.lock(run_id):
-            manifest = self.manifest(run_id)
+            manifest = self._manifest_to_edit(run_id)
             manifest.status = status
             self.save_manifest(manifest)
 
