@@ -225,3 +225,26 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path, repo_root, monkeypatch, ext
     result = CliRunner().invoke(app, [*base, *extra])
     assert result.exit_code != 0
     assert named in result.output and "Traceback" not in result.output
+
+
+def test_a_grid_measured_twice_still_reads_as_one_finding(tmp_path, repo_root):
+    """A store holding the same speculation grid twice (a run repeated, a fleet's copies) keeps chapter 02's
+    finding: the newest run speaks for the sweep, the table lists both."""
+    import json
+    import shutil
+
+    from verifylab.analysis import speculation_load
+    from verifylab.chapters.ch02_benchmarks import speculation_finding
+    from verifylab.store.evidence import Evidence
+
+    data = tmp_path / "data"
+    shutil.copytree(repo_root / "data", data)
+    grid = next(p for p in (data / "runs").iterdir() if p.name.endswith("-spec-load"))
+    again = shutil.copytree(grid, grid.with_name(grid.name.replace("-spec-load", "-spec-load-again")))
+    manifest = json.loads((again / "manifest.json").read_text())
+    (again / "manifest.json").write_text(json.dumps(manifest | {"run_id": again.name}))
+
+    ev = Evidence(data)
+    assert "EAGLE-3" in speculation_finding(ev)
+    runs = set(speculation_load.crossover_table(speculation_load.speculation_view(ev))["run"])
+    assert {grid.name, again.name} <= runs

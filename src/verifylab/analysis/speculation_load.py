@@ -222,7 +222,7 @@ def crossover_table(table: pd.DataFrame) -> pd.DataFrame:
                 "measured_interval_streams": _span_text([r.measured_low, r.measured_high], first, last),
                 "predicted_streams": _span_text([r.predicted_low, r.predicted_high], first, last),
                 "role": r.role,
-                "run": short_run(r.run_id),
+                "run": r.run_id,
                 "provenance": "measured, modelled",
             }
         )
@@ -230,12 +230,6 @@ def crossover_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 DRAFTER_TITLE = {"eagle3": "EAGLE-3", "ngram": "NGRAM (chain)"}
-
-
-def short_run(run_id: str) -> str:
-    """A run as a table cell has room for it: its name after the date (the caption's sources give the whole id)."""
-    parts = run_id.split("-", 2)
-    return parts[2] if len(parts) == 3 and parts[0].isdigit() else run_id
 
 
 def cells_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -253,7 +247,7 @@ def cells_table(table: pd.DataFrame) -> pd.DataFrame:
             "predicted_high": table["predicted_high"],
             "role": table["role"],
             "agrees": table["agrees"],
-            "run": table["run_id"].map(short_run),
+            "run": table["run_id"],
             "provenance": "measured, modelled",
         }
     )

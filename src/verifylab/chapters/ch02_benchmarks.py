@@ -64,7 +64,9 @@ def speculation_finding(ev: Evidence) -> Prose:
     view = speculation_load.speculation_view(ev)
     if view.empty:
         return Prose("No speculation-under-load run is stored: run chapter 02 live with its `speculation` grid.")
-    words = speculation_load.crossover_table(view).set_index(["drafter", "draft_tokens", "accept_length"])
+    key = ["drafter", "draft_tokens", "accept_length"]
+    table = speculation_load.crossover_table(view)
+    words = table.drop_duplicates(subset=key, keep="last").set_index(key)  # a sweep measured again: the newest run
     agree, total, worst = speculation_load.agreement(view)
     eagle = [k for k in words.index if k[0] == "EAGLE-3" and k[1] == max(i[1] for i in words.index)]
 

@@ -1,6 +1,6 @@
 """Fitting a table into the book's narrowest text column without breaking a word: how wide a word is, the
-longest word each column may show (identifiers give way first, then words of prose, then short identifiers),
-how a word too long is shortened, and how many rows fit a screen before the rest is folded away."""
+longest word each column may show on one line (identifiers give way first and wrap after their separators, then
+words of prose, then short identifiers), and how many rows fit a screen before the rest is folded away."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ CHAR_PX = 7.8  # widest average character of 0.8rem type (digits, run ids)
 WIDE_SCALE = 0.875  # 0.7rem type in wide tables
 CELL_PAD_CHARS = 2  # a cell's padding and border, in characters
 NOTE_CHARS = 24  # a noted column's cell longer than this becomes a note
-MIN_WORD = 8  # no word is shortened below this (it would no longer say what it is)
-KEEP_WHOLE = 20  # an identifier this short (NCCL_P2P_DISABLE, a version) is never shortened: long-text columns
+MIN_WORD = 8  # no column's one-line word is narrower than this (an identifier wraps in pieces at least this long)
+KEEP_WHOLE = 20  # an identifier this short (NCCL_P2P_DISABLE, a version) never wraps: long-text columns
 # become notes instead; run ids, paths and kernel names, longer, may be
 LINE_PX, ROW_PAD_PX = 21.0, 7.0  # one line of 0.8rem type (with its leading), a row's padding
 SCREEN_PX = 900.0  # rows past this estimated height are folded away
@@ -27,7 +27,7 @@ MIN_ROWS = 3  # a table with this many rows or fewer is never folded
 
 NUMBER_WORD = re.compile(r"(?:\d{4}-\d\d-\d\d|[~<>=+−-]?[\d.,]+(?:[-–][\d.,]+)?[%x)]*)[,;:]?")  # or a date
 # A word of prose ("approximately", "FlashInfer's", "all-reduces,"): letters, hyphens and apostrophes between
-# brackets or quotes and trailing punctuation. Shortened only when a table cannot fit otherwise.
+# brackets or quotes and trailing punctuation. Wrapped only when a table cannot fit otherwise.
 PLAIN_WORD = re.compile(r"[(\"'“‘]?[A-Za-z]+(?:[-'’][A-Za-z]+)*[)\"'”’,;:.!?]*")
 SHORT_WORD = re.compile(rf"\S{{1,{KEEP_WHOLE}}}")  # any word of up to KEEP_WHOLE characters
 
@@ -69,10 +69,10 @@ def fit_limits(cells: pd.DataFrame, column_px: float) -> tuple[list[int], bool]:
 
 
 def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
-    """The longest word (characters) each column may show so that the table fits ``column_px`` without breaking
-    a word: a column is as narrow as its longest word; where the sum is too wide, identifiers (run ids, paths,
-    kernel names) are shortened, the longest first; headers, numbers, words of prose and identifiers of up to
-    :data:`KEEP_WHOLE` characters are kept whole unless the table cannot fit otherwise."""
+    """The longest word (characters) each column may show on one line so that the table fits ``column_px``: a
+    column is as narrow as its longest word; where the sum is too wide, identifiers (run ids, paths, kernel names)
+    give way, the longest first (they wrap after their separators, whole); headers, numbers, words of prose and
+    identifiers of up to :data:`KEEP_WHOLE` characters stay on one line unless the table cannot fit otherwise."""
     return fit_limits(cells, column_px)[0]
 
 
@@ -84,31 +84,12 @@ def kernel_head(text: str) -> str:
     return text
 
 
-def shorten(word: str, chars: int) -> str:
-    """``word`` in at most ``chars`` characters: a path keeps its last part (``…/overrides.py``), anything else
-    its two ends (``20261201…probe-shm``)."""
-    if len(word) <= chars:
-        return word
-    if "/" in word.rstrip("/"):
-        tail = word.rstrip("/").rsplit("/", 1)[1]
-        if len(tail) + 2 <= chars:
-            return "…/" + tail
-    head = max(1, (chars - 1) * 11 // 20)
-    return word[:head] + "…" + word[len(word) - (chars - 1 - head) :]
-
-
 def word_width(word: str) -> int:
     """The characters a word needs on one line: a hyphenated word of prose (``all-to-all``) its longest piece
     up to a hyphen, since it may break after one; any other word its whole length."""
     if "-" in word and PLAIN_WORD.fullmatch(word):
         return max(len(piece) for piece in re.split(r"(?<=-)", word))
     return len(word)
-
-
-def shown_words(text: str, chars: int) -> str:
-    """``text`` with each word wider than ``chars`` (numbers aside) shortened."""
-    words = kernel_head(text).split(" ")
-    return " ".join(w if NUMBER_WORD.fullmatch(w) or word_width(w) <= chars else shorten(w, chars) for w in words)
 
 
 def visible_rows(

@@ -1,6 +1,6 @@
 """One table renderer for the book: human headers with units, numbers rounded by quantity, "—" for what has no
-value (with a footnote), lists joined, no index. Words never break inside: how wide each column may be, what is
-shortened and how many rows show before a fold are :mod:`verifylab.report.table_fit`'s; here the cells become
+value (with a footnote), lists joined, no index. Words never break inside: how wide each column may be, which
+identifiers wrap and how many rows show before a fold are :mod:`verifylab.report.table_fit`'s; here the cells become
 HTML (full text on hover and in the export), long texts become notes or listings below the table, one-value
 columns of a table too wide a line above it, and a prose column may read as a full-width line under its row.
 
@@ -25,9 +25,10 @@ from verifylab.report.table_fit import (
     CHAR_PX,
     COLUMN_PX,
     NOTE_CHARS,
+    NUMBER_WORD,
     WIDE,
     fit_limits,
-    shown_words,
+    kernel_head,
     visible_rows,
     word_limits,
     word_width,
@@ -132,19 +133,37 @@ def _words_html(text: str) -> str:
     return _with_code_spans(text, _whole_words)
 
 
+def _fitted_words(text: str, chars: int) -> str:
+    """Escaped ``text`` as :func:`_whole_words` sets it, except that a word wider than the column's ``chars`` (a
+    run id, a path, a flag; never a number) wraps after its separators: shown whole, never cut."""
+
+    def word(part: str) -> str:
+        if part.isspace() or NUMBER_WORD.fullmatch(part) or word_width(part) <= chars:
+            return _whole_words(part)
+        breakable = _SEPARATOR.sub(r"\1<wbr>", html.escape(part))
+        return f'<span class="v-wrap">{breakable}</span>'
+
+    return "".join(word(p) for p in re.split(r"(\s+)", text))
+
+
+_SEPARATOR = re.compile(r"([-_/.:,=])")  # where an identifier too wide for its column wraps
+
+
 def _cell(text: str, chars: int, tag: str = "td", span: int = 0) -> str:
-    """One cell: its words whole; a word longer than the column's ``chars`` shortened, the full text on hover
-    (the export keeps it whole); a cell moved below the table (``\\0listing 1\\0text``) shows its pointer;
-    ``span``: the cell is a full-width line of that many columns."""
+    """One cell: its words whole; a word longer than the column's ``chars`` wrapped after its separators (never
+    cut); a kernel signature without its template arguments, the full text on hover (the export keeps it whole);
+    a cell moved below the table (``\\0listing 1\\0text``) shows its pointer; ``span``: the cell is a
+    full-width line of that many columns."""
     if text.startswith("\0"):
         _, pointer, full = text.split("\0", 2)
         return f'<{tag}><span title="{html.escape(full)}">{html.escape(pointer)}</span></{tag}>'
-    shown = shown_words(text, chars)
+    shown = kernel_head(text)
     prose = len(text) > NOTE_CHARS or span  # prose reads left-aligned
     opening = f"<{tag}" + (f' colspan="{span}"' if span else "") + (' class="v-prose">' if prose else ">")
+    body = _with_code_spans(shown, lambda plain: _fitted_words(plain, chars))
     if shown != text:
-        return f'{opening}<span title="{html.escape(text)}">{_words_html(shown)}</span></{tag}>'
-    return f"{opening}{_words_html(text)}</{tag}>"
+        return f'{opening}<span title="{html.escape(text)}">{body}</span></{tag}>'
+    return f"{opening}{body}</{tag}>"
 
 
 @dataclass
@@ -185,7 +204,7 @@ class Table:
 
 
 def noted_to_fit(cells: pd.DataFrame, noted: tuple[str, ...] = (), column_px: float = COLUMN_PX) -> tuple[str, ...]:
-    """``noted`` and, where the table would otherwise shorten words of prose, its long-text columns (the
+    """``noted`` and, where the table would otherwise wrap words of prose, its long-text columns (the
     longest texts first; never the first column, nor the one with the longest texts: the table's prose gets
     the width) until every word of prose fits whole."""
     noted = tuple(c for c in noted if c in cells.columns)
