@@ -111,7 +111,7 @@ def test_the_committed_cell_points_to_params_and_the_converted_one_is_params_wri
     import papermill
 
     from verifylab.chapters.notebook_cell import CELL_MARK, POINTER
-    from verifylab.chapters.params import CHAPTER_PARAMS
+    from verifylab.chapters.registry import CHAPTER_PARAMS
     from verifylab.publish.build import to_notebook
 
     committed = notebook.read_text(encoding="utf-8").split(CELL_MARK, 1)[1].split("\n# %%", 1)[0]
@@ -153,12 +153,12 @@ def test_a_parameter_added_to_params_reaches_the_notebook_papermill_runs(monkeyp
     import papermill
     from pydantic import Field, create_model
 
-    from verifylab.chapters import params as chapter_params
+    from verifylab.chapters import registry
     from verifylab.publish.build import to_notebook
 
-    base = chapter_params.CHAPTER_PARAMS["02_benchmarks"]
+    base = registry.CHAPTER_PARAMS["02_benchmarks"]
     grown = create_model("Grown", __base__=base, settle_s=(float, Field(1.5, description="seconds to settle")))
-    monkeypatch.setitem(chapter_params.CHAPTER_PARAMS, "02_benchmarks", grown)
+    monkeypatch.setitem(registry.CHAPTER_PARAMS, "02_benchmarks", grown)
     (notebook,) = [n for n in NOTEBOOKS if n.stem == "02_benchmarks"]
     to_notebook(notebook, converted := tmp_path / "02.ipynb")
     declared = papermill.inspect_notebook(str(converted))

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from verifylab.chapters.params import CHAPTER_PARAMS, chapter_parameters
+from verifylab.chapters.registry import CHAPTER_PARAMS, chapter_parameters
 from verifylab.errors import ParameterError
 from verifylab.publish.build import execute_chapter
 

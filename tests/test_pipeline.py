@@ -319,7 +319,7 @@ def test_live_tp2_simulated_pcie_marks_fusion_skipped(repo_root, tmp_path):
 
 def test_only_names_an_unknown_chapter(repo_root, tmp_path):
 
-    with pytest.raises(ParameterError, match="--only 07: no such chapter"):
+    with pytest.raises(ParameterError, match="--only: no chapter '07'; chapters are 00_introduction"):
         run_pipeline(repo_root, PipelineParams(), only=["07"], render=False)
 
 

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def copy_project(target: Path) -> Path:
-    for name in ("notebooks", "data", "_config.yml", "_toc.yml", "book"):
+    for name in ("notebooks", "data", "_config.yml", "book"):
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, target / name, ignore=shutil.ignore_patterns("_generated"))

@@ -33,7 +33,7 @@ def test_each_chapter_is_given_only_the_parameters_its_notebook_declares(repo_ro
     about, and what a chapter is given is exactly what its parameters cell declares."""
     import papermill
 
-    from verifylab.chapters.params import CHAPTER_PARAMS, parameters_for
+    from verifylab.chapters.registry import CHAPTER_PARAMS, parameters_for
     from verifylab.publish.build import chapter_sources, to_notebook
 
     shared = {"mode": "replay", "data_dir": "data", "run_id": None, "label": "2x H200", "draft_tokens": 4}

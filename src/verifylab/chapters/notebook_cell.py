@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from verifylab.chapters.params import CHAPTER_PARAMS
+from verifylab.chapters.registry import CHAPTER_PARAMS
 
 CELL_MARK = '# %% tags=["parameters"]\n'
 POINTER = (  # the committed cell: what papermill reads is written at conversion

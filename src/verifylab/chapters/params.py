@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, NonNegativeInt, PositiveInt, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, ValidationInfo, field_validator
 
 from verifylab.bench.speculation_grid import SpeculationGrid
 from verifylab.chapters._base import ChapterParams
-from verifylab.errors import ParameterError, describe_error
 from verifylab.server.settings import LAUNCH_FIELDS, LaunchSettings
 
 
@@ -156,41 +155,3 @@ class Recommendations(ChapterParams):
     probe_run: str | None = Field(
         None, description="a stored probe of this box (verifylab box): the launch command is checked against its policy"
     )
-
-
-CHAPTER_PARAMS: dict[str, type[ChapterParams]] = {
-    model.chapter: model
-    for model in (Introduction, EnvironmentAndGates, Benchmarks, VerifyBreakdown, FusionVsElimination, Recommendations)
-}
-
-
-def chapter_parameters(chapter: str, **values: Any) -> Any:
-    """A notebook's parameters, every one validated; :class:`ParameterError` with one line naming the chapter and
-    the parameter otherwise."""
-    return CHAPTER_PARAMS[chapter].validated(**values)
-
-
-def parameters_for(chapter: str, values: dict[str, Any]) -> dict[str, Any]:
-    """The values a chapter declares (its parameters cell = its Params model): shared parameters that belong to
-    other chapters are left out, so papermill never warns about a parameter the notebook does not take."""
-    model = CHAPTER_PARAMS.get(chapter)
-    return {k: v for k, v in values.items() if model is None or k in model.model_fields}
-
-
-def check_pipeline_chapters(shared: dict[str, Any], chapters: dict[str, dict[str, Any]], where: str) -> None:
-    """Before any chapter runs: every chapter named exists, its overrides are its parameters with valid values, and
-    every shared parameter is one that some chapter takes (papermill gives each chapter only those it declares)."""
-    unknown = [name for name in chapters if name not in CHAPTER_PARAMS]
-    if unknown:
-        raise ParameterError(f"{where}: chapters {unknown} do not exist; chapters are {', '.join(CHAPTER_PARAMS)}")
-    taken = {field for model in CHAPTER_PARAMS.values() for field in model.model_fields}
-    stray = sorted(set(shared) - taken)
-    if stray:
-        raise ParameterError(f"{where}: parameters {stray} are taken by no chapter")
-    for name, model in CHAPTER_PARAMS.items():
-        values = {k: v for k, v in shared.items() if k in model.model_fields} | chapters.get(name, {})
-        values.pop("data_dir", None)  # checked where the chapter runs (relative to the project root)
-        try:
-            model.model_validate(values)
-        except ValidationError as exc:
-            raise ParameterError(describe_error(exc, f"{where}: {name}")) from None

@@ -173,20 +173,17 @@ def notebook(
     parameter is declared; this writes the names, defaults and what each does into the cell papermill reads.
     Example: `verifylab notebook 02 /tmp/02.ipynb && papermill /tmp/02.ipynb /tmp/02.out.ipynb -p mode live`
     """
-    from verifylab.publish.build import chapter_sources, project_root, to_notebook
+    from verifylab.chapters.registry import chapter_named
+    from verifylab.publish.build import project_root, to_notebook
 
     try:
-        sources = chapter_sources(project_root(root))
+        source = chapter_named(chapter).notebook(project_root(root))
     except VerifylabError as exc:
         raise fail(exc) from None
-    found = [s for s in sources if s.stem == chapter or s.stem.split("_", 1)[0] == chapter]
-    if len(found) != 1:
-        names = ", ".join(s.stem for s in sources)
-        raise fail(ParameterError(f"no chapter {chapter!r}: the chapters are {names}"))
     if out.suffix != ".ipynb":
         raise fail(ParameterError(f"{out}: the notebook papermill runs must end in .ipynb"))
-    to_notebook(found[0], out)
-    console.print(f"{found[0].stem} -> {out} (parameters from its Params)", highlight=False)
+    to_notebook(source, out)
+    console.print(f"{source.stem} -> {out} (parameters from its Params)", highlight=False)
 
 
 def run_cmd(

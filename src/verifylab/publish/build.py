@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verifylab.chapters.registry import CHAPTERS, table_of_contents
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
@@ -73,10 +74,12 @@ def project_root(start: Path | None = None) -> Path:
 
 
 def chapter_sources(root: Path) -> list[Path]:
-    """The chapter notebooks (jupytext percent-format ``.py``), in chapter order."""
-    sources = sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
-    if not sources:
-        raise BookBuildError(f"{root / 'notebooks'}: no chapter notebooks (NN_name.py)")
+    """The chapter notebooks (jupytext percent-format ``.py``) the registry declares, in chapter order; a missing
+    one is named."""
+    sources = [chapter.notebook(root) for chapter in CHAPTERS]
+    missing = [s.name for s in sources if not s.is_file()]
+    if missing:
+        raise BookBuildError(f"{root / 'notebooks'}: chapter notebooks missing: {', '.join(missing)}")
     return sources
 
 
@@ -181,7 +184,9 @@ def render_html(root: Path, strict: bool = True) -> Path:
         shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=".render-", dir=build))
     try:
-        cmd = [*jupyter_book_command(), "build", str(root), "--quiet", "--path-output", str(staging)]
+        toc = staging / "_toc.yml"  # written from the chapter registry, never kept beside the sources
+        atomic_write_text(toc, table_of_contents("decision", GENERATED.as_posix()))
+        cmd = [*jupyter_book_command(), "build", str(root), "--quiet", "--path-output", str(staging), "--toc", str(toc)]
         if strict:
             cmd += ["--warningiserror", "--keep-going"]
         try:

@@ -7,11 +7,11 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from verifylab.chapters.registry import CHAPTERS
 from verifylab.iorw import atomic_path
 from verifylab.publish.paths import GENERATED
 
-PAGES = ["decision", "00_introduction", "01_environment_and_gates", "02_benchmarks", "03_verify_breakdown",
-         "04_fusion_vs_elimination", "05_recommendations"]  # fmt: skip
+PAGES = ["decision", *(chapter.name for chapter in CHAPTERS)]
 
 
 def chromium() -> str | None:

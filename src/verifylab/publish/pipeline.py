@@ -12,7 +12,7 @@ from typing import Any, Literal
 import nbformat
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from verifylab.chapters.params import check_pipeline_chapters, parameters_for
+from verifylab.chapters.registry import chapter_named, check_pipeline_chapters, parameters_for
 from verifylab.errors import ParameterError, VerifylabError, describe_error
 from verifylab.iorw import atomic_write_with
 from verifylab.publish.build import (
@@ -76,14 +76,14 @@ def _failure_page(result: ChapterResult, root: Path) -> None:
 
 
 def select_chapters(sources: list[Path], only: list[str] | None) -> list[Path]:
-    """The chapter sources named by ``only`` (stems or their number prefixes, e.g. '02'), in book order."""
+    """The chapter sources named by ``only`` (names or numbers, e.g. '02'), in book order."""
     if not only:
         return sources
-    wanted = [name.strip() for name in only if name.strip()]
-    unknown = [w for w in wanted if not any(s.stem == w or s.stem.split("_", 1)[0] == w for s in sources)]
-    if unknown:
-        raise ParameterError(f"--only {', '.join(unknown)}: no such chapter; have {', '.join(s.stem for s in sources)}")
-    return [s for s in sources if s.stem in wanted or s.stem.split("_", 1)[0] in wanted]
+    try:
+        wanted = {chapter_named(name.strip()).name for name in only if name.strip()}
+    except ParameterError as exc:
+        raise ParameterError(f"--only: {exc}") from None
+    return [s for s in sources if s.stem in wanted]
 
 
 def chapter_jobs(
