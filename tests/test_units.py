@@ -211,3 +211,14 @@ def test_gate_versions_read_as_ranges_of_the_audited_versions():
     statuses = {"0.5.6": "—", "0.5.8": "closed", "0.5.9": "closed", "0.5.20": "closed", "0.5.23": "—"}
     assert version_ranges(statuses) == "closed 0.5.8–0.5.20; absent 0.5.6, 0.5.23"
     assert version_ranges({"0.5.10": "info", "0.5.9": "info"}) == "present (no gate) 0.5.9–0.5.10"  # by version
+
+
+def test_a_chart_of_thousands_of_rows_draws_instead_of_failing():
+    """A store with thousands of sweeps gives a dense chart, never Altair's 5,000-row error."""
+    import altair as alt
+
+    from verifylab.report.charts import Figure
+
+    frame = pd.DataFrame({"streams": range(6000), "tokens_per_s": range(6000)})
+    figure = Figure(alt.Chart(frame).mark_point().encode(x="streams", y="tokens_per_s"), "dense")
+    assert "<svg" in figure.to_svg() and len(next(iter(figure.spec()["datasets"].values()))) == 6000

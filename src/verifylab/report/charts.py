@@ -53,11 +53,17 @@ class Figure:
     provenance: list[str] = field(default_factory=list)
     name: str = "figure"
 
+    def spec(self) -> dict:
+        """The chart's Vega-Lite dict, whatever its rows: a store with thousands of sweeps draws a dense chart,
+        never an error (Altair's default refuses more than 5,000 rows)."""
+        with alt.data_transformers.enable("default", max_rows=None):
+            return self.chart.to_dict()
+
     def to_svg(self, spec: dict | None = None) -> str:
         """Static SVG of the chart (vl-convert, offline); ``spec``: the chart's Vega-Lite dict when already made."""
         import vl_convert as vlc
 
-        made = spec if spec is not None else self.chart.to_dict()
+        made = spec if spec is not None else self.spec()
         svg = vlc.vegalite_to_svg(readable(made), vl_version=_vl_version())
         return add_svg_tooltips(_strip_xml_header(svg))
 
@@ -73,7 +79,7 @@ class Figure:
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         """The page's HTML, plus the chart spec the exports render from (a MIME type the page ignores). The chart
         becomes a dict once (altair checks it against the Vega-Lite schema each time)."""
-        spec = self.chart.to_dict()
+        spec = self.spec()
         shown = {"name": self.name, "caption": self.caption, "provenance": self.provenance, "spec": spec}
         return {"text/html": self._repr_html_(spec), FIGURE_MIME: json_safe(shown)}
 
