@@ -5,6 +5,7 @@ its module ``chapters/chNN_name.py`` and its notebook ``notebooks/NN_name.py`` (
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -71,13 +72,17 @@ def chapter_named(name_or_number: str) -> Chapter:
     raise ParameterError(f"no chapter '{name_or_number}'; chapters are {', '.join(CHAPTER_PARAMS)}")
 
 
-def table_of_contents(root_page: str, generated: str) -> str:
-    """The book's ``_toc.yml``: the root page, then each part's chapters in order, then the appendix."""
+def table_of_contents(root_page: str, generated: str, runs: Sequence[str] = ()) -> str:
+    """The book's ``_toc.yml``: the root page, then each part's chapters in order, then the appendix, whose last
+    entry is the index of ``runs``' pages (one section each)."""
     lines = ["format: jb-book", f"root: {generated}/{root_page}", "parts:"]
     for part in dict.fromkeys(c.part for c in CHAPTERS):
         lines += [f"  - caption: {part}", *(["    numbered: true"] if part == "Chapters" else []), "    chapters:"]
         lines += [f"      - file: {generated}/{c.name}" for c in CHAPTERS if c.part == part]
     lines += ["  - caption: Appendix", "    chapters:", *(f"      - file: {page}" for page in APPENDIX)]
+    if runs:
+        lines += [f"      - file: {generated}/runs/index", "        sections:"]
+        lines += [f"          - file: {generated}/runs/{run}" for run in runs]
     return "\n".join(lines) + "\n"
 
 

@@ -107,10 +107,14 @@ def runs_migrate(
 def book(
     root: Path = typer.Option(Path("."), help="Project root (holds _config.yml and notebooks/)."),
     publish: bool = typer.Option(False, "--publish", help="Register this edition in the committed book/editions.json."),
+    force: bool = typer.Option(False, "--force", help="Execute every chapter, even those whose inputs are unchanged."),
 ) -> None:
-    """Execute every chapter in replay mode with papermill and render the HTML book (_build/html).
+    """Execute the chapters in replay mode with papermill and render the HTML book (_build/html).
 
-    This is `make book`'s build step. Example: `verifylab book`
+    A chapter is executed again only when one of its inputs changed since its executed copy in book/_generated
+    was made: its notebook, its parameters, verifylab's code, the data folder or the rendering toolchain; the
+    build says which chapters it executed and which it kept. This is `make book`'s build step.
+    Example: `verifylab book` (or `verifylab book --force` to execute all)
     """
     from rich.progress import BarColumn, Progress, TextColumn
 
@@ -137,8 +141,8 @@ def book(
             def on_cell(done: int, cells: int) -> None:
                 progress.update(task, description=f"executing {current['name']} (cell {done}/{cells})")
 
-            result = build_book(project, on_chapter=on_chapter, on_cell=on_cell)
-            progress.update(task, description="rendered", completed=len(result.chapters))
+            result = build_book(project, on_chapter=on_chapter, on_cell=on_cell, force=force)
+            progress.update(task, description="rendered", completed=len(result.chapters), total=len(result.chapters))
         if publish:
             from verifylab.publish.registry import publish as publish_edition
 
@@ -146,6 +150,11 @@ def book(
     except VerifylabError as exc:
         raise fail(exc) from None
     assert result.edition_dir is not None  # build_book archives the edition or raises
+    executed = [c.name for c in result.chapters if not c.reused]
+    kept = [c.name for c in result.chapters if c.reused]
+    console.print(f"executed: {', '.join(executed) or 'none'}", highlight=False)
+    if kept:
+        console.print(f"unchanged inputs, kept as executed before: {', '.join(kept)}", highlight=False)
     console.print(f"edition {result.edition['id']} (all editions: {result.edition_dir.parent / 'index.html'})")
     console.print(f"PDFs: {result.pdf_note}", highlight=False)
     if publish:

@@ -23,9 +23,13 @@ from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
 from verifylab.publish import interrupt
-from verifylab.publish.edition import archive, write_generated_pages
+from verifylab.publish.chapter_inputs import METADATA_KEY, code_digest, inputs_digest, recorded_inputs
+from verifylab.publish.edition import archive, data_digest, write_generated_pages
 from verifylab.publish.paths import GENERATED
 from verifylab.publish.pdf import print_pdfs
+from verifylab.publish.run_pages import INDEX as RUNS_INDEX
+from verifylab.publish.run_pages import RUNS_FOLDER
+from verifylab.publish.toolchain import toolchain_versions
 from verifylab.redact import scrub, secret_values
 from verifylab.store.evidence import Evidence
 
@@ -45,6 +49,7 @@ class ChapterResult:
     ok: bool
     error: str | None = None
     replayed: bool = False  # run from stored data to complete a render, not one of the chapters asked for
+    reused: bool = False  # not executed: its inputs (notebook, parameters, code, data, toolchain) had not changed
     interrupted: bool = False  # Ctrl-C ended it (or kept it from starting)
 
 
@@ -97,10 +102,16 @@ def to_notebook(source: Path, target: Path) -> None:
 
 
 def execute_chapter(
-    source: Path, output: Path, parameters: dict[str, Any], cwd: Path, on_cell: CellProgress | None = None
+    source: Path,
+    output: Path,
+    parameters: dict[str, Any],
+    cwd: Path,
+    on_cell: CellProgress | None = None,
+    inputs: str | None = None,
 ) -> ChapterResult:
-    """Execute one chapter with papermill into ``output``; the output is replaced only on success.
-    ``on_cell(done, total)`` hears every finished cell."""
+    """Execute one chapter with papermill into ``output``; the output is replaced only on success, with ``inputs``
+    (the digest of what it was made from, :mod:`chapter_inputs`) in its metadata. ``on_cell(done, total)`` hears
+    every finished cell."""
     import papermill
 
     from verifylab.publish.cell_progress import ENGINE
@@ -151,15 +162,18 @@ def execute_chapter(
             if out_nb.exists():
                 write_without_secrets(out_nb, output.with_suffix(".failed.ipynb"), secrets)
             return ChapterResult(source.stem, output, ok=False, error=scrub(f"{exc.ename}: {last_line[0]}", secrets))
-        write_without_secrets(out_nb, output, secret_values(parameters))
+        write_without_secrets(out_nb, output, secret_values(parameters), inputs)
     return ChapterResult(source.stem, output, ok=True)
 
 
-def write_without_secrets(executed: Path, target: Path, secrets: set[str]) -> None:
+def write_without_secrets(executed: Path, target: Path, secrets: set[str], inputs: str | None = None) -> None:
     """Write an executed notebook where the book takes it, with the credentials its parameters carried (an
     ``--api-key`` in a live chapter's launch flags) replaced in every string: the injected parameters cell,
-    papermill's record of the parameters, and the outputs. The kernel had the real values; the book never does."""
+    papermill's record of the parameters, and the outputs. The kernel had the real values; the book never does.
+    ``inputs``: the digest of what it was made from, recorded in its metadata."""
     notebook = json.loads(executed.read_text(encoding="utf-8"))
+    if inputs is not None:
+        notebook.setdefault("metadata", {})[METADATA_KEY] = {"inputs": inputs}
     atomic_write_text(target, json.dumps(scrub(notebook, secrets), indent=1, ensure_ascii=False) + "\n")
 
 
@@ -185,7 +199,8 @@ def render_html(root: Path, strict: bool = True) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=".render-", dir=build))
     try:
         toc = staging / "_toc.yml"  # written from the chapter registry, never kept beside the sources
-        atomic_write_text(toc, table_of_contents("decision", GENERATED.as_posix()))
+        runs = sorted(p.stem for p in (root / GENERATED / RUNS_FOLDER).glob("*.md") if p.stem != RUNS_INDEX)
+        atomic_write_text(toc, table_of_contents("decision", GENERATED.as_posix(), runs))
         cmd = [*jupyter_book_command(), "build", str(root), "--quiet", "--path-output", str(staging), "--toc", str(toc)]
         if strict:
             cmd += ["--warningiserror", "--keep-going"]
@@ -233,9 +248,10 @@ def execute_chapters(
     on_chapter: Callable[[str, int, int], None] | None = None,
     on_cell: CellProgress | None = None,
     workers: int = 1,
+    inputs: dict[str, str] | None = None,
 ) -> list[ChapterResult]:
     """Execute (chapter, parameters) jobs: in order, or up to ``workers`` at a time (replay: the chapters are
-    independent); results in chapter order."""
+    independent); results in chapter order. ``inputs``: each chapter's inputs digest by name, to record."""
 
     def run(number: int, source: Path, params: dict[str, Any]) -> ChapterResult:
         if interrupt.CURRENT.requested.is_set():
@@ -243,7 +259,8 @@ def execute_chapters(
             return ChapterResult(source.stem, output, ok=False, error="not run: Ctrl-C came first", interrupted=True)
         if on_chapter:
             on_chapter(source.stem, number, len(jobs))
-        return execute_chapter(source, root / GENERATED / f"{source.stem}.ipynb", params, root, on_cell)
+        output = root / GENERATED / f"{source.stem}.ipynb"
+        return execute_chapter(source, output, params, root, on_cell, (inputs or {}).get(source.stem))
 
     if workers <= 1:
         return [run(number, source, params) for number, (source, params) in enumerate(jobs, start=1)]
@@ -257,18 +274,50 @@ def build_book(
     parameters: dict[str, Any] | None = None,
     on_chapter: Callable[[str, int, int], None] | None = None,
     on_cell: CellProgress | None = None,
+    force: bool = False,
 ) -> BookResult:
-    """Execute every chapter (replay by default), render the HTML book and print its pages to PDF; the first
-    failing chapter stops it (``verifylab run`` instead renders failed chapters and goes on)."""
+    """Execute the chapters whose inputs changed (:func:`execute_stale_chapters`), render the HTML book and print
+    its pages to PDF; the first failing chapter stops it (``verifylab run`` instead renders failed chapters and
+    goes on)."""
     params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
-    result = BookResult()
-    jobs = [(source, params) for source in chapter_sources(root)]
-    workers = REPLAY_WORKERS if params["mode"] == "replay" else 1
-    result.chapters = execute_chapters(root, jobs, on_chapter, on_cell, workers)
+    result = BookResult(chapters=execute_stale_chapters(root, params, on_chapter, on_cell, force))
     failed = next((c for c in result.chapters if not c.ok), None)
     if failed:
         raise BookBuildError(f"chapter {failed.name} failed: {failed.error}")
     return publish_book(root, root / params["data_dir"], result)
+
+
+def execute_stale_chapters(
+    root: Path,
+    params: dict[str, Any],
+    on_chapter: Callable[[str, int, int], None] | None = None,
+    on_cell: CellProgress | None = None,
+    force: bool = False,
+) -> list[ChapterResult]:
+    """Execute every chapter whose executed copy was not made from its current inputs (every one with ``force``,
+    or in live mode); the others are kept and marked ``reused``. Results in chapter order."""
+    jobs = [(source, params) for source in chapter_sources(root)]
+    digests = chapter_digests(root, jobs)
+    stale = [job for job in jobs if force or params["mode"] != "replay" or not _unchanged(root, job[0], digests)]
+    workers = REPLAY_WORKERS if params["mode"] == "replay" else 1
+    executed = {c.name: c for c in execute_chapters(root, stale, on_chapter, on_cell, workers, digests)}
+    return [
+        executed.get(source.stem)
+        or ChapterResult(source.stem, root / GENERATED / f"{source.stem}.ipynb", ok=True, reused=True)
+        for source, _ in jobs
+    ]
+
+
+def chapter_digests(root: Path, jobs: list[tuple[Path, dict[str, Any]]]) -> dict[str, str]:
+    """Each chapter's inputs digest (:mod:`chapter_inputs`): code, data and toolchain digested once for all."""
+    code, toolchain = code_digest(), toolchain_versions()
+    data = {str(d): data_digest(root / d) for d in {p.get("data_dir", "data") for _, p in jobs}}
+    return {s.stem: inputs_digest(s, p, code, data[str(p.get("data_dir", "data"))], toolchain) for s, p in jobs}
+
+
+def _unchanged(root: Path, source: Path, digests: dict[str, str]) -> bool:
+    """Whether the chapter's executed copy was made from exactly these inputs."""
+    return recorded_inputs(root / GENERATED / f"{source.stem}.ipynb") == digests[source.stem]
 
 
 def publish_book(root: Path, data_dir: Path, result: BookResult) -> BookResult:

@@ -26,6 +26,7 @@ from verifylab.publish.finding import Finding, by_key
 from verifylab.publish.findings import key_findings
 from verifylab.publish.paths import GENERATED
 from verifylab.publish.registry import edition_as_json, load_registry
+from verifylab.publish.run_pages import RUNS_FOLDER, write_run_pages
 from verifylab.publish.toolchain import toolchain_versions
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
@@ -115,6 +116,7 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
         + _md_table(changes_since(previous, findings)),
     )
     atomic_write_text(out / PAGE, decision_markdown(edition, ev))
+    write_run_pages(out / RUNS_FOLDER, ev.runs)
     return edition
 
 
@@ -124,8 +126,9 @@ def archive(root: Path, edition: dict) -> Path:
     target = editions / edition["id"]
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(root / "_build" / "html", target)
-    write_exports(root / GENERATED, target / "exports", edition["id"], root / "_build" / "html")
+    html_dir = root / "_build" / "html"  # the exports sit beside the book (each caption links its data there)
+    write_exports(root / GENERATED, html_dir / "exports", edition["id"], html_dir)
+    shutil.copytree(html_dir, target)
     index_path = editions / "editions.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else []
     known = [e for e in known if e["id"] != edition["id"]] + [

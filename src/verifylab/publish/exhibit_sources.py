@@ -1,8 +1,9 @@
-"""Sphinx extension: every numbered exhibit of a chapter ends its caption with its sources and how to regenerate it.
+"""Sphinx extension: every numbered exhibit of a chapter ends its caption with its sources and how to reproduce it.
 
-The measured runs an exhibit shows (run ids found in it) link to their row of the per-run hardware and software
-table; the command is the one that rebuilds the page from the stored runs (``verifylab book``) with the chapter's
-notebook named, and, for a live re-measurement, ``verifylab run`` with the chapter in live mode.
+Each measured run an exhibit shows (a run id found in it) links to its run page (``publish.run_pages``); the
+"Reproduce" line gives the command that rebuilds the exhibit from the stored runs (``verifylab book``, the
+chapter's notebook named) with the edition it belongs to, the live re-measurement, and links the exhibit's data
+as CSV in the edition's exports (``exports/<fig-n-m>-<name>.csv``: a table's cells, a chart's data).
 """
 
 from __future__ import annotations
@@ -15,49 +16,62 @@ from typing import Any
 from docutils import nodes
 
 from verifylab.publish.paths import EDITION_FILE, GENERATED
-from verifylab.publish.sphinx_offline import RUNS_TABLE
 
 CHAPTER = re.compile(re.escape(GENERATED.as_posix()) + r"/(\d\d_[a-z_]+)$")
-MANY_RUNS = 4  # more runs than this are counted, not listed
+TAG = re.compile(r"<[^>]*>")
+EXPORTS = "exports"  # beside the book's index.html (publish.edition.archive writes them there)
 
 
-def _runs(app: Any) -> list[str]:
+def _edition(app: Any) -> dict:
     edition = Path(app.confdir) / EDITION_FILE
-    return json.loads(edition.read_text()).get("runs", []) if edition.is_file() else []
+    return json.loads(edition.read_text()) if edition.is_file() else {}
+
+
+def data_file(number: tuple[int, ...], name: str) -> str:
+    """The export file of an exhibit's data: ``fig-4-1-tbl-decision-regimes.csv`` (as ``publish.exports`` names
+    it from the printed number ``Fig. 4.1``)."""
+    return f"fig-{'-'.join(str(n) for n in number)}-{name}.csv"
 
 
 def add_exhibit_sources(app: Any, doctree: nodes.document, docname: str) -> None:
-    """``doctree-resolved``: append "Runs: ... Regenerate: ..." to each numbered exhibit's caption."""
+    """``doctree-resolved``: append "Sources: ... Reproduce: ... Data: ..." to each numbered exhibit's caption."""
     chapter = CHAPTER.match(docname)
     if not chapter:
         return
-    runs = _runs(app)
-    table_uri = app.builder.get_relative_uri(docname, RUNS_TABLE[0]) + "#" + RUNS_TABLE[1]
+    edition = _edition(app)
+    runs = edition.get("runs", [])
+    numbers = app.env.toc_fignumbers.get(docname, {}).get("figure", {})
+    to_root = app.builder.get_relative_uri(docname, "index").rsplit("index", 1)[0]
     for figure in doctree.findall(nodes.figure):
         caption = next(iter(figure.findall(nodes.caption)), None)
-        if caption is None or not figure.get("ids") or RUNS_TABLE[1] in figure["ids"]:
+        if caption is None or not figure.get("ids"):
             continue
-        text = figure.astext() + " ".join(n.astext() for n in figure.findall(nodes.raw))
+        raw = " ".join(TAG.sub("", n.astext()) for n in figure.findall(nodes.raw))  # a run id wraps at <wbr>
+        text = figure.astext() + " " + raw
         shown = [r for r in runs if r in text]
         note = nodes.inline(classes=["verifylab-sources"])
         note += nodes.Text(" Sources: ")
         if not shown:
             note += nodes.Text("no measured run (reported, public or modelled figures, named in the exhibit). ")
-        elif len(shown) > MANY_RUNS:
-            note += nodes.Text(f"{len(shown)} measured runs, named in the exhibit (")
-            note += nodes.reference("", "their hardware", internal=True, refuri=table_uri)
-            note += nodes.Text("). ")
         else:
-            note += nodes.Text("measured runs ")
+            note += nodes.Text("measured runs " if len(shown) > 1 else "measured run ")
             for i, run in enumerate(shown):
                 note += nodes.Text(", " if i else "")
-                note += nodes.reference("", run, internal=True, refuri=table_uri)
-            note += nodes.Text(" (hardware in the linked table). ")
-        note += nodes.Text("Regenerate: ")
+                uri = app.builder.get_relative_uri(docname, f"{GENERATED.as_posix()}/runs/{run}")
+                note += nodes.reference("", run, internal=True, refuri=uri)
+            note += nodes.Text(" (each page: hardware, software, parameters). ")
+        note += nodes.Text("Reproduce: ")
         note += nodes.literal("", "verifylab book")
-        note += nodes.Text(f" (replay; notebooks/{chapter.group(1)}.py), or ")
+        note += nodes.Text(f" (replay of notebooks/{chapter.group(1)}.py")
+        note += nodes.Text(f", edition {edition['id']}); " if edition.get("id") else "); ")
         note += nodes.literal("", "verifylab run --params PARAMS")
-        note += nodes.Text(" with the chapter in live mode to measure again.")
+        note += nodes.Text(" with the chapter in live mode measures it again.")
+        anchor = figure["ids"][0]
+        if anchor in numbers:
+            note += nodes.Text(" Data: ")
+            file = data_file(numbers[anchor], anchor)
+            note += nodes.reference("", file, internal=False, refuri=f"{to_root}{EXPORTS}/{file}")
+            note += nodes.Text(".")
         caption += note
 
 

@@ -111,6 +111,31 @@ def _slug(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
 
 
+def _numbered(stem: str, n: int) -> str:
+    """The n-th CSV of an exhibit: ``stem.csv`` for the first (the one its caption links), ``stem-2.csv`` on."""
+    return f"{stem}.csv" if n == 1 else f"{stem}-{n}.csv"
+
+
+def chart_data(spec: dict) -> list[list[dict]]:
+    """The rows a chart draws, one list per dataset of its Vega-Lite spec (inline values and named datasets, the
+    layers' own included), in spec order."""
+    found: list[list[dict]] = []
+
+    def visit(part: dict) -> None:
+        values = part.get("data", {}).get("values") if isinstance(part.get("data"), dict) else None
+        if isinstance(values, list):
+            found.append(values)
+        for key in ("layer", "hconcat", "vconcat", "concat"):
+            for child in part.get(key, []):
+                visit(child)
+        if isinstance(part.get("spec"), dict):
+            visit(part["spec"])
+
+    found.extend(rows for rows in spec.get("datasets", {}).values() if isinstance(rows, list))
+    visit(spec)
+    return [rows for rows in found if rows]
+
+
 def write_exports(generated: Path, folder: Path, edition: str, html_dir: Path | None = None) -> list[dict]:
     """Write every exhibit and an ``exports.json`` index (chapter, name, number, caption, edition, files)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -121,11 +146,8 @@ def write_exports(generated: Path, folder: Path, edition: str, html_dir: Path | 
         stem = f"{_slug(number)}-{exhibit.name}" if number else exhibit.name
         caption = f"{number}: {exhibit.caption}" if number else exhibit.caption
         if exhibit.kind != "figure":  # a table, or a section's tables: one CSV each, numbered in page order
-            csvs = (
-                {f"{stem}.csv": exhibit.data}
-                if exhibit.kind == "table"
-                else {f"{stem}-{n}.csv": t for n, t in enumerate(exhibit.data["tables"], start=1)}
-            )
+            tables = [exhibit.data] if exhibit.kind == "table" else exhibit.data["tables"]
+            csvs = {_numbered(stem, n): t for n, t in enumerate(tables, start=1)}
             for file, cells in csvs.items():
                 atomic_write_text(folder / file, table_frame(cells, edition).to_csv(index=False))
                 data = table_data(cells, edition, number)
@@ -133,7 +155,12 @@ def write_exports(generated: Path, folder: Path, edition: str, html_dir: Path | 
             files = [f for file in csvs for f in (file, file.replace(".csv", ".data.csv"))]
         else:
             save_spec(exhibit.data["spec"], stem, f"{caption} — edition {edition}", folder)
-            files = [f"{stem}.svg", f"{stem}.png"]
+            charted = {_numbered(stem, n): rows for n, rows in enumerate(chart_data(exhibit.data["spec"]), start=1)}
+            for file, rows in charted.items():
+                frame = pd.DataFrame(rows)
+                frame.insert(0, "edition", edition)
+                atomic_write_text(folder / file, frame.to_csv(index=False))
+            files = [f"{stem}.svg", f"{stem}.png", *charted]
         index.append(
             {
                 "chapter": exhibit.chapter,

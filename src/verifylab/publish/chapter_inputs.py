@@ -1,0 +1,47 @@
+"""What an executed chapter was made from, as one digest: its notebook, its parameters, the package's code, the
+data folder's content and the rendering toolchain. ``verifylab book`` records it in each executed notebook and
+re-executes a chapter only when it changed (a second build with nothing changed executes none)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import verifylab
+
+METADATA_KEY = "verifylab"  # the executed notebook's metadata entry: {"inputs": digest}
+
+
+def code_digest(package: Path | None = None) -> str:
+    """sha256 over every Python file of the verifylab package (relative path + bytes, sorted)."""
+    root = package or Path(verifylab.__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def inputs_digest(source: Path, parameters: dict[str, Any], code: str, data: str, toolchain: dict[str, str]) -> str:
+    """The digest of one chapter's inputs: its notebook's text, its parameters, the code, data and toolchain."""
+    record = {
+        "notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "parameters": parameters,
+        "code": code,
+        "data": data,
+        "toolchain": toolchain,
+    }
+    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recorded_inputs(executed: Path) -> str | None:
+    """The inputs digest an executed chapter was made from; None when there is none to trust (no file, a failed
+    or unreadable one, one made before digests were recorded)."""
+    try:
+        notebook = json.loads(executed.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
+    digest = entry.get("inputs") if isinstance(entry, dict) else None
+    return digest if isinstance(digest, str) else None

@@ -1,0 +1,54 @@
+"""``verifylab book`` executes a chapter again only when one of its inputs changed (its notebook, its parameters,
+the code, the data or the toolchain): a second build with nothing changed executes none."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.projects import project_copy
+from verifylab.publish.build import execute_stale_chapters
+from verifylab.publish.chapter_inputs import recorded_inputs
+
+REPLAY = {"mode": "replay", "data_dir": "data"}
+
+
+@pytest.mark.slow
+def test_a_second_build_executes_only_the_chapters_whose_inputs_changed(tmp_path, repo_root):
+    root = project_copy(repo_root, tmp_path)
+    first = execute_stale_chapters(root, REPLAY)
+    assert all(c.ok and not c.reused for c in first) and len(first) == 6
+    assert all(recorded_inputs(c.output) for c in first)  # each executed copy says what it was made from
+
+    again = execute_stale_chapters(root, REPLAY)
+    assert [c.name for c in again if not c.reused] == []
+
+    introduction = root / "notebooks" / "00_introduction.py"
+    introduction.write_text(introduction.read_text() + "\n# %% [markdown]\n# One more paragraph.\n")
+    assert [c.name for c in execute_stale_chapters(root, REPLAY) if not c.reused] == ["00_introduction"]
+
+
+def test_an_executed_copy_without_a_digest_or_unreadable_is_never_trusted(tmp_path):
+    copy = tmp_path / "01.ipynb"
+    assert recorded_inputs(copy) is None
+    copy.write_text("{not json")
+    assert recorded_inputs(copy) is None
+    copy.write_text(json.dumps({"metadata": {"verifylab": {"inputs": 3}}}))
+    assert recorded_inputs(copy) is None
+    copy.write_text(json.dumps({"metadata": {"verifylab": {"inputs": "abc"}}}))
+    assert recorded_inputs(copy) == "abc"
+
+
+def test_the_digest_changes_with_each_input(tmp_path):
+    from verifylab.publish.chapter_inputs import inputs_digest
+
+    notebook = tmp_path / "00.py"
+    notebook.write_text("# %%\n")
+    base = {"source": notebook, "parameters": REPLAY, "code": "c", "data": "d", "toolchain": {"pandas": "2"}}
+    digest = inputs_digest(**base)
+    assert inputs_digest(**base) == digest
+    for change in ({"parameters": REPLAY | {"run_id": "x"}}, {"code": "c2"}, {"data": "d2"}, {"toolchain": {}}):
+        assert inputs_digest(**(base | change)) != digest, change
+    notebook.write_text("# %%\nx = 1\n")
+    assert inputs_digest(**base) != digest
