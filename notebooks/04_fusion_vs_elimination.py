@@ -37,6 +37,14 @@ chapter.finding(ev, params)
 chapter.decision_by_regime(ev)
 
 # %% [markdown]
+# Fusion is not one answer for a box: its one-shot push over PCIe gains where messages are small and loses to
+# NCCL's ring once a pass carries many streams. Per regime and load, turn it on where it saves at every end of the
+# range, off where it loses at every end, and measure on the box where the range straddles nothing saved.
+
+# %% mystnb={"figure": {"caption": "Fusion on or off by load: what it saves on a verify pass per regime and stream count (modelled)", "name": "tbl-fusion-by-load"}}
+chapter.fusion_by_load_table(ev)
+
+# %% [markdown]
 # Where speculation stops paying depends on the accept length a box's traffic gives, which the case study reports
 # only once. The same model at other accept lengths (it predicted the accept lengths it was not fitted on in
 # chapter 2's measured grid); measure yours from the server's `spec_accept_length` on your own prompts.
@@ -198,3 +206,16 @@ chapter.compute_check(ev)
 # the difference in norm kernels is kernel fusion; what remains between the two stacks is the upgrade. First
 # check the server log says "AllReduce Fusion enabled": with a FlashInfer whose workspace needs NVLink
 # multicast (chapter 1's table) a PCIe box cannot run the fused kernels.
+
+# %% [markdown]
+# ## Public evidence
+#
+# The healthy-P2P prices, the regime bands and the host-memory hop come from public measurements on other
+# PCIe boxes. Every one is listed here with its source and the quote that carries its number, so a reviewer can
+# follow each price to where it was published.
+
+# %%
+chapter.public_evidence_finding(ev)
+
+# %% mystnb={"figure": {"caption": "Every public figure the book reads, by regime: its source (a link), the quote that carries its number and what it prices (reported, public)", "name": "tbl-public-evidence"}}
+chapter.public_evidence_table(ev)

@@ -114,6 +114,7 @@ def fusion_vs_elimination_table(gains: pd.DataFrame) -> pd.DataFrame:
     out["fusion saves (ms)"] = (
         out["fusion saves (ms)"].astype(object).where(out["fusion saves (ms)"].notna(), "not run (no P2P)")
     )
+    out["provenance"] = [f"measured: run {run}" for run in gains["run_id"]]  # the caption links the run's page
     return out.set_index(["path", "k"])
 
 

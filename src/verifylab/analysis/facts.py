@@ -31,6 +31,7 @@ class DeploymentFacts:
     thresholds: dict = field(default_factory=dict)  # regime value -> Price of an 8-rank all-reduce at 57 KB
     upgrade: tuple[str, str] | None = None  # (sglang, flashinfer): the one upgrade the book names (audited)
     upgrade_gates_closed: list[str] | None = None  # the gates to open on the upgrade target
+    upgrade_fusion_blockers: str = ""  # of those, what keeps fusion off on a PCIe SM120 box (chapter 1's outlook)
     gates_closed: list[str] | None = None  # "file : function" closed for the target arch, installed version
     sglang_version: str | None = None
     flashinfer_version: str | None = None
@@ -38,6 +39,8 @@ class DeploymentFacts:
     draft_tokens: int = 4
     help_text: str | None = None  # the installed SGLang's --help (live mode)
     base: BaseConfig | None = None
+    sm120_build_run: str | None = None  # the run that compiled FlashInfer's fusion module for sm_120a (measured)
+    pcie_sim_runs: list[str] = field(default_factory=list)  # the simulated-PCIe runs on 2 x H200 (measured)
 
 
 CASE_STUDY_BOX: dict[str, Any] = {"sglang_version": "0.5.9", "flashinfer_version": "0.6.4", "interconnect": "PCIe"}
@@ -98,6 +101,8 @@ def facts_from_evidence(
             }
     if sglang_version and ev.has_gate_matrix:
         facts.gates_closed = _closed_gates(ev.gate_matrix, sglang_version)
+    facts.sm120_build_run = ev.newest_with("sm120_build")
+    facts.pcie_sim_runs = ev.runs.of_campaign("pcie-sim-before", "pcie-sim-after")
     return facts
 
 
@@ -122,6 +127,8 @@ def _decision_facts(ev: Evidence, facts: DeploymentFacts) -> None:
     except VerifylabError:  # a data folder without the measured inputs: the rules say what is missing
         facts.answers, facts.thresholds = None, {}
     if ev.has_gate_matrix:
-        facts.upgrade = upgrade_target(pcie_sm120_outlook(ev.fusion_forensics))
+        outlook = pcie_sm120_outlook(ev.fusion_forensics)
+        facts.upgrade = upgrade_target(outlook)
         if facts.upgrade:
             facts.upgrade_gates_closed = _closed_gates(ev.gate_matrix, facts.upgrade[0])
+            facts.upgrade_fusion_blockers = str(outlook.loc[facts.upgrade[0], "to open"])

@@ -57,17 +57,24 @@ def matrix_overview(matrix: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["gate (file)", "kind", "SM120 by audited version"])
 
 
-def audited_versions_note(matrix: pd.DataFrame) -> Prose:
-    """Which versions the matrix audited, so a range in it (``0.5.6–0.5.14``) is read as spanning only those."""
+def audited_versions_note(matrix: pd.DataFrame, forensics: pd.DataFrame | None = None) -> Prose:
+    """Which versions were audited: the gate matrix's (a range in it, ``0.5.6–0.5.14``, spans only those) and the
+    FlashInfer wheels the fusion forensics read (each SGLang's pinned one, and the case study's)."""
     from verifylab.vocab import version_key
 
-    def listed(package: str) -> str:
-        versions = matrix.loc[matrix["package"] == package, "version"].astype(str).unique()
-        return ", ".join(sorted(versions, key=version_key))
+    def listed(versions) -> str:
+        return ", ".join(sorted({str(v) for v in versions}, key=version_key))
 
-    flashinfer = f" and FlashInfer {listed('flashinfer')}" if (matrix["package"] == "flashinfer").any() else ""
+    def of(package: str) -> list[str]:
+        return list(matrix.loc[matrix["package"] == package, "version"])
+
+    flashinfer = f" and FlashInfer {listed(of('flashinfer'))}" if of("flashinfer") else ""
+    read = ""
+    if forensics is not None and not forensics.empty:
+        read = f" The fusion forensics also read FlashInfer {listed(forensics['flashinfer'])} (each SGLang's pin)."
     return Prose(
-        f"Audited: SGLang {listed('sglang')}{flashinfer}. A range in the last column spans only these versions."
+        f"Audited: SGLang {listed(of('sglang'))}{flashinfer}. A range in the last column spans only these versions."
+        + read
     )
 
 

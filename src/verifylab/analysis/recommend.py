@@ -12,11 +12,10 @@ import pandas as pd
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.launch_command import launch_command
 from verifylab.analysis.recommendation import Recommendation, Topic
-from verifylab.model.decision import fusion_at_one_stream
+from verifylab.model.decision import fusion_at_one_stream, fusion_by_load_words
 from verifylab.report.section import Prose
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,
-    LOAD_STREAMS,
     SGLANG_FUSION_MAX_TOKENS,
     Regime,
     flashinfer_workspace_needs_multicast,
@@ -127,17 +126,17 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
         upgrade = f"SGLang {ev.upgrade[0]} (FlashInfer {ev.upgrade[1]})" if ev.upgrade else "a version chapter 1 lists"
         gain = healthy.fusion_gain_ms.gain_text(2, "ms") if healthy and healthy.fusion_gain_ms else "not priced"
         verdict = fusion_at_one_stream(healthy.fusion_gain_ms if healthy else None)
-        loaded = healthy.fusion_gain_ms_loaded.gain_text(1, "ms") if healthy and healthy.fusion_gain_ms_loaded else "?"
+        by_load = fusion_by_load_words(healthy) if healthy else "not priced"
         fused_tps = healthy.fused_tps.text(0, "tok/s") if healthy and healthy.fused_tps else "?"
         eagle_tps = healthy.eagle_tps.text(0, "tok/s") if healthy else "?"
         return Recommendation(
             Topic.FUSION,
             f"If the box's 8-rank all-reduce of one stream's verify message costs "
             f"{_band(band)} (healthy P2P): fusion for EAGLE-3 is {verdict} (upgrade to {upgrade} and open its gates "
-            f"to run it): {gain} per verify pass ({eagle_tps} -> {fused_tps}, modelled); at "
-            f"{max(LOAD_STREAMS)} streams the one-shot push over PCIe makes {loaded} per pass (past the public "
-            f"crossover it loses to NCCL). If it costs {_band(slow)} (host memory) or more, fusion cannot help: "
-            f"its kernel needs working P2P; fix P2P first. The reported {r['eagle3']:.1f} -> "
+            f"to run it): {gain} per verify pass ({eagle_tps} -> {fused_tps}, modelled). By load, per verify pass "
+            f"(chapter 4's fusion-by-load table): {by_load}; past the public crossover the one-shot push over PCIe "
+            f"loses to NCCL, so turn fusion off where it says off. If it costs {_band(slow)} (host memory) or more, "
+            f"fusion cannot help: its kernel needs working P2P; fix P2P first. The reported {r['eagle3']:.1f} -> "
             f"{r['eagle3_fusion']:.1f} tok/s is not the fusion's: "
             f"kernel fusion removes {a.text('kernel_fusion_ms')} of the {a.text('removed_ms')} per cycle, and "
             f"EAGLE-3 with 'fusion' beat plain decoding by {a.text('bottom_line_pct')} ({r['eagle3_fusion']:.1f} vs "
@@ -185,6 +184,12 @@ def _gates(ev: DeploymentFacts) -> Recommendation:
             f"its {len(ev.upgrade_gates_closed)} gate(s) with `verifylab gates apply --arch sm120` and check them "
             "with `verifylab gates verify` (revert with `verifylab gates revert`): "
             + "; ".join(ev.upgrade_gates_closed)
+            + (
+                f". Of these, what keeps fusion off on a PCIe SM120 box is {ev.upgrade_fusion_blockers} (chapter 1's "
+                "table of pairs)"
+                if ev.upgrade_fusion_blockers
+                else ""
+            )
             + f". Opening the {len(ev.gates_closed)} gate(s) of {ev.sglang_version} instead leaves FlashInfer's JIT "
             "list closed. Which gates is audited; that the opened path runs on SM120 is not: no SM120 GPU ran it.",
             ["gates audit of the published wheels", "chapter 1"],
@@ -221,7 +226,7 @@ def _risks(ev: DeploymentFacts) -> list[Recommendation]:
                 Topic.RISK_FLASHINFER_VERSION,
                 f"FlashInfer {ev.flashinfer_version} predates SM12x support ({FLASHINFER_JIT_ADMITS_SM12X}): "
                 "opening its JIT list compiles for sm_120a (measured on an H200 machine) but running is untested.",
-                ["sm120 build check run", "chapter 1"],
+                [f"sm120 build check run {ev.sm120_build_run or '(not stored)'}", "chapter 1"],
                 "medium",
                 measure_next="upgrade to FlashInfer >= 0.6.17",
                 provenance=["measured"],
@@ -258,7 +263,11 @@ def _no_multicast_risk(ev: DeploymentFacts) -> Recommendation:
     """Without NVLink multicast (PCIe) fusion runs only where FlashInfer allocates its workspace without it;
     SGLang's preflight (>= 0.5.12) must then be opened as a precondition gate."""
     common: dict[str, Any] = dict(
-        evidence=["gates audit (precondition)", "simulated-PCIe run on 2 x H200 (SM90)", "chapter 1"],
+        evidence=[
+            "gates audit (precondition)",
+            f"simulated-PCIe runs on 2 x H200 (SM90): {', '.join(ev.pcie_sim_runs) or 'none stored'}",
+            "chapter 1",
+        ],
         provenance=["audited", "measured"],
     )
     if flashinfer_workspace_needs_multicast(ev.flashinfer_version):

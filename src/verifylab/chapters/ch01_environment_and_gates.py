@@ -103,7 +103,7 @@ def gate_matrix(ev: Evidence) -> pd.DataFrame:
 
 def audited_versions_note(ev: Evidence) -> Prose:
     """Finding: the versions the gate matrix audited (a range in it spans only these)."""
-    return gates_analysis.audited_versions_note(ev.gate_matrix)
+    return gates_analysis.audited_versions_note(ev.gate_matrix, ev.fusion_forensics)
 
 
 @derived

@@ -8,13 +8,23 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.analysis import comm_campaign
+from verifylab.analysis.public_evidence import CONTEXT, public_evidence
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import FusionVsElimination as Params
+from verifylab.comm.bands import bands_from_public
 from verifylab.derived import derived
+from verifylab.errors import ManifestError
 from verifylab.model.case import account, inputs, inputs_table, reconcile_table, whatif_table
 from verifylab.model.costmodel import components_long
 from verifylab.model.cycle import Span
-from verifylab.model.decision import decision_table, regime_answer, speculation_by_accept, thresholds
+from verifylab.model.decision import (
+    REFERENCE_MESSAGE,
+    decision_table,
+    fusion_by_load,
+    regime_answer,
+    speculation_by_accept,
+    thresholds,
+)
 from verifylab.model.hypotheses import ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
@@ -144,6 +154,12 @@ def decision_by_regime(ev: Evidence) -> pd.DataFrame:
 
 
 @shown_as_table
+def fusion_by_load_table(ev: Evidence) -> pd.DataFrame:
+    """Table: per regime and stream count, what fusion saves on a verify pass and whether to turn it on (modelled)."""
+    return fusion_by_load(ev)
+
+
+@shown_as_table
 def speculation_by_accept_length(ev: Evidence) -> pd.DataFrame:
     """Table: where speculation stops paying on the case study's box per regime and accept length (modelled)."""
     return speculation_by_accept(ev)
@@ -257,10 +273,10 @@ def model_inputs(ev: Evidence) -> pd.DataFrame:
     return inputs_table(ev)
 
 
-@shown_as_table
-def reconciliation(ev: Evidence) -> pd.DataFrame:
-    """Table: the reconciliation of the reported figures, arithmetic shown, every number from the account."""
-    return reconcile_table(ev)[["step", "arithmetic", "verdict", "figures"]]
+def reconciliation(ev: Evidence) -> Table:
+    """Table: the reconciliation of the reported figures, arithmetic shown, every number from the account; whole
+    (the decision page cites its rows)."""
+    return Table(reconcile_table(ev)[["step", "arithmetic", "verdict", "figures"]], whole=True)
 
 
 @shown_as_table
@@ -273,11 +289,14 @@ def hypotheses(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def limits(ev: Evidence) -> pd.DataFrame:
     """Table: the floor of a one-token decode step, at the datasheet and at the measured bandwidth."""
-    ceilings = ev.newest_table("ceilings")
+    run = ev.newest_with("ceilings")
+    if run is None:
+        raise ManifestError(f"no run under {ev.runs.root} holds table 'ceilings' (the H200 copy bandwidth)")
+    ceilings = ev.runs.read_table(run, "ceilings")
     return limits_table(
         {
             "RTX PRO 6000 Blackwell (datasheet)": (RTX_PRO_6000_BLACKWELL_GBS, "reported: NVIDIA datasheet"),
-            "H200 (measured copy bandwidth)": (float(ceilings["copy_bandwidth_gbs"].iloc[0]), "measured"),
+            "H200 (measured copy bandwidth)": (float(ceilings["copy_bandwidth_gbs"].iloc[0]), f"measured: run {run}"),
         },
         allreduce_floor_us=ALLREDUCE_FLOOR_US,
     ).round(2)
@@ -297,3 +316,23 @@ def compute_check_finding(ev: Evidence) -> Prose:
 def compute_check(ev: Evidence) -> pd.DataFrame:
     """Table: the compute term fitted on two token counts, checked on the others."""
     return _compute_check(ev).round(4)
+
+
+def _public_evidence(ev: Evidence) -> pd.DataFrame:
+    return public_evidence(ev.public, inputs(ev).curves.public_uses(), bands_from_public(ev.public, REFERENCE_MESSAGE))
+
+
+def public_evidence_finding(ev: Evidence) -> Prose:
+    """Finding: how many public figures price the answers, from how many sources, and how to follow each."""
+    frame = _public_evidence(ev)
+    pricing = frame[frame["prices"] != CONTEXT]
+    return Prose(
+        f"{len(pricing)} of the {len(frame)} public figures price an answer of this book, from "
+        f"{pricing['source'].nunique()} sources; the rest are context. Each row links its source and quotes the "
+        "words that carry its number (at most 30); what it prices is read from the model's own curves and bands."
+    )
+
+
+def public_evidence_table(ev: Evidence) -> Table:
+    """Table: every public figure by regime, its source as a link, its quote and what it prices (reported, public)."""
+    return Table(_public_evidence(ev), noted=("hardware", "quote"))

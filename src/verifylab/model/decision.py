@@ -34,6 +34,7 @@ class RegimeAnswer:
     fused_tps: Span | None  # EAGLE-3 with fusion, one stream
     fusion_gain_ms: Span | None  # NCCL - fused verify, one stream
     fusion_gain_ms_loaded: Span | None  # at the largest load
+    fusion_gain_by_load: dict[int, Span | None]  # streams -> NCCL - fused verify (None: fusion cannot run)
     best_by_load: dict[int, str]  # streams -> the option SGLang runs with EAGLE-3 with the fastest verify (midpoint)
     crossover: tuple[float | None, float | None]  # streams where EAGLE-3's gain falls below 1: pessimistic,
     # optimistic (None: not within the streams priced); from verifylab.model.speculation
@@ -108,6 +109,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         _eagle(ev, Option.TP8_FUSED, regime, 1),
         gain(one),
         gain(loads[max(LOAD_STREAMS)]),
+        {c: gain(table) for c, table in loads.items()},
         best,
         crossover,
         everywhere,
@@ -201,10 +203,56 @@ def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
 
 def fusion_at_one_stream(gain: Span | None) -> str:
     """What fusion's verify-pass saving range says to do at one stream: deploy it, do not, or measure first."""
+    return {
+        "cannot run": "not priced",
+        "on": "yes at one stream",
+        "off": "no: it loses at one stream",
+    }.get(fusion_switch(gain), "not resolved at one stream (measure it on the box first)")
+
+
+def fusion_switch(gain: Span | None) -> str:
+    """Fusion on or off from its verify-pass saving range: ``on`` (it saves at every end), ``off`` (it loses at
+    every end), ``measure`` (the range straddles 0), ``cannot run`` (not priced: no working P2P)."""
     if gain is None:
-        return "not priced"
+        return "cannot run"
     if gain.low > 0:
-        return "yes at one stream"
+        return "on"
     if gain.high < 0:
-        return "no: it loses at one stream"
-    return "not resolved at one stream (measure it on the box first)"
+        return "off"
+    return "measure"
+
+
+FUSION_SWITCH_WORDS = {
+    "on": "on",
+    "off": "off",
+    "measure": "not resolved: measure on the box",
+    "cannot run": "cannot run: needs working P2P",
+}
+
+
+def fusion_by_load_words(answer: RegimeAnswer) -> str:
+    """Fusion on or off at each stream count, in words: ``1 stream: not resolved (anything from ...); 8 streams:
+    off (a loss of ...)`` (the cells of :func:`fusion_by_load`)."""
+    return "; ".join(
+        f"{streams} stream{'s' if streams > 1 else ''}: {FUSION_SWITCH_WORDS[fusion_switch(gain)]}"
+        + (f" ({gain.gain_text(2, 'ms')})" if gain else "")
+        for streams, gain in answer.fusion_gain_by_load.items()
+    )
+
+
+def fusion_by_load(ev: ModelSources) -> pd.DataFrame:
+    """Per regime and stream count: what fusion saves on a verify pass (NCCL less fused, modelled) and whether to
+    turn it on, off, or measure first."""
+    rows = []
+    for regime in inputs(ev).curves.regimes():
+        for streams, gain in regime_answer(ev, regime).fusion_gain_by_load.items():
+            rows.append(
+                {
+                    "regime": REGIME_TITLE[regime],
+                    "streams": streams,
+                    "fusion_on_a_verify_pass": gain.gain_text(2, "ms") if gain else "—",
+                    "fusion": FUSION_SWITCH_WORDS[fusion_switch(gain)],
+                    "provenance": "modelled",
+                }
+            )
+    return pd.DataFrame(rows)

@@ -217,6 +217,29 @@ class RegimeCurves:
         slope = (c.us[-1] - c.us[-2]) / (c.message_bytes[-1] - c.message_bytes[-2])  # us per byte, 2 ranks
         return 1 / max(slope, 1e-9) / 1e3  # a 2-rank ring moves the whole message once each way
 
+    def public_uses(self, worlds: tuple[int, ...] = (2, 4, 8)) -> dict[str, list[str]]:
+        """What each public row prices, by row id, read from the very curves and values the prices use: a row in
+        no list is shown as context only."""
+        uses: dict[str, list[str]] = {}
+        for world in worlds:
+            for prefixes, what in ((("nccl",), "NCCL all-reduce"), (("oneshot", "custom"), "one-shot (fused) push")):
+                for curve in self._curves(world, prefixes):
+                    for row_id in curve.label.split("(", 1)[1].rstrip(")").split(", "):
+                        uses.setdefault(row_id, []).append(f"{what} curve at {world} ranks, healthy P2P")
+        p = self.public
+        for implementation, what, keep in (
+            ("nccl_busbw", "NCCL bus bandwidth at 8 ranks, healthy P2P", lambda v: True),
+            ("p2p_write_bandwidth", "one GPU's P2P link bandwidth", lambda v: v > 10),
+        ):
+            rows = p[(p["implementation"] == implementation)] if not p.empty else p
+            for row in rows.itertuples():
+                if keep(float(row.value)):
+                    uses.setdefault(str(row.id), []).append(what)
+        hop_id = host_hop_us(self.public)[1]
+        if hop_id:
+            uses.setdefault(hop_id, []).append("one hop through host memory (host-memory and degraded floors)")
+        return uses
+
     # ------------------------------------------------------------------------------------------- prices
     @_memoized
     def price(self, regime: Regime, collective: Collective, world: int, message: float) -> Price | str:

@@ -74,7 +74,8 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
 
 def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
-    from verifylab.model.decision import fusion_at_one_stream, regime_answer
+    from verifylab.model.decision import fusion_at_one_stream, fusion_by_load_words, regime_answer
+    from verifylab.model.regimes import REGIME_TITLE
     from verifylab.vocab import Regime
 
     f = by_key(edition["key_findings"])
@@ -87,7 +88,10 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     upgrade = _upgrade(ev)
     box = _box_line(ev, r)
     rules = regime_rules(ev, healthy, host)
-    fusion_verdict = fusion_at_one_stream(regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_ms)
+    healthy_answer = regime_answer(ev, Regime.HEALTHY_P2P)
+    fusion_verdict = fusion_at_one_stream(healthy_answer.fusion_gain_ms)
+    fusion_load = fusion_by_load_words(healthy_answer)
+    case_title = REGIME_TITLE[Regime.DEGRADED]
     upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
     return f"""# The decision
@@ -103,26 +107,31 @@ the regime from what NCCL logged and the 8-rank all-reduce of one stream's verif
 answer:
 
 {rules}
-{box}- The case study's own verify pass sits there too: **{t[FindingKey.ALLREDUCE_AS_REPORTED_US]} per all-reduce**
-  once its compute is at least the {t[FindingKey.VERIFY_COMPUTE_FLOOR_MS]} it takes to read the weights
-  ({{numref}}`tbl-reconciliation`).
+{box}- **The case study's box: "{case_title}"**. Its verify pass pays **{t[FindingKey.ALLREDUCE_AS_REPORTED_US]} per
+  all-reduce** once its compute is at least the {t[FindingKey.VERIFY_COMPUTE_FLOOR_MS]} it takes to read the weights
+  ({{numref}}`tbl-reconciliation`, {{numref}}`tbl-fusion-options`), as slow as host memory, while its plain
+  decoding ran faster than host memory allows: the book prices it as its own regime, "{case_title}", on every page
+  ({{numref}}`tbl-decision-regimes`).
 
 ## What to deploy on the case-study box
 
 - **Deploy fusion?** ({fusion[0]} confidence) With healthy P2P, {fusion_verdict}: to run it, upgrade to
   {upgrade_text} ({{numref}}`tbl-pcie-sm120`, audited wheels) and open its gates; on a verify pass it makes
   {t[FindingKey.FUSION_GAIN_HEALTHY_MS]} ({{numref}}`tbl-decision-regimes`): EAGLE-3 goes from
-  {healthy["eagle3_tok_s"]} to {healthy["eagle3_fusion_tok_s"]} tok/s; under load the one-shot push over PCIe loses
-  to NCCL past the public crossover ({{numref}}`tbl-fusion-options`). Without working P2P it cannot run.
+  {healthy["eagle3_tok_s"]} to {healthy["eagle3_fusion_tok_s"]} tok/s. **By load** ({{numref}}`tbl-fusion-by-load`):
+  {fusion_load}. Past the public crossover the one-shot push over PCIe loses to NCCL: turn fusion off where it says
+  off. Without working P2P it cannot run.
 - **Keep EAGLE-3?** With healthy P2P it gives {healthy["eagle3_tok_s"]} tok/s against {healthy["decode_tok_s"]} for
-  plain decoding at one stream; through host memory {host["eagle3_tok_s"]} against {host["decode_tok_s"]}; as the
-  case study ran it, {reported["eagle3_tok_s"]} against {reported["decode_tok_s"]} ({{numref}}`tbl-decision-regimes`).
+  plain decoding at one stream; through host memory {host["eagle3_tok_s"]} against {host["decode_tok_s"]}; on the
+  case study's box ("{case_title}"), {reported["eagle3_tok_s"]} against {reported["decode_tok_s"]}
+  ({{numref}}`tbl-decision-regimes`).
 - **Eliminate all-reduces, and how?** ({elimination[0]} confidence) Fastest by streams — healthy P2P:
-  {healthy["fastest_at"]}; host memory: {host["fastest_at"]} ({{numref}}`tbl-decision-regimes`,
+  {healthy["fastest_at"]}; host memory: {host["fastest_at"]}; "{case_title}": {reported["fastest_at"]}
+  ({{numref}}`tbl-decision-regimes`,
   {{numref}}`tbl-fusion-options`). TP 4 x PP 2 keeps every all-reduce (four ranks each) and SGLang refuses
   pipeline parallelism with speculative decoding ({{numref}}`tbl-option-facts`).
 - **Turn speculation off under load?** ({speculation[0]} confidence) Modelled for this box at its reported accept
-  length: healthy P2P {healthy["speculation_off_from"]}; as the case study ran it, {reported["speculation_off_from"]}
+  length: healthy P2P {healthy["speculation_off_from"]}; "{case_title}", {reported["speculation_off_from"]}
   ({{numref}}`tbl-decision-regimes`). Measured on one H200 with the accept length held fixed, the gain falls below
   1 at a stream count the accept length sets, and the model that prices this box predicts those crossovers from a
   fit on one accept length ({{numref}}`tbl-speculation-crossovers`, {{numref}}`fig-speculation-gain`); reported: a

@@ -116,10 +116,23 @@ def code_spans_html(text: str) -> str:
     return _with_code_spans(text, html.escape)
 
 
+URL = re.compile(r"https?://[^\s<>\"'`]+")  # a source a reader follows: set as a link, shown whole
+
+
+def _link(url: str) -> str:
+    """A URL as a link a reader can follow (escaped in both places), wrapping after its separators."""
+    shown = _SEPARATOR.sub(r"\1<wbr>", html.escape(url))
+    return (
+        f'<a class="reference external" href="{html.escape(url, quote=True)}"><span class="v-wrap">{shown}</span></a>'
+    )
+
+
 def _whole_words(text: str) -> str:
-    """Escaped ``text``, each word a browser would break after a character of it kept on one line."""
+    """Escaped ``text``, each word a browser would break after a character of it kept on one line; a URL a link."""
 
     def word(part: str) -> str:
+        if URL.fullmatch(part):
+            return _link(part)
         whole = _BREAKS.search(part) and len(part) > 2 and word_width(part) == len(part)
         return f'<span class="v-word">{html.escape(part)}</span>' if whole else html.escape(part)
 
@@ -138,7 +151,7 @@ def _fitted_words(text: str, chars: int) -> str:
     run id, a path, a flag; never a number) wraps after its separators: shown whole, never cut."""
 
     def word(part: str) -> str:
-        if part.isspace() or NUMBER_WORD.fullmatch(part) or word_width(part) <= chars:
+        if part.isspace() or NUMBER_WORD.fullmatch(part) or word_width(part) <= chars or URL.fullmatch(part):
             return _whole_words(part)
         breakable = _SEPARATOR.sub(r"\1<wbr>", html.escape(part))
         return f'<span class="v-wrap">{breakable}</span>'
@@ -174,6 +187,7 @@ class Table:
     listed: tuple[str, ...] = ()  # columns (by name) shown as listings below the table: commands, long code
     noted: tuple[str, ...] = ()  # columns (by name) whose long texts become lettered notes below the table
     spanned: str | None = None  # a prose column (by name) read as a full-width line under each row
+    whole: bool = False  # every row shown, none folded (an argument the decision page cites row by row)
 
     def cells(self) -> pd.DataFrame:
         """Every cell as its text, headers with units: what the page shows and the export holds. A meaningful
@@ -193,7 +207,7 @@ class Table:
     def html(self, cells: pd.DataFrame) -> str:
         """The page's HTML of ``cells`` (:meth:`cells`), with this table's listings, notes and spanned column."""
         listed, noted = tuple(header(c) for c in self.listed), tuple(header(c) for c in self.noted)
-        return cells_html(cells, listed, noted, header(self.spanned) if self.spanned else None)
+        return cells_html(cells, listed, noted, header(self.spanned) if self.spanned else None, self.whole)
 
     def _repr_html_(self) -> str:
         return self.html(self.cells())
@@ -285,12 +299,16 @@ def _note_label(n: int) -> str:
 
 
 def cells_html(
-    cells: pd.DataFrame, listed: tuple[str, ...] = (), noted: tuple[str, ...] = (), spanned: str | None = None
+    cells: pd.DataFrame,
+    listed: tuple[str, ...] = (),
+    noted: tuple[str, ...] = (),
+    spanned: str | None = None,
+    whole: bool = False,
 ) -> str:
     """The HTML of a table's cells (:meth:`Table.cells`): no word broken; rows past a screen folded under "Show
-    the other N rows" (header repeated); ``listed`` columns as listings below it, ``noted`` columns' long texts
-    as lettered notes, the ``spanned`` column as a full-width line under each row; the footnote when a cell is
-    empty."""
+    the other N rows" (header repeated) unless ``whole``; ``listed`` columns as listings below it, ``noted``
+    columns' long texts as lettered notes, the ``spanned`` column as a full-width line under each row; the
+    footnote when a cell is empty."""
     everything = cells
     under = [str(v) for v in cells[spanned]] if spanned in cells.columns else None
     if under is not None:
@@ -306,7 +324,7 @@ def cells_html(
     head = f"<thead>{head}</thead>"
     classes = "verifylab-table wide" if len(cells.columns) > WIDE else "verifylab-table"
     classes += " v-spanned" if under is not None else ""
-    shown = visible_rows(compact, limits, lines_under=under)
+    shown = len(cells) if whole else visible_rows(compact, limits, lines_under=under)
 
     def body(rows: slice) -> str:
         return _rows_html(cells.iloc[rows], limits, None if under is None else under[rows])
