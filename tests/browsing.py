@@ -124,8 +124,11 @@ LAYOUT = """() => {
     cells += 1;
     const s = getComputedStyle(cell);
     const room = cell.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
-    // a hyphenated word of prose (host-memory, all-to-all) may break after its hyphens, as the renderer allows
-    const words = cell.innerText.split(/\\s+/).filter(w => w)
+    // a hyphenated word of prose (host-memory, all-to-all) may break after its hyphens, as the renderer allows;
+    // an identifier too wide for its column (a run id) wraps where the renderer put <wbr>, each piece whole
+    const copy = cell.cloneNode(true);
+    for (const point of copy.querySelectorAll('.v-wrap wbr')) point.replaceWith(' ');
+    const words = copy.textContent.split(/\\s+/).filter(w => w)
       .flatMap(w => PLAIN_WORD.test(w) ? w.split(/(?<=-)/) : [w]);
     const longest = words.reduce((a, w) => width(w, cell) > width(a, cell) ? w : a, '');
     if (longest && width(longest, cell) > room + 1)

@@ -173,3 +173,12 @@ def test_a_table_too_wide_lifts_its_one_value_columns_above_it_and_the_export_ke
     assert table._repr_mimebundle_()[TABLE_MIME]["columns"][-2:] == ["run id", "provenance"]
     narrow = Table(frame[["path", "run_id"]])._repr_html_()
     assert "Every row" not in narrow  # it fits: nothing moves
+
+
+def test_a_raw_block_cannot_be_ended_by_backticks_in_its_free_text():
+    from verifylab.report.section import raw_html_block
+
+    block = raw_html_block("<pre>note:\n```\nstays text</pre>")
+    lines = block.splitlines()
+    assert lines[0] == "```{raw} html" and lines[-1] == "```"
+    assert not any(line.startswith("`") for line in lines[1:-1]) and "&#96;&#96;&#96;" in block

@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 from myst_parser.parsers.docutils_ import Parser
 
 from verifylab.publish.build import ChapterResult
-from verifylab.publish.edition import _md_table
+from verifylab.publish.edition import _changes_table
 from verifylab.publish.pipeline import _failure_page
 from verifylab.report.section import Prose, inert_markdown, makes_html
 
@@ -61,8 +61,38 @@ def test_a_finding_with_a_hostile_label_renders_inert(text):
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_the_changes_table_escapes_its_cells(text):
-    table = _md_table(pd.DataFrame([{"finding": text, "previous": "1", "now": "2"}]))
+    table = _changes_table(pd.DataFrame([{"finding": text, "previous": "1", "now": "2"}]))
     assert not INJECTED.search(myst_html("# Changes\n\n" + table))
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_a_run_page_escapes_what_its_manifest_says(text):
+    from datetime import UTC, datetime
+
+    from verifylab.publish.run_pages import run_page
+    from verifylab.store.manifest import Manifest
+
+    manifest = Manifest(
+        run_id="20261202-000000-hostile",
+        label=f"box {text}",
+        purpose=text,
+        created=datetime(2026, 12, 2, tzinfo=UTC),
+        host=text,
+        gpu_name=text,
+        compute_capability="9.0",
+        gpu_count=1,
+        interconnect=text,
+        driver=None,
+        cuda=None,
+        versions={"sglang": text},
+        parameters={"flag": text},
+        git_commit=None,
+        environment={"NCCL_DEBUG": text},
+        notes=[text, "```\n" + text],
+    )
+    page = myst_html(run_page(manifest))
+    assert not INJECTED.search(page.replace('<a class="reference external"', ""))
+    assert "Run 20261202-000000-hostile" in page
 
 
 def test_inert_markdown_keeps_what_prose_means():

@@ -49,7 +49,7 @@ def measured_breakdown(store: RunStore, gpu_only: bool = True) -> pd.DataFrame:
         group_col = "norm" if "norm" in steps.columns else "backend"
         for variant, part in steps.groupby(group_col):
             mean = part.mean(numeric_only=True)
-            source = f"{variant} ({run_id})"  # the run id whole: the caption links its page
+            source = f"{variant}\n(run {run_id})"  # the run id whole (a chart's label breaks at the newline)
             if mean.get("allreduce_count", 0) > 0:
                 rows.append({"source": source, "part": "all-reduce", "ms": mean["comm_us"] / 1e3})
             named = sum(mean.get(col, 0.0) for col in COMPUTE_PARTS)

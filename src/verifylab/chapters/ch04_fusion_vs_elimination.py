@@ -30,6 +30,7 @@ from verifylab.model.inputs import compute_validation, compute_validation_findin
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.option_tables import floors_table, memory_table
 from verifylab.model.options import OPTIONS, Option, reported_pass_floor
+from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.regimes import regime_curves_table
 from verifylab.report.charts import Figure, options_chart, regime_curves_chart, verify_components_chart
 from verifylab.report.section import Prose
@@ -273,10 +274,17 @@ def model_inputs(ev: Evidence) -> pd.DataFrame:
     return inputs_table(ev)
 
 
-def reconciliation(ev: Evidence) -> Table:
-    """Table: the reconciliation of the reported figures, arithmetic shown, every number from the account; whole
-    (the decision page cites its rows)."""
-    return Table(reconcile_table(ev)[["step", "arithmetic", "verdict", "figures"]], whole=True)
+@shown_as_table
+def reconciliation(ev: Evidence) -> pd.DataFrame:
+    """Table: the reconciliation of the reported figures, arithmetic shown, every number from the account."""
+    return reconcile_table(ev)[["step", "arithmetic", "verdict", "figures"]]
+
+
+@shown_as_table
+def reconciliation_summary(ev: Evidence) -> pd.DataFrame:
+    """Table: the reconciliation's conclusions (its rows the decision page cites), the bottom line first."""
+    steps = reconcile_table(ev).set_index("step")
+    return steps.loc[list(CONCLUSIONS), ["arithmetic", "verdict"]].reset_index()
 
 
 @shown_as_table

@@ -26,6 +26,25 @@ class Step:
     verdict: str
 
 
+# The steps the reconciliation concludes with (shown first, as its summary, and cited by the decision page)
+STEP_COMPUTE_FLOOR = "reported compute against its floor"
+STEP_PER_ALLREDUCE = "per all-reduce, compute at least its floor"
+STEP_CYCLE_REMOVED = "cycle time removed by 54.1 -> 96.1 tok/s"
+STEP_KERNEL_FUSION = "kernel fusion"
+STEP_CUDA_UPGRADE = "the CUDA 12.8 -> 13 upgrade"
+STEP_REMAINDER = "unexplained remainder"
+STEP_BOTTOM_LINE = "the bottom line"
+CONCLUSIONS = (
+    STEP_BOTTOM_LINE,
+    STEP_CYCLE_REMOVED,
+    STEP_KERNEL_FUSION,
+    STEP_CUDA_UPGRADE,
+    STEP_REMAINDER,
+    STEP_COMPUTE_FLOOR,
+    STEP_PER_ALLREDUCE,
+)
+
+
 def _step(step, figures, arithmetic, low, high, unit, verdict) -> Step:
     return Step(step, figures, arithmetic, (low + high) / 2, low, high, unit, verdict)
 
@@ -52,7 +71,7 @@ def _floor_steps(a: CycleAccount, model: ModelInputs) -> list[Step]:
     low, high, _ = model.curves.reported_allreduce or (0.0, 0.0, 0.0)
     return [
         _step(
-            "reported compute against its floor",
+            STEP_COMPUTE_FLOOR,
             "verify_compute_ms; bytes read per pass",
             f"reading the TP-8 shard's weights for {a.draft_tokens[0]}-{a.draft_tokens[1]} tokens at peak bandwidth "
             f"takes {floor.text(1, 'ms')}; the reported compute is {a.compute_ms:.0f} ms",
@@ -62,7 +81,7 @@ def _floor_steps(a: CycleAccount, model: ModelInputs) -> list[Step]:
             "the reported 25 / 5 ms split cannot hold: part of the '25 ms of all-reduce' is compute or waiting",
         ),
         _step(
-            "per all-reduce, compute at least its floor",
+            STEP_PER_ALLREDUCE,
             "verify_total_ms, allreduces_per_verify; compute range (chapter 4)",
             f"({a.verify_ms:.0f} ms - compute - norms) / {a.allreduces} = {low:.0f}-{high:.0f} us",
             low,
@@ -133,7 +152,7 @@ def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd
         ),
         *_floor_steps(a, model),
         _step(
-            "cycle time removed by 54.1 -> 96.1 tok/s",
+            STEP_CYCLE_REMOVED,
             "eagle3_54_1, eagle3_fusion_96_1 and the accept length",
             f"accept x (1000/{a.before_tps:.1f} - 1000/{a.after_tps:.1f}) ms = {a.text('removed_ms')}",
             removed.low,
@@ -152,7 +171,7 @@ def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd
             "if draft, compute and the all-reduce count stayed as they were",
         ),
         _step(
-            "kernel fusion",
+            STEP_KERNEL_FUSION,
             "allreduces_per_verify; measured norm kernel",
             f"{n} x {a.text('norm_us')} ({a.norm_source}) = {a.text('kernel_fusion_ms')}",
             a.kernel_fusion_ms,
@@ -162,7 +181,7 @@ def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd
             "without fusion already runs one fused add+RMSNorm kernel per all-reduce",
         ),
         _step(
-            "the CUDA 12.8 -> 13 upgrade",
+            STEP_CUDA_UPGRADE,
             "baseline_89_5, baseline_92_6",
             f"0 if it left EAGLE-3 alone; if it sped the cycle as the baseline ({v('baseline_89_5'):.1f} -> "
             f"{v('baseline_92_6'):.1f} tok/s): {a.text('upgrade_ms')}",
@@ -172,7 +191,7 @@ def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd
             "an assumption, not a bound",
         ),
         _step(
-            "unexplained remainder",
+            STEP_REMAINDER,
             "the three lines above",
             f"{a.text('removed_ms')} - {a.text('kernel_fusion_ms')} - ({a.text('upgrade_ms')}) = "
             f"{a.text('remainder_ms')}",
@@ -210,7 +229,7 @@ def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd
     )
     steps.append(
         _step(
-            "the bottom line",
+            STEP_BOTTOM_LINE,
             "eagle3_fusion_96_1, baseline_92_6",
             f"{a.after_tps:.1f} / {a.baseline_after_tps:.1f} - 1 = {a.text('bottom_line_pct')}",
             a.bottom_line_pct,

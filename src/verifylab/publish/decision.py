@@ -109,7 +109,7 @@ answer:
 {rules}
 {box}- **The case study's box: "{case_title}"**. Its verify pass pays **{t[FindingKey.ALLREDUCE_AS_REPORTED_US]} per
   all-reduce** once its compute is at least the {t[FindingKey.VERIFY_COMPUTE_FLOOR_MS]} it takes to read the weights
-  ({{numref}}`tbl-reconciliation`, {{numref}}`tbl-fusion-options`), as slow as host memory, while its plain
+  ({{numref}}`tbl-reconciliation-summary`), as slow as host memory, while its plain
   decoding ran faster than host memory allows: the book prices it as its own regime, "{case_title}", on every page
   ({{numref}}`tbl-decision-regimes`).
 
@@ -141,11 +141,11 @@ answer:
 ## The case study's jump
 
 - EAGLE-3 with "fusion" beat plain decoding by **{t[FindingKey.BOTTOM_LINE_PCT]}**
-  ({{numref}}`tbl-reconciliation`): that is the whole gain speculation brought.
+  ({{numref}}`tbl-reconciliation-summary`): that is the whole gain speculation brought.
 - 54.1 -> 96.1 tok/s removed **{t[FindingKey.CYCLE_TIME_REMOVED_MS]}** per cycle; kernel fusion carries
   {t[FindingKey.KERNEL_FUSION_SHARE_MS]} of it and the CUDA upgrade {t[FindingKey.UPGRADE_SHARE_MS]}
-  ({{numref}}`tbl-reconciliation`). What can carry the rest, ranked, with the measurement on the box that decides
-  each: {{numref}}`tbl-hypotheses`. SGLang 0.5.9 with FlashInfer 0.6.4 allocates the fusion workspace without
+  ({{numref}}`tbl-reconciliation-summary`). What can carry the rest, ranked, with the measurement on the box that
+  decides each: {{numref}}`tbl-hypotheses`. SGLang 0.5.9 with FlashInfer 0.6.4 allocates the fusion workspace without
   NVLink multicast; only FlashInfer's JIT arch list kept fusion off, and the case study reports that exact error
   before fusion was enabled ({{numref}}`tbl-fusion-forensics`, audited wheels).
 

@@ -28,7 +28,8 @@ from verifylab.publish.paths import GENERATED
 from verifylab.publish.registry import edition_as_json, load_registry
 from verifylab.publish.run_pages import RUNS_FOLDER, write_run_pages
 from verifylab.publish.toolchain import toolchain_versions
-from verifylab.report.section import md_text
+from verifylab.report.section import md_text, raw_html_block
+from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
 
 
@@ -78,12 +79,11 @@ def changes_since(previous: dict | None, current: list[Finding]) -> pd.DataFrame
     return pd.DataFrame(rows, columns=["finding", "previous", "now"])
 
 
-def _md_table(frame: pd.DataFrame) -> str:
+def _changes_table(frame: pd.DataFrame) -> str:
+    """The changes as the book's own table (identifiers wrap whole, long texts fold), in a raw block."""
     if frame.empty:
         return "_No change._\n"
-    cell = lambda v: md_text(str(v).replace("\n", " "))  # noqa: E731  free text (finding labels): escaped
-    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |\n|" + "---|" * len(frame.columns) + "\n"
-    return head + "".join("| " + " | ".join(cell(v) for v in row) + " |\n" for row in frame.itertuples(index=False))
+    return raw_html_block(Table(frame)._repr_html_())
 
 
 def write_generated_pages(root: Path, ev: Evidence) -> dict:
@@ -113,7 +113,7 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
             if previous
             else "No earlier edition is registered in `book/editions.json`: every finding is new.\n\n"
         )
-        + _md_table(changes_since(previous, findings)),
+        + _changes_table(changes_since(previous, findings)),
     )
     atomic_write_text(out / PAGE, decision_markdown(edition, ev))
     write_run_pages(out / RUNS_FOLDER, ev.runs)

@@ -2,7 +2,7 @@
 trusting a measured figure — the hardware and software it ran on, what it measured with which parameters and
 environment, the tables it holds, its notes, and how to measure it again. Every figure's caption links its runs
 here (``exhibit_sources``). Free text from a manifest is escaped by construction (HTML built with ``html.escape``,
-backticks too, inside a raw block)."""
+in a raw block whose backticks are entities: ``report.section.raw_html_block``)."""
 
 from __future__ import annotations
 
@@ -13,22 +13,13 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.iorw import atomic_write_text
-from verifylab.report.section import md_text
+from verifylab.report.section import md_text, raw_html_block
 from verifylab.report.tables import Table
 from verifylab.store.manifest import Manifest
 from verifylab.store.runs import RunStore
 
 RUNS_FOLDER = "runs"  # under book/_generated
 INDEX = "index"
-
-
-def _inert(fragment: str) -> str:
-    """HTML that no Markdown fence can end: backticks as entities (``html.escape`` leaves them)."""
-    return fragment.replace("`", "&#96;")
-
-
-def _raw(fragment: str) -> str:
-    return "```{raw} html\n" + _inert(fragment) + "\n```\n"
 
 
 def hardware_line(m: Manifest) -> str:
@@ -78,16 +69,18 @@ def run_page(m: Manifest) -> str:
             "",
             opening,
             "",
-            _raw(Table(facts_frame(m))._repr_html_()),
+            raw_html_block(Table(facts_frame(m))._repr_html_()),
             "## Tables it holds",
             "",
-            _raw(Table(tables)._repr_html_()),
+            raw_html_block(Table(tables)._repr_html_()),
             "## Parameters and environment",
             "",
-            _raw(f"<pre>{html.escape(parameters)}</pre><p>Environment</p><pre>{html.escape(environment)}</pre>"),
+            raw_html_block(
+                f"<pre>{html.escape(parameters)}</pre><p>Environment</p><pre>{html.escape(environment)}</pre>"
+            ),
             "## Notes",
             "",
-            _raw(f"<ul>{notes}</ul>"),
+            raw_html_block(f"<ul>{notes}</ul>"),
             "## Measure it again",
             "",
             "On a box like this one, the chapter that made the run measures it again in live mode "

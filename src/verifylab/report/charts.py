@@ -192,7 +192,7 @@ def step_breakdown_chart(breakdown: pd.DataFrame) -> Figure:
         alt.Chart(breakdown)
         .mark_bar()
         .encode(
-            y=alt.Y("source:N", title=None, axis=alt.Axis(labelLimit=0)),
+            y=alt.Y("source:N", title=None, axis=alt.Axis(labelLimit=0, labelExpr="split(datum.label, '\\n')")),
             x=alt.X("sum(ms):Q", title="time per step (ms)"),
             color=alt.Color("part:N", title="part", legend=alt.Legend(orient="bottom", columns=3)),
             row=alt.Row("provenance:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),

@@ -92,6 +92,12 @@ _COMMONMARK = MarkdownIt("commonmark")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~$])")
 
 
+def raw_html_block(fragment: str) -> str:
+    """HTML (escaped where it holds free text) as a MyST raw block that no fence inside it can end: backticks
+    become entities (``html.escape`` leaves them)."""
+    return "```{raw} html\n" + fragment.replace("`", "&#96;") + "\n```\n"
+
+
 def md_text(text: str) -> str:
     """Free text (a hardware label, a server message) made inert in Markdown: every special character escaped."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))

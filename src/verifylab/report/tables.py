@@ -119,9 +119,10 @@ def code_spans_html(text: str) -> str:
 URL = re.compile(r"https?://[^\s<>\"'`]+")  # a source a reader follows: set as a link, shown whole
 
 
-def _link(url: str) -> str:
-    """A URL as a link a reader can follow (escaped in both places), wrapping after its separators."""
-    shown = _SEPARATOR.sub(r"\1<wbr>", html.escape(url))
+def _link(url: str, chars: int = 24) -> str:
+    """A URL as a link a reader can follow (escaped in both places), wrapping after its separators and within
+    ``chars`` characters."""
+    shown = _wrap_points(url, chars)
     return (
         f'<a class="reference external" href="{html.escape(url, quote=True)}"><span class="v-wrap">{shown}</span></a>'
     )
@@ -151,15 +152,29 @@ def _fitted_words(text: str, chars: int) -> str:
     run id, a path, a flag; never a number) wraps after its separators: shown whole, never cut."""
 
     def word(part: str) -> str:
-        if part.isspace() or NUMBER_WORD.fullmatch(part) or word_width(part) <= chars or URL.fullmatch(part):
+        if URL.fullmatch(part):
+            return _link(part, chars)
+        if part.isspace() or NUMBER_WORD.fullmatch(part) or word_width(part) <= chars:
             return _whole_words(part)
-        breakable = _SEPARATOR.sub(r"\1<wbr>", html.escape(part))
-        return f'<span class="v-wrap">{breakable}</span>'
+        return f'<span class="v-wrap">{_wrap_points(part, chars)}</span>'
 
     return "".join(word(p) for p in re.split(r"(\s+)", text))
 
 
 _SEPARATOR = re.compile(r"([-_/.:,=])")  # where an identifier too wide for its column wraps
+
+
+def _wrap_points(word: str, chars: int) -> str:
+    """``word`` escaped, with a line-break opportunity (``<wbr>``) after each separator and inside any piece still
+    longer than ``chars`` (a hash): the browser wraps it there and nowhere else; every character stays."""
+    pieces = [p for p in _SEPARATOR.split(word) if p]
+    chunks: list[str] = []
+    for piece in pieces:
+        if chunks and _SEPARATOR.fullmatch(piece):
+            chunks[-1] += piece
+        else:
+            chunks += [piece[i : i + max(chars, 1)] for i in range(0, len(piece), max(chars, 1))]
+    return "<wbr>".join(html.escape(chunk) for chunk in chunks)
 
 
 def _cell(text: str, chars: int, tag: str = "td", span: int = 0) -> str:
@@ -187,7 +202,6 @@ class Table:
     listed: tuple[str, ...] = ()  # columns (by name) shown as listings below the table: commands, long code
     noted: tuple[str, ...] = ()  # columns (by name) whose long texts become lettered notes below the table
     spanned: str | None = None  # a prose column (by name) read as a full-width line under each row
-    whole: bool = False  # every row shown, none folded (an argument the decision page cites row by row)
 
     def cells(self) -> pd.DataFrame:
         """Every cell as its text, headers with units: what the page shows and the export holds. A meaningful
@@ -207,7 +221,7 @@ class Table:
     def html(self, cells: pd.DataFrame) -> str:
         """The page's HTML of ``cells`` (:meth:`cells`), with this table's listings, notes and spanned column."""
         listed, noted = tuple(header(c) for c in self.listed), tuple(header(c) for c in self.noted)
-        return cells_html(cells, listed, noted, header(self.spanned) if self.spanned else None, self.whole)
+        return cells_html(cells, listed, noted, header(self.spanned) if self.spanned else None)
 
     def _repr_html_(self) -> str:
         return self.html(self.cells())
@@ -299,16 +313,12 @@ def _note_label(n: int) -> str:
 
 
 def cells_html(
-    cells: pd.DataFrame,
-    listed: tuple[str, ...] = (),
-    noted: tuple[str, ...] = (),
-    spanned: str | None = None,
-    whole: bool = False,
+    cells: pd.DataFrame, listed: tuple[str, ...] = (), noted: tuple[str, ...] = (), spanned: str | None = None
 ) -> str:
     """The HTML of a table's cells (:meth:`Table.cells`): no word broken; rows past a screen folded under "Show
-    the other N rows" (header repeated) unless ``whole``; ``listed`` columns as listings below it, ``noted``
-    columns' long texts as lettered notes, the ``spanned`` column as a full-width line under each row; the
-    footnote when a cell is empty."""
+    the other N rows" (header repeated); ``listed`` columns as listings below it, ``noted`` columns' long texts
+    as lettered notes, the ``spanned`` column as a full-width line under each row; the footnote when a cell is
+    empty."""
     everything = cells
     under = [str(v) for v in cells[spanned]] if spanned in cells.columns else None
     if under is not None:
@@ -324,7 +334,7 @@ def cells_html(
     head = f"<thead>{head}</thead>"
     classes = "verifylab-table wide" if len(cells.columns) > WIDE else "verifylab-table"
     classes += " v-spanned" if under is not None else ""
-    shown = len(cells) if whole else visible_rows(compact, limits, lines_under=under)
+    shown = visible_rows(compact, limits, lines_under=under)
 
     def body(rows: slice) -> str:
         return _rows_html(cells.iloc[rows], limits, None if under is None else under[rows])
