@@ -62,6 +62,21 @@ chapter.speculation_crossovers(ev)
 chapter.speculation_cells(ev)
 
 # %% [markdown]
+# ## Serving metrics under load
+#
+# What a user of each server sees as streams are added: time to first token and time per output token at p50 and
+# p99 over the requests, and goodput: the tok/s of the requests that met the SLO (stated in the finding).
+
+# %%
+chapter.serving_finding(ev)
+
+# %% mystnb={"figure": {"caption": "Goodput per server against streams, under the stated SLO (measured, one H200)", "name": "fig-grid-goodput"}}
+chapter.serving_figure(ev)
+
+# %% mystnb={"figure": {"caption": "Time to first token and time per output token at p50 and p99, the share within the SLO and goodput, per server and stream count (measured, one H200)", "name": "tbl-grid-serving"}}
+chapter.serving_table(ev)
+
+# %% [markdown]
 # ## What the case study reports, one stream
 #
 # The reported single-stream figures are charted in the introduction (Figure 1). What they can and cannot

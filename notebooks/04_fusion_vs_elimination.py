@@ -53,6 +53,13 @@ chapter.fusion_by_load_table(ev)
 chapter.speculation_by_accept_length(ev)
 
 # %% [markdown]
+# What a reader serving many users trades: each stream added raises the box's total and lowers what one user gets.
+# Plain decoding and EAGLE-3 on the case study's box, per regime, from the same model that places the crossover.
+
+# %% mystnb={"figure": {"caption": "Pareto view of the case study's box per regime: tok/s per user against total tok/s, plain decoding and EAGLE-3 (modelled)", "name": "fig-case-pareto"}}
+chapter.case_pareto_figure(ev)
+
+# %% [markdown]
 # ## What one all-reduce costs in each regime
 #
 # Every option is priced from these curves at its own message size (streams x draft tokens x hidden x 2 bytes), never

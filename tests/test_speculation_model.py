@@ -248,3 +248,22 @@ def test_a_grid_measured_twice_still_reads_as_one_finding(tmp_path, repo_root):
     assert "EAGLE-3" in speculation_finding(ev)
     runs = set(speculation_load.crossover_table(speculation_load.speculation_view(ev))["run"])
     assert {grid.name, again.name} <= runs
+
+
+def test_serving_metrics_count_only_requests_within_the_slo(monkeypatch):
+    """Goodput keeps the tokens of requests within both limits; p50 and p99 are over the cell's requests."""
+    from verifylab.analysis import speculation_load
+    from verifylab.sources import MeasuredRuns
+
+    def request(ttft: float, tpot: float) -> dict:
+        fields = {"variant": "plain", "concurrency": 2, "ok": True, "output_tokens": 100, "ttft_s": ttft}
+        return fields | {"tpot_s": tpot, "drafter": "none", "draft_tokens": float("nan"), "active": True}
+
+    requests = pd.DataFrame([request(0.1, 0.01), request(3.0, 0.01)]).assign(accept_target=float("nan"))
+    monkeypatch.setattr(speculation_load, "grid_runs", lambda runs: ["run-1"])
+    monkeypatch.setattr(speculation_load, "grid_requests", lambda runs, run_id: requests)
+    metrics = speculation_load.serving_metrics(MeasuredRuns([]), {"ttft_s": 2.0, "tpot_s": 0.05})
+    (row,) = metrics.to_dict("records")
+    assert row["server"] == "plain decoding" and row["within_slo_pct"] == 50.0
+    assert row["goodput_tokens_per_s"] == pytest.approx(2 / 0.01 * 0.5)  # half the tokens met the SLO
+    assert row["ttft_p50_ms"] == pytest.approx(1550.0) and row["ttft_p99_ms"] > 2900

@@ -23,7 +23,7 @@ def _size(message_bytes: float) -> str:
 
 def public_evidence(public: pd.DataFrame, uses: dict[str, list[str]], bands: list[Band]) -> pd.DataFrame:
     """Every public row: regime, id, the figure (value, unit, ranks, message size), implementation, hardware,
-    date, source URL, quote, and what it prices (the model's curves and values; the regime bands)."""
+    date, what it prices (the model's curves and values; the regime bands), and its source URL with the quote."""
     prices = {row_id: list(found) for row_id, found in uses.items()}
     for band in bands:
         for row_id in band.evidence:
@@ -41,7 +41,6 @@ def public_evidence(public: pd.DataFrame, uses: dict[str, list[str]], bands: lis
             "prices": ["; ".join(dict.fromkeys(prices.get(i, []))) or CONTEXT for i in rows["id"]],
             "hardware": rows["hardware"],
             "published": rows["published"],
-            "source": rows["url"],
-            "quote": rows["quote"],
+            "source_and_quote": [f"{url} “{quote}”" for url, quote in zip(rows["url"], rows["quote"], strict=True)],
         }
     ).reset_index(drop=True)

@@ -105,6 +105,39 @@ def speculation_cells(ev: Evidence) -> pd.DataFrame:
     return speculation_load.cells_table(speculation_load.speculation_view(ev))
 
 
+@derived
+def _serving(ev: Evidence) -> pd.DataFrame:
+    return speculation_load.serving_metrics(ev.measured)
+
+
+def serving_finding(ev: Evidence) -> Prose:
+    """Finding: what the grid's servers deliver under the SLO as streams are added (measured)."""
+    metrics = _serving(ev)
+    if metrics.empty:
+        return Prose("No speculation-under-load run is stored: no serving metrics to show.")
+    best = metrics.loc[metrics.groupby("server")["goodput_tokens_per_s"].idxmax()]
+    plain = best[best["server"] == "plain decoding"].iloc[0]
+    within = metrics["within_slo_pct"].min()
+    return Prose(
+        f"Under the SLO ({speculation_load.slo_words()}), plain decoding peaks at {plain.goodput_tokens_per_s:.0f} "
+        f"tok/s of goodput (decode phase, all streams) at {plain.streams} streams; at least {within:.0f} % of every "
+        "cell's requests met the SLO, "
+        f"and the worst p99 time to first token is {metrics['ttft_p99_ms'].max():.0f} ms. The table gives every "
+        "server and stream count: time to first token and time per output token at p50 and p99, and goodput."
+    )
+
+
+def serving_figure(ev: Evidence) -> Figure:
+    """Figure: goodput against streams per server of the speculation grid (measured)."""
+    return speculation_load.goodput_chart(_serving(ev))
+
+
+@shown_as_table
+def serving_table(ev: Evidence) -> pd.DataFrame:
+    """Table: TTFT and TPOT at p50 and p99, the share within the SLO and goodput, per server and streams (measured)."""
+    return _serving(ev).round(1)
+
+
 @shown_as_table
 def reported_comparisons(ev: Evidence) -> pd.DataFrame:
     """Table: what the reported figures resolve, and what they cannot."""

@@ -14,13 +14,14 @@ from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.comm.bands import bands_from_public
 from verifylab.derived import derived
 from verifylab.errors import ManifestError
-from verifylab.model.case import account, inputs, inputs_table, reconcile_table, whatif_table
+from verifylab.model.case import account, inputs, inputs_table, reconcile_table, speculation_case, whatif_table
 from verifylab.model.costmodel import components_long
 from verifylab.model.cycle import Span
 from verifylab.model.decision import (
     REFERENCE_MESSAGE,
     decision_table,
     fusion_by_load,
+    plain_decoding,
     regime_answer,
     speculation_by_accept,
     thresholds,
@@ -32,7 +33,13 @@ from verifylab.model.option_tables import floors_table, memory_table
 from verifylab.model.options import OPTIONS, Option, reported_pass_floor
 from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.regimes import regime_curves_table
-from verifylab.report.charts import Figure, options_chart, regime_curves_chart, verify_components_chart
+from verifylab.report.charts import (
+    Figure,
+    options_chart,
+    regime_curves_chart,
+    throughput_pareto_chart,
+    verify_components_chart,
+)
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
@@ -47,6 +54,7 @@ DECISION_HEADINGS = {
     "allreduce_57kb_us": "8-rank all-reduce, one stream's verify message (µs)",
     "decode_tok_s": "plain decoding (tok/s)",
     "eagle3_tok_s": "EAGLE-3 (tok/s)",
+    "eagle3_gain_x": "EAGLE-3 over plain decoding, paired (x)",
     "eagle3_fusion_tok_s": "EAGLE-3 + fusion (tok/s)",
     "fusion_saves_ms": "fusion saves per pass (ms)",
     "fastest_at": "fastest option SGLang runs with EAGLE-3, by streams",
@@ -160,6 +168,11 @@ def fusion_by_load_table(ev: Evidence) -> pd.DataFrame:
     return fusion_by_load(ev)
 
 
+def case_pareto_figure(ev: Evidence) -> Figure:
+    """Figure: per-user against total tok/s, plain decoding and EAGLE-3, per regime (modelled)."""
+    return throughput_pareto_chart(pd.concat([case.throughput() for case in speculation_case(ev).values()]))
+
+
 @shown_as_table
 def speculation_by_accept_length(ev: Evidence) -> pd.DataFrame:
     """Table: where speculation stops paying on the case study's box per regime and accept length (modelled)."""
@@ -199,10 +212,24 @@ def options_at_load_frame(ev: Evidence) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PLAIN_DECODING = "plain decoding (TP 8, NCCL, no speculation)"
+
+
 def options_figure(ev: Evidence) -> Figure:
-    """Figure: every option's one-stream tok/s at 1, 8 and 32 streams, one panel per regime (modelled)."""
+    """Figure: every option's one-stream tok/s with EAGLE-3 at 1, 8 and 32 streams beside plain decoding's, one
+    panel per regime (modelled)."""
     frames = [whatif_table(ev, streams) for streams in LOADS]
-    return options_chart(pd.concat(frames, ignore_index=True))
+    table = pd.concat(frames, ignore_index=True)
+    plain = []
+    for regime_key, regime_title in dict(zip(table["regime_key"], table["regime"], strict=True)).items():
+        for streams in LOADS:
+            rate = plain_decoding(ev, Regime(regime_key), streams)
+            if rate is not None:
+                plain.append(
+                    {"regime": regime_title, "option": PLAIN_DECODING, "streams": streams}
+                    | {"tokens_per_s_low": rate.low, "tokens_per_s_high": rate.high}
+                )
+    return options_chart(pd.concat([table, pd.DataFrame(plain)], ignore_index=True))
 
 
 @shown_as_table
@@ -334,13 +361,14 @@ def public_evidence_finding(ev: Evidence) -> Prose:
     """Finding: how many public figures price the answers, from how many sources, and how to follow each."""
     frame = _public_evidence(ev)
     pricing = frame[frame["prices"] != CONTEXT]
+    sources = ev.public.loc[ev.public["id"].isin(pricing["id"]), "url"].nunique()
     return Prose(
-        f"{len(pricing)} of the {len(frame)} public figures price an answer of this book, from "
-        f"{pricing['source'].nunique()} sources; the rest are context. Each row links its source and quotes the "
-        "words that carry its number (at most 30); what it prices is read from the model's own curves and bands."
+        f"{len(pricing)} of the {len(frame)} public figures price an answer of this book, from {sources} sources; "
+        "the rest are context. Each row links its source and quotes the words that carry its number (at most 30); "
+        "what it prices is read from the model's own curves and bands."
     )
 
 
 def public_evidence_table(ev: Evidence) -> Table:
     """Table: every public figure by regime, its source as a link, its quote and what it prices (reported, public)."""
-    return Table(_public_evidence(ev), noted=("hardware", "quote"))
+    return Table(_public_evidence(ev), noted=("hardware",), spanned="source_and_quote")

@@ -14,9 +14,10 @@ from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, R
 from verifylab.model.option_tables import options_table
 from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs
 from verifylab.model.reconcile import reconcile
-from verifylab.model.regimes import BoxProbe, decode_regime
+from verifylab.model.regimes import REGIME_TITLE, BoxProbe, decode_regime
 from verifylab.model.speculation import Box, gains
 from verifylab.model.speculation_box import (
+    DEFAULT_STREAMS,
     Calibrated,
     SpeculationAnswer,
     answer,
@@ -102,6 +103,34 @@ class SpeculationCase:
     accept: float
     box: Box
     calibrated: Calibrated
+
+    def throughput(self, streams: tuple[int, ...] = DEFAULT_STREAMS) -> pd.DataFrame:
+        """Plain decoding and EAGLE-3 at each stream count: total and per-user tok/s as ranges over the draft-token
+        range and every input's range (the Pareto view of this box, modelled)."""
+        rows = []
+        for c in streams:
+            found = [
+                row
+                for k in self.by_draft_tokens
+                for row in gains(self.box, self.calibrated.overheads, Drafter.EAGLE3, self.accept, k, [c])
+            ]
+            for decoding, spans in (
+                ("plain decoding", [r.plain_tokens_per_s for r in found]),
+                ("EAGLE-3", [r.spec_tokens_per_s for r in found]),
+            ):
+                low, high = min(x.low for x in spans), max(x.high for x in spans)
+                rows.append(
+                    {
+                        "regime": REGIME_TITLE[self.regime],
+                        "decoding": decoding,
+                        "streams": c,
+                        "total_tokens_per_s_low": low,
+                        "total_tokens_per_s_high": high,
+                        "per_user_tokens_per_s_low": low / c,
+                        "per_user_tokens_per_s_high": high / c,
+                    }
+                )
+        return pd.DataFrame(rows)
 
     def gain_at(self, streams: int) -> Span:
         """EAGLE-3's gain at ``streams`` over the draft-token range and every input's range."""

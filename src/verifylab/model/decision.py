@@ -42,8 +42,8 @@ class RegimeAnswer:
     speculation_consistent: bool = True  # False: the box's reported decode rate is faster than this regime allows
 
 
-def _decode(ev: ModelSources, regime: Regime, streams: int) -> Span | None:
-    """Plain decoding (TP 8, NCCL): one token per stream per step; one stream's tok/s."""
+def plain_decoding(ev: ModelSources, regime: Regime, streams: int) -> Span | None:
+    """Plain decoding (TP 8, NCCL) at ``streams``: one token per stream per step; one stream's tok/s."""
     p = option_pass(inputs(ev), Option.TP8_NCCL, decode_regime(regime), streams, 1)
     return None if p.verify is None else Span(1e3 / p.verify.high, 1e3 / p.verify.low)
 
@@ -104,7 +104,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
     crossover, everywhere = _crossover(ev, regime)
     return RegimeAnswer(
         regime,
-        _decode(ev, regime, 1),  # type: ignore[arg-type]
+        plain_decoding(ev, regime, 1),  # type: ignore[arg-type]
         _eagle(ev, Option.TP8_NCCL, regime, 1),  # type: ignore[arg-type]
         _eagle(ev, Option.TP8_FUSED, regime, 1),
         gain(one),
@@ -144,6 +144,7 @@ def decision_table(ev: ModelSources) -> pd.DataFrame:
                 "allreduce_57kb_us": f"{band.low_us:.0f}-{band.high_us:.0f}" if band else "",
                 "decode_tok_s": a.decode_tps.text(0),
                 "eagle3_tok_s": a.eagle_tps.text(0),
+                "eagle3_gain_x": speculation_case(ev)[regime].gain_at(1).text(2),
                 "eagle3_fusion_tok_s": a.fused_tps.text(0) if a.fused_tps else "cannot run (needs P2P)",
                 "fusion_saves_ms": a.fusion_gain_ms.text(2) if a.fusion_gain_ms else "—",
                 "fastest_at": "; ".join(f"{c}: {OPTIONS[Option(k)].title}" for c, k in a.best_by_load.items()),
