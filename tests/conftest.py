@@ -77,6 +77,7 @@ BOOK_FIXTURES = {"smoke_run", "built_book"}  # a test using one builds the book:
 
 
 # other costly shared fixtures (a module's, computed once per worker that runs one of its tests): one worker each
+PROCESS_FIXTURES = {"gloo_61", "two_ranks", "cluster"}  # fixtures that start processes: their tests are slow
 SHARED_BUILDS = {
     "gloo_61": "gloo-traces",
     "cluster": "ray-cluster",
@@ -86,11 +87,14 @@ SHARED_BUILDS = {
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Every test that needs the built book is ``slow`` (``make check`` leaves it to ``make test``). When tests
+    """Every test that needs the built book, or a fixture that starts processes, is ``slow`` (``make check`` leaves
+    it to ``make test``). When tests
     run in parallel (``-n``, ``--dist loadgroup``) the tests of one costly shared fixture run in one worker, so
     the book (and each other such fixture) is built once. Marked as each test is collected: xdist reads the
     groups before any ``pytest_collection_modifyitems`` of a conftest runs."""
     used = set(getattr(item, "fixturenames", ()))
+    if PROCESS_FIXTURES & used:  # their fixture starts processes (ranks, a cluster): the slow lane's by definition
+        item.add_marker(pytest.mark.slow)
     if BOOK_FIXTURES & used:
         item.add_marker(pytest.mark.slow)
         item.add_marker(pytest.mark.xdist_group("book"))
