@@ -36,7 +36,6 @@ def facts_frame(m: Manifest) -> pd.DataFrame:
     rows = [
         ("label (every figure of the run carries it)", m.label),
         ("hardware", hardware_line(m)),
-        ("topology", m.topology or ""),
         ("host", m.host),
         ("made", m.created.strftime("%Y-%m-%d %H:%M UTC")),
         ("status", m.status),
@@ -77,6 +76,7 @@ def run_page(m: Manifest) -> str:
             "",
             raw_html_block(
                 f"<pre>{html.escape(parameters)}</pre><p>Environment</p><pre>{html.escape(environment)}</pre>"
+                f"<p>Topology (as the host reported it)</p><pre>{html.escape(m.topology or 'not recorded')}</pre>"
             ),
             "## Notes",
             "",
