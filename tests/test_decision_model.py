@@ -208,3 +208,15 @@ def test_speculation_by_accept_length_rises_with_the_accept_length(repo_root):
     for _, part in table.groupby("regime"):
         lows = [float(text.split("-")[0]) for text in part.sort_values("accept_length")["gain_one_stream"]]
         assert lows == sorted(lows) and len(lows) == 4
+
+
+def test_the_components_chart_calls_elimination_s_collective_an_all_to_all(repo_root):
+    """DP attention + EP removes the all-reduces: its communication is an all-to-all, never drawn as all-reduce."""
+    from verifylab.chapters import ch04_fusion_vs_elimination as chapter
+    from verifylab.store.evidence import Evidence
+
+    data = chapter.whatif_figure(Evidence(repo_root / "data"), chapter.Params()).chart.data
+    elimination = set(data.loc[data["kind"] == "dp_attention_ep8", "component"])
+    assert "all-to-all" in elimination and "all-reduce" not in elimination
+    assert "all-to-all" not in set(data.loc[data["kind"] != "dp_attention_ep8", "component"])
+    assert "all-reduce" in set(data["component"])

@@ -270,14 +270,16 @@ def whatif(ev: Evidence, params: Params) -> pd.DataFrame:
 def whatif_figure(ev: Evidence, params: Params) -> Figure:
     """Figure: each option's verify pass split into compute, communication and norm (midpoints), per regime."""
     frame = _terms(ev, params).dropna(subset=["verify_ms_low"])
+    comm = (frame["comm_ms_low"] + frame["comm_ms_high"]) / 2
+    all_to_all = frame["key"] == Option.DP_ATTENTION_EP8.value  # elimination trades all-reduces for an all-to-all
     frame = pd.DataFrame(
         {
             "name": frame["option"] + " — " + frame["regime"],
             "kind": frame["key"],
             "compute_ms": (frame["compute_ms_low"] + frame["compute_ms_high"]) / 2,
-            "allreduce_ms": (frame["comm_ms_low"] + frame["comm_ms_high"]) / 2,
+            "all-reduce_ms": comm.where(~all_to_all, 0.0),
+            "all-to-all_ms": comm.where(all_to_all, 0.0),
             "norm_ms": (frame["norm_ms_low"] + frame["norm_ms_high"]) / 2,
-            "launch_ms": 0.0,
         }
     )
     return verify_components_chart(components_long(frame), title_note=f" at {params.batch} stream(s), midpoints")

@@ -115,12 +115,13 @@ def max_oneshot_tokens(hidden: int, ranks: int, itemsize: int = 2) -> int:
 
 
 def components_long(frame: pd.DataFrame) -> pd.DataFrame:
-    """Verify time by component, long format (for the stacked chart)."""
+    """Verify time by component, long format (for the stacked chart): one row per ``<component>_ms`` column that
+    is above 0 (``all-reduce_ms`` -> ``all-reduce``)."""
     parts = frame.melt(
         id_vars=["name", "kind"],
-        value_vars=["compute_ms", "allreduce_ms", "norm_ms", "launch_ms"],
+        value_vars=[c for c in frame.columns if c.endswith("_ms")],
         var_name="component",
         value_name="ms",
     )
-    parts["component"] = parts["component"].str.replace("_ms", "", regex=False)
+    parts["component"] = parts["component"].str.removesuffix("_ms")
     return parts[parts["ms"] > 0]

@@ -156,7 +156,7 @@ def reported_throughput_chart(tput: pd.DataFrame) -> Figure:
 
 
 def verify_components_chart(components: pd.DataFrame, title_note: str = "") -> Figure:
-    """Stacked bars: verify time by component (compute / all-reduce / norm / launch) per what-if scenario."""
+    """Stacked bars: verify time by component (compute, all-reduce or all-to-all, norm) per what-if scenario."""
     chart = (
         alt.Chart(components)
         .mark_bar()
