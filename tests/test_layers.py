@@ -249,3 +249,42 @@ def test_every_write_is_temp_file_and_rename_or_says_why_not():
 def test_the_write_check_finds_a_direct_write(tmp_path):
     (tmp_path / "x.py").write_text("def save(p, df):\n    p.write_text('x')\n    df.to_csv(p)\n")
     assert direct_writes(tmp_path) == {"x.py:save:write_text", "x.py:save:to_csv"}
+
+
+# verifylab's own modules imported inside a function, outside cli/ (whose commands import what they use when they
+# run, so `verifylab --help` stays light): each for a reason; a new one fails here until it is hoisted or listed.
+LAZY_IMPORTS = {
+    "chapters/ch01_environment_and_gates.py -> verifylab.comm.probe": "live mode only: the probe starts ranks",
+    "chapters/ch01_environment_and_gates.py -> verifylab.comm.record": "live mode only: it stores what the probe made",
+    "comm/rank.py -> verifylab.synth.cuda": "a rank that captures a CUDA graph: torch",
+    "comm/rank.py -> verifylab.synth.flashinfer_fusion": "a rank that times the fused kernel: FlashInfer",
+    "comm/rank.py -> verifylab.synth.verify_pass": "a rank that checks a fused result: torch",
+    "publish/build.py -> verifylab.chapters.notebook_cell": "jupytext: only when a chapter is converted",
+    "publish/build.py -> verifylab.publish.cell_progress": "papermill's engine: only when a chapter executes",
+    "publish/build.py -> verifylab.publish.ipc_kernel": "jupyter_client: only when a chapter executes",
+    "synth/runner.py -> verifylab.synth": "torch: inside the rank process",
+    "synth/runner.py -> verifylab.synth.cuda": "torch: inside the rank process",
+    "synth/runner.py -> verifylab.synth.flashinfer_fusion": "FlashInfer: inside the rank process, fused variant only",
+}
+
+
+def lazy_imports(src: Path = SRC) -> set[str]:
+    """``file -> module`` for every verifylab module imported inside a function, outside cli/."""
+    found = set()
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith("cli/"):
+            continue
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                for node in ast.walk(function):
+                    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("verifylab"):
+                        found.add(f"{rel} -> {node.module}")
+    return found
+
+
+def test_an_import_inside_a_function_has_its_reason():
+    found = lazy_imports()
+    assert found - set(LAZY_IMPORTS) == set(), "hoist these to the top of their module, or list them with a reason"
+    assert set(LAZY_IMPORTS) - found == set(), "no longer inside a function: remove from LAZY_IMPORTS"
+    assert all(LAZY_IMPORTS.values())

@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from packaging.version import InvalidVersion, Version
 
+from verifylab.errors import ParameterError
+
 
 def version_at_least(version: str | None, minimum: str) -> bool:
     """Whether ``version`` (PEP 440: ``0.6.17rc1`` is *before* ``0.6.17``) is at least ``minimum``; an absent or
@@ -92,8 +94,6 @@ RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"  # a run's name: a plain folder 
 def plain_run_id(run_id: str) -> str:
     """``run_id`` when it is a plain run name; :class:`~verifylab.errors.ParameterError` naming it otherwise."""
     import re
-
-    from verifylab.errors import ParameterError
 
     if not re.fullmatch(RUN_ID_PATTERN, str(run_id)):
         raise ParameterError(f"run id {run_id!r} is not a plain run name ({RUN_ID_PATTERN}: lower case, digits, . _ -)")

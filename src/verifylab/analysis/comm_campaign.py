@@ -10,6 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from verifylab.model.comm_pass import validate_against_run
 from verifylab.report.charts import Figure, tokens_axis
 from verifylab.report.section import Prose
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
@@ -303,7 +304,6 @@ def marker_pieces_note(store: RunStore) -> Prose:
 
 def prediction_check(runs: MeasuredRuns) -> pd.DataFrame:
     """``model pass`` against the measured passes (modelled vs measured), one row per path, k and variant."""
-    from verifylab.model.comm_pass import validate_against_run
 
     check = validate_against_run(runs)
     if check.empty:

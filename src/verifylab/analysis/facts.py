@@ -10,9 +10,12 @@ from typing import Any
 import pandas as pd
 
 from verifylab.analysis.benchmarks import active_only, crossovers, stored_benchmarks
+from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.live_smoke import mechanics_runs
-from verifylab.model.case import account
+from verifylab.errors import VerifylabError
+from verifylab.model.case import account, inputs
 from verifylab.model.cycle import CycleAccount
+from verifylab.model.decision import regime_answer, thresholds
 from verifylab.server.variants import BaseConfig
 from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence
@@ -116,10 +119,6 @@ def _closed_gates(matrix: pd.DataFrame, version: str) -> list[str] | None:
 
 def _decision_facts(ev: Evidence, facts: DeploymentFacts) -> None:
     """The modelled answers per regime, the all-reduce bands, and the one upgrade target (audited wheels)."""
-    from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
-    from verifylab.errors import VerifylabError
-    from verifylab.model.case import inputs
-    from verifylab.model.decision import regime_answer, thresholds
 
     try:
         facts.answers = {regime: regime_answer(ev, regime) for regime in inputs(ev).curves.regimes()}

@@ -9,6 +9,7 @@ from verifylab.gates import Audit
 from verifylab.gates.matrix import matrix_pivot
 from verifylab.report.section import Prose
 from verifylab.store.evidence import Evidence
+from verifylab.vocab import version_key
 
 PCIE_SM120_LABEL = "inferred from source and an SM90 simulation, not run on SM120"
 
@@ -19,7 +20,6 @@ STATUS_WORDS = {"closed": "closed", "open": "open", "info": "present (no gate)",
 def version_ranges(statuses: dict[str, str]) -> str:
     """Version -> status as runs of consecutive audited versions: ``closed 0.5.8–0.5.20; absent 0.5.6, 0.5.23``
     (closed first, then open, present, absent)."""
-    from verifylab.vocab import version_key
 
     runs: list[tuple[str, list[str]]] = []
     for version in sorted(statuses, key=version_key):
@@ -60,7 +60,6 @@ def matrix_overview(matrix: pd.DataFrame) -> pd.DataFrame:
 def audited_versions_note(matrix: pd.DataFrame, forensics: pd.DataFrame | None = None) -> Prose:
     """Which versions were audited: the gate matrix's (a range in it, ``0.5.6–0.5.14``, spans only those) and the
     FlashInfer wheels the fusion forensics read (each SGLang's pinned one, and the case study's)."""
-    from verifylab.vocab import version_key
 
     def listed(versions) -> str:
         return ", ".join(sorted({str(v) for v in versions}, key=version_key))
@@ -104,7 +103,6 @@ def sm120_build_runs(ev: Evidence) -> pd.DataFrame:
 def pcie_sm120_outlook(forensics: pd.DataFrame) -> pd.DataFrame:
     """Per audited SGLang version, with the FlashInfer it pins: what a PCIe SM120 box must open for the all-reduce
     fusion to run, and whether it can run at all, from the wheels' own source (``fusion_forensics.csv``)."""
-    from verifylab.vocab import version_key
 
     pinned = forensics[forensics["pinned"].astype(str) == "True"]
     rows = []

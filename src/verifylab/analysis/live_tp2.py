@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.report.section import Prose
+from verifylab.stats import median_interval
 from verifylab.store.runs import RunStore
 
 LIVE_TP2 = "live-tp2"
@@ -55,7 +56,6 @@ def live_single_stream(store: RunStore) -> pd.DataFrame:
     """Single-stream output tok/s per variant: the median of the runs and the median's order-statistic interval
     with its true coverage, computed from the stored per-run rows (``single-<variant>``; 3 runs cover 75 %, not
     95 %), and the accept length."""
-    from verifylab.stats import median_interval
 
     frame = _gather(store, "single_stream", "variant_state")
     if frame.empty:

@@ -12,7 +12,9 @@ import pandas as pd
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.launch_command import launch_command
 from verifylab.analysis.recommendation import Recommendation, Topic
-from verifylab.model.decision import fusion_at_one_stream, fusion_by_load_words
+from verifylab.model.decision import crossover_text, fusion_at_one_stream, fusion_by_load_words
+from verifylab.model.options import OPTIONS, Option
+from verifylab.model.regimes import REGIME_TITLE
 from verifylab.report.section import Prose
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,
@@ -69,9 +71,6 @@ def _speculation(ev: DeploymentFacts) -> Recommendation:
     if ev.reported_liability_concurrency:
         modelled = ""
         if ev.answers:
-            from verifylab.model.decision import crossover_text
-            from verifylab.model.regimes import REGIME_TITLE
-
             modelled = (
                 " Modelled (uniform expert routing, the most experts a pass can read): "
                 + "; ".join(f"{REGIME_TITLE[g]}: {crossover_text(a)}" for g, a in ev.answers.items())
@@ -299,8 +298,6 @@ def _elimination(ev: DeploymentFacts) -> Recommendation:
     """Eliminate all-reduces, and how: the fastest option per regime and load (modelled)."""
     if not ev.answers:
         return Recommendation(Topic.ELIMINATION, "No model of the options.", [], "none")
-    from verifylab.model.options import OPTIONS, Option
-    from verifylab.model.regimes import REGIME_TITLE
 
     parts = []
     for regime, answer in ev.answers.items():

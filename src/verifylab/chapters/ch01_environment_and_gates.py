@@ -12,12 +12,15 @@ from verifylab.analysis import gates as gates_analysis
 from verifylab.analysis.hardware import run_hardware_table
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import EnvironmentAndGates as Params
+from verifylab.comm.config import ProbeConfig
 from verifylab.derived import derived
+from verifylab.errors import VerifylabError
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
 from verifylab.report.section import Prose, Section
 from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
+from verifylab.store.manifest import new_run_id
 
 __all__ = ["Params"]
 
@@ -161,11 +164,8 @@ def _probe_this_box(params: Params, ev: Evidence, section: Section) -> None:
     import tempfile
     from pathlib import Path
 
-    from verifylab.comm.config import ProbeConfig
     from verifylab.comm.probe import run_probe
     from verifylab.comm.record import store_probe
-    from verifylab.errors import VerifylabError
-    from verifylab.store.manifest import new_run_id
 
     gpus = list(range(params.probe_gpus)) if params.probe_gpus else None
     try:

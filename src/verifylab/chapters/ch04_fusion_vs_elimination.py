@@ -15,10 +15,12 @@ from verifylab.comm.bands import bands_from_public
 from verifylab.derived import derived
 from verifylab.errors import ManifestError
 from verifylab.model.case import account, inputs, inputs_table, reconcile_table, speculation_case, whatif_table
+from verifylab.model.comm_pass import saving_check as check
 from verifylab.model.costmodel import components_long
 from verifylab.model.cycle import Span
 from verifylab.model.decision import (
     REFERENCE_MESSAGE,
+    crossover_text,
     decision_table,
     fusion_by_load,
     plain_decoding,
@@ -108,7 +110,6 @@ def prediction_table(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def saving_check(ev: Evidence) -> pd.DataFrame:
     """Table: each variant's saving against NCCL, predicted with in-pass costs, against the measured range."""
-    from verifylab.model.comm_pass import saving_check as check
 
     return check(ev.measured).round(3)
 
@@ -150,7 +151,6 @@ def finding(ev: Evidence, params: Params) -> Prose:
 
 
 def _crossover(answer) -> str:
-    from verifylab.model.decision import crossover_text
 
     return crossover_text(answer)
 

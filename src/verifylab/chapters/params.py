@@ -11,11 +11,11 @@ from pydantic import Field, NonNegativeInt, PositiveInt, ValidationInfo, field_v
 
 from verifylab.bench.speculation_grid import SpeculationGrid
 from verifylab.chapters._base import ChapterParams
+from verifylab.server.launch import DEFAULT_VARIANTS
 from verifylab.server.settings import LAUNCH_FIELDS, LaunchSettings
 
 
 def _known_variants(names: list[str]) -> list[str]:
-    from verifylab.server.launch import DEFAULT_VARIANTS
 
     unknown = [n for n in names if n not in DEFAULT_VARIANTS]
     if unknown:

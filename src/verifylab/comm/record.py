@@ -32,6 +32,7 @@ from verifylab.comm.tables import (
 )
 from verifylab.comm.verdict import decide, verdict_table
 from verifylab.errors import ManifestError, RunExistsError
+from verifylab.host import capture_host
 from verifylab.iorw import atomic_write_json
 from verifylab.store.manifest import Manifest, manifest_from_host
 from verifylab.store.runs import RunStore
@@ -90,7 +91,6 @@ def store_probe(
     raw: RawProbe, runs_root: Path, run_id: str, label: str | None = None, public: pd.DataFrame | None = None
 ) -> Manifest:
     """Write the probe as run ``run_id`` under ``runs_root``, all at once (staging folder, then a rename)."""
-    from verifylab.host import capture_host
 
     store = RunStore(runs_root)
     if store.exists(run_id):

@@ -16,6 +16,7 @@ import pandas as pd
 
 from verifylab.errors import GateError
 from verifylab.gates import audit
+from verifylab.gates.prefilter import may_hold_gates
 from verifylab.vocab import version_key
 
 DIST = {"sglang": "sglang", "flashinfer": "flashinfer-python"}
@@ -76,7 +77,6 @@ def unpack_sources(wheel: Path, package: str, into: Path) -> Path:
     """Extract what an audit reads (nothing compiled): the package's Python files that may hold a gate or define
     an arch predicate (``prefilter.may_hold_gates``), its ``__init__``/``version`` modules and the dist-info
     METADATA. An SGLang wheel's 4,700 sources shrink to a few hundred; the audit finds the same."""
-    from verifylab.gates.prefilter import may_hold_gates
 
     def unpacked(folder: Path) -> bool:
         marker = folder / ".unpacked"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.lock import tree_lock
-from verifylab.iorw import atomic_write_bytes, atomic_write_json, sha256_bytes, sha256_of
+from verifylab.iorw import atomic_write_bytes, atomic_write_json, remove_stray_temps, sha256_bytes, sha256_of
 
 STATE_DIR = ".verifylab-gates"
 REVERT = "verifylab gates revert"
@@ -89,7 +89,6 @@ def tree_state(root: Path) -> TreeState:
 
 def remove_temps(root: Path, rels) -> None:
     """Delete the temporary files killed writes left beside the patched files and in the state folder."""
-    from verifylab.iorw import remove_stray_temps
 
     for rel in rels:
         remove_stray_temps(root / rel)

@@ -6,9 +6,22 @@ model objects the exhibits show."""
 
 from __future__ import annotations
 
+from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.recommendation import Topic
+from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
+from verifylab.model.case import inputs
+from verifylab.model.decision import (
+    REFERENCE_MESSAGE,
+    decision_table,
+    fusion_at_one_stream,
+    fusion_by_load_words,
+    regime_answer,
+)
+from verifylab.model.regimes import REGIME_TITLE
 from verifylab.publish.finding import FindingKey, by_key
+from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
+from verifylab.vocab import Regime
 
 PAGE = "decision.md"
 
@@ -20,22 +33,17 @@ def _rec(findings: dict, topic: Topic) -> tuple[str, str]:
 
 def _regimes(ev: Evidence) -> dict[str, dict]:
     """The decision table's rows by regime key (the same object Table 4.1 shows)."""
-    from verifylab.model.decision import decision_table
 
     return {row["regime_key"]: row for row in decision_table(ev).to_dict("records")}
 
 
 def _upgrade(ev: Evidence) -> tuple[str, str] | None:
-    from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 
     return upgrade_target(pcie_sm120_outlook(ev.fusion_forensics)) if ev.has_gate_matrix else None
 
 
 def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
     """A bullet for a stored probe of the reader's own box: its regime and where its own prices are shown."""
-    from verifylab.model.case import inputs
-    from verifylab.report.section import md_text
-    from verifylab.vocab import Regime
 
     box = inputs(ev).curves.box
     if box is None:
@@ -52,8 +60,6 @@ def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
 def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
     """The probe's verdict rules at 8 ranks as bullets: every transport and every latency has one regime (the same
     limit ``comm.verdict.classify_reading`` applies), each with the modelled price of its answer."""
-    from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
-    from verifylab.model.decision import REFERENCE_MESSAGE
 
     limit = healthy_limit(bands_from_public(ev.public, REFERENCE_MESSAGE), 8, host_hop_us(ev.public))
     cite = f" ({', '.join(limit.evidence)})" if limit.evidence else ""
@@ -74,9 +80,6 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
 
 def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
-    from verifylab.model.decision import fusion_at_one_stream, fusion_by_load_words, regime_answer
-    from verifylab.model.regimes import REGIME_TITLE
-    from verifylab.vocab import Regime
 
     f = by_key(edition["key_findings"])
     t = {key: found.shown for key, found in f.items()}

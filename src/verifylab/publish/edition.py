@@ -31,12 +31,12 @@ from verifylab.publish.toolchain import toolchain_versions
 from verifylab.report.section import md_text, raw_html_block
 from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
+from verifylab.store.runs import LOCK_FILE, MEASURING_LOCK_FILE
 
 
 def data_digest(data_dir: Path) -> str:
     """sha256 over every file under ``data_dir`` (relative path + bytes), in sorted order, each file read in chunks
     (a GB trace costs no GB of memory); run-store lock files and a killed write's temporary files are not data."""
-    from verifylab.store.runs import LOCK_FILE, MEASURING_LOCK_FILE
 
     h = hashlib.sha256()
     skipped = {LOCK_FILE, MEASURING_LOCK_FILE}

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from verifylab.analysis.facts import case_study_facts
 from verifylab.analysis.recommend import recommend
-from verifylab.model.case import account
+from verifylab.model.case import account, inputs
+from verifylab.model.cycle import Span
+from verifylab.model.decision import regime_answer, thresholds
+from verifylab.model.options import reported_pass_floor
 from verifylab.publish.finding import Finding, FindingKey
 from verifylab.store.evidence import Evidence
+from verifylab.vocab import Regime
 
 # account quantity -> finding (labels are what the summary and the changes page show)
 _ACCOUNT = {
@@ -89,11 +93,6 @@ def _span_finding(
 
 def _model_findings(ev: Evidence) -> list[Finding]:
     """The regime-level numbers the decision page cites (modelled within floors)."""
-    from verifylab.model.case import inputs
-    from verifylab.model.cycle import Span
-    from verifylab.model.decision import regime_answer, thresholds
-    from verifylab.model.options import reported_pass_floor
-    from verifylab.vocab import Regime
 
     a = account(ev)
     low, high, _ = inputs(ev).curves.reported_allreduce or (0.0, 0.0, 0.0)

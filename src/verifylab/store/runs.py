@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError, StorageError
+from verifylab.host import capture_host
 from verifylab.intake import OutsideFileError, inside, read_outside_bytes
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
 from verifylab.redact import redact_obj, redact_text
@@ -158,7 +159,6 @@ class RunStore:
                     stored.parameters = {**stored.parameters, **added}
                     self.save_manifest(stored)
                 return stored
-        from verifylab.host import capture_host
 
         manifest = manifest_from_host(run_id, label, capture_host(with_torch=with_torch), parameters, purpose)
         manifest.status = status

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, model_validator
 from verifylab.errors import ParameterError, SynthError
 from verifylab.iorw import atomic_path, atomic_write_text
 from verifylab.lifetime import die_with
+from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, small_shape
 
 STEP_PREFIX = "verify_step#"
 SIDECAR_PREFIX = ".rank"
@@ -101,8 +102,7 @@ def _free_port() -> int:
 
 
 def _shape(cfg: SynthConfig):
-    from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, small_shape
-
+    """The model and its shard this configuration runs: Kimi-K2's at hidden 7168, else a small one."""
     model = (
         ModelShape(**{**KIMI_K2.to_dict(), "layers": cfg.layers})
         if cfg.hidden == 7168
