@@ -182,3 +182,13 @@ def test_a_raw_block_cannot_be_ended_by_backticks_in_its_free_text():
     lines = block.splitlines()
     assert lines[0] == "```{raw} html" and lines[-1] == "```"
     assert not any(line.startswith("`") for line in lines[1:-1]) and "&#96;&#96;&#96;" in block
+
+
+def test_a_url_in_a_cell_is_a_link_escaped_in_both_places_and_nothing_else_is():
+    frame = pd.DataFrame({"source": ["https://example.org/a?x=1&y=<2> javascript:alert(1) see http://b.example/c"]})
+    html = Table(frame)._repr_html_()
+    assert "https://example.org/a?x=1&amp;y=&lt;2&gt;" in html  # no clean URL: escaped text, not a link
+    assert html.count("<a ") == 1 and 'href="http://b.example/c"' in html
+    linked = Table(pd.DataFrame({"source": ["see https://example.org/q?a=1&b=2"]}))._repr_html_()
+    assert 'href="https://example.org/q?a=1&amp;b=2"' in linked  # & escaped in the href as in the text
+    assert "javascript:alert(1)" in re.sub(r"<[^>]+>", "", html) and 'href="javascript' not in html

@@ -78,7 +78,7 @@ def word_limits(cells: pd.DataFrame, column_px: float = COLUMN_PX) -> list[int]:
 
 def kernel_head(text: str) -> str:
     """A kernel signature cut before its template arguments (``void f<128, ...>`` -> ``f…``); other text as is."""
-    signature = re.match(r"(?:(?:void|static|auto)\s+)?([^\s<(]+)[<(]", text)  # a name, then at once < or (
+    signature = re.match(r"(?:(?:void|static|auto)\s+)?([A-Za-z_][\w:]*)[<(]", text)  # an identifier, then < or (
     if len(text) > LONG_NAME and signature:
         return signature.group(1)[:LONG_NAME] + "…"
     return text
