@@ -173,6 +173,9 @@ answer:
   table and chart says which in its caption or its provenance column.
 - Figures and tables are numbered per chapter (Fig. 4.1 is chapter 4's first); cite them with the edition id
   shown at the top of each page. Chapters open with their finding, then the evidence, then the method.
+- Every caption ends with its sources (each measured run links its page: hardware, software, parameters), a
+  Reproduce line (the command and the edition) and its data as CSV. The public figures, each with its link and
+  quote, are listed in {{numref}}`tbl-public-evidence`.
 - Chapter 1: the box's communication regime and the {{term}}`gates <gate>` that keep fusion off on SM120.
   Chapter 2: benchmarks at one stream and under load. Chapter 3: where a verify pass spends its time.
   Chapter 4: fusion vs elimination per regime. Chapter 5: the recommendations. Terms are explained in the
