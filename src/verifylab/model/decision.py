@@ -32,14 +32,17 @@ class RegimeAnswer:
     decode_tps: Span  # plain decoding, one stream (TP 8, NCCL)
     eagle_tps: Span  # EAGLE-3, one stream (TP 8, NCCL)
     fused_tps: Span | None  # EAGLE-3 with fusion, one stream
-    fusion_gain_ms: Span | None  # NCCL - fused verify, one stream
-    fusion_gain_ms_loaded: Span | None  # at the largest load
     fusion_gain_by_load: dict[int, Span | None]  # streams -> NCCL - fused verify (None: fusion cannot run)
     best_by_load: dict[int, str]  # streams -> the option SGLang runs with EAGLE-3 with the fastest verify (midpoint)
     crossover: tuple[float | None, float | None]  # streams where EAGLE-3's gain falls below 1: pessimistic,
     # optimistic (None: not within the streams priced); from verifylab.model.speculation
     speculation_wins_everywhere: bool
     speculation_consistent: bool = True  # False: the box's reported decode rate is faster than this regime allows
+
+    @property
+    def fusion_gain_ms(self) -> Span | None:
+        """NCCL - fused verify at one stream (the first load priced)."""
+        return self.fusion_gain_by_load[1]
 
 
 def plain_decoding(ev: ModelSources, regime: Regime, streams: int) -> Span | None:
@@ -78,7 +81,6 @@ def deployable_with_eagle3() -> list[Option]:
 
 def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
     """The four answers for ``regime``."""
-    one = whatif_table(ev, 1).set_index(["regime_key", "key"])
     loads = {c: whatif_table(ev, c).set_index(["regime_key", "key"]) for c in LOAD_STREAMS}
 
     def verify(table, key) -> Span | None:
@@ -107,8 +109,6 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         plain_decoding(ev, regime, 1),  # type: ignore[arg-type]
         _eagle(ev, Option.TP8_NCCL, regime, 1),  # type: ignore[arg-type]
         _eagle(ev, Option.TP8_FUSED, regime, 1),
-        gain(one),
-        gain(loads[max(LOAD_STREAMS)]),
         {c: gain(table) for c, table in loads.items()},
         best,
         crossover,
