@@ -88,6 +88,7 @@ class SourceCurve:
     label: str
     message_bytes: tuple[float, ...]
     us: tuple[float, ...]
+    public_rows: tuple[str, ...] = ()  # the public-evidence row ids it was built from (none: a measured run)
 
     def at(self, message: float, slope_us_per_byte: float) -> float:
         xs, ys = self.message_bytes, self.us
@@ -174,8 +175,9 @@ class RegimeCurves:
         curves = []
         for (_url, impl), group in rows.groupby(["url", "implementation"]):
             g = group.sort_values("message_bytes")
-            ids = ", ".join(g["id"])
-            curves.append(SourceCurve(f"{impl} ({ids})", tuple(g["message_bytes"]), monotone(list(g["value"]))))
+            ids = tuple(g["id"])
+            label = f"{impl} ({', '.join(ids)})"
+            curves.append(SourceCurve(label, tuple(g["message_bytes"]), monotone(list(g["value"])), ids))
         return tuple(curves)
 
     @_memoized
@@ -224,7 +226,7 @@ class RegimeCurves:
         for world in worlds:
             for prefixes, what in ((("nccl",), "NCCL all-reduce"), (("oneshot", "custom"), "one-shot (fused) push")):
                 for curve in self._curves(world, prefixes):
-                    for row_id in curve.label.split("(", 1)[1].rstrip(")").split(", "):
+                    for row_id in curve.public_rows:
                         uses.setdefault(row_id, []).append(f"{what} curve at {world} ranks, healthy P2P")
         p = self.public
         for implementation, what, keep in (
