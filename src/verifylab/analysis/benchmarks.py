@@ -269,10 +269,16 @@ def slo_text(cells: pd.DataFrame) -> str:
     ttft = cells["slo_ttft_s"].dropna() if "slo_ttft_s" in cells else pd.Series(dtype=float)
     tpot = cells["slo_tpot_s"].dropna() if "slo_tpot_s" in cells else pd.Series(dtype=float)
     ttft_s = sorted(set(ttft)) or [DEFAULT_SLO["ttft_s"]]
-    tpot_ms = sorted({v * 1e3 for v in tpot}) or [DEFAULT_SLO["tpot_s"] * 1e3]
+    tpot_s = sorted(set(tpot)) or [DEFAULT_SLO["tpot_s"]]
+    return f"SLOs: {slo_limits(ttft_s, tpot_s)}"
+
+
+def slo_limits(ttft_s: list[float], tpot_s: list[float]) -> str:
+    """The SLO limits in words: ``time to first token <= 2 s, time per output token <= 50 ms`` (several values of
+    one limit joined by ``/``)."""
     return (
-        f"SLOs: time to first token <= {'/'.join(f'{v:g}' for v in ttft_s)} s, time per output token <= "
-        f"{'/'.join(f'{v:g}' for v in tpot_ms)} ms"
+        f"time to first token <= {'/'.join(f'{v:g}' for v in ttft_s)} s, time per output token <= "
+        f"{'/'.join(f'{v * 1e3:g}' for v in tpot_s)} ms"
     )
 
 

@@ -12,6 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from verifylab.analysis.benchmarks import slo_limits
 from verifylab.derived import derived
 from verifylab.model.speculation import crossover_streams, gains
 from verifylab.model.speculation_inputs import (
@@ -302,7 +303,7 @@ def serving_metrics(runs: MeasuredRuns, slo: dict[str, float] | None = None) -> 
 def slo_words(slo: dict[str, float] | None = None) -> str:
     """The SLO goodput counts, in words."""
     slo = slo or DEFAULT_SLO
-    return f"time to first token <= {slo['ttft_s']:g} s and time per output token <= {slo['tpot_s'] * 1e3:g} ms"
+    return slo_limits([slo["ttft_s"]], [slo["tpot_s"]])
 
 
 def goodput_chart(metrics: pd.DataFrame) -> Figure:

@@ -25,7 +25,7 @@ from verifylab.lifetime import die_with_parent
 from verifylab.publish import interrupt
 from verifylab.publish.chapter_inputs import METADATA_KEY, code_digest, inputs_digest, recorded_inputs
 from verifylab.publish.edition import archive, data_digest, write_generated_pages
-from verifylab.publish.paths import GENERATED
+from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.pdf import print_pdfs
 from verifylab.publish.run_pages import INDEX as RUNS_INDEX
 from verifylab.publish.run_pages import RUNS_FOLDER
@@ -324,7 +324,7 @@ def publish_book(root: Path, data_dir: Path, result: BookResult) -> BookResult:
     """The edition of the executed chapters in ``root`` (:func:`render_edition`) with its pages printed to PDF."""
     result = render_edition(root, data_dir, result)
     assert result.edition_dir is not None  # render_edition archives the edition
-    result.pdfs, result.pdf_note = print_pdfs(root / "_build" / "html", result.edition_dir / "exports" / "pdf")
+    result.pdfs, result.pdf_note = print_pdfs(root / "_build" / "html", result.edition_dir / EXPORTS / "pdf")
     return result
 
 

@@ -24,7 +24,7 @@ from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
 from verifylab.publish.finding import Finding, by_key
 from verifylab.publish.findings import key_findings
-from verifylab.publish.paths import GENERATED
+from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.registry import edition_as_json, load_registry
 from verifylab.publish.run_pages import RUNS_FOLDER, write_run_pages
 from verifylab.publish.toolchain import toolchain_versions
@@ -127,7 +127,7 @@ def archive(root: Path, edition: dict) -> Path:
     if target.exists():
         shutil.rmtree(target)
     html_dir = root / "_build" / "html"  # the exports sit beside the book (each caption links its data there)
-    write_exports(root / GENERATED, html_dir / "exports", edition["id"], html_dir)
+    write_exports(root / GENERATED, html_dir / EXPORTS, edition["id"], html_dir)
     shutil.copytree(html_dir, target)
     index_path = editions / "editions.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else []

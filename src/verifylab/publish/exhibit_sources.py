@@ -15,22 +15,15 @@ from typing import Any
 
 from docutils import nodes
 
-from verifylab.publish.paths import EDITION_FILE, GENERATED
+from verifylab.publish.paths import EDITION_FILE, EXPORTS, GENERATED, export_stem
 
 CHAPTER = re.compile(re.escape(GENERATED.as_posix()) + r"/(\d\d_[a-z_]+)$")
 TAG = re.compile(r"<[^>]*>")
-EXPORTS = "exports"  # beside the book's index.html (publish.edition.archive writes them there)
 
 
 def _edition(app: Any) -> dict:
     edition = Path(app.confdir) / EDITION_FILE
     return json.loads(edition.read_text()) if edition.is_file() else {}
-
-
-def data_file(number: tuple[int, ...], name: str) -> str:
-    """The export file of an exhibit's data: ``fig-4-1-tbl-decision-regimes.csv`` (as ``publish.exports`` names
-    it from the printed number ``Fig. 4.1``)."""
-    return f"fig-{'-'.join(str(n) for n in number)}-{name}.csv"
 
 
 def add_exhibit_sources(app: Any, doctree: nodes.document, docname: str) -> None:
@@ -69,7 +62,7 @@ def add_exhibit_sources(app: Any, doctree: nodes.document, docname: str) -> None
         anchor = figure["ids"][0]
         if anchor in numbers:
             note += nodes.Text(" Data: ")
-            file = data_file(numbers[anchor], anchor)
+            file = export_stem("Fig. " + ".".join(map(str, numbers[anchor])), anchor) + ".csv"
             note += nodes.reference("", file, internal=False, refuri=f"{to_root}{EXPORTS}/{file}")
             note += nodes.Text(".")
         caption += note

@@ -16,6 +16,7 @@ import pandas as pd
 
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_json, atomic_write_text
+from verifylab.publish.paths import export_stem
 from verifylab.report.charts import FIGURE_MIME, save_spec
 from verifylab.report.section import SECTION_MIME
 from verifylab.report.tables import TABLE_MIME
@@ -106,11 +107,6 @@ def exhibit_numbers(html_dir: Path | None) -> dict[str, str]:
     return found
 
 
-def _slug(label: str) -> str:
-    """``Fig. 4.1`` -> ``fig-4-1``."""
-    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
-
-
 def _numbered(stem: str, n: int) -> str:
     """The n-th CSV of an exhibit: ``stem.csv`` for the first (the one its caption links), ``stem-2.csv`` on."""
     return f"{stem}.csv" if n == 1 else f"{stem}-{n}.csv"
@@ -143,7 +139,7 @@ def write_exports(generated: Path, folder: Path, edition: str, html_dir: Path | 
     index = []
     for exhibit in exhibits(generated):
         number = numbers.get(exhibit.name, "")
-        stem = f"{_slug(number)}-{exhibit.name}" if number else exhibit.name
+        stem = export_stem(number, exhibit.name)
         caption = f"{number}: {exhibit.caption}" if number else exhibit.caption
         if exhibit.kind != "figure":  # a table, or a section's tables: one CSV each, numbered in page order
             tables = [exhibit.data] if exhibit.kind == "table" else exhibit.data["tables"]
