@@ -59,8 +59,9 @@ def git_head(root: Path) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "nogit"
 
 
-def edition_id(root: Path, data_dir: Path) -> str:
-    return f"{__version__}+{data_digest(data_dir)[:8]}.{git_head(root)[:7]}"
+def edition_id(digest: str, commit: str) -> str:
+    """``<version>+<data digest>.<commit>``: the same code and data give the same id."""
+    return f"{__version__}+{digest[:8]}.{commit[:7]}"
 
 
 def runs_used(ev: Evidence) -> list[str]:
@@ -88,15 +89,16 @@ def _changes_table(frame: pd.DataFrame) -> str:
 
 def write_generated_pages(root: Path, ev: Evidence) -> dict:
     """edition.json (for the banner), the decision page and the changes page, before the book is rendered."""
-    eid = edition_id(root, ev.data_dir)
+    digest, commit = data_digest(ev.data_dir), git_head(root)  # each read once: the id and the record use both
+    eid = edition_id(digest, commit)
     findings = key_findings(ev)
     registry = load_registry(root)
     previous = next((e for e in reversed(registry) if e["id"] != eid), None)
     edition = {
         "id": eid,
         "built": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": git_head(root),
-        "data_digest": data_digest(ev.data_dir),
+        "commit": commit,
+        "data_digest": digest,
         "runs": runs_used(ev),
         "key_findings": findings,
         "previous": previous["id"] if previous else None,
