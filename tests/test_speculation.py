@@ -7,10 +7,11 @@ import sys
 
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
 from tests.test_bench import free_port
 from verifylab.bench.speculation import POINTS_TABLE, run_speculation_grid
-from verifylab.bench.speculation_grid import SIMULATE_VAR, Drafter, SpecPoint, SpeculationGrid
+from verifylab.bench.speculation_grid import SIMULATE_VAR, TOKEN_MODE_VAR, Drafter, SpecPoint, SpeculationGrid
 from verifylab.errors import ParameterError
 from verifylab.server.launch import BaseConfig, launcher_help, variant_args
 from verifylab.store.runs import RunStore
@@ -42,12 +43,27 @@ def test_grid_points_and_what_each_server_is_asked_for():
 
     assert value("--speculative-algorithm") == "NGRAM" and value("--speculative-num-draft-tokens") == "4"
     assert value("--speculative-num-steps") == "3" and value("--speculative-ngram-max-bfs-breadth") == "1"
-    assert ngram.env == {SIMULATE_VAR: "3"}
+    assert ngram.env == {SIMULATE_VAR: "3", TOKEN_MODE_VAR: "fixed"}
     eagle = variant_args(cfg, SpecPoint(Drafter.EAGLE3, 2, 1.5).variant(), help_text)
     assert "--speculative-ngram-max-bfs-breadth" not in eagle
     assert eagle[eagle.index("--speculative-num-steps") + 1] == "1"
     plain = SpecPoint().variant()
     assert plain.speculative is None and plain.env == {}
+
+
+def test_a_spread_forced_grid_samples_and_accepts_the_drafts_own_tokens():
+    """Experts spread only where the streams diverge: sampled requests and the draft's own tokens accepted."""
+    greedy = SpeculationGrid(drafters=["eagle3"], accept_lengths=[2.0])
+    assert not greedy.spreads_experts
+    assert not SpeculationGrid(drafters=["eagle3"], accept_lengths=[2.0], temperature=1.0).spreads_experts
+    spread = SpeculationGrid(drafters=["eagle3"], accept_lengths=[2.0], temperature=1.0, token_mode="real-draft-token")
+    assert spread.spreads_experts
+    eagle = next(p for p in spread.points() if p.drafter is not None)
+    assert eagle.variant().env == {SIMULATE_VAR: "2", TOKEN_MODE_VAR: "real-draft-token"}
+    with pytest.raises(ValidationError):
+        SpeculationGrid(temperature=3.0)
+    with pytest.raises(ValidationError):
+        SpeculationGrid(token_mode="random")
 
 
 @pytest.mark.parametrize(

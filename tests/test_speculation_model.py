@@ -13,8 +13,8 @@ from verifylab.analysis.speculation_load import agreement, crossovers, predicted
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
 from verifylab.model.floors import Layout, pass_bytes
-from verifylab.model.model_config import Routing, costs_from_config, kimi_k25_costs, read_config
-from verifylab.model.speculation import Box, Overheads, cycle_ms, gains, gpu_named, scenarios, step_ms
+from verifylab.model.model_config import Routing, costs_from_config, independent_draws, kimi_k25_costs, read_config
+from verifylab.model.speculation import Box, Overheads, crossings, cycle_ms, gains, gpu_named, scenarios, step_ms
 from verifylab.model.speculation_inputs import fit_grid
 from verifylab.sources import MeasuredRuns
 from verifylab.store.evidence import Evidence
@@ -267,3 +267,35 @@ def test_serving_metrics_count_only_requests_within_the_slo(monkeypatch):
     assert row["server"] == "plain decoding" and row["within_slo_pct"] == 50.0
     assert row["goodput_tokens_per_s"] == pytest.approx(2 / 0.01 * 0.5)  # half the tokens met the SLO
     assert row["ttft_p50_ms"] == pytest.approx(1550.0) and row["ttft_p99_ms"] > 2900
+
+
+def test_a_chains_shared_experts_lie_between_the_two_physical_extremes():
+    """Overlap 0: each of a chain's tokens draws its own experts; 1: the chain reads what one token reads; between
+    them the experts read grow with less overlap, and never beyond every expert."""
+    moe = costs_from_config(
+        {
+            "hidden_size": 2048,
+            "num_hidden_layers": 4,
+            "num_attention_heads": 32,
+            "vocab_size": 1024,
+            "num_experts": 128,
+            "num_experts_per_tok": 8,
+            "moe_intermediate_size": 768,
+        }
+    )
+    assert independent_draws(16, 4, 0.0) == 16 and independent_draws(16, 4, 1.0) == 4
+    shared = moe.experts_read(16, Routing.UNIFORM, streams=4, overlap=1.0)
+    half = moe.experts_read(16, Routing.UNIFORM, streams=4, overlap=0.5)
+    own = moe.experts_read(16, Routing.UNIFORM, streams=4, overlap=0.0)
+    assert shared == moe.experts_read(4, Routing.UNIFORM) < half < own == moe.experts_read(16, Routing.UNIFORM)
+    assert moe.experts_read(10_000, Routing.UNIFORM) <= 128
+    with pytest.raises(ModelInputError, match="overlap"):
+        independent_draws(4, 1, 1.5)
+
+
+def test_crossings_report_a_gain_that_comes_back_above_one():
+    """A curve that dips, pays, and stops again is reported as three crossings, not its first."""
+    found = crossings([(1, 0.8), (4, 0.9), (16, 1.2), (64, 1.1), (128, 0.7)])
+    assert [what for _, what in found] == ["stops", "pays", "stops"]
+    assert 4 < found[1][0] < 16 and 64 < found[2][0] < 128
+    assert crossings([(1, 1.5), (128, 1.2)]) == []

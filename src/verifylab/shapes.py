@@ -114,8 +114,9 @@ class ShardShape:
         return self.model.hidden * self.model.experts
 
 
-def expected_distinct_experts(tokens: int, experts: int = 384, per_token: int = 8) -> float:
-    """Expected number of distinct experts hit by ``tokens`` tokens under uniform top-k routing."""
+def expected_distinct_experts(tokens: float, experts: int = 384, per_token: int = 8) -> float:
+    """Expected number of distinct experts hit by ``tokens`` independent tokens under uniform top-k routing (a
+    fractional count of tokens interpolates: what a verify chain whose tokens share experts draws)."""
     return experts * (1.0 - (1.0 - per_token / experts) ** tokens)
 
 

@@ -175,10 +175,20 @@ class SSEParser:
 class Client:
     """An aiohttp session bound to one server URL."""
 
-    def __init__(self, url: str, api: str = "generate", timeout_s: float = 600.0, stall_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        api: str = "generate",
+        timeout_s: float = 600.0,
+        stall_s: float = 60.0,
+        temperature: float = 0.0,
+    ) -> None:
         if api not in ("generate", "openai"):
             raise BenchmarkError(f"--api {api!r}: use 'generate' (SGLang native) or 'openai'")
+        if not 0.0 <= temperature <= 2.0:
+            raise BenchmarkError(f"temperature {temperature!r}: give 0 (greedy) to 2")
         self.url, self.api, self.stall_s = url.rstrip("/"), api, stall_s
+        self.temperature = temperature  # every request's sampling temperature (> 0: streams diverge)
         self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_s)
         self.session: aiohttp.ClientSession | None = None
         self.saw_test_double = False  # an answer came from verifylab's test double (its header)
@@ -241,7 +251,7 @@ class Client:
             body = {
                 "text": prompt,
                 "stream": stream,
-                "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True},
+                "sampling_params": {"max_new_tokens": max_tokens, "temperature": self.temperature, "ignore_eos": True},
             }
         else:
             path = "/v1/completions"
@@ -249,7 +259,7 @@ class Client:
                 "model": "default",
                 "prompt": prompt,
                 "max_tokens": max_tokens,
-                "temperature": 0.0,
+                "temperature": self.temperature,
                 "stream": True,
                 "ignore_eos": True,
                 "stream_options": {"include_usage": True},

@@ -102,9 +102,11 @@ def run_sweep(
     variant: str = "server",
     progress: Progress | None = None,
     stall_s: float = 60.0,
+    temperature: float = 0.0,
 ) -> dict:
     """Closed-loop cells at each concurrency; stored cells are skipped (resume); returns the cells and which of
-    them failed (a request failed: stored with its errors, not a result, measured again on resume)."""
+    them failed (a request failed: stored with its errors, not a result, measured again on resume). ``temperature``:
+    every request's sampling temperature (0: greedy)."""
     if recorder:
         recorder.check_names(variant, concurrency)
     ensure_open_files(max(concurrency))
@@ -112,7 +114,7 @@ def run_sweep(
     cells, skipped = [], []
 
     async def go() -> None:
-        async with Client(url, api, stall_s=stall_s) as client:
+        async with Client(url, api, stall_s=stall_s, temperature=temperature) as client:
             for c in concurrency:
                 if recorder and recorder.has_cell(variant, c):
                     skipped.append(c)

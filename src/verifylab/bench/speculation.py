@@ -102,6 +102,7 @@ def run_speculation_grid(
                         recorder=recorder,
                         variant=point.name,
                         progress=_cells_to(say),
+                        temperature=grid.temperature,
                     )
                     if point.drafter is not None:  # the server's own running average, a cross-check of the target
                         row["server_accept_length"] = run_coroutine(_server_accept(server.url))

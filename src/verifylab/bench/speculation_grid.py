@@ -5,6 +5,7 @@ Plain data (a chapter's parameter); ``bench.speculation`` runs it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
@@ -12,6 +13,10 @@ from verifylab.server.variants import Variant
 from verifylab.vocab import Drafter
 
 SIMULATE_VAR = "SGLANG_SIMULATE_ACC_LEN"  # read by SGLang's speculative/spec_utils.py at import (0.5.9, 0.5.17)
+# "fixed": every accepted token is id 100 (streams repeat one token: a random router collapses onto few experts);
+# "real-draft-token": the draft's own tokens are accepted and the bonus token is the target's (read by 0.5.17)
+TOKEN_MODE_VAR = "SGLANG_SIMULATE_ACC_TOKEN_MODE"
+TokenMode = Literal["fixed", "real-draft-token"]
 NGRAM_CHAIN = ["--speculative-ngram-max-bfs-breadth", "1", "--speculative-ngram-min-bfs-breadth", "1"]
 
 
@@ -23,6 +28,7 @@ class SpecPoint:
     drafter: Drafter | None = None
     draft_tokens: int | None = None
     accept_length: float | None = None
+    token_mode: TokenMode = "fixed"
 
     @property
     def name(self) -> str:
@@ -39,7 +45,7 @@ class SpecPoint:
             speculative=self.drafter.algorithm,
             draft_tokens=self.draft_tokens,
             extra_args=NGRAM_CHAIN if self.drafter is Drafter.NGRAM else [],
-            env={SIMULATE_VAR: f"{self.accept_length:g}"},
+            env={SIMULATE_VAR: f"{self.accept_length:g}", TOKEN_MODE_VAR: self.token_mode},
         )
 
 
@@ -63,6 +69,20 @@ class SpeculationGrid(BaseModel):
     tokens: PositiveInt = Field(128, description="output tokens per request")
     requests_per_cell: PositiveInt | None = Field(None, description="requests per cell (default max(2 C, 8))")
     plain: bool = Field(True, description="also sweep plain decoding (the gain's denominator)")
+    temperature: float = Field(
+        0.0, ge=0.0, le=2.0, description="every request's sampling temperature (> 0: streams diverge, experts spread)"
+    )
+    token_mode: TokenMode = Field(
+        "fixed",
+        description="tokens a speculative server accepts: 'fixed' (id 100, a random router collapses) or "
+        "'real-draft-token' (the draft's own; with temperature > 0 the experts spread)",
+    )
+
+    @property
+    def spreads_experts(self) -> bool:
+        """Whether the served tokens diverge, so that a random router spreads them over the experts as a trained
+        one does: requests sampled at a temperature > 0 and speculative servers accepting the draft's own tokens."""
+        return self.temperature > 0 and self.token_mode == "real-draft-token"
 
     @field_validator("accept_lengths")
     @classmethod
@@ -93,7 +113,7 @@ class SpeculationGrid(BaseModel):
     def points(self) -> list[SpecPoint]:
         """Every server of the grid (a chain shorter than an accept length is skipped: it cannot reach it)."""
         spec = [
-            SpecPoint(drafter, k, a)
+            SpecPoint(drafter, k, a, self.token_mode)
             for drafter in self.drafters
             for k in self.draft_tokens
             for a in self.accept_lengths

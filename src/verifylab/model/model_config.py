@@ -3,8 +3,11 @@ arithmetic it must do, per GPU of a tensor-parallel group, for any token count. 
 MoE (Qwen2/3-MoE, DeepSeek-V2/V3, Kimi-K2/K2.5) configs, grouped-query or multi-head latent attention.
 
 Stated assumptions: weights bf16 unless ``expert_bits`` says the routed experts are quantized (INT4 with a bf16
-scale per 32 weights: 4.5 bits); routing is ``uniform`` (a trained router: E(T) distinct experts of T tokens) or
-``collapsed`` (every token to the same experts: what a random-weight model fed identical tokens does); under
+scale per 32 weights: 4.5 bits); routing is ``uniform`` (tokens spread over the experts: E(T) distinct experts of
+T independent draws) or ``collapsed`` (every token to the same experts: what a random-weight model fed identical
+tokens does). Under uniform routing the K tokens a stream verifies at once may share experts (temporal locality):
+the ``overlap`` o in [0, 1] makes a chain of K tokens draw as 1 + (K - 1)(1 - o) independent tokens (o = 0: each
+token picks its own experts; o = 1: the chain reads what its first token reads, the two physical extremes); under
 tensor parallelism every sharded weight is split evenly and the replicated ones (MLA's down-projections, the
 router) are read whole by every GPU.
 """
@@ -52,23 +55,35 @@ class ModelCosts:
     expert_bytes_per_weight: float = BF16
 
     # ---------------------------------------------------------------- per pass
-    def experts_read(self, tokens: float, routing: Routing = Routing.UNIFORM) -> float:
-        """Distinct routed experts a pass of ``tokens`` tokens reads per MoE layer."""
+    def experts_read(
+        self, tokens: float, routing: Routing = Routing.UNIFORM, streams: float | None = None, overlap: float = 0.0
+    ) -> float:
+        """Distinct routed experts a pass of ``tokens`` tokens from ``streams`` streams (default: one token each)
+        reads per MoE layer; ``overlap``: how much of a stream's chain shares its experts (module docstring)."""
         if self.experts == 0:
             return 0.0
         if routing is Routing.COLLAPSED:
             return float(min(self.experts_per_token, self.experts))
-        return expected_distinct_experts(max(round(tokens), 1), self.experts, self.experts_per_token)
+        return expected_distinct_experts(
+            independent_draws(tokens, streams, overlap), self.experts, self.experts_per_token
+        )
 
     def pass_bytes(
-        self, tokens: float, streams: float, context: float, tp: int = 1, routing: Routing = Routing.UNIFORM
+        self,
+        tokens: float,
+        streams: float,
+        context: float,
+        tp: int = 1,
+        routing: Routing = Routing.UNIFORM,
+        overlap: float = 0.0,
     ) -> float:
         """Bytes one GPU of ``tp`` reads in a pass of ``tokens`` tokens over ``streams`` requests holding
         ``context`` tokens of KV each: every layer's weights it needs, the LM head, the KV it attends over."""
         dense_layers = self.layers - self.moe_layers
         weights = self.layers * (self.attention_sharded / tp + self.attention_replicated) * BF16
         weights += dense_layers * self.dense_mlp_weights / tp * BF16
-        experts = self.experts_read(tokens, routing) * self.expert_weights * self.expert_bytes_per_weight
+        read = self.experts_read(tokens, routing, streams, overlap)
+        experts = read * self.expert_weights * self.expert_bytes_per_weight
         weights += self.moe_layers * ((experts + self.shared_weights * BF16) / tp + self.router_weights * BF16)
         head = self.vocab * self.hidden * BF16 / tp
         kv = streams * context * self.kv_bytes_per_token_layer * self.layers / (tp if self.kv_sharded else 1)
@@ -100,6 +115,16 @@ class ModelCosts:
         experts = self.experts * self.expert_weights * self.expert_bytes_per_weight
         total += self.moe_layers * ((experts + self.shared_weights * BF16) / tp + self.router_weights * BF16)
         return total + 2 * self.vocab * self.hidden * BF16 / tp
+
+
+def independent_draws(tokens: float, streams: float | None = None, overlap: float = 0.0) -> float:
+    """How many independent router draws ``tokens`` tokens of ``streams`` chains make when a chain's tokens share
+    experts by ``overlap`` (0: every token its own draw; 1: one draw per chain); at least one."""
+    if not 0.0 <= overlap <= 1.0:
+        raise ModelInputError(f"routing overlap {overlap!r} must lie in 0..1 (0: independent tokens, 1: shared)")
+    chains = tokens if streams is None else max(min(streams, tokens), 1.0)
+    per_chain = tokens / chains
+    return max(chains * (1.0 + (per_chain - 1.0) * (1.0 - overlap)), 1.0)
 
 
 def _text_config(raw: dict[str, Any]) -> dict[str, Any]:

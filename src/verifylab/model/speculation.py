@@ -114,6 +114,7 @@ def gpu_named(
     return Gpu(key, bw, tf, memory, "; ".join(sources))
 
 
+NO_OVERLAP = Span(0.0, 0.0)  # a verify chain whose tokens each draw their own experts
 AllreduceCurve = Callable[[float], Span]  # message bytes -> one all-reduce's µs (a range)
 
 
@@ -130,10 +131,13 @@ class Box:
     allreduce_us: AllreduceCurve | None = None  # None: TP 1, or communication not priced
     comm_source: str = "TP 1: no all-reduce"
     decode_allreduce_us: AllreduceCurve | None = None  # plain decoding's, where it runs otherwise (None: the same)
+    chain_overlap: Span = NO_OVERLAP  # how much a verify chain's tokens share experts (uniform routing; 0..1)
 
     def __post_init__(self) -> None:
         if self.tp > 1 and self.allreduce_us is None:
             raise ModelInputError(f"TP {self.tp} needs an all-reduce curve (--regime or --latency)")
+        if not 0.0 <= self.chain_overlap.low <= self.chain_overlap.high <= 1.0:
+            raise ModelInputError(f"routing overlap {self.chain_overlap.text(2)} must lie in 0..1")
 
     def allreduces_per_pass(self, model: ModelCosts) -> int:
         """Two per layer (after attention, after the MLP/MoE) at TP > 1."""
@@ -147,17 +151,19 @@ class Scenario:
     bandwidth_gbs: float
     tflops: float
     comm_end: str  # "low" / "high"
+    overlap: float = 0.0  # the routing overlap of a verify chain
 
 
 def scenarios(box: Box) -> list[Scenario]:
     bws = sorted({box.gpu.bandwidth_gbs.low, box.gpu.bandwidth_gbs.high})
     tfs = sorted({box.gpu.tflops.low, box.gpu.tflops.high})
-    return [Scenario(b, t, c) for b, t, c in product(bws, tfs, ("low", "high"))]
+    overlaps = sorted({box.chain_overlap.low, box.chain_overlap.high})
+    return [Scenario(b, t, c, o) for b, t, c, o in product(bws, tfs, ("low", "high"), overlaps)]
 
 
 def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Scenario) -> float:
     """Bytes over bandwidth plus arithmetic over the matrix rate, one GPU of the box (ms)."""
-    read = model.pass_bytes(tokens, streams, box.context, box.tp, box.routing)
+    read = model.pass_bytes(tokens, streams, box.context, box.tp, box.routing, s.overlap)
     flops = model.pass_flops(tokens, box.context, box.tp)
     return read / (s.bandwidth_gbs * 1e9) * 1e3 + flops / (s.tflops * 1e12) * 1e3
 
@@ -273,6 +279,28 @@ def crossover_streams(points: Sequence[tuple[float, float]]) -> float | None:
             x0, x1 = math.log2(c0), math.log2(c1)
             return 2 ** (x0 + (g0 - 1.0) / (g0 - g1) * (x1 - x0))
     return None
+
+
+def crossings(points: Sequence[tuple[float, float]]) -> list[tuple[float, str]]:
+    """Every stream count where a gain curve ``[(streams, gain), ...]`` crosses 1, interpolated in log2(streams),
+    with its direction: ``"stops"`` (falls below 1) or ``"pays"`` (rises to 1 or above again). A curve that starts
+    below 1 gives ``(first streams, "stops")`` first."""
+    pts = sorted(points)
+    out: list[tuple[float, str]] = []
+    if pts and pts[0][1] < 1.0:
+        out.append((pts[0][0], "stops"))
+    for (c0, g0), (c1, g1) in pairwise(pts):
+        if (g0 >= 1.0) == (g1 >= 1.0):
+            continue
+        x0, x1 = math.log2(c0), math.log2(c1)
+        at = 2 ** (x0 + (g0 - 1.0) / (g0 - g1) * (x1 - x0))
+        out.append((at, "stops" if g1 < 1.0 else "pays"))
+    return out
+
+
+def paying_streams(rows: Sequence[GainRow], end: str = "low") -> list[int]:
+    """The stream counts of ``rows`` where the gain's ``end`` ("low": pessimistic, "high") is at least 1."""
+    return [r.streams for r in rows if (r.gain.low if end == "low" else r.gain.high) >= 1.0]
 
 
 def crossover_range(rows: Sequence[GainRow]) -> tuple[float | None, float | None]:

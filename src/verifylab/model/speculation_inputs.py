@@ -4,7 +4,8 @@ GPU's measured copy and matrix ceilings. Reads runs through :class:`~verifylab.s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,17 @@ import pandas as pd
 from verifylab.errors import ModelInputError
 from verifylab.model.cycle import Span
 from verifylab.model.model_config import ModelCosts, Routing, costs_from_config
-from verifylab.model.speculation import Box, Ceilings, Overheads, fit_cycle, fit_host, gpu_named
+from verifylab.model.speculation import (
+    Box,
+    Ceilings,
+    Overheads,
+    fit_cycle,
+    fit_host,
+    gains,
+    gpu_named,
+    physics_ms,
+    scenarios,
+)
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import SPECULATION_POINTS_TABLE, Drafter
 
@@ -182,3 +193,53 @@ def first_grid_fit(runs: MeasuredRuns) -> GridFit | None:
         if fit.overheads.cycle:
             return fit
     return None
+
+
+def grid_routing(runs: MeasuredRuns, run_id: str) -> Routing:
+    """How a grid run's random router routed: uniform where its tokens diverged (requests sampled at a temperature
+    > 0, speculative servers accepting the draft's own tokens), collapsed otherwise (greedy, one repeated token)."""
+    spec = runs.run(run_id).parameters.get("speculation")
+    if not isinstance(spec, dict):
+        return Routing.COLLAPSED
+    temperature = spec.get("temperature", 0.0)
+    spread = isinstance(temperature, int | float) and temperature > 0 and spec.get("token_mode") == "real-draft-token"
+    return Routing.UNIFORM if spread else Routing.COLLAPSED
+
+
+def predict_sweeps(
+    fit: GridFit,
+    points: Sequence[tuple[Drafter, int, float]],
+    streams: Sequence[int],
+    routing: Routing,
+    overlap: Span = Span(0.0, 0.0),
+) -> pd.DataFrame:
+    """What ``fit`` predicts for servers it was not fitted on, with the routing they run: per server (drafter, draft
+    tokens, accept length) and stream count, plain and speculative tok/s and the gain, each a range; and plain
+    decoding's physics floor when every token draws its own experts (``spread_floor_ms``: at 128 streams nearly every
+    routed expert, read once at the GPU's copy bandwidth)."""
+    box = replace(fit.box, routing=routing, chain_overlap=overlap)
+    floor_box = replace(fit.box, routing=Routing.UNIFORM, chain_overlap=Span(0.0, 0.0))
+    fastest = max(scenarios(floor_box), key=lambda s: (s.bandwidth_gbs, s.tflops))
+    rows = []
+    for drafter, k, accept in points:
+        for r in gains(box, fit.overheads, drafter, accept, k, streams):
+            rows.append(
+                {
+                    "drafter": drafter.value,
+                    "draft_tokens": k,
+                    "accept_target": accept,
+                    "streams": r.streams,
+                    "plain_tokens_per_s_low": r.plain_tokens_per_s.low,
+                    "plain_tokens_per_s_high": r.plain_tokens_per_s.high,
+                    "spec_tokens_per_s_low": r.spec_tokens_per_s.low,
+                    "spec_tokens_per_s_high": r.spec_tokens_per_s.high,
+                    "gain_low": r.gain.low,
+                    "gain_high": r.gain.high,
+                    "spread_floor_ms": physics_ms(floor_box, floor_box.target, r.streams, r.streams, fastest),
+                    "routing": routing.value,
+                    "overlap_low": overlap.low,
+                    "overlap_high": overlap.high,
+                    "fitted_run": fit.run_id,
+                }
+            )
+    return pd.DataFrame(rows)
