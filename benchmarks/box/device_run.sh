@@ -6,6 +6,9 @@
 #   bash benchmarks/box/device_run.sh live    # carry .live/tp2/xfer/3 and .live/spec: unpack, serve the
 #                                             # Qwen3-30B-A3B-shaped MoE (random weights) plainly, then the one command:
 #                                             # verifylab box --gpus 1 --server URL
+#   bash benchmarks/box/device_run.sh verify  # (issue #52) after speculation/device_run.sh in the same lease (the set
+#                                             # unpacked in /tmp/tp2): carry .live/spec; box --plan --verify with
+#                                             # verify-h200.yaml, the plan committed beforehand (plan-h200.txt)
 # Runs land in /tmp/box-data (kept across calls) and come back packed in $OUT.
 set -uo pipefail
 source benchmarks/live_smoke/offline_set.sh
@@ -37,7 +40,26 @@ live)
     --gpu h200 --data-dir "$D" --out "$OUT/box-live" 2>&1 | tee "$OUT/box-live.log"
   pkill -9 -f sglang.launch_server 2>/dev/null
   ;;
-*) echo "usage: device_run.sh probe|stash|live"; exit 2 ;;
+verify)
+  unpack_parts "$S" || exit 2
+  export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site" PATH="$S/bin:$PATH"
+  M=/tmp/box-models
+  mkdir -p "$M" && cp -r .live/spec/models/. "$M/"
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  sed -e "s#@MODELS@#$M#g" -e "s#@PYTHON@#$(command -v python3)#g" \
+    -e "s#@LABEL@#1 x $gpu, TP 1, Qwen3-30B-A3B-shaped MoE with random weights, experts spread#" \
+    benchmarks/box/verify-h200.yaml > /tmp/verify-h200.yaml
+  [ -f /tmp/verify-run-id ] || echo "$stamp-h200-box-verify" > /tmp/verify-run-id
+  run=$(cat /tmp/verify-run-id)
+  pkill -9 -f sglang.launch_server 2>/dev/null
+  timeout "${VERIFY_TIMEOUT_S:-560}" python3 -m verifylab.cli box --plan --verify /tmp/verify-h200.yaml \
+    $(cat benchmarks/box/plan-h200.args) --config "$M/target/config.json" --draft-config "$M/draft/config.json" \
+    --data-dir "$D" --run-id "$run" 2>&1 | tee -a "$OUT/verify.log"
+  echo "box --verify exit code: ${PIPESTATUS[0]}"
+  pkill -9 -f sglang.launch_server 2>/dev/null
+  (cd "$D/runs" && tar -czf "$OUT/verify-run.tar.gz" "$run")
+  ;;
+*) echo "usage: device_run.sh probe|stash|live|verify"; exit 2 ;;
 esac
 (cd "$D/runs" && tar -czf "$OUT/runs.tar.gz" $(ls -d *-probe-1gpu *-box-probe* 2>/dev/null))
 ls -la "$OUT" "$OUT"/box-* 2>/dev/null

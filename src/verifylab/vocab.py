@@ -85,6 +85,11 @@ class Drafter(StrEnum):
         """SGLang's ``--speculative-algorithm`` value."""
         return {Drafter.EAGLE3: "EAGLE3", Drafter.NGRAM: "NGRAM"}[self]
 
+    @property
+    def prose_name(self) -> str:
+        """The drafter's name in prose: ``EAGLE-3``, ``n-gram``."""
+        return {Drafter.EAGLE3: "EAGLE-3", Drafter.NGRAM: "n-gram"}[self]
+
 
 SPECULATION_POINTS_TABLE = "speculation_points"  # a speculation grid's table: one row per server (store/schema)
 

@@ -13,6 +13,7 @@ import json
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -62,29 +63,71 @@ def run_speculation_grid(
     :data:`POINTS_TABLE` (drafter, draft tokens, accept length asked for, measured and reported by the server);
     skip a server whose cells are all stored. A server that fails is recorded and the grid goes on (the run stays
     ``partial`` until a later call measures it); raises ServerError (rows stored) when none started."""
-    help_text = launcher_help(base.launcher)
-    recorder = open_recorder(
-        data_dir,
-        run_id,
-        label,
-        {
-            "base": base.model_dump(),
-            "speculation": grid.model_dump(mode="json"),
-            "seed": seed,
-            **served_configs(base),
-        },
-        mechanics_only=mechanics_only,
-        campaign=campaign,
-    )
+    parameters = {"base": base.model_dump(), "speculation": grid.model_dump(mode="json"), "seed": seed}
     points = grid.points()
     random.Random(seed).shuffle(points)  # drift must not masquerade as an effect of speculation
-    stored = recorder.store.table_or_none(run_id, POINTS_TABLE)
+    return run_points(
+        base,
+        points,
+        SweepPlan(grid.concurrency, grid.tokens, grid.requests_per_cell, grid.temperature),
+        RunTarget(data_dir, run_id, label, parameters, mechanics_only, campaign),
+        health_timeout_s,
+        progress,
+    )
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What each server is swept over: stream counts, output tokens per request, requests per cell, temperature."""
+
+    concurrency: list[int]
+    tokens: int
+    requests_per_cell: int | None = None
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """The run the servers' cells go into (created, or resumed by its id)."""
+
+    data_dir: Path
+    run_id: str
+    label: str
+    parameters: dict
+    mechanics_only: bool = False
+    campaign: str = ""
+    points_table: str = POINTS_TABLE  # one row per server (box --verify keeps its own: never a grid to fit)
+
+
+def run_points(
+    base: BaseConfig,
+    points: list[SpecPoint],
+    sweep: SweepPlan,
+    target: RunTarget,
+    health_timeout_s: float = 1800.0,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Start each server of ``points`` in turn (never two at once), sweep it and store its cells and its row of
+    :data:`POINTS_TABLE`; a server whose cells are all stored is skipped (resume). A server that fails is recorded
+    with its error and the next one starts; raises ServerError (rows stored) when none started. The server is stopped
+    whatever happens, Ctrl-C included (the cells measured so far are stored)."""
+    help_text = launcher_help(base.launcher)
+    recorder = open_recorder(
+        target.data_dir,
+        target.run_id,
+        target.label,
+        {**target.parameters, **served_configs(base)},
+        mechanics_only=target.mechanics_only,
+        campaign=target.campaign,
+    )
+    run_id = target.run_id
+    stored = recorder.store.table_or_none(run_id, target.points_table)
     rows = [] if stored is None else stored.to_dict("records")
     log_dir = recorder.store.path(run_id) / "logs"
     say = _progress_log(log_dir / "speculation.log", progress)
     with recorder.measuring():
         for i, point in enumerate(points, 1):
-            done = all(recorder.has_cell(point.name, c) for c in grid.concurrency)
+            done = all(recorder.has_cell(point.name, c) for c in sweep.concurrency)
             if done:
                 say(f"[{i}/{len(points)}] {point.name}: stored, skipped")
                 continue
@@ -96,13 +139,13 @@ def run_speculation_grid(
                     say(f"[{i}/{len(points)}] {point.name}: serving ({state.speculative_algorithm or 'plain'})")
                     result = run_sweep(
                         server.url,
-                        grid.concurrency,
-                        grid.tokens,
-                        grid.requests_per_cell,
+                        sweep.concurrency,
+                        sweep.tokens,
+                        sweep.requests_per_cell,
                         recorder=recorder,
                         variant=point.name,
                         progress=_cells_to(say),
-                        temperature=grid.temperature,
+                        temperature=sweep.temperature,
                     )
                     if point.drafter is not None:  # the server's own running average, a cross-check of the target
                         row["server_accept_length"] = run_coroutine(_server_accept(server.url))
@@ -112,7 +155,7 @@ def run_speculation_grid(
             except BenchmarkError as exc:  # the server started but could not be measured: the grid goes on
                 row |= {"failure": f"measuring failed: {exc}"}
             rows = [r for r in rows if r["variant"] != point.name] + [row]
-            recorder.store.write_table(run_id, POINTS_TABLE, pd.DataFrame(rows))
+            recorder.store.write_table(run_id, target.points_table, pd.DataFrame(rows))
             say(f"[{i}/{len(points)}] {point.name}: {row['failure'] or 'measured'}")
     nothing = bool(rows) and all(r.get("failure") for r in rows)
     short = any(r.get("failure") or r.get("failed_cells") for r in rows)  # resumable: measured again on the next call
@@ -123,7 +166,7 @@ def run_speculation_grid(
     else:
         mark_complete(recorder, "complete")
     if nothing:
-        raise ServerError(f"no server of the grid started, nothing was measured; first failure: {rows[0]['failure']}")
+        raise ServerError(f"no server started, nothing was measured; first failure: {rows[0]['failure']}")
     return pd.DataFrame(rows)
 
 

@@ -17,6 +17,7 @@ SIMULATE_VAR = "SGLANG_SIMULATE_ACC_LEN"  # read by SGLang's speculative/spec_ut
 # "real-draft-token": the draft's own tokens are accepted and the bonus token is the target's (read by 0.5.17)
 TOKEN_MODE_VAR = "SGLANG_SIMULATE_ACC_TOKEN_MODE"
 TokenMode = Literal["fixed", "real-draft-token"]
+MAX_RUNNING_FLAG = "--max-running-requests"
 NGRAM_CHAIN = ["--speculative-ngram-max-bfs-breadth", "1", "--speculative-ngram-min-bfs-breadth", "1"]
 
 
@@ -29,23 +30,28 @@ class SpecPoint:
     draft_tokens: int | None = None
     accept_length: float | None = None
     token_mode: TokenMode = "fixed"
+    max_running: int | None = None  # --max-running-requests of this server (None: the base's)
+    hold_accept: bool = True  # SGLang holds the accept length (random weights); False: the traffic's own
 
     @property
     def name(self) -> str:
         """The run's key for this server's tables (the typed fields are stored beside it)."""
+        cap = "" if self.max_running is None else f"_m{self.max_running}"
         if self.drafter is None:
-            return "plain"
-        return f"{self.drafter.value}_d{self.draft_tokens}_a{self.accept_length:.2f}".replace(".", "p")
+            return "plain" + cap
+        return f"{self.drafter.value}_d{self.draft_tokens}_a{self.accept_length:.2f}".replace(".", "p") + cap
 
     def variant(self) -> Variant:
+        cap = [] if self.max_running is None else [MAX_RUNNING_FLAG, str(self.max_running)]
         if self.drafter is None:
-            return Variant(name=self.name)
+            return Variant(name=self.name, extra_args=cap)
+        held = {SIMULATE_VAR: f"{self.accept_length:g}", TOKEN_MODE_VAR: self.token_mode} if self.hold_accept else {}
         return Variant(
             name=self.name,
             speculative=self.drafter.algorithm,
             draft_tokens=self.draft_tokens,
-            extra_args=NGRAM_CHAIN if self.drafter is Drafter.NGRAM else [],
-            env={SIMULATE_VAR: f"{self.accept_length:g}", TOKEN_MODE_VAR: self.token_mode},
+            extra_args=(NGRAM_CHAIN if self.drafter is Drafter.NGRAM else []) + cap,
+            env=held,
         )
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import typer
 
 from verifylab.cli._shared import console, err_console, fail
+from verifylab.cli.box_check import PlanRequest, parse_overlap, plan_box, print_plan, verify_on_box
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
+from verifylab.model.box_plan import Slo
 
 
 def box_cmd(
@@ -42,6 +44,26 @@ def box_cmd(
     label: str | None = typer.Option(None, help="Probe now: the hardware label (default: from the box)."),
     out: Path | None = typer.Option(None, help="Where decision.html and decision.json go (default: box/<run id>)."),
     data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (the probe is stored there) and reference/."),
+    plan: bool = typer.Option(
+        False,
+        "--plan",
+        help="Choose the configuration with the most goodput under your SLO (no GPU): print it, the "
+        "runner-up and the plan that measures them.",
+    ),
+    verify: Path | None = typer.Option(
+        None, help="Then measure the plan on this box: a YAML of how SGLang starts here (see benchmarks/box/)."
+    ),
+    load: int = typer.Option(32, min=1, max=1024, help="Concurrent streams you serve (the plan's load)."),
+    slo_ttft_ms: float = typer.Option(2000.0, help="SLO: time to first token, ms."),
+    slo_tpot_ms: float = typer.Option(50.0, help="SLO: time per output token, ms."),
+    tp: int = typer.Option(1, min=1, max=64, help="--plan: the tensor-parallel size (TP 1 today)."),
+    overlap: str = typer.Option(
+        "0", help="--plan: how much a verify chain's tokens share experts, 0 (each its own) to 1, or a range 0.2-0.6."
+    ),
+    prompt_tokens: int = typer.Option(256, min=1, max=1_000_000, help="--plan: prompt tokens per request."),
+    output_tokens: int = typer.Option(128, min=2, max=65536, help="--plan: output tokens per request."),
+    budget_minutes: float = typer.Option(10.0, min=0.1, max=600.0, help="--verify: GPU minutes the check may take."),
+    run_id: str | None = typer.Option(None, help="--verify: the run to measure into (the same id resumes)."),
 ) -> None:
     """The decision for one box from its own numbers: which communication regime it is in and what to fix first,
     whether all-reduce fusion pays, up to how many streams EAGLE-3 pays, and the launch command its probe allows.
@@ -60,6 +82,29 @@ def box_cmd(
     Modelled from measured inputs (every input is listed on the page, Table 5). The probe's verdict and policy are
     the ones `verifylab comm probe` gives; the speculation model is chapter 2's, fitted on the stored H200 grid.
     """
+    if plan or verify is not None:
+        try:
+            request = PlanRequest(
+                load,
+                Slo(slo_ttft_ms, slo_tpot_ms),
+                accept,
+                draft_tokens,
+                config,
+                draft_config,
+                gpu or "h200",
+                tp,
+                decode_tok_s,
+                parse_overlap(overlap),
+                prompt_tokens,
+                output_tokens,
+                budget_minutes,
+            )
+        except ModelInputError as exc:
+            raise fail(ParameterError(str(exc))) from None
+        except VerifylabError as exc:
+            raise fail(exc) from None
+        _plan_and_verify(request, verify, data_dir, run_id)
+        return
     from verifylab.model.box_decision import BoxInputs, decide_box, stored_decode_rate
     from verifylab.model.model_config import Routing
     from verifylab.publish.box_page import write_box_page
@@ -117,6 +162,22 @@ def box_cmd(
         console.print(f"  {question}: {text}", highlight=False, markup=False)
     console.print(f"  launch: {decision.launch_command}", highlight=False, markup=False, soft_wrap=True)
     console.print(f"the decision page: {page}", highlight=False, markup=False)
+
+
+def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None) -> None:
+    """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
+    from verifylab.store.evidence import Evidence
+    from verifylab.store.manifest import new_run_id
+
+    try:
+        chosen = plan_box(Evidence(data_dir).measured, req)
+        print_plan(chosen)
+        if verify is not None:
+            verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"))
+    except ModelInputError as exc:
+        raise fail(ParameterError(str(exc))) from None
+    except VerifylabError as exc:
+        raise fail(exc) from None
 
 
 _NO_RATE = (

@@ -148,6 +148,15 @@ TABLES: tuple[TableSpec, ...] = (
         key=("variant",),
     ),
     TableSpec(
+        "box_verify_points",
+        "One row per server `verifylab box --verify` started (the choice, the runner-up, plain decoding): as "
+        "speculation_points, kept apart so that a check never enters the speculation grid's fit.",
+        _columns(
+            f"drafter:str draft_tokens:int accept_target:float server_accept_length:float failed_cells:int {_STATE}"
+        ),
+        key=("variant",),
+    ),
+    TableSpec(
         "trace_steps",
         "One row per rank and decode/verify step of a profile: span, collectives and where the time went.",
         _columns(
@@ -224,6 +233,21 @@ TABLES: tuple[TableSpec, ...] = (
         "box_decode",
         "One stream of plain decoding that `verifylab box` measured on the probed box's server, per request.",
         _columns("request:int tpot_ms:float tokens_per_s:float max_tokens:int url:str"),
+    ),
+    TableSpec(
+        "box_verify",
+        "`verifylab box --verify`: per configuration measured (the choice, the runner-up, plain decoding) and stream "
+        "count, the model's prediction beside the measurement: tok/s, time per output token and to first token "
+        "(median), goodput under the SLO, and the prediction's error.",
+        _columns(
+            "role:str variant:str configuration:str streams:int predicted_tokens_per_s_low:float "
+            "predicted_tokens_per_s_high:float measured_tokens_per_s:float predicted_tpot_ms_low:float "
+            "predicted_tpot_ms_high:float measured_tpot_ms:float predicted_ttft_ms_low:float "
+            "predicted_ttft_ms_high:float measured_ttft_ms:float predicted_goodput_tokens_per_s_low:float "
+            "predicted_goodput_tokens_per_s_high:float measured_goodput_tokens_per_s:float within_slo_share:float "
+            "error:float"
+        ),
+        key=("variant", "streams"),
     ),
     TableSpec(
         "nccl_graph",

@@ -1,0 +1,142 @@
+"""A `verifylab box --verify` run read back: per configuration measured and stream count, the model's prediction (kept
+in the run's parameters before anything ran) beside the measurement, the prediction's error, and which configuration
+won at the owner's load. The measured answer wins: where it differs from the model's choice the verdict says so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from verifylab.errors import ModelInputError
+from verifylab.sources import MeasuredRuns
+
+POINTS = "box_verify_points"
+
+
+def verify_runs(runs: MeasuredRuns) -> list[str]:
+    """Runs that hold a box check, oldest first."""
+    return sorted(runs.runs_with_table(POINTS))
+
+
+def _miss(measured: float, low: float, high: float) -> float:
+    """How far ``measured`` lies outside [low, high], relative to the nearer end (0 inside; NaN: nothing measured)."""
+    if not np.isfinite(measured):
+        return float("nan")
+    if measured < low:
+        return (measured - low) / low if low else float("-inf")
+    if measured > high:
+        return (measured - high) / high if high else float("inf")
+    return 0.0
+
+
+def compare(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:
+    """One row per configuration and stream count: predicted (low, high) beside measured tok/s (decode phase, all
+    running streams), time per output token and to first token (medians), goodput under the plan's SLO, the share
+    of requests within it, and the error of the predicted tok/s (0 inside the range)."""
+    plan = runs.run(run_id).parameters.get("box_plan")
+    if not isinstance(plan, dict) or not isinstance(plan.get("configs"), list):
+        raise ModelInputError(f"run {run_id}: no box plan in its parameters (not a `verifylab box --verify` run)")
+    ttft_limit, tpot_limit = float(plan["slo_ttft_ms"]) / 1e3, float(plan["slo_tpot_ms"]) / 1e3
+    tables = runs.run(run_id).tables
+    rows = []
+    for config in plan["configs"]:
+        for cell in config["cells"]:
+            c = int(cell["streams"])
+            name = f"sweep-{config['variant']}-c{c}"
+            part = runs.read_table(run_id, name) if name in tables else pd.DataFrame()
+            if not part.empty:
+                part = part[part["ok"].astype(bool) & part["tpot_s"].notna()]
+            running = min(c, int(config["max_running"]))
+            if part.empty:
+                measured = dict.fromkeys(("tps", "tpot", "ttft", "good", "share"), float("nan"))
+            else:
+                within = (part["ttft_s"] <= ttft_limit) & (part["tpot_s"] <= tpot_limit)
+                tps = running / float(part["tpot_s"].mean())
+                share = float(within.mean())
+                tokens = part["output_tokens"].sum()
+                good = tps * float(part.loc[within, "output_tokens"].sum()) / tokens if tokens else 0.0
+                measured = {
+                    "tps": tps,
+                    "tpot": float(part["tpot_s"].median()) * 1e3,
+                    "ttft": float(part["ttft_s"].median()) * 1e3,
+                    "good": good,
+                    "share": share,
+                }
+            (tl, th), (pl, ph), (fl, fh), (gl, gh) = (
+                cell["tokens_per_s"],
+                cell["tpot_ms"],
+                cell["ttft_ms"],
+                cell["goodput_tokens_per_s"],
+            )
+            rows.append(
+                {
+                    "role": config["role"],
+                    "variant": config["variant"],
+                    "configuration": config["configuration"],
+                    "streams": c,
+                    "predicted_tokens_per_s_low": tl,
+                    "predicted_tokens_per_s_high": th,
+                    "measured_tokens_per_s": measured["tps"],
+                    "predicted_tpot_ms_low": pl,
+                    "predicted_tpot_ms_high": ph,
+                    "measured_tpot_ms": measured["tpot"],
+                    "predicted_ttft_ms_low": fl,
+                    "predicted_ttft_ms_high": fh,
+                    "measured_ttft_ms": measured["ttft"],
+                    "predicted_goodput_tokens_per_s_low": gl,
+                    "predicted_goodput_tokens_per_s_high": gh,
+                    "measured_goodput_tokens_per_s": measured["good"],
+                    "within_slo_share": measured["share"],
+                    "error": _miss(measured["tps"], tl, th),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class VerifyVerdict:
+    """Which configuration served the most goodput at the owner's load, measured, against the model's choice."""
+
+    run_id: str
+    load: int
+    chosen: str
+    runner_up: str
+    winner: str  # measured
+    chosen_goodput: float
+    runner_up_goodput: float
+    winner_goodput: float
+    model_right: bool
+    median_error: float  # of the predicted tok/s, over the measured cells (0: inside the range)
+    measured_cells: int
+    planned_cells: int
+
+
+def verdict(runs: MeasuredRuns, run_id: str, table: pd.DataFrame | None = None) -> VerifyVerdict:
+    """The measured winner at the plan's load and whether the model chose it (a tie within 2 % counts as right)."""
+    table = compare(runs, run_id) if table is None else table
+    load = int(runs.run(run_id).parameters["box_plan"]["load"])
+    at = table[table["streams"] == load].set_index("role")
+    if at.empty:
+        raise ModelInputError(f"run {run_id}: nothing planned at its own load")
+    good = at["measured_goodput_tokens_per_s"].fillna(-1.0)
+    winner_role = str(good.idxmax())
+    chosen, runner = at.loc["chosen"], at.loc["runner-up"] if "runner-up" in at.index else at.loc["plain"]
+    best = float(good.max())
+    right = winner_role == "chosen" or float(chosen["measured_goodput_tokens_per_s"]) >= 0.98 * best
+    measured = table.dropna(subset=["measured_tokens_per_s"])
+    return VerifyVerdict(
+        run_id,
+        load,
+        str(chosen["configuration"]),
+        str(runner["configuration"]),
+        str(at.loc[winner_role, "configuration"]),
+        float(chosen["measured_goodput_tokens_per_s"]),
+        float(runner["measured_goodput_tokens_per_s"]),
+        best,
+        bool(right),
+        float(measured["error"].abs().median()) if not measured.empty else float("nan"),
+        len(measured),
+        len(table),
+    )

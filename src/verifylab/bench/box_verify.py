@@ -1,0 +1,129 @@
+"""`verifylab box --verify`: the configurations a box plan chose (the choice, the runner-up, plain decoding) started
+one after another on the box and swept at the plan's stream counts into one run, with the plan (the model's
+prediction per cell) in the run's parameters. Servers are started and stopped by ``bench.speculation.run_points``:
+never two at once, never one left running, a stored cell never measured again (resume by run id)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
+from verifylab.bench.speculation_grid import SpecPoint, TokenMode
+from verifylab.model.box_plan import BoxPlan, CellPrediction, Configuration
+from verifylab.server.launch import BaseConfig
+
+POINTS = "box_verify_points"
+
+
+class VerifySettings(BaseModel):
+    """How the box's servers are started and driven for the check (a YAML file: ``verifylab box --verify FILE``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base: BaseConfig = Field(description="how SGLang starts on this box: model, draft, launcher, extra flags")
+    output_tokens: int = Field(128, ge=2, le=65536, description="output tokens per request")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="every request's sampling temperature")
+    hold_accept: bool = Field(
+        False,
+        description="SGLang holds each speculative server's accept length at the plan's (SGLANG_SIMULATE_ACC_LEN): "
+        "for a model served with random weights; a real model's own acceptance otherwise",
+    )
+    token_mode: TokenMode = Field("real-draft-token", description="with hold_accept: which tokens are accepted")
+    label: str = Field("", description="the hardware and model, as the run page names them")
+
+
+def point_of(config: Configuration, settings: VerifySettings) -> SpecPoint:
+    """The server of one configuration (its cap on running requests, its held accept length where asked)."""
+    if config.drafter is None:
+        return SpecPoint(max_running=config.max_running)
+    return SpecPoint(
+        config.drafter,
+        config.draft_tokens,
+        round(config.accept, 2),
+        settings.token_mode,
+        config.max_running,
+        settings.hold_accept,
+    )
+
+
+def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
+    """The plan as the run's parameters keep it: every measured configuration with its role, its server's name and
+    the model's prediction per stream count (what the page compares the measurement with)."""
+    roles = {}
+    for role, priced in (("runner-up", plan.runner_up), ("plain", plan.plain), ("chosen", plan.chosen)):
+        roles[priced.config] = (role, priced)
+    configs = []
+    for config in plan.measured_configs:
+        role, priced = roles[config]
+        configs.append(
+            {
+                "role": role,
+                "variant": point_of(config, settings).name,
+                "configuration": config.words(),
+                "drafter": config.drafter.value if config.drafter else "none",
+                "draft_tokens": config.draft_tokens,
+                "accept": config.accept,
+                "max_running": config.max_running,
+                "cells": [_cell(c) for c in priced.cells],
+            }
+        )
+    return {
+        "load": plan.load,
+        "slo_ttft_ms": plan.slo.ttft_ms,
+        "slo_tpot_ms": plan.slo.tpot_ms,
+        "streams": list(plan.streams),
+        "minutes": plan.minutes,
+        "budget_minutes": plan.budget_minutes,
+        "configs": configs,
+        "inputs": plan.inputs,
+    }
+
+
+def _cell(c: CellPrediction) -> dict:
+    return {
+        "streams": c.streams,
+        "tokens_per_s": [c.tokens_per_s.low, c.tokens_per_s.high],
+        "tpot_ms": [c.tpot_ms.low, c.tpot_ms.high],
+        "ttft_ms": [c.ttft_ms.low, c.ttft_ms.high],
+        "goodput_tokens_per_s": [c.goodput.low, c.goodput.high],
+    }
+
+
+def run_verify(
+    plan: BoxPlan,
+    settings: VerifySettings,
+    data_dir: Path,
+    run_id: str,
+    progress: Callable[[str], None] | None = None,
+    health_timeout_s: float = 900.0,
+) -> pd.DataFrame:
+    """Measure the plan's configurations into run ``run_id`` (created, or resumed); the servers' rows."""
+    base = settings.base.model_copy(update={"extra_args": _without_cap(settings.base.extra_args)})
+    points = [point_of(c, settings) for c in plan.measured_configs]
+    parameters = {"base": base.model_dump(), "box_plan": plan_record(plan, settings), "verify": settings.model_dump()}
+    return run_points(
+        base,
+        points,
+        SweepPlan(list(plan.streams), settings.output_tokens, None, settings.temperature),
+        RunTarget(data_dir, run_id, settings.label or "box --verify", parameters, points_table=POINTS),
+        health_timeout_s,
+        progress,
+    )
+
+
+def _without_cap(args: list[str]) -> list[str]:
+    """The base's flags less its own ``--max-running-requests N``: each configuration sets its cap."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg == "--max-running-requests":
+            skip = True
+            continue
+        out.append(arg)
+    return out

@@ -1,0 +1,171 @@
+"""``verifylab box --plan`` / ``--verify``: the configuration with the most goodput under the owner's SLO, the
+runner-up and the plan that measures them (no GPU), then the measurement on the box and the model's error."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rich.table import Table
+
+from verifylab.cli._shared import console, err_console
+from verifylab.errors import ModelInputError, ParameterError
+from verifylab.model.box_plan import BoxPlan, Priced, Slo, choose
+from verifylab.model.cycle import Span
+from verifylab.model.model_config import Routing, kimi_k25_costs, read_config
+from verifylab.model.speculation import Box, gpu_named
+from verifylab.model.speculation_box import calibrate_decode, eagle3_draft_for, measured_overheads
+from verifylab.model.speculation_inputs import measured_ceilings
+from verifylab.sources import MeasuredRuns
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the owner states for a plan (the CLI's options, typed)."""
+
+    load: int
+    slo: Slo
+    accept: float
+    draft_tokens: int
+    config: Path | None
+    draft_config: Path | None
+    gpu: str
+    tp: int
+    decode_tok_s: float | None
+    overlap: Span
+    prompt_tokens: int
+    output_tokens: int
+    budget_minutes: float
+
+
+def parse_overlap(text: str) -> Span:
+    """``0.3`` or ``0.2-0.6``: how much a verify chain's tokens share experts (0..1)."""
+    try:
+        parts = [float(p) for p in text.split("-")] if text.count("-") <= 1 else []
+    except ValueError:
+        parts = []
+    if len(parts) not in (1, 2) or not all(0.0 <= p <= 1.0 for p in parts):
+        raise ParameterError(f"--overlap {text!r}: a share from 0 to 1, or a range such as 0.2-0.6")
+    return Span.of(*parts)
+
+
+def plan_box(runs: MeasuredRuns, req: PlanRequest) -> BoxPlan:
+    """The plan for a box at TP ``req.tp`` (TP 1: no all-reduce; a larger TP is decided with ``verifylab box --probe``
+    first, whose curve this plan does not read yet)."""
+    if req.tp != 1:
+        raise ParameterError(
+            f"--tp {req.tp}: --plan prices TP 1 today (no all-reduce); for TP > 1 run `verifylab box --probe RUN` "
+            "for the answer from the box's own all-reduce curve"
+        )
+    target = read_config(req.config) if req.config else kimi_k25_costs()
+    gpu = gpu_named(req.gpu, measured_ceilings(runs))
+    need = target.weights_bytes(req.tp)
+    if need > gpu.memory_bytes:
+        raise ParameterError(
+            f"{target.name} at TP {req.tp} needs {need / 1e9:.0f} GB of weights per GPU; a {gpu.name} holds "
+            f"{gpu.memory_bytes / 1e9:.0f} GB: give a larger --tp or a smaller model"
+        )
+    draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
+    box = Box(target, gpu, tp=req.tp, draft=draft, routing=Routing.UNIFORM, chain_overlap=req.overlap)
+    measured = measured_overheads(runs)
+    calibrated = calibrate_decode(box, measured, req.decode_tok_s, "given (--decode-tok-s)")
+    plan = choose(
+        box,
+        calibrated.overheads,
+        req.load,
+        req.slo,
+        req.accept,
+        req.draft_tokens,
+        req.prompt_tokens,
+        req.output_tokens,
+        req.budget_minutes,
+    )
+    inputs = {
+        "model": target.name,
+        "gpu": f"{gpu.name} x {req.tp}",
+        "routing overlap": f"{req.overlap.text(2)} of a chain's tokens share experts",
+        "host overhead": calibrated.host_note,
+        **plan.inputs,
+    }
+    return replace(plan, inputs=inputs)
+
+
+def print_plan(plan: BoxPlan) -> None:
+    """The choice, the runner-up and plain decoding at the owner's load, then what measuring them costs."""
+    table = Table(title=f"at {plan.load} streams, {plan.inputs['slo']}", title_justify="left")
+    for column in ("", "configuration", "goodput tok/s", "tok/s", "ms per token", "first token ms"):
+        table.add_column(column, overflow="fold")
+    for role, priced in (("choice", plan.chosen), ("runner-up", plan.runner_up), ("plain", plan.plain)):
+        c = priced.at_load
+        table.add_row(
+            role,
+            priced.config.words(),
+            c.goodput.text(0),
+            c.tokens_per_s.text(0),
+            c.tpot_ms.text(1),
+            c.ttft_ms.text(0),
+        )
+    console.print(table)
+    servers = len(plan.measured_configs)
+    console.print(
+        f"plan: {servers} servers one after another, each at {', '.join(map(str, plan.streams))} streams: about "
+        f"{plan.minutes:.1f} of the {plan.budget_minutes:g} minutes of GPU time allowed",
+        highlight=False,
+    )
+    for name, value in plan.inputs.items():
+        console.print(f"  {name}: {value}", highlight=False, markup=False)
+    console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
+
+
+def launch_words(priced: Priced, model_path: str, draft_path: str) -> str:
+    """The command that serves a configuration, shell-quoted."""
+    args = ["python", "-m", "sglang.launch_server", "--model-path", model_path]
+    args += ["--max-running-requests", str(priced.config.max_running)]
+    if priced.config.drafter is not None:
+        k = priced.config.draft_tokens
+        args += ["--speculative-algorithm", priced.config.drafter.algorithm, "--speculative-draft-model-path"]
+        args += [draft_path, "--speculative-num-steps", str(k - 1), "--speculative-eagle-topk", "1"]
+        args += ["--speculative-num-draft-tokens", str(k)]
+    return shlex.join(args)
+
+
+def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str) -> None:
+    """Measure the plan on this box into run ``run_id``, store the comparison and print the verdict."""
+    from verifylab.analysis.box_verify import compare, verdict
+    from verifylab.bench.box_verify import VerifySettings, run_verify
+    from verifylab.sources import MeasuredRuns as Runs
+    from verifylab.store.evidence import Evidence
+    from verifylab.store.runs import RunStore
+    from verifylab.strict_yaml import read_strict_yaml_file
+
+    raw = read_strict_yaml_file(settings_file, "verify settings", ParameterError)
+    try:
+        settings = VerifySettings.model_validate(raw)
+    except ValueError as exc:
+        raise ParameterError(f"--verify {settings_file}: {str(exc).splitlines()[0]}") from None
+    err_console.print(f"measuring into run {run_id} (resumable: the same --run-id continues)", highlight=False)
+    run_verify(plan, settings, data_dir, run_id, progress=lambda line: err_console.print(line, highlight=False))
+    runs: Runs = Evidence(data_dir).measured
+    table = compare(runs, run_id)
+    RunStore(data_dir / "runs").write_table(run_id, "box_verify", table)
+    v = verdict(runs, run_id, table)
+    console.print(
+        f"measured at {v.load} streams: {v.winner} served the most goodput ({v.winner_goodput:.0f} tok/s); the choice "
+        f"{v.chosen_goodput:.0f}, the runner-up {v.runner_up_goodput:.0f}",
+        highlight=False,
+        markup=False,
+    )
+    console.print(
+        "the model chose right" if v.model_right else f"the model chose wrongly: {v.winner} won, measured",
+        highlight=False,
+        markup=False,
+    )
+    console.print(
+        f"predicted tok/s: median miss {v.median_error:.0%} over {v.measured_cells} of {v.planned_cells} cells",
+        highlight=False,
+    )
+
+
+def model_error(exc: ModelInputError) -> ParameterError:
+    return ParameterError(str(exc))

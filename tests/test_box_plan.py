@@ -1,0 +1,123 @@
+"""`verifylab box --plan / --verify`: the choice by goodput under an SLO on constructed cases whose answer is known, the
+budget refused up front, and the check measured against the test double (mechanics only: its numbers are no data)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.test_bench import free_port
+from verifylab.analysis.box_verify import compare, verdict
+from verifylab.bench.box_verify import VerifySettings, plan_record, run_verify
+from verifylab.cli import app
+from verifylab.errors import ModelInputError
+from verifylab.model.box_plan import Slo, accept_at, choose
+from verifylab.model.model_config import Routing
+from verifylab.model.speculation_inputs import first_grid_fit
+from verifylab.server.launch import BaseConfig
+from verifylab.store.evidence import Evidence
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    fit = first_grid_fit(Evidence(DATA).measured)
+    assert fit is not None
+    return replace(fit.box, routing=Routing.UNIFORM), fit.overheads
+
+
+def test_accept_length_per_chain_follows_one_acceptance_probability():
+    assert accept_at(4, 2.6, 4) == pytest.approx(2.6)
+    chain = [accept_at(k, 2.6, 4) for k in (2, 3, 4, 6, 8)]
+    assert chain == sorted(chain) and chain[0] < 2 and chain[-1] < 1 / (1 - 0.72) + 0.1
+    assert accept_at(6, 4.0, 4) == 6.0 and accept_at(6, 1.0, 4) == 1.0
+    with pytest.raises(ModelInputError, match="--accept"):
+        accept_at(4, 5.0, 4)
+
+
+def test_a_drafter_that_accepts_nothing_leaves_plain_decoding_the_choice(fitted):
+    """Accept 1: every verify yields one token at the cost of a longer pass, so plain decoding wins at any load."""
+    box, overheads = fitted
+    plan = choose(box, overheads, 16, Slo(2000, 50), accept=1.0, stated_for=4)
+    assert plan.chosen.config.drafter is None
+    assert plan.runner_up.config.drafter is not None
+    assert plan.chosen.at_load.goodput.low >= plan.runner_up.at_load.goodput.high
+
+
+def test_a_limit_only_speculation_meets_makes_it_the_choice_and_plain_gets_no_goodput(fitted):
+    box, overheads = fitted
+    plan = choose(box, overheads, 16, Slo(2000, 10), accept=2.6, stated_for=4)
+    assert plan.chosen.config.drafter is not None
+    plain_at_16 = next(c for c in plan.plain.cells if c.streams == 16)
+    assert plan.chosen.at_load.tpot_ms.high <= 10
+    assert plain_at_16.goodput.low == 0 or plan.plain.config.max_running < 16  # plain meets it only capped
+    assert [p.config for p in (plan.chosen, plan.runner_up)] == plan.measured_configs[:2]
+
+
+def test_a_budget_too_small_for_the_plan_is_refused_naming_the_minutes(fitted):
+    box, overheads = fitted
+    with pytest.raises(ModelInputError, match=r"needs about \d+ minutes"):
+        choose(box, overheads, 16, Slo(), accept=2.6, stated_for=4, budget_minutes=1.0)
+
+
+def test_plan_prints_without_a_gpu_and_refuses_what_it_cannot_price(tmp_path):
+    runner = CliRunner()
+    args = ["box", "--plan", "--data-dir", str(DATA), "--load", "8", "--accept", "2.4"]
+    result = runner.invoke(app, [*args, "--config", str(_qwen_config(tmp_path))])
+    assert result.exit_code == 0, result.output
+    assert "choice" in result.output and "runner-up" in result.output and "minutes of GPU time" in result.output
+    kimi = runner.invoke(app, args)  # Kimi-K2.5 at TP 1: its weights do not fit one GPU
+    assert kimi.exit_code != 0 and "GB of weights per GPU" in kimi.output
+    bad = runner.invoke(app, [*args, "--overlap", "1.5"])
+    assert bad.exit_code != 0 and "--overlap" in bad.output
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
+def test_verify_measures_the_choice_the_runner_up_and_plain_and_compares(tmp_path, fitted):
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    base = BaseConfig(
+        model_path="m", draft_model_path="d", port=free_port(), launcher=TEST_LAUNCHER, extra_args=["--step-ms", "2"]
+    )
+    settings = VerifySettings(base=base, output_tokens=8, hold_accept=True, label="test double (not data)")
+    said: list[str] = []
+    rows = run_verify(plan, settings, tmp_path, "check", progress=said.append)
+    assert len(rows) == len(plan.measured_configs) and not rows.failure.any()
+    runs = Evidence(tmp_path).measured
+    assert runs.run("check").parameters["box_plan"] == plan_record(plan, settings)
+    table = compare(runs, "check")
+    assert "chosen" in set(table.role) and any(v.startswith("plain") for v in table.variant)  # plain, whatever role
+    assert table.measured_tokens_per_s.notna().all()
+    v = verdict(runs, "check", table)
+    assert v.measured_cells == v.planned_cells and v.winner
+    assert runs.run("check").mechanics_only  # the double marks its runs: never evidence
+
+
+def _qwen_config(tmp_path: Path) -> Path:
+    import json
+
+    file = tmp_path / "config.json"
+    file.write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3MoeForCausalLM"],
+                "hidden_size": 2048,
+                "num_hidden_layers": 48,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 4,
+                "head_dim": 128,
+                "vocab_size": 1024,
+                "num_experts": 128,
+                "num_experts_per_tok": 8,
+                "moe_intermediate_size": 768,
+                "intermediate_size": 6144,
+            }
+        )
+    )
+    return file
