@@ -62,6 +62,24 @@ chapter.speculation_crossovers(ev)
 chapter.speculation_cells(ev)
 
 # %% [markdown]
+# ### The spread-forced grid, predicted before it ran
+#
+# A random router fed one repeated token collapses onto a few experts, so the first grids could not show what a
+# trained model's verify pass reads. The third grid forces spread: every request is sampled at temperature 1 and
+# the speculative servers accept the draft's own tokens (`SGLANG_SIMULATE_ACC_TOKEN_MODE=real-draft-token`). The
+# model's prediction for it, fitted on the first grid only and assuming every token of a chain draws its own
+# experts, was committed before it ran and is stored with the run.
+
+# %%
+chapter.spread_finding(ev)
+
+# %% mystnb={"figure": {"caption": "The spread-forced grid: measured gain beside the prediction committed before the run and the refit's range, with plain decoding's step beside its spread floor (measured, modelled)", "name": "tbl-speculation-before-run"}}
+chapter.speculation_before_run(ev)
+
+# %% mystnb={"figure": {"caption": "Each grid run, the fit that prices it (its run, routing and fitted overlap) and the model's error on the sweeps it was fitted on and out of sample (measured, modelled)", "name": "tbl-speculation-fits"}}
+chapter.speculation_fits(ev)
+
+# %% [markdown]
 # ## Serving metrics under load
 #
 # What a user of each server sees as streams are added: time to first token and time per output token at p50 and

@@ -58,6 +58,22 @@ chapter.print_launch_command(ev, params)
 chapter.probe_policies(ev)
 
 # %% [markdown]
+# ## The recommendation checked on a box
+#
+# `verifylab box --plan` chooses the configuration with the most goodput under the owner's SLO at their load and
+# names the runner-up; `verifylab box --verify FILE` then serves the choice, the runner-up and plain decoding one
+# after another on the box, measures each at the planned stream counts and stores the model's prediction (made
+# before anything ran) beside the measurement. Where they disagree the measured answer wins. The stored check ran
+# on one H200 (a random-weight MoE whose accept length SGLang held): a check of the loop and of the model, not a
+# result for a PCIe box.
+
+# %%
+chapter.checked_finding(ev)
+
+# %% mystnb={"figure": {"caption": "The recommendation checked: per configuration and stream count, the plan's tok/s (predicted before the run), the refit's (out of sample), the measurement and the serving numbers under the SLO (measured, modelled)", "name": "tbl-recommendation-checked"}}
+chapter.recommendation_checked(ev)
+
+# %% [markdown]
 # ## What to measure next
 #
 # Every recommendation below medium confidence names the measurement that would settle it. First on any box:

@@ -16,6 +16,8 @@ from verifylab.vocab import Regime
 
 ROOT = Path(__file__).resolve().parents[1]
 P2P, SHM = "20261201-092338-2xh200-probe-p2p", "20261201-091704-2xh200-probe-shm"
+# a model two H200s hold (Kimi-K2.5 needs about 298 GB a GPU at TP 2: refused, tested below)
+QWEN = ROOT / "tests" / "data" / "spec_models" / "target" / "config.json"
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +26,8 @@ def runs():
 
 
 def test_two_boxes_in_different_regimes_get_different_answers(runs):
-    healthy = decide_box(runs, BoxInputs(P2P, 60.0, "given", 2.4))
-    host = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4))
+    healthy = decide_box(runs, BoxInputs(P2P, 60.0, "given", 2.4, config=QWEN))
+    host = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, config=QWEN))
     assert (healthy.regime, host.regime) == (Regime.HEALTHY_P2P, Regime.HOST_MEMORY)
     assert healthy.fix_first != host.fix_first and "NCCL_P2P_DISABLE" in host.fix_first
     # host memory: custom all-reduce and fusion cannot run, and the variable that caused it is unset at launch
@@ -38,13 +40,13 @@ def test_two_boxes_in_different_regimes_get_different_answers(runs):
 
 
 def test_the_decode_rate_moves_the_speculation_answer(runs):
-    slow = decide_box(runs, BoxInputs(P2P, 40.0, "given", 2.4))
-    fast = decide_box(runs, BoxInputs(P2P, 80.0, "given", 2.4))
+    slow = decide_box(runs, BoxInputs(P2P, 40.0, "given", 2.4, config=QWEN))
+    fast = decide_box(runs, BoxInputs(P2P, 80.0, "given", 2.4, config=QWEN))
     assert slow.gain_one_stream.low > fast.gain_one_stream.low  # more host overhead: speculation hides more of it
 
 
 def test_a_decode_rate_the_box_cannot_reach_is_not_priced(runs):
-    d = decide_box(runs, BoxInputs("20261201-091704-2xh200-probe-socket", 500.0, "given", 2.4))
+    d = decide_box(runs, BoxInputs("20261201-091704-2xh200-probe-socket", 1500.0, "given", 2.4, config=QWEN))
     assert d.speculation_answer.startswith("not priced") and "--speculative" not in d.launch_command
 
 
@@ -58,7 +60,7 @@ def test_bad_inputs_are_refused_by_name(bad):
 
 
 def test_the_page_opens_with_the_finding_and_escapes_every_value(runs):
-    d = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, model_path="/m/<b>x</b>"))
+    d = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, config=QWEN, model_path="/m/<b>x</b>"))
     page = box_page_html(d)
     assert page.index("class='finding'") < page.index("Table 1.")
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
@@ -76,6 +78,8 @@ def test_the_command_renders_the_page_and_the_json_in_replay(tmp_path: Path):
             "60",
             "--accept",
             "2.4",
+            "--config",
+            str(QWEN),
             "--data-dir",
             str(ROOT / "data"),
             "--out",
@@ -124,3 +128,11 @@ def test_the_box_page_brackets_the_crossovers_measured_on_the_same_engine(runs, 
     )
     low, high = decide_box(runs, inputs).speculation.crossover
     assert low is not None and low <= point and (high is None or point <= high)
+
+
+def test_a_layout_whose_weights_do_not_fit_is_refused(runs):
+    """Kimi-K2.5 (INT4 experts) on the two H200s of a stored probe: about 298 GB of weights a GPU, 141 GB there."""
+    from verifylab.errors import ModelInputError
+
+    with pytest.raises(ModelInputError, match=r"at TP 2 needs \d+ GB of weights per GPU; a h200 holds 141 GB"):
+        decide_box(runs, BoxInputs(P2P, 60.0, "given", 2.4))

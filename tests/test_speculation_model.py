@@ -15,7 +15,7 @@ from verifylab.errors import ModelInputError
 from verifylab.model.floors import Layout, pass_bytes
 from verifylab.model.model_config import Routing, costs_from_config, independent_draws, kimi_k25_costs, read_config
 from verifylab.model.speculation import Box, Overheads, crossings, cycle_ms, gains, gpu_named, scenarios, step_ms
-from verifylab.model.speculation_inputs import fit_grid
+from verifylab.model.speculation_inputs import fit_grid, grid_routing
 from verifylab.sources import MeasuredRuns
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import Drafter, Regime
@@ -152,11 +152,16 @@ def test_the_stored_grid_is_predicted_out_of_sample(stored):
     accept lengths and the 2-token chains (a second run) at least as well as it did when this test was written, and
     every measured crossover of a sweep it was not fitted on lies in its predicted range."""
     table = predicted_beside_measured(stored.measured)
-    agree, total, _ = agreement(table)
+    collapsed = table[table["routing"] == "collapsed"]
+    agree, total, _ = agreement(collapsed)
     assert total == 48 and agree >= 44
+    spread = table[table["routing"] == "uniform"]  # the spread-forced grid, fitted on its own plain and accept 2
+    agree, total, _ = agreement(spread)
+    assert total == 8 and agree >= 7
+    assert set(spread["overlap"]) == {1.0}  # its chains' tokens shared their experts (the draft's tokens repeat)
     crossings = crossovers(table)
     out = crossings[crossings["role"] == "predicted"]
-    assert len(out) == 6
+    assert len(out) == 7
     for row in out.itertuples():
         if pd.isna(row.measured):
             assert pd.isna(row.predicted_high)
@@ -164,6 +169,18 @@ def test_the_stored_grid_is_predicted_out_of_sample(stored):
         low = row.predicted_low if not pd.isna(row.predicted_low) else 0.0
         high = row.predicted_high if not pd.isna(row.predicted_high) else float("inf")
         assert low <= row.measured <= high, row
+
+
+def test_the_spread_forced_grid_spread_plain_decoding_over_the_experts(stored):
+    """With every request sampled, plain decoding at 128 streams takes at least what reading nearly every expert once
+    allows (the router spread), and uniform routing leaves no measured point below physics."""
+    spread = "20261203-102200-h200-spec-load-spread"
+    assert grid_routing(stored.measured, spread) is Routing.UNIFORM
+    assert not fit_grid(stored.measured, spread).below_physics
+    before = stored.measured.read_table(spread, "grid_prediction")
+    floor = before[before["streams"] == 128]["spread_floor_ms"].iloc[0]
+    plain = dict(next(s for s in fit_grid(stored.measured, spread).sweeps if s.drafter is None).ms_per_token)
+    assert plain[128] >= floor
 
 
 def test_uniform_routing_is_refused_by_physics_on_the_random_weight_runs(stored):

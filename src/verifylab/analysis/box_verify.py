@@ -10,7 +10,11 @@ import numpy as np
 import pandas as pd
 
 from verifylab.errors import ModelInputError
+from verifylab.model.model_config import Routing
+from verifylab.model.speculation import gains
+from verifylab.model.speculation_inputs import fit_grid, grid_routing, grid_runs
 from verifylab.sources import MeasuredRuns
+from verifylab.vocab import Drafter
 
 POINTS = "box_verify_points"
 
@@ -139,4 +143,75 @@ def verdict(runs: MeasuredRuns, run_id: str, table: pd.DataFrame | None = None) 
         float(measured["error"].abs().median()) if not measured.empty else float("nan"),
         len(measured),
         len(table),
+    )
+
+
+def checked(runs: MeasuredRuns) -> pd.DataFrame:
+    """Every stored box check, per configuration and stream count: the plan's prediction (made before the run),
+    the measurement and the prediction's error; and, where a spread-forced grid of the same served model was
+    fitted, that refit's prediction beside it (out of sample: the check never enters a fit)."""
+    frames = []
+    for run_id in verify_runs(runs):
+        table = runs.table_or_none(run_id, "box_verify")
+        table = compare(runs, run_id) if table is None or table.empty else table
+        refit = _refit(runs, run_id, table)
+        frames.append(table.assign(run=run_id, **refit, provenance="measured, modelled"))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _refit(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> dict[str, list[float]]:
+    """The newest fitted grid of the check's served model with spread routing, priced at each cell (NaN: none)."""
+    served = runs.run(run_id).parameters.get("served_config")
+    plan = runs.run(run_id).parameters["box_plan"]
+    fit = None
+    for grid in reversed(grid_runs(runs)):
+        if runs.run(grid).parameters.get("served_config") == served and grid_routing(runs, grid) is Routing.UNIFORM:
+            fit = fit_grid(runs, grid)
+            break
+    low, high = [], []
+    configs = {c["variant"]: c for c in plan["configs"]}
+    for r in table.itertuples():
+        config = configs[r.variant]
+        if fit is None or (config["drafter"] != "none" and Drafter(config["drafter"]) not in fit.overheads.cycle):
+            low.append(float("nan"))
+            high.append(float("nan"))
+            continue
+        running = min(int(r.streams), int(config["max_running"]))
+        if config["drafter"] == "none":
+            row = gains(fit.box, fit.overheads, Drafter.EAGLE3, 1.0, 2, [running])[0]
+            rate = row.plain_tokens_per_s
+        else:
+            k, a = int(config["draft_tokens"]), float(config["accept"])
+            rate = gains(fit.box, fit.overheads, Drafter(config["drafter"]), min(a, k), k, [running])[
+                0
+            ].spec_tokens_per_s
+        low.append(rate.low)
+        high.append(rate.high)
+    errors = [_miss(m, lo, hi) for m, lo, hi in zip(table["measured_tokens_per_s"], low, high, strict=True)]
+    return {"refit_tokens_per_s_low": low, "refit_tokens_per_s_high": high, "refit_error": errors}
+
+
+def checked_view(table: pd.DataFrame) -> pd.DataFrame:
+    """The checks as the page shows them: per configuration and stream count, the plan's tok/s (before the run),
+    the refit's, the measurement, each prediction's error, and the measured serving numbers under the SLO."""
+    if table.empty:
+        return table
+    return pd.DataFrame(
+        {
+            "role": table["role"],
+            "configuration": table["configuration"],
+            "streams": table["streams"],
+            "plan_tokens_per_s_low": table["predicted_tokens_per_s_low"],
+            "plan_tokens_per_s_high": table["predicted_tokens_per_s_high"],
+            "refit_tokens_per_s_low": table["refit_tokens_per_s_low"],
+            "refit_tokens_per_s_high": table["refit_tokens_per_s_high"],
+            "measured_tokens_per_s": table["measured_tokens_per_s"],
+            "plan_error": table["error"],
+            "refit_error": table["refit_error"],
+            "goodput_tokens_per_s": table["measured_goodput_tokens_per_s"],
+            "tpot_ms": table["measured_tpot_ms"],
+            "ttft_ms": table["measured_ttft_ms"],
+            "run": table["run"],
+            "provenance": table["provenance"],
+        }
     )

@@ -17,7 +17,7 @@ from verifylab.derived import derived
 from verifylab.model.speculation import crossover_streams, gains
 from verifylab.model.speculation_inputs import (
     FIT_ACCEPT,
-    first_grid_fit,
+    fit_for,
     grid_requests,
     grid_runs,
     token_weighted_accept,
@@ -67,16 +67,16 @@ def measured_gains(runs: MeasuredRuns) -> pd.DataFrame:
 
 
 def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
-    """The measured gains with the model's range beside them. The model is fitted once, on the first grid run
-    that can be fitted, and predicts every sweep of every grid run of the same served model and GPU; ``role`` says
-    which sweeps it was fitted on."""
+    """The measured gains with the model's range beside them. Each grid run is priced by the fit of the oldest
+    fittable run of the same served model, GPU and routing (:func:`fit_for`); ``role`` says which sweeps it was
+    fitted on, ``routing`` and ``overlap`` how its experts were read."""
     measured = measured_gains(runs)
-    fit = first_grid_fit(runs)
-    if measured.empty or fit is None:
+    if measured.empty:
         return measured
     frames = []
     for run_id, part in measured.groupby("run_id"):
-        if not _same_box(runs, fit.run_id, run_id):
+        fit = fit_for(runs, str(run_id))
+        if fit is None:
             continue
         keys = ["variant", "drafter", "draft_tokens", "accept_target"]
         for (variant, drafter, k, target), sweep in part.groupby(keys):
@@ -88,18 +88,14 @@ def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
                     predicted_high=[r.gain.high for r in predicted],
                     role="fit" if fitted else "predicted",
                     fitted_run=fit.run_id,
+                    routing=fit.routing.value,
+                    overlap=fit.box.chain_overlap.low,
                 )
             )
     out = pd.concat(frames, ignore_index=True)
     out["miss"] = [_miss(r) for r in out.itertuples()]
     out["agrees"] = out["miss"] <= AGREEMENT
     return out
-
-
-def _same_box(runs: MeasuredRuns, a: str, b: str) -> bool:
-    """Two grid runs of the same served model on the same GPU (the fit of one predicts the other)."""
-    ra, rb = runs.run(a), runs.run(b)
-    return ra.parameters.get("served_config") == rb.parameters.get("served_config") and ra.gpu_name == rb.gpu_name
 
 
 def _miss(row) -> float:
@@ -335,3 +331,78 @@ def goodput_chart(metrics: pd.DataFrame) -> Figure:
         provenance=["measured"],
         name="grid_goodput",
     )
+
+
+def prediction_before_run(runs: MeasuredRuns, view: pd.DataFrame) -> pd.DataFrame:
+    """Per grid run that stored the model's prediction made before it ran (``grid_prediction``): each cell's
+    measured gain beside that prediction and beside the model fitted afterwards (``view``), with the first's
+    miss; and plain decoding's step beside its spread floor (every token drawing its own experts)."""
+    rows = []
+    for run_id in grid_runs(runs):
+        before = runs.table_or_none(run_id, "grid_prediction")
+        if before is None or before.empty:
+            continue
+        after = view[view["run_id"] == run_id]
+        plain = grid_requests(runs, run_id)
+        plain = plain[plain["drafter"] == "none"].groupby("concurrency")["tpot_s"].mean() * 1e3
+        keys = ["draft_tokens", "accept_target", "streams"]
+        merged = before.merge(after, on=keys, how="inner", suffixes=("_before", ""))
+        for r in merged.itertuples():
+            rows.append(
+                {
+                    "accept_length": r.accept_target,
+                    "draft_tokens": r.draft_tokens,
+                    "streams": r.streams,
+                    "gain": r.gain,
+                    "gain_low": r.gain_low,
+                    "gain_high": r.gain_high,
+                    "before_low": r.gain_low_before,
+                    "before_high": r.gain_high_before,
+                    "before_miss": _miss_of(r.gain_low, r.gain_high, r.gain_low_before, r.gain_high_before),
+                    "after_low": r.predicted_low,
+                    "after_high": r.predicted_high,
+                    "after_role": r.role,
+                    "plain_ms": float(plain.get(r.streams, np.nan)),
+                    "plain_before_miss": _miss_of(
+                        r.plain_tokens_per_s, r.plain_tokens_per_s, r.plain_tokens_per_s_low, r.plain_tokens_per_s_high
+                    ),
+                    "spread_floor_ms": r.spread_floor_ms,
+                    "run": run_id,
+                    "provenance": "measured, modelled",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _miss_of(low: float, high: float, predicted_low: float, predicted_high: float) -> float:
+    """How far a measured interval lies outside a predicted range, relative (0 when they overlap)."""
+    if high < predicted_low:
+        return float(predicted_low / high - 1)
+    if low > predicted_high:
+        return float(low / predicted_high - 1)
+    return 0.0
+
+
+def grid_fit_summary(view: pd.DataFrame) -> pd.DataFrame:
+    """Per grid run: how it was priced (the fit's run, routing and fitted overlap), and the model's error on the
+    sweeps it was fitted on and on the others: the median |mid of the range / measured - 1| and the share of cells
+    whose measured interval meets the range within :data:`AGREEMENT`."""
+    if view.empty:
+        return pd.DataFrame()
+    frame = view.assign(mid_error=((view["predicted_low"] + view["predicted_high"]) / 2 / view["gain"] - 1).abs())
+    rows = []
+    for (run_id, role), part in frame.groupby(["run_id", "role"]):
+        rows.append(
+            {
+                "run": run_id,
+                "role": "fitted on" if role == "fit" else "out of sample",
+                "fitted_run": part["fitted_run"].iloc[0],
+                "routing": part["routing"].iloc[0],
+                "overlap": part["overlap"].iloc[0],
+                "cells": len(part),
+                "median_error": float(part["mid_error"].median()),
+                "agreeing_share": float(part["agrees"].mean()),
+                "provenance": "measured, modelled",
+            }
+        )
+    return pd.DataFrame(rows)

@@ -3,11 +3,15 @@ which gates to open, the risks), the PCIe SM120 outlook, and the launch command.
 
 from __future__ import annotations
 
+import pandas as pd
+
+from verifylab.analysis import box_verify
 from verifylab.analysis.facts import facts_from_evidence
 from verifylab.analysis.launch_command import wrapped_command
 from verifylab.analysis.probe_policies import command_breaks_policy, policies_frame, probe_policy, stored_policies
 from verifylab.analysis.recommend import DECISION_TOPICS, decision_lines, recommend, recommendations_frame
 from verifylab.analysis.recommendation import Recommendation, Topic
+from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
 from verifylab.chapters.params import Recommendations as Params
 from verifylab.derived import derived
@@ -83,4 +87,41 @@ def policy_check(ev: Evidence, params: Params) -> Prose:
         f"**The command below breaks the policy of probe `{policy.run_id}`** ({policy.regime}): "
         + "; ".join(broken)
         + f". `verifylab serve --policy {policy.run_id}` would refuse or correct it."
+    )
+
+
+@derived
+def _checks(ev: Evidence) -> pd.DataFrame:
+    return box_verify.checked(ev.measured)
+
+
+@shown_as_table
+def recommendation_checked(ev: Evidence) -> pd.DataFrame:
+    """Table: every stored `verifylab box --verify`: the choice, the runner-up and plain decoding at the planned
+    stream counts, the plan's prediction (before the run) and the refit's beside the measurement."""
+    return box_verify.checked_view(_checks(ev))
+
+
+def checked_finding(ev: Evidence) -> Prose:
+    """Finding: what the newest box check measured against the model's choice (formatted from the stored run)."""
+    table = _checks(ev)
+    if table.empty:
+        return Prose("No `verifylab box --verify` run is stored: the recommendation has not been checked on a box.")
+    run = str(table["run"].iloc[-1])
+    v = box_verify.verdict(ev.measured, run, table[table["run"] == run])
+    mine = table[table["run"] == run]
+    plan_miss = mine["error"].abs().median()
+    refit_inside = int((mine["refit_error"] == 0).sum())
+    judged = (
+        "the model chose right"
+        if v.model_right
+        else f"the model chose wrongly: {v.winner} served the most, measured, and the measured answer wins"
+    )
+    return Prose(
+        f"Checked on the box (run {run}, at the owner's load of {v.load} streams): {judged}. The choice "
+        f"({v.chosen}) served {v.chosen_goodput:.0f} tok/s within the SLO against the runner-up's "
+        f"{v.runner_up_goodput:.0f} ({v.runner_up}). The plan's own numbers were off: its tok/s missed the "
+        f"measurement by a median {plan_miss:.0%} over {v.measured_cells} cells, because it priced the verify "
+        "pass as if each token of a chain drew its own experts; the model refitted on the spread-forced grid (chapter "
+        f"2) holds {refit_inside} of the {len(mine)} measured cells within its range, out of sample."
     )

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from verifylab.cli._shared import console, err_console, fail
-from verifylab.cli.box_check import PlanRequest, parse_overlap, plan_box, print_plan, verify_on_box
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
-from verifylab.model.box_plan import Slo
+
+if TYPE_CHECKING:
+    from verifylab.cli.box_check import PlanRequest
 
 
 def box_cmd(
@@ -39,6 +41,11 @@ def box_cmd(
     ),
     routing: str = typer.Option(
         "uniform", help="uniform (a trained router) or collapsed (random weights fed identical tokens)."
+    ),
+    expert_bits: float | None = typer.Option(
+        None,
+        help="The routed experts' width in bits (4: INT4 with group-32 scales, 8, 16). Default: what the config's "
+        "quantization_config says (compressed-tensors, AWQ, GPTQ, FP8, NVFP4), else bf16.",
     ),
     context: int = typer.Option(2048, min=1, max=10_000_000, help="Tokens of KV each stream attends over."),
     label: str | None = typer.Option(None, help="Probe now: the hardware label (default: from the box)."),
@@ -83,6 +90,9 @@ def box_cmd(
     the ones `verifylab comm probe` gives; the speculation model is chapter 2's, fitted on the stored H200 grid.
     """
     if plan or verify is not None:
+        from verifylab.cli.box_check import PlanRequest, parse_overlap
+        from verifylab.model.box_plan import Slo
+
         try:
             request = PlanRequest(
                 load,
@@ -98,6 +108,7 @@ def box_cmd(
                 prompt_tokens,
                 output_tokens,
                 budget_minutes,
+                expert_bits,
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
@@ -144,6 +155,7 @@ def box_cmd(
             draft_config,
             Routing(routing),
             float(context),
+            expert_bits,
         )
         decision = decide_box(ev.measured, inputs)
         if accept == 2.0:
@@ -166,6 +178,7 @@ def box_cmd(
 
 def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None) -> None:
     """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
+    from verifylab.cli.box_check import plan_box, print_plan, verify_on_box
     from verifylab.store.evidence import Evidence
     from verifylab.store.manifest import new_run_id
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from verifylab.cli._shared import console, err_console
 from verifylab.errors import ModelInputError, ParameterError
+from verifylab.model.box_decision import layout_fits
 from verifylab.model.box_plan import BoxPlan, Priced, Slo, choose
 from verifylab.model.cycle import Span
 from verifylab.model.model_config import Routing, kimi_k25_costs, read_config
@@ -37,6 +38,7 @@ class PlanRequest:
     prompt_tokens: int
     output_tokens: int
     budget_minutes: float
+    expert_bits: float | None = None
 
 
 def parse_overlap(text: str) -> Span:
@@ -58,14 +60,9 @@ def plan_box(runs: MeasuredRuns, req: PlanRequest) -> BoxPlan:
             f"--tp {req.tp}: --plan prices TP 1 today (no all-reduce); for TP > 1 run `verifylab box --probe RUN` "
             "for the answer from the box's own all-reduce curve"
         )
-    target = read_config(req.config) if req.config else kimi_k25_costs()
+    target = read_config(req.config, req.expert_bits) if req.config else kimi_k25_costs()
     gpu = gpu_named(req.gpu, measured_ceilings(runs))
-    need = target.weights_bytes(req.tp)
-    if need > gpu.memory_bytes:
-        raise ParameterError(
-            f"{target.name} at TP {req.tp} needs {need / 1e9:.0f} GB of weights per GPU; a {gpu.name} holds "
-            f"{gpu.memory_bytes / 1e9:.0f} GB: give a larger --tp or a smaller model"
-        )
+    layout_fits(target, gpu, req.tp)
     draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
     box = Box(target, gpu, tp=req.tp, draft=draft, routing=Routing.UNIFORM, chain_overlap=req.overlap)
     measured = measured_overheads(runs)
@@ -84,6 +81,7 @@ def plan_box(runs: MeasuredRuns, req: PlanRequest) -> BoxPlan:
     inputs = {
         "model": target.name,
         "gpu": f"{gpu.name} x {req.tp}",
+        "weights": target.quantization,
         "routing overlap": f"{req.overlap.text(2)} of a chain's tokens share experts",
         "host overhead": calibrated.host_note,
         **plan.inputs,

@@ -18,7 +18,7 @@ from verifylab.model.cycle import Span
 from verifylab.model.decision import crossover_words
 from verifylab.model.model_config import ModelCosts, Routing, kimi_k25_costs, read_config
 from verifylab.model.regime_inputs import in_pass_fused_factor
-from verifylab.model.speculation import Box, gpu_named
+from verifylab.model.speculation import Box, Gpu, gpu_named
 from verifylab.model.speculation_box import (
     DEFAULT_STREAMS,
     SpeculationAnswer,
@@ -52,6 +52,7 @@ class BoxInputs:
     draft_config: Path | None = None  # the EAGLE-3 draft's config.json; None: the usual one-layer shape
     routing: Routing = Routing.UNIFORM  # collapsed: random weights fed identical tokens (a mechanics server)
     context: float = 2048.0  # tokens of KV each stream attends over
+    expert_bits: float | None = None  # the routed experts' width; None: what the config's quantization_config says
 
     def __post_init__(self) -> None:
         if not (self.decode_tok_s > 0 and self.decode_tok_s < 1e5):
@@ -189,13 +190,24 @@ def _launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool)
     return (f"env {env} " if env else "") + " ".join(parts)
 
 
+def layout_fits(target: ModelCosts, gpu: Gpu, tp: int) -> None:
+    """Refuse a layout whose weights alone exceed one GPU's memory, naming the GB needed and there."""
+    need = target.weights_bytes(tp)
+    if need > gpu.memory_bytes:
+        raise ModelInputError(
+            f"{target.name} ({target.quantization}) at TP {tp} needs {need / 1e9:.0f} GB of weights per GPU; a "
+            f"{gpu.name} holds {gpu.memory_bytes / 1e9:.0f} GB: more GPUs, or a narrower quantization"
+        )
+
+
 def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
     """The decision for the box ``inputs.probe_run`` measured."""
     verdict, rank_map, policy, label, gpu_name = _probe(runs, inputs.probe_run)
     regime, world = Regime(str(verdict["regime"])), int(verdict["world"])
-    target = read_config(inputs.config) if inputs.config else kimi_k25_costs()
+    target = read_config(inputs.config, inputs.expert_bits) if inputs.config else kimi_k25_costs()
     names = {str(r.get("name") or "") for r in rank_map} - {""}
     gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), measured_ceilings(runs))
+    layout_fits(target, gpu, world if policy.tensor_parallel else 1)
     path = str(verdict["transport"])
     curves: list[LatencyCurve] = []
     curve, comm_source = None, "TP 1: no all-reduce"
@@ -225,9 +237,9 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
     elif one.high < 1:
         spec_answer = f"off: EAGLE-3 loses even at one stream (gain {one.text(2)})"
     elif one.low < 1:
-        spec_answer = f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 on this box; it {words}"
+        spec_answer = f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 here; at best it {words}"
     else:
-        spec_answer = f"on at light load (gain {one.text(2)} at one stream); it stops paying {words}"
+        spec_answer = f"on at light load (gain {one.text(2)} at one stream); it {words}"
     fix = _text(verdict["fix_hypothesis"])
     us = verdict.get("allreduce_us")
     return BoxDecision(
@@ -255,5 +267,6 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
             "probe": f"run {inputs.probe_run} ({label})",
             "decode": f"{inputs.decode_tok_s:g} tok/s at one stream ({inputs.decode_source})",
             "accept": f"{inputs.accept:g} tokens per verify, {inputs.draft_tokens} draft tokens",
+            "weights": target.quantization,
         },
     )

@@ -161,7 +161,9 @@ def crossover_text(a: RegimeAnswer) -> str:
 
 
 def crossover_words(crossover: tuple[float | None, float | None], consistent: bool = True) -> str:
-    """A crossover range (pessimistic, optimistic; None: beyond the streams priced) in words."""
+    """A crossover range (pessimistic, optimistic; None: beyond the streams priced) as a verb phrase: ``pays up to
+    128 streams``, ``never pays``, ``stops paying at about 12 streams``, ``stops paying between 4.5 and 30
+    streams``."""
     last = max(DEFAULT_STREAMS)
     low, high = crossover
     if low is None and high is None:
@@ -172,7 +174,14 @@ def crossover_words(crossover: tuple[float | None, float | None], consistent: bo
             return f"beyond {last}"
         return "1" if value <= 1 else (f"{value:.0f}" if value >= 10 else f"{value:.1f}")
 
-    text = "never pays" if high is not None and high <= 1 else f"between {streams(low)} and {streams(high)} streams"
+    if high is not None and high <= 1:
+        text = "never pays"
+    elif low is not None and high is not None and streams(low) == streams(high):
+        text = f"stops paying at about {streams(low)} streams"
+    elif high is None:
+        text = f"stops paying somewhere from {streams(low)} streams to beyond {last}"
+    else:
+        text = f"stops paying between {streams(low)} and {streams(high)} streams"
     if not consistent:
         text += " (not the case study's regime: it decodes faster than this regime allows)"
     return text

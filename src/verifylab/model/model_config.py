@@ -53,6 +53,8 @@ class ModelCosts:
     router_weights: float  # per MoE layer (elements, replicated)
     vocab: int
     expert_bytes_per_weight: float = BF16
+    dense_bytes_per_weight: float = BF16  # attention, dense MLPs and shared experts (bf16 unless quantized too)
+    quantization: str = "bf16"  # what the weights are, in words (from the config's quantization_config)
 
     # ---------------------------------------------------------------- per pass
     def experts_read(
@@ -79,12 +81,12 @@ class ModelCosts:
     ) -> float:
         """Bytes one GPU of ``tp`` reads in a pass of ``tokens`` tokens over ``streams`` requests holding
         ``context`` tokens of KV each: every layer's weights it needs, the LM head, the KV it attends over."""
-        dense_layers = self.layers - self.moe_layers
-        weights = self.layers * (self.attention_sharded / tp + self.attention_replicated) * BF16
-        weights += dense_layers * self.dense_mlp_weights / tp * BF16
+        dense_layers, dense = self.layers - self.moe_layers, self.dense_bytes_per_weight
+        weights = self.layers * (self.attention_sharded / tp + self.attention_replicated) * dense
+        weights += dense_layers * self.dense_mlp_weights / tp * dense
         read = self.experts_read(tokens, routing, streams, overlap)
         experts = read * self.expert_weights * self.expert_bytes_per_weight
-        weights += self.moe_layers * ((experts + self.shared_weights * BF16) / tp + self.router_weights * BF16)
+        weights += self.moe_layers * ((experts + self.shared_weights * dense) / tp + self.router_weights * BF16)
         head = self.vocab * self.hidden * BF16 / tp
         kv = streams * context * self.kv_bytes_per_token_layer * self.layers / (tp if self.kv_sharded else 1)
         return weights + head + kv
@@ -109,11 +111,11 @@ class ModelCosts:
 
     def weights_bytes(self, tp: int = 1) -> float:
         """Weights one GPU holds (all experts, embeddings and LM head)."""
-        dense_layers = self.layers - self.moe_layers
-        total = self.layers * (self.attention_sharded / tp + self.attention_replicated) * BF16
-        total += dense_layers * self.dense_mlp_weights / tp * BF16
+        dense_layers, dense = self.layers - self.moe_layers, self.dense_bytes_per_weight
+        total = self.layers * (self.attention_sharded / tp + self.attention_replicated) * dense
+        total += dense_layers * self.dense_mlp_weights / tp * dense
         experts = self.experts * self.expert_weights * self.expert_bytes_per_weight
-        total += self.moe_layers * ((experts + self.shared_weights * BF16) / tp + self.router_weights * BF16)
+        total += self.moe_layers * ((experts + self.shared_weights * dense) / tp + self.router_weights * BF16)
         return total + 2 * self.vocab * self.hidden * BF16 / tp
 
 
@@ -142,9 +144,73 @@ def _number(cfg: dict[str, Any], name: str, where: str, default: float | None = 
     return float(value)
 
 
+@dataclass(frozen=True)
+class Quantization:
+    """Bytes per weight of the routed experts and of the other linear layers, as a config's ``quantization_config``
+    declares them (scales included: one per group of weights)."""
+
+    expert_bytes: float
+    dense_bytes: float
+    words: str
+
+
+def _per_weight(bits: float, group: float | None, scale_bytes: float = BF16) -> float:
+    return bits / 8 + (scale_bytes / group if group else 0.0)
+
+
+def quantization_of(cfg: dict[str, Any], where: str = "config") -> Quantization:
+    """What ``quantization_config`` says (top level, or the language model's ``text_config``): compressed-tensors
+    (bits and group of its weight groups; layers its ``ignore`` names stay bf16), AWQ and GPTQ (``bits``,
+    ``group_size``), FP8, NVFP4 (ModelOpt: 4 bits, an FP8 scale per 16); bf16 where there is none."""
+    q = cfg.get("quantization_config")
+    inner = cfg.get("text_config")
+    if q is None and isinstance(inner, dict):
+        q = inner.get("quantization_config")
+    if q is None:
+        return Quantization(BF16, BF16, "bf16")
+    if not isinstance(q, dict):
+        raise ModelInputError(f"{where}: 'quantization_config' is {type(q).__name__}, not an object")
+    method = str(q.get("quant_method", "")).lower()
+    if method == "compressed-tensors":
+        groups = [g for g in (q.get("config_groups") or {}).values() if isinstance(g, dict)]
+        weights: list[dict[str, Any]] = [g["weights"] for g in groups if isinstance(g.get("weights"), dict)]
+        if not weights:
+            raise ModelInputError(f"{where}: compressed-tensors quantization_config has no weight group")
+        w = weights[0]
+        bits = _number(w, "num_bits", f"{where} quantization_config")
+        group = w.get("group_size")
+        group = float(group) if isinstance(group, int | float) and group > 0 else None
+        per = _per_weight(bits, group)
+        ignored = " ".join(str(i) for i in q.get("ignore") or [])
+        dense = BF16 if "attn" in ignored else per
+        label = f"compressed-tensors: {bits:g}-bit weights" + (f", group {group:g}" if group else "")
+        return Quantization(per, dense, label + (" (attention, shared and dense layers bf16)" if dense == BF16 else ""))
+    if method in ("awq", "gptq"):
+        bits = _number(q, "bits", f"{where} quantization_config")
+        group = q.get("group_size")
+        group = float(group) if isinstance(group, int | float) and group > 0 else None
+        per = _per_weight(bits, group)
+        return Quantization(
+            per, per, f"{method.upper()}: {bits:g}-bit weights" + (f", group {group:g}" if group else "")
+        )
+    if method == "fp8":
+        return Quantization(1.0, 1.0, "FP8 weights")
+    if method == "modelopt" and "fp4" in str(q.get("quant_algo", "")).lower():
+        per = _per_weight(4, 16, 1.0)
+        return Quantization(per, per, "NVFP4: 4-bit weights, an FP8 scale per 16")
+    if method == "modelopt" and "fp8" in str(q.get("quant_algo", "")).lower():
+        return Quantization(1.0, 1.0, "FP8 weights (ModelOpt)")
+    raise ModelInputError(
+        f"{where}: quantization method {method or '(none named)'!r} is not one verifylab prices (compressed-tensors, "
+        "AWQ, GPTQ, FP8, NVFP4): give --expert-bits"
+    )
+
+
 def costs_from_config(cfg: dict[str, Any], where: str = "config", expert_bits: float | None = None) -> ModelCosts:
-    """A model's costs from its config dict (``where`` names it in errors)."""
+    """A model's costs from its config dict (``where`` names it in errors); the weights' bytes from its
+    ``quantization_config`` unless ``expert_bits`` is given (the routed experts at that width, the rest bf16)."""
     c = _text_config(cfg)
+    quant = quantization_of(cfg, where) if expert_bits is None else None
     hidden = int(_number(c, "hidden_size", where))
     layers = int(_number(c, "num_hidden_layers", where))
     heads = int(_number(c, "num_attention_heads", where))
@@ -196,7 +262,9 @@ def costs_from_config(cfg: dict[str, Any], where: str = "config", expert_bits: f
         dense_mlp_weights=3 * hidden * dense_inter,
         router_weights=hidden * experts,
         vocab=vocab,
-        expert_bytes_per_weight=BF16 if expert_bits is None else _bits_to_bytes(expert_bits),
+        expert_bytes_per_weight=quant.expert_bytes if quant else _bits_to_bytes(expert_bits or 16),
+        dense_bytes_per_weight=quant.dense_bytes if quant else BF16,
+        quantization=quant.words if quant else f"experts at {expert_bits:g} bits (given), the rest bf16",
     )
 
 
@@ -224,6 +292,14 @@ def read_config(path: Path, expert_bits: float | None = None) -> ModelCosts:
     return costs_from_config(raw, str(file), expert_bits)
 
 
+# Kimi-K2.5's published quantization: INT4 routed experts in groups of 32, attention and shared layers left bf16
+KIMI_INT4 = {
+    "quant_method": "compressed-tensors",
+    "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "group_size": 32}}},
+    "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"],
+}
+
+
 def kimi_k25_costs(shape: ModelShape = KIMI_K2) -> ModelCosts:
     """The case study's model (Kimi-K2.5, K2's text shape in ``verifylab.shapes``) with INT4 routed experts."""
     return costs_from_config(
@@ -244,7 +320,7 @@ def kimi_k25_costs(shape: ModelShape = KIMI_K2) -> ModelCosts:
             "moe_intermediate_size": shape.expert_intermediate,
             "intermediate_size": shape.dense_intermediate,
             "vocab_size": shape.vocab,
+            "quantization_config": KIMI_INT4,
         },
         "Kimi-K2.5",
-        expert_bits=4,
     )

@@ -152,13 +152,30 @@ class GridFit:
     below_physics: tuple[int, ...]  # plain stream counts measured faster than the box's physics allows
     sweeps: tuple[Sweep, ...]
 
+    @property
+    def routing(self) -> Routing:
+        return self.box.routing
+
 
 FIT_ACCEPT = 2.0  # the accept length each drafter's overhead is fitted on; the others are predicted
 
 
-def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing = Routing.COLLAPSED) -> GridFit:
+OVERLAPS = tuple(i / 10 for i in range(11))  # the routing overlaps a uniform-routing fit tries
+
+
+def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing | None = None) -> GridFit:
     """Fit a grid run: the host overhead on its plain sweep, each drafter's cycle overhead on its sweep at
-    :data:`FIT_ACCEPT` (the longest chain); every other sweep is left to predict."""
+    :data:`FIT_ACCEPT` (the longest chain); every other sweep is left to predict. ``routing``: the run's own
+    (:func:`grid_routing`) unless given; under uniform routing the chain's overlap is fitted too, on the same sweeps
+    (the overlap of :data:`OVERLAPS` whose cycle fit misses least)."""
+    routing = grid_routing(runs, run_id) if routing is None else routing
+    if routing is Routing.COLLAPSED:
+        return _fit_grid(runs, run_id, routing, 0.0)
+    fits = [_fit_grid(runs, run_id, routing, o) for o in OVERLAPS]
+    return min(fits, key=lambda f: max(f.overheads.cycle_miss.values(), default=0.0))
+
+
+def _fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing, overlap: float) -> GridFit:
     all_sweeps = sweeps(runs, run_id)
     plain = next((s for s in all_sweeps if s.drafter is None), None)
     if plain is None:
@@ -166,7 +183,15 @@ def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing = Routing.COLLAPS
     target, draft = served_costs(runs, run_id)
     key = _gpu_key(runs.run(run_id).gpu_name or runs.run(run_id).label) or "h200"
     gpu = gpu_named(key, measured_ceilings(runs, key))
-    box = Box(target, gpu, tp=1, draft=draft, context=mean_context(runs, run_id), routing=routing)
+    box = Box(
+        target,
+        gpu,
+        tp=1,
+        draft=draft,
+        context=mean_context(runs, run_id),
+        routing=routing,
+        chain_overlap=Span(overlap, overlap),
+    )
     host = fit_host(box, plain.ms_per_token)
     overheads = Overheads(Span(host.intercept_ms, host.intercept_ms), host.per_stream_ms, {}, f"fitted on run {run_id}")
     fitted_on = {"host": plain.variant}
@@ -185,13 +210,36 @@ def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing = Routing.COLLAPS
     return GridFit(run_id, box, overheads, fitted_on, host.below_physics, tuple(all_sweeps))
 
 
-def first_grid_fit(runs: MeasuredRuns) -> GridFit | None:
-    """The fit of the oldest grid run that holds what a fit needs (plain decoding and a drafter's sweep at
-    :data:`FIT_ACCEPT`): the one fit the book and the model's other boxes share; None when no run does."""
+def first_grid_fit(runs: MeasuredRuns, routing: Routing = Routing.COLLAPSED) -> GridFit | None:
+    """The fit of the oldest grid run of ``routing`` that holds what a fit needs (plain decoding and a drafter's
+    sweep at :data:`FIT_ACCEPT`): the one fit the book and the model's other boxes share; None when no run does."""
     for run_id in grid_runs(runs):
-        fit = fit_grid(runs, run_id, Routing.COLLAPSED)
+        if grid_routing(runs, run_id) is not routing:
+            continue
+        fit = fit_grid(runs, run_id, routing)
         if fit.overheads.cycle:
             return fit
+    return None
+
+
+def same_box(runs: MeasuredRuns, a: str, b: str) -> bool:
+    """Two grid runs of the same served model on the same GPU with the same routing (one's fit predicts the other)."""
+    ra, rb = runs.run(a), runs.run(b)
+    return (
+        ra.parameters.get("served_config") == rb.parameters.get("served_config")
+        and ra.gpu_name == rb.gpu_name
+        and grid_routing(runs, a) is grid_routing(runs, b)
+    )
+
+
+def fit_for(runs: MeasuredRuns, run_id: str) -> GridFit | None:
+    """The fit that prices grid run ``run_id``: the oldest fittable run of its box and routing (itself, or one
+    before it)."""
+    for candidate in grid_runs(runs):
+        if same_box(runs, candidate, run_id):
+            fit = fit_grid(runs, candidate)
+            if fit.overheads.cycle:
+                return fit
     return None
 
 

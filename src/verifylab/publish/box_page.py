@@ -84,7 +84,7 @@ def box_page_html(d: BoxDecision) -> str:
         _table(
             2,
             f"{d.model}: plain decoding vs EAGLE-3 per stream count (ranges over the model's inputs)",
-            ("streams", "plain tok/s per stream", "EAGLE-3 tok/s per stream", "gain"),
+            ("streams", "plain tok/s, all streams", "EAGLE-3 tok/s, all streams", "gain"),
             spec_rows,
             "modelled: the box's all-reduce curve and decode rate, the overheads fitted on the stored H200 grid",
         ),

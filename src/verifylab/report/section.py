@@ -69,12 +69,22 @@ def inert_markdown(markdown: str) -> str:
     backticks were crafted to fool the code-span split, every ``<`` is escaped."""
     out, at = [], 0
     for span in _CODE_SPAN.finditer(markdown):
-        out.append(markdown[at : span.start()].replace("<", "\\<"))
+        out.append(_escape_angles(markdown[at : span.start()]))
         out.append(span.group(0))
         at = span.end()
-    out.append(markdown[at:].replace("<", "\\<"))
+    out.append(_escape_angles(markdown[at:]))
     inert = "".join(out)
-    return markdown.replace("<", "\\<") if makes_html(inert) else inert
+    return _escape_angles(markdown) if makes_html(inert) else inert
+
+
+_UNESCAPED_ANGLE = re.compile(r"(\\*)<")
+
+
+def _escape_angles(markdown: str) -> str:
+    """Every ``<`` that CommonMark would read as markup escaped once: one already escaped (an odd run of
+    backslashes before it, as :func:`md_text` leaves it) is left alone, so text escaped twice stays inert (an even
+    run would escape the backslash and free the ``<``)."""
+    return _UNESCAPED_ANGLE.sub(lambda m: m.group(1) + ("<" if len(m.group(1)) % 2 else "\\<"), markdown)
 
 
 def makes_html(markdown: str) -> bool:

@@ -148,6 +148,17 @@ TABLES: tuple[TableSpec, ...] = (
         key=("variant",),
     ),
     TableSpec(
+        "grid_prediction",
+        "The speculation model's prediction of a grid, written and committed before the grid ran (its commit in the "
+        "run's notes): per server and stream count, plain and speculative tok/s and the gain, each a range.",
+        _columns(
+            "drafter:str draft_tokens:int accept_target:float streams:int plain_tokens_per_s_low:float "
+            "plain_tokens_per_s_high:float spec_tokens_per_s_low:float spec_tokens_per_s_high:float gain_low:float "
+            "gain_high:float spread_floor_ms:float routing:str overlap_low:float overlap_high:float fitted_run:str"
+        ),
+        key=("drafter", "draft_tokens", "accept_target", "streams"),
+    ),
+    TableSpec(
         "box_verify_points",
         "One row per server `verifylab box --verify` started (the choice, the runner-up, plain decoding): as "
         "speculation_points, kept apart so that a check never enters the speculation grid's fit.",
