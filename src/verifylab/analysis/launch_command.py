@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.recommendation import Recommendation, Topic
+from verifylab.command_line import SGLANG, shell_command
 from verifylab.report.tables import listing_text
 from verifylab.server.variants import DEFAULT_VARIANTS, variant_args
 from verifylab.vocab import version_at_least
@@ -50,7 +51,7 @@ def launch_command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
         f"tokens {ev.base.speculative_num_draft_tokens}) are the common defaults, not tuned here.{placeholder}",
         ["chapter 2"],
         "medium" if ev.help_text else "low",
-        command="python -m sglang.launch_server " + " ".join(args),
+        command=shell_command([*SGLANG, *args]),
         measure_next="" if ev.help_text else "sweep --speculative-num-draft-tokens 2-8 on the box",
     )
 

@@ -3,13 +3,13 @@ runner-up and the plan that measures them (no GPU), then the measurement on the 
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.table import Table
 
 from verifylab.cli._shared import console, err_console
+from verifylab.command_line import SGLANG, shell_command
 from verifylab.errors import ModelInputError, ParameterError
 from verifylab.model.box_decision import layout_fits
 from verifylab.model.box_plan import BoxPlan, Priced, Slo, choose
@@ -113,19 +113,20 @@ def print_plan(plan: BoxPlan) -> None:
     )
     for name, value in plan.inputs.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)
+    console.print(f"  launch the choice: {launch_words(plan.chosen)}", highlight=False, markup=False, soft_wrap=True)
     console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
 
 
-def launch_words(priced: Priced, model_path: str, draft_path: str) -> str:
+def launch_words(priced: Priced, model_path: str = "<model-path>", draft_path: str = "<EAGLE-3-draft-path>") -> str:
     """The command that serves a configuration, shell-quoted."""
-    args = ["python", "-m", "sglang.launch_server", "--model-path", model_path]
+    args = [*SGLANG, "--model-path", model_path]
     args += ["--max-running-requests", str(priced.config.max_running)]
     if priced.config.drafter is not None:
         k = priced.config.draft_tokens
         args += ["--speculative-algorithm", priced.config.drafter.algorithm, "--speculative-draft-model-path"]
         args += [draft_path, "--speculative-num-steps", str(k - 1), "--speculative-eagle-topk", "1"]
         args += ["--speculative-num-draft-tokens", str(k)]
-    return shlex.join(args)
+    return shell_command(args)
 
 
 def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str) -> None:

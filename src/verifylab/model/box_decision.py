@@ -12,6 +12,7 @@ from pathlib import Path
 
 from verifylab.comm.policy import Policy, policy_from_probe
 from verifylab.comm.verdict import whole_set
+from verifylab.command_line import SGLANG, shell_command
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import LatencyCurve, load_curves, norm_us_measured
 from verifylab.model.cycle import Span
@@ -173,21 +174,17 @@ def _fusion(
 
 
 def _launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> str:
-    """The command the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given)."""
-    parts = ["python -m sglang.launch_server", "--model-path", inputs.model_path, *policy.sglang_flags]
+    """The command the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given),
+    quoted for the shell."""
+    args = [*SGLANG, "--model-path", inputs.model_path, *policy.sglang_flags]
     if fusion_on:
-        parts += ["--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend", "trtllm"]
+        args += ["--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend", "trtllm"]
     if speculate:
         steps = max(inputs.draft_tokens - 1, 1)
-        parts += [
-            "--speculative-algorithm EAGLE3",
-            "--speculative-draft-model-path",
-            inputs.draft_path,
-            f"--speculative-num-steps {steps} --speculative-eagle-topk 1",
-            f"--speculative-num-draft-tokens {inputs.draft_tokens}",
-        ]
-    env = " ".join(f"-u {name}" for name in policy.unset)
-    return (f"env {env} " if env else "") + " ".join(parts)
+        args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", inputs.draft_path]
+        args += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1"]
+        args += ["--speculative-num-draft-tokens", str(inputs.draft_tokens)]
+    return shell_command(args, policy.unset)
 
 
 def layout_fits(target: ModelCosts, gpu: Gpu, tp: int) -> None:

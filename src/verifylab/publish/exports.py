@@ -16,6 +16,7 @@ import pandas as pd
 
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_json, atomic_write_text
+from verifylab.publish.csv_cells import csv_text
 from verifylab.publish.paths import export_stem
 from verifylab.report.charts import FIGURE_MIME, save_spec
 from verifylab.report.section import SECTION_MIME
@@ -145,9 +146,9 @@ def write_exports(generated: Path, folder: Path, edition: str, html_dir: Path | 
             tables = [exhibit.data] if exhibit.kind == "table" else exhibit.data["tables"]
             csvs = {_numbered(stem, n): t for n, t in enumerate(tables, start=1)}
             for file, cells in csvs.items():
-                atomic_write_text(folder / file, table_frame(cells, edition).to_csv(index=False))
+                atomic_write_text(folder / file, csv_text(table_frame(cells, edition)))
                 data = table_data(cells, edition, number)
-                atomic_write_text(folder / file.replace(".csv", ".data.csv"), data.to_csv(index=False))
+                atomic_write_text(folder / file.replace(".csv", ".data.csv"), csv_text(data))
             files = [f for file in csvs for f in (file, file.replace(".csv", ".data.csv"))]
         else:
             save_spec(exhibit.data["spec"], stem, f"{caption} — edition {edition}", folder)
@@ -155,7 +156,7 @@ def write_exports(generated: Path, folder: Path, edition: str, html_dir: Path | 
             for file, rows in charted.items():
                 frame = pd.DataFrame(rows)
                 frame.insert(0, "edition", edition)
-                atomic_write_text(folder / file, frame.to_csv(index=False))
+                atomic_write_text(folder / file, csv_text(frame))
             files = [f"{stem}.svg", f"{stem}.png", *charted]
         index.append(
             {
