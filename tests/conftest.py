@@ -35,17 +35,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # The system's temporary folder, as the tests (and every process they start) see it, is a folder of this session's
 # own; at the end it must hold nothing but pytest's tmp_path folders (and, under xdist, the workers' own such
 # folders): anything else is a file a test or the code under test left behind (#41 item 6).
+# Each session makes its own folder, fresh (two clones, a worktree or two users' sessions on one machine never share
+# one, and no session removes another's); an xdist worker's lives inside its controller's (#54 item 2).
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-SESSION_TMP = (
-    Path(tempfile.gettempdir()) / f"w-{_WORKER}"  # inside the controller's folder (its TMPDIR)
-    if _WORKER
-    else Path(tempfile.gettempdir()) / f"verifylab-tests-{os.getuid()}"
-)
-if SESSION_TMP.is_dir():  # what a killed earlier session left: pytest keeps its own folders, nothing else stays
-    for stale in SESSION_TMP.iterdir():
-        if not stale.name.startswith("pytest-of-"):
-            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
-SESSION_TMP.mkdir(parents=True, exist_ok=True)
+if _WORKER:
+    SESSION_TMP = Path(tempfile.gettempdir()) / f"w-{_WORKER}"  # inside the controller's folder (its TMPDIR)
+    SESSION_TMP.mkdir(parents=True, exist_ok=True)
+else:
+    SESSION_TMP = Path(tempfile.mkdtemp(prefix=f"verifylab-tests-{os.getuid()}-"))
 os.environ["TMPDIR"] = str(SESSION_TMP)
 tempfile.tempdir = None  # tempfile reads TMPDIR again
 
@@ -70,6 +67,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    elif not _WORKER:  # the session's own folder goes with it (a failing session's stays, to be read)
+        shutil.rmtree(SESSION_TMP, ignore_errors=True)
 
 
 SEEDS = ROOT.parent / "shared" / "seeds"

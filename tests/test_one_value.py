@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from verifylab.analysis import box_verify
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
 from verifylab.model.case import account, whatif_table
 from verifylab.model.cycle import Span
@@ -70,6 +71,10 @@ def computed(repo_root) -> set[str]:
             allowed |= _span_texts(Span(r.floor_ms_low, r.floor_ms_high), 1)
     for cell in decision_table(ev).astype(str).to_numpy().ravel():  # the decision table's own cells
         allowed |= {m.group(1) for m in NUMBER.finditer(cell)}
+    checks = box_verify.checked(ev.measured)  # chapter 5's measured check of a recommendation
+    for run in sorted(set(checks["run"])) if not checks.empty else []:
+        v = box_verify.verdict(ev.measured, run, checks[checks["run"] == run])
+        allowed |= {f"{g:.0f}" for g in (v.chosen_goodput, v.runner_up_goodput, v.winner_goodput)}
     for found in key_findings(ev):  # the edition's findings, as the summary shows them
         allowed |= {m.group(1) for m in NUMBER.finditer(found.shown)}
     figures = ev.figures.dropna(subset=["value"]).set_index("figure_id")["value"]

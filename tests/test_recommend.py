@@ -1,5 +1,7 @@
 """Recommendation rules on contrasting evidence sets."""
 
+import shlex
+
 from verifylab.analysis.facts import DeploymentFacts as Facts
 from verifylab.analysis.recommend import recommend, recommendations_frame
 from verifylab.server.launch import BaseConfig
@@ -35,7 +37,8 @@ def test_command_without_a_draft_model_uses_a_named_placeholder():
     # a live run on a box with no EAGLE-3 draft (the live smoke) used to fail chapter 05 with a ServerError
     base = BaseConfig(model_path="/models/tiny", tp_size=1)
     rec = by_topic(Facts(crossover={"status": "wins everywhere", "run_id": "r1"}, base=base))["launch command"]
-    assert "--speculative-draft-model-path <EAGLE-3-draft-path>" in rec.command
+    args = shlex.split(rec.command)  # quoted for the shell: the placeholder is one argument
+    assert args[args.index("--speculative-draft-model-path") + 1] == "<EAGLE-3-draft-path>"
     assert "No draft model was given" in rec.recommendation
 
 

@@ -116,6 +116,12 @@ def redact_obj(obj: Any) -> Any:
     return obj
 
 
+def redact_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """An environment as it may be shown: a secret-named variable's value replaced by its name's placeholder, every
+    other value with its credential-looking parts redacted (whatever wrote it: a manifest may be old or edited)."""
+    return {name: REDACTED if is_secret_name(name) else redact_text(str(value)) for name, value in env.items()}
+
+
 def secret_values(obj: Any) -> set[str]:
     """The credentials inside parameters (the values ``redact_obj`` hides): to scrub them from what else is written
     with those parameters, such as an executed notebook's injected cell, its metadata and its outputs."""

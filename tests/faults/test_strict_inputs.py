@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from verifylab.errors import ManifestError, ParameterError
+from verifylab.errors import ManifestError, ModelInputError, ParameterError
+from verifylab.model.model_config import costs_from_config
 from verifylab.publish.pipeline import load_params
 
 from ..test_runs import make_store
@@ -45,3 +46,14 @@ def test_a_manifest_from_a_newer_verifylab_is_refused(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(ManifestError, match="schema 99 is newer than this verifylab reads"):
         store.manifest(manifest.run_id)
+
+
+def test_a_config_out_of_bounds_is_refused_before_any_loop():
+    """Issue 53 class 7: a config.json with 10^12 layers hung `box` and `model speculation` (a loop over layers);
+    the bounds are checked first, naming the field."""
+    base = {"hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32, "vocab_size": 1024}
+    for field, value in (("num_hidden_layers", 10**12), ("hidden_size", 10**9), ("num_experts", 10**9)):
+        with pytest.raises(ModelInputError, match=field.split("_")[1] if field == "num_experts" else field):
+            costs_from_config({**base, field: value, "num_experts_per_tok": 1, "moe_intermediate_size": 8})
+    with pytest.raises(ModelInputError, match="exceeds the 4 experts"):
+        costs_from_config({**base, "num_experts": 4, "num_experts_per_tok": 8, "moe_intermediate_size": 8})

@@ -293,14 +293,18 @@ def serve_cmd(
     except ValidationError as exc:  # pydantic's: imported with the server code above
         raise fail(ParameterError(describe_error(exc, "serve"))) from None
     if policy is not None:
-        from verifylab.comm.policy import read_policy
+        from verifylab.comm.policy import policy_from_probe, trusted_policy
         from verifylab.server.policy import apply_policy
         from verifylab.store.runs import RunStore
 
         try:
             store = RunStore(data_dir / "runs")
-            store.manifest(policy)  # a stored run, or an error that lists the stored ones
-            rules = read_policy(store.path(policy))
+            manifest = store.manifest(policy)  # a stored run, or an error that lists the stored ones
+            environment = dict(manifest.parameters.get("nccl_environment") or {})
+            derived = policy_from_probe(
+                policy, store.read_table(policy, "verdict"), store.read_table(policy, "allreduce_latency"), environment
+            )
+            rules = trusted_policy(store.path(policy), derived)
             base = apply_policy(rules, base, DEFAULT_VARIANTS[variant], tp_size)
         except VerifylabError as exc:
             raise fail(exc) from None

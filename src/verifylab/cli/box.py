@@ -199,7 +199,10 @@ _NO_RATE = (
 
 
 def _measure_decode(server: str, probe: str, data_dir: Path) -> tuple[float, str]:
-    """One stream of plain decoding on ``server``, stored in the probe's run as ``box_decode`` (nothing lost)."""
+    """One stream of plain decoding on ``server``, added to the probe's run's ``box_decode`` with its time (an
+    earlier measurement is kept: nothing stored is ever replaced)."""
+    from datetime import UTC, datetime
+
     import pandas as pd
 
     from verifylab.bench.decode_rate import measure_decode_rate
@@ -214,9 +217,10 @@ def _measure_decode(server: str, probe: str, data_dir: Path) -> tuple[float, str
             "tokens_per_s": [1e3 / t for t in rate.tpot_ms],
             "max_tokens": rate.max_tokens,
             "url": rate.url,
+            "measured_at": datetime.now(UTC).isoformat(timespec="microseconds"),
         }
     )
-    RunStore(data_dir / "runs").write_table(probe, "box_decode", frame, fmt="csv")
+    RunStore(data_dir / "runs").upsert_rows(probe, "box_decode", frame)
     return rate.tokens_per_s, rate.source
 
 

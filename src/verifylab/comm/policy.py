@@ -127,3 +127,24 @@ def read_policy(run_dir: Path) -> Policy:
         raise ManifestError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise ManifestError(f"{path}: not a verifylab policy ({exc})") from None
+
+
+def trusted_policy(run_dir: Path, derived: Policy) -> Policy:
+    """The policy stored beside a probe run, trusted only as what the run's own tables imply (``derived``: its
+    verdict and latency table, :func:`policy_from_probe`): a file of the wrong types, another run's policy or one
+    edited since (fusion on a host-memory box, a larger TP than the probe measured) is refused, naming the
+    difference. ``verifylab serve --policy`` reads policies through this."""
+    stored = read_policy(run_dir)
+    for name, value in asdict(stored).items():
+        want = type(getattr(derived, name))
+        if not isinstance(value, want) or (isinstance(value, list) and not all(isinstance(x, str) for x in value)):
+            raise ManifestError(f"{run_dir / POLICY_FILE}: '{name}' is {value!r}, not a {want.__name__}")
+    if stored.run_id != run_dir.name:
+        raise ManifestError(f"{run_dir / POLICY_FILE}: the policy of run {stored.run_id!r}, not of {run_dir.name!r}")
+    differ = [name for name in asdict(stored) if getattr(stored, name) != getattr(derived, name)]
+    if differ:
+        raise ManifestError(
+            f"{run_dir / POLICY_FILE}: {', '.join(differ)} differ from what the probe's own tables imply (edited or "
+            "stale): run `verifylab comm probe` again, or delete the file to use the tables"
+        )
+    return stored

@@ -119,8 +119,14 @@ def stored_decode_rate(runs: MeasuredRuns, run_id: str) -> tuple[float, str] | N
     table = runs.table_or_none(run_id, "box_decode") if runs.exists(run_id) else None
     if table is None or table.empty:
         return None
+    when = ""
+    if "measured_at" in table.columns and table["measured_at"].notna().any():  # several: the newest speaks
+        newest = str(table["measured_at"].dropna().max())
+        table, when = table[table["measured_at"] == newest], f" at {newest}"
     tpot = float(table["tpot_ms"].median())
-    return 1e3 / tpot, f"measured: run {run_id}'s box_decode, {len(table)} requests, median {tpot:.2f} ms per token"
+    return 1e3 / tpot, (
+        f"measured: run {run_id}'s box_decode{when}, {len(table)} requests, median {tpot:.2f} ms per token"
+    )
 
 
 def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, str, str]:

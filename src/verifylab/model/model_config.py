@@ -135,6 +135,23 @@ def _text_config(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, **inner} if isinstance(inner, dict) else raw
 
 
+# What a served model's config may say before it is priced: far above any model served today, low enough that no
+# loop over layers or experts (a config with 10^12 layers) can hang the model.
+BOUNDS = {
+    "hidden_size": 1 << 17,
+    "num_hidden_layers": 4096,
+    "num_attention_heads": 4096,
+    "vocab_size": 1 << 24,
+    "n_routed_experts / num_experts": 1 << 16,
+}
+
+
+def _within(where: str, name: str, value: float) -> None:
+    """Refuse a config value above :data:`BOUNDS`, naming it and the bound."""
+    if value > BOUNDS[name]:
+        raise ModelInputError(f"{where}: {name} is {value:g}; verifylab prices at most {BOUNDS[name]} (is it a model?)")
+
+
 def _number(cfg: dict[str, Any], name: str, where: str, default: float | None = None) -> float:
     """``cfg[name]`` as a finite number >= 0 (``default`` where absent or null); one line naming it otherwise."""
     value = cfg.get(name)
@@ -217,6 +234,9 @@ def costs_from_config(cfg: dict[str, Any], where: str = "config", expert_bits: f
     vocab = int(_number(c, "vocab_size", where))
     if hidden == 0 or layers == 0 or heads == 0:
         raise ModelInputError(f"{where}: hidden_size, num_hidden_layers and num_attention_heads must be > 0")
+    for name, value in (("hidden_size", hidden), ("num_hidden_layers", layers), ("num_attention_heads", heads)):
+        _within(where, name, value)
+    _within(where, "vocab_size", vocab)
     if "kv_lora_rank" in c and c.get("kv_lora_rank"):  # multi-head latent attention (DeepSeek-V2/V3, Kimi)
         q_lora = _number(c, "q_lora_rank", where, 0) or 0
         kv_lora = _number(c, "kv_lora_rank", where)
@@ -232,7 +252,10 @@ def costs_from_config(cfg: dict[str, Any], where: str = "config", expert_bits: f
         replicated = 0.0
         kv_bytes, kv_sharded = 2 * kv_heads * head_dim * BF16, True
     experts = int(_number(c, "n_routed_experts", where, _number(c, "num_experts", where, 0)))
+    _within(where, "n_routed_experts / num_experts", experts)
     per_token = int(_number(c, "num_experts_per_tok", where, 0)) if experts else 0
+    if per_token > experts:
+        raise ModelInputError(f"{where}: num_experts_per_tok {per_token} exceeds the {experts} experts")
     moe_inter = _number(c, "moe_intermediate_size", where, 0) if experts else 0.0
     dense_inter = _number(c, "intermediate_size", where, 0)
     if experts:

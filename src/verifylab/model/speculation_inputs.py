@@ -47,9 +47,13 @@ class Sweep:
         return (self.drafter.value if self.drafter else "none", self.draft_tokens, self.accept_target)
 
 
+ACCEPT_TOLERANCE = 0.05  # a sweep whose measured accept length misses its target by more is no sweep at it
+
+
 def grid_runs(runs: MeasuredRuns) -> list[str]:
-    """Runs that hold a speculation grid, oldest first."""
-    return sorted(runs.runs_with_table(POINTS_TABLE))
+    """Runs that hold a speculation grid and may be evidence, oldest first: a run marked mechanics only (a test
+    double's) is never one."""
+    return sorted(r for r in runs.runs_with_table(POINTS_TABLE) if not runs.run(r).mechanics_only)
 
 
 def grid_requests(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:
@@ -66,7 +70,9 @@ def grid_requests(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:
 
 
 def sweeps(runs: MeasuredRuns, run_id: str) -> list[Sweep]:
-    """The run's sweeps of servers that were active, each with its mean ms per token by stream count."""
+    """The run's sweeps of servers that were active and held the accept length asked of them (within
+    :data:`ACCEPT_TOLERANCE`: a server that ignored it is no sweep at that length), each with its mean ms per token
+    by stream count."""
     requests = grid_requests(runs, run_id)
     out = []
     keys = ["variant", "drafter", "draft_tokens", "accept_target"]
@@ -75,6 +81,8 @@ def sweeps(runs: MeasuredRuns, run_id: str) -> list[Sweep]:
             continue
         by_c = part.groupby("concurrency")["tpot_s"].mean().sort_index()
         accept = token_weighted_accept(part)
+        if drafter != "none" and (accept is None or abs(accept / float(target) - 1) > ACCEPT_TOLERANCE):
+            continue
         out.append(
             Sweep(
                 run_id,

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import shutil
+import stat
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab import __version__
+from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_json, atomic_write_text, is_temp_file
 from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
@@ -34,13 +37,37 @@ from verifylab.store.evidence import Evidence
 from verifylab.store.runs import LOCK_FILE, MEASURING_LOCK_FILE
 
 
+def data_files(data_dir: Path) -> list[Path]:
+    """Every file the book may read under ``data_dir``, following links as the readers do (a linked ``runs/`` or
+    ``gates/`` folder is data too; a link back up is walked once); anything that is not a regular file (a FIFO,
+    a socket, a device) is refused before the build reads a byte, naming it."""
+    files, seen = [], set()
+    for folder, dirs, names in os.walk(data_dir, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:  # a link back to a folder already walked
+            dirs[:] = []
+            continue
+        seen.add(real)
+        for name in names:
+            path = Path(folder) / name
+            mode = path.stat().st_mode if path.exists() else 0
+            if not stat.S_ISREG(mode):
+                raise BookBuildError(
+                    f"{path}: not a regular file (a FIFO, socket, device or broken link) under the data folder: "
+                    "remove it; the book reads only files"
+                )
+            files.append(path)
+    return sorted(files)
+
+
 def data_digest(data_dir: Path) -> str:
-    """sha256 over every file under ``data_dir`` (relative path + bytes), in sorted order, each file read in chunks
-    (a GB trace costs no GB of memory); run-store lock files and a killed write's temporary files are not data."""
+    """sha256 over every file under ``data_dir`` (relative path + bytes, links followed: :func:`data_files`), in
+    sorted order, each file read in chunks (a GB trace costs no GB of memory); run-store lock files and a killed
+    write's temporary files are not data."""
 
     h = hashlib.sha256()
     skipped = {LOCK_FILE, MEASURING_LOCK_FILE}
-    for path in sorted(p for p in Path(data_dir).rglob("*") if p.is_file()):
+    for path in data_files(Path(data_dir)):
         if path.name in skipped or is_temp_file(path):
             continue
         h.update(path.relative_to(data_dir).as_posix().encode() + b"\0")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.iorw import atomic_write_text
+from verifylab.redact import redact_environment, redact_obj, redact_text
 from verifylab.report.section import md_text, raw_html_block
 from verifylab.report.tables import Table
 from verifylab.store.manifest import Manifest
@@ -50,9 +51,27 @@ def facts_frame(m: Manifest) -> pd.DataFrame:
     return pd.DataFrame([r for r in rows if r[1]], columns=["field", "value"])
 
 
+def shown_manifest(m: Manifest) -> Manifest:
+    """What of a manifest a page may show: its parameters, environment, notes and free-text fields passed through
+    the one secret policy (:mod:`verifylab.redact`) again, whatever wrote the file (an old or edited manifest may
+    hold a token the store would have refused)."""
+    return m.model_copy(
+        update={
+            "parameters": redact_obj(m.parameters),
+            "environment": redact_environment(m.environment),
+            "notes": [redact_text(n) for n in m.notes],
+            "label": redact_text(m.label),
+            "purpose": redact_text(m.purpose),
+            "host": redact_text(m.host),
+            "topology": redact_text(m.topology) if m.topology else m.topology,
+        }
+    )
+
+
 def run_page(m: Manifest) -> str:
     """One run's page (MyST Markdown): its finding line first, then its facts, tables, parameters, environment,
-    notes and how to measure it again."""
+    notes and how to measure it again; secrets redacted first (:func:`shown_manifest`)."""
+    m = shown_manifest(m)
     kind = "mechanics only (never evidence for a deployment)" if m.mechanics_only else "measured"
     opening = (
         f"Run `{m.run_id}` was made on {md_text(hardware_line(m))} on {m.created.strftime('%Y-%m-%d')}: "

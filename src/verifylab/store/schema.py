@@ -242,8 +242,10 @@ TABLES: tuple[TableSpec, ...] = (
     ),
     TableSpec(
         "box_decode",
-        "One stream of plain decoding that `verifylab box` measured on the probed box's server, per request.",
-        _columns("request:int tpot_ms:float tokens_per_s:float max_tokens:int url:str"),
+        "One stream of plain decoding that `verifylab box` measured on the probed box's server, per request; each "
+        "measurement is kept with its time (a later one is added, never written over the earlier).",
+        _columns("request:int tpot_ms:float tokens_per_s:float max_tokens:int url:str measured_at:str"),
+        key=("measured_at", "request"),
     ),
     TableSpec(
         "box_verify",
