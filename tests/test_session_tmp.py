@@ -26,6 +26,7 @@ def test_a_second_session_leaves_this_ones_folder_alone(tmp_path):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", str(probe)],
             capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
+            env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},  # a session, not a worker
         )  # fmt: skip
     finally:
         probe.unlink()

@@ -54,13 +54,16 @@ def reported_comparisons(ev: Evidence) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(provenance="statistic on reported figures")
 
 
+BOX_VERIFY_POINTS = "box_verify_points"  # a `verifylab box --verify` run (analysis.box_verify)
+
+
 def stored_benchmarks(ev: Evidence) -> dict[str, pd.DataFrame]:
     """Every stored run's single-stream table, sweep cells, per-request rows and variant states (speculation grids
-    aside: chapter 02 shows them with the model beside them)."""
+    aside: chapter 02 shows them with the model beside them; box checks too: chapter 05 shows them)."""
     store = ev.runs
     out: dict[str, list[pd.DataFrame]] = {"single": [], "cells": [], "requests": [], "states": []}
     for m in store.manifests():
-        if SPECULATION_POINTS_TABLE in m.tables:  # a speculation grid: its own section (speculation_load)
+        if SPECULATION_POINTS_TABLE in m.tables or BOX_VERIFY_POINTS in m.tables:  # shown in their own sections
             continue
         for key, table in (("single", "single_stream"), ("cells", "sweep_cells"), ("states", "variant_state")):
             if table in m.tables:

@@ -191,6 +191,11 @@ def _refit(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> dict[str, li
     return {"refit_tokens_per_s_low": low, "refit_tokens_per_s_high": high, "refit_error": errors}
 
 
+def _range(low: float, high: float) -> str:
+    """A predicted range as the page shows it: ``1959-2311``, or empty where nothing was predicted."""
+    return "" if not (np.isfinite(low) and np.isfinite(high)) else f"{low:.0f}-{high:.0f}"
+
+
 def checked_view(table: pd.DataFrame) -> pd.DataFrame:
     """The checks as the page shows them: per configuration and stream count, the plan's tok/s (before the run),
     the refit's, the measurement, each prediction's error, and the measured serving numbers under the SLO."""
@@ -198,19 +203,23 @@ def checked_view(table: pd.DataFrame) -> pd.DataFrame:
         return table
     return pd.DataFrame(
         {
-            "role": table["role"],
-            "configuration": table["configuration"],
+            "configuration": table["role"] + ": " + table["configuration"],
             "streams": table["streams"],
-            "plan_tokens_per_s_low": table["predicted_tokens_per_s_low"],
-            "plan_tokens_per_s_high": table["predicted_tokens_per_s_high"],
-            "refit_tokens_per_s_low": table["refit_tokens_per_s_low"],
-            "refit_tokens_per_s_high": table["refit_tokens_per_s_high"],
-            "measured_tokens_per_s": table["measured_tokens_per_s"],
-            "plan_error": table["error"],
-            "refit_error": table["refit_error"],
-            "goodput_tokens_per_s": table["measured_goodput_tokens_per_s"],
-            "tpot_ms": table["measured_tpot_ms"],
-            "ttft_ms": table["measured_ttft_ms"],
+            "plan_tokens_per_s": [
+                _range(lo, hi)
+                for lo, hi in zip(
+                    table["predicted_tokens_per_s_low"], table["predicted_tokens_per_s_high"], strict=True
+                )
+            ],
+            "refit_tokens_per_s": [
+                _range(lo, hi)
+                for lo, hi in zip(table["refit_tokens_per_s_low"], table["refit_tokens_per_s_high"], strict=True)
+            ],
+            "measured_tokens_per_s": table["measured_tokens_per_s"].round(0).astype("Int64"),
+            "plan_miss_pct": (100 * table["error"]).round(0).astype("Int64"),
+            "goodput_tokens_per_s": table["measured_goodput_tokens_per_s"].round(0).astype("Int64"),
+            "tpot_ms": table["measured_tpot_ms"].round(2),
+            "ttft_ms": table["measured_ttft_ms"].round(0).astype("Int64"),
             "run": table["run"],
             "provenance": table["provenance"],
         }

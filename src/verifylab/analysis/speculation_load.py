@@ -322,7 +322,7 @@ def goodput_chart(metrics: pd.DataFrame) -> Figure:
             ],
         )
         .properties(width=300, height=220)
-        .facet(column=alt.Column("run_id:N", title=None))
+        .facet(facet=alt.Facet("run_id:N", title=None), columns=2)
     )
     return Figure(
         chart,
@@ -406,3 +406,30 @@ def grid_fit_summary(view: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def before_run_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`prediction_before_run` as the page shows it: each range as one cell, each miss as a percentage."""
+    if table.empty:
+        return table
+
+    def span(low: pd.Series, high: pd.Series) -> list[str]:
+        return [f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(low, high, strict=True)]
+
+    return pd.DataFrame(
+        {
+            "accept_length": table["accept_length"],
+            "streams": table["streams"],
+            "gain": table["gain"].round(2),
+            "gain_interval": span(table["gain_low"], table["gain_high"]),
+            "predicted_before": span(table["before_low"], table["before_high"]),
+            "before_miss_pct": (100 * table["before_miss"]).round(0).astype("Int64"),
+            "refit": span(table["after_low"], table["after_high"]),
+            "refit_role": table["after_role"].map({"fit": "fitted on", "predicted": "out of sample"}),
+            "plain_ms": table["plain_ms"].round(2),
+            "plain_miss_pct": (100 * table["plain_before_miss"]).round(0).astype("Int64"),
+            "spread_floor_ms": table["spread_floor_ms"].round(2),
+            "run": table["run"],
+            "provenance": table["provenance"],
+        }
+    )

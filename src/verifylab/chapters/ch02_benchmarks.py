@@ -115,7 +115,8 @@ def speculation_fits(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def speculation_before_run(ev: Evidence) -> pd.DataFrame:
     """Table: the spread-forced grid's cells, the prediction committed before it ran and the refit's beside them."""
-    return speculation_load.prediction_before_run(ev.measured, speculation_load.speculation_view(ev))
+    table = speculation_load.prediction_before_run(ev.measured, speculation_load.speculation_view(ev))
+    return speculation_load.before_run_view(table)
 
 
 def spread_finding(ev: Evidence) -> Prose:
