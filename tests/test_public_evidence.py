@@ -79,6 +79,31 @@ def test_misdetected_and_superseded_rows_never_price_healthy_p2p(repo_root):
         | public["note"].astype(str).str.startswith("superseded")
     ]
     assert set(flagged["id"]) >= {"pub-21", "pub-23", "pub-25", "pub-27", "pub-52", "pub-53"}
-    assert (flagged["regime"] != Regime.HEALTHY_P2P.value).all()
+    misdetected = flagged[flagged["implementation"].astype(str).str.contains("misdetected")]
+    assert (misdetected["regime"] != Regime.HEALTHY_P2P.value).all()
     price = inputs(ev).curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, 4 * 7168 * 2)
     assert price.high_us < 40 and not any(i in price.basis for i in flagged["id"])
+
+
+def test_the_rows_issue_51_corrected(repo_root):
+    """pub-45 (22.2 GB/s, NCCL's defaults on the untuned dual-socket box of pub-21/23/25/27) is no healthy row and
+    no longer sets the healthy bus bandwidth; pub-52/53 are healthy P2P (that box's P2P worked), superseded and
+    priced nowhere; pub-53/55 name the one-shot all-reduce their source names, not a fused one; pub-21/22 quote the
+    source's 26.20. Each change is recorded in the row's note."""
+    from verifylab.model.case import inputs
+    from verifylab.store.evidence import Evidence
+    from verifylab.vocab import Regime
+
+    ev = Evidence(repo_root / "data")
+    rows = ev.public.set_index("id")
+    assert rows.loc["pub-45", "regime"] != Regime.HEALTHY_P2P.value
+    assert 22.2 not in inputs(ev).curves.bus_bandwidth_gbs
+    for row in ("pub-52", "pub-53"):
+        assert rows.loc[row, "regime"] == Regime.HEALTHY_P2P.value and rows.loc[row, "note"].startswith("superseded")
+    uses = inputs(ev).curves.public_uses()
+    assert "pub-52" not in uses and "pub-53" not in uses and "pub-45" not in uses
+    assert not rows["implementation"].astype(str).str.contains("fused").loc[["pub-53", "pub-55"]].any()
+    for row in ("pub-21", "pub-22"):
+        assert "| 26.20 us |" in rows.loc[row, "quote"]
+    for row in ("pub-21", "pub-22", "pub-45", "pub-52", "pub-53", "pub-55"):
+        assert "2026-12-03" in rows.loc[row, "note"] and "issue 51" in rows.loc[row, "note"]

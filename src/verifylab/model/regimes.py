@@ -161,8 +161,16 @@ class RegimeCurves:
         return (*PRICED_REGIMES, Regime.MEASURED) if self.box else PRICED_REGIMES
 
     # --------------------------------------------------------------------------------------- public inputs
-    def _rows(self, world: int, prefixes: tuple[str, ...], unit: str = "us") -> pd.DataFrame:
+    @property
+    def _priced_public(self) -> pd.DataFrame:
+        """The public rows that may price an answer: not one its source superseded (kept as evidence only)."""
         p = self.public
+        if p.empty or "note" not in p.columns:
+            return p
+        return p[~p["note"].astype(str).str.startswith("superseded")]
+
+    def _rows(self, world: int, prefixes: tuple[str, ...], unit: str = "us") -> pd.DataFrame:
+        p = self._priced_public
         if p.empty:
             return p
         keep = (p["world_size"] == world) & (p["unit"] == unit) & (p["regime"] == Regime.HEALTHY_P2P.value)
@@ -181,11 +189,15 @@ class RegimeCurves:
         return tuple(curves)
 
     @_memoized
-    def _value(self, implementation: str, unit: str, world: int | None = None) -> tuple[float, ...]:
-        p = self.public
+    def _value(
+        self, implementation: str, unit: str, world: int | None = None, regime: Regime | None = None
+    ) -> tuple[float, ...]:
+        p = self._priced_public
         if p.empty:
             return ()
         keep = (p["implementation"] == implementation) & (p["unit"] == unit)
+        if regime is not None:
+            keep &= p["regime"] == regime.value
         if world is not None:
             keep &= p["world_size"] == world
         return tuple(float(v) for v in p.loc[keep, "value"])
@@ -193,7 +205,7 @@ class RegimeCurves:
     @property
     def bus_bandwidth_gbs(self) -> tuple[float, float]:
         """NCCL's large-message bus bandwidth at 8 ranks over PCIe P2P (public), low and high."""
-        values = self._value("nccl_busbw", "GB/s") or [22.2, 41.1]
+        values = self._value("nccl_busbw", "GB/s", regime=Regime.HEALTHY_P2P) or [41.1]
         return min(values), max(values)
 
     @property
@@ -228,14 +240,15 @@ class RegimeCurves:
                 for curve in self._curves(world, prefixes):
                     for row_id in curve.public_rows:
                         uses.setdefault(row_id, []).append(f"{what} curve at {world} ranks, healthy P2P")
-        p = self.public
+        p = self._priced_public  # as bus_bandwidth_gbs and link_gbs read them
+        healthy = Regime.HEALTHY_P2P.value
         for implementation, what, keep in (
-            ("nccl_busbw", "NCCL bus bandwidth at 8 ranks, healthy P2P", lambda v: True),
-            ("p2p_write_bandwidth", "one GPU's P2P link bandwidth", lambda v: v > 10),
+            ("nccl_busbw", "NCCL bus bandwidth at 8 ranks, healthy P2P", lambda r: r.regime == healthy),
+            ("p2p_write_bandwidth", "one GPU's P2P link bandwidth", lambda r: float(r.value) > 10),
         ):
             rows = p[(p["implementation"] == implementation)] if not p.empty else p
             for row in rows.itertuples():
-                if keep(float(row.value)):
+                if keep(row):
                     uses.setdefault(str(row.id), []).append(what)
         hop_id = host_hop_us(self.public)[1]
         if hop_id:
