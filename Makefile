@@ -16,12 +16,16 @@ TEST_LOCK := requirements/test.lock
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install book test test-fleet check lint notebooks browser clean live pytest lock
+toc: $(BOOK_STAMP)
+	$(BIN)/python -m verifylab.publish.toc
+
+.PHONY: toc help install book test test-fleet check lint notebooks browser clean live pytest lock
 
 PARAMS ?= examples/params-smoke.yaml
 
 help:
 	@echo "make book   - create $(VENV), install $(BOOK_LOCK) (no torch), execute every chapter (replay), render _build/html"
+	@echo "make toc    - write _toc.yml (the book's contents) from the chapter registry and the stored runs"
 	@echo "make lock   - write both locks again from pyproject.toml (after changing its dependencies)"
 	@echo "make test   - create $(VENV), install $(TEST_LOCK) (with Ray and torch's CPU build), lint + the whole suite (browser and"
 	@echo "              local Ray cluster tests included)"

@@ -8,6 +8,7 @@ import shlex
 import shutil
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import yaml
@@ -388,3 +389,24 @@ def test_make_book_stops_at_a_failing_chapter_and_publishes_nothing(repo_root, t
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "chapter 00_introduction failed" in errors[0] and "a broken chapter" in errors[0]
     assert not (root / "_build" / "editions").exists()
+
+
+def test_jupyter_book_build_from_the_root_renders_the_same_book(smoke_run, tmp_path):
+    """A Jupyter Book user's own command, ``jupyter-book build .`` at the root, reads the committed ``_toc.yml`` and
+    renders the pages `verifylab book` rendered (#54 item 1)."""
+    import subprocess
+    import sys
+
+    root, result = smoke_run
+    assert result.exit_code == 0, result.output
+    command = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+    done = subprocess.run(
+        [*command, "build", ".", "--path-output", str(tmp_path), "--quiet"],
+        cwd=root, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    def pages(html: Path) -> set[str]:
+        return {p.relative_to(html).as_posix() for p in html.rglob("*.html")}
+
+    assert pages(tmp_path / "_build" / "html") == pages(root / "_build" / "html")

@@ -50,3 +50,17 @@ def test_a_chapter_is_found_by_number_or_name_and_an_unknown_one_lists_them():
     assert chapter_named("02") is chapter_named("02_benchmarks") is CHAPTERS[2]
     with pytest.raises(ParameterError, match=r"no chapter '7'; chapters are 00_introduction, 01_"):
         chapter_named("7")
+
+
+def test_the_committed_toc_is_the_registrys(tmp_path):
+    """``_toc.yml`` sits at the root (where a Jupyter Book user looks) and says what the registry and the stored runs
+    say; a chapter added to the registry, or a run stored, without ``make toc`` fails here (#54 item 1)."""
+    from verifylab.publish.toc import TOC_FILE, toc_text, write_toc
+
+    root = Path(__file__).resolve().parents[1]
+    assert (root / TOC_FILE).read_text(encoding="utf-8") == toc_text(root), "run make toc"
+    # the check can fail: a store with one run more gives another contents
+    (tmp_path / "data" / "runs" / "20990101-000000-new").mkdir(parents=True)
+    (tmp_path / "data" / "runs" / "20990101-000000-new" / "manifest.json").write_text("{}")
+    assert "runs/20990101-000000-new" in toc_text(tmp_path) != toc_text(root)
+    assert write_toc(tmp_path).read_text(encoding="utf-8") == toc_text(tmp_path)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifylab.chapters.registry import CHAPTERS, table_of_contents
+from verifylab.chapters.registry import CHAPTERS
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
@@ -29,6 +29,7 @@ from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.pdf import print_pdfs
 from verifylab.publish.run_pages import INDEX as RUNS_INDEX
 from verifylab.publish.run_pages import RUNS_FOLDER
+from verifylab.publish.toc import write_toc
 from verifylab.publish.toolchain import toolchain_versions
 from verifylab.redact import scrub, secret_values
 from verifylab.store.evidence import Evidence
@@ -198,9 +199,8 @@ def render_html(root: Path, strict: bool = True) -> Path:
         shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=".render-", dir=build))
     try:
-        toc = staging / "_toc.yml"  # written from the chapter registry, never kept beside the sources
         runs = sorted(p.stem for p in (root / GENERATED / RUNS_FOLDER).glob("*.md") if p.stem != RUNS_INDEX)
-        atomic_write_text(toc, table_of_contents("decision", GENERATED.as_posix(), runs))
+        toc = write_toc(root, runs)  # the root's _toc.yml, from the chapter registry and the run pages written
         cmd = [*jupyter_book_command(), "build", str(root), "--quiet", "--path-output", str(staging), "--toc", str(toc)]
         if strict:
             cmd += ["--warningiserror", "--keep-going"]
