@@ -3,6 +3,7 @@ budget refused up front, and the check measured against the test double (mechani
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.test_bench import free_port
+from tests.test_speculation_model import QWEN3_MOE
 from verifylab.analysis.box_verify import compare, verdict
 from verifylab.bench.box_verify import VerifySettings, plan_record, run_verify
 from verifylab.cli import app
@@ -100,24 +102,6 @@ def test_verify_measures_the_choice_the_runner_up_and_plain_and_compares(tmp_pat
 
 
 def _qwen_config(tmp_path: Path) -> Path:
-    import json
-
     file = tmp_path / "config.json"
-    file.write_text(
-        json.dumps(
-            {
-                "architectures": ["Qwen3MoeForCausalLM"],
-                "hidden_size": 2048,
-                "num_hidden_layers": 48,
-                "num_attention_heads": 32,
-                "num_key_value_heads": 4,
-                "head_dim": 128,
-                "vocab_size": 1024,
-                "num_experts": 128,
-                "num_experts_per_tok": 8,
-                "moe_intermediate_size": 768,
-                "intermediate_size": 6144,
-            }
-        )
-    )
+    file.write_text(json.dumps(QWEN3_MOE))
     return file

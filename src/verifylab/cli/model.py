@@ -223,18 +223,7 @@ def model_speculation(
     except VerifylabError as exc:
         raise fail(exc) from None
     low, high = result.crossover
-    rows = [
-        {
-            "streams": r.streams,
-            "plain_tokens_per_s_low": r.plain_tokens_per_s.low,
-            "plain_tokens_per_s_high": r.plain_tokens_per_s.high,
-            "spec_tokens_per_s_low": r.spec_tokens_per_s.low,
-            "spec_tokens_per_s_high": r.spec_tokens_per_s.high,
-            "gain_low": r.gain.low,
-            "gain_high": r.gain.high,
-        }
-        for r in result.rows
-    ]
+    rows = [r.as_row() for r in result.rows]
     inputs_used = {**result.inputs, "consistent": str(calibrated.consistent).lower()}
     if as_json:
         payload = {

@@ -237,6 +237,18 @@ class GainRow:
     spec_tokens_per_s: Span
     gain: Span
 
+    def as_row(self) -> dict[str, float]:
+        """The row's ranges as flat columns (``*_low``, ``*_high``), as tables and JSON carry them."""
+        return {
+            "streams": self.streams,
+            "plain_tokens_per_s_low": self.plain_tokens_per_s.low,
+            "plain_tokens_per_s_high": self.plain_tokens_per_s.high,
+            "spec_tokens_per_s_low": self.spec_tokens_per_s.low,
+            "spec_tokens_per_s_high": self.spec_tokens_per_s.high,
+            "gain_low": self.gain.low,
+            "gain_high": self.gain.high,
+        }
+
 
 def gains(
     box: Box, ov: Overheads, drafter: Drafter, accept: float, draft_tokens: int, streams: Sequence[int]
