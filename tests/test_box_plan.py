@@ -105,3 +105,22 @@ def _qwen_config(tmp_path: Path) -> Path:
     file = tmp_path / "config.json"
     file.write_text(json.dumps(QWEN3_MOE))
     return file
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
+def test_a_server_that_fails_to_start_is_reported_and_the_check_goes_on(tmp_path, fitted):
+    """No draft model: every speculative server of the plan fails to start with SGLang's own refusal recorded, the
+    plain server is still measured, and the verdict names what was measured as the winner."""
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.6, stated_for=4, startup_s=1.0)
+    base = BaseConfig(model_path="m", port=free_port(), launcher=TEST_LAUNCHER, extra_args=["--step-ms", "2"])
+    settings = VerifySettings(base=base, output_tokens=8, hold_accept=True, label="test double (not data)")
+    rows = run_verify(plan, settings, tmp_path, "check").set_index("variant")
+    speculative = [v for v in rows.index if not v.startswith("plain")]
+    assert speculative and all("draft_model_path" in rows.loc[v, "failure"] for v in speculative)
+    runs = Evidence(tmp_path).measured
+    table = compare(runs, "check")
+    assert table[table["variant"].isin(speculative)]["measured_tokens_per_s"].isna().all()
+    v = verdict(runs, "check", table)
+    assert v.winner.startswith("plain") and v.measured_cells < v.planned_cells
+    assert runs.run("check").parameters["box_plan"]["load"] == 2
