@@ -22,6 +22,7 @@ from verifylab.model.model_config import Routing
 from verifylab.model.speculation_inputs import first_grid_fit
 from verifylab.server.launch import BaseConfig
 from verifylab.store.evidence import Evidence
+from verifylab.store.runs import RunStore
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
@@ -124,3 +125,53 @@ def test_a_server_that_fails_to_start_is_reported_and_the_check_goes_on(tmp_path
     v = verdict(runs, "check", table)
     assert v.winner.startswith("plain") and v.measured_cells < v.planned_cells
     assert runs.run("check").parameters["box_plan"]["load"] == 2
+
+
+def _check_plan(fitted, load: int = 2):
+    box, overheads = fitted
+    return choose(box, overheads, load, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+
+
+@pytest.mark.slow  # starts the test double: make test
+def test_a_server_that_dies_mid_sweep_leaves_its_cells_failed_and_the_run_partial(tmp_path, fitted):
+    """Every server drops its stream after a few requests: the failed cells are stored as failures (measured again
+    when the same run id is given), the run stays partial, and no server is left running."""
+    port = free_port()
+    base = BaseConfig(
+        model_path="m", draft_model_path="d", port=port, launcher=TEST_LAUNCHER,
+        extra_args=["--step-ms", "2", "--fault", "drop", "--fault-after", "2"],
+    )  # fmt: skip
+    settings = VerifySettings(base=base, output_tokens=8, hold_accept=True, label="test double (not data)")
+    rows = run_verify(_check_plan(fitted), settings, tmp_path, "check")
+    assert (rows["failed_cells"] > 0).any()
+    assert RunStore(tmp_path / "runs").manifest("check").status == "partial"
+    assert _port_free(port)
+
+
+@pytest.mark.slow  # starts the test double: make test
+def test_ctrl_c_keeps_every_measured_cell_and_stops_the_server(tmp_path, fitted):
+    port = free_port()
+    base = BaseConfig(
+        model_path="m", draft_model_path="d", port=port, launcher=TEST_LAUNCHER, extra_args=["--step-ms", "2"]
+    )
+    settings = VerifySettings(base=base, output_tokens=8, hold_accept=True, label="test double (not data)")
+    said: list[str] = []
+
+    def interrupt_after_a_cell(line: str) -> None:
+        said.append(line)
+        if line.startswith("[2/") and ": serving" in line:
+            raise KeyboardInterrupt  # the first server's cells are stored, the second is serving: Ctrl-C
+
+    with pytest.raises(KeyboardInterrupt):
+        run_verify(_check_plan(fitted), settings, tmp_path, "check", progress=interrupt_after_a_cell)
+    assert _port_free(port)
+    cells = RunStore(tmp_path / "runs").read_table("check", "sweep_cells")
+    assert len(cells) >= 1  # what was measured is kept; the same run id resumes from there
+    assert any(line.endswith("measured") for line in said)
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
