@@ -175,3 +175,15 @@ def _port_free(port: int) -> bool:
 
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_before_the_box_is_probed_a_named_regime_prices_tp_8(tmp_path):
+    """8 x RTX PRO 6000 at TP 8 with healthy P2P: an answer, labelled modelled, from chapter 4's curves; a TP without
+    a regime is refused naming the regimes."""
+    runner = CliRunner()
+    args = ["box", "--plan", "--data-dir", str(DATA), "--tp", "8", "--gpu", "rtx-pro-6000", "--accept", "1.95"]
+    result = runner.invoke(app, [*args, "--regime", "healthy P2P"])
+    assert result.exit_code == 0, result.output
+    assert "8 ranks" in result.output and "modelled: the box is not probed" in result.output
+    refused = runner.invoke(app, args)
+    assert refused.exit_code != 0 and "--regime" in refused.output

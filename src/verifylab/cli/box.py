@@ -63,7 +63,12 @@ def box_cmd(
     load: int = typer.Option(32, min=1, max=1024, help="Concurrent streams you serve (the plan's load)."),
     slo_ttft_ms: float = typer.Option(2000.0, help="SLO: time to first token, ms."),
     slo_tpot_ms: float = typer.Option(50.0, help="SLO: time per output token, ms."),
-    tp: int = typer.Option(1, min=1, max=64, help="--plan: the tensor-parallel size (TP 1 today)."),
+    tp: int = typer.Option(1, min=1, max=64, help="--plan: the tensor-parallel size."),
+    regime: str | None = typer.Option(
+        None,
+        help="--plan at TP > 1 before the box is probed: its communication regime ('healthy P2P', 'host-memory "
+        "fallback', 'degraded'); the all-reduces are priced from chapter 4's curves (modelled).",
+    ),
     overlap: str = typer.Option(
         "0", help="--plan: how much a verify chain's tokens share experts, 0 (each its own) to 1, or a range 0.2-0.6."
     ),
@@ -109,6 +114,7 @@ def box_cmd(
                 output_tokens,
                 budget_minutes,
                 expert_bits,
+                regime,
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
@@ -179,11 +185,13 @@ def box_cmd(
 def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None) -> None:
     """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
     from verifylab.cli.box_check import plan_box, print_plan, verify_on_box
+    from verifylab.model.case import inputs
     from verifylab.store.evidence import Evidence
     from verifylab.store.manifest import new_run_id
 
     try:
-        chosen = plan_box(Evidence(data_dir).measured, req)
+        ev = Evidence(data_dir)
+        chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None)
         print_plan(chosen)
         if verify is not None:
             verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"))

@@ -15,10 +15,12 @@ from verifylab.model.box_decision import layout_fits
 from verifylab.model.box_plan import BoxPlan, Priced, Slo, choose
 from verifylab.model.cycle import Span
 from verifylab.model.model_config import Routing, kimi_k25_costs, read_config
+from verifylab.model.regimes import PRICED_REGIMES, RegimeCurves
 from verifylab.model.speculation import Box, gpu_named
-from verifylab.model.speculation_box import calibrate_decode, eagle3_draft_for, measured_overheads
+from verifylab.model.speculation_box import calibrate_decode, eagle3_draft_for, measured_overheads, regime_curve
 from verifylab.model.speculation_inputs import measured_ceilings
 from verifylab.sources import MeasuredRuns
+from verifylab.vocab import Regime
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class PlanRequest:
     output_tokens: int
     budget_minutes: float
     expert_bits: float | None = None
+    regime: str | None = None  # TP > 1 before the box is probed: price its all-reduces in this regime (public curves)
 
 
 def parse_overlap(text: str) -> Span:
@@ -52,19 +55,31 @@ def parse_overlap(text: str) -> Span:
     return Span.of(*parts)
 
 
-def plan_box(runs: MeasuredRuns, req: PlanRequest) -> BoxPlan:
-    """The plan for a box at TP ``req.tp`` (TP 1: no all-reduce; a larger TP is decided with ``verifylab box --probe``
-    first, whose curve this plan does not read yet)."""
-    if req.tp != 1:
-        raise ParameterError(
-            f"--tp {req.tp}: --plan prices TP 1 today (no all-reduce); for TP > 1 run `verifylab box --probe RUN` "
-            "for the answer from the box's own all-reduce curve"
-        )
+def plan_box(runs: MeasuredRuns, req: PlanRequest, curves: RegimeCurves | None = None) -> BoxPlan:
+    """The plan for a box at TP ``req.tp``: TP 1 has no all-reduce; a larger TP prices its all-reduces in the named
+    ``req.regime`` from the public and measured curves (``curves``; modelled, before the box is probed)."""
+    if req.tp > 1 and (req.regime is None or curves is None):
+        regimes = ", ".join(repr(r.value) for r in PRICED_REGIMES)
+        raise ParameterError(f"--tp {req.tp}: name the box's communication regime with --regime ({regimes})")
     target = read_config(req.config, req.expert_bits) if req.config else kimi_k25_costs()
     gpu = gpu_named(req.gpu, measured_ceilings(runs))
     layout_fits(target, gpu, req.tp)
     draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
-    box = Box(target, gpu, tp=req.tp, draft=draft, routing=Routing.UNIFORM, chain_overlap=req.overlap)
+    curve, comm = None, "TP 1: no all-reduce"
+    if req.tp > 1 and curves is not None and req.regime is not None:
+        if req.regime not in {r.value for r in PRICED_REGIMES}:
+            raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
+        curve, comm = regime_curve(curves, Regime(req.regime), req.tp)
+    box = Box(
+        target,
+        gpu,
+        tp=req.tp,
+        draft=draft,
+        routing=Routing.UNIFORM,
+        chain_overlap=req.overlap,
+        allreduce_us=curve,
+        comm_source=comm,
+    )
     measured = measured_overheads(runs)
     calibrated = calibrate_decode(box, measured, req.decode_tok_s, "given (--decode-tok-s)")
     plan = choose(
@@ -81,6 +96,7 @@ def plan_box(runs: MeasuredRuns, req: PlanRequest) -> BoxPlan:
     inputs = {
         "model": target.name,
         "gpu": f"{gpu.name} x {req.tp}",
+        "all-reduce": comm + (" (modelled: the box is not probed)" if req.tp > 1 else ""),
         "weights": target.quantization,
         "routing overlap": f"{req.overlap.text(2)} of a chain's tokens share experts",
         "host overhead": calibrated.host_note,
