@@ -196,31 +196,32 @@ def _range(low: float, high: float) -> str:
     return "" if not (np.isfinite(low) and np.isfinite(high)) else f"{low:.0f}-{high:.0f}"
 
 
-def checked_view(table: pd.DataFrame) -> pd.DataFrame:
-    """The checks as the page shows them: per configuration and stream count, the plan's tok/s (before the run),
-    the refit's, the measurement, each prediction's error, and the measured serving numbers under the SLO."""
+def cells_view(table: pd.DataFrame) -> pd.DataFrame:
+    """A check's cells as a page shows them: per configuration and stream count, the plan's tok/s (made before the
+    run) beside the measurement and the miss, then the measured serving numbers under the SLO."""
     if table.empty:
         return table
+    ranges = zip(table["predicted_tokens_per_s_low"], table["predicted_tokens_per_s_high"], strict=True)
     return pd.DataFrame(
         {
             "configuration": table["role"] + ": " + table["configuration"],
             "streams": table["streams"],
-            "plan_tokens_per_s": [
-                _range(lo, hi)
-                for lo, hi in zip(
-                    table["predicted_tokens_per_s_low"], table["predicted_tokens_per_s_high"], strict=True
-                )
-            ],
-            "refit_tokens_per_s": [
-                _range(lo, hi)
-                for lo, hi in zip(table["refit_tokens_per_s_low"], table["refit_tokens_per_s_high"], strict=True)
-            ],
+            "plan_tokens_per_s": [_range(lo, hi) for lo, hi in ranges],
             "measured_tokens_per_s": table["measured_tokens_per_s"].round(0).astype("Int64"),
             "plan_miss_pct": (100 * table["error"]).round(0).astype("Int64"),
             "goodput_tokens_per_s": table["measured_goodput_tokens_per_s"].round(0).astype("Int64"),
             "tpot_ms": table["measured_tpot_ms"].round(2),
             "ttft_ms": table["measured_ttft_ms"].round(0).astype("Int64"),
-            "run": table["run"],
-            "provenance": table["provenance"],
         }
     )
+
+
+def checked_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`checked`'s rows as chapter 5 shows them: :func:`cells_view` with the refit's range beside the plan's,
+    the run and the provenance."""
+    if table.empty:
+        return table
+    view = cells_view(table)
+    refit = zip(table["refit_tokens_per_s_low"], table["refit_tokens_per_s_high"], strict=True)
+    view.insert(3, "refit_tokens_per_s", [_range(lo, hi) for lo, hi in refit])
+    return view.assign(run=table["run"].to_numpy(), provenance=table["provenance"].to_numpy())

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from verifylab.analysis.box_verify import cells_view
 from verifylab.iorw import atomic_write_text
 from verifylab.redact import redact_environment, redact_obj, redact_text
 from verifylab.report.section import md_text, raw_html_block
@@ -68,10 +69,20 @@ def shown_manifest(m: Manifest) -> Manifest:
     )
 
 
-def run_page(m: Manifest) -> str:
+SHOWN_WHOLE = {"box_verify": "Predicted beside measured, per configuration and stream count"}  # tables a page shows
+SHOWN_WHOLE_VIEW = {"box_verify": cells_view}  # as it shows them
+
+
+def run_page(m: Manifest, shown: dict[str, pd.DataFrame] | None = None) -> str:
     """One run's page (MyST Markdown): its finding line first, then its facts, tables, parameters, environment,
-    notes and how to measure it again; secrets redacted first (:func:`shown_manifest`)."""
+    notes and how to measure it again; secrets redacted first (:func:`shown_manifest`). ``shown``: tables of
+    :data:`SHOWN_WHOLE` the page shows whole (a box check's prediction beside its measurement)."""
     m = shown_manifest(m)
+    whole = [
+        part
+        for name, frame in (shown or {}).items()
+        for part in (f"## {SHOWN_WHOLE[name]}", "", raw_html_block(Table(frame)._repr_html_()))
+    ]
     kind = "mechanics only (never evidence for a deployment)" if m.mechanics_only else "measured"
     opening = (
         f"Run `{m.run_id}` was made on {md_text(hardware_line(m))} on {m.created.strftime('%Y-%m-%d')}: "
@@ -88,6 +99,7 @@ def run_page(m: Manifest) -> str:
             opening,
             "",
             raw_html_block(Table(facts_frame(m))._repr_html_()),
+            *whole,
             "## Tables it holds",
             "",
             raw_html_block(Table(tables)._repr_html_()),
@@ -134,6 +146,9 @@ def write_run_pages(folder: Path, store: RunStore) -> list[str]:
         if stale.stem not in {*ids, INDEX}:
             stale.unlink()
     for m in manifests:
-        atomic_write_text(folder / f"{m.run_id}.md", run_page(m))
+        shown = {
+            name: SHOWN_WHOLE_VIEW[name](store.read_table(m.run_id, name)) for name in SHOWN_WHOLE if name in m.tables
+        }
+        atomic_write_text(folder / f"{m.run_id}.md", run_page(m, shown))
     atomic_write_text(folder / f"{INDEX}.md", index_page(manifests))
     return sorted(ids)
