@@ -187,3 +187,13 @@ def test_before_the_box_is_probed_a_named_regime_prices_tp_8(tmp_path):
     assert "8 ranks" in result.output and "modelled: the box is not probed" in result.output
     refused = runner.invoke(app, args)
     assert refused.exit_code != 0 and "--regime" in refused.output
+
+
+def test_plan_for_a_given_probe_prices_the_boxs_own_curve():
+    """`box --plan --probe RUN`: the probe's GPUs, TP and own NCCL curve price the plan (not a regime's)."""
+    probe = "20261201-092338-2xh200-probe-p2p"
+    qwen = Path(__file__).resolve().parent / "data" / "spec_models" / "target" / "config.json"
+    args = ["box", "--plan", "--probe", probe, "--config", str(qwen), "--decode-tok-s", "200", "--load", "16"]
+    result = CliRunner().invoke(app, [*args, "--data-dir", str(DATA), "--accept", "2.4"])
+    assert result.exit_code == 0, result.output
+    assert "h200 x 2" in result.output and f"this box: run {probe}" in result.output.replace("\n", " ")

@@ -106,7 +106,7 @@ def box_cmd(
                 draft_tokens,
                 config,
                 draft_config,
-                gpu or "h200",
+                gpu,
                 tp,
                 decode_tok_s,
                 parse_overlap(overlap),
@@ -115,6 +115,7 @@ def box_cmd(
                 budget_minutes,
                 expert_bits,
                 regime,
+                probe,
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None

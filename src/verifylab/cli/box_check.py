@@ -11,7 +11,7 @@ from rich.table import Table
 from verifylab.cli._shared import console, err_console
 from verifylab.command_line import SGLANG, shell_command
 from verifylab.errors import ModelInputError, ParameterError
-from verifylab.model.box_decision import layout_fits
+from verifylab.model.box_decision import BoxInputs, layout_fits, probed_box
 from verifylab.model.box_plan import BoxPlan, Priced, Slo, choose
 from verifylab.model.cycle import Span
 from verifylab.model.model_config import Routing, kimi_k25_costs, read_config
@@ -33,7 +33,7 @@ class PlanRequest:
     draft_tokens: int
     config: Path | None
     draft_config: Path | None
-    gpu: str
+    gpu: str | None  # None: the probe's GPU, else h200
     tp: int
     decode_tok_s: float | None
     overlap: Span
@@ -42,6 +42,7 @@ class PlanRequest:
     budget_minutes: float
     expert_bits: float | None = None
     regime: str | None = None  # TP > 1 before the box is probed: price its all-reduces in this regime (public curves)
+    probe: str | None = None  # a stored probe of the box: its TP, GPU and own all-reduce curve
 
 
 def parse_overlap(text: str) -> Span:
@@ -58,11 +59,13 @@ def parse_overlap(text: str) -> Span:
 def plan_box(runs: MeasuredRuns, req: PlanRequest, curves: RegimeCurves | None = None) -> BoxPlan:
     """The plan for a box at TP ``req.tp``: TP 1 has no all-reduce; a larger TP prices its all-reduces in the named
     ``req.regime`` from the public and measured curves (``curves``; modelled, before the box is probed)."""
+    if req.probe is not None:
+        return _plan(runs, req, _from_probe(runs, req))
     if req.tp > 1 and (req.regime is None or curves is None):
         regimes = ", ".join(repr(r.value) for r in PRICED_REGIMES)
         raise ParameterError(f"--tp {req.tp}: name the box's communication regime with --regime ({regimes})")
     target = read_config(req.config, req.expert_bits) if req.config else kimi_k25_costs()
-    gpu = gpu_named(req.gpu, measured_ceilings(runs))
+    gpu = gpu_named(req.gpu or "h200", measured_ceilings(runs))
     layout_fits(target, gpu, req.tp)
     draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
     curve, comm = None, "TP 1: no all-reduce"
@@ -78,8 +81,31 @@ def plan_box(runs: MeasuredRuns, req: PlanRequest, curves: RegimeCurves | None =
         routing=Routing.UNIFORM,
         chain_overlap=req.overlap,
         allreduce_us=curve,
-        comm_source=comm,
+        comm_source=comm + (" (modelled: the box is not probed)" if req.tp > 1 else ""),
     )
+    return _plan(runs, req, box)
+
+
+def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
+    """The box its stored probe measured (TP as its policy allows, its own NCCL curve), with the plan's routing."""
+    assert req.probe is not None
+    inputs = BoxInputs(
+        req.probe,
+        req.decode_tok_s or 1.0,
+        "given",
+        req.accept,
+        req.draft_tokens,
+        req.config,
+        req.gpu,
+        draft_config=req.draft_config,
+        expert_bits=req.expert_bits,
+    )
+    return replace(probed_box(runs, inputs).box, chain_overlap=req.overlap)
+
+
+def _plan(runs: MeasuredRuns, req: PlanRequest, box: Box) -> BoxPlan:
+    """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given."""
+    target, gpu = box.target, box.gpu
     measured = measured_overheads(runs)
     calibrated = calibrate_decode(box, measured, req.decode_tok_s, "given (--decode-tok-s)")
     plan = choose(
@@ -95,8 +121,8 @@ def plan_box(runs: MeasuredRuns, req: PlanRequest, curves: RegimeCurves | None =
     )
     inputs = {
         "model": target.name,
-        "gpu": f"{gpu.name} x {req.tp}",
-        "all-reduce": comm + (" (modelled: the box is not probed)" if req.tp > 1 else ""),
+        "gpu": f"{gpu.name} x {box.tp}",
+        "all-reduce": box.comm_source,
         "weights": target.quantization,
         "routing overlap": f"{req.overlap.text(2)} of a chain's tokens share experts",
         "host overhead": calibrated.host_note,

@@ -203,10 +203,25 @@ def layout_fits(target: ModelCosts, gpu: Gpu, tp: int) -> None:
         )
 
 
-def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
-    """The decision for the box ``inputs.probe_run`` measured."""
+@dataclass(frozen=True)
+class ProbedBox:
+    """A box as its probe measured it: the verdict, rank map, policy and label, the latency curves and the path
+    they were read on, and the box the speculation model prices (its TP as the policy allows, its own curve)."""
+
+    verdict: dict
+    rank_map: list[dict]
+    policy: Policy
+    label: str
+    curves: list[LatencyCurve]
+    path: str
+    box: Box
+
+
+def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
+    """The box of ``inputs.probe_run``: its served model (refused when its weights do not fit the GPUs), its GPU,
+    its TP and its own all-reduce curve."""
     verdict, rank_map, policy, label, gpu_name = _probe(runs, inputs.probe_run)
-    regime, world = Regime(str(verdict["regime"])), int(verdict["world"])
+    world = int(verdict["world"])
     target = read_config(inputs.config, inputs.expert_bits) if inputs.config else kimi_k25_costs()
     names = {str(r.get("name") or "") for r in rank_map} - {""}
     gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), measured_ceilings(runs))
@@ -227,6 +242,15 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         allreduce_us=curve if policy.tensor_parallel else None,
         comm_source=comm_source + f" (this box: run {inputs.probe_run})",
     )
+    return ProbedBox(verdict, rank_map, policy, label, curves, path, box)
+
+
+def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
+    """The decision for the box ``inputs.probe_run`` measured."""
+    probed = probed_box(runs, inputs)
+    verdict, rank_map, policy, label, box = probed.verdict, probed.rank_map, probed.policy, probed.label, probed.box
+    curves, path, target = probed.curves, probed.path, box.target
+    regime, world = Regime(str(verdict["regime"])), int(verdict["world"])
     calibrated = calibrate_decode(box, measured_overheads(runs), inputs.decode_tok_s, inputs.decode_source)
     spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
     one = spec.rows[0].gain
@@ -258,7 +282,7 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         policy=policy,
         rank_map=rank_map,
         model=target.name,
-        gpu=gpu.name,
+        gpu=box.gpu.name,
         fusion=fusion,
         fusion_answer=fusion_answer,
         speculation=spec,
