@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.analysis import benchmarks, live_tp2, speculation_load
+from verifylab.analysis import benchmarks, grid_agreement, live_tp2, speculation_load
 from verifylab.analysis.benchmarks import benchmark_section
 from verifylab.analysis.live_smoke import live_smoke_benchmarks
 from verifylab.bench.campaign import run_campaign
@@ -109,23 +109,23 @@ def speculation_cells(ev: Evidence) -> pd.DataFrame:
 def speculation_fits(ev: Evidence) -> pd.DataFrame:
     """Table: per grid run, the fit that prices it (run, routing, fitted overlap) and its error, fitted beside out of
     sample."""
-    return speculation_load.grid_fit_summary(speculation_load.speculation_view(ev))
+    return grid_agreement.grid_fit_summary(speculation_load.speculation_view(ev))
 
 
 @shown_as_table
 def speculation_before_run(ev: Evidence) -> pd.DataFrame:
     """Table: the spread-forced grid's cells, the prediction committed before it ran and the refit's beside them."""
-    table = speculation_load.prediction_before_run(ev.measured, speculation_load.speculation_view(ev))
-    return speculation_load.before_run_view(table)
+    table = grid_agreement.prediction_before_run(ev.measured, speculation_load.speculation_view(ev))
+    return grid_agreement.before_run_view(table)
 
 
 def spread_finding(ev: Evidence) -> Prose:
     """Finding: what the spread-forced grid showed against the prediction made before it ran (formatted from the
     stored run and its stored prediction)."""
-    table = speculation_load.prediction_before_run(ev.measured, speculation_load.speculation_view(ev))
+    table = grid_agreement.prediction_before_run(ev.measured, speculation_load.speculation_view(ev))
     if table.empty:
         return Prose("No grid stored the model's prediction before it ran.")
-    fits = speculation_load.grid_fit_summary(speculation_load.speculation_view(ev)).set_index(["run", "role"])
+    fits = grid_agreement.grid_fit_summary(speculation_load.speculation_view(ev)).set_index(["run", "role"])
     run = str(table["run"].iloc[-1])
     out = fits.loc[(run, "out of sample")] if (run, "out of sample") in fits.index else None
     missed = table[table["before_miss"] > speculation_load.AGREEMENT]

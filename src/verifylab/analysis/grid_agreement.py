@@ -1,0 +1,113 @@
+"""How well the speculation model held per grid run: the prediction a grid stored before it ran (``grid_prediction``)
+beside its measurement and the model fitted afterwards, and each run's error on the sweeps it was fitted on and out
+of sample. Reads the predicted-beside-measured view of :mod:`verifylab.analysis.speculation_load`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from verifylab.model.speculation_inputs import grid_requests, grid_runs
+from verifylab.sources import MeasuredRuns
+
+
+def prediction_before_run(runs: MeasuredRuns, view: pd.DataFrame) -> pd.DataFrame:
+    """Per grid run that stored the model's prediction made before it ran (``grid_prediction``): each cell's
+    measured gain beside that prediction and beside the model fitted afterwards (``view``), with the first's
+    miss; and plain decoding's step beside its spread floor (every token drawing its own experts)."""
+    rows = []
+    for run_id in grid_runs(runs):
+        before = runs.table_or_none(run_id, "grid_prediction")
+        if before is None or before.empty:
+            continue
+        after = view[view["run_id"] == run_id]
+        plain = grid_requests(runs, run_id)
+        plain = plain[plain["drafter"] == "none"].groupby("concurrency")["tpot_s"].mean() * 1e3
+        keys = ["draft_tokens", "accept_target", "streams"]
+        merged = before.merge(after, on=keys, how="inner", suffixes=("_before", ""))
+        for r in merged.itertuples():
+            rows.append(
+                {
+                    "accept_length": r.accept_target,
+                    "draft_tokens": r.draft_tokens,
+                    "streams": r.streams,
+                    "gain": r.gain,
+                    "gain_low": r.gain_low,
+                    "gain_high": r.gain_high,
+                    "before_low": r.gain_low_before,
+                    "before_high": r.gain_high_before,
+                    "before_miss": _miss_of(r.gain_low, r.gain_high, r.gain_low_before, r.gain_high_before),
+                    "after_low": r.predicted_low,
+                    "after_high": r.predicted_high,
+                    "after_role": r.role,
+                    "plain_ms": float(plain.get(r.streams, np.nan)),
+                    "plain_before_miss": _miss_of(
+                        r.plain_tokens_per_s, r.plain_tokens_per_s, r.plain_tokens_per_s_low, r.plain_tokens_per_s_high
+                    ),
+                    "spread_floor_ms": r.spread_floor_ms,
+                    "run": run_id,
+                    "provenance": "measured, modelled",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _miss_of(low: float, high: float, predicted_low: float, predicted_high: float) -> float:
+    """How far a measured interval lies outside a predicted range, relative (0 when they overlap)."""
+    if high < predicted_low:
+        return float(predicted_low / high - 1)
+    if low > predicted_high:
+        return float(low / predicted_high - 1)
+    return 0.0
+
+
+def grid_fit_summary(view: pd.DataFrame) -> pd.DataFrame:
+    """Per grid run: how it was priced (the fit's run, routing and fitted overlap), and the model's error on the
+    sweeps it was fitted on and on the others: the median |mid of the range / measured - 1| and the share of cells
+    whose measured interval meets the range within ``speculation_load.AGREEMENT``."""
+    if view.empty:
+        return pd.DataFrame()
+    frame = view.assign(mid_error=((view["predicted_low"] + view["predicted_high"]) / 2 / view["gain"] - 1).abs())
+    rows = []
+    for (run_id, role), part in frame.groupby(["run_id", "role"]):
+        rows.append(
+            {
+                "run": run_id,
+                "role": "fitted on" if role == "fit" else "out of sample",
+                "fitted_run": part["fitted_run"].iloc[0],
+                "routing": part["routing"].iloc[0],
+                "overlap": part["overlap"].iloc[0],
+                "cells": len(part),
+                "median_error": float(part["mid_error"].median()),
+                "agreeing_share": float(part["agrees"].mean()),
+                "provenance": "measured, modelled",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def before_run_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`prediction_before_run` as the page shows it: each range as one cell, each miss as a percentage."""
+    if table.empty:
+        return table
+
+    def span(low: pd.Series, high: pd.Series) -> list[str]:
+        return [f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(low, high, strict=True)]
+
+    return pd.DataFrame(
+        {
+            "accept_length": table["accept_length"],
+            "streams": table["streams"],
+            "gain": table["gain"].round(2),
+            "gain_interval": span(table["gain_low"], table["gain_high"]),
+            "predicted_before": span(table["before_low"], table["before_high"]),
+            "before_miss_pct": (100 * table["before_miss"]).round(0).astype("Int64"),
+            "refit": span(table["after_low"], table["after_high"]),
+            "refit_role": table["after_role"].map({"fit": "fitted on", "predicted": "out of sample"}),
+            "plain_ms": table["plain_ms"].round(2),
+            "plain_miss_pct": (100 * table["plain_before_miss"]).round(0).astype("Int64"),
+            "spread_floor_ms": table["spread_floor_ms"].round(2),
+            "run": table["run"],
+            "provenance": table["provenance"],
+        }
+    )
