@@ -4,10 +4,10 @@ of sample. Reads the predicted-beside-measured view of :mod:`verifylab.analysis.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from verifylab.model.speculation_inputs import grid_requests, grid_runs
+from verifylab.analysis.speculation_load import interval_miss
+from verifylab.model.speculation_inputs import grid_runs
 from verifylab.sources import MeasuredRuns
 
 
@@ -21,8 +21,6 @@ def prediction_before_run(runs: MeasuredRuns, view: pd.DataFrame) -> pd.DataFram
         if before is None or before.empty:
             continue
         after = view[view["run_id"] == run_id]
-        plain = grid_requests(runs, run_id)
-        plain = plain[plain["drafter"] == "none"].groupby("concurrency")["tpot_s"].mean() * 1e3
         keys = ["draft_tokens", "accept_target", "streams"]
         merged = before.merge(after, on=keys, how="inner", suffixes=("_before", ""))
         for r in merged.itertuples():
@@ -36,12 +34,12 @@ def prediction_before_run(runs: MeasuredRuns, view: pd.DataFrame) -> pd.DataFram
                     "gain_high": r.gain_high,
                     "before_low": r.gain_low_before,
                     "before_high": r.gain_high_before,
-                    "before_miss": _miss_of(r.gain_low, r.gain_high, r.gain_low_before, r.gain_high_before),
+                    "before_miss": interval_miss(r.gain_low, r.gain_high, r.gain_low_before, r.gain_high_before),
                     "after_low": r.predicted_low,
                     "after_high": r.predicted_high,
                     "after_role": r.role,
-                    "plain_ms": float(plain.get(r.streams, np.nan)),
-                    "plain_before_miss": _miss_of(
+                    "plain_ms": r.streams * 1e3 / r.plain_tokens_per_s,  # the view's plain mean, as a step
+                    "plain_before_miss": interval_miss(
                         r.plain_tokens_per_s, r.plain_tokens_per_s, r.plain_tokens_per_s_low, r.plain_tokens_per_s_high
                     ),
                     "spread_floor_ms": r.spread_floor_ms,
@@ -50,15 +48,6 @@ def prediction_before_run(runs: MeasuredRuns, view: pd.DataFrame) -> pd.DataFram
                 }
             )
     return pd.DataFrame(rows)
-
-
-def _miss_of(low: float, high: float, predicted_low: float, predicted_high: float) -> float:
-    """How far a measured interval lies outside a predicted range, relative (0 when they overlap)."""
-    if high < predicted_low:
-        return float(predicted_low / high - 1)
-    if low > predicted_high:
-        return float(low / predicted_high - 1)
-    return 0.0
 
 
 def grid_fit_summary(view: pd.DataFrame) -> pd.DataFrame:

@@ -93,17 +93,17 @@ def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
                 )
             )
     out = pd.concat(frames, ignore_index=True)
-    out["miss"] = [_miss(r) for r in out.itertuples()]
+    out["miss"] = [interval_miss(r.gain_low, r.gain_high, r.predicted_low, r.predicted_high) for r in out.itertuples()]
     out["agrees"] = out["miss"] <= AGREEMENT
     return out
 
 
-def _miss(row) -> float:
-    """How far the measured interval lies outside the predicted range, relative (0 when they overlap)."""
-    if row.gain_high < row.predicted_low:
-        return float(row.predicted_low / row.gain_high - 1)
-    if row.gain_low > row.predicted_high:
-        return float(row.gain_low / row.predicted_high - 1)
+def interval_miss(low: float, high: float, predicted_low: float, predicted_high: float) -> float:
+    """How far a measured interval [low, high] lies outside a predicted range, relative (0 when they overlap)."""
+    if high < predicted_low:
+        return float(predicted_low / high - 1)
+    if low > predicted_high:
+        return float(low / predicted_high - 1)
     return 0.0
 
 
