@@ -92,6 +92,7 @@ class Drafter(StrEnum):
 
 
 SPECULATION_POINTS_TABLE = "speculation_points"  # a speculation grid's table: one row per server (store/schema)
+BOX_VERIFY_POINTS_TABLE = "box_verify_points"  # a `verifylab box --verify` run's: one row per server it started
 
 RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"  # a run's name: a plain folder name, never a path
 

@@ -11,7 +11,7 @@ from verifylab.report.intervals import between_run_variation, single_stream_inte
 from verifylab.report.section import Section
 from verifylab.stats import DEFAULT_SLO, compare, compare_greedy_outputs, crossover
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import SPECULATION_POINTS_TABLE
+from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, SPECULATION_POINTS_TABLE
 
 SPECULATIVE_TWINS = {"eagle3": "baseline", "eagle3_fusion": "fusion", "ngram": "baseline"}
 
@@ -54,16 +54,13 @@ def reported_comparisons(ev: Evidence) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(provenance="statistic on reported figures")
 
 
-BOX_VERIFY_POINTS = "box_verify_points"  # a `verifylab box --verify` run (analysis.box_verify)
-
-
 def stored_benchmarks(ev: Evidence) -> dict[str, pd.DataFrame]:
     """Every stored run's single-stream table, sweep cells, per-request rows and variant states (speculation grids
     aside: chapter 02 shows them with the model beside them; box checks too: chapter 05 shows them)."""
     store = ev.runs
     out: dict[str, list[pd.DataFrame]] = {"single": [], "cells": [], "requests": [], "states": []}
     for m in store.manifests():
-        if SPECULATION_POINTS_TABLE in m.tables or BOX_VERIFY_POINTS in m.tables:  # shown in their own sections
+        if SPECULATION_POINTS_TABLE in m.tables or BOX_VERIFY_POINTS_TABLE in m.tables:  # shown in their own sections
             continue
         for key, table in (("single", "single_stream"), ("cells", "sweep_cells"), ("states", "variant_state")):
             if table in m.tables:

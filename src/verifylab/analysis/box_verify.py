@@ -14,9 +14,9 @@ from verifylab.model.model_config import Routing
 from verifylab.model.speculation import gains
 from verifylab.model.speculation_inputs import fit_grid, grid_routing, grid_runs
 from verifylab.sources import MeasuredRuns
-from verifylab.vocab import Drafter
+from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter
 
-POINTS = "box_verify_points"
+POINTS = BOX_VERIFY_POINTS_TABLE
 
 
 def verify_runs(runs: MeasuredRuns) -> list[str]:

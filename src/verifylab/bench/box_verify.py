@@ -15,8 +15,9 @@ from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
 from verifylab.model.box_plan import BoxPlan, CellPrediction, Configuration
 from verifylab.server.launch import BaseConfig
+from verifylab.vocab import BOX_VERIFY_POINTS_TABLE
 
-POINTS = "box_verify_points"
+POINTS = BOX_VERIFY_POINTS_TABLE
 
 
 class VerifySettings(BaseModel):

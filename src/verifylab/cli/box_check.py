@@ -10,7 +10,7 @@ from rich.table import Table
 
 from verifylab.cli._shared import console, err_console
 from verifylab.command_line import SGLANG, shell_command
-from verifylab.errors import ModelInputError, ParameterError
+from verifylab.errors import ParameterError
 from verifylab.model.box_decision import BoxInputs, layout_fits, probed_box
 from verifylab.model.box_plan import BoxPlan, Priced, Slo, choose
 from verifylab.model.cycle import Span
@@ -206,7 +206,3 @@ def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: st
         f"predicted tok/s: median miss {v.median_error:.0%} over {v.measured_cells} of {v.planned_cells} cells",
         highlight=False,
     )
-
-
-def model_error(exc: ModelInputError) -> ParameterError:
-    return ParameterError(str(exc))

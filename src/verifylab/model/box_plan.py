@@ -49,10 +49,6 @@ class Configuration:
     accept: float
     max_running: int
 
-    @property
-    def speculative(self) -> bool:
-        return self.drafter is not None
-
     def words(self) -> str:
         """``EAGLE-3, 4 draft tokens (accept 2.60), at most 32 running`` / ``plain decoding, at most 32 running``."""
         cap = f"at most {self.max_running} running"
@@ -98,11 +94,7 @@ class BoxPlan:
     @property
     def measured_configs(self) -> list[Configuration]:
         """The servers ``--verify`` starts, in order: the choice, the runner-up, plain decoding (once each)."""
-        out: list[Configuration] = []
-        for priced in (self.chosen, self.runner_up, self.plain):
-            if priced.config not in out:
-                out.append(priced.config)
-        return out
+        return [p.config for p in _unique((self.chosen, self.runner_up, self.plain))]
 
 
 def accept_at(draft_tokens: int, accept: float, stated_for: int) -> float:
@@ -267,6 +259,7 @@ def choose(
 
 
 def _unique(items: Sequence[Priced]) -> list[Priced]:
+    """``items`` in order, each configuration once (plain decoding may be the runner-up too)."""
     out: list[Priced] = []
     for p in items:
         if all(p.config != q.config for q in out):
