@@ -220,3 +220,45 @@ def test_the_components_chart_calls_elimination_s_collective_an_all_to_all(repo_
     assert "all-to-all" in elimination and "all-reduce" not in elimination
     assert "all-to-all" not in set(data.loc[data["kind"] != "dp_attention_ep8", "component"])
     assert "all-reduce" in set(data["component"])
+
+
+def _ends(text: str) -> tuple[float, float]:
+    """``85-100`` or ``92`` as its two ends."""
+    low, _, high = text.partition("-")
+    return float(low), float(high or low)
+
+
+def test_each_ratio_is_the_ratio_of_the_tok_s_beside_it(ev):
+    """#50: a reviewer dividing the EAGLE-3 range's ends by plain decoding's gets the gain column (to the digits
+    shown), with and without fusion: one model prices the row."""
+    for row in decision_table(ev).to_dict("records"):
+        plain, eagle, gain = _ends(row["decode_tok_s"]), _ends(row["eagle3_tok_s"]), _ends(row["eagle3_gain_x"])
+        for p, e, g in zip(plain, eagle, gain, strict=True):
+            assert e / p == pytest.approx(g, abs=0.01 + 0.6 / p), row["regime"]
+        answer = regime_answer(ev, Regime(row["regime_key"]))
+        if answer.fused_tps is not None:
+            assert answer.fused_tps.low / answer.decode_tps.low == pytest.approx(answer.fused_gain.low)
+            assert answer.fused_tps.high / answer.decode_tps.high == pytest.approx(answer.fused_gain.high)
+
+
+def test_one_plain_decoding_range_per_regime(ev):
+    """The decision page's plain decoding at one stream is the speculation model's, the rate its gain and crossover
+    are priced against: calibrated to the reported 92.6 tok/s wherever the regime allows it."""
+    from verifylab.model.case import speculation_case
+
+    for row in decision_table(ev).to_dict("records"):
+        case = speculation_case(ev)[Regime(row["regime_key"])]
+        assert row["decode_tok_s"] == case.plain_at(1).text(0)
+        if case.consistent:
+            low, high = _ends(row["decode_tok_s"])
+            assert low <= 92.6 <= high
+
+
+def test_fusion_is_priced_per_draft_token_count(ev):
+    """#50: fusion's saving is NCCL less fused at the same draft tokens, never a best NCCL beside a worst fused."""
+    saving = regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_by_load[max(STREAMS[:4])]
+    assert saving is not None and set(saving.by_draft_tokens) == set(account(ev).draft_tokens)
+    text = saving.gain_text(2, "ms")
+    for k in saving.by_draft_tokens:
+        assert f"at {k} draft tokens" in text
+    assert "--" not in saving.text(2)

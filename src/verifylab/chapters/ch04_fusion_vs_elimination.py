@@ -23,7 +23,6 @@ from verifylab.model.decision import (
     crossover_text,
     decision_table,
     fusion_by_load,
-    plain_decoding,
     regime_answer,
     speculation_by_accept,
     thresholds,
@@ -31,7 +30,7 @@ from verifylab.model.decision import (
 from verifylab.model.hypotheses import ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
-from verifylab.model.option_tables import floors_table, memory_table
+from verifylab.model.option_tables import floors_table, memory_table, plain_decoding
 from verifylab.model.options import OPTIONS, Option, reported_pass_floor
 from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.regimes import regime_curves_table
@@ -56,9 +55,9 @@ DECISION_HEADINGS = {
     "allreduce_57kb_us": "8-rank all-reduce, one stream's verify message (µs)",
     "decode_tok_s": "plain decoding (tok/s)",
     "eagle3_tok_s": "EAGLE-3 (tok/s)",
-    "eagle3_gain_x": "EAGLE-3 over plain decoding, paired (x)",
+    "eagle3_gain_x": "EAGLE-3 over plain decoding (x): each end is the tok/s ends' ratio",
     "eagle3_fusion_tok_s": "EAGLE-3 + fusion (tok/s)",
-    "fusion_saves_ms": "fusion saves per pass (ms)",
+    "fusion_saves_ms": "fusion saves per verify pass, by draft tokens (ms)",
     "fastest_at": "fastest option SGLang runs with EAGLE-3, by streams",
     "speculation_off_from": "speculation stops paying",
 }
@@ -164,7 +163,8 @@ def decision_by_regime(ev: Evidence) -> pd.DataFrame:
 
 @shown_as_table
 def fusion_by_load_table(ev: Evidence) -> pd.DataFrame:
-    """Table: per regime and stream count, what fusion saves on a verify pass and whether to turn it on (modelled)."""
+    """Table: per regime, stream count and draft-token count, what fusion saves on a verify pass (NCCL and fused at
+    the same tokens) and whether to turn it on (modelled)."""
     return fusion_by_load(ev)
 
 
@@ -223,7 +223,7 @@ def options_figure(ev: Evidence) -> Figure:
     plain = []
     for regime_key, regime_title in dict(zip(table["regime_key"], table["regime"], strict=True)).items():
         for streams in LOADS:
-            rate = plain_decoding(ev, Regime(regime_key), streams)
+            rate = plain_decoding(inputs(ev), Regime(regime_key), streams)
             if rate is not None:
                 plain.append(
                     {"regime": regime_title, "option": PLAIN_DECODING, "streams": streams}

@@ -17,6 +17,7 @@ from verifylab.model.reconcile import reconcile
 from verifylab.model.regimes import REGIME_TITLE, BoxProbe, decode_regime
 from verifylab.model.speculation import Box, gains
 from verifylab.model.speculation_box import (
+    CASE_GPUS,
     DEFAULT_STREAMS,
     Calibrated,
     SpeculationAnswer,
@@ -24,10 +25,11 @@ from verifylab.model.speculation_box import (
     calibrate_decode,
     case_study_box,
     combined_crossover,
+    fused_regime_curve,
     measured_overheads,
 )
 from verifylab.sources import ModelSources, reported_value
-from verifylab.vocab import Drafter, Regime
+from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime
 
 
 def account(ev: ModelSources) -> CycleAccount:
@@ -132,6 +134,15 @@ class SpeculationCase:
                 )
         return pd.DataFrame(rows)
 
+    def plain_at(self, streams: int) -> Span:
+        """Plain decoding's tok/s (all streams) at ``streams`` over every input's range: the same for every draft-token
+        count."""
+        rows = [
+            gains(self.box, self.calibrated.overheads, Drafter.EAGLE3, self.accept, k, [streams])[0]
+            for k in self.by_draft_tokens
+        ]
+        return Span(min(r.plain_tokens_per_s.low for r in rows), max(r.plain_tokens_per_s.high for r in rows))
+
     def gain_at(self, streams: int) -> Span:
         """EAGLE-3's gain at ``streams`` over the draft-token range and every input's range."""
         rows = [
@@ -159,16 +170,34 @@ def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[flo
     return given_tok_s, "given (--decode-tok-s)"
 
 
+@derived
+def fused_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
+    """The case study's box per regime with FlashInfer's fusion on for the target's verify passes, calibrated and
+    drafted as :func:`speculation_case` (None: fusion cannot run in that regime)."""
+    return _cases(ev, inputs(ev), *decode_rate(ev), fused=True)
+
+
 def speculation_cases(
     ev: ModelSources, model: ModelInputs, decode_tps: float, decode_source: str
 ) -> dict[Regime, SpeculationCase]:
     """The case study's model per regime of ``model``'s curves, calibrated to ``decode_tps`` (plain decoding at one
     stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range."""
+    return {r: case for r, case in _cases(ev, model, decode_tps, decode_source, fused=False).items() if case}
+
+
+def _cases(
+    ev: ModelSources, model: ModelInputs, decode_tps: float, decode_source: str, fused: bool
+) -> dict[Regime, SpeculationCase | None]:
+    """:func:`speculation_cases`, with fusion on for the verify passes when ``fused`` (None where it cannot run)."""
     a, curves = model.account, model.curves
     measured = measured_overheads(ev.measured)
-    out = {}
+    out: dict[Regime, SpeculationCase | None] = {}
     for regime in curves.regimes():
-        box = case_study_box(curves, ev.measured, regime, decode_regime(regime))
+        fused_curve = fused_regime_curve(curves, regime, CASE_GPUS, model.norm_us, KIMI_K2_HIDDEN) if fused else None
+        if fused and fused_curve is None:
+            out[regime] = None
+            continue
+        box = case_study_box(curves, ev.measured, regime, decode_regime(regime), fused_curve)
         cal = calibrate_decode(box, measured, decode_tps, decode_source)
         answers = {k: answer(box, cal, Drafter.EAGLE3, a.accept_reported, k) for k in a.draft_tokens}
         crossover = combined_crossover(answers.values())

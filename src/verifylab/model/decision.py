@@ -12,11 +12,18 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from verifylab.model.case import account, inputs, speculation_case, whatif_table
-from verifylab.model.costmodel import eagle3_tokens_per_s
+from verifylab.model.case import (
+    SpeculationCase,
+    account,
+    fused_speculation_case,
+    inputs,
+    speculation_case,
+    whatif_table,
+)
 from verifylab.model.cycle import Span
-from verifylab.model.options import GPUS, OPTIONS, Option, option_pass
-from verifylab.model.regimes import REGIME_TITLE, Collective, Price, decode_regime
+from verifylab.model.options import GPUS, OPTIONS, Option
+from verifylab.model.regimes import REGIME_TITLE, Collective, Price
+from verifylab.model.speculation import scenarios, verify_ms
 from verifylab.model.speculation_box import DEFAULT_STREAMS, answer, combined_crossover
 from verifylab.sources import ModelSources
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Drafter, Regime
@@ -25,14 +32,45 @@ REFERENCE_MESSAGE = DRAFT_TOKENS[0] * KIMI_K2_HIDDEN * 2  # a verify pass's all-
 
 
 @dataclass(frozen=True)
+class FusionSaving:
+    """What fusion saves on one verify pass (NCCL less fused, ms) per draft-token count, each priced like with
+    like: both sides at the same tokens and the same end of every input's range."""
+
+    by_draft_tokens: dict[int, Span]
+
+    @property
+    def low(self) -> float:
+        return min(s.low for s in self.by_draft_tokens.values())
+
+    @property
+    def high(self) -> float:
+        return max(s.high for s in self.by_draft_tokens.values())
+
+    @property
+    def mid(self) -> float:
+        return (self.low + self.high) / 2
+
+    def text(self, digits: int = 2) -> str:
+        """``4: 0.10-0.30; 8: -0.20 to 0.10`` (draft tokens: ms saved), as a table cell shows it."""
+        return "; ".join(f"{k}: {signed_text(span, digits)}" for k, span in sorted(self.by_draft_tokens.items()))
+
+    def gain_text(self, digits: int = 2, unit: str = "ms") -> str:
+        """``a gain of 0.10-0.30 ms at 4 draft tokens, a loss of 0.20-0.40 ms at 8 draft tokens``."""
+        return ", ".join(
+            f"{span.gain_text(digits, unit)} at {k} draft tokens" for k, span in sorted(self.by_draft_tokens.items())
+        )
+
+
+@dataclass(frozen=True)
 class RegimeAnswer:
-    """The answers for one regime."""
+    """The answers for one regime. Every tok/s and gain comes from the speculation model of the case study's box
+    (TP 8, calibrated to its plain decode rate): one pricer for the whole row."""
 
     regime: Regime
     decode_tps: Span  # plain decoding, one stream (TP 8, NCCL)
-    eagle_tps: Span  # EAGLE-3, one stream (TP 8, NCCL)
-    fused_tps: Span | None  # EAGLE-3 with fusion, one stream
-    fusion_gain_by_load: dict[int, Span | None]  # streams -> NCCL - fused verify (None: fusion cannot run)
+    gain: Span  # EAGLE-3 over plain decoding at one stream, paired
+    fused_gain: Span | None  # EAGLE-3 with fusion over plain decoding at one stream (None: fusion cannot run)
+    fusion_gain_by_load: dict[int, FusionSaving | None]  # streams -> what fusion saves per verify pass
     best_by_load: dict[int, str]  # streams -> the option SGLang runs with EAGLE-3 with the fastest verify (midpoint)
     crossover: tuple[float | None, float | None]  # streams where EAGLE-3's gain falls below 1: pessimistic,
     # optimistic (None: not within the streams priced); from verifylab.model.speculation
@@ -40,37 +78,47 @@ class RegimeAnswer:
     speculation_consistent: bool = True  # False: the box's reported decode rate is faster than this regime allows
 
     @property
-    def fusion_gain_ms(self) -> Span | None:
-        """NCCL - fused verify at one stream (the first load priced)."""
+    def eagle_tps(self) -> Span:
+        """EAGLE-3 at one stream: the gain times plain decoding, end by end (the ratio of the ends is the gain)."""
+        return times(self.gain, self.decode_tps)
+
+    @property
+    def fused_tps(self) -> Span | None:
+        """EAGLE-3 with fusion at one stream, likewise."""
+        return None if self.fused_gain is None else times(self.fused_gain, self.decode_tps)
+
+    @property
+    def fusion_gain_ms(self) -> FusionSaving | None:
+        """NCCL - fused verify at one stream (the first load priced), per draft-token count."""
         return self.fusion_gain_by_load[1]
 
 
-def plain_decoding(ev: ModelSources, regime: Regime, streams: int) -> Span | None:
-    """Plain decoding (TP 8, NCCL) at ``streams``: one token per stream per step; one stream's tok/s."""
-    p = option_pass(inputs(ev), Option.TP8_NCCL, decode_regime(regime), streams, 1)
-    return None if p.verify is None else Span(1e3 / p.verify.high, 1e3 / p.verify.low)
+def signed_text(span: Span, digits: int) -> str:
+    """A range that may hold negative values, readable: ``0.11-0.45``, ``-1.45 to -1.20``."""
+    if span.low >= 0:
+        return span.text(digits)
+    low, high = f"{span.low:.{digits}f}", f"{span.high:.{digits}f}"
+    return low if low == high else f"{low} to {high}"
 
 
-def _eagle(ev: ModelSources, option: Option, regime: Regime, streams: int) -> Span | None:
-    """EAGLE-3 with ``option``: one stream's tok/s over the draft-token range and both readings."""
-    a = account(ev)
-    rates = []
-    for k in a.draft_tokens:
-        p = option_pass(inputs(ev), option, regime, streams, k)
-        if p.verify is None:
-            return None
-        rates += [
-            eagle3_tokens_per_s(r.accept, ms, r.draft_ms) for ms in (p.verify.low, p.verify.high) for r in a.readings
+def times(gain: Span, rate: Span) -> Span:
+    """A rate scaled by a gain end by end (low by low, high by high): it holds every pairing of the two."""
+    return Span(gain.low * rate.low, gain.high * rate.high)
+
+
+def fusion_saving(nccl: SpeculationCase, fused: SpeculationCase, streams: int) -> FusionSaving:
+    """What fusion saves on one verify pass at ``streams`` per draft-token count: the NCCL box's verify less the
+    fused box's, scenario by scenario (the same ends of every range on both sides)."""
+    out = {}
+    for k in nccl.by_draft_tokens:
+        pairs = zip(scenarios(nccl.box), scenarios(fused.box), strict=True)
+        deltas = [
+            verify_ms(nccl.box, nccl.calibrated.overheads, k, streams, a)
+            - verify_ms(fused.box, fused.calibrated.overheads, k, streams, b)
+            for a, b in pairs
         ]
-    return Span(min(rates), max(rates))
-
-
-def _crossover(ev: ModelSources, regime: Regime) -> tuple[tuple[float | None, float | None], bool]:
-    """Where EAGLE-3 (TP 8, NCCL) stops paying against plain decoding: the speculation model of the case study's box
-    (calibrated to its plain decode rate, with the overheads measured on the H200 grid), over every end of its
-    inputs' ranges and the draft-token range."""
-    case = speculation_case(ev)[regime]
-    return case.crossover, case.crossover == (None, None)
+        out[k] = Span(min(deltas), max(deltas))
+    return FusionSaving(out)
 
 
 def deployable_with_eagle3() -> list[Option]:
@@ -87,33 +135,21 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         row = table.loc[(regime.value, key)]
         return None if pd.isna(row["verify_ms_low"]) else Span(row["verify_ms_low"], row["verify_ms_high"])
 
-    def gain(table) -> Span | None:
-        """Verify time fusion saves: NCCL's all-reduces and norms less the fused kernels, low ends together and
-        high ends together (the compute is the same in both and cancels)."""
-        nccl, fused = (
-            table.loc[(regime.value, Option.TP8_NCCL.value)],
-            table.loc[(regime.value, Option.TP8_FUSED.value)],
-        )
-        if pd.isna(fused["comm_ms_low"]) or pd.isna(nccl["comm_ms_low"]):
-            return None
-        ends = [nccl[f"comm_ms_{e}"] + nccl[f"norm_ms_{e}"] - fused[f"comm_ms_{e}"] for e in ("low", "high")]
-        return Span(min(ends), max(ends))
-
     best = {}
     for c, table in loads.items():
         priced = {k.value: span for k in deployable_with_eagle3() if (span := verify(table, k.value)) is not None}
         best[c] = min(priced, key=lambda k: priced[k].mid)
-    crossover, everywhere = _crossover(ev, regime)
+    case, fused = speculation_case(ev)[regime], fused_speculation_case(ev)[regime]
     return RegimeAnswer(
         regime,
-        plain_decoding(ev, regime, 1),  # type: ignore[arg-type]
-        _eagle(ev, Option.TP8_NCCL, regime, 1),  # type: ignore[arg-type]
-        _eagle(ev, Option.TP8_FUSED, regime, 1),
-        {c: gain(table) for c, table in loads.items()},
+        case.plain_at(1),
+        case.gain_at(1),
+        None if fused is None else fused.gain_at(1),
+        {c: None if fused is None else fusion_saving(case, fused, c) for c in LOAD_STREAMS},
         best,
-        crossover,
-        everywhere,
-        speculation_case(ev)[regime].consistent,
+        case.crossover,
+        case.crossover == (None, None),
+        case.consistent,
     )
 
 
@@ -144,7 +180,7 @@ def decision_table(ev: ModelSources) -> pd.DataFrame:
                 "allreduce_57kb_us": f"{band.low_us:.0f}-{band.high_us:.0f}" if band else "",
                 "decode_tok_s": a.decode_tps.text(0),
                 "eagle3_tok_s": a.eagle_tps.text(0),
-                "eagle3_gain_x": speculation_case(ev)[regime].gain_at(1).text(2),
+                "eagle3_gain_x": a.gain.text(2),
                 "eagle3_fusion_tok_s": a.fused_tps.text(0) if a.fused_tps else "cannot run (needs P2P)",
                 "fusion_saves_ms": a.fusion_gain_ms.text(2) if a.fusion_gain_ms else "—",
                 "fastest_at": "; ".join(f"{c}: {OPTIONS[Option(k)].title}" for c, k in a.best_by_load.items()),
@@ -211,7 +247,7 @@ def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fusion_at_one_stream(gain: Span | None) -> str:
+def fusion_at_one_stream(gain: Span | FusionSaving | None) -> str:
     """What fusion's verify-pass saving range says to do at one stream: deploy it, do not, or measure first."""
     return {
         "cannot run": "not priced",
@@ -220,7 +256,7 @@ def fusion_at_one_stream(gain: Span | None) -> str:
     }.get(fusion_switch(gain), "not resolved at one stream (measure it on the box first)")
 
 
-def fusion_switch(gain: Span | None) -> str:
+def fusion_switch(gain: Span | FusionSaving | None) -> str:
     """Fusion on or off from its verify-pass saving range: ``on`` (it saves at every end), ``off`` (it loses at
     every end), ``measure`` (the range straddles 0), ``cannot run`` (not priced: no working P2P)."""
     if gain is None:
@@ -251,18 +287,21 @@ def fusion_by_load_words(answer: RegimeAnswer) -> str:
 
 
 def fusion_by_load(ev: ModelSources) -> pd.DataFrame:
-    """Per regime and stream count: what fusion saves on a verify pass (NCCL less fused, modelled) and whether to
-    turn it on, off, or measure first."""
+    """Per regime, stream count and draft-token count: what fusion saves on a verify pass (NCCL less fused at the
+    same tokens, modelled) and whether to turn it on, off, or measure first."""
     rows = []
     for regime in inputs(ev).curves.regimes():
-        for streams, gain in regime_answer(ev, regime).fusion_gain_by_load.items():
-            rows.append(
-                {
-                    "regime": REGIME_TITLE[regime],
-                    "streams": streams,
-                    "fusion_on_a_verify_pass": gain.gain_text(2, "ms") if gain else "—",
-                    "fusion": FUSION_SWITCH_WORDS[fusion_switch(gain)],
-                    "provenance": "modelled",
-                }
-            )
+        for streams, saving in regime_answer(ev, regime).fusion_gain_by_load.items():
+            by_k = saving.by_draft_tokens if saving else dict.fromkeys(account(ev).draft_tokens)
+            for k, gain in by_k.items():
+                rows.append(
+                    {
+                        "regime": REGIME_TITLE[regime],
+                        "streams": streams,
+                        "draft_tokens": k,
+                        "fusion_on_a_verify_pass": gain.gain_text(2, "ms") if gain else "—",
+                        "fusion": FUSION_SWITCH_WORDS[fusion_switch(gain)],
+                        "provenance": "modelled",
+                    }
+                )
     return pd.DataFrame(rows)

@@ -29,7 +29,7 @@ from verifylab.model.options import (
     OptionPass,
     option_pass,
 )
-from verifylab.model.regimes import REGIME_TITLE
+from verifylab.model.regimes import REGIME_TITLE, decode_regime
 from verifylab.vocab import Regime
 
 
@@ -150,3 +150,10 @@ def floors_table(tokens: tuple[int, ...] = (1, 4, 8, 32, 64, 128, 256)) -> pd.Da
                 }
             )
     return pd.DataFrame(rows)
+
+
+def plain_decoding(inputs: ModelInputs, regime: Regime, streams: int) -> Span | None:
+    """Plain decoding (TP 8, NCCL) at ``streams`` as the options are priced (one token per stream per step, its
+    all-reduces in the regime plain decoding runs in): one stream's tok/s; None where it is not priced."""
+    p = option_pass(inputs, Option.TP8_NCCL, decode_regime(regime), streams, 1)
+    return None if p.verify is None else Span(1e3 / p.verify.high, 1e3 / p.verify.low)

@@ -131,6 +131,7 @@ class Box:
     allreduce_us: AllreduceCurve | None = None  # None: TP 1, or communication not priced
     comm_source: str = "TP 1: no all-reduce"
     decode_allreduce_us: AllreduceCurve | None = None  # plain decoding's, where it runs otherwise (None: the same)
+    draft_allreduce_us: AllreduceCurve | None = None  # the draft model's, where it runs otherwise (None: the same)
     chain_overlap: Span = NO_OVERLAP  # how much a verify chain's tokens share experts (uniform routing; 0..1)
 
     def __post_init__(self) -> None:
@@ -169,8 +170,11 @@ def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Sc
 
 
 def comm_ms(box: Box, model: ModelCosts, tokens: float, s: Scenario, decode: bool = False) -> float:
-    """The pass's all-reduces at its message size (ms); ``decode``: plain decoding's curve where the box has one."""
+    """The pass's all-reduces at its message size (ms); ``decode``: plain decoding's curve where the box has one;
+    the draft model's passes on its own curve where the box has one."""
     curve = box.decode_allreduce_us if decode and box.decode_allreduce_us is not None else box.allreduce_us
+    if model is box.draft and box.draft_allreduce_us is not None:
+        curve = box.draft_allreduce_us
     if curve is None:
         return 0.0
     per = curve(tokens * model.hidden * BF16_BYTES)
@@ -210,16 +214,20 @@ def step_ms(box: Box, ov: Overheads, streams: float, s: Scenario, host_end: str 
     return physics_ms(box, box.target, streams, streams, s) + comm + host0 + ov.host1_ms * streams
 
 
+def verify_ms(box: Box, ov: Overheads, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low") -> float:
+    """One verify pass of ``streams`` x ``draft_tokens`` tokens: bytes, arithmetic, all-reduces, host overhead."""
+    tokens = streams * draft_tokens
+    verify = physics_ms(box, box.target, tokens, streams, s) + comm_ms(box, box.target, tokens, s)
+    return verify + host0_ms(box, ov, s, host_end) + ov.host1_ms * streams
+
+
 def cycle_ms(
     box: Box, ov: Overheads, drafter: Drafter, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low"
 ) -> float:
     """One speculative cycle: the verify pass of C x K tokens, K - 1 draft steps, the drafter's overhead."""
     if drafter not in ov.cycle:
         raise ModelInputError(f"no measured {drafter.value} overhead: fit it on a speculative sweep first")
-    host0 = host0_ms(box, ov, s, host_end)
-    tokens = streams * draft_tokens
-    verify = physics_ms(box, box.target, tokens, streams, s) + comm_ms(box, box.target, tokens, s)
-    verify += host0 + ov.host1_ms * streams
+    verify = verify_ms(box, ov, draft_tokens, streams, s, host_end)
     draft = 0.0
     if drafter is Drafter.EAGLE3:
         if box.draft is None:

@@ -4,7 +4,7 @@ calibrated from its own plain decode rate, and the overheads measured on the H20
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from verifylab.errors import ModelInputError
@@ -26,7 +26,7 @@ from verifylab.model.speculation import (
 )
 from verifylab.model.speculation_inputs import FIT_ACCEPT, first_grid_fit, measured_ceilings
 from verifylab.sources import MeasuredRuns
-from verifylab.vocab import Drafter, Regime
+from verifylab.vocab import BF16_BYTES, SGLANG_FUSION_MAX_TOKENS, Drafter, Regime
 
 CASE_GPUS = 8
 CASE_CONTEXT = 2048  # tokens of KV per stream (chapter 4's options use the same)
@@ -45,6 +45,30 @@ def regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> tuple[Allr
 
     at(world * 2.0**14)  # refuse now, not in the middle of a table
     return at, f"NCCL all-reduce, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks (chapter 4's curves)"
+
+
+def fused_regime_curve(
+    curves: RegimeCurves, regime: Regime, world: int, norm_us: Callable[[float], float], hidden: int
+) -> tuple[AllreduceCurve, str] | None:
+    """FlashInfer's fused all-reduce + RMSNorm at ``world`` ranks in ``regime`` as one layer's all-reduce costs a
+    pass with fusion on: the fused kernel less the norm kernel it replaces (the unfused path's norm is in the
+    calibrated host overhead), NCCL above SGLang's fusion token limit. None where fusion cannot run there."""
+    nccl, _ = regime_curve(curves, regime, world)
+    if not isinstance(curves.price(regime, Collective.FUSED, world, world * 2.0**14), Price):
+        return None
+
+    def at(message: float) -> Span:
+        tokens = message / (hidden * BF16_BYTES)
+        price = curves.price(regime, Collective.FUSED, world, message)
+        if tokens > SGLANG_FUSION_MAX_TOKENS or not isinstance(price, Price):
+            return nccl(message)
+        norm = norm_us(tokens)
+        return Span(price.low_us - norm, price.high_us - norm)
+
+    return at, (
+        f"FlashInfer fused all-reduce + RMSNorm, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks, less the "
+        "norm kernel it replaces (chapter 4's curves)"
+    )
 
 
 def latency_curve(curves: list[LatencyCurve], path: str | None) -> tuple[AllreduceCurve, str]:
@@ -160,11 +184,19 @@ def combined_crossover(answers: Iterable[SpeculationAnswer]) -> tuple[float | No
     return (min(lows) if lows else None, None if None in highs else max(h for h in highs if h is not None))
 
 
-def case_study_box(curves: RegimeCurves, runs: MeasuredRuns, regime: Regime, decode_regime: Regime) -> Box:
+def case_study_box(
+    curves: RegimeCurves,
+    runs: MeasuredRuns,
+    regime: Regime,
+    decode_regime: Regime,
+    fused: tuple[AllreduceCurve, str] | None = None,
+) -> Box:
     """The case study's box: Kimi-K2.5 (INT4 experts) over eight RTX PRO 6000 at TP 8, its verify pass's
-    all-reduces priced in ``regime``, its plain decoding's in ``decode_regime``."""
+    all-reduces priced in ``regime`` (``fused``: with fusion on, its curve and source), its plain decoding's in
+    ``decode_regime``; the draft model's stay on NCCL (SGLang fuses the target's layers only)."""
     target = kimi_k25_costs()
-    verify, source = regime_curve(curves, regime, CASE_GPUS)
+    nccl, source = regime_curve(curves, regime, CASE_GPUS)
+    verify, source = fused or (nccl, source)
     decode, _ = regime_curve(curves, decode_regime, CASE_GPUS)
     gpu = gpu_named("rtx-pro-6000", measured_ceilings(runs))
     return Box(
@@ -176,6 +208,7 @@ def case_study_box(curves: RegimeCurves, runs: MeasuredRuns, regime: Regime, dec
         routing=Routing.UNIFORM,
         allreduce_us=verify,
         decode_allreduce_us=decode,
+        draft_allreduce_us=nccl,
         comm_source=source
         + (f"; plain decoding's in {REGIME_TITLE[decode_regime]}" if decode_regime != regime else ""),
     )

@@ -124,12 +124,12 @@ answer:
   {healthy["eagle3_tok_s"]} to {healthy["eagle3_fusion_tok_s"]} tok/s. **By load** ({{numref}}`tbl-fusion-by-load`):
   {fusion_load}. Past the public crossover the one-shot push over PCIe loses to NCCL: turn fusion off where it says
   off. Without working P2P it cannot run.
-- **Keep EAGLE-3?** At one stream, priced on the same inputs both ways (a paired ratio), EAGLE-3 runs
+- **Keep EAGLE-3?** At one stream, priced by one model on the same inputs both ways, EAGLE-3 runs
   **{healthy["eagle3_gain_x"]}x** plain decoding with healthy P2P, {host["eagle3_gain_x"]}x through host memory and
   {reported["eagle3_gain_x"]}x on the case study's box ("{case_title}") ({{numref}}`tbl-decision-regimes`). In tok/s:
   {healthy["eagle3_tok_s"]} against {healthy["decode_tok_s"]} with healthy P2P; {host["eagle3_tok_s"]} against
   {host["decode_tok_s"]} through host memory; {reported["eagle3_tok_s"]} against {reported["decode_tok_s"]} on the
-  case study's box (each range spans every input; the ratio pairs them).
+  case study's box (each range spans every input; each end of the ratio is the ratio of the tok/s ends).
 - **Eliminate all-reduces, and how?** ({elimination[0]} confidence) Fastest by streams — healthy P2P:
   {healthy["fastest_at"]}; host memory: {host["fastest_at"]}; "{case_title}": {reported["fastest_at"]}
   ({{numref}}`tbl-decision-regimes`,
