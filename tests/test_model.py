@@ -82,7 +82,14 @@ def test_cli_whatif_json_and_reconcile(repo_root, monkeypatch):
     result = CliRunner().invoke(app, ["model", "whatif", "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert {r["key"] for r in rows} == {"tp8_nccl", "tp8_fused", "tp4_pp2", "ep8_tp_attention", "dp_attention_ep8"}
+    assert {r["key"] for r in rows} == {
+        "tp8_nccl",
+        "tp8_fused",
+        "tp8_pcie_ipc",
+        "tp4_pp2",
+        "ep8_tp_attention",
+        "dp_attention_ep8",
+    }
     assert {r["regime_key"] for r in rows} == {"healthy P2P", "host-memory fallback", "degraded"}
     for row in rows:
         assert row["floor_ms_low"] <= row["compute_ms_low"]  # never below the floor

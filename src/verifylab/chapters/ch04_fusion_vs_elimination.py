@@ -31,7 +31,7 @@ from verifylab.model.hypotheses import ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.option_tables import floors_table, memory_table, plain_decoding
-from verifylab.model.options import OPTIONS, Option, reported_pass_floor
+from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option, reported_pass_floor
 from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.regimes import regime_curves_table
 from verifylab.report.charts import (
@@ -58,6 +58,10 @@ DECISION_HEADINGS = {
     "eagle3_gain_x": "EAGLE-3 over plain decoding (x): each end is the tok/s ends' ratio",
     "eagle3_fusion_tok_s": "EAGLE-3 + fusion (tok/s)",
     "fusion_saves_ms": "fusion saves per verify pass, by draft tokens (ms)",
+    "pcie_ipc_decode_tok_s": f"plain decoding on the PCIe-IPC all-reduce (tok/s; SGLang {PCIE_IPC_SGLANG}+, "
+    f"FlashInfer {PCIE_IPC_FLASHINFER}+)",
+    "pcie_ipc_eagle3_tok_s": "EAGLE-3 on the PCIe-IPC all-reduce (tok/s)",
+    "pcie_ipc_gain_x": "EAGLE-3 over plain decoding, both on PCIe-IPC (x)",
     "fastest_at": "fastest option SGLang runs with EAGLE-3, by streams",
     "speculation_off_from": "speculation stops paying",
 }

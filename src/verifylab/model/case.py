@@ -14,8 +14,8 @@ from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, R
 from verifylab.model.option_tables import options_table
 from verifylab.model.options import CONTEXT_TOKENS, ModelInputs, model_inputs
 from verifylab.model.reconcile import reconcile
-from verifylab.model.regimes import REGIME_TITLE, BoxProbe, decode_regime
-from verifylab.model.speculation import Box, gains
+from verifylab.model.regimes import REGIME_TITLE, BoxProbe, Collective, decode_regime
+from verifylab.model.speculation import AllreduceCurve, Box, gains
 from verifylab.model.speculation_box import (
     CASE_GPUS,
     DEFAULT_STREAMS,
@@ -23,10 +23,12 @@ from verifylab.model.speculation_box import (
     SpeculationAnswer,
     answer,
     calibrate_decode,
+    carried_host,
     case_study_box,
     combined_crossover,
     fused_regime_curve,
     measured_overheads,
+    pcie_ipc_regime_curve,
 )
 from verifylab.sources import ModelSources, reported_value
 from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime
@@ -174,7 +176,14 @@ def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[flo
 def fused_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime with FlashInfer's fusion on for the target's verify passes, calibrated and
     drafted as :func:`speculation_case` (None: fusion cannot run in that regime)."""
-    return _cases(ev, inputs(ev), *decode_rate(ev), fused=True)
+    return _cases(ev, inputs(ev), *decode_rate(ev), collective=Collective.FUSED)
+
+
+@derived
+def pcie_ipc_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
+    """The case study's box per regime with SGLang's PCIe-IPC all-reduce for every TP all-reduce (target and draft,
+    plain decoding included), calibrated as :func:`speculation_case` (None: it cannot run in that regime)."""
+    return _cases(ev, inputs(ev), *decode_rate(ev), collective=Collective.PCIE_IPC)
 
 
 def speculation_cases(
@@ -182,24 +191,38 @@ def speculation_cases(
 ) -> dict[Regime, SpeculationCase]:
     """The case study's model per regime of ``model``'s curves, calibrated to ``decode_tps`` (plain decoding at one
     stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range."""
-    return {r: case for r, case in _cases(ev, model, decode_tps, decode_source, fused=False).items() if case}
+    return {r: case for r, case in _cases(ev, model, decode_tps, decode_source).items() if case}
 
 
 def _cases(
-    ev: ModelSources, model: ModelInputs, decode_tps: float, decode_source: str, fused: bool
+    ev: ModelSources,
+    model: ModelInputs,
+    decode_tps: float,
+    decode_source: str,
+    collective: Collective = Collective.NCCL,
 ) -> dict[Regime, SpeculationCase | None]:
-    """:func:`speculation_cases`, with fusion on for the verify passes when ``fused`` (None where it cannot run)."""
+    """:func:`speculation_cases` with the verify passes' all-reduces on ``collective`` (None where it cannot run)."""
     a, curves = model.account, model.curves
     measured = measured_overheads(ev.measured)
     out: dict[Regime, SpeculationCase | None] = {}
     for regime in curves.regimes():
-        fused_curve = fused_regime_curve(curves, regime, CASE_GPUS, model.norm_us, KIMI_K2_HIDDEN) if fused else None
-        if fused and fused_curve is None:
+        curve = None if collective is Collective.NCCL else _verify_curve(model, regime, collective)
+        if collective is not Collective.NCCL and curve is None:
             out[regime] = None
             continue
-        box = case_study_box(curves, ev.measured, regime, decode_regime(regime), fused_curve)
-        cal = calibrate_decode(box, measured, decode_tps, decode_source)
+        box = case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective)
+        nccl_box = case_study_box(curves, ev.measured, regime, decode_regime(regime))
+        cal = calibrate_decode(nccl_box, measured, decode_tps, decode_source)  # the rate was measured on NCCL
+        if collective is Collective.PCIE_IPC:  # plain decoding runs on it too
+            cal = carried_host(nccl_box, cal)
         answers = {k: answer(box, cal, Drafter.EAGLE3, a.accept_reported, k) for k in a.draft_tokens}
         crossover = combined_crossover(answers.values())
         out[regime] = SpeculationCase(regime, answers, crossover, cal.consistent, a.accept_reported, box, cal)
     return out
+
+
+def _verify_curve(model: ModelInputs, regime: Regime, collective: Collective) -> tuple[AllreduceCurve, str] | None:
+    """The fused or PCIe-IPC curve of the case study's box in ``regime`` (None: it cannot run there)."""
+    if collective is Collective.FUSED:
+        return fused_regime_curve(model.curves, regime, CASE_GPUS, model.norm_us, KIMI_K2_HIDDEN)
+    return pcie_ipc_regime_curve(model.curves, regime, CASE_GPUS)

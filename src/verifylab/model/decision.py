@@ -17,6 +17,7 @@ from verifylab.model.case import (
     account,
     fused_speculation_case,
     inputs,
+    pcie_ipc_speculation_case,
     speculation_case,
     whatif_table,
 )
@@ -76,6 +77,15 @@ class RegimeAnswer:
     # optimistic (None: not within the streams priced); from verifylab.model.speculation
     speculation_wins_everywhere: bool
     speculation_consistent: bool = True  # False: the box's reported decode rate is faster than this regime allows
+    ipc_decode_tps: Span | None = None  # plain decoding on SGLang's PCIe-IPC all-reduce (None: it cannot run)
+    ipc_gain: Span | None = None  # EAGLE-3 over plain decoding, both on the PCIe-IPC all-reduce
+
+    @property
+    def ipc_eagle_tps(self) -> Span | None:
+        """EAGLE-3 on the PCIe-IPC all-reduce at one stream (the gain times its plain decoding, end by end)."""
+        if self.ipc_gain is None or self.ipc_decode_tps is None:
+            return None
+        return times(self.ipc_gain, self.ipc_decode_tps)
 
     @property
     def eagle_tps(self) -> Span:
@@ -140,6 +150,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         priced = {k.value: span for k in deployable_with_eagle3() if (span := verify(table, k.value)) is not None}
         best[c] = min(priced, key=lambda k: priced[k].mid)
     case, fused = speculation_case(ev)[regime], fused_speculation_case(ev)[regime]
+    ipc = pcie_ipc_speculation_case(ev)[regime]
     return RegimeAnswer(
         regime,
         case.plain_at(1),
@@ -150,6 +161,8 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         case.crossover,
         case.crossover == (None, None),
         case.consistent,
+        None if ipc is None else ipc.plain_at(1),
+        None if ipc is None else ipc.gain_at(1),
     )
 
 
@@ -183,6 +196,9 @@ def decision_table(ev: ModelSources) -> pd.DataFrame:
                 "eagle3_gain_x": a.gain.text(2),
                 "eagle3_fusion_tok_s": a.fused_tps.text(0) if a.fused_tps else "cannot run (needs P2P)",
                 "fusion_saves_ms": a.fusion_gain_ms.text(2) if a.fusion_gain_ms else "—",
+                "pcie_ipc_decode_tok_s": a.ipc_decode_tps.text(0) if a.ipc_decode_tps else "cannot run (needs P2P)",
+                "pcie_ipc_eagle3_tok_s": a.ipc_eagle_tps.text(0) if a.ipc_eagle_tps else "cannot run (needs P2P)",
+                "pcie_ipc_gain_x": a.ipc_gain.text(2) if a.ipc_gain else "—",
                 "fastest_at": "; ".join(f"{c}: {OPTIONS[Option(k)].title}" for c, k in a.best_by_load.items()),
                 "speculation_off_from": crossover_text(a),
                 "provenance": "modelled",

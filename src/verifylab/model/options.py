@@ -48,11 +48,14 @@ CONTEXT_TOKENS = 2048  # KV each stream has read per pass (stated: the H200 pass
 MEM_FRACTIONS = (0.90, 0.95)  # SGLang's static memory fraction, two settings
 GIB = 2**30
 MOE_LAYERS = KIMI_K2.layers - KIMI_K2.dense_layers
+PCIE_IPC_SGLANG = "0.5.21"  # device_communicators/pcie_ipc_ar.py first ships (read from the wheels)
+PCIE_IPC_FLASHINFER = "0.7.0"  # flashinfer.comm.PcieIpcAllReduceWorkspace; older builds fall back to NCCL
 
 
 class Option(StrEnum):
     TP8_NCCL = "tp8_nccl"
     TP8_FUSED = "tp8_fused"
+    TP8_PCIE_IPC = "tp8_pcie_ipc"
     TP4_PP2 = "tp4_pp2"
     EP8_TP_ATTENTION = "ep8_tp_attention"
     DP_ATTENTION_EP8 = "dp_attention_ep8"
@@ -77,6 +80,15 @@ OPTIONS: dict[Option, OptionFacts] = {
         "the same 122 all-reduces, each a one-shot push (two-shot past FlashInfer's threshold) with the norm inside",
         "--tp 8 --enable-flashinfer-allreduce-fusion (0.5.9), --flashinfer-allreduce-fusion-backend trtllm (0.5.17+)",
         "yes, where the gates are open and FlashInfer's workspace needs no multicast (chapter 1)",
+    ),
+    Option.TP8_PCIE_IPC: OptionFacts(
+        "TP 8, PCIe-IPC all-reduce",
+        "faster collective",
+        "the same 122 all-reduces, each FlashInfer's staged PCIe push (one stream in and out per rank, 4+4 "
+        "islands at 8 ranks), then the norm kernel",
+        f"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 with --tp 8: SGLang {PCIE_IPC_SGLANG}+ with FlashInfer "
+        f"{PCIE_IPC_FLASHINFER}+ (SGLang 0.5.22 pins 0.7.1; 0.5.21 pins 0.6.18 and falls back to NCCL)",
+        "yes (no refusal with speculative decoding in the 0.5.22 wheel)",
     ),
     Option.TP4_PP2: OptionFacts(
         "TP 4 x PP 2",
@@ -218,11 +230,13 @@ def option_pass(inputs: ModelInputs, option: Option, regime: Regime, streams: in
     n = KIMI_K2_ALLREDUCES_PER_PASS
     curves = inputs.curves
     norm = inputs.norm_us(tokens) / 1e3
-    if option in (Option.TP8_NCCL, Option.TP8_FUSED, Option.EP8_TP_ATTENTION):
+    if option in (Option.TP8_NCCL, Option.TP8_FUSED, Option.TP8_PCIE_IPC, Option.EP8_TP_ATTENTION):
         layout = Layout.EP_TP_ATTENTION if option is Option.EP8_TP_ATTENTION else Layout.TP
         bytes_read = pass_bytes(tokens, layout, GPUS, context=CONTEXT_TOKENS, streams_on_busiest=streams)
         fused = option is Option.TP8_FUSED and tokens <= SGLANG_FUSION_MAX_TOKENS
-        collective = Collective.FUSED if fused else Collective.NCCL
+        collective = (
+            Collective.FUSED if fused else Collective.PCIE_IPC if option is Option.TP8_PCIE_IPC else Collective.NCCL
+        )
         price = curves.price(regime, collective, GPUS, message)
         norms = Span(0.0, 0.0) if fused else Span(n * norm, n * norm)
         return _pass(inputs, option, regime, streams, k, bytes_read, tokens, _times(n, price), norms, n, n, price)

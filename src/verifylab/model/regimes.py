@@ -59,6 +59,7 @@ BOX_WORLD = 8  # a probe of the case study's TP size prices the options of the b
 class Collective(StrEnum):
     NCCL = "NCCL ring all-reduce"
     FUSED = "FlashInfer fused all-reduce + RMSNorm"
+    PCIE_IPC = "FlashInfer PCIe-IPC all-reduce"
     ALL_TO_ALL = "all-to-all (dispatch or combine)"
     SEND = "pipeline send"
 
@@ -236,7 +237,11 @@ class RegimeCurves:
         no list is shown as context only."""
         uses: dict[str, list[str]] = {}
         for world in worlds:
-            for prefixes, what in ((("nccl",), "NCCL all-reduce"), (("oneshot", "custom"), "one-shot (fused) push")):
+            for prefixes, what in (
+                (("nccl",), "NCCL all-reduce"),
+                (("oneshot", "custom"), "one-shot (fused) push"),
+                (("pcie_ipc",), "PCIe-IPC all-reduce"),
+            ):
                 for curve in self._curves(world, prefixes):
                     for row_id in curve.public_rows:
                         uses.setdefault(row_id, []).append(f"{what} curve at {world} ranks, healthy P2P")
@@ -265,6 +270,8 @@ class RegimeCurves:
             return self._nccl(regime, world, message)
         if collective is Collective.FUSED:
             return self._fused(regime, world, message)
+        if collective is Collective.PCIE_IPC:
+            return self._pcie_ipc(regime, world, message)
         if collective is Collective.ALL_TO_ALL:
             return self._all_to_all(regime, world, message)
         return self._send(regime, message)
@@ -350,6 +357,24 @@ class RegimeCurves:
         low, high = self.in_pass_fused
         return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (measured, H200 traces)")
 
+    def _pcie_ipc(self, regime: Regime, world: int, message: float) -> Price | str:
+        """SGLang's PCIe-IPC all-reduce (0.5.21+, FlashInfer >= 0.7.0) from its own public curve, times the measured
+        in-pass factor of a push kernel; it needs peer writes, so it runs wherever P2P works: healthy P2P, and the
+        case study's box if its 205 us is NCCL crossing NUMA nodes rather than broken P2P."""
+        if regime not in (Regime.HEALTHY_P2P, Regime.DEGRADED):
+            return "needs working P2P (the kernel writes into the peers' memory): fix P2P first"
+        curves = self._curves(world, ("pcie_ipc",))
+        if not curves:
+            return f"no public PCIe-IPC curve at {world} ranks"
+        wire = 2 * (world - 1) / world / (self.link_gbs * 1e3)  # past the curve: a ring's bytes over one link
+        values = [c.at(message, wire) for c in curves]
+        sources = "; ".join(c.label for c in curves)
+        low, high = self.in_pass_fused
+        basis = f"public PCIe-IPC curve at {world} ranks: {sources}, x {low:.2f}-{high:.2f} inside a pass"
+        if regime is Regime.DEGRADED:
+            basis += " (if the box's P2P works, as on the curve's own box, where NCCL took 205.1 us)"
+        return Price(min(values) * low, max(values) * high, basis)
+
     def _all_to_all(self, regime: Regime, world: int, per_gpu_bytes: float) -> Price | str:
         if regime is Regime.HEALTHY_P2P:
             curves = self._curves(world, ("oneshot", "custom"))
@@ -396,7 +421,7 @@ def regime_curves_table(
     """Every priced (regime, collective) at 8 ranks over the verify pass's token counts: low, high, basis."""
     rows = []
     for regime in curves.regimes():
-        for collective in (Collective.NCCL, Collective.FUSED):
+        for collective in (Collective.NCCL, Collective.FUSED, Collective.PCIE_IPC):
             for t in tokens:
                 price = curves.price(regime, collective, 8, t * KIMI_K2_HIDDEN * 2)
                 if isinstance(price, Price):

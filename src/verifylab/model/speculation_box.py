@@ -21,6 +21,7 @@ from verifylab.model.speculation import (
     crossover_range,
     gains,
     gpu_named,
+    host0_ms,
     physics_ms,
     scenarios,
 )
@@ -71,6 +72,20 @@ def fused_regime_curve(
     )
 
 
+def pcie_ipc_regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> tuple[AllreduceCurve, str] | None:
+    """SGLang's PCIe-IPC all-reduce at ``world`` ranks in ``regime``, from its own public curve (None where it
+    cannot run or has no curve)."""
+    if not isinstance(curves.price(regime, Collective.PCIE_IPC, world, world * 2.0**14), Price):
+        return None
+
+    def at(message: float) -> Span:
+        price = curves.price(regime, Collective.PCIE_IPC, world, message)
+        assert isinstance(price, Price)  # priced at every size once priced at one
+        return Span(price.low_us, price.high_us)
+
+    return at, f"PCIe-IPC all-reduce, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks (its public curve)"
+
+
 def latency_curve(curves: list[LatencyCurve], path: str | None) -> tuple[AllreduceCurve, str]:
     """The NCCL curve of ``path`` among measured curves (a probe's run, a CSV, nccl-tests output)."""
     nccl = [c for c in curves if c.impl == "nccl" and (path is None or c.path == path)]
@@ -115,6 +130,18 @@ def calibrate_decode(box: Box, measured: Overheads, decode_tok_s: float | None, 
     if not consistent:
         note += ": faster than this box's bytes and all-reduces allow, so the all-reduce curve is too slow for it"
     return Calibrated(replace(measured, host0_ms=host0, decode_ms=step), note, consistent)
+
+
+def carried_host(box: Box, calibrated: Calibrated) -> Calibrated:
+    """``calibrated``'s host overhead as a fixed range (its ends over ``box``'s scenarios), for a box that decodes
+    on another collective than the one the rate was measured on: the collective's saving must not be absorbed."""
+    ov = calibrated.overheads
+    host0 = [host0_ms(box, ov, s) for s in scenarios(box)]
+    return Calibrated(
+        replace(ov, host0_ms=Span(min(host0), max(host0)), decode_ms=None),
+        calibrated.host_note + "; carried over from plain decoding on NCCL",
+        calibrated.consistent,
+    )
 
 
 def eagle3_draft_for(target: ModelCosts, draft_vocab: int = 32000) -> ModelCosts:
@@ -189,15 +216,21 @@ def case_study_box(
     runs: MeasuredRuns,
     regime: Regime,
     decode_regime: Regime,
-    fused: tuple[AllreduceCurve, str] | None = None,
+    verify: tuple[AllreduceCurve, str] | None = None,
+    collective: Collective = Collective.NCCL,
 ) -> Box:
     """The case study's box: Kimi-K2.5 (INT4 experts) over eight RTX PRO 6000 at TP 8, its verify pass's
-    all-reduces priced in ``regime`` (``fused``: with fusion on, its curve and source), its plain decoding's in
-    ``decode_regime``; the draft model's stay on NCCL (SGLang fuses the target's layers only)."""
+    all-reduces priced in ``regime`` (``verify``: another collective's curve and source), its plain decoding's in
+    ``decode_regime``. Fusion covers the target's layers only (the draft stays on NCCL, and so does plain
+    decoding, the baseline); the PCIe-IPC all-reduce replaces the group's every all-reduce."""
     target = kimi_k25_costs()
     nccl, source = regime_curve(curves, regime, CASE_GPUS)
-    verify, source = fused or (nccl, source)
+    verify_curve, source = verify or (nccl, source)
     decode, _ = regime_curve(curves, decode_regime, CASE_GPUS)
+    draft = nccl
+    if collective is Collective.PCIE_IPC:
+        draft = verify_curve
+        decode = (pcie_ipc_regime_curve(curves, decode_regime, CASE_GPUS) or (decode, ""))[0]
     gpu = gpu_named("rtx-pro-6000", measured_ceilings(runs))
     return Box(
         target,
@@ -206,9 +239,9 @@ def case_study_box(
         draft=eagle3_draft_for(target),
         context=CASE_CONTEXT,
         routing=Routing.UNIFORM,
-        allreduce_us=verify,
+        allreduce_us=verify_curve,
         decode_allreduce_us=decode,
-        draft_allreduce_us=nccl,
+        draft_allreduce_us=draft,
         comm_source=source
         + (f"; plain decoding's in {REGIME_TITLE[decode_regime]}" if decode_regime != regime else ""),
     )

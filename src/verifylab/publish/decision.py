@@ -17,6 +17,7 @@ from verifylab.model.decision import (
     fusion_by_load_words,
     regime_answer,
 )
+from verifylab.model.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
 from verifylab.model.regimes import REGIME_TITLE
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.report.section import md_text
@@ -135,6 +136,13 @@ answer:
   ({{numref}}`tbl-decision-regimes`,
   {{numref}}`tbl-fusion-options`). TP 4 x PP 2 keeps every all-reduce (four ranks each) and SGLang refuses
   pipeline parallelism with speculative decoding ({{numref}}`tbl-option-facts`).
+- **A faster all-reduce, deployable now?** SGLang's PCIe-IPC all-reduce (SGLang {PCIE_IPC_SGLANG}+ with FlashInfer
+  {PCIE_IPC_FLASHINFER}+, `SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1`) replaces NCCL for every TP all-reduce wherever P2P
+  works. Priced from its own public curve: with healthy P2P plain decoding runs {healthy["pcie_ipc_decode_tok_s"]}
+  tok/s and EAGLE-3 {healthy["pcie_ipc_eagle3_tok_s"]} ({healthy["pcie_ipc_gain_x"]}x); on the case study's box, if
+  its P2P works (its slow NCCL matches NCCL's on the kernel's own cross-NUMA box), EAGLE-3 would run
+  {reported["pcie_ipc_eagle3_tok_s"]} tok/s against {reported["eagle3_tok_s"]} on NCCL as run
+  ({{numref}}`tbl-decision-regimes`, {{numref}}`tbl-public-evidence`).
 - **Turn speculation off under load?** ({speculation[0]} confidence) Modelled for this box at its reported accept
   length: healthy P2P {healthy["speculation_off_from"]}; "{case_title}", {reported["speculation_off_from"]}
   ({{numref}}`tbl-decision-regimes`). Measured on one H200 with the accept length held fixed, the gain falls below
