@@ -176,11 +176,15 @@ chapter.reconciliation(ev)
 # %% [markdown]
 # ## What can carry 54.1 -> 96.1 tok/s
 #
-# Ranked by how much of the removed cycle time each could explain (computed from the regime curves, the measured
-# probes and the account), with the evidence for it and the one measurement on the case-study box that decides
-# it. The forensics of chapter 1 say what the case study's stack could and could not run.
+# Each hypothesis with the observations for and against it, how much of the removed cycle time it could explain
+# (computed from the regime curves, the measured probes and the account) and the one measurement on the
+# case-study box that decides it. The forensics of chapter 1 say what the case study's stack could and could not
+# run.
 
-# %% mystnb={"figure": {"caption": "The hypotheses for the reported jump, ranked, with their evidence and the deciding measurement (modelled from reported, public and measured figures)", "name": "tbl-hypotheses"}}
+# %%
+chapter.hypotheses_order(ev)
+
+# %% mystnb={"figure": {"caption": "The hypotheses for the reported jump, ranked by their evidence, each with what supports and what contradicts it and the deciding measurement (modelled from reported, public and measured figures)", "name": "tbl-hypotheses"}}
 chapter.hypotheses(ev)
 
 # %% [markdown]

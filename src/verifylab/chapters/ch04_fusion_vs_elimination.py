@@ -27,7 +27,7 @@ from verifylab.model.decision import (
     speculation_by_accept,
     thresholds,
 )
-from verifylab.model.hypotheses import ranked_hypotheses
+from verifylab.model.hypotheses import ORDER_RULE, deciding_between_top_two, ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.option_tables import floors_table, memory_table, plain_decoding
@@ -322,9 +322,18 @@ def reconciliation_summary(ev: Evidence) -> pd.DataFrame:
 
 @shown_as_table
 def hypotheses(ev: Evidence) -> pd.DataFrame:
-    """Table: what can carry 54.1 -> 96.1 tok/s, ranked, with its evidence and the measurement that decides it."""
+    """Table: what can carry the reported jump, ranked by its evidence: what supports and what contradicts each,
+    how much it could explain, and the measurement that decides it."""
     frame = ranked_hypotheses(ev)
-    return frame[["rank", "hypothesis", "could_explain_ms", "of_removed", "evidence", "deciding_measurement"]]
+    return frame[
+        ["rank", "hypothesis", "score", "for", "against", "could_explain_ms", "of_removed", "deciding_measurement"]
+    ].rename(columns={"score": "evidence weight"})
+
+
+def hypotheses_order(ev: Evidence) -> Prose:
+    """The rule that orders the hypotheses, and the measurement that tells the top two apart."""
+    ranked = ranked_hypotheses(ev)
+    return Prose(f"The hypotheses are {ORDER_RULE}. {deciding_between_top_two(ranked)}")
 
 
 @shown_as_table

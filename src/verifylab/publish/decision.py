@@ -157,7 +157,7 @@ answer:
   ({{numref}}`tbl-reconciliation-summary`): that is the whole gain speculation brought.
 - 54.1 -> 96.1 tok/s removed **{t[FindingKey.CYCLE_TIME_REMOVED_MS]}** per cycle; kernel fusion carries
   {t[FindingKey.KERNEL_FUSION_SHARE_MS]} of it and the CUDA upgrade {t[FindingKey.UPGRADE_SHARE_MS]}
-  ({{numref}}`tbl-reconciliation-summary`). What can carry the rest, ranked, with the measurement on the box that
+  ({{numref}}`tbl-reconciliation-summary`). What can carry the rest, ranked by its evidence, with the measurement that
   decides each: {{numref}}`tbl-hypotheses`. SGLang 0.5.9 with FlashInfer 0.6.4 allocates the fusion workspace without
   NVLink multicast; only FlashInfer's JIT arch list kept fusion off, and the case study reports that exact error
   before fusion was enabled ({{numref}}`tbl-fusion-forensics`, audited wheels).
