@@ -107,3 +107,28 @@ def test_the_rows_issue_51_corrected(repo_root):
         assert "| 26.20 us |" in rows.loc[row, "quote"]
     for row in ("pub-21", "pub-22", "pub-45", "pub-52", "pub-53", "pub-55"):
         assert "2026-12-03" in rows.loc[row, "note"] and "issue 51" in rows.loc[row, "note"]
+
+
+def test_the_host_memory_price_uses_the_sm120_figure(repo_root):
+    """#51: through host memory, SM120's NCCL (2 x RTX 5070 Ti, 39 µs at 10 KB and 1.9 GB/s at 20 MB, SGLang PR
+    39605) is far slower than the 2 x H200 SHM probe; the price's high end follows those rows, and moves with them."""
+    from dataclasses import replace
+
+    from verifylab.model.case import inputs
+    from verifylab.model.regimes import Collective
+    from verifylab.store.evidence import Evidence
+    from verifylab.vocab import Regime
+
+    curves = inputs(Evidence(repo_root / "data")).curves
+    message = 4 * 7168 * 2
+    price = curves.price(Regime.HOST_MEMORY, Collective.NCCL, 8, message)
+    assert "pub-63" in price.basis and curves.sm120_host_gbs == pytest.approx(1.9)
+    assert price.high_us >= 7 * 39  # seven ring steps, each at least the SM120 10 KB all-reduce
+    public = curves.public.copy()
+    public.loc[public["id"].isin(["pub-63", "pub-64"]), "value"] *= 2
+    slower = replace(curves, public=public, notes=dict(curves.notes)).price(
+        Regime.HOST_MEMORY, Collective.NCCL, 8, message
+    )
+    assert slower.high_us == pytest.approx(2 * price.high_us, rel=0.05) and slower.low_us == price.low_us
+    uses = curves.public_uses()
+    assert {"pub-63", "pub-64", "pub-65"} <= set(uses)

@@ -90,7 +90,12 @@ def inputs_table(ev: ModelSources) -> pd.DataFrame:
             f"{fused_low:.2f}-{fused_high:.2f} x isolated",
             f"measured: {m.curves.notes.get('in_pass_fused', '')}",
         ),
-        ("host-memory curve", f"run {m.curves.host_run}", "measured (2 x H200, NCCL_P2P_DISABLE=1)"),
+        ("host-memory curve", f"run {m.curves.host_run}", "measured (2 x H200, NCCL_P2P_DISABLE=1): the low end"),
+        (
+            "host-memory bandwidth on SM120",
+            f"{m.curves.sm120_host_gbs:g} GB/s",
+            "reported (public, 2 x RTX 5070 Ti, NCCL SHM): the high end",
+        ),
     ]
     return pd.DataFrame(rows, columns=["input", "value", "source"])
 

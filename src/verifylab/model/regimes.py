@@ -232,6 +232,26 @@ class RegimeCurves:
         slope = (c.us[-1] - c.us[-2]) / (c.message_bytes[-1] - c.message_bytes[-2])  # us per byte, 2 ranks
         return 1 / max(slope, 1e-9) / 1e3  # a 2-rank ring moves the whole message once each way
 
+    @_memoized
+    def _sm120_host_curve(self) -> SourceCurve | None:
+        """NCCL through host memory at 2 ranks on SM120 (public rows, us; ms rows converted), or None."""
+        p = self._priced_public
+        if p.empty:
+            return None
+        keep = (p["regime"] == Regime.HOST_MEMORY.value) & (p["implementation"] == "nccl") & (p["world_size"] == 2)
+        rows = p[keep & p["message_bytes"].notna() & p["unit"].isin(["us", "ms"])].sort_values("message_bytes")
+        if rows.empty:
+            return None
+        us = [float(v) * (1e3 if u == "ms" else 1.0) for v, u in zip(rows["value"], rows["unit"], strict=True)]
+        ids = tuple(rows["id"])
+        return SourceCurve(f"nccl ({', '.join(ids)})", tuple(rows["message_bytes"]), monotone(us), ids)
+
+    @property
+    def sm120_host_gbs(self) -> float:
+        """NCCL's bandwidth through host memory on SM120 (public), else the measured H200 one."""
+        values = self._value("host_memory_bandwidth", "GB/s")
+        return min(values) if values else self.host_gbs
+
     def public_uses(self, worlds: tuple[int, ...] = (2, 4, 8)) -> dict[str, list[str]]:
         """What each public row prices, by row id, read from the very curves and values the prices use: a row in
         no list is shown as context only."""
@@ -255,6 +275,11 @@ class RegimeCurves:
             for row in rows.itertuples():
                 if keep(row):
                     uses.setdefault(str(row.id), []).append(what)
+        sm120 = self._sm120_host_curve()
+        for row_id in sm120.public_rows if sm120 else ():
+            uses.setdefault(row_id, []).append("NCCL through host memory on SM120 (high end of the host-memory price)")
+        for row in p[p["implementation"] == "host_memory_bandwidth"].itertuples() if not p.empty else ():
+            uses.setdefault(str(row.id), []).append("host-memory bandwidth on SM120, past the largest size measured")
         hop_id = host_hop_us(self.public)[1]
         if hop_id:
             uses.setdefault(hop_id, []).append("one hop through host memory (host-memory and degraded floors)")
@@ -317,12 +342,15 @@ class RegimeCurves:
             low = (world - 1) * self.host_curve.at(step_message, 1 / (self.host_gbs * 1e3))
             step_measured = self.host_curve.us[0] / 2
             high = low + 2 * (world - 1) * max(0.0, self.host_hop_us - step_measured)
-            return Price(
-                low,
-                high,
-                f"measured 2-rank host-memory curve (run {self.host_run}) as a ring of "
-                f"{2 * (world - 1)} steps; high end at the public {self.host_hop_us:g} us per hop",
+            basis = (
+                f"measured 2-rank host-memory curve (run {self.host_run}, H200) as a ring of "
+                f"{2 * (world - 1)} steps; high end at the public {self.host_hop_us:g} us per hop"
             )
+            sm120 = self._sm120_host_curve()
+            if sm120 is not None:  # the SM120 figure: NCCL's SHM kernels far slower than the H200's
+                high = max(high, (world - 1) * sm120.at(step_message, 1 / (self.sm120_host_gbs * 1e3)))
+                basis += f" or the public SM120 2-rank curve ({sm120.label}), whichever is slower"
+            return Price(low, high, basis)
         if regime is Regime.DEGRADED:
             if self.reported_allreduce is None:
                 return "no reported all-reduce"
