@@ -168,6 +168,17 @@ LAYOUT = """() => {
 }""".replace("PLAIN_WORD_SOURCE", json.dumps(PLAIN_WORD.pattern))  # the renderer's own pattern
 
 
+FIRST_SCREEN = """() => {
+  // the article's text a reader sees without scrolling: every paragraph and list item wholly above the fold
+  window.scrollTo(0, 0);
+  const seen = [];
+  for (const el of document.querySelectorAll('article.bd-article p, article.bd-article li, article.bd-article h2')) {
+    const r = el.getBoundingClientRect();
+    if (r.height > 0 && r.bottom <= window.innerHeight) seen.push(el.innerText);
+  }
+  return seen.join('\\n');
+}"""
+
 GLOSSARY_TERMS = """() => [...document.querySelectorAll('dl.glossary dt[id]')]
   .map(dt => [[...dt.childNodes].filter(n => !(n.matches && n.matches('a.headerlink')))
     .map(n => n.textContent).join('').trim(), dt.id])"""

@@ -16,6 +16,7 @@ import pytest
 from .browsing import (
     CHART_MARKS,
     CHROMIUM,
+    FIRST_SCREEN,
     FIRST_USES,
     GLOSSARY_TERMS,
     LAUNCH_ARGS,
@@ -193,10 +194,11 @@ def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
         rel = path.relative_to(built_book).as_posix()
         page, errors, blocked = tab.open(f"{book_url}/{rel}")
         has_article = page.locator("article.bd-article").count() > 0
-        layout = {}
+        layout, first_screen = {}, {}
         for width in SCREEN_WIDTHS:  # a laptop and a narrow window
             page.set_viewport_size({"width": width, "height": SCREEN_HEIGHT})
             layout[width] = page.evaluate(LAYOUT) if has_article else None
+            first_screen[width] = page.evaluate(FIRST_SCREEN) if has_article else ""
         page.set_viewport_size({"width": 1400, "height": 1000})
         seen[rel] = {
             "errors": errors,
@@ -204,6 +206,7 @@ def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
             "marks": page.evaluate(CHART_MARKS),
             "reading": page.evaluate(READING) if has_article else None,
             "layout": layout,
+            "first_screen": first_screen,
             "unlinked_terms": page.evaluate(FIRST_USES, terms) if has_article and "glossary" not in rel else [],
             "terms_checked": len(terms),
         }

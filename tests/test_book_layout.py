@@ -52,3 +52,23 @@ def test_each_glossary_term_is_linked_where_a_page_first_uses_it(visited, page):
     seen = visited[page]
     assert seen["terms_checked"] >= 30
     assert seen["unlinked_terms"] == [], f"{page}: first use not linked to the glossary: {seen['unlinked_terms']}"
+
+
+FIRST_SCREEN_ANSWERS = (
+    "Deploy fusion?",
+    "Keep EAGLE-3?",
+    "Eliminate all-reduces, and how?",
+    "Turn speculation off under load?",
+    "verifylab box --gpus 8",
+)
+
+
+@pytest.mark.parametrize("width", SCREEN_WIDTHS)
+def test_the_decision_page_answers_on_its_first_screen(visited, width):
+    """#51: a reader who opens the decision page sees the four answers, with their ranges, and the one command to
+    run first without scrolling, on a laptop and in a narrow window."""
+    seen = visited["book/_generated/decision.html"]["first_screen"][width]
+    missing = [answer for answer in FIRST_SCREEN_ANSWERS if answer not in seen]
+    assert not missing, f"decision page at {width} px: below the first screen: {missing}"
+    assert "tok/s" in seen and "streams" in seen  # the answers carry their numbers, not only their questions
+    assert "How to read this book" not in seen  # the fold is measured: the page's last section lies below it

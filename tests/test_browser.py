@@ -79,7 +79,7 @@ def test_no_internal_link_is_broken(built_book):
 
 def test_decision_page_screenshot_is_attached(browser, book_url, built_book, repo_root):
     page, errors, blocked = open_page(browser, f"{book_url}/book/_generated/decision.html")
-    assert "What to deploy on the case-study box" in page.content()
+    assert "The answers, for a box with healthy PCIe P2P" in page.content()
     target = repo_root / "_build" / "test-artifacts" / "decision.png"
     target.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(target), full_page=True)

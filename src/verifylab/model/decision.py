@@ -79,6 +79,7 @@ class RegimeAnswer:
     speculation_consistent: bool = True  # False: the box's reported decode rate is faster than this regime allows
     ipc_decode_tps: Span | None = None  # plain decoding on SGLang's PCIe-IPC all-reduce (None: it cannot run)
     ipc_gain: Span | None = None  # EAGLE-3 over plain decoding, both on the PCIe-IPC all-reduce
+    ipc_crossover: tuple[float | None, float | None] | None = None  # where EAGLE-3 stops paying on PCIe-IPC
 
     @property
     def ipc_eagle_tps(self) -> Span | None:
@@ -163,6 +164,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         case.consistent,
         None if ipc is None else ipc.plain_at(1),
         None if ipc is None else ipc.gain_at(1),
+        None if ipc is None else ipc.crossover,
     )
 
 
@@ -205,6 +207,23 @@ def decision_table(ev: ModelSources) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def keep_speculation_words(gain: Span) -> str:
+    """Keep EAGLE-3 at one stream, from its gain's range: ``yes``, ``no``, or measure first."""
+    if gain.low >= 1:
+        return "yes"
+    if gain.high < 1:
+        return "no"
+    return "measure it on the box first (its gain straddles 1)"
+
+
+def fastest_words(best_by_load: dict[int, str]) -> str:
+    """The fastest option by streams in words: one title when it wins at every load priced."""
+    titles = {c: OPTIONS[Option(k)].title for c, k in best_by_load.items()}
+    if len(set(titles.values())) == 1:
+        return f"{next(iter(titles.values()))} at every load priced ({', '.join(map(str, titles))} streams)"
+    return "; ".join(f"{c} streams: {t}" for c, t in titles.items())
 
 
 def crossover_text(a: RegimeAnswer) -> str:

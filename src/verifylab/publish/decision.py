@@ -12,9 +12,13 @@ from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
 from verifylab.model.case import inputs
 from verifylab.model.decision import (
     REFERENCE_MESSAGE,
+    RegimeAnswer,
+    crossover_words,
     decision_table,
+    fastest_words,
     fusion_at_one_stream,
     fusion_by_load_words,
+    keep_speculation_words,
     regime_answer,
 )
 from verifylab.model.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
@@ -79,6 +83,30 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
     )
 
 
+def first_screen(answer: RegimeAnswer, row: dict, fusion_verdict: str) -> str:
+    """The four answers for healthy PCIe P2P and the one command to run first, short enough for the first screen
+    at 800 px (the browser test reads it there)."""
+    ipc = (
+        f" on NCCL; {crossover_words(answer.ipc_crossover, answer.speculation_consistent)} on PCIe-IPC"
+        if answer.ipc_crossover is not None
+        else ""
+    )
+    return f"""## The answers, for a box with healthy PCIe P2P
+
+Run first, on the box: `verifylab box --gpus 8 --server URL`. It names your box's regime and prices these answers
+from its own numbers; other regimes: {{numref}}`tbl-decision-regimes`.
+
+- **Deploy fusion?** {fusion_verdict} (per verify pass: {
+        answer.fusion_gain_ms.gain_text(2, "ms") if answer.fusion_gain_ms else "not priced"
+    }).
+- **Keep EAGLE-3?** {keep_speculation_words(answer.gain).capitalize()}: at one stream it runs {row["eagle3_gain_x"]}x
+  plain decoding ({row["eagle3_tok_s"]} against {row["decode_tok_s"]} tok/s).
+- **Eliminate all-reduces, and how?** The fastest verify pass SGLang runs with EAGLE-3:
+  {fastest_words(answer.best_by_load)}.
+- **Turn speculation off under load?** It {crossover_words(answer.crossover, answer.speculation_consistent)}{ipc}.
+"""
+
+
 def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
 
@@ -95,6 +123,7 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     healthy_answer = regime_answer(ev, Regime.HEALTHY_P2P)
     fusion_verdict = fusion_at_one_stream(healthy_answer.fusion_gain_ms)
     fusion_load = fusion_by_load_words(healthy_answer)
+    answers = first_screen(healthy_answer, healthy, fusion_verdict)
     case_title = REGIME_TITLE[Regime.DEGRADED]
     upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
@@ -103,7 +132,8 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
 Edition `{edition["id"]}` · built {edition["built"]} · {len(runs)} measured runs (their hardware and software:
 {{numref}}`tbl-run-hardware`). Cite a figure as "{{numref}}`tbl-decision-regimes`, edition `{edition["id"]}`".
 
-## First: which regime is your box in?
+{answers}
+## Which regime is your box in?
 
 Run `verifylab box --gpus 8 --server URL` on the box: it probes the GPUs, measures one stream of plain decoding on
 your server and renders the decision for that box from its own numbers. The probe (`verifylab comm probe`) names
@@ -117,7 +147,7 @@ answer:
   decoding ran faster than host memory allows: the book prices it as its own regime, "{case_title}", on every page
   ({{numref}}`tbl-decision-regimes`).
 
-## What to deploy on the case-study box
+## Each answer in full (healthy P2P unless a regime is named)
 
 - **Deploy fusion?** ({fusion[0]} confidence) With healthy P2P, {fusion_verdict}: to run it, upgrade to
   {upgrade_text} ({{numref}}`tbl-pcie-sm120`, audited wheels) and open its gates; on a verify pass it makes
