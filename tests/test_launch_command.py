@@ -1,0 +1,73 @@
+"""#51: one launch command per SGLang version, with only that version's flags, and never at odds with the page's
+answers: fusion only where the decision turns it on, EAGLE-3 unless the speculation answer turns it off, SGLang's
+PCIe-IPC all-reduce where the version pair has it."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+
+import pytest
+
+from verifylab.analysis.facts import case_study_facts
+from verifylab.analysis.launch_command import deployed_variant, launch_command, pcie_ipc_env, replay_flags
+from verifylab.analysis.recommendation import Recommendation, Topic
+from verifylab.model.cycle import Span
+from verifylab.model.decision import FusionSaving, fusion_switch
+from verifylab.server.variants import BaseConfig, known_flags
+from verifylab.store.evidence import Evidence
+from verifylab.vocab import Regime
+
+VERSIONS = {"0.5.9": "0.6.4", "0.5.22": "0.7.1"}  # the case study's pair, the newest audited here
+
+
+@pytest.fixture(scope="module")
+def facts(repo_root):
+    base = BaseConfig(model_path="/models/kimi", tp_size=8, draft_model_path="/models/draft")
+    return replace(case_study_facts(Evidence(repo_root / "data")), base=base)
+
+
+def _speculation(keep: bool | None = None) -> Recommendation:
+    return Recommendation(Topic.SPECULATION, "", [], "low", keep_speculation=keep)
+
+
+def _command(facts, sglang: str) -> tuple[list[str], str]:
+    rec = launch_command(replace(facts, upgrade=(sglang, VERSIONS[sglang])), _speculation())
+    return shlex.split(rec.command), rec.recommendation
+
+
+@pytest.mark.parametrize("sglang", list(VERSIONS))
+def test_each_version_gets_only_its_own_flags(facts, sglang):
+    words, _ = _command(facts, sglang)
+    used = {w for w in words if w.startswith("--")}
+    assert used <= known_flags(replay_flags(sglang)), (
+        f"SGLang {sglang} has no {used - known_flags(replay_flags(sglang))}"
+    )
+    ipc = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"
+    assert (ipc in words) == bool(pcie_ipc_env(sglang, VERSIONS[sglang]))
+    assert (ipc in words) == (sglang == "0.5.22")  # 0.5.9 has no PCIe-IPC path; 0.5.22 pins FlashInfer 0.7.1
+
+
+def test_the_command_never_contradicts_the_answers(facts):
+    healthy = facts.answers[Regime.HEALTHY_P2P]
+    words, text = _command(facts, "0.5.22")
+    fusion_on = fusion_switch(healthy.fusion_gain_ms) == "on"
+    assert ("--flashinfer-allreduce-fusion-backend" in words) == fusion_on
+    if not fusion_on:
+        assert "--enforce-disable-flashinfer-allreduce-fusion" in words and "fusion off" in text
+    assert "--speculative-algorithm" in words  # the speculation answer keeps EAGLE-3 at light load
+
+
+@pytest.mark.parametrize(
+    ("saving", "keep", "variant"),
+    [
+        (Span(0.1, 0.4), None, "eagle3_fusion"),
+        (Span(-0.4, 0.1), None, "eagle3"),
+        (Span(-0.4, -0.1), False, "baseline"),
+        (Span(0.1, 0.4), False, "fusion"),
+    ],
+)
+def test_the_variant_follows_the_fusion_and_speculation_answers(facts, saving, keep, variant):
+    healthy = replace(facts.answers[Regime.HEALTHY_P2P], fusion_gain_by_load={1: FusionSaving({4: saving})})
+    changed = replace(facts, answers={**facts.answers, Regime.HEALTHY_P2P: healthy})
+    assert deployed_variant(changed, _speculation(keep)) == variant
