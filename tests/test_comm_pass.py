@@ -76,7 +76,7 @@ def test_latency_is_a_file_when_the_path_exists_even_with_a_run_store(repo_root,
     from verifylab.cli import app
 
     curve = tmp_path / "curve.csv"
-    curve.write_text("path,impl,tokens,us\nbox,nccl,1,30\nbox,nccl,16,45\n")
+    curve.write_text("path,impl,tokens,us\nbox,nccl,1,30\nbox,nccl,4,36\nbox,nccl,16,45\n")
     monkeypatch.chdir(repo_root)  # ./data/runs exists here
     args = ["model", "pass", "--compute-ms", "8", "--tokens", "4", "--path", "box", "--json"]
     result = CliRunner().invoke(app, [*args, "--latency", str(curve)])

@@ -206,7 +206,15 @@ def model_speculation(
                 curve, comm_source = regime_curve(inputs(ev).curves, Regime(REGIME_NAMES[key]), tp)
             else:
                 from verifylab.model.comm_pass import load_curves
+                from verifylab.model.regime_inputs import probed_world
 
+                if runs.exists(str(latency)) and runs.table_or_none(str(latency), "verdict") is not None:
+                    world = probed_world(runs, str(latency))
+                    if world != tp:
+                        raise ModelInputError(
+                            f"--latency {latency}: that probe measured {world} rank(s), not the {tp} of --tp {tp}: "
+                            f"probe {tp} GPUs, or give --tp {world}"
+                        )
                 curve, comm_source = latency_curve(load_curves(str(latency), runs, path, target.hidden), path)
         box = Box(
             target,

@@ -25,6 +25,7 @@ from verifylab.model.speculation_box import (
     SpeculationAnswer,
     answer,
     calibrate_decode,
+    checked_decode_rate,
     eagle3_draft_for,
     latency_curve,
     measured_overheads,
@@ -56,8 +57,7 @@ class BoxInputs:
     expert_bits: float | None = None  # the routed experts' width; None: what the config's quantization_config says
 
     def __post_init__(self) -> None:
-        if not (self.decode_tok_s > 0 and self.decode_tok_s < 1e5):
-            raise ModelInputError(f"decode rate {self.decode_tok_s!r} tok/s: a number > 0 (one stream, plain)")
+        checked_decode_rate(self.decode_tok_s, "decode rate")
         if not 1.0 <= self.accept <= self.draft_tokens:
             raise ModelInputError(
                 f"--accept {self.accept!r}: mean accepted tokens per verify, from 1 to --draft-tokens "

@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from verifylab.derived import derived
-from verifylab.errors import ModelInputError
 from verifylab.model.cycle import CycleAccount, Span, cycle_account
 from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE, RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.option_tables import options_table
@@ -25,6 +24,7 @@ from verifylab.model.speculation_box import (
     calibrate_decode,
     carried_host,
     case_study_box,
+    checked_decode_rate,
     combined_crossover,
     fused_regime_curve,
     measured_overheads,
@@ -172,9 +172,7 @@ def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[flo
     when given, else the case study's reported one."""
     if given_tok_s is None:
         return reported_value(ev.figures, "baseline_92_6"), "reported plain decoding, seed 002"
-    if not 0 < given_tok_s < 1e5:
-        raise ModelInputError(f"--decode-tok-s {given_tok_s!r}: plain decoding at one stream, a number > 0")
-    return given_tok_s, "given (--decode-tok-s)"
+    return checked_decode_rate(given_tok_s, "--decode-tok-s"), "given (--decode-tok-s)"
 
 
 @derived

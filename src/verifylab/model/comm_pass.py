@@ -68,13 +68,35 @@ def checked_row(size: float, us: float, where: str) -> tuple[float, float]:
     return size, us
 
 
-def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str) -> LatencyCurve:
+MIN_CURVE_SIZES = 3  # a curve a reader gives: enough sizes to tell a latency floor from a bandwidth slope
+NOISE = 0.25  # a larger message may time this much faster than a smaller one (run-to-run noise), no more
+
+
+def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str, given: bool = False) -> LatencyCurve:
+    """One curve from its points; ``given`` (a reader's file): at least :data:`MIN_CURVE_SIZES` sizes, each once,
+    and no larger message much faster than a smaller one (a unit or a column mixed up)."""
     by_size: dict[float, list[float]] = {}
     for size, us in pairs:
         by_size.setdefault(size, []).append(us)
     if not by_size:
         raise ModelInputError(f"{source}: no ({path}, {impl}) latency rows")
     sizes = sorted(by_size)
+    if given:
+        twice = [s for s in sizes if len(by_size[s]) > 1]
+        if twice:
+            raise ModelInputError(f"{source}: ({path}, {impl}) times {twice[0]:g} bytes twice: one row per size")
+        if len(sizes) < MIN_CURVE_SIZES:
+            raise ModelInputError(
+                f"{source}: ({path}, {impl}) has {len(sizes)} size(s); a curve needs at least {MIN_CURVE_SIZES}"
+            )
+        for (s0, small), (s1, large) in zip(
+            ((s, by_size[s][0]) for s in sizes), ((s, by_size[s][0]) for s in sizes[1:]), strict=False
+        ):
+            if large < small * (1 - NOISE):
+                raise ModelInputError(
+                    f"{source}: ({path}, {impl}) {s1:g} bytes take {large:g} µs, less than {s0:g} bytes' {small:g} µs: "
+                    "latency grows with the message (are two columns or units mixed up?)"
+                )
     return LatencyCurve(path, impl, tuple(sizes), tuple(min(by_size[s]) for s in sizes), source)
 
 
@@ -115,7 +137,7 @@ def curves_from_frame(
             checked_row(allreduce_message_bytes(t, hidden), u, f"{source}: line {i + 2}")
             for i, t, u in zip(group.index, group["tokens"], group["us"], strict=True)
         ]
-        curves.append(_curve(str(path), str(impl), pairs, source))
+        curves.append(_curve(str(path), str(impl), pairs, source, given=not stored))
     return curves
 
 
@@ -132,7 +154,7 @@ def parse_nccl_tests(text: str, path: str, source: str) -> LatencyCurve:
         except (ValueError, IndexError):
             raise ModelInputError(f"{source}:{n}: not an all_reduce_perf data row") from None
         pairs.append(checked_row(size, us, f"{source}:{n}"))
-    return _curve(path, "nccl", pairs, source)
+    return _curve(path, "nccl", pairs, source, given=True)
 
 
 def load_curves(

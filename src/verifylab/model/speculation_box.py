@@ -103,6 +103,18 @@ def latency_curve(curves: list[LatencyCurve], path: str | None) -> tuple[Allredu
     return at, f"NCCL all-reduce on {curve.path}, {curve.source}"
 
 
+DECODE_TOK_S = (0.1, 1e5)  # one stream of plain decoding: slower than a step in ten seconds is no server; faster
+# than 100k tok/s is no model
+
+
+def checked_decode_rate(value: float, name: str) -> float:
+    """``value`` as one stream's plain decode rate (tok/s), or one line naming ``name`` and the bounds."""
+    low, high = DECODE_TOK_S
+    if not (isinstance(value, int | float) and low <= value <= high):
+        raise ModelInputError(f"{name} {value!r}: one stream's plain decode rate in tok/s, {low:g}..{high:g}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Calibrated:
     """Overheads for a box, and how its host overhead was set."""
@@ -117,9 +129,7 @@ def calibrate_decode(box: Box, measured: Overheads, decode_tok_s: float | None, 
     (over every end of the box's ranges); unchanged when no rate is given."""
     if decode_tok_s is None:
         return Calibrated(measured, f"host overhead of the measured H200 run ({measured.source})", True)
-    if not (decode_tok_s > 0 and decode_tok_s < 1e5):
-        raise ModelInputError(f"--decode-tok-s {decode_tok_s!r}: one stream's plain decode rate, a number > 0")
-    step = 1e3 / decode_tok_s
+    step = 1e3 / checked_decode_rate(decode_tok_s, "--decode-tok-s")
     rest = [
         step - physics_ms(box, box.target, 1, 1, s) - comm_ms(box, box.target, 1, s, decode=True) - measured.host1_ms
         for s in scenarios(box)
