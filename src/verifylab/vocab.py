@@ -95,6 +95,7 @@ SPECULATION_POINTS_TABLE = "speculation_points"  # a speculation grid's table: o
 BOX_VERIFY_POINTS_TABLE = "box_verify_points"  # a `verifylab box --verify` run's: one row per server it started
 
 RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{2,95}$"  # a run's name: a plain folder name, never a path
+RESERVED_RUN_IDS = frozenset({"index", "genindex", "search"})  # the run pages' own index and the book's pages
 
 
 def plain_run_id(run_id: str) -> str:
@@ -103,4 +104,6 @@ def plain_run_id(run_id: str) -> str:
 
     if not re.fullmatch(RUN_ID_PATTERN, str(run_id)):
         raise ParameterError(f"run id {run_id!r} is not a plain run name ({RUN_ID_PATTERN}: lower case, digits, . _ -)")
+    if str(run_id) in RESERVED_RUN_IDS:
+        raise ParameterError(f"run id {run_id!r} is the name of a page of the book: choose another")
     return run_id

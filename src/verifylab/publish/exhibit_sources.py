@@ -26,6 +26,12 @@ def _edition(app: Any) -> dict:
     return json.loads(edition.read_text()) if edition.is_file() else {}
 
 
+def runs_named(text: str, runs: list[str]) -> list[str]:
+    """The runs whose id ``text`` names as a whole word: a run is not cited because its id is part of another's
+    (``20261130-live`` inside ``20261130-live-tp2``)."""
+    return [r for r in runs if re.search(rf"(?<![\w-]){re.escape(r)}(?![\w-])", text)]
+
+
 def add_exhibit_sources(app: Any, doctree: nodes.document, docname: str) -> None:
     """``doctree-resolved``: append "Sources: ... Reproduce: ... Data: ..." to each numbered exhibit's caption."""
     chapter = CHAPTER.match(docname)
@@ -41,7 +47,7 @@ def add_exhibit_sources(app: Any, doctree: nodes.document, docname: str) -> None
             continue
         raw = " ".join(TAG.sub("", n.astext()) for n in figure.findall(nodes.raw))  # a run id wraps at <wbr>
         text = figure.astext() + " " + raw
-        shown = [r for r in runs if r in text]
+        shown = runs_named(text, runs)
         note = nodes.inline(classes=["verifylab-sources"])
         note += nodes.Text(" Sources: ")
         if not shown:

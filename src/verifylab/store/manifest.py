@@ -108,6 +108,8 @@ class Manifest(BaseModel):
     def _check_run_id(cls, value: str) -> str:
         if not re.fullmatch(RUN_ID_PATTERN, value):
             raise ValueError(f"run_id {value!r} must match {RUN_ID_PATTERN} (lower case, digits, . _ -)")
+        if value in vocab.RESERVED_RUN_IDS:
+            raise ValueError(f"run_id {value!r} is the name of a page of the book: choose another")
         return value
 
     @field_validator("topology")
