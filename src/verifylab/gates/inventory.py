@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifylab.errors import GateError
-from verifylab.gates.scan import Finding, scan_file
+from verifylab.gates.scan import PCIE_IPC_ROLE, Finding, scan_file
 from verifylab.gates.source import MULTICAST_ROLE, module_bindings, unresolved_names
 from verifylab.gates.state import STATE_DIR
 from verifylab.gates.state import TreeState as TreeState
@@ -119,7 +119,22 @@ def audit(root: Path, arch: str = "sm120", known: KnownFiles | None = None) -> A
     versions = {p: package_version(root, p) for p in present}
     findings.extend(_version_preconditions(versions, target))
     _judge_multicast_preflight(findings, versions.get("flashinfer") or package_version(root, "flashinfer"))
+    _judge_pcie_ipc(findings, root)
     return Audit(root, target, findings, hashes, versions)
+
+
+def _judge_pcie_ipc(findings: list[Finding], root: Path) -> None:
+    """SGLang's PCIe-IPC path is open where the FlashInfer beside it has ``pcie_ipc_comm``, closed where it does not
+    (SGLang then warns and stays on NCCL); left as found where no FlashInfer is in the tree."""
+    flashinfer = root / "flashinfer"
+    for f in findings:
+        if f.role != PCIE_IPC_ROLE or not flashinfer.is_dir():
+            continue
+        has = (flashinfer / "comm" / "pcie_ipc_ar.py").is_file()
+        f.status = "open" if has else "closed"
+        f.note += (
+            "; this FlashInfer has it" if has else "; this FlashInfer has none: SGLang falls back to NCCL (upgrade it)"
+        )
 
 
 def _mark_unresolved(found: list[Finding], path: Path) -> None:

@@ -23,8 +23,9 @@ def may_hold_gates(source: str) -> bool:
 
 def worth_parsing(source: str) -> bool:
     """Whether a source holds the text every finding needs: an arch predicate beside all-reduce fusion (gates),
-    a table's assignment, the JIT arch list, the batch limit or the multicast preflight. Most files that name
-    an arch predicate are about attention or MoE: parsing them found nothing and was nine tenths of an audit.
+    a table's assignment, the JIT arch list, the batch limit, the multicast preflight or the PCIe-IPC path. Most
+    files that name an arch predicate are about attention or MoE: parsing them found nothing and was nine tenths of
+    an audit.
     Substring tests come first; the regular expressions read only the files that pass them."""
     lower = source.lower()
     return bool(
@@ -40,4 +41,5 @@ def worth_parsing(source: str) -> bool:
         or "supported_major_versions" in source
         or "FUSE_ALLREDUCE_MAX_BATCH_SIZE" in source
         or ("cuMulticastGetGranularity" in source and "Skipping allreduce fusion" in source)
+        or ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" in source and "PcieIpcAllReduceWorkspace" in source)
     )

@@ -344,6 +344,7 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
                     "falls back to the unfused path",
                 )
             )
+    out += _pcie_ipc(tree, source, rel)
     if "cuMulticastGetGranularity" in source and "Skipping allreduce fusion" in source:
         preflight = multicast_preflight(tree, source)
         func = next(
@@ -385,3 +386,37 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
                 )
             )
     return out
+
+
+PCIE_IPC_ROLE = "PCIe-IPC all-reduce"
+PCIE_IPC_ENV = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"
+
+
+def _pcie_ipc(tree: ast.AST, source: str, rel: str) -> list[Finding]:
+    """SGLang's PCIe-IPC all-reduce (0.5.21+): its switch, the world sizes it serves and what it needs from
+    FlashInfer; whether that FlashInfer is there is judged over the whole tree (``gates.inventory``)."""
+    if PCIE_IPC_ENV not in source or "PcieIpcAllReduceWorkspace" not in source:
+        return []
+    sizes = next(
+        (
+            ast.literal_eval(node.value)
+            for node in getattr(tree, "body", [])
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "_SUPPORTED_WORLD_SIZES" for t in node.targets)
+        ),
+        None,
+    )
+    line = next((i for i, text in enumerate(source.splitlines(), 1) if "PcieIpcAllReduceWorkspace" in text), 1)
+    return [
+        Finding(
+            rel,
+            line,
+            "<module>",
+            "precondition",
+            f"{PCIE_IPC_ENV}=1" + (f", world sizes {', '.join(map(str, sizes))}" if sizes else ""),
+            "info",
+            PCIE_IPC_ROLE,
+            "opt-in (off by default); it needs FlashInfer's pcie_ipc_comm (flashinfer.comm.PcieIpcAllReduceWorkspace), "
+            "and without it logs a warning and stays on NCCL; every GPU pair needs P2P",
+        )
+    ]
