@@ -190,10 +190,11 @@ def gates_status(root: Path | None = typer.Option(None, help=ROOT_HELP)) -> None
 @gates_app.command("matrix")
 def gates_matrix(
     versions: str = typer.Option(
-        "0.5.6,0.5.8,0.5.9,0.5.10,0.5.12,0.5.14,0.5.17,0.5.20,0.5.23", help="SGLang versions, comma-separated."
+        "0.5.6,0.5.8,0.5.9,0.5.10,0.5.12,0.5.14,0.5.17,0.5.20,0.5.21,0.5.22,0.5.23",
+        help="SGLang versions, comma-separated.",
     ),
     flashinfer_versions: str = typer.Option(
-        "0.6.3,0.6.4,0.6.15.post1,0.6.17,0.7.2", help="FlashInfer versions (JIT gate), comma-separated."
+        "0.6.3,0.6.4,0.6.15.post1,0.6.17,0.6.18,0.7.0,0.7.2", help="FlashInfer versions (JIT gate), comma-separated."
     ),
     pairs: str = typer.Option(
         "0.5.9:0.6.4", help="Extra SGLang:FlashInfer pairs for the forensics (the case study ran 0.5.9 with 0.6.4)."
