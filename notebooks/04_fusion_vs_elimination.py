@@ -53,6 +53,15 @@ chapter.fusion_by_load_table(ev)
 chapter.speculation_by_accept_length(ev)
 
 # %% [markdown]
+# The other input that moves it: how much the tokens of one stream's verify chain share experts (routing overlap).
+# The book priced each token as picking its own experts (overlap 0); a trained router repeats experts across
+# consecutive tokens, by an amount no public measurement of this model gives yet. The answer at each overlap, with
+# the one overlap measured here, on random weights.
+
+# %% mystnb={"figure": {"caption": "EAGLE-3 on the case study's box by routing overlap (a named input, 0 to 1): the gain at one stream and where speculation stops paying, with where each overlap comes from (modelled)", "name": "tbl-speculation-by-overlap"}}
+chapter.speculation_by_routing_overlap(ev)
+
+# %% [markdown]
 # What a reader serving many users trades: each stream added raises the box's total and lowers what one user gets.
 # Plain decoding and EAGLE-3 on the case study's box, per regime, from the same model that places the crossover.
 

@@ -34,6 +34,7 @@ from verifylab.model.option_tables import floors_table, memory_table, plain_deco
 from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option, reported_pass_floor
 from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.regimes import regime_curves_table
+from verifylab.model.routing_overlap import speculation_by_overlap
 from verifylab.report.charts import (
     Figure,
     options_chart,
@@ -181,6 +182,12 @@ def case_pareto_figure(ev: Evidence) -> Figure:
 def speculation_by_accept_length(ev: Evidence) -> pd.DataFrame:
     """Table: where speculation stops paying on the case study's box per regime and accept length (modelled)."""
     return speculation_by_accept(ev)
+
+
+@shown_as_table
+def speculation_by_routing_overlap(ev: Evidence) -> pd.DataFrame:
+    """Table: the case study's speculation answer per regime and routing overlap, each overlap's source named."""
+    return speculation_by_overlap(ev)
 
 
 def regime_figure(ev: Evidence) -> Figure:

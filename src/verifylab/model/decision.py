@@ -250,7 +250,8 @@ def crossover_words(crossover: tuple[float | None, float | None], consistent: bo
     elif low is not None and high is not None and streams(low) == streams(high):
         text = f"stops paying at about {streams(low)} streams"
     elif high is None:
-        text = f"stops paying somewhere from {streams(low)} streams to beyond {last}"
+        first = streams(low)
+        text = f"stops paying somewhere from {first} stream{'' if first == '1' else 's'} to beyond {last}"
     else:
         text = f"stops paying between {streams(low)} and {streams(high)} streams"
     if not consistent:
