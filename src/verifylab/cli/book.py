@@ -43,10 +43,12 @@ def env(
 def runs_list(
     data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/ and reference/."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Every column (label, GPU, SM, interconnect, tables)."),
 ) -> None:
-    """List the measured runs stored under DATA_DIR/runs, with their hardware label.
+    """List the measured runs stored under DATA_DIR/runs: id, status and date (fits 80 columns, ids whole);
+    `--wide` adds the hardware label, GPU, interconnect and tables.
 
-    Example: `verifylab runs list --data-dir data`
+    Example: `verifylab runs list --data-dir data`, then `verifylab runs show RUN_ID`
     """
     from verifylab.store.runs import RunStore
 
@@ -60,12 +62,27 @@ def runs_list(
         typer.echo(frame.to_json(orient="records", indent=2))
     elif frame.empty:
         console.print(f"no runs stored under {data_dir / 'runs'}")
-    else:
+    elif wide:
         print_frame(frame, title=f"runs in {data_dir / 'runs'}")
+    else:
+        print_narrow_runs(frame, f"runs in {data_dir / 'runs'} (--wide: every column)")
     bad = frame[frame["status"].astype(str).str.startswith("unreadable")] if not frame.empty else frame
     if not bad.empty:  # the others are listed above; the exit code says something is wrong
         reasons = "; ".join(s.removeprefix("unreadable: ") for s in bad["status"])
         raise fail(VerifylabError(f"{len(bad)} run(s) with an unreadable manifest: {reasons}"))
+
+
+def print_narrow_runs(frame, title: str) -> None:
+    """The run list in 80 columns: each id on one line (what a reader copies), its status and date."""
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    table.add_column("run_id", no_wrap=True)
+    table.add_column("status", overflow="fold")
+    table.add_column("created", no_wrap=True)
+    for row in frame.itertuples(index=False):
+        table.add_row(str(row.run_id), str(row.status), str(row.created or "")[:10])
+    console.print(table)
 
 
 @runs_app.command("show")
