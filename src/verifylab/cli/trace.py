@@ -162,4 +162,4 @@ def synth_verify(
     except VerifylabError as exc:
         raise fail(exc) from None
     if summarize:
-        trace_summarize([profile_dir], as_json=False, step_marker=None, message_bytes=None)
+        trace_summarize([profile_dir], as_json=False, step_marker=None, message_bytes=None, all_steps=False, csv=None)
