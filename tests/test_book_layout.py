@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from verifylab.chapters.registry import CHAPTERS
+
 from .browsing import CHROMIUM, SCREEN_WIDTHS
 
 pytestmark = [
@@ -15,13 +17,8 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)"),
 ]
 
-PAGES = [
-    "book/_generated/00_introduction.html",
-    "book/_generated/01_environment_and_gates.html",
-    "book/_generated/02_benchmarks.html",
-    "book/_generated/03_verify_breakdown.html",
-    "book/_generated/04_fusion_vs_elimination.html",
-    "book/_generated/05_recommendations.html",
+PAGES = [  # every chapter of the registry, the decision page, the changes page and the methods appendix
+    *(f"book/_generated/{c.name}.html" for c in CHAPTERS),
     "book/_generated/decision.html",
     "book/_generated/changes.html",
     "book/methods.html",
