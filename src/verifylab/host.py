@@ -68,6 +68,10 @@ def package_versions() -> dict[str, str | None]:
             found[key] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             found[key] = None
+    if found.get("verifylab") is None:  # run from a source tree (the device copy): its declared version
+        from verifylab import source_tree_version
+
+        found["verifylab"] = source_tree_version()
     return found
 
 
