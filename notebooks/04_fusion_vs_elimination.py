@@ -37,6 +37,15 @@ chapter.finding(ev, params)
 chapter.decision_by_regime(ev)
 
 # %% [markdown]
+# A collective an owner can deploy now: SGLang's PCIe-IPC all-reduce (opt-in; the SGLang and FlashInfer versions
+# that have it head the table) replaces NCCL for every all-reduce of the tensor-parallel group wherever P2P works,
+# plain decoding's too. Priced from its own public curve, measured on an SM120 box whose NCCL was as slow as the
+# case study's.
+
+# %% mystnb={"figure": {"caption": "Plain decoding and EAGLE-3 at one stream on the PCIe-IPC all-reduce against NCCL as run, per regime (modelled from the collective's public curve)", "name": "tbl-pcie-ipc"}}
+chapter.pcie_ipc_by_regime(ev)
+
+# %% [markdown]
 # Fusion is not one answer for a box: its one-shot push over PCIe gains where messages are small and loses to
 # NCCL's ring once a pass carries many streams. Per regime and load, turn it on where it saves at every end of the
 # range, off where it loses at every end, and measure on the box where the range straddles nothing saved.

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from verifylab import source_tree_version
 from verifylab.redact import measurement_environment, strip_terminal_codes
 
 PACKAGES = {
@@ -69,8 +70,6 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[key] = None
     if found.get("verifylab") is None:  # run from a source tree (the device copy): its declared version
-        from verifylab import source_tree_version
-
         found["verifylab"] = source_tree_version()
     return found
 

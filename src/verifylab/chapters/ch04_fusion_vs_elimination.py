@@ -163,7 +163,20 @@ def _crossover(answer) -> str:
 def decision_by_regime(ev: Evidence) -> pd.DataFrame:
     """Table: per regime, the all-reduce band that identifies it, decoding vs EAGLE-3 (with and without fusion)
     at one stream, the fastest option by load, and where speculation stops paying (modelled)."""
-    return decision_table(ev).drop(columns=["regime_key"]).rename(columns=DECISION_HEADINGS)
+    return decision_table(ev).drop(columns=["regime_key", *PCIE_IPC_COLUMNS]).rename(columns=DECISION_HEADINGS)
+
+
+PCIE_IPC_COLUMNS = ("pcie_ipc_decode_tok_s", "pcie_ipc_eagle3_tok_s", "pcie_ipc_gain_x")
+
+
+@shown_as_table
+def pcie_ipc_by_regime(ev: Evidence) -> pd.DataFrame:
+    """Table: per regime, plain decoding and EAGLE-3 at one stream with SGLang's PCIe-IPC all-reduce in place of
+    NCCL, against NCCL as run (modelled from the collective's own public curve)."""
+    table = decision_table(ev)
+    return table[["regime", "decode_tok_s", "eagle3_tok_s", *PCIE_IPC_COLUMNS, "provenance"]].rename(
+        columns=DECISION_HEADINGS
+    )
 
 
 @shown_as_table

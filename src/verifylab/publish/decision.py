@@ -96,9 +96,9 @@ def first_screen(answer: RegimeAnswer, row: dict, fusion_verdict: str) -> str:
 Run first, on the box: `verifylab box --gpus 8 --server URL`. It names your box's regime and prices these answers
 from its own numbers; other regimes: {{numref}}`tbl-decision-regimes`.
 
-- **Deploy fusion?** {fusion_verdict} (per verify pass: {
+- **Deploy fusion?** {fusion_verdict.capitalize()}; per verify pass, {
         answer.fusion_gain_ms.gain_text(2, "ms") if answer.fusion_gain_ms else "not priced"
-    }).
+    }.
 - **Keep EAGLE-3?** {keep_speculation_words(answer.gain).capitalize()}: at one stream it runs {row["eagle3_gain_x"]}x
   plain decoding ({row["eagle3_tok_s"]} against {row["decode_tok_s"]} tok/s).
 - **Eliminate all-reduces, and how?** The fastest verify pass SGLang runs with EAGLE-3:
@@ -172,7 +172,7 @@ answer:
   tok/s and EAGLE-3 {healthy["pcie_ipc_eagle3_tok_s"]} ({healthy["pcie_ipc_gain_x"]}x); on the case study's box, if
   its P2P works (its slow NCCL matches NCCL's on the kernel's own cross-NUMA box), EAGLE-3 would run
   {reported["pcie_ipc_eagle3_tok_s"]} tok/s against {reported["eagle3_tok_s"]} on NCCL as run
-  ({{numref}}`tbl-decision-regimes`, {{numref}}`tbl-public-evidence`).
+  ({{numref}}`tbl-pcie-ipc`, {{numref}}`tbl-public-evidence`).
 - **Turn speculation off under load?** ({speculation[0]} confidence) Modelled for this box at its reported accept
   length: healthy P2P {healthy["speculation_off_from"]}; "{case_title}", {reported["speculation_off_from"]}
   ({{numref}}`tbl-decision-regimes`). Measured on one H200 with the accept length held fixed, the gain falls below

@@ -27,9 +27,17 @@ def _edition(app: Any) -> dict:
 
 
 def runs_named(text: str, runs: list[str]) -> list[str]:
-    """The runs whose id ``text`` names as a whole word: a run is not cited because its id is part of another's
-    (``20261130-live`` inside ``20261130-live-tp2``)."""
-    return [r for r in runs if re.search(rf"(?<![\w-]){re.escape(r)}(?![\w-])", text)]
+    """The runs ``text`` names: an id counts where it appears outside every longer id that ``text`` names there
+    (``20261130-live`` inside ``20261130-live-tp2`` is not a citation of the shorter run)."""
+    covered: list[tuple[int, int]] = []
+    named = set()
+    for run in sorted(runs, key=len, reverse=True):
+        spans = [(m.start(), m.end()) for m in re.finditer(re.escape(run), text)]
+        free = [(a, b) for a, b in spans if not any(c <= a and b <= d for c, d in covered)]
+        if free:
+            named.add(run)
+        covered += spans
+    return [r for r in runs if r in named]
 
 
 def add_exhibit_sources(app: Any, doctree: nodes.document, docname: str) -> None:
