@@ -14,10 +14,17 @@ from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.comm.bands import bands_from_public
 from verifylab.derived import derived
 from verifylab.errors import ManifestError
-from verifylab.model.case import account, inputs, inputs_table, reconcile_table, speculation_case, whatif_table
+from verifylab.model.case import (
+    account,
+    inputs,
+    inputs_table,
+    options_at_loads,
+    reconcile_table,
+    speculation_case,
+    whatif_table,
+)
 from verifylab.model.comm_pass import saving_check as check
 from verifylab.model.costmodel import components_long
-from verifylab.model.cycle import Span
 from verifylab.model.decision import (
     REFERENCE_MESSAGE,
     crossover_text,
@@ -30,10 +37,9 @@ from verifylab.model.decision import (
 from verifylab.model.hypotheses import ORDER_RULE, deciding_between_top_two, ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
-from verifylab.model.option_tables import floors_table, memory_table, plain_decoding
+from verifylab.model.option_tables import floors_table, memory_table, plain_decoding, regime_curves_table
 from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option, reported_pass_floor
 from verifylab.model.reconcile import CONCLUSIONS
-from verifylab.model.regimes import regime_curves_table
 from verifylab.model.routing_overlap import speculation_by_overlap
 from verifylab.report.charts import (
     Figure,
@@ -214,26 +220,8 @@ def options_at_load(ev: Evidence) -> Table:
 
 
 def options_at_load_frame(ev: Evidence) -> pd.DataFrame:
-    """Table: every option in every regime at 1, 8 and 32 streams — verify ms and one stream's tok/s as ranges,
-    the floor under them, and whether SGLang runs the option with EAGLE-3 (modelled)."""
-    rows = []
-    for streams in LOADS:
-        for r in whatif_table(ev, streams).itertuples():
-            priced = not pd.isna(r.verify_ms_low)
-            rows.append(
-                {
-                    "regime": r.regime,
-                    "option": r.option,
-                    "streams": streams,
-                    "verify (ms)": Span(r.verify_ms_low, r.verify_ms_high).text(1) if priced else "—",
-                    "tok/s per stream": Span(r.tokens_per_s_low, r.tokens_per_s_high).text(0) if priced else "—",
-                    "floor (ms)": Span(r.floor_ms_low, r.floor_ms_high).text(1),
-                    "all-reduces": r.allreduces_per_pass,
-                    "with EAGLE-3 in SGLang": r.eagle3_in_sglang.split(":")[0].split(" (")[0],
-                    "not priced because": r.not_priced,
-                }
-            )
-    return pd.DataFrame(rows)
+    """Table: every option in every regime at 1, 8 and 32 streams (modelled; :func:`options_at_loads`)."""
+    return options_at_loads(ev, LOADS)
 
 
 PLAIN_DECODING = "plain decoding (TP 8, NCCL, no speculation)"

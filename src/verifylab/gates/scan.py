@@ -14,10 +14,14 @@ import ast
 import dataclasses
 import functools
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
+from verifylab.gates.finding import Finding as Finding
+from verifylab.gates.finding import Kind as Kind
+from verifylab.gates.finding import Status as Status
+from verifylab.gates.pcie_ipc import PCIE_IPC_ROLE as PCIE_IPC_ROLE
+from verifylab.gates.pcie_ipc import pcie_ipc_findings
 from verifylab.gates.prefilter import FUSION_NAME, FUSION_TEXT, worth_parsing
 from verifylab.gates.source import (
     MULTICAST_MARKER,
@@ -30,30 +34,6 @@ from verifylab.gates.source import (
 ARCH_PRED = re.compile(r"^_?is_sm(\d+)(?:_supported)?$")
 TABLE_NAME = re.compile(r"SYMM|MULTIMEM|ALL_?REDUCE", re.I)
 CAPABILITY_MAJORS = {7, 8, 9, 10, 11, 12}
-
-Kind = Literal["boolean_gate", "raise_guard", "capability_table", "jit_arch_list", "limit", "precondition"]
-Status = Literal["closed", "open", "info"]
-
-
-@dataclass
-class Finding:
-    """One gate, table, limit or precondition found in the tree."""
-
-    file: str
-    line: int
-    function: str
-    kind: Kind
-    expression: str
-    status: Status
-    role: str = ""
-    note: str = ""
-    archs: list[int] = field(default_factory=list)
-
-    def key(self) -> tuple[str, str]:
-        return (self.file, self.function)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def arch_of(node: ast.AST) -> int | None:
@@ -344,7 +324,7 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
                     "falls back to the unfused path",
                 )
             )
-    out += _pcie_ipc(tree, source, rel)
+    out += pcie_ipc_findings(tree, source, rel)
     if "cuMulticastGetGranularity" in source and "Skipping allreduce fusion" in source:
         preflight = multicast_preflight(tree, source)
         func = next(
@@ -386,37 +366,3 @@ def _limits_and_preconditions(tree, source, rel, parents) -> list[Finding]:
                 )
             )
     return out
-
-
-PCIE_IPC_ROLE = "PCIe-IPC all-reduce"
-PCIE_IPC_ENV = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"
-
-
-def _pcie_ipc(tree: ast.AST, source: str, rel: str) -> list[Finding]:
-    """SGLang's PCIe-IPC all-reduce (0.5.21+): its switch, the world sizes it serves and what it needs from
-    FlashInfer; whether that FlashInfer is there is judged over the whole tree (``gates.inventory``)."""
-    if PCIE_IPC_ENV not in source or "PcieIpcAllReduceWorkspace" not in source:
-        return []
-    sizes = next(
-        (
-            ast.literal_eval(node.value)
-            for node in getattr(tree, "body", [])
-            if isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "_SUPPORTED_WORLD_SIZES" for t in node.targets)
-        ),
-        None,
-    )
-    line = next((i for i, text in enumerate(source.splitlines(), 1) if "PcieIpcAllReduceWorkspace" in text), 1)
-    return [
-        Finding(
-            rel,
-            line,
-            "<module>",
-            "precondition",
-            f"{PCIE_IPC_ENV}=1" + (f", world sizes {', '.join(map(str, sizes))}" if sizes else ""),
-            "info",
-            PCIE_IPC_ROLE,
-            "opt-in (off by default); it needs FlashInfer's pcie_ipc_comm (flashinfer.comm.PcieIpcAllReduceWorkspace), "
-            "and without it logs a warning and stays on NCCL; every GPU pair needs P2P",
-        )
-    ]

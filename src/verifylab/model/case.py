@@ -50,6 +50,29 @@ def whatif_table(ev: ModelSources, batch: int = 1) -> pd.DataFrame:
     return options_table(inputs(ev), batch)
 
 
+def options_at_loads(ev: ModelSources, loads: tuple[int, ...]) -> pd.DataFrame:
+    """Every option in every regime at each of ``loads`` streams — verify ms and one stream's tok/s as ranges,
+    the floor under them, and whether SGLang runs the option with EAGLE-3 (modelled)."""
+    rows = []
+    for streams in loads:
+        for r in whatif_table(ev, streams).itertuples():
+            priced = not pd.isna(r.verify_ms_low)
+            rows.append(
+                {
+                    "regime": r.regime,
+                    "option": r.option,
+                    "streams": streams,
+                    "verify (ms)": Span(r.verify_ms_low, r.verify_ms_high).text(1) if priced else "—",
+                    "tok/s per stream": Span(r.tokens_per_s_low, r.tokens_per_s_high).text(0) if priced else "—",
+                    "floor (ms)": Span(r.floor_ms_low, r.floor_ms_high).text(1),
+                    "all-reduces": r.allreduces_per_pass,
+                    "with EAGLE-3 in SGLang": r.eagle3_in_sglang.split(":")[0].split(" (")[0],
+                    "not priced because": r.not_priced,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def inputs_for_box(ev: ModelSources, box: BoxProbe) -> ModelInputs:
     """This evidence's inputs with ``box`` as the reader's own box (its curve prices the row 'this box'), in
     place of the newest stored 8-GPU probe."""

@@ -29,8 +29,8 @@ from verifylab.model.options import (
     OptionPass,
     option_pass,
 )
-from verifylab.model.regimes import REGIME_TITLE, decode_regime
-from verifylab.vocab import Regime
+from verifylab.model.regimes import REGIME_TITLE, Collective, Price, RegimeCurves, decode_regime
+from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 
 def options_table(inputs: ModelInputs, streams: int = 1) -> pd.DataFrame:
@@ -157,3 +157,28 @@ def plain_decoding(inputs: ModelInputs, regime: Regime, streams: int) -> Span | 
     all-reduces in the regime plain decoding runs in): one stream's tok/s; None where it is not priced."""
     p = option_pass(inputs, Option.TP8_NCCL, decode_regime(regime), streams, 1)
     return None if p.verify is None else Span(1e3 / p.verify.high, 1e3 / p.verify.low)
+
+
+def regime_curves_table(
+    curves: RegimeCurves, tokens: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+) -> pd.DataFrame:
+    """Every priced (regime, collective) at 8 ranks over the verify pass's token counts: low, high, basis."""
+    rows = []
+    for regime in curves.regimes():
+        for collective in (Collective.NCCL, Collective.FUSED, Collective.PCIE_IPC):
+            for t in tokens:
+                price = curves.price(regime, collective, 8, t * KIMI_K2_HIDDEN * 2)
+                if isinstance(price, Price):
+                    rows.append(
+                        {
+                            "regime": REGIME_TITLE[regime],
+                            "collective": str(collective),
+                            "tokens": t,
+                            "low_us": price.low_us,
+                            "high_us": price.high_us,
+                            "mid_us": (price.low_us + price.high_us) / 2,
+                            "basis": price.basis,
+                            "provenance": "modelled",
+                        }
+                    )
+    return pd.DataFrame(rows)

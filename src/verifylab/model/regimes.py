@@ -22,7 +22,6 @@ Every price is a :class:`Price` with a low and a high end and the sources it cam
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -31,8 +30,11 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from verifylab.comm.bands import host_hop_us
-from verifylab.model.comm_pass import loglog_interpolate
 from verifylab.model.costmodel import max_oneshot_tokens
+from verifylab.model.curve_types import BoxProbe as BoxProbe
+from verifylab.model.curve_types import Price as Price
+from verifylab.model.curve_types import SourceCurve as SourceCurve
+from verifylab.model.curve_types import monotone as monotone
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
@@ -62,64 +64,6 @@ class Collective(StrEnum):
     PCIE_IPC = "FlashInfer PCIe-IPC all-reduce"
     ALL_TO_ALL = "all-to-all (dispatch or combine)"
     SEND = "pipeline send"
-
-
-@dataclass(frozen=True)
-class Price:
-    """One collective's latency as a range (us), with where it came from."""
-
-    low_us: float
-    high_us: float
-    basis: str
-
-    def __post_init__(self) -> None:
-        if self.low_us > self.high_us:
-            low, high = self.high_us, self.low_us
-            object.__setattr__(self, "low_us", low)
-            object.__setattr__(self, "high_us", high)
-
-    def scaled(self, factor_low: float, factor_high: float, why: str) -> Price:
-        return Price(self.low_us * factor_low, self.high_us * factor_high, f"{self.basis}; {why}")
-
-
-@dataclass(frozen=True)
-class SourceCurve:
-    """One source's measured points (bytes -> us) and the slope (us per byte) it grows by beyond them."""
-
-    label: str
-    message_bytes: tuple[float, ...]
-    us: tuple[float, ...]
-    public_rows: tuple[str, ...] = ()  # the public-evidence row ids it was built from (none: a measured run)
-
-    def at(self, message: float, slope_us_per_byte: float) -> float:
-        xs, ys = self.message_bytes, self.us
-        if message <= xs[0]:
-            return ys[0]  # below the smallest size measured: the latency floor of that size
-        if message >= xs[-1]:
-            return ys[-1] + (message - xs[-1]) * slope_us_per_byte
-        return loglog_interpolate(xs, ys, message)
-
-
-def monotone(us: list[float]) -> tuple[float, ...]:
-    """A latency curve that never falls as the message grows: a point above a larger size's latency (an isolated
-    spike, such as one source's own flagged outlier) is lowered to it."""
-    out, lowest = [], math.inf
-    for value in reversed(us):
-        lowest = min(lowest, float(value))
-        out.append(lowest)
-    return tuple(reversed(out))
-
-
-@dataclass(frozen=True)
-class BoxProbe:
-    """The reader's own box at the case study's TP size (a stored probe, or a curve file): its curves price the
-    options; what it did not measure is priced in its regime, when its verdict gives one."""
-
-    source: str  # "run <id>" or "file <path>"
-    label: str
-    regime: Regime  # the probe's verdict; UNKNOWN for a curve file (no verdict)
-    nccl: SourceCurve
-    fused: SourceCurve | None
 
 
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -441,28 +385,3 @@ class RegimeCurves:
             return "no reported all-reduce"
         low, high, _ = self.reported_allreduce
         return Price(low / 14, high / 14, "one step of the reported ring")
-
-
-def regime_curves_table(
-    curves: RegimeCurves, tokens: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-) -> pd.DataFrame:
-    """Every priced (regime, collective) at 8 ranks over the verify pass's token counts: low, high, basis."""
-    rows = []
-    for regime in curves.regimes():
-        for collective in (Collective.NCCL, Collective.FUSED, Collective.PCIE_IPC):
-            for t in tokens:
-                price = curves.price(regime, collective, 8, t * KIMI_K2_HIDDEN * 2)
-                if isinstance(price, Price):
-                    rows.append(
-                        {
-                            "regime": REGIME_TITLE[regime],
-                            "collective": str(collective),
-                            "tokens": t,
-                            "low_us": price.low_us,
-                            "high_us": price.high_us,
-                            "mid_us": (price.low_us + price.high_us) / 2,
-                            "basis": price.basis,
-                            "provenance": "modelled",
-                        }
-                    )
-    return pd.DataFrame(rows)
