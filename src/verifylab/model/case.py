@@ -237,7 +237,7 @@ def _cases(
             out[regime] = None
             continue
         box = case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective)
-        nccl_box = case_study_box(curves, ev.measured, regime, decode_regime(regime))
+        nccl_box = box if curve is None else case_study_box(curves, ev.measured, regime, decode_regime(regime))
         cal = calibrate_decode(nccl_box, measured, decode_tps, decode_source)  # the rate was measured on NCCL
         if collective is Collective.PCIE_IPC:  # plain decoding runs on it too
             cal = carried_host(nccl_box, cal)
