@@ -90,6 +90,16 @@ chapter.live_kernels_finding(ev)
 chapter.live_kernels_table(ev)
 
 # %% [markdown]
+# What fusion saved on those passes, against the pass model of chapter 4 predicting it without looking at the
+# fusion variant's trace (the kernels' times on two H200s, not the random-weight model's quality).
+
+# %%
+chapter.live_fusion_finding_text(ev)
+
+# %% mystnb={"figure": {"caption": "Fusion's saving per live TP-2 pass beside the pass model's predictions, with NCCL and with the all-reduce SGLang ran as the unfused path (modelled vs measured, 2 x H200)", "name": "tbl-live-fusion-check"}}
+chapter.live_fusion_table(ev)
+
+# %% [markdown]
 # ## Live mode: the GPU box's own server
 #
 # In live mode this chapter drives SGLang's profiler while requests run on the server at `server_url`

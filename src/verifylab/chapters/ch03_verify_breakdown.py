@@ -14,6 +14,7 @@ from verifylab.analysis.live_smoke import live_smoke_profile
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
+from verifylab.model.live_fusion import live_fusion_check, live_fusion_finding
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, launcher_help, serve
@@ -209,3 +210,33 @@ def _profile_into(section, store, run_id, url, steps, message_bytes, variant):
         "The kernels by total time, named as SGLang, FlashInfer and Triton emit them", tables["trace_kernels"].head(15)
     )
     return section
+
+
+@shown_as_table
+def live_fusion_table(ev: Evidence) -> pd.DataFrame:
+    """Table: fusion's saving on the live TP-2 passes beside the pass model's two predictions (out of sample)."""
+    check = live_fusion_check(ev.measured)
+    if check.empty:
+        return check
+
+    def span(name: str) -> list[str]:
+        return [
+            f"{low:.1f} to {high:.1f}" for low, high in zip(check[f"{name}_low"], check[f"{name}_high"], strict=True)
+        ]
+
+    return pd.DataFrame(
+        {
+            "run": check["run"],
+            "fused all-reduces": check["fused_of_allreduces"],
+            "measured saving (µs per pass)": check["measured_saving_us"].round(1),
+            "predicted, NCCL unfused (µs)": span("predicted_nccl_unfused_us"),
+            "predicted, as SGLang ran (µs)": span("predicted_as_run_us"),
+            "fused kernel in pass / isolated": check["fused_in_pass_over_isolated"].round(2),
+            "provenance": check["provenance"],
+        }
+    )
+
+
+def live_fusion_finding_text(ev: Evidence) -> Prose:
+    """What the live TP-2 check shows, in one paragraph formatted from its rows."""
+    return Prose(live_fusion_finding(live_fusion_check(ev.measured)))
