@@ -18,7 +18,7 @@ from verifylab.server.variants import BaseConfig, known_flags
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import Regime
 
-VERSIONS = {"0.5.9": "0.6.4", "0.5.22": "0.7.1"}  # the case study's pair, the newest audited here
+VERSIONS = {"0.5.9": "0.6.4", "0.5.22": "0.7.1", "0.5.23": "0.7.2"}  # the case study's pair; the newest audited
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_each_version_gets_only_its_own_flags(facts, sglang):
     )
     ipc = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"
     assert (ipc in words) == bool(pcie_ipc_env(sglang, VERSIONS[sglang]))
-    assert (ipc in words) == (sglang == "0.5.22")  # 0.5.9 has no PCIe-IPC path; 0.5.22 pins FlashInfer 0.7.1
+    assert (ipc in words) == (sglang != "0.5.9")  # 0.5.9 has no PCIe-IPC path; 0.5.22+ pin FlashInfer 0.7.1+
 
 
 def test_the_command_never_contradicts_the_answers(facts):
