@@ -89,6 +89,14 @@ def read_outside_text(path: Path, kind: str, root: Path | None = None, limit: in
         raise OutsideFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
+def refuse_output_inside(output: Path, folder: Path, flag: str, what: str) -> None:
+    """An output folder inside ``folder`` (links resolved) is refused: ``what`` there belongs to verifylab alone
+    (the run store: a stray page would read as a run)."""
+    out, inside = Path(output).resolve(), Path(folder).resolve()
+    if out == inside or inside in out.parents:
+        raise OutsideFileError(f"{flag} {output}: inside {what} ({folder}); write it elsewhere")
+
+
 def refuse_output_over_input(output: Path, inputs: list[Path], flag: str) -> None:
     """An output file that is one of the inputs (by path or by inode, links included) is refused: writing it
     would destroy what was read."""

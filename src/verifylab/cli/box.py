@@ -123,12 +123,15 @@ def box_cmd(
             raise fail(exc) from None
         _plan_and_verify(request, verify, data_dir, run_id)
         return
+    from verifylab.intake import refuse_output_inside
     from verifylab.model.box_decision import BoxInputs, decide_box, stored_decode_rate
     from verifylab.model.model_config import Routing
     from verifylab.publish.box_page import write_box_page
     from verifylab.store.evidence import Evidence
 
     try:
+        if out is not None:  # before a probe or a measurement runs: where the page goes is known now
+            refuse_output_inside(out, data_dir / "runs", "--out", "the run store")
         if decode_tok_s is not None and server is not None:
             raise ParameterError("give one of --decode-tok-s (your rate) or --server URL (measured now), not both")
         if probe is not None and gpus is not None:
