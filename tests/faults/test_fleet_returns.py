@@ -34,12 +34,23 @@ def test_two_boxes_returning_the_same_run_id_keep_both_runs(tmp_path):
     assert unpack_runs(blob, digest, store, {"host": "box-a"}) == [run_id]
     before = (store.path(run_id) / "manifest.json").read_bytes()
     (second,) = unpack_runs(blob, digest, store, {"host": "box-b"})
-    (third,) = unpack_runs(blob, digest, store, {"host": "box-b"})
-    assert (second, third) == (f"{run_id}-box-b", f"{run_id}-box-b-2")
+    assert second == f"{run_id}-box-b"
     assert (store.path(run_id) / "manifest.json").read_bytes() == before  # the first is untouched
-    for renamed in (second, third):
-        manifest = store.manifest(renamed)
-        assert manifest.run_id == renamed and manifest.fleet["renamed_from"] == run_id
+    manifest = store.manifest(second)
+    assert manifest.run_id == second and manifest.fleet["renamed_from"] == run_id
+
+
+def test_a_re_run_returning_the_same_run_stores_no_second_copy(tmp_path):
+    """#53 class 8: the same job re-run returns the same run; the store keeps the one it has (both ids the same)."""
+    source, run_id = _one_run()
+    blob, digest = pack_runs(source, [run_id])
+    store = RunStore(tmp_path / "runs")
+    first = unpack_runs(blob, digest, store, {"host": "box-b", "job": "j1"})
+    again = unpack_runs(blob, digest, store, {"host": "box-b", "job": "j1"})
+    assert first == again == [run_id]
+    assert sorted(p.name for p in store.root.iterdir() if not p.name.startswith(".")) == [run_id]
+    other_job = unpack_runs(blob, digest, store, {"host": "box-b", "job": "j2"})
+    assert other_job == [f"{run_id}-box-b"]  # another job's run of the same name is kept beside it
 
 
 def _gz_tar(members: dict[str, int]) -> bytes:

@@ -74,8 +74,13 @@ def unpack_runs(
         incoming = sorted(p.name for p in Path(tmp).iterdir() if p.is_dir() and not p.name.startswith("."))
         staged = RunStore(tmp)
         landed: list[str] = []
+        arrived: list[str] = []
         for run_id in incoming:
             manifest = staged.manifest(run_id)  # a folder without a readable manifest is refused here
+            again = _stored_copy(store, staged, run_id, fleet)
+            if again is not None:  # a re-run of the same job returned the same run: keep the one stored
+                arrived.append(again)
+                continue
             new_id = _free_id(store, run_id, fleet.get("host", "box"), set(landed))
             manifest.fleet = {**manifest.fleet, **fleet, **({"renamed_from": run_id} if new_id != run_id else {})}
             if new_id != run_id:
@@ -85,7 +90,43 @@ def unpack_runs(
             landed.append(new_id)
         for run_id in landed:
             (Path(tmp) / run_id).rename(store.root / run_id)  # a free name: nothing is replaced
-    return landed
+    return arrived + landed
+
+
+def _stored_copy(store: RunStore, staged: RunStore, run_id: str, fleet: dict[str, str]) -> str | None:
+    """The id of a stored run that ``run_id`` (staged) repeats: returned by the same host (and job, where named),
+    its manifest the same but for the fleet record, every other file byte for byte the same; None otherwise."""
+    incoming = staged.root / run_id
+    names = [run_id, *sorted(p.name for p in store.root.glob(f"{run_id}-*") if p.is_dir())]
+    for name in names:
+        if not (store.root / name / "manifest.json").is_file():
+            continue
+        stored = store.manifest(name)
+        if name != run_id and stored.fleet.get("renamed_from") != run_id:
+            continue
+        if any(stored.fleet.get(key) != fleet.get(key) for key in ("host", "job") if key in fleet):
+            continue
+        theirs = staged.manifest(run_id).model_dump(exclude={"fleet", "run_id"}, mode="json")
+        if stored.model_dump(exclude={"fleet", "run_id"}, mode="json") == theirs and _same_files(
+            store.root / name, incoming
+        ):
+            return name
+    return None
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    """Whether two run folders hold the same files, byte for byte, their manifests and the store's own hidden
+    files (its lock) aside."""
+
+    def files(root: Path) -> dict[str, Path]:
+        return {
+            p.relative_to(root).as_posix(): p
+            for p in root.rglob("*")
+            if p.is_file() and p.name != "manifest.json" and not p.name.startswith(".")
+        }
+
+    left, right = files(a), files(b)
+    return left.keys() == right.keys() and all(left[k].read_bytes() == right[k].read_bytes() for k in left)
 
 
 def _free_id(store: RunStore, run_id: str, host: str, taken: set[str]) -> str:
