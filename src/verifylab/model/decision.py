@@ -24,7 +24,7 @@ from verifylab.model.case import (
 from verifylab.model.cycle import Span
 from verifylab.model.options import GPUS, OPTIONS, Option
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price
-from verifylab.model.speculation import scenarios, verify_ms
+from verifylab.model.speculation import Box, scenarios, verify_ms
 from verifylab.model.speculation_box import DEFAULT_STREAMS, answer, combined_crossover
 from verifylab.sources import ModelSources
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Drafter, Regime
@@ -268,19 +268,26 @@ def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
     rows = []
     for regime, case in speculation_case(ev).items():
         for accept in SPECULATION_ACCEPTS:
-            results = [answer(case.box, case.calibrated, Drafter.EAGLE3, accept, k) for k in case.by_draft_tokens]
-            ones = [r.rows[0].gain for r in results]
-            crossover = combined_crossover(results)
+            gain, pays = speculation_in_words(case, case.box, accept)
             rows.append(
                 {
                     "regime": REGIME_TITLE[regime],
                     "accept_length": accept,
-                    "gain_one_stream": Span(min(g.low for g in ones), max(g.high for g in ones)).text(2),
-                    "speculation_pays": crossover_words(crossover, case.consistent),
+                    "gain_one_stream": gain,
+                    "speculation_pays": pays,
                     "provenance": "modelled",
                 }
             )
     return pd.DataFrame(rows)
+
+
+def speculation_in_words(case: SpeculationCase, box: Box, accept: float) -> tuple[str, str]:
+    """EAGLE-3 on ``box`` (the case's box, or it with one input changed) at ``accept``, calibrated as ``case``, over
+    its draft-token range: the gain at one stream as text, and where speculation stops paying in words."""
+    results = [answer(box, case.calibrated, Drafter.EAGLE3, accept, k) for k in case.by_draft_tokens]
+    ones = [r.rows[0].gain for r in results]
+    gain = Span(min(g.low for g in ones), max(g.high for g in ones))
+    return gain.text(2), crossover_words(combined_crossover(results), case.consistent)
 
 
 def fusion_at_one_stream(gain: Span | FusionSaving | None) -> str:

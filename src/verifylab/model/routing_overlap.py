@@ -11,13 +11,12 @@ import pandas as pd
 
 from verifylab.model.case import speculation_case
 from verifylab.model.cycle import Span
-from verifylab.model.decision import crossover_words
+from verifylab.model.decision import speculation_in_words
 from verifylab.model.model_config import Routing
 from verifylab.model.regimes import REGIME_TITLE
-from verifylab.model.speculation_box import answer, combined_crossover
 from verifylab.model.speculation_inputs import fit_grid, grid_routing, grid_runs
 from verifylab.sources import MeasuredRuns, ModelSources
-from verifylab.vocab import Drafter, Regime
+from verifylab.vocab import Regime
 
 OVERLAP_POINTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 ANSWERED_REGIMES = (Regime.HEALTHY_P2P, Regime.DEGRADED)  # the owner's healthy box and the case study's own
@@ -41,14 +40,13 @@ def speculation_by_overlap(ev: ModelSources) -> pd.DataFrame:
         case = speculation_case(ev)[regime]
         for overlap in OVERLAP_POINTS:
             box = replace(case.box, chain_overlap=Span(overlap, overlap))
-            results = [answer(box, case.calibrated, Drafter.EAGLE3, case.accept, k) for k in case.by_draft_tokens]
-            ones = [r.rows[0].gain for r in results]
+            gain, pays = speculation_in_words(case, box, case.accept)
             rows.append(
                 {
                     "regime": REGIME_TITLE[regime],
                     "routing_overlap": overlap,
-                    "gain_one_stream": Span(min(g.low for g in ones), max(g.high for g in ones)).text(2),
-                    "speculation_pays": crossover_words(combined_crossover(results), case.consistent),
+                    "gain_one_stream": gain,
+                    "speculation_pays": pays,
                     "overlap_source": _source(overlap, measured),
                     "provenance": "modelled",
                 }
