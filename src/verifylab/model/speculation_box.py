@@ -34,18 +34,24 @@ CASE_CONTEXT = 2048  # tokens of KV per stream (chapter 4's options use the same
 DEFAULT_STREAMS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)
 
 
-def regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> tuple[AllreduceCurve, str]:
-    """One NCCL all-reduce's range at ``world`` ranks in ``regime``, by message bytes; refused where the regime
-    has no curve at that size of group."""
+CURVE_NAMES = {Collective.NCCL: "NCCL all-reduce", Collective.PCIE_IPC: "PCIe-IPC all-reduce"}
+
+
+def regime_curve(
+    curves: RegimeCurves, regime: Regime, world: int, collective: Collective = Collective.NCCL
+) -> tuple[AllreduceCurve, str]:
+    """One all-reduce's range on ``collective`` (NCCL or PCIe-IPC, each from its own curve) at ``world`` ranks in
+    ``regime``, by message bytes; refused where the regime has no curve at that size of group."""
 
     def at(message: float) -> Span:
-        price = curves.price(regime, Collective.NCCL, world, message)
+        price = curves.price(regime, collective, world, message)
         if not isinstance(price, Price):
             raise ModelInputError(f"{REGIME_TITLE.get(regime, regime.value)} at {world} ranks: {price}")
         return Span(price.low_us, price.high_us)
 
     at(world * 2.0**14)  # refuse now, not in the middle of a table
-    return at, f"NCCL all-reduce, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks (chapter 4's curves)"
+    where = f"{REGIME_TITLE.get(regime, regime.value)}, {world} ranks (chapter 4's curves)"
+    return at, f"{CURVE_NAMES[collective]}, {where}"
 
 
 def fused_regime_curve(
@@ -73,17 +79,11 @@ def fused_regime_curve(
 
 
 def pcie_ipc_regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> tuple[AllreduceCurve, str] | None:
-    """SGLang's PCIe-IPC all-reduce at ``world`` ranks in ``regime``, from its own public curve (None where it
-    cannot run or has no curve)."""
-    if not isinstance(curves.price(regime, Collective.PCIE_IPC, world, world * 2.0**14), Price):
+    """SGLang's PCIe-IPC all-reduce at ``world`` ranks in ``regime`` (None where it cannot run or has no curve)."""
+    try:
+        return regime_curve(curves, regime, world, Collective.PCIE_IPC)
+    except ModelInputError:
         return None
-
-    def at(message: float) -> Span:
-        price = curves.price(regime, Collective.PCIE_IPC, world, message)
-        assert isinstance(price, Price)  # priced at every size once priced at one
-        return Span(price.low_us, price.high_us)
-
-    return at, f"PCIe-IPC all-reduce, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks (its public curve)"
 
 
 def latency_curve(curves: list[LatencyCurve], path: str | None) -> tuple[AllreduceCurve, str]:
