@@ -7,6 +7,7 @@ factor; nothing of the fusion variant's trace is an input, so each prediction is
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -18,20 +19,27 @@ from verifylab.sources import MeasuredRuns
 PATH = "nvlink"  # the live TP-2 runs' GPUs talk over NVLink, as the campaign's nvlink curves were measured
 
 
-def _busy(steps: pd.DataFrame, variant: str) -> tuple[float, float, float, int, int, float] | None:
-    """One variant's target passes on the rank that waits least: all-reduce transfer and norm time per pass
-    (medians), the all-reduces per pass, how many of them fused, the bytes each moves."""
+class PassBusy(NamedTuple):
+    """One variant's target passes on the rank that waits least."""
+
+    comm_us: float  # all-reduce transfer time per pass (median)
+    norm_us: float  # norm kernels per pass (median)
+    allreduces: int
+    fused: int  # how many of them ran FlashInfer's fused kernel
+    message_bytes: float
+
+
+def _busy(steps: pd.DataFrame, variant: str) -> PassBusy | None:
+    """A variant's :class:`PassBusy` from a run's steps (None: the run has no target pass of it)."""
     rows = steps[(steps["phase"] == "target") & (steps["variant"] == variant)]
     if rows.empty:
         return None
     per_rank = rows.groupby("rank")[["comm_transfer_us", "norm_us"]].median()
     rank = (per_rank["comm_transfer_us"] + per_rank["norm_us"]).idxmin()
-    impls = str(rows["allreduce_impls"].iloc[0])
-    fused = re.search(r"flashinfer_fused:(\d+)", impls)
-    return (
+    fused = re.search(r"flashinfer_fused:(\d+)", str(rows["allreduce_impls"].iloc[0]))
+    return PassBusy(
         float(per_rank.loc[rank, "comm_transfer_us"]),
         float(per_rank.loc[rank, "norm_us"]),
-        float(rows["comm_transfer_us"].count()),
         int(rows["allreduce_count"].median()),
         int(fused.group(1)) if fused else 0,
         float(rows["bytes_per_allreduce"].iloc[0]),
@@ -55,9 +63,10 @@ def live_fusion_check(runs: MeasuredRuns) -> pd.DataFrame:
         if "variant" not in steps.columns:
             continue
         base, fusion = _busy(steps, "baseline"), _busy(steps, "fusion")
-        if base is None or fusion is None or fusion[4] == 0:
+        if base is None or fusion is None or fusion.fused == 0:
             continue
-        (b_comm, b_norm, _, n, _, size), (f_comm, f_norm, _, _, n_fused, _) = base, fusion
+        n, n_fused, size = base.allreduces, fusion.fused, base.message_bytes
+        b_comm, b_norm, f_comm, f_norm = base.comm_us, base.norm_us, fusion.comm_us, fusion.norm_us
         unfused_call, norm_call = b_comm / n, b_norm / n
         fused_iso, nccl_iso = curves[(PATH, "fused")].at(size), curves[(PATH, "nccl")].at(size)
         factors = (low, high)
