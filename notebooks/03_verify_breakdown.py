@@ -96,7 +96,7 @@ chapter.live_kernels_table(ev)
 # %%
 chapter.live_fusion_finding_text(ev)
 
-# %% mystnb={"figure": {"caption": "Fusion's saving per live TP-2 pass beside the pass model's predictions, with NCCL and with the all-reduce SGLang ran as the unfused path (modelled vs measured, 2 x H200)", "name": "tbl-live-fusion-check"}}
+# %% mystnb={"figure": {"caption": "Fusion's saving per live TP-2 pass beside the pass model's, with the all-reduce SGLang ran as the unfused path: fitted in-pass factor and a fit without the run; and what NCCL as the unfused path would give (modelled vs measured, 2 x H200)", "name": "tbl-live-fusion-check"}}
 chapter.live_fusion_table(ev)
 
 # %% [markdown]

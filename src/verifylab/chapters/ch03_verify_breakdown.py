@@ -14,6 +14,7 @@ from verifylab.analysis.live_smoke import live_smoke_profile
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
+from verifylab.model.in_pass import fused_in_pass_fit
 from verifylab.model.live_fusion import live_fusion_check, live_fusion_finding
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
@@ -214,24 +215,29 @@ def _profile_into(section, store, run_id, url, steps, message_bytes, variant):
 
 @shown_as_table
 def live_fusion_table(ev: Evidence) -> pd.DataFrame:
-    """Table: fusion's saving on the live TP-2 passes beside the pass model's two predictions (out of sample)."""
+    """Table: fusion's saving on the live TP-2 passes beside the pass model's (fitted in-pass factor, and a fit
+    without the run), and what it would be with NCCL as the unfused path."""
     check = live_fusion_check(ev.measured)
     if check.empty:
         return check
-
-    def span(name: str) -> list[str]:
-        return [
-            f"{low:.1f} to {high:.1f}" for low, high in zip(check[f"{name}_low"], check[f"{name}_high"], strict=True)
-        ]
-
+    ranges = [
+        f"{low:.1f} to {high:.1f}"
+        for low, high in zip(check["predicted_as_run_low_us"], check["predicted_as_run_high_us"], strict=True)
+    ]
     return pd.DataFrame(
         {
             "run": check["run"],
             "fused all-reduces": check["fused_of_allreduces"],
             "measured saving (µs per pass)": check["measured_saving_us"].round(1),
-            "predicted, NCCL unfused (µs)": span("predicted_nccl_unfused_us"),
-            "predicted, as SGLang ran (µs)": span("predicted_as_run_us"),
-            "fused kernel in pass / isolated": check["fused_in_pass_over_isolated"].round(2),
+            "model, as SGLang ran (µs)": check["predicted_as_run_us"].round(1),
+            "error (%)": check["error_pct"].round(0),
+            "model's range (µs)": ranges,
+            "fit without this run (µs)": check["predicted_left_out_us"].round(1),
+            "in pass / isolated: implied, fitted": [
+                f"{a:.2f}, {b:.2f}"
+                for a, b in zip(check["fused_in_pass_over_isolated"], check["fitted_factor"], strict=True)
+            ],
+            "if NCCL were unfused (µs)": check["predicted_nccl_unfused_us"].round(1),
             "provenance": check["provenance"],
         }
     )
@@ -239,4 +245,4 @@ def live_fusion_table(ev: Evidence) -> pd.DataFrame:
 
 def live_fusion_finding_text(ev: Evidence) -> Prose:
     """What the live TP-2 check shows, in one paragraph formatted from its rows."""
-    return Prose(live_fusion_finding(live_fusion_check(ev.measured)))
+    return Prose(live_fusion_finding(live_fusion_check(ev.measured), fused_in_pass_fit(ev.measured)))

@@ -23,7 +23,6 @@ from verifylab.model.case import (
     speculation_case,
     whatif_table,
 )
-from verifylab.model.comm_pass import saving_check as check
 from verifylab.model.costmodel import components_long
 from verifylab.model.decision import (
     REFERENCE_MESSAGE,
@@ -39,6 +38,7 @@ from verifylab.model.inputs import compute_validation, compute_validation_findin
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.option_tables import floors_table, memory_table, plain_decoding, regime_curves_table
 from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option, reported_pass_floor
+from verifylab.model.pass_check import saving_check as check
 from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.routing_overlap import speculation_by_overlap
 from verifylab.report.charts import (

@@ -296,12 +296,18 @@ def model_pass(
     allreduces: int = typer.Option(122, min=0, help="All-reduces per pass (Kimi-K2: 61 layers x 2)."),
     hidden: int = typer.Option(7168, min=1, help="Hidden size (bytes per all-reduce = tokens x hidden x 2)."),
     norm_us: float | None = typer.Option(None, help="One add+RMSNorm kernel (µs); default: the stored measurement."),
+    unfused_us: float | None = typer.Option(
+        None,
+        help="One unfused all-reduce as your box runs it inside a pass (µs), e.g. SGLang's custom all-reduce read "
+        "from a trace; default: the NCCL curve. Price a box with the collective it runs.",
+    ),
     data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (latency runs, the measured norm)."),
     isolated: bool = typer.Option(
         False,
         "--isolated",
-        help="Price each all-reduce at its isolated latency (default: times what it costs inside "
-        "a pass over its isolated latency, from the stored synthetic passes' traces, per path and implementation).",
+        help="Price each all-reduce at its isolated latency (default: times what it costs inside a pass over its "
+        "isolated latency: NCCL's from the stored synthetic passes' traces per path, the fused kernel's from the "
+        "fit over every stored trace at this message size).",
     ),
     as_json: bool = typer.Option(False, "--json", help='Print {"variants": [...], "in_pass_factors": {...}}.'),
 ) -> None:
@@ -312,8 +318,10 @@ def model_pass(
 
     Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency curve.csv --path shm --json`
     """
-    from verifylab.model.comm_pass import in_pass_factors, load_curves, norm_us_measured, predict_pass
+    from verifylab.model.comm_pass import load_curves, norm_us_measured, predict_pass
+    from verifylab.model.in_pass import pass_factors
     from verifylab.store.runs import RunStore
+    from verifylab.vocab import allreduce_message_bytes
 
     try:
         store = RunStore(data_dir / "runs").measured() if (data_dir / "runs").is_dir() else None
@@ -329,12 +337,18 @@ def model_pass(
             norm_source = "given (--norm-us)"
         factors: dict[str, float] = {}
         if not isolated and store is not None:
-            factors = {impl: f for (where, impl), f in in_pass_factors(store).items() if where == path}
-        variants = predict_pass(compute_ms, tokens, curves, path, norm_us, allreduces, hidden, factors)
+            factors = pass_factors(store, path, allreduce_message_bytes(tokens, hidden))
+        variants = predict_pass(compute_ms, tokens, curves, path, norm_us, allreduces, hidden, factors, unfused_us)
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
-        payload = {"variants": variants, "norm_us": norm_us, "norm_source": norm_source, "in_pass_factors": factors}
+        payload = {
+            "variants": variants,
+            "norm_us": norm_us,
+            "norm_source": norm_source,
+            "in_pass_factors": factors,
+            "unfused_us": unfused_us,
+        }
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))  # strict JSON: every input was checked finite
         return
     import pandas as pd
@@ -343,6 +357,8 @@ def model_pass(
     console.print(f"norm: {norm_us:.2f} µs ({norm_source})", highlight=False)
     shown = ", ".join(f"{impl} x{f:.2f}" for impl, f in sorted(factors.items())) or "none (isolated latencies)"
     console.print(f"in-pass factors on {path}: {shown}", highlight=False)
+    if unfused_us is not None:
+        console.print(f"unfused all-reduce: {unfused_us:g} µs per call as given (--unfused-us), not the NCCL curve")
 
 
 @model_app.command("reconcile")

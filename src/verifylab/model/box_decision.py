@@ -17,8 +17,8 @@ from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import LatencyCurve, load_curves, norm_us_measured
 from verifylab.model.cycle import Span
 from verifylab.model.decision import crossover_words
+from verifylab.model.in_pass import fused_in_pass_fit
 from verifylab.model.model_config import ModelCosts, Routing, kimi_k25_costs, read_config
-from verifylab.model.regime_inputs import in_pass_fused_factor
 from verifylab.model.speculation import Box, Gpu, gpu_named
 from verifylab.model.speculation_box import (
     DEFAULT_STREAMS,
@@ -157,7 +157,7 @@ def _fusion(
     by_impl = {c.impl: c for c in curves if c.path == path}
     if "fused" not in by_impl or "nccl" not in by_impl:
         return [FusionPrice(c, c * k, None, "no fused curve in the probe") for c in FUSION_STREAMS], "not measured"
-    low, high, _ = in_pass_fused_factor(runs)
+    fit = fused_in_pass_fit(runs)
     prices = []
     for streams in FUSION_STREAMS:
         tokens = streams * k
@@ -166,7 +166,7 @@ def _fusion(
         if norm is None:
             prices.append(FusionPrice(streams, tokens, None, "no measured norm kernel in the store"))
             continue
-        per = [by_impl["nccl"].at(message) + norm[0] - by_impl["fused"].at(message) * f for f in (high, low)]
+        per = [by_impl["nccl"].at(message) + norm[0] - by_impl["fused"].at(message) * f for f in fit.range_at(message)]
         n = box.allreduces_per_pass(model)
         prices.append(FusionPrice(streams, tokens, Span(n * min(per) / 1e3, n * max(per) / 1e3)))
     one = prices[0].saving_ms

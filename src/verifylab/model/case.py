@@ -31,7 +31,7 @@ from verifylab.model.speculation_box import (
     pcie_ipc_regime_curve,
 )
 from verifylab.sources import ModelSources, reported_value
-from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime
+from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime, allreduce_message_bytes
 
 
 def account(ev: ModelSources) -> CycleAccount:
@@ -91,7 +91,7 @@ def inputs_table(ev: ModelSources) -> pd.DataFrame:
     a, m = account(ev), inputs(ev)
     low, high, _ = m.curves.reported_allreduce or (0.0, 0.0, 0.0)
     bw_low, bw_high = m.curves.bus_bandwidth_gbs
-    fused_low, fused_high = m.curves.in_pass_fused
+    fused_low, fused_high = m.curves.in_pass_fused.range_at(allreduce_message_bytes(1))
     rows = [
         ("verify pass", f"{a.verify_ms:.0f} ms", "reported (seed 000)"),
         ("all-reduce time in it / compute", f"{a.allreduce_ms:.0f} ms / {a.compute_ms:.0f} ms", "reported (seed 000)"),
@@ -110,8 +110,8 @@ def inputs_table(ev: ModelSources) -> pd.DataFrame:
         ("one GPU's P2P link", f"{m.curves.link_gbs:.0f} GB/s", "reported (public)"),
         (
             "fused kernel inside a pass",
-            f"{fused_low:.2f}-{fused_high:.2f} x isolated",
-            f"measured: {m.curves.notes.get('in_pass_fused', '')}",
+            f"{fused_low:.2f}-{fused_high:.2f} x isolated at one token's message",
+            f"modelled: {m.curves.notes.get('in_pass_fused', '')}",
         ),
         ("host-memory curve", f"run {m.curves.host_run}", "measured (2 x H200, NCCL_P2P_DISABLE=1): the low end"),
         (

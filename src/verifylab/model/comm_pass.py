@@ -133,9 +133,15 @@ def curves_from_frame(
         raise ModelInputError(f"{source}: no NCCL or fused all-reduce rows (impl 'nccl' or 'fused') to build a curve")
     curves = []
     for (path, impl), group in rows.groupby(["path", "impl"]):
+        # a stored run timed real messages: its bytes column, never tokens re-read at another model's hidden size
+        sizes = (
+            group["bytes"]
+            if stored and "bytes" in group
+            else [allreduce_message_bytes(t, hidden) for t in group["tokens"]]
+        )
         pairs = [
-            checked_row(allreduce_message_bytes(t, hidden), u, f"{source}: line {i + 2}")
-            for i, t, u in zip(group.index, group["tokens"], group["us"], strict=True)
+            checked_row(float(size), u, f"{source}: line {i + 2}")
+            for i, size, u in zip(group.index, sizes, group["us"], strict=True)
         ]
         curves.append(_curve(str(path), str(impl), pairs, source, given=not stored))
     return curves
@@ -236,10 +242,15 @@ def predict_pass(
     allreduces: int = KIMI_K2_ALLREDUCES_PER_PASS,
     hidden: int = KIMI_K2_HIDDEN,
     factors: dict[str, float] | None = None,
+    unfused_us: float | None = None,
 ) -> list[dict]:
     """Every variant's pass (ms) on ``path``; a variant without a curve there gets ``pass_ms`` None and why.
-    ``factors`` (impl -> in-pass / isolated) price each all-reduce as it runs inside a pass."""
-    checks = (("compute-ms", compute_ms, False), ("tokens", tokens, False), ("norm-us", norm_us, True))
+    ``factors`` (impl -> in-pass / isolated) price each all-reduce as it runs inside a pass; ``unfused_us``, one
+    unfused all-reduce as the box runs it inside a pass (e.g. SGLang's custom all-reduce, read from a trace),
+    replaces the NCCL curve for the unfused variants."""
+    checks = [("compute-ms", compute_ms, False), ("tokens", tokens, False), ("norm-us", norm_us, True)]
+    if unfused_us is not None:
+        checks.append(("unfused-us", unfused_us, False))
     for name, value, zero_ok in checks:
         if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
             raise ModelInputError(f"--{name} {value!r}: a finite number {'>= 0' if zero_ok else '> 0'}")
@@ -248,6 +259,8 @@ def predict_pass(
     size = allreduce_message_bytes(tokens, hidden)
     factors = factors or {}
     latency = {c.impl: c.at(size) * factors.get(c.impl, 1.0) for c in curves if c.path == path}
+    if unfused_us is not None:
+        latency["nccl"] = unfused_us
     norms_ms = allreduces * norm_us / 1e3
     out = []
     for variant in PASS_VARIANTS:
@@ -271,103 +284,21 @@ def predict_pass(
     return out
 
 
-def validate_against_run(runs: MeasuredRuns, run_id: str | None = None) -> pd.DataFrame:
-    """Predicted vs measured pass per path, variant and k of a ``verify_pass`` run, from that run's latency
-    curves and its own ``compute_only`` pass (out of sample: no predicted pass is an input)."""
-    run_id = run_id or runs.newest_with("verify_pass")
-    if run_id is None:
-        return pd.DataFrame()
-    passes = runs.read_table(run_id, "verify_pass")
-    curves = load_curves(run_id, runs)
-    factors = _impl_factors(in_pass_factors(runs))
-    rows = []
-    for (path, k), group in passes.groupby(["path", "tokens"]):
-        measured = group.set_index("variant")["pass_ms"]
-        if "compute_only" not in measured or pd.isna(measured["compute_only"]):
-            continue
-        norm = norm_us_measured(runs, k)
-        norm_us = norm[0] if norm else 0.0
-        for p in predict_pass(
-            float(measured["compute_only"]), float(k), curves, str(path), norm_us, factors=factors.get(str(path))
-        ):
-            if p["name"] == "compute_only" or p["name"] not in measured or p["pass_ms"] is None:
-                continue
-            actual = float(measured[p["name"]])
-            if math.isnan(actual):
-                continue
-            rows.append(
-                {
-                    "path": path,
-                    "tokens": int(k),
-                    "variant": p["name"],
-                    "predicted_ms": p["pass_ms"],
-                    "measured_ms": actual,
-                    "error_pct": 100 * (p["pass_ms"] - actual) / actual,
-                    "provenance": "modelled",
-                    "inputs_run": run_id,  # its latency curves and compute_only pass
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def _impl_factors(factors: dict[tuple[str, str], float]) -> dict[str, dict[str, float]]:
-    """(path, impl) -> factor as path -> {impl: factor}."""
-    out: dict[str, dict[str, float]] = {}
-    for (path, impl), factor in factors.items():
-        out.setdefault(path, {})[impl] = factor
-    return out
-
-
-SAVING_VARIANTS = ("fused", "one_allreduce_per_layer")
-
-
-def saving_check(runs: MeasuredRuns) -> pd.DataFrame:
-    """Each variant's saving against NCCL per path and tokens, predicted by the pass model (the newest campaign's
-    isolated curves times the in-pass factors of its traces) against the savings the campaign runs measured (their
-    spread from run to run): the error is the distance to the measured range, 0 inside it."""
-    campaigns = runs.runs_with_all(COMM_CAMPAIGN_TABLES)
-    newest = runs.newest_with(*COMM_CAMPAIGN_TABLES)
-    if newest is None:
-        return pd.DataFrame()
-    measured: dict[tuple[str, int, str], list[float]] = {}
-    for run_id in campaigns:
-        table = runs.read_table(run_id, "verify_pass").pivot_table(
-            index=["path", "tokens"], columns="variant", values="pass_ms"
-        )
-        for (path, tokens), row in table.iterrows():
-            for variant in SAVING_VARIANTS:
-                if variant in row and not math.isnan(row[variant]) and not math.isnan(row["nccl"]):
-                    measured.setdefault((str(path), int(tokens), variant), []).append(row["nccl"] - row[variant])
-    curves, factors = load_curves(newest, runs), _impl_factors(in_pass_factors(runs))
-    base = runs.read_table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
-    rows = []
-    for (path, tokens, variant), values in sorted(measured.items()):
-        norm = norm_us_measured(runs, tokens)
-        compute = float(base[(path, tokens, "compute_only")])
-        predicted = {
-            p["name"]: p["pass_ms"]
-            for p in predict_pass(compute, tokens, curves, path, norm[0] if norm else 0.0, factors=factors.get(path))
-        }
-        if predicted.get(variant) is None or predicted.get("nccl") is None:
-            continue
-        saving = predicted["nccl"] - predicted[variant]
-        low, high = min(values), max(values)
-        error = (
-            0.0
-            if low <= saving <= high
-            else (saving - (high if saving > high else low)) / (high if saving > high else low)
-        )
-        rows.append(
-            {
-                "path": path,
-                "tokens": tokens,
-                "variant": variant,
-                "predicted_saving_ms": saving,
-                "measured_low_ms": low,
-                "measured_high_ms": high,
-                "runs": len(values),
-                "error_pct": 100 * error,
-                "provenance": "modelled vs measured",
-            }
-        )
-    return pd.DataFrame(rows)
+def fused_saving_us(
+    curves: list[LatencyCurve],
+    path: str,
+    message_bytes: float,
+    norm_us: float,
+    allreduces: int,
+    factors: dict[str, float],
+    unfused_us: float | None = None,
+) -> float:
+    """What fusing ``allreduces`` all-reduces of ``message_bytes`` saves per pass (µs; a loss is negative): the
+    nccl variant of :func:`predict_pass` less its fused one (the compute, the same in both, cancels)."""
+    passes = predict_pass(
+        1.0, 1.0, curves, path, norm_us, allreduces, int(message_bytes // 2), factors, unfused_us
+    )  # the message as one row of bf16 values
+    by_name = {p["name"]: p["pass_ms"] for p in passes}
+    if by_name["nccl"] is None or by_name["fused"] is None:
+        raise ModelInputError(f"no NCCL and fused curves on path {path!r} to price fusion's saving with")
+    return 1e3 * (by_name["nccl"] - by_name["fused"])

@@ -8,8 +8,9 @@ from pathlib import Path
 from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import LatencyCurve, load_curves
+from verifylab.model.in_pass import fused_in_pass_fit
 from verifylab.model.regimes import BOX_WORLD, BoxProbe, RegimeCurves, SourceCurve, monotone
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns, ModelSources
+from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.vocab import Regime
 
 
@@ -24,26 +25,6 @@ def host_memory_curve(runs: MeasuredRuns) -> tuple[SourceCurve | None, str | Non
             if not rows.empty:
                 return SourceCurve(f"run {run_id}", tuple(rows["bytes"]), monotone(list(rows["us"]))), run_id
     return None, None
-
-
-def in_pass_fused_factor(runs: MeasuredRuns) -> tuple[float, float, str]:
-    """The fused kernel's cost inside a pass over its isolated latency, from the synthetic passes' traces (per
-    all-reduce comm time at 122 all-reduces vs the same run's isolated curve): (low, high, source)."""
-    ratios, sources = [], []
-    for run_id in runs.runs_with_all((*COMM_CAMPAIGN_TABLES, "verify_pass_trace")):
-        trace = runs.read_table(run_id, "verify_pass_trace")
-        lat = runs.read_table(run_id, "allreduce_latency")
-        fused = trace[(trace["variant"] == "fused") & (trace["allreduce_count"] > 0)]
-        for (path, tokens), group in fused.groupby(["path", "tokens"]):
-            per_call = float((group["comm_us"] / group["allreduce_count"]).median())
-            iso = lat[(lat["path"] == path) & (lat["impl"] == "fused") & (lat["tokens"] == tokens)]
-            iso = iso[~iso["settings"].astype(str).str.contains("forced", case=False)] if "settings" in iso else iso
-            if not iso.empty:
-                ratios.append(per_call / float(iso["us"].iloc[0]))
-                sources.append(f"run {run_id}, {int(tokens)} tokens")
-    if not ratios:
-        return 1.0, 1.0, "no trace of a fused pass: isolated latency used"
-    return min(1.0, min(ratios)), max(ratios), "; ".join(sources)
 
 
 def box_probe(runs: MeasuredRuns) -> BoxProbe | None:
@@ -126,7 +107,7 @@ def probe_of_curves(curves: list[LatencyCurve], path: str | None, source: str) -
 def regime_curves(ev: ModelSources, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
     """The curves of one Evidence (public table, measured runs) and the reported regime's range."""
     host, host_run = host_memory_curve(ev.measured)
-    low, high, source = in_pass_fused_factor(ev.measured)
-    curves = RegimeCurves(ev.public, host, host_run, reported, (low, high), box_probe(ev.measured))
-    curves.notes["in_pass_fused"] = source
+    fit = fused_in_pass_fit(ev.measured)
+    curves = RegimeCurves(ev.public, host, host_run, reported, fit, box_probe(ev.measured))
+    curves.notes["in_pass_fused"] = fit.source()
     return curves

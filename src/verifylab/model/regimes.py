@@ -35,6 +35,7 @@ from verifylab.model.curve_types import BoxProbe as BoxProbe
 from verifylab.model.curve_types import Price as Price
 from verifylab.model.curve_types import SourceCurve as SourceCurve
 from verifylab.model.curve_types import monotone as monotone
+from verifylab.model.in_pass import InPassFit, fit_in_pass
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
@@ -91,7 +92,7 @@ class RegimeCurves:
     host_curve: SourceCurve | None  # measured 2-rank NCCL through host memory
     host_run: str | None
     reported_allreduce: tuple[float, float, float] | None = None  # (low us, high us, message bytes) as reported
-    in_pass_fused: tuple[float, float] = (1.0, 1.0)  # the fused kernel inside a pass / isolated (low, high)
+    in_pass_fused: InPassFit = field(default_factory=lambda: fit_in_pass(()))  # fused kernel in a pass / isolated
     box: BoxProbe | None = None
     notes: dict[str, str] = field(default_factory=dict)
     memo: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False, compare=False)  # see _memoized
@@ -255,7 +256,7 @@ class RegimeCurves:
             value = box.nccl.at(message, ring / (self.bus_bandwidth_gbs[0] * 1e3))
             return Price(value, value, f"measured on this box: {box.source}")
         if world == BOX_WORLD and collective is Collective.FUSED and box.fused is not None:
-            low, high = self.in_pass_fused
+            low, high = self.in_pass_fused.range_at(message)
             value = box.fused.at(message, (world - 1) / (self.link_gbs * 1e3))
             return Price(value * low, value * high, f"measured on this box: {box.source}, x in-pass factor")
         if box.regime not in PRICED_REGIMES:
@@ -326,8 +327,8 @@ class RegimeCurves:
                 values.append(one_shot)
         sources = "; ".join(c.label for c in curves)
         base = Price(min(values), max(values), f"public one-shot curves at {world} ranks: {sources}")
-        low, high = self.in_pass_fused
-        return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (measured, H200 traces)")
+        low, high = self.in_pass_fused.range_at(message)
+        return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (fitted on the H200 traces)")
 
     def _pcie_ipc(self, regime: Regime, world: int, message: float) -> Price | str:
         """SGLang's PCIe-IPC all-reduce (0.5.21+, FlashInfer >= 0.7.0) from its own public curve, times the measured
@@ -341,7 +342,7 @@ class RegimeCurves:
         wire = 2 * (world - 1) / world / (self.link_gbs * 1e3)  # past the curve: a ring's bytes over one link
         values = [c.at(message, wire) for c in curves]
         sources = "; ".join(c.label for c in curves)
-        low, high = self.in_pass_fused
+        low, high = self.in_pass_fused.range_at(message)
         basis = f"public PCIe-IPC curve at {world} ranks: {sources}, x {low:.2f}-{high:.2f} inside a pass"
         if regime is Regime.DEGRADED:
             basis += " (if the box's P2P works, as on the curve's own box, where NCCL took 205.1 us)"
