@@ -56,12 +56,17 @@ export UV_SYSTEM_CERTS ?= 1
 UV_INSTALL := $(BIN)/uv pip install -q --python $(BIN)/python
 
 # Everything from a lock (the exact versions it names, nothing resolved anew), then verifylab itself without deps.
-$(STAMP): pyproject.toml $(TEST_LOCK) | $(BIN)/uv
+# A lock edited by hand (a pin changed, an index or a URL added) is refused first: install/check_lock.py compares
+# it with the digest `make lock` recorded in requirements/SHA256SUMS.
+CHECK_LOCK := $(PYTHON) install/check_lock.py
+$(STAMP): pyproject.toml $(TEST_LOCK) requirements/SHA256SUMS | $(BIN)/uv
+	$(CHECK_LOCK) $(TEST_LOCK)
 	$(UV_INSTALL) -r $(TEST_LOCK)
 	$(UV_INSTALL) --no-deps -e .
 	touch $(STAMP) $(BOOK_STAMP)
 
-$(BOOK_STAMP): pyproject.toml $(BOOK_LOCK) | $(BIN)/uv
+$(BOOK_STAMP): pyproject.toml $(BOOK_LOCK) requirements/SHA256SUMS | $(BIN)/uv
+	$(CHECK_LOCK) $(BOOK_LOCK)
 	$(UV_INSTALL) -r $(BOOK_LOCK)
 	$(UV_INSTALL) --no-deps -e .
 	touch $(BOOK_STAMP)
@@ -73,6 +78,7 @@ lock: | $(BIN)/uv
 	$(BIN)/uv pip compile pyproject.toml --extra book --universal --python-version 3.11 -q -o $(BOOK_LOCK)
 	$(BIN)/uv pip compile pyproject.toml --extra book --extra dev --extra fleet --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_28 -q -o $(TEST_LOCK)
+	$(CHECK_LOCK) --write $(BOOK_LOCK) $(TEST_LOCK)
 
 book: $(BOOK_STAMP)
 	$(BIN)/verifylab book
