@@ -26,6 +26,7 @@ from verifylab.comm.gpu_map import read_gpu_map
 from verifylab.comm.host import HostP2P, read_host_p2p
 from verifylab.comm.nccl_log import compact_nccl_log
 from verifylab.comm.rank import RankSpec, steps_per_rank
+from verifylab.comm.rank_state import GROUP_NAME
 from verifylab.errors import CommProbeError
 from verifylab.guard import guarded_env
 from verifylab.iorw import atomic_write_json
@@ -69,10 +70,32 @@ class RawProbe:
         for where, value in _numbers({"ranks": data["ranks"], "peers": data.get("peers") or []}):
             if math.isinf(value) or value < 0:
                 raise ValueError(f"{where} = {value!r}: a measured count, size or time is finite and not negative")
+        _check_cells(data["ranks"])
         data["config"] = ProbeConfig.model_validate(data["config"])
         data["host"] = HostP2P(**data["host"])
         data["work_dir"] = Path(data["work_dir"]) if data.get("work_dir") else None
         return cls(**data)
+
+
+def _check_cells(ranks: list) -> None:
+    """Each rank's cells: a group named as the ranks name one, times as a list of numbers (``ValueError`` naming
+    the cell)."""
+    for r, rank in enumerate(ranks):
+        cells = rank.get("cells", []) if isinstance(rank, dict) else None
+        if not isinstance(cells, list):
+            raise ValueError(f"ranks[{r}]: not a rank's record with a list of cells")
+        for c, cell in enumerate(cells):
+            where = f"ranks[{r}].cells[{c}]"
+            if not isinstance(cell, dict):
+                raise ValueError(f"{where}: not a cell")
+            group = cell.get("group", "all")
+            if not isinstance(group, str) or not GROUP_NAME.fullmatch(group):
+                raise ValueError(f"{where}.group = {str(group)[:30]!r}: 'all', 'pair:0-1' or 'half:0-1-2-3'")
+            samples = cell.get("samples_us", [])
+            if not isinstance(samples, list) or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in samples
+            ):
+                raise ValueError(f"{where}.samples_us: a list of times in µs (numbers), not {type(samples).__name__}")
 
 
 def _numbers(obj: object, where: str = "") -> Iterator[tuple[str, float]]:

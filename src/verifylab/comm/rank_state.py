@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -30,6 +31,9 @@ class RankSpec:
     @classmethod
     def read(cls, path: Path) -> RankSpec:
         return cls(**json.loads(Path(path).read_text()))
+
+
+GROUP_NAME = re.compile(r"all|(pair|half):\d{1,4}(-\d{1,4})+")  # every group a probe measures, as named here
 
 
 def group_name(ranks: tuple[int, ...]) -> str:

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, replace
 import pandas as pd
 
 from verifylab.comm.bands import Band, Reading, bands_from_public, classify_reading, host_hop_us
+from verifylab.comm.rank_state import GROUP_NAME
+from verifylab.errors import ManifestError
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, Regime, allreduce_message_bytes
 
 
@@ -285,6 +287,9 @@ def _group_latencies(latency: pd.DataFrame, tokens: int, prefix: str, within: se
     groups inside ``within`` (a half's own pairs)."""
     rows = latency[latency["group"].astype(str).str.startswith(prefix) & (latency["mode"] == "graph")]
     rows = rows.dropna(subset=["us"])
+    odd = [str(g) for g in rows["group"] if not GROUP_NAME.fullmatch(str(g))]
+    if odd:
+        raise ManifestError(f"allreduce_latency: group {odd[0][:30]!r} is not named as a probe names one ({prefix}0-1)")
     if within is not None:
         inside = [{int(r) for r in str(g).split(":", 1)[1].split("-")} <= within for g in rows["group"]]
         rows = rows[inside]

@@ -39,9 +39,11 @@ class CampaignState:
             return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError(f"a {type(data).__name__}, not a table with 'jobs'")
             jobs = data["jobs"]
-            if not isinstance(jobs, dict):
-                raise ValueError("'jobs' is not a table")
+            if not isinstance(jobs, dict) or not all(isinstance(job, dict) for job in jobs.values()):
+                raise ValueError("'jobs' is not a table of job records")
             return jobs
         except (ValueError, KeyError, UnicodeDecodeError) as exc:
             raise FleetError(f"{self.path}: unreadable campaign state ({exc}); move it away to start over") from None
