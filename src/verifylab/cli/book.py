@@ -135,7 +135,8 @@ def book(
     """
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from verifylab.publish.build import build_book, project_root
+    from verifylab.publish.build import BookInterrupted, build_book, project_root
+    from verifylab.publish.interrupt import stop_on_ctrl_c
 
     try:
         project = project_root(root)
@@ -158,12 +159,23 @@ def book(
             def on_cell(done: int, cells: int) -> None:
                 progress.update(task, description=f"executing {current['name']} (cell {done}/{cells})")
 
-            result = build_book(project, on_chapter=on_chapter, on_cell=on_cell, force=force)
+            with stop_on_ctrl_c():  # Ctrl-C: stop after the cells in progress; again: interrupt them
+                result = build_book(project, on_chapter=on_chapter, on_cell=on_cell, force=force)
             progress.update(task, description="rendered", completed=len(result.chapters), total=len(result.chapters))
         if publish:
             from verifylab.publish.registry import publish as publish_edition
 
             publish_edition(project, result.edition)
+    except BookInterrupted as stopped:
+        done = [c.name for c in stopped.chapters if c.ok]
+        console.print(
+            f"stopped: nothing rendered (the book built before is as it was); executed and kept: "
+            f"{', '.join(done) or 'none'} — `verifylab book` executes the rest",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(code=130) from None
     except VerifylabError as exc:
         raise fail(exc) from None
     assert result.edition_dir is not None  # build_book archives the edition or raises

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from verifylab.chapters.registry import CHAPTERS
-from verifylab.errors import BookBuildError
+from verifylab.errors import BookBuildError, VerifylabError
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
 from verifylab.publish import interrupt
@@ -269,6 +269,14 @@ def execute_chapters(
         return [future.result() for future in futures]
 
 
+class BookInterrupted(VerifylabError):
+    """Ctrl-C stopped a book build before it rendered: ``chapters`` says which were executed and kept."""
+
+    def __init__(self, chapters: list[ChapterResult]) -> None:
+        super().__init__("interrupted (Ctrl-C): nothing rendered")
+        self.chapters = chapters
+
+
 def build_book(
     root: Path,
     parameters: dict[str, Any] | None = None,
@@ -281,6 +289,8 @@ def build_book(
     goes on)."""
     params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
     result = BookResult(chapters=execute_stale_chapters(root, params, on_chapter, on_cell, force))
+    if any(chapter.interrupted for chapter in result.chapters):
+        raise BookInterrupted(result.chapters)  # nothing rendered: the build before stays as it was
     failed = next((c for c in result.chapters if not c.ok), None)
     if failed:
         raise BookBuildError(f"chapter {failed.name} failed: {failed.error}")
