@@ -111,3 +111,45 @@ def test_campaign_runs_are_found_by_their_manifest_not_their_name(repo_root, tmp
             json.dumps(manifest | {"run_id": run_id, "campaign": campaign})
         )
     assert set(variant_sources(store, "variant_state").values()) == {renamed}
+
+
+def test_schema_3_records_versions_and_plain_raw_records_without_changing_a_number(repo_root, tmp_path):
+    """The migration to schema 3 (#54): colour codes out of a raw probe record, the NCCL version from the run's own
+    log, verifylab's version from the recorded commit — each written into the notes; the tables stay as they were."""
+    from verifylab.store.migrations import RAW_PROBE_FILE, migrate_to_3, version_of_commit
+
+    run = "20261201-092338-2xh200-probe-p2p"
+    store = RunStore(tmp_path / "runs")
+    shutil.copytree(repo_root / "data" / "runs" / run, store.root / run)
+    folder = store.path(run)
+    raw = json.loads((folder / RAW_PROBE_FILE).read_text())
+    raw["host"]["topology"] = "\x1b[4mGPU0\tGPU1\x1b[0m\n" + raw["host"]["topology"]
+    (folder / RAW_PROBE_FILE).write_text(json.dumps(raw))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["schema_version"] = 2
+    manifest["versions"] |= {"nccl": None, "verifylab": None}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    tables = {p.name: p.read_bytes() for p in folder.glob("*.csv")}
+
+    edited = store.manifest(run).model_copy(deep=True)
+    notes = migrate_to_3(folder, edited, version_at=lambda sha: "9.9.9" if sha.startswith("b488f1d") else None)
+    stored = (folder / RAW_PROBE_FILE).read_text(encoding="utf-8")
+    assert (
+        "\\u001b" not in stored and "\x1b" not in stored and json.loads(stored)["host"]["topology"].startswith("GPU0")
+    )
+    assert edited.versions.nccl == "2.28.9+cuda13.0" and edited.versions.verifylab == "9.9.9+gb488f1d.dirty"
+    assert len(notes) == 3 and all(note.startswith("schema 3:") for note in notes)
+    assert {p.name: p.read_bytes() for p in folder.glob("*.csv")} == tables
+    assert version_of_commit("no commit recorded", lambda sha: "1") == "unknown"
+    assert version_of_commit("abcdef1234", lambda sha: None) == "unknown+gabcdef1"
+
+
+def test_every_stored_run_names_its_verifylab_version_and_every_probe_its_nccl(repo_root):
+    store = RunStore(repo_root / "data" / "runs")
+    for manifest in store.manifests():
+        assert manifest.schema_version == SCHEMA_VERSION, manifest.run_id
+        assert manifest.versions.verifylab, manifest.run_id
+        raw = store.path(manifest.run_id) / "probe_raw.json"
+        if raw.exists():
+            assert manifest.versions.nccl, manifest.run_id
+            assert "\\u001b" not in raw.read_text(encoding="utf-8"), manifest.run_id

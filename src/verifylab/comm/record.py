@@ -35,9 +35,10 @@ from verifylab.errors import ManifestError, RunExistsError
 from verifylab.host import capture_host
 from verifylab.iorw import atomic_write_json
 from verifylab.store.manifest import Manifest, manifest_from_host
+from verifylab.store.migrations import RAW_PROBE_FILE
 from verifylab.store.runs import RunStore
 
-RAW_FILE = "probe_raw.json"
+RAW_FILE = RAW_PROBE_FILE
 PURPOSE = "communication probe: which regime this box's all-reduce is in (P2P, host memory, socket, degraded)"
 
 

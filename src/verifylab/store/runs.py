@@ -37,6 +37,7 @@ from verifylab.store.manifest import (
     manifest_from_host,
     read_manifest,
 )
+from verifylab.store.migrations import migrate_to_3
 from verifylab.store.schema import SCHEMA_VERSION, check_frame, check_values, migrate, spec_of
 from verifylab.vocab import plain_run_id
 
@@ -301,6 +302,8 @@ class RunStore:
                 if list(frame.columns) == list(stored.columns):
                     continue  # nothing of this table changed: its file stays byte for byte
                 _write_frame(self.path(run_id) / file_name, frame)
+            if manifest.schema_version < 3:
+                manifest.notes.extend(migrate_to_3(self.path(run_id), manifest))
             manifest.schema_version = SCHEMA_VERSION
             self.save_manifest(manifest)
             return True

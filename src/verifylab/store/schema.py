@@ -15,8 +15,9 @@ import pandas as pd
 
 from verifylab.errors import ManifestError
 
-SCHEMA_VERSION = 2  # 2: single-stream intervals named for what they are (interval_*, not ci95_*); a run names
-# its campaign in the manifest (schema 1 only in its id)
+SCHEMA_VERSION = 3  # 2: single-stream intervals named for what they are (interval_*, not ci95_*); a run names
+# its campaign in the manifest (schema 1 only in its id). 3: every run names the verifylab version it was made with,
+# a probe its NCCL version, and a raw probe record holds plain text (store/migrations.migrate_to_3)
 
 DTYPES = ("str", "int", "float", "bool", "json")  # json: a list or object stored as JSON text
 
