@@ -1,15 +1,17 @@
 """``verifylab book`` executes a chapter again only when one of its inputs changed (its notebook, its parameters,
-the code, the data or the toolchain): a second build with nothing changed executes none."""
+the code, what it read of the data or the toolchain): a second build with nothing changed executes none, and a
+changed number in one run re-executes only the chapters that read it (#54)."""
 
 from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from tests.projects import project_copy
 from verifylab.publish.build import execute_stale_chapters
-from verifylab.publish.chapter_inputs import recorded_inputs
+from verifylab.publish.chapter_inputs import recorded_inputs, recorded_reads
 
 REPLAY = {"mode": "replay", "data_dir": "data"}
 
@@ -27,6 +29,24 @@ def test_a_second_build_executes_only_the_chapters_whose_inputs_changed(tmp_path
     introduction = root / "notebooks" / "00_introduction.py"
     introduction.write_text(introduction.read_text() + "\n# %% [markdown]\n# One more paragraph.\n")
     assert [c.name for c in execute_stale_chapters(root, REPLAY) if not c.reused] == ["00_introduction"]
+
+    readers: dict[str, set[str]] = {}  # each run table -> the chapters that read it
+    for chapter in first:
+        reads = recorded_reads(chapter.output)
+        assert reads is not None and reads.files, chapter.name
+        for path in reads.files:
+            if path.startswith("runs/") and path.endswith(".csv") and not path.endswith("manifest.json"):
+                readers.setdefault(path, set()).add(chapter.name)
+    table, who = min(readers.items(), key=lambda item: (len(item[1]), item[0]))
+    assert 0 < len(who) < len(first), readers  # some chapter reads it, not every one
+    frame = pd.read_csv(root / "data" / table)
+    column = next(c for c in frame.columns if pd.api.types.is_float_dtype(frame[c]) and frame[c].notna().any())
+    frame.loc[frame[column].first_valid_index(), column] *= 1.01  # one number, one per cent
+    frame.to_csv(root / "data" / table, index=False)
+    assert {c.name for c in execute_stale_chapters(root, REPLAY) if not c.reused} == who, table
+
+    (root / "data" / "gates" / "a-new-file.csv").write_text("x\n1\n")  # a file any chapter may ask about
+    assert all(not c.reused for c in execute_stale_chapters(root, REPLAY))
 
 
 def test_an_executed_copy_without_a_digest_or_unreadable_is_never_trusted(tmp_path):

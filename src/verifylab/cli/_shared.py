@@ -84,3 +84,32 @@ def bytes_progress(description: str) -> Iterator[Callable[[int, int], None]]:
     ) as progress:
         task = progress.add_task(description, total=None)
         yield lambda done, total: progress.update(task, completed=done, total=total)
+
+
+class ChapterProgress:
+    """One progress bar over a run of chapters: ``label chapter`` while one executes, its cell as it goes."""
+
+    def __init__(self, label: str, elapsed: bool = False) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}")]
+        self._progress = Progress(*columns, *([TimeElapsedColumn()] if elapsed else []), console=console)
+        self._label, self._chapter = label, ""
+        self._task = self._progress.add_task("chapters", total=None)
+
+    def __enter__(self) -> ChapterProgress:
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def on_chapter(self, name: str, number: int, total: int) -> None:
+        self._chapter = name
+        self._progress.update(self._task, description=f"{self._label} {name}", completed=number - 1, total=total)
+
+    def on_cell(self, done: int, cells: int) -> None:
+        self._progress.update(self._task, description=f"{self._label} {self._chapter} (cell {done}/{cells})")
+
+    def finish(self, words: str, chapters: int) -> None:
+        self._progress.update(self._task, description=words, completed=chapters, total=chapters)

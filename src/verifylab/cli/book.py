@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from verifylab.cli._shared import console, err_console, fail, print_frame
+from verifylab.cli._shared import ChapterProgress, console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, VerifylabError
 
 runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
@@ -129,39 +129,21 @@ def book(
     """Execute the chapters in replay mode with papermill and render the HTML book (_build/html).
 
     A chapter is executed again only when one of its inputs changed since its executed copy in book/_generated
-    was made: its notebook, its parameters, verifylab's code, the data folder or the rendering toolchain; the
+    was made: its notebook, its parameters, verifylab's code, what it read of the data folder (the files its kernel
+    opened, the folders it listed) or the rendering toolchain; the
     build says which chapters it executed and which it kept. This is `make book`'s build step.
     Example: `verifylab book` (or `verifylab book --force` to execute all)
     """
-    from rich.progress import BarColumn, Progress, TextColumn
-
     from verifylab.publish.build import BookInterrupted, build_book, project_root
     from verifylab.publish.interrupt import stop_on_ctrl_c
 
     try:
         project = project_root(root)
         _warn_of_toolchain(project)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            console=console,
-            transient=False,
-        ) as progress:
-            task = progress.add_task("chapters", total=None)
-
-            current = {"name": ""}
-
-            def on_chapter(name: str, number: int, total: int) -> None:
-                current["name"] = name
-                progress.update(task, description=f"executing {name}", completed=number - 1, total=total)
-
-            def on_cell(done: int, cells: int) -> None:
-                progress.update(task, description=f"executing {current['name']} (cell {done}/{cells})")
-
+        with ChapterProgress("executing") as progress:
             with stop_on_ctrl_c():  # Ctrl-C: stop after the cells in progress; again: interrupt them
-                result = build_book(project, on_chapter=on_chapter, on_cell=on_cell, force=force)
-            progress.update(task, description="rendered", completed=len(result.chapters), total=len(result.chapters))
+                result = build_book(project, on_chapter=progress.on_chapter, on_cell=progress.on_cell, force=force)
+            progress.finish("rendered", len(result.chapters))
         if publish:
             from verifylab.publish.registry import publish as publish_edition
 
@@ -238,8 +220,6 @@ def run_cmd(
 
     Example: `verifylab run --params examples/params-smoke.yaml`
     """
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from verifylab.publish.build import project_root
     from verifylab.publish.interrupt import stop_on_ctrl_c
     from verifylab.publish.pipeline import RunInterrupted, load_params, run_pipeline
@@ -247,28 +227,13 @@ def run_cmd(
     try:
         project = project_root(root)
         parameters = load_params(params)
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            console=console,
-        ) as progress:
-            task = progress.add_task("chapters", total=None)
-
-            current = {"name": ""}
-
-            def on_chapter(name: str, number: int, total: int) -> None:
-                current["name"] = name
-                progress.update(task, description=f"{parameters.mode}: {name}", completed=number - 1, total=total)
-
-            def on_cell(done: int, cells: int) -> None:
-                progress.update(task, description=f"{parameters.mode}: {current['name']} (cell {done}/{cells})")
-
+        with ChapterProgress(f"{parameters.mode}:", elapsed=True) as progress:
             chapters = only.split(",") if only else None
             with stop_on_ctrl_c():
-                result = run_pipeline(project, parameters, on_chapter, on_cell, only=chapters, render=render)
-            progress.update(task, description="rendered" if render else "done", completed=len(result.chapters))
+                result = run_pipeline(
+                    project, parameters, progress.on_chapter, progress.on_cell, only=chapters, render=render
+                )
+            progress.finish("rendered" if render else "done", len(result.chapters))
     except RunInterrupted as stopped:
         for chapter in stopped.chapters:
             mark = "[green]ok[/]" if chapter.ok else f"[yellow]{escape(str(chapter.error))}[/]"

@@ -23,8 +23,9 @@ from verifylab.errors import BookBuildError, VerifylabError
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
 from verifylab.publish import interrupt
-from verifylab.publish.chapter_inputs import METADATA_KEY, code_digest, inputs_digest, recorded_inputs
-from verifylab.publish.edition import archive, data_digest, write_generated_pages
+from verifylab.publish.chapter_inputs import METADATA_KEY, ChapterInputs, code_digest
+from verifylab.publish.chapter_reads import Reads, read_log
+from verifylab.publish.edition import archive, data_files, write_generated_pages
 from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.pdf import print_pdfs
 from verifylab.publish.run_pages import INDEX as RUNS_INDEX
@@ -108,11 +109,11 @@ def execute_chapter(
     parameters: dict[str, Any],
     cwd: Path,
     on_cell: CellProgress | None = None,
-    inputs: str | None = None,
+    inputs: ChapterInputs | None = None,
 ) -> ChapterResult:
-    """Execute one chapter with papermill into ``output``; the output is replaced only on success, with ``inputs``
-    (the digest of what it was made from, :mod:`chapter_inputs`) in its metadata. ``on_cell(done, total)`` hears
-    every finished cell."""
+    """Execute one chapter with papermill into ``output``; the output is replaced only on success, with the digest
+    of what it was made from (``inputs`` and what its kernel read of the data folder, :mod:`chapter_reads`) in its
+    metadata. ``on_cell(done, total)`` hears every finished cell."""
     import papermill
 
     from verifylab.publish.cell_progress import ENGINE
@@ -129,6 +130,12 @@ def execute_chapter(
     with tempfile.TemporaryDirectory(prefix="verifylab-nb-") as tmp:
         src_nb = Path(tmp) / f"{source.stem}.ipynb"
         out_nb = Path(tmp) / f"{source.stem}.out.ipynb"
+        reads_log = Path(tmp) / "reads.jsonl"
+        kernel_arguments = list(QUIET_KERNEL)
+        if inputs is not None:  # the kernel logs what it reads of the data folder from its first line on
+            where = f"{str(inputs.data_dir)!r}, {str(reads_log)!r}"
+            track = f"from verifylab.publish.chapter_reads import track; track({where})"
+            kernel_arguments.append(f"--IPKernelApp.exec_lines={track}")
         to_notebook(source, src_nb)
         try:
             papermill.execute_notebook(
@@ -145,7 +152,7 @@ def execute_chapter(
                 request_save_on_cell_execute=False,
                 engine_name=ENGINE,
                 on_cell=cell_done,
-                extra_arguments=QUIET_KERNEL,
+                extra_arguments=kernel_arguments,
                 kernel_manager_class=IpcKernelManager,  # no TCP port another process could take first
             )
         except interrupt.ChapterInterrupted as exc:
@@ -163,18 +170,25 @@ def execute_chapter(
             if out_nb.exists():
                 write_without_secrets(out_nb, output.with_suffix(".failed.ipynb"), secrets)
             return ChapterResult(source.stem, output, ok=False, error=scrub(f"{exc.ename}: {last_line[0]}", secrets))
-        write_without_secrets(out_nb, output, secret_values(parameters), inputs)
+        reads = read_log(reads_log) if inputs is not None else None
+        digest = inputs.digest(reads) if inputs is not None and reads is not None else None
+        write_without_secrets(out_nb, output, secret_values(parameters), digest, reads)
     return ChapterResult(source.stem, output, ok=True)
 
 
-def write_without_secrets(executed: Path, target: Path, secrets: set[str], inputs: str | None = None) -> None:
+def write_without_secrets(
+    executed: Path, target: Path, secrets: set[str], inputs: str | None = None, reads: Reads | None = None
+) -> None:
     """Write an executed notebook where the book takes it, with the credentials its parameters carried (an
     ``--api-key`` in a live chapter's launch flags) replaced in every string: the injected parameters cell,
     papermill's record of the parameters, and the outputs. The kernel had the real values; the book never does.
-    ``inputs``: the digest of what it was made from, recorded in its metadata."""
+    ``inputs``: the digest of what it was made from, recorded in its metadata with ``reads``, what it read."""
     notebook = json.loads(executed.read_text(encoding="utf-8"))
     if inputs is not None:
-        notebook.setdefault("metadata", {})[METADATA_KEY] = {"inputs": inputs}
+        record: dict[str, Any] = {"inputs": inputs}
+        if reads is not None:
+            record["reads"] = reads.as_json()
+        notebook.setdefault("metadata", {})[METADATA_KEY] = record
     atomic_write_text(target, json.dumps(scrub(notebook, secrets), indent=1, ensure_ascii=False) + "\n")
 
 
@@ -248,7 +262,7 @@ def execute_chapters(
     on_chapter: Callable[[str, int, int], None] | None = None,
     on_cell: CellProgress | None = None,
     workers: int = 1,
-    inputs: dict[str, str] | None = None,
+    inputs: dict[str, ChapterInputs] | None = None,
 ) -> list[ChapterResult]:
     """Execute (chapter, parameters) jobs: in order, or up to ``workers`` at a time (replay: the chapters are
     independent); results in chapter order. ``inputs``: each chapter's inputs digest by name, to record."""
@@ -307,10 +321,14 @@ def execute_stale_chapters(
     """Execute every chapter whose executed copy was not made from its current inputs (every one with ``force``,
     or in live mode); the others are kept and marked ``reused``. Results in chapter order."""
     jobs = [(source, params) for source in chapter_sources(root)]
-    digests = chapter_digests(root, jobs)
-    stale = [job for job in jobs if force or params["mode"] != "replay" or not _unchanged(root, job[0], digests)]
+    inputs = chapter_inputs(root, jobs)
+
+    def unchanged(source: Path) -> bool:
+        return inputs[source.stem].unchanged(root / GENERATED / f"{source.stem}.ipynb")
+
+    stale = [job for job in jobs if force or params["mode"] != "replay" or not unchanged(job[0])]
     workers = REPLAY_WORKERS if params["mode"] == "replay" else 1
-    executed = {c.name: c for c in execute_chapters(root, stale, on_chapter, on_cell, workers, digests)}
+    executed = {c.name: c for c in execute_chapters(root, stale, on_chapter, on_cell, workers, inputs)}
     return [
         executed.get(source.stem)
         or ChapterResult(source.stem, root / GENERATED / f"{source.stem}.ipynb", ok=True, reused=True)
@@ -318,16 +336,18 @@ def execute_stale_chapters(
     ]
 
 
-def chapter_digests(root: Path, jobs: list[tuple[Path, dict[str, Any]]]) -> dict[str, str]:
-    """Each chapter's inputs digest (:mod:`chapter_inputs`): code, data and toolchain digested once for all."""
+def chapter_inputs(root: Path, jobs: list[tuple[Path, dict[str, Any]]]) -> dict[str, ChapterInputs]:
+    """Each chapter's inputs but its reads (:class:`ChapterInputs`): code and toolchain digested once for all, each
+    data folder walked once (a file that is not a regular one is refused here, before any chapter runs)."""
     code, toolchain = code_digest(), toolchain_versions()
-    data = {str(d): data_digest(root / d) for d in {p.get("data_dir", "data") for _, p in jobs}}
-    return {s.stem: inputs_digest(s, p, code, data[str(p.get("data_dir", "data"))], toolchain) for s, p in jobs}
-
-
-def _unchanged(root: Path, source: Path, digests: dict[str, str]) -> bool:
-    """Whether the chapter's executed copy was made from exactly these inputs."""
-    return recorded_inputs(root / GENERATED / f"{source.stem}.ipynb") == digests[source.stem]
+    folders = {str(p.get("data_dir", "data")) for _, p in jobs}
+    names = {d: [f.relative_to(root / d).as_posix() for f in data_files(root / d)] for d in folders}
+    return {
+        s.stem: ChapterInputs(
+            s, p, code, toolchain, root / str(p.get("data_dir", "data")), names[str(p.get("data_dir", "data"))]
+        )
+        for s, p in jobs
+    }
 
 
 def publish_book(root: Path, data_dir: Path, result: BookResult) -> BookResult:

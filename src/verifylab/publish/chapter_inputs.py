@@ -1,15 +1,18 @@
-"""What an executed chapter was made from, as one digest: its notebook, its parameters, the package's code, the
-data folder's content and the rendering toolchain. ``verifylab book`` records it in each executed notebook and
-re-executes a chapter only when it changed (a second build with nothing changed executes none)."""
+"""What an executed chapter was made from, as one digest: its notebook, its parameters, the package's code, what
+it read of the data folder (:mod:`chapter_reads`) and the rendering toolchain. ``verifylab book`` records it, with
+the reads, in each executed notebook and re-executes a chapter only when it changed: a second build with nothing
+changed executes none, and a changed run re-executes only the chapters that read it."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import verifylab
+from verifylab.publish.chapter_reads import Reads, reads_digest
 
 METADATA_KEY = "verifylab"  # the executed notebook's metadata entry: {"inputs": digest}
 
@@ -45,3 +48,35 @@ def recorded_inputs(executed: Path) -> str | None:
     entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
     digest = entry.get("inputs") if isinstance(entry, dict) else None
     return digest if isinstance(digest, str) else None
+
+
+def recorded_reads(executed: Path) -> Reads | None:
+    """What the executed chapter read of the data folder, as recorded (None: nothing recorded to trust)."""
+    try:
+        notebook = json.loads(executed.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
+    return Reads.of_json(entry.get("reads")) if isinstance(entry, dict) else None
+
+
+@dataclass(frozen=True)
+class ChapterInputs:
+    """Everything a chapter's digest is made of but its reads: known before it runs."""
+
+    source: Path
+    parameters: dict[str, Any]
+    code: str
+    toolchain: dict[str, str]
+    data_dir: Path
+    data_names: list[str]  # the data folder's files, relative (the names a chapter may ask about)
+
+    def digest(self, reads: Reads) -> str:
+        """The inputs digest once the chapter read ``reads``."""
+        data = reads_digest(self.data_dir, reads, self.data_names)
+        return inputs_digest(self.source, self.parameters, self.code, data, self.toolchain)
+
+    def unchanged(self, executed: Path) -> bool:
+        """Whether ``executed`` was made from these inputs and what it read is as it was."""
+        recorded, reads = recorded_inputs(executed), recorded_reads(executed)
+        return recorded is not None and reads is not None and recorded == self.digest(reads)

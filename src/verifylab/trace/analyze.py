@@ -70,18 +70,9 @@ PHASE_COLUMNS = [
     "exposed_comm_us",
     "comm_wait_us",
 ]
-PER_STEP_NUMERIC = [
-    "span_us",
-    "allreduce_count",
-    "allgather_count",
-    "comm_us",
-    "compute_us",
-    "idle_us",
-    "exposed_comm_us",
-    "norm_us",
-    "gemm_moe_us",
-    "attention_us",
-]
+PER_STEP_SKIPPED = {"kernel_count", "other_collective_count", "comm_wait_us", "comm_transfer_us"}
+# the numbers of a step a chapter shows, averaged over ranks (:meth:`TraceAnalysis.per_step`): the step's own columns
+PER_STEP_NUMERIC = [c for c in STEP_COLUMNS if (c.endswith(("_us", "_count")) and c not in PER_STEP_SKIPPED)]
 
 
 def collective_levels(events: list[Event]) -> tuple[list[Event], list[Event]]:
