@@ -17,11 +17,13 @@ and no modelled compute term may fall below it. Assumptions, stated once:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from enum import StrEnum
+from dataclasses import replace
 
-from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, expected_distinct_experts
+from verifylab.model.model_config import Layout as Layout
+from verifylab.model.model_config import PassBytes as PassBytes
+from verifylab.model.model_config import busiest_gpu_experts as busiest_gpu_experts
+from verifylab.model.model_config import kimi_k25_costs
+from verifylab.shapes import KIMI_K2, ModelShape, ShardShape
 from verifylab.vocab import BF16_BYTES
 
 RTX_PRO_6000_BLACKWELL_GBS = 1792.0  # NVIDIA datasheet: 96 GB GDDR7, 1792 GB/s (reported)
@@ -36,43 +38,6 @@ QUANTIZATION_SOURCE = (
 )
 
 
-class Layout(StrEnum):
-    """How a layer's attention and experts are spread over the GPUs of one box."""
-
-    TP = "tensor parallel"  # attention and every expert sharded over all GPUs
-    EP_TP_ATTENTION = "expert parallel, tensor-parallel attention"  # experts whole; attention sharded
-    EP_DP_ATTENTION = "expert parallel, data-parallel attention"  # experts whole; attention replicated
-
-
-@dataclass(frozen=True)
-class PassBytes:
-    """Bytes the busiest GPU reads in one pass, by part (all layers of the pass)."""
-
-    attention: float
-    experts: float
-    shared_and_dense: float
-    head: float
-    kv: float
-
-    @property
-    def total(self) -> float:
-        return self.attention + self.experts + self.shared_and_dense + self.head + self.kv
-
-    def floor_ms(self, bandwidth_gbs: float = RTX_PRO_6000_BLACKWELL_GBS) -> float:
-        """Time to read these bytes at ``bandwidth_gbs``: no pass can be faster."""
-        return self.total / (bandwidth_gbs * 1e9) * 1e3
-
-
-def busiest_gpu_experts(experts_hit: float, gpus: int, experts: int = KIMI_K2.experts) -> float:
-    """Expected experts the busiest GPU must read when ``experts_hit`` of ``experts`` (placed whole, evenly) are
-    hit at random: the expected maximum of ``gpus`` binomial counts (uniform routing)."""
-    per_gpu = experts // gpus
-    p = min(max(experts_hit / experts, 0.0), 1.0)
-    cdf = [sum(math.comb(per_gpu, i) * p**i * (1 - p) ** (per_gpu - i) for i in range(j + 1)) for j in range(per_gpu)]
-    # E[max] = sum over j of P(max > j) = sum (1 - F(j)^gpus)
-    return sum(1 - c**gpus for c in cdf)
-
-
 def pass_bytes(
     tokens: float,
     layout: Layout = Layout.TP,
@@ -84,23 +49,12 @@ def pass_bytes(
     expert_bytes_per_weight: float = INT4_BYTES_PER_WEIGHT,
 ) -> PassBytes:
     """Bytes the busiest GPU reads for one pass of ``tokens`` tokens over ``layers`` layers (default: all),
-    with ``streams_on_busiest`` requests of ``context`` tokens of KV each on that GPU."""
-    layers = model.layers if layers is None else layers
-    moe_layers = max(layers - model.dense_layers, 0) if layers == model.layers else layers
-    dense_layers = layers - moe_layers
-    tp = gpus if layout is Layout.TP else 1
-    attention_shard = ShardShape(model, gpus if layout is not Layout.EP_DP_ATTENTION else 1)
-    expert_shard = ShardShape(model, tp)
-    hit = expected_distinct_experts(round(tokens), model.experts, model.experts_per_token)
-    # TP: every hit expert's 1/gpus shard on every GPU; EP: whole experts, on the busiest GPU
-    experts = hit if layout is Layout.TP else busiest_gpu_experts(hit, gpus, model.experts)
-    attention = attention_shard.attention_weight_elems() * BF16_BYTES * layers
-    expert_bytes = experts * expert_shard.expert_weight_elems() * expert_bytes_per_weight * moe_layers
-    router_shared = (attention_shard.router_weight_elems() + ShardShape(model, gpus).expert_weight_elems()) * BF16_BYTES
-    dense = ShardShape(model, gpus).dense_mlp_weight_elems() * BF16_BYTES
-    head = model.vocab * model.hidden * BF16_BYTES / gpus if layers == model.layers else 0.0
-    kv = streams_on_busiest * context * MLA_KV_BYTES_PER_TOKEN_LAYER * layers
-    return PassBytes(attention, expert_bytes, router_shared * moe_layers + dense * dense_layers, head, kv)
+    with ``streams_on_busiest`` requests of ``context`` tokens of KV each on that GPU: the case study's model
+    through the one bytes function every pass is priced with (:meth:`ModelCosts.pass_parts`)."""
+    costs = replace(kimi_k25_costs(model), expert_bytes_per_weight=expert_bytes_per_weight)
+    return costs.pass_parts(
+        tokens, streams_on_busiest, context, gpus, layout=layout, layers=layers, kv_streams=streams_on_busiest
+    )
 
 
 def weights_per_gpu_bytes(

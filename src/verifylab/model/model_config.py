@@ -28,6 +28,43 @@ BF16 = 2.0
 INT4_WITH_SCALES = 0.5 + BF16 / 32  # 4 bits + one bf16 scale per group of 32 weights
 
 
+class Layout(StrEnum):
+    """How a layer's attention and experts are spread over the GPUs of one box."""
+
+    TP = "tensor parallel"  # attention and every expert sharded over all GPUs
+    EP_TP_ATTENTION = "expert parallel, tensor-parallel attention"  # experts whole; attention sharded
+    EP_DP_ATTENTION = "expert parallel, data-parallel attention"  # experts whole; attention replicated
+
+
+@dataclass(frozen=True)
+class PassBytes:
+    """Bytes the busiest GPU reads in one pass, by part (all layers of the pass)."""
+
+    attention: float
+    experts: float
+    shared_and_dense: float
+    head: float
+    kv: float
+
+    @property
+    def total(self) -> float:
+        return self.attention + self.experts + self.shared_and_dense + self.head + self.kv
+
+    def floor_ms(self, bandwidth_gbs: float) -> float:
+        """Time to read these bytes at ``bandwidth_gbs``: no pass can be faster."""
+        return self.total / (bandwidth_gbs * 1e9) * 1e3
+
+
+def busiest_gpu_experts(experts_hit: float, gpus: int, experts: int) -> float:
+    """Expected experts the busiest GPU must read when ``experts_hit`` of ``experts`` (placed whole, evenly) are
+    hit at random: the expected maximum of ``gpus`` binomial counts (uniform routing)."""
+    per_gpu = experts // gpus
+    p = min(max(experts_hit / experts, 0.0), 1.0)
+    cdf = [sum(math.comb(per_gpu, i) * p**i * (1 - p) ** (per_gpu - i) for i in range(j + 1)) for j in range(per_gpu)]
+    # E[max] = sum over j of P(max > j) = sum (1 - F(j)^gpus)
+    return sum(1 - c**gpus for c in cdf)
+
+
 class Routing(StrEnum):
     UNIFORM = "uniform"  # a trained router: tokens spread over the experts
     COLLAPSED = "collapsed"  # every token to the same top-k experts (random weights, identical tokens)
@@ -70,6 +107,43 @@ class ModelCosts:
             independent_draws(tokens, streams, overlap), self.experts, self.experts_per_token
         )
 
+    def pass_parts(
+        self,
+        tokens: float,
+        streams: float,
+        context: float,
+        tp: int = 1,
+        routing: Routing = Routing.UNIFORM,
+        overlap: float = 0.0,
+        layout: Layout = Layout.TP,
+        layers: int | None = None,
+        kv_streams: float | None = None,
+    ) -> PassBytes:
+        """Bytes the busiest of ``tp`` GPUs reads in a pass of ``tokens`` tokens over ``streams`` requests holding
+        ``context`` tokens of KV each, by part: every layer's weights it needs, the LM head, the KV it attends over.
+        ``layout``: experts sharded (TP) or whole on their GPUs (EP: the busiest GPU's expected count), attention
+        sharded or replicated per request (DP); ``layers``: a pipeline stage's (all MoE; no LM head); ``kv_streams``:
+        the requests whose KV the GPU holds (default: all)."""
+        stage = layers is not None and layers != self.layers
+        moe_layers = layers if layers is not None and stage else self.moe_layers
+        all_layers = layers if layers is not None and stage else self.layers
+        dense_layers, dense = all_layers - moe_layers, self.dense_bytes_per_weight
+        attention_tp = 1 if layout is Layout.EP_DP_ATTENTION else tp
+        attention = all_layers * (self.attention_sharded / attention_tp + self.attention_replicated) * dense
+        read = self.experts_read(tokens, routing, streams, overlap)
+        if layout is Layout.TP:
+            experts = read * self.expert_weights * self.expert_bytes_per_weight / tp
+        else:  # whole experts, placed evenly: the busiest GPU's expected share of those hit
+            whole = busiest_gpu_experts(read, tp, self.experts)
+            experts = whole * self.expert_weights * self.expert_bytes_per_weight
+        shared = moe_layers * (self.shared_weights * dense / tp + self.router_weights * BF16)
+        shared += dense_layers * self.dense_mlp_weights / tp * dense
+        head = 0.0 if stage else self.vocab * self.hidden * BF16 / tp
+        kv_sharded = self.kv_sharded and layout is not Layout.EP_DP_ATTENTION
+        held = streams if kv_streams is None else kv_streams
+        kv = held * context * self.kv_bytes_per_token_layer * all_layers / (tp if kv_sharded else 1)
+        return PassBytes(attention, moe_layers * experts, shared, head, kv)
+
     def pass_bytes(
         self,
         tokens: float,
@@ -79,17 +153,8 @@ class ModelCosts:
         routing: Routing = Routing.UNIFORM,
         overlap: float = 0.0,
     ) -> float:
-        """Bytes one GPU of ``tp`` reads in a pass of ``tokens`` tokens over ``streams`` requests holding
-        ``context`` tokens of KV each: every layer's weights it needs, the LM head, the KV it attends over."""
-        dense_layers, dense = self.layers - self.moe_layers, self.dense_bytes_per_weight
-        weights = self.layers * (self.attention_sharded / tp + self.attention_replicated) * dense
-        weights += dense_layers * self.dense_mlp_weights / tp * dense
-        read = self.experts_read(tokens, routing, streams, overlap)
-        experts = read * self.expert_weights * self.expert_bytes_per_weight
-        weights += self.moe_layers * ((experts + self.shared_weights * dense) / tp + self.router_weights * BF16)
-        head = self.vocab * self.hidden * BF16 / tp
-        kv = streams * context * self.kv_bytes_per_token_layer * self.layers / (tp if self.kv_sharded else 1)
-        return weights + head + kv
+        """Bytes one GPU of ``tp`` reads in a tensor-parallel pass (:meth:`pass_parts`, all parts)."""
+        return self.pass_parts(tokens, streams, context, tp, routing, overlap).total
 
     def active_weights_per_token(self) -> float:
         """Weights one token multiplies by in a forward pass (all layers, the LM head), before TP."""

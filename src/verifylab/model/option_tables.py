@@ -144,7 +144,7 @@ def floors_table(tokens: tuple[int, ...] = (1, 4, 8, 32, 64, 128, 256)) -> pd.Da
                     "experts_gb": b.experts / 1e9,
                     "other_gb": (b.shared_and_dense + b.head) / 1e9,
                     "kv_gb": b.kv / 1e9,
-                    "floor_ms": b.floor_ms(),
+                    "floor_ms": b.floor_ms(RTX_PRO_6000_BLACKWELL_GBS),
                     "bandwidth_gbs": RTX_PRO_6000_BLACKWELL_GBS,
                     "provenance": "modelled",
                 }

@@ -33,6 +33,7 @@ from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import loglog_interpolate
 from verifylab.model.cycle import CycleAccount, Span
 from verifylab.model.floors import (
+    RTX_PRO_6000_BLACKWELL_GBS,
     Layout,
     PassBytes,
     pass_bytes,
@@ -134,7 +135,7 @@ class ModelInputs:
     def compute(self, bytes_read: PassBytes, tokens: float) -> Span:
         """Compute of a pass: its floor over the best measured efficiency (low) and over the efficiency measured
         at these tokens (high); never below the floor."""
-        floor = bytes_read.floor_ms()
+        floor = bytes_read.floor_ms(RTX_PRO_6000_BLACKWELL_GBS)
         return Span(floor / self.best_efficiency, floor / min(self.efficiency(tokens), self.best_efficiency))
 
 
@@ -174,7 +175,8 @@ def model_inputs(ev: ModelSources, account: CycleAccount) -> ModelInputs:
 def reported_pass_floor(account: CycleAccount) -> Span:
     """The floor of the case study's verify pass (one stream, its draft-token range): the one value every page
     quotes for it."""
-    return Span.of(*(pass_bytes(k, Layout.TP, GPUS, context=CONTEXT_TOKENS).floor_ms() for k in account.draft_tokens))
+    floors = (pass_bytes(k, Layout.TP, GPUS, context=CONTEXT_TOKENS) for k in account.draft_tokens)
+    return Span.of(*(b.floor_ms(RTX_PRO_6000_BLACKWELL_GBS) for b in floors))
 
 
 def reported_allreduce_range(inputs: ModelInputs) -> tuple[float, float, float]:
@@ -286,7 +288,7 @@ def _pass(inputs, option, regime, streams, k, bytes_read, tokens, comm, norms, c
         regime,
         streams,
         k,
-        bytes_read.floor_ms(),
+        bytes_read.floor_ms(RTX_PRO_6000_BLACKWELL_GBS),
         compute,
         comm if priced else None,
         norms,
