@@ -93,10 +93,12 @@ chapter.regime_figure(ev)
 # %% [markdown]
 # ## Fusion vs elimination at one stream and under load (modelled)
 #
-# Each option's verify pass: compute never below the bytes its busiest GPU reads at peak bandwidth (the floor
-# column), communication priced in the regime at the option's own message size, SGLang's norm kernel where the
-# all-reduce is not fused. A dash: the option cannot run in that regime (the last column says why). One stream's
-# tok/s: the accept length over the verify pass plus the draft phase.
+# Each option's verify pass, priced by the same model as the decision (the case study's box per regime, calibrated
+# to its reported plain decode rate, changed only where the option changes it): the bytes its busiest GPU reads
+# at the card's effective bandwidth (never below the floor column, the same bytes at the datasheet's peak), its
+# collectives priced in the regime at the option's own message size, and the host overhead calibrated on the NCCL
+# box. A dash: the option cannot run in that regime (the last column says why). One stream's tok/s: EAGLE-3's
+# cycle at the reported accept length, and plain decoding on the same layout.
 
 # %% mystnb={"figure": {"caption": "Fusion vs elimination per regime at 1, 8 and 32 streams: one stream's tok/s as range bars (modelled)", "name": "fig-fusion-options"}}
 chapter.options_figure(ev)
@@ -107,7 +109,7 @@ chapter.options_at_load(ev)
 # %% mystnb={"figure": {"caption": "What each option removes and adds, its flags, and whether SGLang runs it with EAGLE-3 (read from the SGLang wheels)", "name": "tbl-option-facts"}}
 chapter.option_facts()
 
-# %% mystnb={"figure": {"caption": "Each option's verify pass split into compute, communication and norm, per regime (modelled, midpoints)", "name": "fig-whatif-components"}}
+# %% mystnb={"figure": {"caption": "Each option's verify pass split into compute, communication and host overhead, per regime (modelled, midpoints)", "name": "fig-whatif-components"}}
 chapter.whatif_figure(ev, params)
 
 # %% mystnb={"figure": {"caption": "Each option's terms per regime at the chosen number of streams, low and high ends (modelled)", "name": "tbl-whatif-terms"}}

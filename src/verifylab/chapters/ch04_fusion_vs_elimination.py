@@ -16,6 +16,7 @@ from verifylab.derived import derived
 from verifylab.errors import ManifestError
 from verifylab.model.case import (
     account,
+    case_option_boxes,
     inputs,
     inputs_table,
     options_at_loads,
@@ -235,7 +236,7 @@ def options_figure(ev: Evidence) -> Figure:
     plain = []
     for regime_key, regime_title in dict(zip(table["regime_key"], table["regime"], strict=True)).items():
         for streams in LOADS:
-            rate = plain_decoding(inputs(ev), Regime(regime_key), streams)
+            rate = plain_decoding(case_option_boxes(ev), Regime(regime_key), streams)
             if rate is not None:
                 plain.append(
                     {"regime": regime_title, "option": PLAIN_DECODING, "streams": streams}
@@ -271,7 +272,8 @@ def whatif(ev: Evidence, params: Params) -> pd.DataFrame:
         "compute_ms_high",
         "comm_ms_low",
         "comm_ms_high",
-        "norm_ms_high",
+        "host_ms_low",
+        "host_ms_high",
         "verify_ms_low",
         "verify_ms_high",
         "comm_basis",
@@ -280,7 +282,8 @@ def whatif(ev: Evidence, params: Params) -> pd.DataFrame:
 
 
 def whatif_figure(ev: Evidence, params: Params) -> Figure:
-    """Figure: each option's verify pass split into compute, communication and norm (midpoints), per regime."""
+    """Figure: each option's verify pass split into compute, communication and host overhead (midpoints), per
+    regime."""
     frame = _terms(ev, params).dropna(subset=["verify_ms_low"])
     comm = (frame["comm_ms_low"] + frame["comm_ms_high"]) / 2
     all_to_all = frame["key"] == Option.DP_ATTENTION_EP8.value  # elimination trades all-reduces for an all-to-all
@@ -291,7 +294,7 @@ def whatif_figure(ev: Evidence, params: Params) -> Figure:
             "compute_ms": (frame["compute_ms_low"] + frame["compute_ms_high"]) / 2,
             "all-reduce_ms": comm.where(~all_to_all, 0.0),
             "all-to-all_ms": comm.where(all_to_all, 0.0),
-            "norm_ms": (frame["norm_ms_low"] + frame["norm_ms_high"]) / 2,
+            "host_ms": (frame["host_ms_low"] + frame["host_ms_high"]) / 2,
         }
     )
     return verify_components_chart(components_long(frame), title_note=f" at {params.batch} stream(s), midpoints")

@@ -50,6 +50,7 @@ def model_whatif(
         whatif_table,
     )
     from verifylab.model.decision import crossover_words
+    from verifylab.model.option_prices import option_boxes
     from verifylab.model.option_tables import options_table
     from verifylab.model.regime_inputs import reader_box
     from verifylab.store.evidence import Evidence
@@ -59,8 +60,9 @@ def model_whatif(
         ev = Evidence(data_dir)
         decode, decode_source = decode_rate(ev, decode_tok_s)
         model = inputs(ev) if latency is None else inputs_for_box(ev, reader_box(ev.measured, latency, path))
-        frame = (whatif_table(ev, batch) if latency is None else options_table(model, batch)).copy()
         own = decode_tok_s is None and latency is None  # the book's own numbers: kept by the evidence
+        boxes = None if own else option_boxes(ev, model, decode, decode_source)
+        frame = (whatif_table(ev, batch) if boxes is None else options_table(boxes, batch)).copy()
         cases = speculation_case(ev) if own else speculation_cases(ev, model, decode, decode_source)
         gains = {regime.value: case.gain_at(batch) for regime, case in cases.items()}
     except VerifylabError as exc:

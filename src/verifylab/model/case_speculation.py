@@ -121,14 +121,14 @@ def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[flo
 def fused_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime with FlashInfer's fusion on for the target's verify passes, calibrated and
     drafted as :func:`speculation_case` (None: fusion cannot run in that regime)."""
-    return _cases(ev, inputs(ev), *decode_rate(ev), collective=Collective.FUSED)
+    return cases_on(ev, inputs(ev), *decode_rate(ev), collective=Collective.FUSED)
 
 
 @derived
 def pcie_ipc_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime with SGLang's PCIe-IPC all-reduce for every TP all-reduce (target and draft,
     plain decoding included), calibrated as :func:`speculation_case` (None: it cannot run in that regime)."""
-    return _cases(ev, inputs(ev), *decode_rate(ev), collective=Collective.PCIE_IPC)
+    return cases_on(ev, inputs(ev), *decode_rate(ev), collective=Collective.PCIE_IPC)
 
 
 def speculation_cases(
@@ -136,17 +136,18 @@ def speculation_cases(
 ) -> dict[Regime, SpeculationCase]:
     """The case study's model per regime of ``model``'s curves, calibrated to ``decode_tps`` (plain decoding at one
     stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range."""
-    return {r: case for r, case in _cases(ev, model, decode_tps, decode_source).items() if case}
+    return {r: case for r, case in cases_on(ev, model, decode_tps, decode_source).items() if case}
 
 
-def _cases(
+def cases_on(
     ev: ModelSources,
     model: ModelInputs,
     decode_tps: float,
     decode_source: str,
     collective: Collective = Collective.NCCL,
 ) -> dict[Regime, SpeculationCase | None]:
-    """:func:`speculation_cases` with the verify passes' all-reduces on ``collective`` (None where it cannot run)."""
+    """The case study's box per regime of ``model``'s curves with the verify passes' all-reduces on ``collective``,
+    calibrated to ``decode_tps`` as :func:`speculation_cases` (None where the collective cannot run)."""
     a, curves = model.account, model.curves
     measured = measured_overheads(ev.measured)
     out: dict[Regime, SpeculationCase | None] = {}

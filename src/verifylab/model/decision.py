@@ -21,7 +21,7 @@ from verifylab.model.case import (
     speculation_case,
     whatif_table,
 )
-from verifylab.model.cycle import Span
+from verifylab.model.cycle import Span, times
 from verifylab.model.options import GPUS, OPTIONS, Option
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price
 from verifylab.model.speculation import Box, scenarios, verify_ms
@@ -110,11 +110,6 @@ def signed_text(span: Span, digits: int) -> str:
         return span.text(digits)
     low, high = f"{span.low:.{digits}f}", f"{span.high:.{digits}f}"
     return low if low == high else f"{low} to {high}"
-
-
-def times(gain: Span, rate: Span) -> Span:
-    """A rate scaled by a gain end by end (low by low, high by high): it holds every pairing of the two."""
-    return Span(gain.low * rate.low, gain.high * rate.high)
 
 
 def fusion_saving(nccl: SpeculationCase, fused: SpeculationCase, streams: int) -> FusionSaving:

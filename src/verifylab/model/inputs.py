@@ -46,8 +46,8 @@ def compute_validation_finding(check: pd.DataFrame, tolerance_pct: float = 5.0) 
     )
     return (
         f"{text}. It falls short where nearly every expert is read already and a pass grows with its arithmetic, "
-        f"not its bytes: {missed}. The options price compute as the bytes floor over the "
-        "efficiency the H200 pass measured, not by this fit."
+        f"not its bytes: {missed}. The pricer, not this fit, prices every option: a pass's bytes over the card's "
+        "effective bandwidth plus its arithmetic over the matrix rate, the term this bytes-only fit lacks."
     )
 
 

@@ -7,8 +7,7 @@ import math
 
 import pandas as pd
 
-from verifylab.model.costmodel import eagle3_tokens_per_s
-from verifylab.model.cycle import CycleAccount, Span
+from verifylab.model.cycle import Span
 from verifylab.model.floors import (
     RTX_PRO_6000_BLACKWELL_GBS,
     RTX_PRO_6000_MEMORY_BYTES,
@@ -17,31 +16,22 @@ from verifylab.model.floors import (
     pass_bytes,
     weights_per_gpu_bytes,
 )
-from verifylab.model.options import (
-    CONTEXT_TOKENS,
-    GIB,
-    GPUS,
-    MEM_FRACTIONS,
-    OPTIONS,
-    ModelInputs,
-    Option,
-    OptionFacts,
-    OptionPass,
-    option_pass,
-)
-from verifylab.model.regimes import REGIME_TITLE, Collective, Price, RegimeCurves, decode_regime
+from verifylab.model.option_prices import OptionBoxes, OptionPass, option_pass
+from verifylab.model.options import CONTEXT_TOKENS, GIB, GPUS, MEM_FRACTIONS, OPTIONS, Option, OptionFacts
+from verifylab.model.regimes import REGIME_TITLE, Collective, Price, RegimeCurves
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 
-def options_table(inputs: ModelInputs, streams: int = 1) -> pd.DataFrame:
-    """One row per option and regime at ``streams`` streams: floor, compute, communication and verify ms, and
-    one stream's tok/s, as ranges over the draft-token range and the inputs' spread (modelled)."""
-    account = inputs.account
+def options_table(boxes: OptionBoxes, streams: int = 1) -> pd.DataFrame:
+    """One row per option and regime at ``streams`` streams: floor, compute, communication, host and verify ms,
+    and one stream's tok/s plain and with EAGLE-3, as ranges over the draft-token range and every input's ends
+    (modelled by the pricer, :mod:`verifylab.model.option_prices`)."""
+    account = boxes.inputs.account
     rows = []
-    for regime in inputs.curves.regimes():
+    for regime in boxes.curves.regimes():
         for option, facts in OPTIONS.items():
-            passes = [option_pass(inputs, option, regime, streams, k) for k in account.draft_tokens]
-            rows.append(_row(option, facts, regime, streams, passes, account))
+            passes = [option_pass(boxes, option, regime, streams, k) for k in account.draft_tokens]
+            rows.append(_row(option, facts, regime, streams, passes))
     return pd.DataFrame(rows)
 
 
@@ -49,9 +39,7 @@ def _span_of(spans: list[Span]) -> Span:
     return Span(min(s.low for s in spans), max(s.high for s in spans))
 
 
-def _row(
-    option: Option, facts: OptionFacts, regime: Regime, streams: int, passes: list[OptionPass], account: CycleAccount
-) -> dict:
+def _row(option: Option, facts: OptionFacts, regime: Regime, streams: int, passes: list[OptionPass]) -> dict:
     verify = [p.verify for p in passes]
     priced = all(v is not None for v in verify)
     row = {
@@ -67,10 +55,6 @@ def _row(
         "collectives_per_pass": passes[0].collectives,
         "floor_ms_low": min(p.floor_ms for p in passes),
         "floor_ms_high": max(p.floor_ms for p in passes),
-        "compute_ms_low": _span_of([p.compute for p in passes]).low,
-        "compute_ms_high": _span_of([p.compute for p in passes]).high,
-        "norm_ms_low": min(p.norms.low for p in passes),
-        "norm_ms_high": max(p.norms.high for p in passes),
         "eagle3_in_sglang": facts.eagle3,
         "flags": facts.flags,
         "what": facts.what,
@@ -78,23 +62,20 @@ def _row(
         "not_priced": passes[0].not_priced,
         "provenance": "modelled",
     }
+    columns = ("compute_ms", "comm_ms", "host_ms", "verify_ms", "tokens_per_s", "plain_tokens_per_s")
     if priced:
-        comm = _span_of([p.comm for p in passes if p.comm is not None])
-        v = _span_of([x for x in verify if x is not None])
-        rates = [eagle3_tokens_per_s(r.accept, ms, r.draft_ms) for ms in (v.low, v.high) for r in account.readings]
-        row |= {
-            "comm_ms_low": comm.low,
-            "comm_ms_high": comm.high,
-            "verify_ms_low": v.low,
-            "verify_ms_high": v.high,
-            "tokens_per_s_low": min(rates),
-            "tokens_per_s_high": max(rates),
+        spans = {
+            "compute_ms": _span_of([p.compute for p in passes]),
+            "comm_ms": _span_of([p.comm for p in passes if p.comm is not None]),
+            "host_ms": _span_of([p.host for p in passes]),
+            "verify_ms": _span_of([v for v in verify if v is not None]),
+            "tokens_per_s": _span_of([p.eagle3_per_stream for p in passes if p.eagle3_per_stream is not None]),
+            "plain_tokens_per_s": _span_of([p.plain_per_stream for p in passes if p.plain_per_stream is not None]),
         }
+        for name in columns:
+            row |= {f"{name}_low": spans[name].low, f"{name}_high": spans[name].high}
     else:
-        row |= dict.fromkeys(
-            ["comm_ms_low", "comm_ms_high", "verify_ms_low", "verify_ms_high", "tokens_per_s_low", "tokens_per_s_high"],
-            math.nan,
-        )
+        row |= dict.fromkeys([f"{name}_{end}" for name in columns for end in ("low", "high")], math.nan)
     return row
 
 
@@ -152,11 +133,11 @@ def floors_table(tokens: tuple[int, ...] = (1, 4, 8, 32, 64, 128, 256)) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def plain_decoding(inputs: ModelInputs, regime: Regime, streams: int) -> Span | None:
-    """Plain decoding (TP 8, NCCL) at ``streams`` as the options are priced (one token per stream per step, its
-    all-reduces in the regime plain decoding runs in): one stream's tok/s; None where it is not priced."""
-    p = option_pass(inputs, Option.TP8_NCCL, decode_regime(regime), streams, 1)
-    return None if p.verify is None else Span(1e3 / p.verify.high, 1e3 / p.verify.low)
+def plain_decoding(boxes: OptionBoxes, regime: Regime, streams: int) -> Span | None:
+    """Plain decoding (TP 8, NCCL) at ``streams`` as the options are priced: one stream's tok/s; None where it is
+    not priced."""
+    k = boxes.inputs.account.draft_tokens[0]  # plain decoding's step does not depend on the chain
+    return option_pass(boxes, Option.TP8_NCCL, regime, streams, k).plain_per_stream
 
 
 def regime_curves_table(

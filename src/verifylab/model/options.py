@@ -23,7 +23,6 @@ Options (Kimi-K2.5 INT4, one box of eight 96 GB GPUs):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -35,14 +34,15 @@ from verifylab.model.cycle import CycleAccount, Span
 from verifylab.model.floors import (
     RTX_PRO_6000_BLACKWELL_GBS,
     Layout,
-    PassBytes,
     pass_bytes,
 )
+from verifylab.model.pricer import host0_ms, physics_ms, scenarios
 from verifylab.model.regime_inputs import regime_curves
-from verifylab.model.regimes import Collective, Price, RegimeCurves
+from verifylab.model.regimes import RegimeCurves
+from verifylab.model.speculation_box import calibrate_decode, case_study_box, measured_overheads
 from verifylab.shapes import KIMI_K2
-from verifylab.sources import ModelSources
-from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
+from verifylab.sources import ModelSources, reported_value
+from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 GPUS = 8
 CONTEXT_TOKENS = 2048  # KV each stream has read per pass (stated: the H200 passes used the same)
@@ -125,32 +125,9 @@ class ModelInputs:
     """What every option is priced from, built once per ModelSources."""
 
     curves: RegimeCurves
-    efficiency: Callable[[float], float]  # measured H200 pass / its floor, at T tokens
-    best_efficiency: float
-    efficiency_source: str
     norm_us: Callable[[float], float]
     norm_source: str
     account: CycleAccount
-
-    def compute(self, bytes_read: PassBytes, tokens: float) -> Span:
-        """Compute of a pass: its floor over the best measured efficiency (low) and over the efficiency measured
-        at these tokens (high); never below the floor."""
-        floor = bytes_read.floor_ms(RTX_PRO_6000_BLACKWELL_GBS)
-        return Span(floor / self.best_efficiency, floor / min(self.efficiency(tokens), self.best_efficiency))
-
-
-def _h200_efficiency(ev: ModelSources) -> tuple[Callable[[float], float], float, str]:
-    run_id = ev.measured.newest_with("shard_compute")
-    if run_id is None:
-        return (lambda t: 1.0), 1.0, "no measured pass: compute at the floor"
-    t = ev.measured.read_table(run_id, "shard_compute")
-    t = t[t["norm"] == "flashinfer_fused"].sort_values("tokens")
-    xs, ys = tuple(float(x) for x in t["tokens"]), tuple(float(y) for y in t["fraction_of_floor"])
-
-    def eff(tokens: float) -> float:
-        return loglog_interpolate(xs, ys, min(max(tokens, xs[0]), xs[-1]))
-
-    return eff, max(ys), f"H200 TP-8 shard pass against its own floor (run {run_id}, {min(ys):.0%}-{max(ys):.0%})"
 
 
 def _norm(ev: ModelSources) -> tuple[Callable[[float], float], str]:
@@ -164,11 +141,10 @@ def _norm(ev: ModelSources) -> tuple[Callable[[float], float], str]:
 
 @derived
 def model_inputs(ev: ModelSources, account: CycleAccount) -> ModelInputs:
-    """The inputs of every option for this evidence (the reported regime from the account and the floor)."""
-    eff, best, eff_source = _h200_efficiency(ev)
+    """The inputs of every option for this evidence (the reported regime from the account and the pricer)."""
     norm, norm_source = _norm(ev)
-    partial = ModelInputs(regime_curves(ev), eff, best, eff_source, norm, norm_source, account)
-    partial.curves.reported_allreduce = reported_allreduce_range(partial)
+    partial = ModelInputs(regime_curves(ev), norm, norm_source, account)
+    partial.curves.reported_allreduce = reported_allreduce_range(ev, partial)
     return partial
 
 
@@ -179,121 +155,22 @@ def reported_pass_floor(account: CycleAccount) -> Span:
     return Span.of(*(b.floor_ms(RTX_PRO_6000_BLACKWELL_GBS) for b in floors))
 
 
-def reported_allreduce_range(inputs: ModelInputs) -> tuple[float, float, float]:
-    """What one all-reduce of the case study's verify pass cost, once its compute is at least the floor: the
-    reported pass less its compute range and norms, over its all-reduces (low us, high us, message bytes)."""
+def reported_allreduce_range(ev: ModelSources, inputs: ModelInputs) -> tuple[float, float, float]:
+    """What one all-reduce of the case study's verify pass cost: the reported pass less what the pricer puts beside
+    its all-reduces — the busiest GPU's bytes and arithmetic, and the host overhead calibrated to the reported plain
+    decode rate (its all-reduces healthy: chapter 4) — over its all-reduces, at every end of the inputs' ranges
+    and over the draft-token range (low us, high us, and the message of the shortest chain, bytes)."""
     a = inputs.account
     k = a.draft_tokens[0]
-    compute = inputs.compute(pass_bytes(k, Layout.TP, GPUS, context=CONTEXT_TOKENS), k)
-    norms = a.allreduces * inputs.norm_us(k) / 1e3
-    per = [(a.verify_ms - c - norms) * 1e3 / a.allreduces for c in (compute.high, compute.low)]
-    return max(per[0], 0.0), min(per[1], a.allreduce_us_before), k * KIMI_K2_HIDDEN * 2
-
-
-# ---------------------------------------------------------------------------------------------- passes
-@dataclass(frozen=True)
-class OptionPass:
-    """One option's verify pass in one regime at ``streams`` x ``k`` tokens."""
-
-    option: Option
-    regime: Regime
-    streams: int
-    k: int
-    floor_ms: float
-    compute: Span
-    comm: Span | None
-    norms: Span
-    collectives: int
-    allreduces: int
-    basis: str
-    not_priced: str = ""
-
-    @property
-    def verify(self) -> Span | None:
-        if self.comm is None:
-            return None
-        return Span(
-            self.compute.low + self.comm.low + self.norms.low, self.compute.high + self.comm.high + self.norms.high
-        )
-
-
-def _times(n: float, price: Price | str) -> Span | str:
-    return price if isinstance(price, str) else Span(n * price.low_us / 1e3, n * price.high_us / 1e3)
-
-
-def _basis(price: Price | str) -> str:
-    return price if isinstance(price, str) else price.basis
-
-
-def option_pass(inputs: ModelInputs, option: Option, regime: Regime, streams: int, k: int) -> OptionPass:
-    """Price one option (compute within its floor, communication at its own message size in ``regime``)."""
-    tokens = streams * k
-    message = tokens * KIMI_K2_HIDDEN * 2
-    n = KIMI_K2_ALLREDUCES_PER_PASS
-    curves = inputs.curves
-    norm = inputs.norm_us(tokens) / 1e3
-    if option in (Option.TP8_NCCL, Option.TP8_FUSED, Option.TP8_PCIE_IPC, Option.EP8_TP_ATTENTION):
-        layout = Layout.EP_TP_ATTENTION if option is Option.EP8_TP_ATTENTION else Layout.TP
-        bytes_read = pass_bytes(tokens, layout, GPUS, context=CONTEXT_TOKENS, streams_on_busiest=streams)
-        fused = option is Option.TP8_FUSED and tokens <= SGLANG_FUSION_MAX_TOKENS
-        collective = (
-            Collective.FUSED if fused else Collective.PCIE_IPC if option is Option.TP8_PCIE_IPC else Collective.NCCL
-        )
-        price = curves.price(regime, collective, GPUS, message)
-        norms = Span(0.0, 0.0) if fused else Span(n * norm, n * norm)
-        return _pass(inputs, option, regime, streams, k, bytes_read, tokens, _times(n, price), norms, n, n, price)
-    if option is Option.TP4_PP2:
-        micro = 2 if streams >= 2 else 1  # two micro-batches fill the two stages
-        stage_tokens = tokens / micro
-        stage_layers = math.ceil(KIMI_K2.layers / 2)
-        stage = pass_bytes(
-            stage_tokens, Layout.TP, 4, layers=stage_layers, context=CONTEXT_TOKENS, streams_on_busiest=streams / micro
-        )
-        # a stream walks both stages: the pass is two stage times (the other micro-batch fills the other stage)
-        bytes_read = PassBytes(
-            *(2 * getattr(stage, f) for f in ("attention", "experts", "shared_and_dense", "head", "kv"))
-        )
-        ar = curves.price(regime, Collective.NCCL, 4, stage_tokens * KIMI_K2_HIDDEN * 2)
-        send = curves.price(regime, Collective.SEND, 2, stage_tokens * KIMI_K2_HIDDEN * 2)
-        comm: Span | str
-        if isinstance(ar, str):
-            comm = ar
-        elif isinstance(send, str):
-            comm = send
-        else:
-            comm = Span((n * ar.low_us + send.low_us) / 1e3, (n * ar.high_us + send.high_us) / 1e3)
-        stage_norm = inputs.norm_us(stage_tokens) / 1e3
-        norms = Span(n * stage_norm, n * stage_norm)
-        return _pass(inputs, option, regime, streams, k, bytes_read, stage_tokens, comm, norms, n + 1, n, ar)
-    # DP attention + EP 8: attention on the busiest GPU's own streams, experts see every token
-    per_gpu_streams = math.ceil(streams / GPUS)
-    local_tokens = per_gpu_streams * k
-    bytes_read = pass_bytes(
-        tokens, Layout.EP_DP_ATTENTION, GPUS, context=CONTEXT_TOKENS, streams_on_busiest=per_gpu_streams
-    )
-    dispatch_bytes = local_tokens * min(KIMI_K2.experts_per_token, GPUS - 1) * KIMI_K2_HIDDEN * 2
-    count = 2 * MOE_LAYERS
-    a2a = curves.price(regime, Collective.ALL_TO_ALL, GPUS, dispatch_bytes)
-    comm = _times(count, a2a)
-    local_norm = inputs.norm_us(local_tokens) / 1e3
-    norms = Span(n * local_norm, n * local_norm)
-    return _pass(inputs, option, regime, streams, k, bytes_read, tokens, comm, norms, count, 0, a2a)
-
-
-def _pass(inputs, option, regime, streams, k, bytes_read, tokens, comm, norms, collectives, allreduces, price):
-    compute = inputs.compute(bytes_read, tokens)
-    priced = not isinstance(comm, str)
-    return OptionPass(
-        option,
-        regime,
-        streams,
-        k,
-        bytes_read.floor_ms(RTX_PRO_6000_BLACKWELL_GBS),
-        compute,
-        comm if priced else None,
-        norms,
-        collectives,
-        allreduces,
-        _basis(price),
-        "" if priced else comm,
-    )
+    box = case_study_box(inputs.curves, ev.measured, Regime.HEALTHY_P2P, Regime.HEALTHY_P2P)
+    decode = reported_value(ev.figures, "baseline_92_6")
+    ov = calibrate_decode(box, measured_overheads(ev.measured), decode, "reported plain decoding").overheads
+    per = [
+        (a.verify_ms - physics_ms(box, box.target, tokens, 1, s) - host0_ms(box, ov, s, end) - ov.host1_ms)
+        * 1e3
+        / a.allreduces
+        for tokens in a.draft_tokens
+        for s in scenarios(box)
+        for end in ("low", "high")
+    ]
+    return max(min(per), 0.0), min(max(per), a.allreduce_us_before), k * KIMI_K2_HIDDEN * 2

@@ -84,23 +84,30 @@ def micro_batches(box: Box, streams: float) -> int:
     return 2 if box.stages > 1 and streams >= 2 else 1
 
 
-def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Scenario) -> float:
-    """Bytes over bandwidth plus arithmetic over the matrix rate on the busiest GPU of the box (ms); through a
-    pipeline, every stage in turn for each micro-batch."""
+def busiest_bytes(box: Box, model: ModelCosts, tokens: float, streams: float, overlap: float = 0.0) -> float:
+    """The bytes the busiest GPU of the box reads in a pass of ``tokens`` tokens from ``streams`` streams: through
+    a pipeline, every stage in turn for each micro-batch (the other micro-batch fills the stage it leaves)."""
     if model is not box.target or (box.layout is Layout.TP and box.stages == 1):
-        read = model.pass_bytes(tokens, streams, box.context, box.tp, box.routing, s.overlap)
-        flops = model.pass_flops(tokens, box.context, box.tp)
-        return read / (s.bandwidth_gbs * 1e9) * 1e3 + flops / (s.tflops * 1e12) * 1e3
+        return model.pass_bytes(tokens, streams, box.context, box.tp, box.routing, overlap)
     micro = micro_batches(box, streams)
-    gpus = box.tp * box.stages
-    kv_streams = math.ceil(streams / gpus) if box.layout is Layout.EP_DP_ATTENTION else streams / micro
+    kv_streams = math.ceil(streams / (box.tp * box.stages)) if box.layout is Layout.EP_DP_ATTENTION else streams / micro
     layers = math.ceil(model.layers / box.stages) if box.stages > 1 else None
     part = model.pass_parts(
-        tokens / micro, streams / micro, box.context, box.tp, box.routing, s.overlap, box.layout, layers, kv_streams
+        tokens / micro, streams / micro, box.context, box.tp, box.routing, overlap, box.layout, layers, kv_streams
     )
-    read = box.stages * part.total  # a micro-batch walks each stage; the other fills the stage it leaves
-    flops = model.pass_flops(tokens, box.context, gpus)
+    return box.stages * part.total
+
+
+def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Scenario) -> float:
+    """Bytes over bandwidth plus arithmetic over the matrix rate on the busiest GPU of the box (ms)."""
+    read = busiest_bytes(box, model, tokens, streams, s.overlap)
+    flops = model.pass_flops(tokens, box.context, box.tp * box.stages)
     return read / (s.bandwidth_gbs * 1e9) * 1e3 + flops / (s.tflops * 1e12) * 1e3
+
+
+def floor_ms(box: Box, tokens: float, streams: float, bandwidth_gbs: float) -> float:
+    """The target's pass at ``bandwidth_gbs`` (a datasheet's peak): no pass of these bytes can be faster (ms)."""
+    return busiest_bytes(box, box.target, tokens, streams) / (bandwidth_gbs * 1e9) * 1e3
 
 
 def comm_ms(
