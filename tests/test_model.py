@@ -1,50 +1,16 @@
 import json
 
 import pandas as pd
-import pytest
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.errors import ModelInputError
-from verifylab.model.costmodel import LinkLatency, eagle3_tokens_per_s, max_oneshot_tokens, pass_terms, uses_oneshot
+from verifylab.model.costmodel import max_oneshot_tokens, uses_oneshot
 from verifylab.model.inputs import compute_validation, compute_validation_finding
-
-
-def test_pass_terms_sum():
-    p = pass_terms(
-        name="x",
-        tokens=4,
-        compute_ms=5,
-        allreduces=122,
-        allreduce_us=200,
-        norm_us=10,
-        launches=10,
-        launch_us=5,
-    )
-    assert p.allreduce_ms == pytest.approx(24.4)
-    assert p.norm_ms == pytest.approx(1.22)
-    assert p.total_ms == pytest.approx(5 + 24.4 + 1.22 + 0.05)
-
-
-def test_eagle3_throughput_and_bad_inputs():
-    assert eagle3_tokens_per_s(2.0, 19.0, 1.0) == pytest.approx(100.0)
-    with pytest.raises(ModelInputError, match="accept_length = 0"):
-        eagle3_tokens_per_s(0, 10, 1)
-    with pytest.raises(ModelInputError, match="allreduce_us"):
-        pass_terms(name="x", tokens=1, compute_ms=1, allreduces=1, allreduce_us=-5)
 
 
 def test_flashinfer_oneshot_rule():
     assert max_oneshot_tokens(7168, 8) == 192
     assert uses_oneshot(192, 7168, 8) and not uses_oneshot(193, 7168, 8)
-
-
-def test_link_latency_formulas():
-    link = LinkLatency(alpha_us=10, bandwidth_gbs=50)
-    msg = 50_000  # bytes: 1 us at 50 GB/s
-    assert link.ring_us(msg, 8) == pytest.approx(14 * 10 + 14 / 8 * 1)
-    assert link.oneshot_us(msg, 8) == pytest.approx(10 + 7 * 1)
-    assert link.twoshot_us(msg, 8) == pytest.approx(20 + 14 / 8)
 
 
 def test_compute_validation_is_not_circular():

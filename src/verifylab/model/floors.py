@@ -19,17 +19,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from verifylab.model.gpus import RTX_PRO_6000_BLACKWELL_GBS as RTX_PRO_6000_BLACKWELL_GBS
+from verifylab.model.gpus import RTX_PRO_6000_MEMORY_BYTES as RTX_PRO_6000_MEMORY_BYTES
+from verifylab.model.gpus import gpu_named
 from verifylab.model.model_config import Layout as Layout
 from verifylab.model.model_config import PassBytes as PassBytes
 from verifylab.model.model_config import busiest_gpu_experts as busiest_gpu_experts
 from verifylab.model.model_config import kimi_k25_costs
+from verifylab.model.pricer import Box, constant_curve, floor_ms
 from verifylab.shapes import KIMI_K2, ModelShape, ShardShape
 from verifylab.vocab import BF16_BYTES
 
-RTX_PRO_6000_BLACKWELL_GBS = 1792.0  # NVIDIA datasheet: 96 GB GDDR7, 1792 GB/s (reported)
-# What the card reports usable (reported, public): "8x RTX PRO 6000 Blackwell Server Edition (sm_120, 97887 MiB)",
-# https://github.com/sgl-project/sglang/issues/37105 (2026-08-31); the datasheet's "96 GB" is a marketing round number
-RTX_PRO_6000_MEMORY_BYTES = 97887 * 2**20
 INT4_GROUP = 32
 INT4_BYTES_PER_WEIGHT = 0.5 + BF16_BYTES / INT4_GROUP  # 4 bits + one bf16 scale per 32 weights
 MLA_KV_BYTES_PER_TOKEN_LAYER = (KIMI_K2.kv_lora_rank + KIMI_K2.qk_rope_dim) * BF16_BYTES
@@ -55,6 +55,23 @@ def pass_bytes(
     return costs.pass_parts(
         tokens, streams_on_busiest, context, gpus, layout=layout, layers=layers, kv_streams=streams_on_busiest
     )
+
+
+def floor_box(
+    layout: Layout = Layout.TP, gpus: int = 8, context: int = 0, expert_bytes_per_weight: float = INT4_BYTES_PER_WEIGHT
+) -> Box:
+    """The case study's model on ``gpus`` RTX PRO 6000s laid out as ``layout``, as the pricer takes it for a floor
+    (no collective priced: a floor is the bytes alone)."""
+    costs = replace(kimi_k25_costs(), expert_bytes_per_weight=expert_bytes_per_weight)
+    gpu = gpu_named("rtx-pro-6000")
+    return Box(costs, gpu, tp=gpus, context=context, layout=layout, allreduce_us=constant_curve(0.0))
+
+
+def pass_floor_ms(
+    tokens: float, layout: Layout = Layout.TP, gpus: int = 8, context: int = 0, streams: float = 1
+) -> float:
+    """The case study's pass of ``tokens`` tokens at the card's datasheet bandwidth (:func:`pricer.floor_ms`)."""
+    return floor_ms(floor_box(layout, gpus, context), tokens, streams, RTX_PRO_6000_BLACKWELL_GBS)
 
 
 def weights_per_gpu_bytes(

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 
 from verifylab.errors import ModelInputError
 from verifylab.model.cycle import Span
-from verifylab.model.floors import RTX_PRO_6000_BLACKWELL_GBS, RTX_PRO_6000_MEMORY_BYTES
+
+RTX_PRO_6000_BLACKWELL_GBS = 1792.0  # NVIDIA datasheet: 96 GB GDDR7, 1792 GB/s (reported)
+# What the card reports usable (reported, public): "8x RTX PRO 6000 Blackwell Server Edition (sm_120, 97887 MiB)",
+# https://github.com/sgl-project/sglang/issues/37105 (2026-08-31); the datasheet's "96 GB" is a marketing round number
+RTX_PRO_6000_MEMORY_BYTES = 97887 * 2**20
 
 
 @dataclass(frozen=True)

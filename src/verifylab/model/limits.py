@@ -1,11 +1,14 @@
 """Physical floors of a one-token decode step per GPU (weight streaming + every all-reduce at a latency floor),
-from the same bytes-read function the options use (:func:`verifylab.model.floors.pass_bytes`)."""
+priced by the one pricer (:mod:`verifylab.model.pricer`) on the case study's model."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
-from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, RTX_PRO_6000_BLACKWELL_GBS, Layout, pass_bytes
+from verifylab.model.floors import INT4_BYTES_PER_WEIGHT, RTX_PRO_6000_BLACKWELL_GBS, Layout, floor_box, pass_bytes
+from verifylab.model.pricer import Scenario, comm_ms, constant_curve, floor_ms
 
 INT4_BYTES = INT4_BYTES_PER_WEIGHT  # 4-bit weights plus one bf16 scale per 32 (see floors)
 __all__ = ["INT4_BYTES", "RTX_PRO_6000_BLACKWELL_GBS", "decode_weight_bytes_per_gpu", "limits_table"]
@@ -23,9 +26,10 @@ def limits_table(
     rows = []
     for precision, expert_bytes in (("INT4 experts, bf16 attention", INT4_BYTES), ("bf16", 2.0)):
         weight_bytes = decode_weight_bytes_per_gpu(tp, 1, expert_bytes)
+        box = replace(floor_box(Layout.TP, tp, 0, expert_bytes), allreduce_us=constant_curve(allreduce_floor_us))
         for name, (gbs, provenance) in bandwidths.items():
-            stream_ms = weight_bytes / (gbs * 1e9) * 1e3
-            comm_ms = allreduces * allreduce_floor_us / 1e3
+            stream_ms = floor_ms(box, 1, 1, gbs)
+            comm = comm_ms(box, box.target, 1, Scenario(gbs, box.gpu.tflops.low, "low"))
             rows.append(
                 {
                     "hardware": name,
@@ -33,9 +37,9 @@ def limits_table(
                     "precision": precision,
                     "weight_gb_per_gpu": weight_bytes / 1e9,
                     "weight_stream_ms": stream_ms,
-                    "allreduce_floor_ms": comm_ms,
-                    "step_floor_ms": stream_ms + comm_ms,
-                    "tokens_per_s_ceiling": 1e3 / (stream_ms + comm_ms),
+                    "allreduce_floor_ms": comm,
+                    "step_floor_ms": stream_ms + comm,
+                    "tokens_per_s_ceiling": 1e3 / (stream_ms + comm),
                     "provenance": provenance,
                 }
             )

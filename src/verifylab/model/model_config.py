@@ -50,10 +50,6 @@ class PassBytes:
     def total(self) -> float:
         return self.attention + self.experts + self.shared_and_dense + self.head + self.kv
 
-    def floor_ms(self, bandwidth_gbs: float) -> float:
-        """Time to read these bytes at ``bandwidth_gbs``: no pass can be faster."""
-        return self.total / (bandwidth_gbs * 1e9) * 1e3
-
 
 def busiest_gpu_experts(experts_hit: float, gpus: int, experts: int) -> float:
     """Expected experts the busiest GPU must read when ``experts_hit`` of ``experts`` (placed whole, evenly) are

@@ -14,6 +14,7 @@ from verifylab.model.floors import (
     Layout,
     kv_bytes_per_token,
     pass_bytes,
+    pass_floor_ms,
     weights_per_gpu_bytes,
 )
 from verifylab.model.option_prices import OptionBoxes, OptionPass, option_pass
@@ -125,7 +126,7 @@ def floors_table(tokens: tuple[int, ...] = (1, 4, 8, 32, 64, 128, 256)) -> pd.Da
                     "experts_gb": b.experts / 1e9,
                     "other_gb": (b.shared_and_dense + b.head) / 1e9,
                     "kv_gb": b.kv / 1e9,
-                    "floor_ms": b.floor_ms(RTX_PRO_6000_BLACKWELL_GBS),
+                    "floor_ms": pass_floor_ms(t, layout, GPUS, CONTEXT_TOKENS, max(1, t // 4)),
                     "bandwidth_gbs": RTX_PRO_6000_BLACKWELL_GBS,
                     "provenance": "modelled",
                 }

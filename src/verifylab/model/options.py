@@ -31,11 +31,7 @@ from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import loglog_interpolate
 from verifylab.model.cycle import CycleAccount, Span
-from verifylab.model.floors import (
-    RTX_PRO_6000_BLACKWELL_GBS,
-    Layout,
-    pass_bytes,
-)
+from verifylab.model.floors import Layout, pass_floor_ms
 from verifylab.model.pricer import host0_ms, physics_ms, scenarios
 from verifylab.model.regime_inputs import regime_curves
 from verifylab.model.regimes import RegimeCurves
@@ -151,8 +147,7 @@ def model_inputs(ev: ModelSources, account: CycleAccount) -> ModelInputs:
 def reported_pass_floor(account: CycleAccount) -> Span:
     """The floor of the case study's verify pass (one stream, its draft-token range): the one value every page
     quotes for it."""
-    floors = (pass_bytes(k, Layout.TP, GPUS, context=CONTEXT_TOKENS) for k in account.draft_tokens)
-    return Span.of(*(b.floor_ms(RTX_PRO_6000_BLACKWELL_GBS) for b in floors))
+    return Span.of(*(pass_floor_ms(k, Layout.TP, GPUS, CONTEXT_TOKENS) for k in account.draft_tokens))
 
 
 def reported_allreduce_range(ev: ModelSources, inputs: ModelInputs) -> tuple[float, float, float]:

@@ -32,6 +32,12 @@ AllreduceCurve = Callable[[float], Span]  # message bytes -> one all-reduce's µ
 PassComm = Callable[[float, float], Span]  # (tokens, streams) -> a whole pass's collectives in µs (a range)
 
 
+def constant_curve(us: float) -> AllreduceCurve:
+    """One all-reduce at ``us`` whatever its message: a latency floor."""
+    price = Span(us, us)
+    return lambda _message: price
+
+
 @dataclass(frozen=True)
 class Box:
     """What runs where: the target (and draft) model on ``tp`` GPUs of one kind, with its all-reduce curve."""
