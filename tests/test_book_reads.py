@@ -46,6 +46,20 @@ def test_every_chapter_opens_with_its_finding(built_book):
         assert first and first.group(1) in ("p", "ul"), f"{name} opens with <{first and first.group(1)}>"
 
 
+REPEATED_PHRASE = re.compile(r"\b([A-Za-z]+(?: [A-Za-z]+)+) \1\b")  # "stops paying stops paying"
+
+
+def test_no_sentence_says_a_phrase_twice_in_a_row(built_book):
+    """Sentences built from typed answers read once: no phrase of two words or more repeated back to back in the
+    prose of any page (#50: "it stops paying pays up to ...")."""
+    for name in PAGES:
+        html = (built_book / "book" / "_generated" / f"{name}.html").read_text(encoding="utf-8")
+        for paragraph in re.findall(r"<p>(.*?)</p>", html, flags=re.S):
+            text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", paragraph))
+            repeated = REPEATED_PHRASE.search(text)
+            assert repeated is None, f"{name}: '{repeated and repeated.group(0)}' in: {text[:200]}"
+
+
 class Anchors(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
