@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 
@@ -27,3 +31,21 @@ def descendants(pid: int) -> set[int]:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found
         found |= frontier
     return found
+
+
+def interrupt_after(command: list[str], marker: Path, presses: int, deadline_s: float = 120) -> tuple[int, str, float]:
+    """Start ``command`` in a session of its own, wait until ``marker`` exists (a cell it runs touched it), press
+    Ctrl-C ``presses`` times a second apart; (exit code, output, seconds it took to end after the last press)."""
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + deadline_s
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+        time.sleep(0.2)
+    for _ in range(presses):
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(1)
+    began = time.monotonic()
+    output, _ = proc.communicate(timeout=90)
+    return proc.returncode, output, time.monotonic() - began

@@ -12,7 +12,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"
 PRICER = "model/pricer.py"
 PRICING = {"physics_ms", "comm_ms", "host0_ms", "step_ms", "verify_ms", "cycle_ms", "floor_ms", "busiest_bytes"}
-BYTES_READERS = {"pass_bytes", "pass_parts", "pass_flops"}  # ModelCosts' bytes and arithmetic of one pass
+BYTES_READERS = {"pass_parts", "pass_flops"}  # ModelCosts' bytes and arithmetic of one pass
 READ_BY = {PRICER, "model/model_config.py", "model/floors.py"}  # floors: bytes per part for its tables, no time
 BYTES_OVER_BANDWIDTH = re.compile(r"/\s*\(\s*[\w.]*(gbs|bandwidth)[\w.]*\s*\*\s*1e9\s*\)", re.I)
 
@@ -54,11 +54,11 @@ def test_the_scan_finds_a_second_pricer(tmp_path):
     (package / "model" / "pricer.py").write_text("def verify_ms():\n    return 1.0\n")
     (package / "analysis.py").write_text(
         "def verify_ms(box):\n"
-        "    read = box.target.pass_bytes(4, 1, 2048, 8)\n"
+        "    read = box.target.pass_parts(4, 1, 2048, 8).total\n"
         "    return read / (box.gpu.bandwidth_gbs * 1e9) * 1e3\n"
     )
     assert pricing_outside_the_pricer(package) == [
         "analysis.py: defines verify_ms",
-        "analysis.py:2: reads .pass_bytes()",
+        "analysis.py:2: reads .pass_parts()",
         "analysis.py: bytes over a bandwidth",
     ]

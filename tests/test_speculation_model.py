@@ -63,7 +63,7 @@ def test_kimi_costs_from_a_config_equal_the_floors_module():
     kimi = kimi_k25_costs()
     for tokens in (1, 4, 32, 256):
         expected = pass_bytes(tokens, Layout.TP, 8, context=2048).total
-        assert kimi.pass_bytes(tokens, 1, 2048, tp=8) == pytest.approx(expected, rel=1e-9)
+        assert kimi.pass_parts(tokens, 1, 2048, tp=8).total == pytest.approx(expected, rel=1e-9)
     # Kimi-K2.5's first layer is dense: 60 layers of experts, not 61
     assert kimi.moe_layers == 60 and kimi.layers == 61
 

@@ -4,14 +4,11 @@ chapters executed before it are kept for the next build."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
+from ..procs import interrupt_after
 from ..projects import project_copy
 
 pytestmark = pytest.mark.slow  # starts a book build and interrupts it
@@ -31,24 +28,9 @@ def test_ctrl_c_stops_book_force(repo_root, tmp_path, presses, sleep_s):
     marker = tmp_path / "cell-started"
     with (root / "notebooks" / "01_environment_and_gates.py").open("a") as source:
         source.write(f"\n# %%\nimport pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep({sleep_s})\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", BOOK, str(root)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
-        time.sleep(0.2)
-    for _ in range(presses):
-        os.killpg(proc.pid, signal.SIGINT)
-        time.sleep(1)
-    began = time.monotonic()
-    output, _ = proc.communicate(timeout=90)
-    assert proc.returncode == 130, output
-    assert time.monotonic() - began < 60  # the second press did not wait out the 120 s cell
+    code, output, took = interrupt_after([sys.executable, "-c", BOOK, str(root)], marker, presses)
+    assert code == 130, output
+    assert took < 60  # the second press did not wait out the 120 s cell
     assert "stopped: nothing rendered" in output and "Traceback" not in output
     assert not (root / "_build" / "html" / "index.html").exists()  # nothing rendered
     assert not (root / "book" / "_generated" / "01_environment_and_gates.ipynb").exists()  # cut short: not kept

@@ -140,18 +140,6 @@ class ModelCosts:
         kv = held * context * self.kv_bytes_per_token_layer * all_layers / (tp if kv_sharded else 1)
         return PassBytes(attention, moe_layers * experts, shared, head, kv)
 
-    def pass_bytes(
-        self,
-        tokens: float,
-        streams: float,
-        context: float,
-        tp: int = 1,
-        routing: Routing = Routing.UNIFORM,
-        overlap: float = 0.0,
-    ) -> float:
-        """Bytes one GPU of ``tp`` reads in a tensor-parallel pass (:meth:`pass_parts`, all parts)."""
-        return self.pass_parts(tokens, streams, context, tp, routing, overlap).total
-
     def active_weights_per_token(self) -> float:
         """Weights one token multiplies by in a forward pass (all layers, the LM head), before TP."""
         dense_layers = self.layers - self.moe_layers

@@ -94,7 +94,7 @@ def busiest_bytes(box: Box, model: ModelCosts, tokens: float, streams: float, ov
     """The bytes the busiest GPU of the box reads in a pass of ``tokens`` tokens from ``streams`` streams: through
     a pipeline, every stage in turn for each micro-batch (the other micro-batch fills the stage it leaves)."""
     if model is not box.target or (box.layout is Layout.TP and box.stages == 1):
-        return model.pass_bytes(tokens, streams, box.context, box.tp, box.routing, overlap)
+        return model.pass_parts(tokens, streams, box.context, box.tp, box.routing, overlap).total
     micro = micro_batches(box, streams)
     kv_streams = math.ceil(streams / (box.tp * box.stages)) if box.layout is Layout.EP_DP_ATTENTION else streams / micro
     layers = math.ceil(model.layers / box.stages) if box.stages > 1 else None
