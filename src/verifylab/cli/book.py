@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.markup import escape
@@ -149,15 +150,11 @@ def book(
 
             publish_edition(project, result.edition)
     except BookInterrupted as stopped:
-        done = [c.name for c in stopped.chapters if c.ok]
-        console.print(
-            f"stopped: nothing rendered (the book built before is as it was); executed and kept: "
-            f"{', '.join(done) or 'none'} — `verifylab book` executes the rest",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
+        done = ", ".join(c.name for c in stopped.chapters if c.ok) or "none"
+        _stopped(
+            f"nothing rendered (the book built before is as it was); executed and kept: {done} — "
+            "`verifylab book` executes the rest"
         )
-        raise typer.Exit(code=130) from None
     except VerifylabError as exc:
         raise fail(exc) from None
     assert result.edition_dir is not None  # build_book archives the edition or raises
@@ -171,6 +168,12 @@ def book(
     if publish:
         console.print("registered in book/editions.json: commit it so the edition outlives the build folder")
     console.print(f"book: [bold]{result.index_html}[/]")
+
+
+def _stopped(words: str) -> NoReturn:
+    """Ctrl-C ended a build or a run: say what it left, exit 130 (as a shell reports an interrupted command)."""
+    console.print(f"stopped: {words}", highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(code=130)
 
 
 def _warn_of_toolchain(project: Path) -> None:
@@ -238,14 +241,7 @@ def run_cmd(
         for chapter in stopped.chapters:
             mark = "[green]ok[/]" if chapter.ok else f"[yellow]{escape(str(chapter.error))}[/]"
             console.print(f"{chapter.name}: {mark}", highlight=False, soft_wrap=True)
-        resume = ",".join(stopped.to_resume)
-        console.print(
-            f"stopped: nothing rendered. Resume with: verifylab run --params {params} --only {resume}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(code=130) from None
+        _stopped(f"nothing rendered. Resume with: verifylab run --params {params} --only {','.join(stopped.to_resume)}")
     except VerifylabError as exc:
         raise fail(exc) from None
     for chapter in result.chapters:
