@@ -181,3 +181,33 @@ def test_a_run_folder_that_is_a_link_is_still_refused_when_listing(tmp_path):
     (store.root / "20261129-000001-linked").symlink_to(outside, target_is_directory=True)
     with pytest.raises(ManifestError, match="a link"):
         store.run_ids()
+
+
+def test_of_repeated_experiments_the_newest_run_is_shown():
+    """#54: a chapter shows the newest run of each experiment (campaign, label, GPU, parameters); a run of other
+    parameters, another campaign or another GPU is another experiment."""
+    from dataclasses import dataclass, field
+    from datetime import UTC, datetime
+
+    from verifylab.selection import newest_of_each_experiment
+
+    @dataclass
+    class Run:
+        run_id: str
+        created: datetime
+        label: str = "2 x H200"
+        gpu_name: str | None = "NVIDIA H200"
+        campaign: str = "spec-load"
+        parameters: dict = field(default_factory=lambda: {"grid": [1, 2]})
+
+    day = [datetime(2026, 12, d, tzinfo=UTC) for d in (1, 2, 3)]
+    runs = [
+        Run("a-old", day[0]),
+        Run("b-new", day[2]),
+        Run("c-mid", day[1]),
+        Run("d-other-grid", day[0], parameters={"grid": [1, 4]}),
+        Run("e-other-gpu", day[0], gpu_name="NVIDIA H100"),
+        Run("f-other-campaign", day[0], campaign="live-tp2"),
+    ]
+    shown = [r.run_id for r in newest_of_each_experiment(runs)]
+    assert shown == ["b-new", "d-other-grid", "e-other-gpu", "f-other-campaign"]

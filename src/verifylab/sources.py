@@ -39,6 +39,7 @@ class MeasuredRun:
     mechanics_only: bool = False
     gpu_name: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    campaign: str = ""
 
 
 class MeasuredRuns:

@@ -9,6 +9,7 @@ from verifylab.derived import derived
 from verifylab.report.charts import Figure
 from verifylab.report.intervals import between_run_variation, single_stream_intervals, sweep_intervals
 from verifylab.report.section import Section
+from verifylab.selection import newest_of_each_experiment
 from verifylab.stats import DEFAULT_SLO, compare, compare_greedy_outputs, crossover
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, SPECULATION_POINTS_TABLE
@@ -55,11 +56,12 @@ def reported_comparisons(ev: Evidence) -> pd.DataFrame:
 
 
 def stored_benchmarks(ev: Evidence) -> dict[str, pd.DataFrame]:
-    """Every stored run's single-stream table, sweep cells, per-request rows and variant states (speculation grids
-    aside: chapter 02 shows them with the model beside them; box checks too: chapter 05 shows them)."""
+    """The single-stream table, sweep cells, per-request rows and variant states of the newest run of each stored
+    experiment (:mod:`verifylab.selection`; speculation grids aside: chapter 02 shows them with the model
+    beside them; box checks too: chapter 05 shows them)."""
     store = ev.runs
     out: dict[str, list[pd.DataFrame]] = {"single": [], "cells": [], "requests": [], "states": []}
-    for m in store.manifests():
+    for m in newest_of_each_experiment(store.manifests()):  # a repeated experiment: its newest run
         if SPECULATION_POINTS_TABLE in m.tables or BOX_VERIFY_POINTS_TABLE in m.tables:  # shown in their own sections
             continue
         for key, table in (("single", "single_stream"), ("cells", "sweep_cells"), ("states", "variant_state")):

@@ -24,6 +24,7 @@ from verifylab.model.speculation import (
     physics_ms,
     scenarios,
 )
+from verifylab.selection import newest_of_each_experiment
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import SPECULATION_POINTS_TABLE, Drafter
 
@@ -52,8 +53,10 @@ ACCEPT_TOLERANCE = 0.05  # a sweep whose measured accept length misses its targe
 
 def grid_runs(runs: MeasuredRuns) -> list[str]:
     """Runs that hold a speculation grid and may be evidence, oldest first: a run marked mechanics only (a test
-    double's) is never one."""
-    return sorted(r for r in runs.runs_with_table(POINTS_TABLE) if not runs.run(r).mechanics_only)
+    double's) is never one, and of a grid measured again with the same parameters the newest run stands for it
+    (:mod:`verifylab.selection`)."""
+    grids = [runs.run(r) for r in runs.runs_with_table(POINTS_TABLE) if not runs.run(r).mechanics_only]
+    return [r.run_id for r in newest_of_each_experiment(grids)]
 
 
 def grid_requests(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:

@@ -357,6 +357,7 @@ class RunStore:
                     m.mechanics_only,
                     m.gpu_name or "",
                     m.parameters,
+                    m.campaign,
                 )
                 for m in self.manifests()
             ),
