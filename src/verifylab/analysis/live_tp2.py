@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.report.section import Prose
+from verifylab.selection import newest_of_each_experiment
 from verifylab.stats import median_interval
 from verifylab.store.runs import RunStore
 
@@ -31,7 +32,8 @@ def variant_sources(store: RunStore, state_table: str) -> dict[str, str]:
     """Variant -> the newest live TP-2 run whose ``state_table`` (variant_state: chapter 02, profile_state:
     chapter 03) has it active."""
     found: dict[str, tuple[str, str]] = {}
-    for run_id in store.of_campaign(LIVE_TP2):
+    runs = newest_of_each_experiment(m for m in store.manifests() if m.campaign == LIVE_TP2)
+    for run_id in (m.run_id for m in runs):
         state = store.table_or_none(run_id, state_table)
         if state is None:
             continue

@@ -11,7 +11,7 @@ import pandas as pd
 
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.launch_command import launch_command
-from verifylab.analysis.recommendation import Recommendation, Topic
+from verifylab.analysis.recommendation import Recommendation, Topic, no_evidence
 from verifylab.model.decision import crossover_text, fusion_at_one_stream, fusion_by_load_words
 from verifylab.model.options import OPTIONS, Option
 from verifylab.model.regimes import REGIME_TITLE
@@ -87,12 +87,10 @@ def _speculation(ev: DeploymentFacts) -> Recommendation:
             "interval",
             provenance=["reported"],
         )
-    return Recommendation(
+    return no_evidence(
         Topic.SPECULATION,
         "No evidence on how speculation behaves under load.",
-        [],
-        "none",
-        measure_next="verifylab sweep on the speculative and non-speculative variants",
+        "verifylab sweep on the speculative and non-speculative variants",
     )
 
 
@@ -158,23 +156,15 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
             measure_next="`verifylab comm probe` on the box",
             provenance=["reported", "modelled"],
         )
-    return Recommendation(
-        Topic.FUSION,
-        "No evidence about fusion on this box.",
-        [],
-        "none",
-        measure_next="run the fusion and baseline variants (chapter 2)",
+    return no_evidence(
+        Topic.FUSION, "No evidence about fusion on this box.", "run the fusion and baseline variants (chapter 2)"
     )
 
 
 def _gates(ev: DeploymentFacts) -> Recommendation:
     if ev.gates_closed is None:
-        return Recommendation(
-            Topic.GATES,
-            "The installed SGLang was not audited.",
-            [],
-            "none",
-            measure_next="verifylab gates audit --root <site-packages>",
+        return no_evidence(
+            Topic.GATES, "The installed SGLang was not audited.", "verifylab gates audit --root <site-packages>"
         )
     if ev.upgrade and ev.sglang_version and ev.sglang_version != ev.upgrade[0] and ev.upgrade_gates_closed:
         return Recommendation(

@@ -35,3 +35,8 @@ class Recommendation:
     measure_next: str = ""
     provenance: list[str] = field(default_factory=list)
     keep_speculation: bool | None = None  # speculation vs load only: False when the evidence says turn it off
+
+
+def no_evidence(topic: Topic, what: str, measure_next: str) -> Recommendation:
+    """A topic the evidence says nothing about: no recommendation, and the measurement that would give one."""
+    return Recommendation(topic, what, [], "none", measure_next=measure_next)

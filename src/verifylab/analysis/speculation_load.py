@@ -22,7 +22,7 @@ from verifylab.model.speculation_inputs import (
     grid_runs,
     token_weighted_accept,
 )
-from verifylab.report.charts import Figure
+from verifylab.report.charts import Figure, legend_colour
 from verifylab.sources import MeasuredRuns
 from verifylab.stats import DEFAULT_SLO, compare
 from verifylab.store.evidence import Evidence
@@ -149,7 +149,7 @@ def gain_chart(table: pd.DataFrame) -> Figure:
         accept=table["accept_target"].map(lambda a: f"{a:g}"),
     )
     x = alt.X("streams:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams")
-    color = alt.Color("accept:N", title="accept length", legend=alt.Legend(orient="bottom"))
+    color = legend_colour("accept:N", "accept length")
     band = alt.Chart().mark_area(opacity=0.18).encode(x=x, y="predicted_low:Q", y2="predicted_high:Q", color=color)
     bars = alt.Chart().mark_rule().encode(x=x, y="gain_low:Q", y2="gain_high:Q", color=color)
     points = (
@@ -310,7 +310,7 @@ def goodput_chart(metrics: pd.DataFrame) -> Figure:
         .encode(
             x=alt.X("streams:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams"),
             y=alt.Y("goodput_tokens_per_s:Q", title="goodput (tok/s, all streams)"),
-            color=alt.Color("server:N", title="server", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
+            color=legend_colour("server:N", "server", columns=2),
             tooltip=[
                 "run_id",
                 "server",

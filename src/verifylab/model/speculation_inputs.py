@@ -134,15 +134,16 @@ def _gpu_key(text: str) -> str | None:
 
 def measured_ceilings(runs: MeasuredRuns, gpu: str | None = None) -> Ceilings | None:
     """The newest measured copy and matrix ceilings (of ``gpu`` when given): the copy bandwidth, and the matrix
-    rate as the range over that run's measurements."""
-    for run_id in sorted(runs.runs_with_table("ceilings"), reverse=True):
+    rate as the range over the runs of that GPU (a repeated experiment: its newest run)."""
+    measured = [r.run_id for r in newest_of_each_experiment(runs.run(r) for r in runs.runs_with_table("ceilings"))]
+    for run_id in sorted(measured, reverse=True):
         run = runs.run(run_id)
         key = _gpu_key(run.gpu_name or run.label or run_id) or _gpu_key(run_id)
         if key is None or (gpu is not None and key != gpu):
             continue
         same = [
             runs.read_table(r, "ceilings")
-            for r in runs.runs_with_table("ceilings")
+            for r in measured
             if (_gpu_key(runs.run(r).gpu_name or runs.run(r).label or r) or _gpu_key(r)) == key
         ]
         table = pd.concat(same, ignore_index=True)

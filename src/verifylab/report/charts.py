@@ -177,6 +177,11 @@ def verify_components_chart(components: pd.DataFrame, title_note: str = "") -> F
     )
 
 
+def legend_colour(field: str, title: str, columns: int = 1) -> alt.Color:
+    """A colour channel whose legend sits under the chart, its labels whole (never cut to a width)."""
+    return alt.Color(field, title=title, legend=alt.Legend(orient="bottom", columns=columns, labelLimit=0))
+
+
 def tokens_axis(tokens: pd.Series, title: str) -> alt.X:
     """A log2 token axis with a labelled tick at every measured token count: slanted when there are many, so that
     none is dropped for overlapping its neighbour (512 had lost its label)."""
@@ -262,7 +267,7 @@ def options_chart(options: pd.DataFrame) -> Figure:
     base = alt.Chart(frame).encode(
         x=alt.X("streams:O", title="concurrent streams"),
         xOffset=alt.XOffset("option:N"),
-        color=alt.Color("option:N", title="option", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
+        color=legend_colour("option:N", "option", columns=2),
     )
     bars = base.mark_bar(opacity=0.55).encode(
         y=alt.Y("tokens_per_s_low:Q", title="one stream's tok/s (range)"),
@@ -306,7 +311,7 @@ def throughput_pareto_chart(frame: pd.DataFrame) -> Figure:
     base = alt.Chart(data).encode(
         x=alt.X("total:Q", title="total tok/s (all streams)"),
         y=alt.Y("per_user:Q", title="tok/s per user"),
-        color=alt.Color("decoding:N", title="decoding", legend=alt.Legend(orient="bottom")),
+        color=legend_colour("decoding:N", "decoding"),
         order="streams:Q",
         tooltip=[
             "regime",
