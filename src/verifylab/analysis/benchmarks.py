@@ -302,10 +302,11 @@ def pareto_frame(cells: pd.DataFrame, states: pd.DataFrame) -> pd.DataFrame:
 
 
 def greedy_equivalence(ev: Evidence) -> pd.DataFrame:
-    """Each variant's greedy outputs against the baseline's of the same run, token by token."""
+    """Each variant's greedy outputs against the baseline's of the same run, token by token (a repeated experiment:
+    its newest run)."""
     store = ev.runs
     rows = []
-    for m in store.manifests():
+    for m in newest_of_each_experiment(store.manifests()):
         if "single-baseline" not in m.tables:
             continue
         base = store.read_table(m.run_id, "single-baseline")
