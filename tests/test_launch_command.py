@@ -37,9 +37,13 @@ def _command(facts, sglang: str) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize("sglang", list(VERSIONS))
-def test_each_version_gets_only_its_own_flags(facts, sglang):
+def test_each_version_gets_only_its_own_flags(facts, sglang, repo_root):
+    """Every option of the printed command is one that version's server accepts, as read from its published wheel
+    (data/gates/sglang_flags.csv, `verifylab gates matrix`), and one the replayed command may use."""
     words, _ = _command(facts, sglang)
     used = {w for w in words if w.startswith("--")}
+    in_wheel = Evidence(repo_root / "data").sglang_flags[sglang]
+    assert used <= in_wheel, f"SGLang {sglang}'s server has no {sorted(used - in_wheel)}"
     assert used <= known_flags(replay_flags(sglang)), (
         f"SGLang {sglang} has no {used - known_flags(replay_flags(sglang))}"
     )
@@ -71,3 +75,33 @@ def test_the_variant_follows_the_fusion_and_speculation_answers(facts, saving, k
     healthy = replace(facts.answers[Regime.HEALTHY_P2P], fusion_gain_by_load={1: FusionSaving({4: saving})})
     changed = replace(facts, answers={**facts.answers, Regime.HEALTHY_P2P: healthy})
     assert deployed_variant(changed, _speculation(keep)) == variant
+
+
+def test_the_wheel_reading_finds_options_both_ways_sglang_registers_them():
+    """0.5.9 registers options with parser.add_argument, 0.5.2x from dataclass fields (name, cli_name, aliases); a
+    field marked no_cli or without A[...] is not an option."""
+    from verifylab.gates.sglang_flags import flags_in_source
+
+    old = 'parser.add_argument("--tensor-parallel-size", "--tp-size", type=int)\n'
+    new = (
+        "class Parallel:\n"
+        '    tp_size: A[int, Arg(help="tp", aliases=["--tensor-parallel-size"])] = 1\n'
+        '    pp_size: A[int, "pipeline"] = 1\n'
+        '    dp_size: A[int, Arg(help="dp", cli_name="--data-parallel-size")] = 1\n'
+        '    hidden: A[int, Arg(help="x", no_cli=True)] = 1\n'
+        "    plain: int = 0\n"
+    )
+    assert flags_in_source(old, "old") == {"--tensor-parallel-size", "--tp-size"}
+    assert flags_in_source(new, "new") == {"--tp-size", "--tensor-parallel-size", "--pp-size", "--data-parallel-size"}
+
+
+def test_the_fusion_backend_flag_is_used_from_the_first_wheel_that_has_it(repo_root):
+    """The check can fail: 0.5.9's server has no fusion-backend option; the command uses it from the first audited
+    version whose wheel registers it, never before."""
+    from verifylab.analysis.launch_command import FUSION_BACKEND_FLAG_FROM
+    from verifylab.vocab import version_key
+
+    flags = Evidence(repo_root / "data").sglang_flags
+    having = sorted((v for v, f in flags.items() if "--flashinfer-allreduce-fusion-backend" in f), key=version_key)
+    assert "--flashinfer-allreduce-fusion-backend" not in flags["0.5.9"]
+    assert having and having[0] == FUSION_BACKEND_FLAG_FROM

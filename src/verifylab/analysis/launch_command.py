@@ -13,7 +13,9 @@ from verifylab.server.variants import DEFAULT_VARIANTS, variant_args
 from verifylab.vocab import Regime, version_at_least
 
 DRAFT_PLACEHOLDER = "<EAGLE-3-draft-path>"
-FUSION_BACKEND_FLAG_FROM = "0.5.17"  # SGLang adds --flashinfer-allreduce-fusion-backend (audited wheels)
+FUSION_BACKEND_FLAG_FROM = (
+    "0.5.14"  # the first audited wheel with --flashinfer-allreduce-fusion-backend (sglang_flags.csv)
+)
 
 
 def replay_flags(version: str | None) -> str:

@@ -75,7 +75,7 @@ OPTIONS: dict[Option, OptionFacts] = {
         "TP 8, FlashInfer fusion",
         "fusion",
         "the same 122 all-reduces, each a one-shot push (two-shot past FlashInfer's threshold) with the norm inside",
-        "--tp 8 --enable-flashinfer-allreduce-fusion (0.5.9), --flashinfer-allreduce-fusion-backend trtllm (0.5.17+)",
+        "--tp 8 --enable-flashinfer-allreduce-fusion (0.5.9), --flashinfer-allreduce-fusion-backend trtllm (0.5.14+)",
         "yes, where the gates are open and FlashInfer's workspace needs no multicast (chapter 1)",
     ),
     Option.TP8_PCIE_IPC: OptionFacts(

@@ -18,6 +18,7 @@ from verifylab.store.runs import RunStore
 GATE_MATRIX_FILE = Path("gates") / "gate_matrix.csv"  # written by `verifylab gates matrix`
 FLASHINFER_PINS_FILE = Path("gates") / "flashinfer_pins.csv"  # written next to the matrix
 FORENSICS_FILE = Path("gates") / "fusion_forensics.csv"  # written next to the matrix
+SGLANG_FLAGS_FILE = Path("gates") / "sglang_flags.csv"  # written next to the matrix
 
 
 class Evidence:
@@ -66,6 +67,12 @@ class Evidence:
     def fusion_forensics(self) -> pd.DataFrame:
         """Per SGLang/FlashInfer pair, what in the wheels allows or blocks fusion on a PCIe SM120 box (audited)."""
         return self._gates_csv(FORENSICS_FILE, dtype={"sglang": str, "flashinfer": str})
+
+    @cached_property
+    def sglang_flags(self) -> dict[str, frozenset[str]]:
+        """Each audited SGLang version's long options, read from its wheel (``verifylab gates matrix``)."""
+        table = self._gates_csv(SGLANG_FLAGS_FILE, dtype=str, keep_default_na=False)
+        return {str(v): frozenset(group["flag"]) for v, group in table.groupby("sglang")}
 
     @property
     def has_gate_matrix(self) -> bool:
