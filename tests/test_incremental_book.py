@@ -45,8 +45,26 @@ def test_a_second_build_executes_only_the_chapters_whose_inputs_changed(tmp_path
     frame.to_csv(root / "data" / table, index=False)
     assert {c.name for c in execute_stale_chapters(root, REPLAY) if not c.reused} == who, table
 
-    (root / "data" / "gates" / "a-new-file.csv").write_text("x\n1\n")  # a file any chapter may ask about
-    assert all(not c.reused for c in execute_stale_chapters(root, REPLAY))
+
+def test_a_file_that_appears_outside_the_run_store_changes_every_chapter_s_reads(tmp_path):
+    """A chapter may only ask whether a file exists (no open, no listing): a name that appears or goes anywhere but
+    the run store changes every chapter's digest; a new run's name does not, unless the chapter listed the runs."""
+    from verifylab.publish.chapter_reads import Reads, reads_digest
+
+    (tmp_path / "runs" / "r1").mkdir(parents=True)
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "runs" / "r1" / "t.csv").write_text("x\n1\n")
+    reads = Reads(files=("runs/r1/t.csv",), dirs=())
+    names = ["runs/r1/t.csv"]
+    before = reads_digest(tmp_path, reads, names)
+    assert reads_digest(tmp_path, reads, [*names, "runs/r2/t.csv"]) == before  # a run nobody listed
+    assert reads_digest(tmp_path, reads, [*names, "gates/new.csv"]) != before  # a gate file anyone may ask about
+    (tmp_path / "runs" / "r1" / "t.csv").write_text("x\n2\n")
+    assert reads_digest(tmp_path, reads, names) != before  # the bytes read changed
+    listed = Reads(files=(), dirs=("runs",))
+    one = reads_digest(tmp_path, listed, names)
+    (tmp_path / "runs" / "r2").mkdir()
+    assert reads_digest(tmp_path, listed, names) != one  # a run appears in a folder the chapter listed
 
 
 def test_an_executed_copy_without_a_digest_or_unreadable_is_never_trusted(tmp_path):
