@@ -281,3 +281,13 @@ def test_fusion_is_priced_per_draft_token_count(ev):
     for k in saving.by_draft_tokens:
         assert f"at {k} draft tokens" in text
     assert "--" not in saving.text(2)
+
+
+def test_the_fastest_option_reads_in_words():
+    from verifylab.model.decision import fastest_words
+
+    one = fastest_words({1: "tp8_pcie_ipc", 8: "tp8_pcie_ipc", 32: "tp8_pcie_ipc"})
+    assert one == "TP 8, PCIe-IPC all-reduce at every load priced (1, 8, 32 streams)"
+    assert fastest_words({1: "tp8_nccl", 32: "dp_attention_ep8"}) == (
+        "1 stream: TP 8, NCCL (as run); 32 streams: DP attention + EP 8 (all-to-all)"
+    )

@@ -218,7 +218,7 @@ def fastest_words(best_by_load: dict[int, str]) -> str:
     titles = {c: OPTIONS[Option(k)].title for c, k in best_by_load.items()}
     if len(set(titles.values())) == 1:
         return f"{next(iter(titles.values()))} at every load priced ({', '.join(map(str, titles))} streams)"
-    return "; ".join(f"{c} streams: {t}" for c, t in titles.items())
+    return "; ".join(f"{c} stream{'' if c == 1 else 's'}: {t}" for c, t in titles.items())
 
 
 def crossover_text(a: RegimeAnswer) -> str:
