@@ -107,7 +107,10 @@ def busiest_bytes(box: Box, model: ModelCosts, tokens: float, streams: float, ov
 def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Scenario) -> float:
     """Bytes over bandwidth plus arithmetic over the matrix rate on the busiest GPU of the box (ms)."""
     read = busiest_bytes(box, model, tokens, streams, s.overlap)
-    flops = model.pass_flops(tokens, box.context, box.tp * box.stages)
+    if model is box.target and box.stages > 1:  # a micro-batch's arithmetic, each stage's share in turn on tp GPUs
+        flops = model.pass_flops(tokens / micro_batches(box, streams), box.context, box.tp)
+    else:
+        flops = model.pass_flops(tokens, box.context, box.tp)
     return read / (s.bandwidth_gbs * 1e9) * 1e3 + flops / (s.tflops * 1e12) * 1e3
 
 
