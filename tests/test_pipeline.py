@@ -410,3 +410,16 @@ def test_jupyter_book_build_from_the_root_renders_the_same_book(smoke_run, tmp_p
         return {p.relative_to(html).as_posix() for p in html.rglob("*.html")}
 
     assert pages(tmp_path / "_build" / "html") == pages(root / "_build" / "html")
+
+
+def test_the_newest_registered_edition_names_its_toolchain_and_runs(repo_root):
+    """#54: the committed registry's newest edition can be cited in a review: it names the data it was built from,
+    its commit and the rendering toolchain (Jupyter Book, MyST-NB, Altair...), and every run it shows is stored."""
+    import json
+
+    editions = json.loads((repo_root / "book" / "editions.json").read_text(encoding="utf-8"))
+    newest = editions[-1]
+    assert {"jupyter-book", "myst-nb", "altair"} <= set(newest.get("toolchain", {})), newest.get("toolchain")
+    assert newest["commit"] != "nogit" and len(newest["data_digest"]) == 64
+    stored = {p.name for p in (repo_root / "data" / "runs").iterdir() if (p / "manifest.json").is_file()}
+    assert set(newest["runs"]) <= stored
