@@ -291,3 +291,23 @@ def test_the_fastest_option_reads_in_words():
     assert fastest_words({1: "tp8_nccl", 32: "dp_attention_ep8"}) == (
         "1 stream: TP 8, NCCL (as run); 32 streams: DP attention + EP 8 (all-to-all)"
     )
+
+
+def test_a_gain_that_comes_back_above_one_is_said():
+    """#50: a crossover is not only the first crossing: a gain that falls below 1 and rises again at more streams
+    says so, from its earliest end; one that stays below says nothing more."""
+    from verifylab.model.cycle import Span
+    from verifylab.model.decision import recrossing_words
+    from verifylab.model.speculation import GainRow
+
+    def rows(gains: list[tuple[float, float]]) -> list[GainRow]:
+        none = Span(1.0, 1.0)
+        return [GainRow(2**i, none, none, Span(lo, hi)) for i, (lo, hi) in enumerate(gains)]
+
+    back = rows([(1.2, 1.3), (0.9, 1.0), (0.8, 0.9), (0.9, 1.05), (0.95, 1.2)])  # 1, 2, 4, 8, 16 streams
+    words = recrossing_words(back)
+    assert words.startswith(", and may pay again from ") and words.endswith(" streams (its optimistic end)")
+    assert float(words.split("from ")[1].split()[0]) < 8  # the optimistic end comes back between 4 and 8
+    both = rows([(1.2, 1.3), (0.8, 0.9), (0.8, 0.9), (1.1, 1.2), (1.1, 1.2)])
+    assert recrossing_words(both).startswith(", and pays again from ")
+    assert recrossing_words(rows([(1.2, 1.3), (0.9, 1.0), (0.8, 0.9)])) == ""

@@ -16,7 +16,7 @@ from verifylab.command_line import SGLANG, shell_command
 from verifylab.errors import ModelInputError
 from verifylab.model.comm_pass import LatencyCurve, load_curves, norm_us_measured
 from verifylab.model.cycle import Span
-from verifylab.model.decision import crossover_words
+from verifylab.model.decision import crossover_words, recrossing_words
 from verifylab.model.in_pass import fused_in_pass_fit
 from verifylab.model.model_config import ModelCosts, Routing, kimi_k25_costs, read_config
 from verifylab.model.speculation import Box, Gpu, gpu_named
@@ -255,7 +255,7 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
     spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
     one = spec.rows[0].gain
     fusion, fusion_answer = _fusion(runs, curves, path, target, box, policy, inputs.draft_tokens)
-    words = crossover_words(spec.crossover)
+    words = crossover_words(spec.crossover) + recrossing_words(spec.rows)
     if not calibrated.consistent:
         spec_answer = (
             f"not priced: {inputs.decode_tok_s:g} tok/s is faster than this model's bytes and this box's all-reduces "

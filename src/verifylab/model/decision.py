@@ -8,6 +8,7 @@ values and types none.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -24,7 +25,7 @@ from verifylab.model.case import (
 from verifylab.model.cycle import Span, times
 from verifylab.model.options import GPUS, OPTIONS, Option
 from verifylab.model.regimes import REGIME_TITLE, Collective, Price
-from verifylab.model.speculation import Box, scenarios, verify_ms
+from verifylab.model.speculation import Box, GainRow, crossings, scenarios, verify_ms
 from verifylab.model.speculation_box import DEFAULT_STREAMS, answer, combined_crossover
 from verifylab.sources import ModelSources
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Drafter, Regime
@@ -80,6 +81,7 @@ class RegimeAnswer:
     ipc_decode_tps: Span | None = None  # plain decoding on SGLang's PCIe-IPC all-reduce (None: it cannot run)
     ipc_gain: Span | None = None  # EAGLE-3 over plain decoding, both on the PCIe-IPC all-reduce
     ipc_crossover: tuple[float | None, float | None] | None = None  # where EAGLE-3 stops paying on PCIe-IPC
+    recrossing: str = ""  # where a gain that fell below 1 pays again (:func:`recrossing_words`), or nothing
 
     @property
     def ipc_eagle_tps(self) -> Span | None:
@@ -160,6 +162,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         None if ipc is None else ipc.plain_at(1),
         None if ipc is None else ipc.gain_at(1),
         None if ipc is None else ipc.crossover,
+        next((w for a in case.by_draft_tokens.values() if (w := recrossing_words(a.rows))), ""),
     )
 
 
@@ -223,7 +226,7 @@ def fastest_words(best_by_load: dict[int, str]) -> str:
 
 def crossover_text(a: RegimeAnswer) -> str:
     """Where speculation stops paying, in words (``never pays``: below 1 from one stream at both ends)."""
-    return crossover_words(a.crossover, a.speculation_consistent)
+    return crossover_words(a.crossover, a.speculation_consistent) + a.recrossing
 
 
 def crossover_words(crossover: tuple[float | None, float | None], consistent: bool = True) -> str:
@@ -252,6 +255,28 @@ def crossover_words(crossover: tuple[float | None, float | None], consistent: bo
     if not consistent:
         text += " (not the case study's regime: it decodes faster than this regime allows)"
     return text
+
+
+def recrossing_words(rows: Sequence[GainRow]) -> str:
+    """Where a gain that fell below 1 comes back to 1 or above at more streams, as a clause to follow
+    :func:`crossover_words`: ``", and pays again from about 90 streams"`` when both ends of its range come back,
+    ``", and may pay again from about 18 streams (its optimistic end)"`` when one does; empty when none does."""
+    again: dict[str, float] = {}
+    for end in ("low", "high"):
+        stopped = False
+        for at, direction in crossings([(r.streams, r.gain.low if end == "low" else r.gain.high) for r in rows]):
+            stopped = stopped or direction == "stops"
+            if stopped and direction == "pays":
+                again[end] = at
+                break
+    if not again:
+        return ""
+    first = min(again.values())
+    where = f"about {first:.0f}" if first >= 10 else f"{first:.1f}"
+    if len(again) == 2:
+        return f", and pays again from {where} streams"
+    which = "optimistic" if "high" in again else "pessimistic"
+    return f", and may pay again from {where} streams (its {which} end)"
 
 
 SPECULATION_ACCEPTS = (1.5, 2.0, 2.5, 3.0)  # accept lengths a reader's traffic may give
