@@ -13,6 +13,7 @@ from verifylab.model.case import inputs
 from verifylab.model.decision import (
     REFERENCE_MESSAGE,
     RegimeAnswer,
+    crossover_text,
     crossover_words,
     decision_table,
     fastest_words,
@@ -103,7 +104,7 @@ from its own numbers; other regimes: {{numref}}`tbl-decision-regimes`.
   plain decoding ({row["eagle3_tok_s"]} against {row["decode_tok_s"]} tok/s).
 - **Eliminate all-reduces, and how?** The fastest verify pass SGLang runs with EAGLE-3:
   {fastest_words(answer.best_by_load)}.
-- **Turn speculation off under load?** It {crossover_words(answer.crossover, answer.speculation_consistent)}{ipc}.
+- **Turn speculation off under load?** It {crossover_text(answer)}{ipc}.
 """
 
 
