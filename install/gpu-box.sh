@@ -3,13 +3,20 @@
 # every package already installed is pinned at its installed version (a constraints file made from the environment
 # itself), so an install that would change one fails instead, naming it. Then `pip check`.
 #
-#   bash install/gpu-box.sh [PYTHON] [VERIFYLAB_SOURCE]      # defaults: python3, this checkout
+#   bash install/gpu-box.sh [--box-only] [PYTHON] [VERIFYLAB_SOURCE]      # defaults: python3, this checkout
+#
+# --box-only installs what `verifylab box` (and probe, bench, serve) needs, without the book's rendering stack
+# (Jupyter Book, papermill, Altair): for a box whose pins the rendering stack cannot live beside; render the book on
+# any other machine (make book). When the box's pins and verifylab's requirements cannot meet, the run ends with one
+# line naming both sides.
 #
 # PYTHON is the interpreter of the environment that runs sglang. uv is used when it is on PATH (faster), else pip.
 # It refuses before it changes anything: an interpreter verifylab does not support, an environment whose packages
 # cannot be listed (no pip and no uv: nothing could be pinned), or an empty list (a wrong PYTHON). After the install
 # it compares the environment's packages with the list it pinned: a changed version is put back and the run fails.
 set -euo pipefail
+TARGET_EXTRA="[book]"
+if [ "${1:-}" = "--box-only" ]; then TARGET_EXTRA=""; shift; fi
 PY=${1:-python3}
 SRC=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 MIN_PYTHON="3.11"  # pyproject.toml's requires-python
@@ -33,14 +40,42 @@ fi
 
 stack=$(mktemp "${TMPDIR:-/tmp}/box-stack.XXXXXX")
 after=$(mktemp "${TMPDIR:-/tmp}/box-after.XXXXXX")
-trap 'rm -f "$stack" "$after"' EXIT
+log=$(mktemp "${TMPDIR:-/tmp}/box-install.XXXXXX")
+trap 'rm -f "$stack" "$after" "$log"' EXIT
+
+# The resolver could not meet the box's pins: the one requirement that met a pin, both sides named in one line.
+explain_conflict() {
+  local line name pinned wanted
+  while IFS= read -r line; do
+    name=${line%%==*}
+    pinned=${line#*==}
+    wanted=$(grep -o -i -E "(^|[^a-z0-9_.-])${name}[ ]*(>=|<=|~=|!=|==|<|>)[ ]*[0-9][0-9a-z.*+-]*" "$log" \
+      | sed -E 's/^[^a-zA-Z0-9]//' | grep -v -i -E "==[ ]*${pinned//./\\.}$" | head -n 1 || true)
+    if [ -n "$wanted" ]; then
+      if [ -n "$TARGET_EXTRA" ]; then
+        next="install only what verifylab box needs: bash install/gpu-box.sh --box-only $PY (make book renders elsewhere)"
+      else
+        next="install verifylab in an environment of its own"
+      fi
+      echo "gpu-box.sh: verifylab$TARGET_EXTRA needs ${wanted// /} but this box pins $name==$pinned;" \
+        "nothing was changed; $next" >&2
+      return
+    fi
+  done < "$stack"
+  echo "gpu-box.sh: the install could not meet the box's pins (the resolver's words above); nothing was changed" >&2
+}
 # name==version of everything installed: the stack the install may not change
 freeze | grep '==' | grep -v -i '^verifylab==' > "$stack" || true
 pinned=$(wc -l < "$stack")
 [ "$pinned" -gt 0 ] || refuse "$PY's environment lists no installed package: is it the one that runs sglang?"
 echo "pinned $pinned installed package(s) at their versions"
 
-install -c "$stack" -e "$SRC[book]"
+if ! install -c "$stack" -e "$SRC$TARGET_EXTRA" > "$log" 2>&1; then
+  sed 's/^/  /' "$log" >&2
+  explain_conflict
+  exit 1
+fi
+cat "$log"
 
 # what the install changed of the stack (a tool that ignored a pin): put it back, then fail
 freeze | grep '==' > "$after" || true

@@ -60,8 +60,8 @@ def box_with_stack(tmp_path: Path, extra_pins: list[str]) -> tuple[Path, dict[st
     return python, environ, frozen(python)
 
 
-def install(python: Path, environ: dict[str, str]) -> subprocess.CompletedProcess:
-    command = ["bash", str(ROOT / "install" / "gpu-box.sh"), str(python), str(ROOT)]
+def install(python: Path, environ: dict[str, str], *options: str) -> subprocess.CompletedProcess:
+    command = ["bash", str(ROOT / "install" / "gpu-box.sh"), *options, str(python), str(ROOT)]
     return subprocess.run(command, capture_output=True, text=True, env=environ)
 
 
@@ -76,7 +76,20 @@ def test_the_gpu_box_install_changes_nothing_of_the_box_and_pip_check_passes(tmp
 
 
 def test_an_install_that_would_change_the_box_fails_naming_the_package(tmp_path):
+    """#54: one line names both sides — what verifylab needs and what the box pins — and the box-only install."""
     python, environ, before = box_with_stack(tmp_path, ["packaging==21.0"])  # verifylab needs packaging >= 23
     result = install(python, environ)
     assert result.returncode != 0 and "packaging" in result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "needs packaging>=" in last and "this box pins packaging==21.0" in last, last
+    assert "nothing was changed" in last and "--box-only" in last, last
     assert frozen(python) == before  # refused: nothing changed
+
+
+def test_a_box_only_install_leaves_the_rendering_stack_out(tmp_path):
+    python, environ, before = box_with_stack(tmp_path, [])
+    result = install(python, environ, "--box-only")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    after = frozen(python)
+    assert {name: after.get(name) for name in before} == before
+    assert "verifylab" in after and not {"jupyter-book", "papermill", "altair"} & set(after)
