@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from verifylab.bench.client import Client, accept_length, parse_spec_meta
 from verifylab.bench.method import SingleStreamConfig
-from verifylab.bench.runner import open_recorder, run_single, run_sweep
+from verifylab.bench.runner import RunPlace, open_recorder, run_single, run_sweep
 from verifylab.cli import app
 from verifylab.errors import ServerError
 from verifylab.server.launch import (
@@ -243,7 +243,8 @@ def test_campaign_where_no_variant_starts_fails_loudly_and_keeps_the_states(tmp_
 
     cfg = base("--exit-with", "RuntimeError: boom")
     with pytest.raises(ServerError, match=r"no variant started.*RuntimeError: boom"):
-        run_campaign(cfg, ["baseline", "ngram"], SingleStreamConfig(1, 0, 4), [1], 4, tmp_path, "no-start", "double")
+        place = RunPlace(tmp_path, "no-start", "double")
+        run_campaign(cfg, ["baseline", "ngram"], SingleStreamConfig(1, 0, 4), [1], 4, place)
     states = pd.read_csv(tmp_path / "runs" / "no-start" / "variant_state.csv")
     assert list(states.active) == [False, False]
 
@@ -364,9 +365,7 @@ def test_campaign_records_states_and_keeps_inactive_variants_out(tmp_path, repo_
         SingleStreamConfig(2, 0, 8),
         [1, 2],
         8,
-        tmp_path / "data",
-        "20261129-000000-campaign",
-        "test double (not data)",
+        RunPlace(tmp_path / "data", "20261129-000000-campaign", "test double (not data)"),
         seed=3,
     )
     by_variant = states.set_index("variant")

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.test_bench import free_port
+from verifylab.bench.runner import RunPlace
 from verifylab.bench.speculation import POINTS_TABLE, run_speculation_grid
 from verifylab.bench.speculation_grid import SIMULATE_VAR, TOKEN_MODE_VAR, Drafter, SpecPoint, SpeculationGrid
 from verifylab.errors import ParameterError
@@ -90,7 +91,7 @@ def test_grid_against_the_double_holds_each_accept_length_and_resumes(tmp_path):
         model_path="m", draft_model_path="d", port=free_port(), launcher=TEST_LAUNCHER, extra_args=["--step-ms", "5"]
     )
     said: list[str] = []
-    points = run_speculation_grid(cfg, grid, tmp_path, "spec", "test double (not data)", progress=said.append)
+    points = run_speculation_grid(cfg, grid, RunPlace(tmp_path, "spec", "test double (not data)"), progress=said.append)
     assert len(points) == 5 and not points.failure.any() and points.active.all()
     store = RunStore(tmp_path / "runs")
     cells = store.read_table("spec", "sweep_cells").merge(store.read_table("spec", POINTS_TABLE), on="variant")
@@ -104,7 +105,7 @@ def test_grid_against_the_double_holds_each_accept_length_and_resumes(tmp_path):
     assert any("eagle3_d4_a1p50: measured" in line for line in said)
     # resumed: every cell is stored, so no server starts again
     said.clear()
-    again = run_speculation_grid(cfg, grid, tmp_path, "spec", "test double (not data)", progress=said.append)
+    again = run_speculation_grid(cfg, grid, RunPlace(tmp_path, "spec", "test double (not data)"), progress=said.append)
     assert len(again) == 5 and not again.failure.any()
     assert len(said) == 5 and all(line.endswith("stored, skipped") for line in said)
     assert store.manifest("spec").status == "complete"
@@ -114,12 +115,14 @@ def test_grid_against_the_double_holds_each_accept_length_and_resumes(tmp_path):
 def test_a_server_that_cannot_start_leaves_the_run_partial_and_is_tried_again(tmp_path):
     grid = SpeculationGrid(drafters=["eagle3"], accept_lengths=[2.0], concurrency=[1], tokens=8, requests_per_cell=1)
     cfg = BaseConfig(model_path="m", port=free_port(), launcher=TEST_LAUNCHER, extra_args=["--step-ms", "5"])
-    points = run_speculation_grid(cfg, grid, tmp_path, "spec", "test double (not data)")  # no draft model given
+    points = run_speculation_grid(
+        cfg, grid, RunPlace(tmp_path, "spec", "test double (not data)")
+    )  # no draft model given
     by_name = points.set_index("variant")
     assert "draft_model_path" in by_name.loc["eagle3_d4_a2p00", "failure"] and not by_name.loc["plain", "failure"]
     store = RunStore(tmp_path / "runs")
     assert store.manifest("spec").status == "partial"
     said: list[str] = []
-    run_speculation_grid(cfg, grid, tmp_path, "spec", "test double (not data)", progress=said.append)
+    run_speculation_grid(cfg, grid, RunPlace(tmp_path, "spec", "test double (not data)"), progress=said.append)
     assert any("plain: stored, skipped" in line for line in said)
     assert any("eagle3_d4_a2p00: starting" in line for line in said)  # the failed server is tried again

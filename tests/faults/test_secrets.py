@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from verifylab.bench.method import SingleStreamConfig
+from verifylab.bench.runner import RunPlace
 from verifylab.redact import (
     REDACTED,
     is_secret_name,
@@ -103,9 +104,7 @@ def test_a_campaign_with_an_api_key_stores_no_secret(tmp_path):
         SingleStreamConfig(1, 0, 4),
         [1],
         4,
-        tmp_path / "data",
-        "20261130-000000-secret",
-        "test double (not data)",
+        RunPlace(tmp_path / "data", "20261130-000000-secret", "test double (not data)"),
     )
     run = tmp_path / "data" / "runs" / "20261130-000000-secret"
     files = [p for p in run.rglob("*") if p.is_file()]

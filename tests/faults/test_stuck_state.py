@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from verifylab.bench.method import SingleStreamConfig
+from verifylab.bench.runner import RunPlace
 from verifylab.cli import app
 from verifylab.errors import ServerError
 from verifylab.publish.edition import data_digest
@@ -33,9 +34,7 @@ def test_a_campaign_where_no_variant_started_is_stored_failed(tmp_path):
             SingleStreamConfig(1, 0, 4),
             [1],
             4,
-            tmp_path,
-            "20261201-000000-none",
-            "test double (not data)",
+            RunPlace(tmp_path, "20261201-000000-none", "test double (not data)"),
         )
     assert RunStore(tmp_path / "runs").manifest("20261201-000000-none").status == "failed"
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
 
 from verifylab.bench.method import SingleStreamConfig
-from verifylab.bench.runner import mark_complete, open_recorder, run_single, run_sweep
+from verifylab.bench.runner import RunPlace, mark_complete, open_recorder, run_single, run_sweep
 from verifylab.errors import ServerError
 from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, launcher_help, serve
 
@@ -20,14 +19,10 @@ def run_campaign(
     single: SingleStreamConfig,
     concurrency: list[int],
     sweep_tokens: int,
-    data_dir: Path,
-    run_id: str,
-    label: str,
+    place: RunPlace,
     repeats: int = 1,
     seed: int = 0,
     health_timeout_s: float = 1800.0,
-    mechanics_only: bool = False,
-    campaign: str = "",
 ) -> pd.DataFrame:
     """Run each variant (a server each) ``repeats`` times in a seeded random order; store tables as they finish.
 
@@ -38,10 +33,11 @@ def run_campaign(
     if unknown:
         raise ServerError(f"unknown variant(s) {unknown}: choose from {', '.join(DEFAULT_VARIANTS)}")
     help_text = launcher_help(base.launcher)
+    data_dir, run_id = place.data_dir, place.run_id
     recorder = open_recorder(
         data_dir,
         run_id,
-        label,
+        place.label,
         {
             "base": base.model_dump(),
             "variants": variants,
@@ -51,8 +47,8 @@ def run_campaign(
             "repeats": repeats,
             "seed": seed,
         },
-        mechanics_only=mechanics_only,
-        campaign=campaign,
+        mechanics_only=place.mechanics_only,
+        campaign=place.campaign,
     )
     rng = random.Random(seed)
     states = []

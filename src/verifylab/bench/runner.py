@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import resource
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -24,6 +25,18 @@ from verifylab.server.aio import run_coroutine
 from verifylab.store.runs import RunStore
 
 Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class RunPlace:
+    """Where a campaign's measurements go: the run (created, or resumed by its id) in ``data_dir``, its label, and
+    whether it measures the mechanism only and of which campaign it is."""
+
+    data_dir: Path
+    run_id: str
+    label: str
+    mechanics_only: bool = False
+    campaign: str = ""
 
 
 def open_recorder(

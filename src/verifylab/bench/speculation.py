@@ -20,7 +20,7 @@ import pandas as pd
 
 from verifylab.bench.client import Client
 from verifylab.bench.method import server_accept_length
-from verifylab.bench.runner import mark_complete, open_recorder, run_sweep
+from verifylab.bench.runner import RunPlace, mark_complete, open_recorder, run_sweep
 from verifylab.bench.speculation_grid import SpecPoint, SpeculationGrid
 from verifylab.errors import BenchmarkError, ServerError
 from verifylab.server.aio import run_coroutine
@@ -50,13 +50,9 @@ def _progress_log(path: Path, also: Progress | None) -> Progress:
 def run_speculation_grid(
     base: BaseConfig,
     grid: SpeculationGrid,
-    data_dir: Path,
-    run_id: str,
-    label: str,
+    place: RunPlace,
     seed: int = 0,
     health_timeout_s: float = 1800.0,
-    mechanics_only: bool = False,
-    campaign: str = "",
     progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Start each server of ``grid`` in a seeded random order, sweep it, store its cells and a row of
@@ -70,7 +66,7 @@ def run_speculation_grid(
         base,
         points,
         SweepPlan(grid.concurrency, grid.tokens, grid.requests_per_cell, grid.temperature),
-        RunTarget(data_dir, run_id, label, parameters, mechanics_only, campaign),
+        RunTarget(place.data_dir, place.run_id, place.label, parameters, place.mechanics_only, place.campaign),
         health_timeout_s,
         progress,
     )

@@ -10,6 +10,7 @@ from verifylab.analysis.benchmarks import benchmark_section
 from verifylab.analysis.live_smoke import live_smoke_benchmarks
 from verifylab.bench.campaign import run_campaign
 from verifylab.bench.method import SingleStreamConfig
+from verifylab.bench.runner import RunPlace
 from verifylab.bench.speculation import run_speculation_grid
 from verifylab.chapters._base import live_section, shown_as_table
 from verifylab.chapters.params import Benchmarks as Params
@@ -217,30 +218,13 @@ def _campaign(params: Params, ev: Evidence) -> Section:
         raise ParameterError("02_benchmarks: parameter 'model_path' is needed in live mode (the model SGLang serves)")
     run_id = params.run_id or DEFAULT_RUN_ID
     base = BaseConfig(**params.server_settings())
+    place = RunPlace(ev.data_dir, run_id, params.label, params.mechanics_only, params.campaign)
     section = Section("Live campaign")
     if params.variants:
-        states = run_campaign(
-            base,
-            params.variants,
-            SingleStreamConfig(params.runs, params.warmup, params.max_tokens),
-            params.concurrency,
-            params.sweep_tokens,
-            ev.data_dir,
-            run_id,
-            params.label,
-            mechanics_only=params.mechanics_only,
-            campaign=params.campaign,
-        )
+        single = SingleStreamConfig(params.runs, params.warmup, params.max_tokens)
+        states = run_campaign(base, params.variants, single, params.concurrency, params.sweep_tokens, place)
         section.add(f"Stored in run {run_id}", states)
     if params.speculation is not None:
-        points = run_speculation_grid(
-            base,
-            params.speculation,
-            ev.data_dir,
-            run_id,
-            params.label,
-            mechanics_only=params.mechanics_only,
-            campaign=params.campaign,
-        )
+        points = run_speculation_grid(base, params.speculation, place)
         section.add(f"Speculation under load, stored in run {run_id}", points)
     return section
