@@ -22,7 +22,7 @@ from verifylab.model.speculation_inputs import (
     grid_runs,
     token_weighted_accept,
 )
-from verifylab.report.charts import Figure, legend_colour
+from verifylab.report.charts import Figure, legend_colour, tooltips
 from verifylab.sources import MeasuredRuns
 from verifylab.stats import DEFAULT_SLO, compare
 from verifylab.store.evidence import Evidence
@@ -311,15 +311,15 @@ def goodput_chart(metrics: pd.DataFrame) -> Figure:
             x=alt.X("streams:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams"),
             y=alt.Y("goodput_tokens_per_s:Q", title="goodput (tok/s, all streams)"),
             color=legend_colour("server:N", "server", columns=2),
-            tooltip=[
+            tooltip=tooltips(
                 "run_id",
                 "server",
                 "streams",
-                alt.Tooltip("goodput_tokens_per_s:Q", format=".0f"),
-                alt.Tooltip("within_slo_pct:Q", format=".0f"),
-                alt.Tooltip("ttft_p99_ms:Q", format=".0f"),
-                alt.Tooltip("tpot_p99_ms:Q", format=".1f"),
-            ],
+                goodput_tokens_per_s=".0f",
+                within_slo_pct=".0f",
+                ttft_p99_ms=".0f",
+                tpot_p99_ms=".1f",
+            ),
         )
         .properties(width=300, height=220)
         .facet(facet=alt.Facet("run_id:N", title=None), columns=2)

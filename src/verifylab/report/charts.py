@@ -182,6 +182,11 @@ def legend_colour(field: str, title: str, columns: int = 1) -> alt.Color:
     return alt.Color(field, title=title, legend=alt.Legend(orient="bottom", columns=columns, labelLimit=0))
 
 
+def tooltips(*fields: str, **formatted: str) -> list:
+    """A tooltip list: ``fields`` as they are, then each of ``formatted`` (field = number format) as a number."""
+    return [*fields, *(alt.Tooltip(f"{name}:Q", format=fmt) for name, fmt in formatted.items())]
+
+
 def tokens_axis(tokens: pd.Series, title: str) -> alt.X:
     """A log2 token axis with a labelled tick at every measured token count: slanted when there are many, so that
     none is dropped for overlapping its neighbour (512 had lost its label)."""
@@ -272,13 +277,7 @@ def options_chart(options: pd.DataFrame) -> Figure:
     bars = base.mark_bar(opacity=0.55).encode(
         y=alt.Y("tokens_per_s_low:Q", title="one stream's tok/s (range)"),
         y2="tokens_per_s_high:Q",
-        tooltip=[
-            "regime",
-            "option",
-            "streams",
-            alt.Tooltip("tokens_per_s_low:Q", format=".0f"),
-            alt.Tooltip("tokens_per_s_high:Q", format=".0f"),
-        ],
+        tooltip=tooltips("regime", "option", "streams", tokens_per_s_low=".0f", tokens_per_s_high=".0f"),
     )
     ticks = base.mark_tick(thickness=2, color="black").encode(y="mid:Q")
     chart = (
@@ -313,15 +312,15 @@ def throughput_pareto_chart(frame: pd.DataFrame) -> Figure:
         y=alt.Y("per_user:Q", title="tok/s per user"),
         color=legend_colour("decoding:N", "decoding"),
         order="streams:Q",
-        tooltip=[
+        tooltip=tooltips(
             "regime",
             "decoding",
             "streams",
-            alt.Tooltip("total_tokens_per_s_low:Q", format=".0f"),
-            alt.Tooltip("total_tokens_per_s_high:Q", format=".0f"),
-            alt.Tooltip("per_user_tokens_per_s_low:Q", format=".1f"),
-            alt.Tooltip("per_user_tokens_per_s_high:Q", format=".1f"),
-        ],
+            total_tokens_per_s_low=".0f",
+            total_tokens_per_s_high=".0f",
+            per_user_tokens_per_s_low=".1f",
+            per_user_tokens_per_s_high=".1f",
+        ),
     )
     chart = (
         alt.layer(base.mark_line(), base.mark_point(filled=True, size=30), data=data)
