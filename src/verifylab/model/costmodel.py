@@ -3,14 +3,9 @@ itself is priced by :mod:`verifylab.model.pricer`)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 import pandas as pd
 
-Kind = Literal["baseline", "kernel_fusion", "algorithm_substitution", "elimination", "combined"]
-FUSE_ALLREDUCE_MAX_BATCH_SIZE = 2048  # SGLang: fusion applies only up to this many tokens per forward
 ONESHOT_MAX_BYTES = {2: 512 << 20, 4: 64 << 20, 8: 42 << 20}  # FlashInfer _should_use_oneshot thresholds
-TWOSHOT_OVER_ONESHOT = 2.0  # assumption: two hops instead of one
 
 
 def uses_oneshot(tokens: int, hidden: int, ranks: int, itemsize: int = 2) -> bool:
