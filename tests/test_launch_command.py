@@ -105,3 +105,27 @@ def test_the_fusion_backend_flag_is_used_from_the_first_wheel_that_has_it(repo_r
     having = sorted((v for v, f in flags.items() if "--flashinfer-allreduce-fusion-backend" in f), key=version_key)
     assert "--flashinfer-allreduce-fusion-backend" not in flags["0.5.9"]
     assert having and having[0] == FUSION_BACKEND_FLAG_FROM
+
+
+def test_a_wheel_that_is_not_sglang_s_is_refused_by_name(tmp_path):
+    """A wheel from outside is read within bounds: no parser source (no --model-path), a source far larger than any
+    parser, or a file that is not a zip are one error naming the wheel."""
+    import zipfile
+
+    from verifylab.errors import GateError
+    from verifylab.gates.sglang_flags import MAX_SOURCE_BYTES, flags_in_wheel
+
+    empty = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("sglang/srt/server_args.py", "x = 1\n")
+    with pytest.raises(GateError, match="no server options found"):
+        flags_in_wheel(empty)
+    huge = tmp_path / "sglang-9.9.8-py3-none-any.whl"
+    with zipfile.ZipFile(huge, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("sglang/srt/server_args.py", " " * (MAX_SOURCE_BYTES + 1))
+    with pytest.raises(GateError, match="not a parser's source"):
+        flags_in_wheel(huge)
+    broken = tmp_path / "sglang-9.9.7-py3-none-any.whl"
+    broken.write_text("not a zip")
+    with pytest.raises(GateError, match="unreadable wheel"):
+        flags_in_wheel(broken)

@@ -19,6 +19,7 @@ from verifylab.gates.matrix import download_wheel
 PARSER_SOURCES = re.compile(r"^sglang/srt/(server_args\.py|arg_groups/.*\.py)$")
 FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*")
 WHEEL_VERSION = re.compile(r"^sglang-(\d+\.\d+\.\d+(?:\.post\d+)?)-")
+MAX_SOURCE_BYTES = 8 << 20  # SGLang's largest parser source is ~250 KB; anything near this is not a parser
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -85,7 +86,11 @@ def flags_in_wheel(wheel: Path) -> set[str]:
     """Every long option the server of ``wheel`` accepts (module docstring); refused when none is found."""
     try:
         with zipfile.ZipFile(wheel) as archive:
-            sources = [(n, archive.read(n).decode("utf-8")) for n in archive.namelist() if PARSER_SOURCES.match(n)]
+            entries = [i for i in archive.infolist() if PARSER_SOURCES.match(i.filename)]
+            big = next((i for i in entries if i.file_size > MAX_SOURCE_BYTES), None)
+            if big is not None:
+                raise GateError(f"{wheel.name}:{big.filename}: {big.file_size:,} bytes, not a parser's source")
+            sources = [(i.filename, archive.read(i).decode("utf-8")) for i in entries]
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
         raise GateError(f"{wheel}: unreadable wheel ({exc})") from None
     flags = (
