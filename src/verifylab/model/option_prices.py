@@ -23,6 +23,7 @@ from verifylab.model.pricer import (
     comm_ms,
     floor_ms,
     host0_ms,
+    micro_batches,
     physics_ms,
     scenarios,
 )
@@ -117,7 +118,7 @@ def _pp_comm(curves: RegimeCurves, regime: Regime) -> tuple[PassComm, str] | str
             return probe
 
     def per_pass(tokens: float, streams: float) -> Span:
-        message = tokens / (2 if streams >= 2 else 1) * KIMI_K2_HIDDEN * 2
+        message = tokens / micro_batches(PP_STAGES, streams) * KIMI_K2_HIDDEN * 2
         ar = curves.price(regime, Collective.NCCL, PP_TP, message)
         send = curves.price(regime, Collective.SEND, 2, message)
         assert isinstance(ar, Price) and isinstance(send, Price)

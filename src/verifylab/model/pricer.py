@@ -85,9 +85,9 @@ def scenarios(box: Box) -> list[Scenario]:
     return [Scenario(b, t, c, o) for b, t, c, o in product(bws, tfs, ("low", "high"), overlaps)]
 
 
-def micro_batches(box: Box, streams: float) -> int:
+def micro_batches(stages: int, streams: float) -> int:
     """How many micro-batches a pass is cut into: two once a pipeline has two streams to fill its stages with."""
-    return 2 if box.stages > 1 and streams >= 2 else 1
+    return 2 if stages > 1 and streams >= 2 else 1
 
 
 def busiest_bytes(box: Box, model: ModelCosts, tokens: float, streams: float, overlap: float = 0.0) -> float:
@@ -95,7 +95,7 @@ def busiest_bytes(box: Box, model: ModelCosts, tokens: float, streams: float, ov
     a pipeline, every stage in turn for each micro-batch (the other micro-batch fills the stage it leaves)."""
     if model is not box.target or (box.layout is Layout.TP and box.stages == 1):
         return model.pass_parts(tokens, streams, box.context, box.tp, box.routing, overlap).total
-    micro = micro_batches(box, streams)
+    micro = micro_batches(box.stages, streams)
     kv_streams = math.ceil(streams / (box.tp * box.stages)) if box.layout is Layout.EP_DP_ATTENTION else streams / micro
     layers = math.ceil(model.layers / box.stages) if box.stages > 1 else None
     part = model.pass_parts(
@@ -108,7 +108,7 @@ def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Sc
     """Bytes over bandwidth plus arithmetic over the matrix rate on the busiest GPU of the box (ms)."""
     read = busiest_bytes(box, model, tokens, streams, s.overlap)
     if model is box.target and box.stages > 1:  # a micro-batch's arithmetic, each stage's share in turn on tp GPUs
-        flops = model.pass_flops(tokens / micro_batches(box, streams), box.context, box.tp)
+        flops = model.pass_flops(tokens / micro_batches(box.stages, streams), box.context, box.tp)
     else:
         flops = model.pass_flops(tokens, box.context, box.tp)
     return read / (s.bandwidth_gbs * 1e9) * 1e3 + flops / (s.tflops * 1e12) * 1e3

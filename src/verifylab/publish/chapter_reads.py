@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from verifylab.iorw import is_temp_file
-from verifylab.store.runs import LOCK_FILE, MEASURING_LOCK_FILE
+from verifylab.store.runs import NOT_DATA_FILES
 
 LISTING_EVENTS = ("os.listdir", "os.scandir")
 RUN_STORE = "runs"
-NOT_DATA = {LOCK_FILE, MEASURING_LOCK_FILE}  # taken and released by writers: never what a chapter shows
 
 
 def track(data_dir: str, log: str) -> None:
@@ -89,7 +88,7 @@ def read_log(log: Path) -> Reads:
 
 def _listing(folder: Path) -> list[str]:
     try:
-        return sorted(n for n in os.listdir(folder) if n not in NOT_DATA and not is_temp_file(folder / n))
+        return sorted(n for n in os.listdir(folder) if n not in NOT_DATA_FILES and not is_temp_file(folder / n))
     except OSError:
         return ["<absent>"]
 
@@ -100,7 +99,7 @@ def reads_digest(data_dir: Path, reads: Reads, data_names: list[str]) -> str:
     :func:`verifylab.publish.edition.data_files`)."""
     h = hashlib.sha256()
     for rel in reads.files:
-        if Path(rel).name in NOT_DATA:
+        if Path(rel).name in NOT_DATA_FILES:
             continue
         path = data_dir / rel
         h.update(b"file\0" + rel.encode() + b"\0")

@@ -34,7 +34,7 @@ from verifylab.publish.toolchain import toolchain_versions
 from verifylab.report.section import md_text, raw_html_block
 from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
-from verifylab.store.runs import LOCK_FILE, MEASURING_LOCK_FILE
+from verifylab.store.runs import NOT_DATA_FILES
 
 
 def data_files(data_dir: Path) -> list[Path]:
@@ -66,9 +66,8 @@ def data_digest(data_dir: Path) -> str:
     write's temporary files are not data."""
 
     h = hashlib.sha256()
-    skipped = {LOCK_FILE, MEASURING_LOCK_FILE}
     for path in data_files(Path(data_dir)):
-        if path.name in skipped or is_temp_file(path):
+        if path.name in NOT_DATA_FILES or is_temp_file(path):
             continue
         h.update(path.relative_to(data_dir).as_posix().encode() + b"\0")
         with open(path, "rb") as fh:

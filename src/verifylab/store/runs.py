@@ -43,6 +43,7 @@ from verifylab.vocab import plain_run_id
 
 LOCK_FILE = ".verifylab.lock"
 MEASURING_LOCK_FILE = ".verifylab.measuring"
+NOT_DATA_FILES = frozenset({LOCK_FILE, MEASURING_LOCK_FILE})  # taken and released by writers: never data
 _LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder and process
 
 
