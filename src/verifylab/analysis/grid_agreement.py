@@ -51,7 +51,8 @@ def prediction_before_run(runs: MeasuredRuns, view: pd.DataFrame) -> pd.DataFram
 
 
 def grid_fit_summary(view: pd.DataFrame) -> pd.DataFrame:
-    """Per grid run: how it was priced (the fit's run, routing and fitted overlap), and the model's error on the
+    """Per grid run: how it was priced (the fit's run, how its plain and speculative servers routed), and the
+    model's error on the
     sweeps it was fitted on and on the others: the median |mid of the range / measured - 1| and the share of cells
     whose measured interval meets the range within ``speculation_load.AGREEMENT``."""
     if view.empty:
@@ -64,8 +65,8 @@ def grid_fit_summary(view: pd.DataFrame) -> pd.DataFrame:
                 "run": run_id,
                 "role": "fitted on" if role == "fit" else "out of sample",
                 "fitted_run": part["fitted_run"].iloc[0],
+                "plain_routing": part["plain_routing"].iloc[0],
                 "routing": part["routing"].iloc[0],
-                "overlap": part["overlap"].iloc[0],
                 "cells": len(part),
                 "median_error": float(part["mid_error"].median()),
                 "agreeing_share": float(part["agrees"].mean()),
@@ -100,3 +101,30 @@ def before_run_view(table: pd.DataFrame) -> pd.DataFrame:
             "provenance": table["provenance"],
         }
     )
+
+
+def speculative_time_beside_fit(view: pd.DataFrame) -> pd.DataFrame:
+    """Per run priced by another run's fit: each speculative cell's measured time per token over the fit run's at
+    the same drafter, chain, accept length and streams (1: the two runs' speculative servers ran alike)."""
+    keys = ["drafter", "draft_tokens", "accept_target", "streams"]
+    rows = []
+    for run_id, part in view[view["run_id"] != view["fitted_run"]].groupby("run_id"):
+        fitted = view[view["run_id"] == part["fitted_run"].iloc[0]]
+        merged = part.merge(fitted, on=keys, suffixes=("", "_fit"))
+        ratio = merged["spec_tokens_per_s_fit"] / merged["spec_tokens_per_s"]
+        if ratio.empty:
+            continue
+        rows.append(
+            {
+                "run": run_id,
+                "fitted_run": part["fitted_run"].iloc[0],
+                "plain_routing": part["plain_routing"].iloc[0],
+                "cells": len(merged),
+                "median_ratio": float(ratio.median()),
+                "within_10_pct": int(((ratio - 1).abs() <= 0.10).sum()),
+                "ratio_low": float(ratio.min()),
+                "ratio_high": float(ratio.max()),
+                "provenance": "measured",
+            }
+        )
+    return pd.DataFrame(rows)

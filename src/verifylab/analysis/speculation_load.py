@@ -19,6 +19,7 @@ from verifylab.model.speculation_inputs import (
     FIT_ACCEPT,
     fit_for,
     grid_requests,
+    grid_routing,
     grid_runs,
     token_weighted_accept,
 )
@@ -67,9 +68,12 @@ def measured_gains(runs: MeasuredRuns) -> pd.DataFrame:
 
 
 def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
-    """The measured gains with the model's range beside them. Each grid run is priced by the fit of the oldest
-    fittable run of the same served model, GPU and routing (:func:`fit_for`); ``role`` says which sweeps it was
-    fitted on, ``routing`` and ``overlap`` how its experts were read."""
+    """The measured gains with the model's range beside them. Each grid run's speculative servers are priced by the
+    fit of the oldest fittable run of the same served model, GPU and speculative routing (:func:`fit_for`); the
+    gain's plain side is the run's own measured plain sweep, so what is checked is the speculative cycle the model
+    prices (plain decoding is checked on its own, :func:`verifylab.analysis.grid_agreement.prediction_before_run`).
+    ``role`` says which sweeps the fit saw, ``routing`` how the speculative servers' experts were read and
+    ``plain_routing`` plain decoding's."""
     measured = measured_gains(runs)
     if measured.empty:
         return measured
@@ -81,14 +85,16 @@ def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
         keys = ["variant", "drafter", "draft_tokens", "accept_target"]
         for (variant, drafter, k, target), sweep in part.groupby(keys):
             predicted = gains(fit.box, fit.overheads, Drafter(drafter), float(target), int(k), list(sweep["streams"]))
+            plain = sweep["plain_tokens_per_s"].to_numpy()
             fitted = run_id == fit.run_id and variant in fit.fitted_on.values()
             frames.append(
                 sweep.assign(
-                    predicted_low=[r.gain.low for r in predicted],
-                    predicted_high=[r.gain.high for r in predicted],
+                    predicted_low=[r.spec_tokens_per_s.low for r in predicted] / plain,
+                    predicted_high=[r.spec_tokens_per_s.high for r in predicted] / plain,
                     role="fit" if fitted else "predicted",
                     fitted_run=fit.run_id,
                     routing=fit.routing.value,
+                    plain_routing=grid_routing(runs, str(run_id)).value,
                     overlap=fit.box.chain_overlap.low,
                 )
             )
@@ -174,8 +180,9 @@ def gain_chart(table: pd.DataFrame) -> Figure:
         chart,
         caption="Speculation under load on one H200 (a Qwen3-30B-A3B-shaped MoE with random weights, SGLang holding "
         "the accept length): measured gain over plain decoding with its 95 % interval (points, bars) and the "
-        f"model's range (bands), fitted on plain decoding and each drafter's sweep at accept length {FIT_ACCEPT:g}, "
-        "predicting the others. Below the dashed line speculation loses.",
+        "model's range (bands): the speculative side priced by the first grid's fit (its plain decoding and each "
+        f"drafter's sweep at accept length {FIT_ACCEPT:g}), over each run's own measured plain decoding. Below the "
+        "dashed line speculation loses.",
         provenance=[f"measured: run {r}" for r in runs] + ["modelled: verifylab.model.speculation, fitted as stated"],
         name="speculation_gain",
     )
@@ -218,12 +225,19 @@ def crossover_table(table: pd.DataFrame) -> pd.DataFrame:
                 "measured_streams": crossover_text(r.measured, first, last),
                 "measured_interval_streams": _span_text([r.measured_low, r.measured_high], first, last),
                 "predicted_streams": _span_text([r.predicted_low, r.predicted_high], first, last),
-                "role": r.role,
+                "predicted_width": _width_text(r.predicted_low, r.predicted_high, first),
+                "role": "fitted on" if r.role == "fit" else "out of sample",
                 "run": r.run_id,
                 "provenance": "measured, modelled",
             }
         )
     return pd.DataFrame(rows)
+
+
+def _width_text(low: float, high: float, first: int) -> str:
+    """How wide a predicted crossover range is, high over low (``1.8x``); empty where an end lies beyond the
+    streams measured or at the first of them (``never``)."""
+    return "" if pd.isna(low) or pd.isna(high) or low <= first else f"{high / low:.1f}x"
 
 
 DRAFTER_TITLE = {"eagle3": "EAGLE-3", "ngram": "NGRAM (chain)"}

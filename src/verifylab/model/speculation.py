@@ -75,12 +75,12 @@ def gains(
             plain.append(c * 1e3 / t_step)
             spec.append(c * accept * 1e3 / t_cycle)
             gain.append(accept * t_step / t_cycle)
-        m, h = ov.margin(drafter), ov.host_miss
+        m, h, d = ov.margin(drafter), ov.host_miss, ov.cycle_miss.get(drafter, ov.host_miss)
         rows.append(
             GainRow(
                 c,
                 Span(min(plain) * (1 - h), max(plain) * (1 + h)),
-                Span(min(spec) * (1 - m), max(spec) * (1 + m)),
+                Span(min(spec) * (1 - d), max(spec) * (1 + d)),  # its fit's miss holds the host fit's inside it
                 Span(min(gain) * (1 - m), max(gain) * (1 + m)),
             )
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -235,35 +236,47 @@ def first_grid_fit(runs: MeasuredRuns, routing: Routing = Routing.COLLAPSED) -> 
 
 
 def same_box(runs: MeasuredRuns, a: str, b: str) -> bool:
-    """Two grid runs of the same served model on the same GPU with the same routing (one's fit predicts the other)."""
+    """Two grid runs of the same served model on the same GPU whose speculative servers routed alike (one's fit
+    prices the other's speculative cycles)."""
     ra, rb = runs.run(a), runs.run(b)
     return (
         ra.parameters.get("served_config") == rb.parameters.get("served_config")
         and ra.gpu_name == rb.gpu_name
-        and grid_routing(runs, a) is grid_routing(runs, b)
+        and speculative_routing(runs, a) is speculative_routing(runs, b)
     )
 
 
 def fit_for(runs: MeasuredRuns, run_id: str) -> GridFit | None:
-    """The fit that prices grid run ``run_id``: the oldest fittable run of its box and routing (itself, or one
-    before it)."""
+    """The fit that prices grid run ``run_id``'s speculative servers: the oldest fittable run of its served model,
+    GPU and speculative routing (itself, or one before it), fitted with that routing."""
     for candidate in grid_runs(runs):
         if same_box(runs, candidate, run_id):
-            fit = fit_grid(runs, candidate)
+            fit = fit_grid(runs, candidate, speculative_routing(runs, candidate))
             if fit.overheads.cycle:
                 return fit
     return None
 
 
 def grid_routing(runs: MeasuredRuns, run_id: str) -> Routing:
-    """How a grid run's random router routed: uniform where its tokens diverged (requests sampled at a temperature
-    > 0, speculative servers accepting the draft's own tokens), collapsed otherwise (greedy, one repeated token)."""
+    """How a grid run's random router routed plain decoding: uniform where its tokens diverged (requests sampled at
+    a temperature > 0, speculative servers accepting the draft's own tokens), collapsed otherwise (greedy, one
+    repeated token)."""
     spec = runs.run(run_id).parameters.get("speculation")
     if not isinstance(spec, dict):
         return Routing.COLLAPSED
     temperature = spec.get("temperature", 0.0)
     spread = isinstance(temperature, int | float) and temperature > 0 and spec.get("token_mode") == "real-draft-token"
     return Routing.UNIFORM if spread else Routing.COLLAPSED
+
+
+def speculative_routing(runs: MeasuredRuns, run_id: str) -> Routing:
+    """How a grid run's speculative servers routed: collapsed where the draft model loaded random weights (its
+    greedy picks repeat one token, and the simulated acceptance keeps them as the stream's tokens, whatever the
+    sampling), else as plain decoding did (:func:`grid_routing`)."""
+    base = runs.run(run_id).parameters.get("base")
+    args = base.get("extra_args", []) if isinstance(base, dict) else []
+    random_draft = any(a == "--speculative-draft-load-format" and b == "dummy" for a, b in pairwise(args))
+    return Routing.COLLAPSED if random_draft else grid_routing(runs, run_id)
 
 
 def predict_sweeps(
