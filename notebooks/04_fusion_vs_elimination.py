@@ -63,9 +63,17 @@ chapter.speculation_by_accept_length(ev)
 
 # %% [markdown]
 # The other input that moves it: how much the tokens of one stream's verify chain share experts (routing overlap).
-# The book priced each token as picking its own experts (overlap 0); a trained router repeats experts across
-# consecutive tokens, by an amount no public measurement of this model gives yet. The answer at each overlap, with
-# the one overlap measured here, on random weights.
+# This book's H200 grids cannot measure it (random weights), so it is fitted on public end-to-end curves of other
+# models and checked on the case-study family's own public curve, which never enters the fit.
+
+# %%
+chapter.public_speculation_finding(ev)
+
+# %% mystnb={"figure": {"caption": "Public speculation curves, each with its role (fitted on, held out, family check), its box and source, and where its gain crosses 1 as reported and as the model predicts at the fitted routing overlap (reported, public; modelled)", "name": "tbl-public-speculation"}}
+chapter.public_speculation_curves(ev)
+
+# %% mystnb={"figure": {"caption": "Every public cell: the reported gain beside the model's range at the fitted routing overlap, over the curve's own plain decoding (reported, public; modelled)", "name": "tbl-public-speculation-cells"}}
+chapter.public_speculation_cells(ev)
 
 # %% mystnb={"figure": {"caption": "EAGLE-3 on the case study's box by routing overlap (a named input, 0 to 1): the gain at one stream and where speculation stops paying, with where each overlap comes from (modelled)", "name": "tbl-speculation-by-overlap"}}
 chapter.speculation_by_routing_overlap(ev)

@@ -24,7 +24,13 @@ def in_memory(ev: Evidence) -> SourcesInMemory:
             m.run_id, frozenset(frames), load, m.created, m.label, m.mechanics_only, m.gpu_name or "", m.parameters
         )
         runs.append(run)
-    return SourcesInMemory(ev.figures.copy(), ev.public.copy(), MeasuredRuns(runs, "memory"), ev.fusion_forensics)
+    return SourcesInMemory(
+        ev.figures.copy(),
+        ev.public.copy(),
+        MeasuredRuns(runs, "memory"),
+        ev.fusion_forensics,
+        public_speculation=ev.public_speculation.copy(),
+    )
 
 
 def test_the_decision_from_values_equals_the_decision_from_the_data_folder(data_dir):

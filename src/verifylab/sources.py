@@ -117,6 +117,9 @@ class ModelSources(Protocol):
     def public(self) -> pd.DataFrame: ...
 
     @property
+    def public_speculation(self) -> pd.DataFrame: ...
+
+    @property
     def measured(self) -> MeasuredRuns: ...
 
     @property
@@ -137,6 +140,7 @@ class SourcesInMemory:
     public: pd.DataFrame
     measured: MeasuredRuns
     fusion_forensics: pd.DataFrame = field(default_factory=pd.DataFrame)
+    public_speculation: pd.DataFrame = field(default_factory=pd.DataFrame)
     derived_cache: DerivedCache = field(default_factory=DerivedCache, repr=False)
 
     @property

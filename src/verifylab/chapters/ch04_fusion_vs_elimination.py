@@ -40,6 +40,7 @@ from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.option_tables import floors_table, memory_table, plain_decoding, regime_curves_table
 from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option, reported_pass_floor
 from verifylab.model.pass_check import saving_check as check
+from verifylab.model.public_speculation import check_summary, fitted_overlap, public_check
 from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.routing_overlap import speculation_by_overlap
 from verifylab.report.charts import (
@@ -208,6 +209,94 @@ def speculation_by_accept_length(ev: Evidence) -> pd.DataFrame:
 def speculation_by_routing_overlap(ev: Evidence) -> pd.DataFrame:
     """Table: the case study's speculation answer per regime and routing overlap, each overlap's source named."""
     return speculation_by_overlap(ev)
+
+
+def public_speculation_finding(ev: Evidence) -> Prose:
+    """Finding: the routing overlap fitted on the public curves of other models, and how the model then meets the
+    curves it was not fitted on, the case-study family's among them (formatted from the public table)."""
+    fit = fitted_overlap(ev)
+    table = public_check(ev)
+    if fit is None or table.empty:
+        return Prose("No public speculation curve of another model is stored: the routing overlap is priced at 0.")
+    summary = check_summary(table).set_index("curve")
+
+    def described(role: str, error: bool = True) -> list[str]:
+        rows = summary[summary["role"] == role]
+        return [
+            f"{r.model} on {r.hardware}, reported {r.reported}, predicted {r.predicted_middle}"
+            + (f" (median error {r.median_error:.0%})" if error else "")
+            for r in rows.itertuples()
+        ]
+
+    words = (
+        f"The case study's answer takes a routing overlap of {fit.span.text(2)}, fitted on the public curves of other "
+        f"models ({'; '.join(described('fit', error=False))}). At {fit.best:g} the model already prices those gains "
+        f"high by a median {fit.median_error[fit.best]:.0%} and more overlap only raises them, so the fit sits at its "
+        "lower bound: no sharing of experts within a chain shows through what else these boxes spend."
+    )
+    held = described("held out")
+    if held:
+        words += f" Held out of the fit: {'; '.join(held)}."
+    family = described("family check")
+    if family:
+        words += (
+            f" The case-study family's public curve, never in a fit: {'; '.join(family)}. Each predicted gain is over "
+            "the curve's own plain decoding, whose rate jumps at one load (the predicted gain dips below 1 there and "
+            "comes back); measure plain decoding at every load on your own box before reading a crossover."
+        )
+    return Prose(words)
+
+
+@shown_as_table
+def public_speculation_curves(ev: Evidence) -> pd.DataFrame:
+    """Table: each public curve, its role (fitted on, held out, family check), its box and source, the model's median
+    error on it and where its gain crosses 1, reported beside predicted (reported, public; modelled)."""
+    table = public_check(ev)
+    if table.empty:
+        return pd.DataFrame()
+    summary = check_summary(table)
+    first = table.groupby("curve", sort=False).first()
+    return pd.DataFrame(
+        {
+            "role": summary["role"],
+            "model": summary["model"],
+            "hardware": summary["hardware"],
+            "engine": summary["curve"].map(first["engine"]),
+            "drafter": summary["curve"].map(first["drafter"]).str.upper().str.replace("EAGLE3", "EAGLE-3"),
+            "verify_tokens": summary["curve"].map(first["verify_tokens"]),
+            "accept_length": summary["curve"].map(first["accept"]),
+            "median_error_pct": (100 * summary["median_error"]).round(0).astype(int),
+            "reported": summary["reported"],
+            "predicted_middle": summary["predicted_middle"],
+            "predicted_range_stops": summary["predicted_range_stops"],
+            "published": summary["curve"].map(first["published"]),
+            "source": summary["curve"].map(first["url"]),
+            "provenance": "reported (public); modelled",
+        }
+    )
+
+
+@shown_as_table
+def public_speculation_cells(ev: Evidence) -> pd.DataFrame:
+    """Table: every public cell, reported gain beside the model's range at the fitted overlap (modelled)."""
+    table = public_check(ev)
+    if table.empty:
+        return pd.DataFrame()
+    return pd.DataFrame(
+        {
+            "role": table["role"],
+            "model": table["model"],
+            "streams": table["streams"],
+            "plain_tok_s": table["plain_tok_s"],
+            "speculative_tok_s": table["spec_tok_s"],
+            "reported_gain": table["gain"].round(2),
+            "predicted_gain": [
+                f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(table["predicted_low"], table["predicted_high"], strict=True)
+            ],
+            "error_pct": (100 * table["error"]).round(0).astype(int),
+            "provenance": "reported (public); modelled",
+        }
+    )
 
 
 def regime_figure(ev: Evidence) -> Figure:

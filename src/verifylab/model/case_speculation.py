@@ -4,13 +4,14 @@ FlashInfer's fusion, or on SGLang's PCIe-IPC all-reduce (:class:`SpeculationCase
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.cycle import CycleAccount, Span, cycle_account
 from verifylab.model.options import ModelInputs, model_inputs
+from verifylab.model.public_speculation import fitted_overlap
 from verifylab.model.regimes import REGIME_TITLE, Collective, decode_regime
 from verifylab.model.speculation import AllreduceCurve, Box, gains
 from verifylab.model.speculation_box import (
@@ -150,13 +151,17 @@ def cases_on(
     calibrated to ``decode_tps`` as :func:`speculation_cases` (None where the collective cannot run)."""
     a, curves = model.account, model.curves
     measured = measured_overheads(ev.measured)
+    overlap = case_overlap(ev)
     out: dict[Regime, SpeculationCase | None] = {}
     for regime in curves.regimes():
         curve = None if collective is Collective.NCCL else _verify_curve(model, regime, collective)
         if collective is not Collective.NCCL and curve is None:
             out[regime] = None
             continue
-        box = case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective)
+        box = replace(
+            case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective),
+            chain_overlap=overlap,
+        )
         nccl_box = box if curve is None else case_study_box(curves, ev.measured, regime, decode_regime(regime))
         cal = calibrate_decode(nccl_box, measured, decode_tps, decode_source)  # the rate was measured on NCCL
         if collective is Collective.PCIE_IPC:  # plain decoding runs on it too
@@ -165,6 +170,14 @@ def cases_on(
         crossover = combined_crossover(answers.values())
         out[regime] = SpeculationCase(regime, answers, crossover, cal.consistent, a.accept_reported, box, cal)
     return out
+
+
+def case_overlap(ev: ModelSources) -> Span:
+    """The routing overlap of the case study's verify chains: the range fitted on the public curves of other models
+    (:func:`verifylab.model.public_speculation.fitted_overlap`); 0 (every token its own experts) where none is
+    stored."""
+    fit = fitted_overlap(ev)
+    return Span(0.0, 0.0) if fit is None else fit.span
 
 
 def _verify_curve(model: ModelInputs, regime: Regime, collective: Collective) -> tuple[AllreduceCurve, str] | None:

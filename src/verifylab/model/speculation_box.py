@@ -204,6 +204,8 @@ def answer(
         f"({box.gpu.source})",
         "tp": str(box.tp),
         "routing": box.routing.value,
+        "routing_overlap": f"{box.chain_overlap.text(2)} (0: each token of a verify chain draws its own experts; "
+        "1: the chain reads one token's)",
         "context_tokens": f"{box.context:g}",
         "allreduce": box.comm_source,
         "host_overhead": calibrated.host_note,

@@ -12,6 +12,7 @@ from verifylab.derived import DerivedCache
 from verifylab.errors import ManifestError, ReferenceDataError
 from verifylab.sources import MeasuredRuns
 from verifylab.store.public import load_public_measurements
+from verifylab.store.public_speculation import load_public_speculation
 from verifylab.store.reference import load_reported_figures
 from verifylab.store.runs import RunStore
 
@@ -52,6 +53,11 @@ class Evidence:
     def public(self) -> pd.DataFrame:
         """Public measurements (URL, hardware, verbatim quote per figure; empty where the folder has none)."""
         return load_public_measurements(self.data_dir)
+
+    @cached_property
+    def public_speculation(self) -> pd.DataFrame:
+        """Public end-to-end speculation curves (plain and speculative tok/s per stream count, each quoted)."""
+        return load_public_speculation(self.data_dir)
 
     @cached_property
     def gate_matrix(self) -> pd.DataFrame:
