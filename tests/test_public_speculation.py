@@ -52,7 +52,7 @@ def test_chapter_4_shows_each_curve_with_its_role_source_and_the_overlap_it_gave
     ev = Evidence(repo_root / "data")
     curves = ch04.public_speculation_curves(ev).frame
     assert list(curves["role"]) == ["fit", "held out", "family check"]
-    assert curves["source"].str.startswith("https://").all() and curves["published"].str.match(r"\d{4}-\d\d-\d\d").all()
+    assert curves["source"].str.match(r"published \d{4}-\d\d-\d\d: https://").all()
     cells = ch04.public_speculation_cells(ev).frame
     assert len(cells) == ev.public_speculation["spec_tok_s"].notna().sum()
     by_overlap = ch04.speculation_by_routing_overlap(ev).frame

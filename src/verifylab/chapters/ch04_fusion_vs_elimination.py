@@ -247,42 +247,45 @@ def public_speculation_finding(ev: Evidence) -> Prose:
     return Prose(words)
 
 
-@shown_as_table
-def public_speculation_curves(ev: Evidence) -> pd.DataFrame:
+def public_speculation_curves(ev: Evidence) -> Table:
     """Table: each public curve, its role (fitted on, held out, family check), its box and source, the model's median
     error on it and where its gain crosses 1, reported beside predicted (reported, public; modelled)."""
     table = public_check(ev)
     if table.empty:
-        return pd.DataFrame()
+        return Table(pd.DataFrame())
     summary = check_summary(table)
     first = table.groupby("curve", sort=False).first()
-    return pd.DataFrame(
+
+    def of(column: str) -> pd.Series:
+        return summary["curve"].map(first[column])
+
+    drafter = of("drafter").str.upper().str.replace("EAGLE3", "EAGLE-3")
+    frame = pd.DataFrame(
         {
             "role": summary["role"],
             "model": summary["model"],
             "hardware": summary["hardware"],
-            "engine": summary["curve"].map(first["engine"]),
-            "drafter": summary["curve"].map(first["drafter"]).str.upper().str.replace("EAGLE3", "EAGLE-3"),
-            "verify_tokens": summary["curve"].map(first["verify_tokens"]),
-            "accept_length": summary["curve"].map(first["accept"]),
+            "drafter": drafter + ", " + of("verify_tokens").astype(str) + " verify tokens",
+            "accept_length": of("accept"),
             "median_error_pct": (100 * summary["median_error"]).round(0).astype(int),
             "reported": summary["reported"],
             "predicted_middle": summary["predicted_middle"],
             "predicted_range_stops": summary["predicted_range_stops"],
-            "published": summary["curve"].map(first["published"]),
-            "source": summary["curve"].map(first["url"]),
+            "engine": of("engine"),
+            "accept_source": of("accept_source"),
+            "source": "published " + of("published") + ": " + of("url"),
             "provenance": "reported (public); modelled",
         }
     )
+    return Table(frame, noted=("engine", "accept_source", "source"))
 
 
-@shown_as_table
-def public_speculation_cells(ev: Evidence) -> pd.DataFrame:
+def public_speculation_cells(ev: Evidence) -> Table:
     """Table: every public cell, reported gain beside the model's range at the fitted overlap (modelled)."""
     table = public_check(ev)
     if table.empty:
-        return pd.DataFrame()
-    return pd.DataFrame(
+        return Table(pd.DataFrame())
+    frame = pd.DataFrame(
         {
             "role": table["role"],
             "model": table["model"],
@@ -294,9 +297,14 @@ def public_speculation_cells(ev: Evidence) -> pd.DataFrame:
                 f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(table["predicted_low"], table["predicted_high"], strict=True)
             ],
             "error_pct": (100 * table["error"]).round(0).astype(int),
+            "source_and_quote": [
+                f"{url} “{plain}”" + (f" “{spec}”" if spec != plain else "")
+                for url, plain, spec in zip(table["url"], table["quote_plain"], table["quote_spec"], strict=True)
+            ],
             "provenance": "reported (public); modelled",
         }
     )
+    return Table(frame, spanned="source_and_quote")
 
 
 def regime_figure(ev: Evidence) -> Figure:

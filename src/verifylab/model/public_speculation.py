@@ -177,11 +177,14 @@ def priced_curve(ev: ModelSources, name: str, overlap: Span) -> pd.DataFrame:
         spec = [rows[i].spec_tokens_per_s for rows in rows_by_accept]
         low, high = min(s.low for s in spec) / curve.plain[c], max(s.high for s in spec) / curve.plain[c]
         gain = curve.spec[c] / curve.plain[c]
+        row = curve.rows[curve.rows["streams"] == c].iloc[0]
         out.append(
             {
                 "curve": curve.name,
                 "role": curve.role,
                 "streams": c,
+                "quote_plain": str(row["quote_plain"]),
+                "quote_spec": str(row["quote_spec"]),
                 "plain_tok_s": curve.plain[c],
                 "spec_tok_s": curve.spec[c],
                 "gain": gain,
@@ -245,6 +248,7 @@ def public_check(ev: ModelSources) -> pd.DataFrame:
                 drafter=curve.field("drafter"),
                 verify_tokens=int(curve.rows["verify_tokens"].iloc[0]),
                 accept=curve.accept.text(2),
+                accept_source=f"{curve.field('accept_note')}: “{curve.field('quote_accept')}”",
                 url=curve.field("url"),
                 published=curve.field("published"),
             )
