@@ -333,3 +333,13 @@ def test_crossings_report_a_gain_that_comes_back_above_one():
     assert [what for _, what in found] == ["stops", "pays", "stops"]
     assert 4 < found[1][0] < 16 and 64 < found[2][0] < 128
     assert crossings([(1, 1.5), (128, 1.2)]) == []
+
+
+def test_calibrating_to_a_grids_own_plain_rate_moves_predictions_toward_it(stored):
+    """The fit of one run, calibrated to another grid's measured one-stream plain rate (as `box` calibrates to a
+    box's), predicts that grid's speculative rates at least as well as uncalibrated (a grid never fitted on)."""
+    from verifylab.analysis.grid_agreement import calibration_effect
+
+    effect = calibration_effect(stored.measured)
+    assert GRID_RUN + "-k2" in set(effect["run"]) and GRID_RUN not in set(effect["run"])
+    assert (effect["calibrated_median_error"] <= effect["fitted_median_error"]).all(), effect

@@ -4,10 +4,13 @@ of sample. Reads the predicted-beside-measured view of :mod:`verifylab.analysis.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from verifylab.analysis.speculation_load import interval_miss
-from verifylab.model.speculation_inputs import grid_runs
+from verifylab.model.speculation import gains
+from verifylab.model.speculation_box import calibrate_decode
+from verifylab.model.speculation_inputs import fit_for, grid_routing, grid_runs, sweeps
 from verifylab.sources import MeasuredRuns
 
 
@@ -125,6 +128,51 @@ def speculative_time_beside_fit(view: pd.DataFrame) -> pd.DataFrame:
                 "ratio_low": float(ratio.min()),
                 "ratio_high": float(ratio.max()),
                 "provenance": "measured",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def calibration_effect(runs: MeasuredRuns) -> pd.DataFrame:
+    """Per grid priced by another run's fit whose plain decoding routed as that fit's did: the median |error| of the
+    speculative tok/s predicted with the fit's overheads, and with its host overhead calibrated to this grid's own
+    one-stream plain rate (as ``verifylab box`` calibrates to a box's): a calibration should move predictions toward
+    the grid's measurements."""
+    rows = []
+    for run_id in grid_runs(runs):
+        fit = fit_for(runs, run_id)
+        if fit is None or fit.run_id == run_id or grid_routing(runs, run_id) is not fit.routing:
+            continue
+        measured = sweeps(runs, run_id)
+        plain = dict(next(s.ms_per_token for s in measured if s.drafter is None))
+        if 1 not in plain:
+            continue  # no one-stream rate to calibrate to
+        calibrated = calibrate_decode(fit.box, fit.overheads, 1e3 / plain[1], f"grid {run_id}")
+        errors = {}
+        for name, overheads in (("fitted", fit.overheads), ("calibrated", calibrated.overheads)):
+            misses = []
+            for sweep in measured:
+                if sweep.drafter is None:
+                    continue
+                predicted = gains(
+                    fit.box,
+                    overheads,
+                    sweep.drafter,
+                    sweep.accept_target,
+                    sweep.draft_tokens,
+                    [c for c, _ in sweep.ms_per_token],
+                )
+                for (c, ms), row in zip(sweep.ms_per_token, predicted, strict=True):
+                    mid = (row.spec_tokens_per_s.low + row.spec_tokens_per_s.high) / 2
+                    misses.append(abs(mid / (c * 1e3 / ms) - 1))
+            errors[name] = float(np.median(misses))
+        rows.append(
+            {
+                "run": run_id,
+                "fitted_run": fit.run_id,
+                "fitted_median_error": errors["fitted"],
+                "calibrated_median_error": errors["calibrated"],
+                "provenance": "measured, modelled",
             }
         )
     return pd.DataFrame(rows)

@@ -83,6 +83,13 @@ def speculation_finding(ev: Evidence) -> Prose:
         interval = words.loc[key, "measured_interval_streams"]
         return f"pays up to {where} streams at accept length {key[2]:g} (interval {interval})"
 
+    calibrated = ""
+    for r in grid_agreement.calibration_effect(ev.measured).itertuples():
+        calibrated += (
+            f" Calibrated to run {r.run}'s own one-stream plain rate, as `verifylab box` calibrates to a box's, the "
+            f"model's median error on that run's speculative rates goes from {r.fitted_median_error:.1%} to "
+            f"{r.calibrated_median_error:.1%}."
+        )
     return Prose(
         "Under load, speculation's gain falls as streams are added, and the accept length sets where it falls "
         f"below 1: EAGLE-3 with {eagle[0][1]} draft tokens on one H200 (a Qwen3-30B-A3B-shaped MoE, run {like_run}) "
@@ -91,7 +98,7 @@ def speculation_finding(ev: Evidence) -> Prose:
         f"{speculation_load.FIT_ACCEPT:g}, meets {agree} of {total} out-of-sample cells within "
         f"{speculation_load.AGREEMENT:.0%} (the worst misses by {worst:.0%}); out of sample the median cell misses by "
         f"{out['median_error'].min():.0%} to {out['median_error'].max():.0%} across the {len(out)} grids, and the "
-        "table gives every crossover measured beside predicted."
+        "table gives every crossover measured beside predicted." + calibrated
     )
 
 
