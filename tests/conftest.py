@@ -108,6 +108,15 @@ def repo_root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def shipped():
+    """The shipped data folder as one Evidence for the whole session: tests that only read it share what it derives
+    (the case study, the fits) instead of deriving it again; a test that changes data uses ``data_dir``."""
+    from verifylab.store.evidence import Evidence
+
+    return Evidence(ROOT / "data")
+
+
 @pytest.fixture()
 def data_dir(tmp_path: Path) -> Path:
     """A copy of the shipped data folder (reference + runs) that tests may change."""

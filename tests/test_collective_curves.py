@@ -12,7 +12,6 @@ from verifylab.model.case import inputs
 from verifylab.model.decision import decision_table, regime_answer
 from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option
 from verifylab.model.regimes import Collective, Price
-from verifylab.store.evidence import Evidence
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 MESSAGE = 4 * KIMI_K2_HIDDEN * 2  # one stream's verify message at 4 draft tokens
@@ -20,8 +19,8 @@ OWN_ROWS = {Collective.NCCL: ("nccl",), Collective.FUSED: ("oneshot", "custom"),
 
 
 @pytest.fixture(scope="module")
-def curves(repo_root):
-    return inputs(Evidence(repo_root / "data")).curves
+def curves(shipped):
+    return inputs(shipped).curves
 
 
 def _scaled(curves, implementations: tuple[str, ...], factor: float):
@@ -58,11 +57,11 @@ def test_pcie_ipc_is_priced_from_its_public_curve_where_p2p_works(curves):
     assert isinstance(curves.price(Regime.HEALTHY_P2P, Collective.PCIE_IPC, 4, 12288), str)  # no 4-rank curve
 
 
-def test_the_pcie_ipc_option_names_its_versions_and_reaches_the_decision(repo_root):
+def test_the_pcie_ipc_option_names_its_versions_and_reaches_the_decision(shipped):
     facts = OPTIONS[Option.TP8_PCIE_IPC]
     assert PCIE_IPC_SGLANG in facts.flags and PCIE_IPC_FLASHINFER in facts.flags
     assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in facts.flags
-    ev = Evidence(repo_root / "data")
+    ev = shipped
     healthy = regime_answer(ev, Regime.HEALTHY_P2P)
     assert healthy.ipc_decode_tps is not None and healthy.ipc_decode_tps.low > healthy.decode_tps.low
     assert regime_answer(ev, Regime.HOST_MEMORY).ipc_gain is None

@@ -13,8 +13,8 @@ from verifylab.store.evidence import Evidence
 
 
 @pytest.fixture(scope="module")
-def ev(repo_root) -> Evidence:
-    return Evidence(repo_root / "data")
+def ev(shipped) -> Evidence:
+    return shipped
 
 
 def with_figures(ev: Evidence, **values: float) -> Evidence:

@@ -23,8 +23,8 @@ STREAMS = (1, 2, 8, 32, 64)
 
 
 @pytest.fixture(scope="module")
-def ev(repo_root) -> Evidence:
-    return Evidence(repo_root / "data")
+def ev(shipped) -> Evidence:
+    return shipped
 
 
 def _passes(ev):
@@ -206,7 +206,7 @@ def test_a_price_kept_by_the_model_follows_an_input_set_later(ev):
     assert isinstance(price, Price) and (price.low_us, price.high_us) == (150.0, 205.0)
 
 
-def test_no_fastest_option_is_one_sglang_refuses_with_eagle3(repo_root):
+def test_no_fastest_option_is_one_sglang_refuses_with_eagle3(shipped):
     """TP 4 x PP 2 may price fastest, but SGLang 0.5.9 and 0.5.17 refuse pipeline parallelism with speculative
     decoding: the decision names only options it can deploy with EAGLE-3."""
     from verifylab.model.decision import deployable_with_eagle3, regime_answer
@@ -214,27 +214,26 @@ def test_no_fastest_option_is_one_sglang_refuses_with_eagle3(repo_root):
     from verifylab.vocab import Regime
 
     assert Option.TP4_PP2 not in deployable_with_eagle3()
-    ev = Evidence(repo_root / "data")
+    ev = shipped
     for regime in (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED):
         for key in regime_answer(ev, regime).best_by_load.values():
             assert not OPTIONS[Option(key)].eagle3.startswith("no"), (regime, key)
 
 
-def test_speculation_by_accept_length_rises_with_the_accept_length(repo_root):
+def test_speculation_by_accept_length_rises_with_the_accept_length(shipped):
     from verifylab.model.decision import speculation_by_accept
 
-    table = speculation_by_accept(Evidence(repo_root / "data"))
+    table = speculation_by_accept(shipped)
     for _, part in table.groupby("regime"):
         lows = [float(text.split("-")[0]) for text in part.sort_values("accept_length")["gain_one_stream"]]
         assert lows == sorted(lows) and len(lows) == 4
 
 
-def test_the_components_chart_calls_elimination_s_collective_an_all_to_all(repo_root):
+def test_the_components_chart_calls_elimination_s_collective_an_all_to_all(shipped):
     """DP attention + EP removes the all-reduces: its communication is an all-to-all, never drawn as all-reduce."""
     from verifylab.chapters import ch04_fusion_vs_elimination as chapter
-    from verifylab.store.evidence import Evidence
 
-    data = chapter.whatif_figure(Evidence(repo_root / "data"), chapter.Params()).chart.data
+    data = chapter.whatif_figure(shipped, chapter.Params()).chart.data
     elimination = set(data.loc[data["kind"] == "dp_attention_ep8", "component"])
     assert "all-to-all" in elimination and "all-reduce" not in elimination
     assert "all-to-all" not in set(data.loc[data["kind"] != "dp_attention_ep8", "component"])

@@ -91,10 +91,8 @@ def test_which_api_sglang_calls(tmp_path):
     assert sglang_workspace_api(_wheel(tmp_path, "sg-none.whl", {"sglang/__init__.py": ""})) == "none"
 
 
-def test_the_shipped_forensics_say_what_the_case_study_could_run(repo_root):
-    from verifylab.store.evidence import Evidence
-
-    f = Evidence(repo_root / "data").fusion_forensics.set_index(["sglang", "flashinfer"])
+def test_the_shipped_forensics_say_what_the_case_study_could_run(shipped):
+    f = shipped.fusion_forensics.set_index(["sglang", "flashinfer"])
     case = f.loc[("0.5.9", "0.6.4")]
     assert case["workspace"] == "CUDA IPC buffers (no multicast)" and "JIT list" in case["blocks_fusion_on_pcie_sm120"]
     assert "multicast" in f.loc[("0.5.12", "0.6.11.post1"), "blocks_fusion_on_pcie_sm120"]

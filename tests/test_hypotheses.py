@@ -19,8 +19,8 @@ from verifylab.store.evidence import Evidence
 
 
 @pytest.fixture(scope="module")
-def ev(repo_root) -> Evidence:
-    return Evidence(repo_root / "data")
+def ev(shipped) -> Evidence:
+    return shipped
 
 
 def test_the_score_weighs_the_case_studys_record_and_the_wheels_twice():

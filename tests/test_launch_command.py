@@ -15,16 +15,15 @@ from verifylab.analysis.recommendation import Recommendation, Topic
 from verifylab.model.cycle import Span
 from verifylab.model.decision import FusionSaving, fusion_switch
 from verifylab.server.variants import BaseConfig, known_flags
-from verifylab.store.evidence import Evidence
 from verifylab.vocab import Regime
 
 VERSIONS = {"0.5.9": "0.6.4", "0.5.22": "0.7.1", "0.5.23": "0.7.2"}  # the case study's pair; the newest audited
 
 
 @pytest.fixture(scope="module")
-def facts(repo_root):
+def facts(shipped):
     base = BaseConfig(model_path="/models/kimi", tp_size=8, draft_model_path="/models/draft")
-    return replace(case_study_facts(Evidence(repo_root / "data")), base=base)
+    return replace(case_study_facts(shipped), base=base)
 
 
 def _speculation(keep: bool | None = None) -> Recommendation:
@@ -37,12 +36,12 @@ def _command(facts, sglang: str) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize("sglang", list(VERSIONS))
-def test_each_version_gets_only_its_own_flags(facts, sglang, repo_root):
+def test_each_version_gets_only_its_own_flags(shipped, facts, sglang):
     """Every option of the printed command is one that version's server accepts, as read from its published wheel
     (data/gates/sglang_flags.csv, `verifylab gates matrix`), and one the replayed command may use."""
     words, _ = _command(facts, sglang)
     used = {w for w in words if w.startswith("--")}
-    in_wheel = Evidence(repo_root / "data").sglang_flags[sglang]
+    in_wheel = shipped.sglang_flags[sglang]
     assert used <= in_wheel, f"SGLang {sglang}'s server has no {sorted(used - in_wheel)}"
     assert used <= known_flags(replay_flags(sglang)), (
         f"SGLang {sglang} has no {used - known_flags(replay_flags(sglang))}"
@@ -95,13 +94,13 @@ def test_the_wheel_reading_finds_options_both_ways_sglang_registers_them():
     assert flags_in_source(new, "new") == {"--tp-size", "--tensor-parallel-size", "--pp-size", "--data-parallel-size"}
 
 
-def test_the_fusion_backend_flag_is_used_from_the_first_wheel_that_has_it(repo_root):
+def test_the_fusion_backend_flag_is_used_from_the_first_wheel_that_has_it(shipped):
     """The check can fail: 0.5.9's server has no fusion-backend option; the command uses it from the first audited
     version whose wheel registers it, never before."""
     from verifylab.analysis.launch_command import FUSION_BACKEND_FLAG_FROM
     from verifylab.vocab import version_key
 
-    flags = Evidence(repo_root / "data").sglang_flags
+    flags = shipped.sglang_flags
     having = sorted((v for v, f in flags.items() if "--flashinfer-allreduce-fusion-backend" in f), key=version_key)
     assert "--flashinfer-allreduce-fusion-backend" not in flags["0.5.9"]
     assert having and having[0] == FUSION_BACKEND_FLAG_FROM

@@ -27,8 +27,8 @@ def _runs(ev: Evidence, fusion_scale: float) -> MeasuredRuns:
     return MeasuredRuns.of_frames(frames)
 
 
-def test_the_left_out_prediction_never_reads_the_fusion_variant_and_the_fit_does(repo_root):
-    ev = Evidence(repo_root / "data")
+def test_the_left_out_prediction_never_reads_the_fusion_variant_and_the_fit_does(shipped):
+    ev = shipped
     as_stored, slower = live_fusion_check(_runs(ev, 1.0)), live_fusion_check(_runs(ev, 1.5))
     assert len(as_stored) == 1 and len(slower) == 1
     assert slower["measured_saving_us"].iloc[0] < as_stored["measured_saving_us"].iloc[0]  # the measurement moved
@@ -36,10 +36,10 @@ def test_the_left_out_prediction_never_reads_the_fusion_variant_and_the_fit_does
     assert slower["fitted_factor"].iloc[0] > as_stored["fitted_factor"].iloc[0]  # the fit reads every trace
 
 
-def test_the_pass_model_meets_every_stored_two_gpu_fused_saving_within_25_percent(repo_root):
+def test_the_pass_model_meets_every_stored_two_gpu_fused_saving_within_25_percent(shipped):
     from verifylab.model.pass_check import saving_check
 
-    runs = Evidence(repo_root / "data").measured
+    runs = shipped.measured
     live = live_fusion_check(runs)
     assert len(live) >= 3 and (live["error_pct"].abs() <= 25).all(), live[["run", "error_pct"]]
     synthetic = saving_check(runs)
@@ -50,8 +50,8 @@ def test_the_pass_model_meets_every_stored_two_gpu_fused_saving_within_25_percen
     assert fit.at(8192) < fit.at(57344)  # the live kernels ran below their isolated latency, the synthetic above
 
 
-def test_the_chapter_states_measured_beside_predicted(repo_root):
-    ev = Evidence(repo_root / "data")
+def test_the_chapter_states_measured_beside_predicted(shipped):
+    ev = shipped
     check = live_fusion_check(ev.measured)
     assert len(check) >= 3 and (check["measured_saving_us"] > 0).all()
     text = live_fusion_finding(check, fused_in_pass_fit(ev.measured))
@@ -60,7 +60,7 @@ def test_the_chapter_states_measured_beside_predicted(repo_root):
     assert "measured saving (µs per pass)" in ch03.live_fusion_table(ev).frame.columns
 
 
-def test_model_pass_with_the_collective_the_box_ran_gives_the_live_prediction(repo_root, monkeypatch):
+def test_model_pass_with_the_collective_the_box_ran_gives_the_live_prediction(shipped, repo_root, monkeypatch):
     """`model pass --unfused-us` is the same pricing as the live check: the campaign's curves, the fitted factor at
     the run's message, the baseline's custom all-reduce per call."""
     import json
@@ -71,7 +71,7 @@ def test_model_pass_with_the_collective_the_box_ran_gives_the_live_prediction(re
     from verifylab.model.in_pass import live_pairs
 
     monkeypatch.chdir(repo_root)
-    runs = Evidence(repo_root / "data").measured
+    runs = shipped.measured
     row = live_fusion_check(runs).iloc[0]
     pair = next(p for p in live_pairs(runs) if p.run == row["run"])
     base = pair.baseline

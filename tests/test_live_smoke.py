@@ -15,12 +15,12 @@ from .test_bench import free_port
 RUN = "20261129-114733-h200-live-smoke"
 
 
-def test_sections_show_the_stored_smoke_with_its_caveat(repo_root):
-    assert RUN in live_smoke_runs(Evidence(repo_root / "data"))
-    bench = live_smoke_benchmarks(Evidence(repo_root / "data"))._repr_html_()
+def test_sections_show_the_stored_smoke_with_its_caveat(shipped):
+    assert RUN in live_smoke_runs(shipped)
+    bench = live_smoke_benchmarks(shipped)._repr_html_()
     assert "Mechanics only, not performance" in bench and "0.5.17" in bench and "NVIDIA H200" in bench
     assert "server accept length" in bench and "NGRAM" in bench  # headers as the book shows them
-    profile = live_smoke_profile(Evidence(repo_root / "data"))._repr_html_()
+    profile = live_smoke_profile(shipped)._repr_html_()
     assert "Mechanics only, not performance" in profile and "_fwd_kernel" in profile and "target" in profile
 
 
@@ -59,13 +59,13 @@ def test_chapter3_starts_the_variant_it_profiles_and_logs_it_apart(tmp_path):
     assert not (tmp_path / "runs" / "ch3-bad").exists()
 
 
-def test_the_smoke_is_never_evidence_for_a_recommendation(repo_root, tmp_path):
+def test_the_smoke_is_never_evidence_for_a_recommendation(shipped, repo_root, tmp_path):
     import shutil
 
     from verifylab.analysis.facts import facts_from_evidence
     from verifylab.store.evidence import Evidence
 
-    assert facts_from_evidence(Evidence(repo_root / "data")).fusion_state is None  # its fusion row is TP 1, inactive
+    assert facts_from_evidence(shipped).fusion_state is None  # its fusion row is TP 1, inactive
     renamed = tmp_path / "runs" / "20261129-114733-h200-other"  # the same data, of no smoke campaign, counts
     shutil.copytree(repo_root / "data" / "runs" / RUN, renamed)
     shutil.copytree(repo_root / "data" / "reference", tmp_path / "reference")

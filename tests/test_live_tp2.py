@@ -77,15 +77,14 @@ def test_a_newer_round_where_a_variant_failed_does_not_replace_one_where_it_ran(
     assert newest not in lt.variant_sources(copy, "profile_state").values()
 
 
-def test_pcie_sm120_outlook_follows_the_wheels(repo_root):
+def test_pcie_sm120_outlook_follows_the_wheels(shipped):
     """Fused on a PCIe SM120 box only where the pinned FlashInfer's workspace (read from its wheel) needs no
     multicast; the one upgrade target is the first pair whose FlashInfer builds for SM12x as published; every row
     says it is inferred, not run on SM120."""
     from verifylab.analysis.gates import pcie_sm120_finding, pcie_sm120_outlook, upgrade_target
-    from verifylab.store.evidence import Evidence
     from verifylab.vocab import flashinfer_workspace_needs_multicast
 
-    ev = Evidence(repo_root / "data")
+    ev = shipped
     outlook = pcie_sm120_outlook(ev.fusion_forensics)
     for version, row in outlook.iterrows():
         fused = row["PCIe SM120"].startswith("fused")

@@ -93,7 +93,11 @@ def test_whatif_prices_the_readers_box_from_its_own_curve_and_says_which(repo_ro
     given = _box_rows(["--latency", str(tmp_path / "fast.csv"), "--decode-tok-s", "40"])
     assert given["tp8_nccl"]["decode_calibrated_to"] == "given (--decode-tok-s)"
     assert given["tp8_nccl"]["eagle3_gain_low"] != fast["tp8_nccl"]["eagle3_gain_low"]
-    text = CliRunner().invoke(app, ["model", "whatif", "--latency", str(tmp_path / "fast.csv")])
+
+
+def test_whatif_says_in_words_which_curve_priced_the_box(repo_root, monkeypatch, tmp_path):
+    monkeypatch.chdir(repo_root)
+    text = CliRunner().invoke(app, ["model", "whatif", "--latency", _curve_file(tmp_path / "fast.csv", 1.0)])
     assert "this box: file" in text.output
     # without --latency the output says which stored probe (if any) priced the box
     assert "this box: " in CliRunner().invoke(app, ["model", "whatif"]).output

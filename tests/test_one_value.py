@@ -16,7 +16,6 @@ from verifylab.model.case import account, whatif_table
 from verifylab.model.cycle import Span
 from verifylab.model.decision import decision_table
 from verifylab.publish.findings import key_findings
-from verifylab.store.evidence import Evidence
 
 NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?(ms|µs|us|tok/s)(?![\w])")
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)")
@@ -57,9 +56,9 @@ def _span_texts(span: Span, digits: int) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def computed(repo_root) -> set[str]:
+def computed(shipped) -> set[str]:
     """Every number the code puts into these pages, as the pages format it."""
-    ev = Evidence(repo_root / "data")
+    ev = shipped
     a = account(ev)
     allowed: set[str] = set()
     for span, _, digits in a.quantities().values():

@@ -63,16 +63,15 @@ def test_quote_carries_formats_and_ranges():
     assert not quote_carries("| 1 KB | 6.12 |", 6.1)
 
 
-def test_misdetected_and_superseded_rows_never_price_healthy_p2p(repo_root):
+def test_misdetected_and_superseded_rows_never_price_healthy_p2p(shipped):
     """An NCCL path slowed by topology misdetection (48-56 µs on a dual-socket box) and rows cited from a revision
     its authors replaced are not healthy P2P: the healthy band at 8 ranks and one stream's verify message stays
     where healthy boxes measured it."""
     from verifylab.model.case import inputs
     from verifylab.model.regimes import Collective
-    from verifylab.store.evidence import Evidence
     from verifylab.vocab import Regime
 
-    ev = Evidence(repo_root / "data")
+    ev = shipped
     public = ev.public
     flagged = public[
         public["implementation"].astype(str).str.contains("misdetected")
@@ -85,16 +84,15 @@ def test_misdetected_and_superseded_rows_never_price_healthy_p2p(repo_root):
     assert price.high_us < 40 and not any(i in price.basis for i in flagged["id"])
 
 
-def test_the_rows_issue_51_corrected(repo_root):
+def test_the_rows_issue_51_corrected(shipped):
     """pub-45 (22.2 GB/s, NCCL's defaults on the untuned dual-socket box of pub-21/23/25/27) is no healthy row and
     no longer sets the healthy bus bandwidth; pub-52/53 are healthy P2P (that box's P2P worked), superseded and
     priced nowhere; pub-53/55 name the one-shot all-reduce their source names, not a fused one; pub-21/22 quote the
     source's 26.20. Each change is recorded in the row's note."""
     from verifylab.model.case import inputs
-    from verifylab.store.evidence import Evidence
     from verifylab.vocab import Regime
 
-    ev = Evidence(repo_root / "data")
+    ev = shipped
     rows = ev.public.set_index("id")
     assert rows.loc["pub-45", "regime"] != Regime.HEALTHY_P2P.value
     assert 22.2 not in inputs(ev).curves.bus_bandwidth_gbs
@@ -109,17 +107,16 @@ def test_the_rows_issue_51_corrected(repo_root):
         assert "2026-12-03" in rows.loc[row, "note"] and "issue 51" in rows.loc[row, "note"]
 
 
-def test_the_host_memory_price_uses_the_sm120_figure(repo_root):
+def test_the_host_memory_price_uses_the_sm120_figure(shipped):
     """#51: through host memory, SM120's NCCL (2 x RTX 5070 Ti, 39 µs at 10 KB and 1.9 GB/s at 20 MB, SGLang PR
     39605) is far slower than the 2 x H200 SHM probe; the price's high end follows those rows, and moves with them."""
     from dataclasses import replace
 
     from verifylab.model.case import inputs
     from verifylab.model.regimes import Collective
-    from verifylab.store.evidence import Evidence
     from verifylab.vocab import Regime
 
-    curves = inputs(Evidence(repo_root / "data")).curves
+    curves = inputs(shipped).curves
     message = 4 * 7168 * 2
     price = curves.price(Regime.HOST_MEMORY, Collective.NCCL, 8, message)
     assert "pub-63" in price.basis and curves.sm120_host_gbs == pytest.approx(1.9)

@@ -22,8 +22,8 @@ def _with(ev: Evidence, table: pd.DataFrame) -> SourcesInMemory:
     return SourcesInMemory(ev.figures, ev.public, ev.measured, ev.fusion_forensics, public_speculation=table)
 
 
-def test_the_family_check_never_moves_the_fit_and_the_fit_follows_its_curves(repo_root):
-    ev = Evidence(repo_root / "data")
+def test_the_family_check_never_moves_the_fit_and_the_fit_follows_its_curves(shipped):
+    ev = shipped
     stored = ev.public_speculation
     fit = fitted_overlap(ev)
     assert fit is not None and 0.0 <= fit.span.low <= fit.best <= fit.span.high <= 1.0
@@ -37,10 +37,10 @@ def test_the_family_check_never_moves_the_fit_and_the_fit_follows_its_curves(rep
     assert case_overlap(ev) == fit.span
 
 
-def test_the_case_study_family_is_predicted_out_of_sample_within_its_range(repo_root):
+def test_the_case_study_family_is_predicted_out_of_sample_within_its_range(shipped):
     """The family's public curve (Kimi-K2.6, 8 x RTX PRO 6000), never fitted on: median error at most 10 % and its
     reported crossover inside the predicted range's ends."""
-    summary = check_summary(public_check(Evidence(repo_root / "data"))).set_index("role")
+    summary = check_summary(public_check(shipped)).set_index("role")
     family = summary.loc["family check"]
     assert family["median_error"] <= 0.10
     assert family["predicted_low_stops"] <= family["reported_stops"]
@@ -48,8 +48,8 @@ def test_the_case_study_family_is_predicted_out_of_sample_within_its_range(repo_
     assert set(summary.index) == {"fit", "held out", "family check"}
 
 
-def test_chapter_4_shows_each_curve_with_its_role_source_and_the_overlap_it_gave(repo_root):
-    ev = Evidence(repo_root / "data")
+def test_chapter_4_shows_each_curve_with_its_role_source_and_the_overlap_it_gave(shipped):
+    ev = shipped
     curves = ch04.public_speculation_curves(ev).frame
     assert list(curves["role"]) == ["fit", "held out", "family check"]
     assert curves["source"].str.match(r"published \d{4}-\d\d-\d\d: https://").all()

@@ -57,11 +57,10 @@ def test_no_evidence_says_so_and_names_the_measurement():
     assert recs["launch command"].recommendation.startswith("No model path")
 
 
-def test_reported_only_evidence_is_low_confidence(repo_root):
+def test_reported_only_evidence_is_low_confidence(shipped):
     from verifylab.model.cycle import cycle_account
-    from verifylab.store.evidence import Evidence
 
-    account = cycle_account(Evidence(repo_root / "data"))
+    account = cycle_account(shipped)
     recs = by_topic(
         Facts(
             reported_liability_concurrency=30,
@@ -83,15 +82,14 @@ def test_reported_only_evidence_is_low_confidence(repo_root):
     assert "above 512 concurrent requests" in recs["risk: fusion batch limit"].recommendation
 
 
-def test_the_case_study_decision_is_conditional_on_the_regime(repo_root):
+def test_the_case_study_decision_is_conditional_on_the_regime(shipped):
     """With the model: fusion is recommended for healthy P2P with the numbers of the decision table, refused
     without P2P; one upgrade target; the gates to open are the target's."""
     from verifylab.analysis.facts import case_study_facts
     from verifylab.model.decision import thresholds
-    from verifylab.store.evidence import Evidence
     from verifylab.vocab import Regime
 
-    ev = Evidence(repo_root / "data")
+    ev = shipped
     facts = case_study_facts(ev)
     recs = by_topic(facts)
     fusion = recs["all-reduce fusion"].recommendation
@@ -109,12 +107,11 @@ def test_frame_has_every_recommendation_with_evidence_column():
     assert (frame["evidence"] != "").all()
 
 
-def test_evidence_from_the_shipped_data(repo_root):
+def test_evidence_from_the_shipped_data(shipped):
     from verifylab.analysis.facts import facts_from_evidence
-    from verifylab.store.evidence import Evidence
 
     ev = facts_from_evidence(
-        Evidence(repo_root / "data"), sglang_version="0.5.9", flashinfer_version="0.6.4", interconnect="PCIe", base=BASE
+        shipped, sglang_version="0.5.9", flashinfer_version="0.6.4", interconnect="PCIe", base=BASE
     )
     assert ev.reported_liability_concurrency == 30
     assert ev.gates_closed and any("communicator.py" in g for g in ev.gates_closed)

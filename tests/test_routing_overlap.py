@@ -7,11 +7,10 @@ from __future__ import annotations
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
 from verifylab.model.public_speculation import fitted_overlap
 from verifylab.model.routing_overlap import OVERLAP_POINTS, speculation_by_overlap
-from verifylab.store.evidence import Evidence
 
 
-def test_the_answer_by_overlap_names_its_sources_and_follows_the_bytes(repo_root):
-    ev = Evidence(repo_root / "data")
+def test_the_answer_by_overlap_names_its_sources_and_follows_the_bytes(shipped):
+    ev = shipped
     table = speculation_by_overlap(ev)
     fit = fitted_overlap(ev)
     assert fit is not None

@@ -57,8 +57,8 @@ DEEPSEEK_V2_LITE = {  # a config the model was never given before: MLA with q_lo
 
 
 @pytest.fixture(scope="module")
-def stored(repo_root) -> Evidence:
-    return Evidence(repo_root / "data")
+def stored(shipped) -> Evidence:
+    return shipped
 
 
 def test_kimi_costs_from_a_config_equal_the_floors_module():
