@@ -14,6 +14,7 @@ from verifylab.analysis.speculation_load import agreement, crossovers, predicted
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
 from verifylab.model.floors import Layout, pass_bytes
+from verifylab.model.known_models import QWEN3_30B_A3B
 from verifylab.model.model_config import Routing, costs_from_config, independent_draws, kimi_k25_costs, read_config
 from verifylab.model.speculation import Box, Overheads, crossings, cycle_ms, gains, gpu_named, scenarios, step_ms
 from verifylab.model.speculation_inputs import fit_grid, grid_routing
@@ -24,16 +25,7 @@ from verifylab.vocab import Drafter, Regime
 GRID_RUN = "20261202-183005-h200-spec-load"
 SPREAD_RUN = "20261203-102200-h200-spec-load-spread"
 QWEN3_MOE = {  # Qwen3-30B-A3B's cost-setting fields, a small vocabulary (the stored runs' served shape)
-    "architectures": ["Qwen3MoeForCausalLM"],
-    "hidden_size": 2048,
-    "num_hidden_layers": 48,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 4,
-    "head_dim": 128,
-    "intermediate_size": 6144,
-    "moe_intermediate_size": 768,
-    "num_experts": 128,
-    "num_experts_per_tok": 8,
+    **{k: v for k, v in QWEN3_30B_A3B.items() if k != "_name_or_path"},
     "vocab_size": 1024,
 }
 DEEPSEEK_V2_LITE = {  # a config the model was never given before: MLA with q_lora_rank null, shared experts

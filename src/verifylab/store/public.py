@@ -9,6 +9,7 @@ import io
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -84,18 +85,23 @@ def check_public(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame
 
 
+def read_reference_table(path: Path, **read_csv: Any) -> pd.DataFrame:
+    """A reference CSV read as a file from outside (bounded, a regular file), or one error naming it."""
+    try:
+        text = read_outside_text(path, "table")
+        return pd.read_csv(io.StringIO(text), **read_csv)
+    except OutsideFileError as exc:
+        raise ReferenceDataError(str(exc)) from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ReferenceDataError(f"{path}: unreadable ({' '.join(str(exc).split())[:160]})") from None
+
+
 def load_public_measurements(data_dir: Path | str) -> pd.DataFrame:
     """The checked public table with ``provenance='reported (public)'``; empty (with its columns) where absent."""
     path = Path(data_dir) / PUBLIC_FILE
     if not path.is_file():
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
-    try:
-        text = read_outside_text(path, "table")
-        frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values={"value": [""], "message_bytes": [""]})
-    except OutsideFileError as exc:
-        raise ReferenceDataError(str(exc)) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ReferenceDataError(f"{path}: unreadable ({exc})") from None
+    frame = read_reference_table(path, keep_default_na=False, na_values={"value": [""], "message_bytes": [""]})
     frame = check_public(frame, str(path))
     frame["value"] = pd.to_numeric(frame["value"])
     frame["message_bytes"] = pd.to_numeric(frame["message_bytes"])

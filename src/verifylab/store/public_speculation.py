@@ -7,15 +7,13 @@ does with it: ``fit`` (the routing overlap is fitted on it), ``held out`` (anoth
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 
 import pandas as pd
 
 from verifylab.errors import ReferenceDataError
-from verifylab.intake import OutsideFileError, read_outside_text
-from verifylab.store.public import MAX_QUOTE_WORDS, PROVENANCE, quote_carries
+from verifylab.store.public import MAX_QUOTE_WORDS, PROVENANCE, quote_carries, read_reference_table
 
 PUBLIC_SPECULATION_FILE = Path("reference") / "public_speculation.csv"
 COLUMNS = [
@@ -128,14 +126,7 @@ def load_public_speculation(data_dir: Path | str) -> pd.DataFrame:
     path = Path(data_dir) / PUBLIC_SPECULATION_FILE
     if not path.is_file():
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
-    try:
-        text = read_outside_text(path, "table")
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-    except OutsideFileError as exc:
-        raise ReferenceDataError(str(exc)) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ReferenceDataError(f"{path}: unreadable ({' '.join(str(exc).split())[:160]})") from None
-    frame = check_public_speculation(frame, str(path))
+    frame = check_public_speculation(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
     for column in [*NUMBERS, "spec_tok_s"]:
         frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
     for column in ("gpus", "verify_tokens", "streams"):
