@@ -3,7 +3,19 @@ group; ``_shared`` holds the consoles, the one error exit and the progress bar."
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+import typer.core
+
+
+def _flags_without_a_type(option: typer.core.TyperOption, ctx: Any) -> str | None:
+    """A flag takes no value: its help row shows none (typer's rich help prints ``<bool>`` for every flag)."""
+    return None if option.is_flag else _typed(option, ctx)
+
+
+_typed = typer.core.TyperOption.display_type_rich
+setattr(typer.core.TyperOption, "display_type_rich", _flags_without_a_type)  # noqa: B010 (mypy: a method replaced)
 
 app = typer.Typer(
     help="Evidence for SGLang tensor-parallel speculative decoding on PCIe GPUs.\n\n"
