@@ -84,3 +84,12 @@ def test_a_malformed_public_curve_is_refused_by_name(repo_root, tmp_path, change
     frame = pd.read_csv(repo_root / "data" / PUBLIC_SPECULATION_FILE, dtype=str, keep_default_na=False)
     with pytest.raises(ReferenceDataError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_public_speculation(_write(tmp_path, change(frame)))
+
+
+def test_the_decision_cites_the_family_check_with_the_chapters_numbers(shipped):
+    from verifylab.publish.decision import family_check_words
+
+    summary = check_summary(public_check(shipped)).set_index("role").loc["family check"]
+    words = family_check_words(shipped)
+    assert f"within a median {summary['median_error']:.0%}" in words and "{numref}`tbl-public-speculation`" in words
+    assert family_check_words(_with(shipped, shipped.public_speculation.iloc[0:0])) == ""
