@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.analysis import comm_campaign
+from verifylab.analysis import comm_campaign, public_curves
 from verifylab.analysis.public_evidence import CONTEXT, public_evidence
+from verifylab.analysis.regime_finding import regime_finding_words
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.comm.bands import bands_from_public
 from verifylab.derived import derived
 from verifylab.errors import ManifestError
 from verifylab.model.case import (
-    account,
     case_option_boxes,
     inputs,
     inputs_table,
@@ -27,20 +27,17 @@ from verifylab.model.case import (
 from verifylab.model.costmodel import components_long
 from verifylab.model.decision import (
     REFERENCE_MESSAGE,
-    crossover_text,
     decision_table,
     fusion_by_load,
-    regime_answer,
     speculation_by_accept,
-    thresholds,
 )
 from verifylab.model.hypotheses import ORDER_RULE, deciding_between_top_two, ranked_hypotheses
 from verifylab.model.inputs import compute_validation, compute_validation_finding
 from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
 from verifylab.model.option_tables import floors_table, memory_table, plain_decoding, regime_curves_table
-from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option, reported_pass_floor
+from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option
 from verifylab.model.pass_check import saving_check as check
-from verifylab.model.public_speculation import check_summary, fitted_overlap, public_check
+from verifylab.model.public_speculation import fitted_overlap, public_check
 from verifylab.model.reconcile import CONCLUSIONS
 from verifylab.model.routing_overlap import speculation_by_overlap
 from verifylab.report.charts import (
@@ -126,45 +123,9 @@ def saving_check(ev: Evidence) -> pd.DataFrame:
     return check(ev.measured).round(3)
 
 
-@derived
-def _answers(ev: Evidence) -> dict:
-    return {r: regime_answer(ev, r) for r in inputs(ev).curves.regimes()}
-
-
 def finding(ev: Evidence, params: Params) -> Prose:
     """Finding: the decision depends on the box's regime; each regime's answer in numbers; the case study's."""
-    a, m = account(ev), inputs(ev)
-    answers, bands = _answers(ev), thresholds(ev)
-    low, high, _ = m.curves.reported_allreduce or (0.0, 0.0, 0.0)
-    healthy, host = answers[Regime.HEALTHY_P2P], answers[Regime.HOST_MEMORY]
-    band = bands[Regime.HEALTHY_P2P.value]
-    slow = bands[Regime.HOST_MEMORY.value]
-    best_one = OPTIONS[Option(healthy.best_by_load[min(LOADS)])].title
-    best_load = OPTIONS[Option(healthy.best_by_load[max(LOADS)])].title
-    floor = reported_pass_floor(a)
-    return Prose(
-        f"**What to do depends on the box's communication regime, and the case study's verify pass sits in the "
-        f"slow one.** Its 30 ms cannot be 25 ms of all-reduce and 5 ms of compute: reading the weights alone takes "
-        f"{floor.text(1, 'ms')} at peak bandwidth, which leaves **{low:.0f}-{high:.0f} µs per all-reduce** — "
-        f"where NCCL through host memory lands ({slow.low_us:.0f}-{slow.high_us:.0f} µs at 8 ranks) and far above "
-        f"healthy PCIe P2P ({band.low_us:.0f}-{band.high_us:.0f} µs, public measurements). "
-        f"With healthy P2P, EAGLE-3 at one stream gives {healthy.eagle_tps.text(0, 'tok/s')} against "
-        f"{healthy.decode_tps.text(0, 'tok/s')} for plain decoding, fusion makes "
-        f"{healthy.fusion_gain_ms.gain_text(2, 'ms') if healthy.fusion_gain_ms else 'nothing priced'} per verify "
-        "pass, "
-        f"the fastest option is {best_one} at one stream and {best_load} at {max(LOADS)}, and speculation "
-        f"{_crossover(healthy)}; through host memory EAGLE-3 gives {host.eagle_tps.text(0, 'tok/s')} and "
-        f"fusion cannot run. The reported 54.1 -> 96.1 tok/s beat plain decoding by only "
-        f"{a.text('bottom_line_pct')}, and kernel fusion carries {a.text('kernel_fusion_ms')} of the "
-        f"{a.text('removed_ms')} it removed per cycle. All modelled within physical floors; ranges span the "
-        f"{a.draft_tokens[0]}-{a.draft_tokens[1]} draft tokens, the two measured rates before the jump and the "
-        "sources' spread."
-    )
-
-
-def _crossover(answer) -> str:
-
-    return crossover_text(answer)
+    return Prose(regime_finding_words(ev, LOADS))
 
 
 @shown_as_table
@@ -214,97 +175,18 @@ def speculation_by_routing_overlap(ev: Evidence) -> pd.DataFrame:
 def public_speculation_finding(ev: Evidence) -> Prose:
     """Finding: the routing overlap fitted on the public curves of other models, and how the model then meets the
     curves it was not fitted on, the case-study family's among them (formatted from the public table)."""
-    fit = fitted_overlap(ev)
-    table = public_check(ev)
-    if fit is None or table.empty:
-        return Prose("No public speculation curve of another model is stored: the routing overlap is priced at 0.")
-    summary = check_summary(table).set_index("curve")
-
-    def described(role: str, error: bool = True) -> list[str]:
-        rows = summary[summary["role"] == role]
-        return [
-            f"{r.model} on {r.hardware}, reported {r.reported}, predicted {r.predicted_middle}"
-            + (f" (median error {r.median_error:.0%})" if error else "")
-            for r in rows.itertuples()
-        ]
-
-    words = (
-        f"The case study's answer takes a routing overlap of {fit.span.text(2)}, fitted on the public curves of other "
-        f"models ({'; '.join(described('fit', error=False))}). At {fit.best:g} the model already prices those gains "
-        f"high by a median {fit.median_error[fit.best]:.0%} and more overlap only raises them, so the fit sits at its "
-        "lower bound: no sharing of experts within a chain shows through what else these boxes spend."
-    )
-    held = described("held out")
-    if held:
-        words += f" Held out of the fit: {'; '.join(held)}."
-    family = described("family check")
-    if family:
-        words += (
-            f" The case-study family's public curve, never in a fit: {'; '.join(family)}. Each predicted gain is over "
-            "the curve's own plain decoding, whose rate jumps at one load (the predicted gain dips below 1 there and "
-            "comes back); measure plain decoding at every load on your own box before reading a crossover."
-        )
-    return Prose(words)
+    return Prose(public_curves.finding_words(fitted_overlap(ev), public_check(ev)))
 
 
 def public_speculation_curves(ev: Evidence) -> Table:
     """Table: each public curve, its role (fitted on, held out, family check), its box and source, the model's median
     error on it and where its gain crosses 1, reported beside predicted (reported, public; modelled)."""
-    table = public_check(ev)
-    if table.empty:
-        return Table(pd.DataFrame())
-    summary = check_summary(table)
-    first = table.groupby("curve", sort=False).first()
-
-    def of(column: str) -> pd.Series:
-        return summary["curve"].map(first[column])
-
-    drafter = of("drafter").str.upper().str.replace("EAGLE3", "EAGLE-3")
-    frame = pd.DataFrame(
-        {
-            "role": summary["role"],
-            "model": summary["model"],
-            "hardware": summary["hardware"],
-            "drafter": drafter + ", " + of("verify_tokens").astype(str) + " verify tokens",
-            "accept_length": of("accept"),
-            "median_error_pct": (100 * summary["median_error"]).round(0).astype(int),
-            "reported": summary["reported"],
-            "predicted_middle": summary["predicted_middle"],
-            "predicted_range_stops": summary["predicted_range_stops"],
-            "engine": of("engine"),
-            "accept_source": of("accept_source"),
-            "source": "published " + of("published") + ": " + of("url"),
-            "provenance": "reported (public); modelled",
-        }
-    )
-    return Table(frame, noted=("engine", "accept_source", "source"))
+    return Table(public_curves.curves_view(public_check(ev)), noted=public_curves.CURVE_NOTES)
 
 
 def public_speculation_cells(ev: Evidence) -> Table:
     """Table: every public cell, reported gain beside the model's range at the fitted overlap (modelled)."""
-    table = public_check(ev)
-    if table.empty:
-        return Table(pd.DataFrame())
-    frame = pd.DataFrame(
-        {
-            "role": table["role"],
-            "model": table["model"],
-            "streams": table["streams"],
-            "plain_tok_s": table["plain_tok_s"],
-            "speculative_tok_s": table["spec_tok_s"],
-            "reported_gain": table["gain"].round(2),
-            "predicted_gain": [
-                f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(table["predicted_low"], table["predicted_high"], strict=True)
-            ],
-            "error_pct": (100 * table["error"]).round(0).astype(int),
-            "source_and_quote": [
-                f"{url} “{plain}”" + (f" “{spec}”" if spec != plain else "")
-                for url, plain, spec in zip(table["url"], table["quote_plain"], table["quote_spec"], strict=True)
-            ],
-            "provenance": "reported (public); modelled",
-        }
-    )
-    return Table(frame, spanned="source_and_quote")
+    return Table(public_curves.cells_view(public_check(ev)), spanned="source_and_quote")
 
 
 def regime_figure(ev: Evidence) -> Figure:
