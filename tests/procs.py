@@ -49,3 +49,21 @@ def interrupt_after(command: list[str], marker: Path, presses: int, deadline_s: 
     began = time.monotonic()
     output, _ = proc.communicate(timeout=90)
     return proc.returncode, output, time.monotonic() - began
+
+
+# A verifylab command started as a user's terminal would: SIGINT raises KeyboardInterrupt even in the background.
+INTERRUPTIBLE_CLI = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from verifylab.cli import app
+sys.argv = ["verifylab", *sys.argv[1:]]
+app()
+"""
+
+
+def with_a_slow_cell(root: Path, marker: Path, sleep_s: float) -> Path:
+    """``root``'s chapter 01 with a last cell that touches ``marker`` and then sleeps ``sleep_s`` (a cell in
+    progress to interrupt); returns ``root``."""
+    with (root / "notebooks" / "01_environment_and_gates.py").open("a") as source:
+        source.write(f"\n# %%\nimport pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep({sleep_s})\n")
+    return root

@@ -8,28 +8,20 @@ import sys
 
 import pytest
 
-from ..procs import interrupt_after
+from ..procs import INTERRUPTIBLE_CLI, interrupt_after, with_a_slow_cell
 from ..projects import project_copy, write_params
 
 pytestmark = pytest.mark.slow  # starts a run of chapters and interrupts it
 
-RUN = """
-import signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)  # as under a terminal, even when started in the background
-from verifylab.cli import app
-sys.argv = ["verifylab", "run", "--params", sys.argv[1], "--root", sys.argv[2], "--no-render"]
-app()
-"""
-
 
 @pytest.mark.parametrize(("presses", "sleep_s"), [(1, 4), (2, 120)])
 def test_ctrl_c_stops_the_run_and_says_how_to_resume(repo_root, tmp_path, presses, sleep_s):
-    root = project_copy(repo_root, tmp_path / "project")
     marker = tmp_path / "cell-started"
-    with (root / "notebooks" / "01_environment_and_gates.py").open("a") as source:
-        source.write(f"\n# %%\nimport pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep({sleep_s})\n")
+    root = with_a_slow_cell(project_copy(repo_root, tmp_path / "project"), marker, sleep_s)
     params = write_params(tmp_path / "params.yaml", {"mode": "replay"})
-    code, output, took = interrupt_after([sys.executable, "-c", RUN, str(params), str(root)], marker, presses)
+    run = ["run", "--params", str(params), "--root", str(root), "--no-render"]
+    command = [sys.executable, "-c", INTERRUPTIBLE_CLI, *run]
+    code, output, took = interrupt_after(command, marker, presses)
     assert code == 130, output
     assert took < 60  # the second press did not wait out the 120 s cell
     assert "01_environment_and_gates: interrupted" in output
