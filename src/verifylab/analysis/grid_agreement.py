@@ -55,9 +55,8 @@ def prediction_before_run(runs: MeasuredRuns, view: pd.DataFrame) -> pd.DataFram
 
 def grid_fit_summary(view: pd.DataFrame) -> pd.DataFrame:
     """Per grid run: how it was priced (the fit's run, how its plain and speculative servers routed), and the
-    model's error on the
-    sweeps it was fitted on and on the others: the median |mid of the range / measured - 1| and the share of cells
-    whose measured interval meets the range within ``speculation_load.AGREEMENT``."""
+    model's error on the sweeps it was fitted on and on the others: the median |mid of the range / measured - 1|
+    and the share of cells whose measured interval meets the range within ``speculation_load.AGREEMENT``."""
     if view.empty:
         return pd.DataFrame()
     frame = view.assign(mid_error=((view["predicted_low"] + view["predicted_high"]) / 2 / view["gain"] - 1).abs())

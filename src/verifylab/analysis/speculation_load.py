@@ -95,7 +95,6 @@ def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
                     fitted_run=fit.run_id,
                     routing=fit.routing.value,
                     plain_routing=grid_routing(runs, str(run_id)).value,
-                    overlap=fit.box.chain_overlap.low,
                 )
             )
     out = pd.concat(frames, ignore_index=True)

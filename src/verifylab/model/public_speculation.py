@@ -24,7 +24,7 @@ from verifylab.model.known_models import draft_for, known_model
 from verifylab.model.model_config import Routing
 from verifylab.model.pricer import AllreduceCurve, Box, Overheads
 from verifylab.model.regime_inputs import regime_curves
-from verifylab.model.regimes import Collective, Price
+from verifylab.model.regimes import Collective, Price, RegimeCurves
 from verifylab.model.speculation import crossings, crossover_streams, fit_host, gains
 from verifylab.model.speculation_box import measured_overheads
 from verifylab.model.speculation_inputs import measured_ceilings
@@ -70,8 +70,9 @@ class PublicCurve:
         return f"{int(self.rows['gpus'].iloc[0])} x {GPU_TITLE.get(gpu, gpu)} ({INTERCONNECT_TITLE.get(link, link)})"
 
 
+@derived
 def public_curves(ev: ModelSources) -> list[PublicCurve]:
-    """Every public curve, fit curves first, then the held out, then the family checks."""
+    """Every public curve, fit curves first, then the held out, then the family checks (built once per evidence)."""
     table = ev.public_speculation
     if table.empty:
         return []
@@ -98,10 +99,16 @@ def _nvlink_curve(runs: MeasuredRuns) -> tuple[AllreduceCurve, str]:
     raise ModelInputError("no stored run timed an all-reduce over NVLink: the NVLink curves cannot be priced")
 
 
+@derived
+def _regime_curves(ev: ModelSources) -> RegimeCurves:
+    """Chapter 4's regime curves, built once per evidence for every PCIe curve's box (their prices memoized)."""
+    return regime_curves(ev)
+
+
 def _pcie_curve(ev: ModelSources, world: int) -> tuple[AllreduceCurve, str]:
     """A healthy PCIe box's custom all-reduce at ``world`` ranks: from the public one-shot push curves (what vLLM's
     and SGLang's PCIe all-reduce are) to NCCL, as chapter 4 prices healthy P2P."""
-    curves = regime_curves(ev)
+    curves = _regime_curves(ev)
 
     def at(message: float) -> Span:
         ends = [
