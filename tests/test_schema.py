@@ -46,6 +46,32 @@ def test_undeclared_tables_columns_and_wrong_types_are_refused_by_name():
     assert spec_of("single-eagle3").name == "single-{variant}"
 
 
+COLUMNS_OF_EVERY_KIND = {
+    "whole ints": pd.Series([1, 2, 3]),
+    "unsigned": pd.Series([1, 2], dtype="uint8"),
+    "whole floats with a null": pd.Series([1.0, None, 3.0]),
+    "fractions": pd.Series([1.5, 2.0]),
+    "only nulls": pd.Series([None, None], dtype=float),
+    "empty ints": pd.Series([], dtype=int),
+    "booleans": pd.Series([True, False]),
+    "empty booleans": pd.Series([], dtype=bool),
+    "text": pd.Series(["yes", "no"]),
+    "numbers as text": pd.Series(["1", "2"]),
+    "booleans among numbers": pd.Series([1, True], dtype=object),
+    "nullable ints": pd.Series([1, None], dtype="Int64"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int", "float", "bool", "str", "json"])
+def test_a_typed_column_is_judged_as_the_same_values_one_by_one(dtype):
+    """The check answers a numpy column from its type; the answer is the one the values, looked at one by one
+    (as objects), give."""
+    from verifylab.store.schema import _holds
+
+    for what, column in COLUMNS_OF_EVERY_KIND.items():
+        assert _holds(dtype, column) == _holds(dtype, column.astype(object)), (dtype, what)
+
+
 def test_units_follow_from_the_names():
     assert [unit_of(c) for c in ("span_us", "pass_ms", "wall_s", "copy_bandwidth_gbs", "goodput_tokens_per_s")] == [
         "µs",

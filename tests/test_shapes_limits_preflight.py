@@ -42,7 +42,8 @@ def test_decode_floor_arithmetic():
     assert row.tokens_per_s_ceiling == 1e3 / row.step_floor_ms
 
 
-def test_preflight_on_a_box_without_gpu():
+def test_preflight_on_a_box_without_gpu(monkeypatch):
+    monkeypatch.setattr("verifylab.gates.preflight._p2p_pairs", lambda: None)  # the box described here has no torch
     host = HostInfo(
         host="cpu", os="Linux", python="3.11.0", versions={"flashinfer": "0.6.4"}, interconnect="none (no GPU)"
     )

@@ -50,6 +50,7 @@ class MeasuredRuns:
         self.where = where
         self._by_id = {r.run_id: r for r in self.runs}
         self._loaded: dict[tuple[str, str], pd.DataFrame] = {}
+        self.derived_cache = DerivedCache()  # values derived from these runs alone (a grid's sweeps and fit)
 
     @classmethod
     def of_frames(cls, frames: Mapping[str, Mapping[str, pd.DataFrame]], **run_fields: Any) -> MeasuredRuns:

@@ -14,6 +14,7 @@ router) are read whole by every GPU.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -51,12 +52,16 @@ class PassBytes:
         return self.attention + self.experts + self.shared_and_dense + self.head + self.kv
 
 
+@functools.lru_cache(maxsize=65536)  # a pricer asks the same few counts thousands of times per table
 def busiest_gpu_experts(experts_hit: float, gpus: int, experts: int) -> float:
     """Expected experts the busiest GPU must read when ``experts_hit`` of ``experts`` (placed whole, evenly) are
     hit at random: the expected maximum of ``gpus`` binomial counts (uniform routing)."""
     per_gpu = experts // gpus
     p = min(max(experts_hit / experts, 0.0), 1.0)
-    cdf = [sum(math.comb(per_gpu, i) * p**i * (1 - p) ** (per_gpu - i) for i in range(j + 1)) for j in range(per_gpu)]
+    cdf, below = [], 0.0  # F(j): the binomial's terms added in order, as a running sum
+    for i in range(per_gpu):
+        below += math.comb(per_gpu, i) * p**i * (1 - p) ** (per_gpu - i)
+        cdf.append(below)
     # E[max] = sum over j of P(max > j) = sum (1 - F(j)^gpus)
     return sum(1 - c**gpus for c in cdf)
 

@@ -179,19 +179,19 @@ def priced_curve(ev: ModelSources, name: str, overlap: Span) -> pd.DataFrame:
     rows_by_accept = [
         gains(box, ov, Drafter.EAGLE3, a, k, streams) for a in sorted({curve.accept.low, curve.accept.high})
     ]
+    quotes = {int(r.streams): (str(r.quote_plain), str(r.quote_spec)) for r in curve.rows.itertuples()}
     out = []
     for i, c in enumerate(streams):
         spec = [rows[i].spec_tokens_per_s for rows in rows_by_accept]
         low, high = min(s.low for s in spec) / curve.plain[c], max(s.high for s in spec) / curve.plain[c]
         gain = curve.spec[c] / curve.plain[c]
-        row = curve.rows[curve.rows["streams"] == c].iloc[0]
         out.append(
             {
                 "curve": curve.name,
                 "role": curve.role,
                 "streams": c,
-                "quote_plain": str(row["quote_plain"]),
-                "quote_spec": str(row["quote_spec"]),
+                "quote_plain": quotes[c][0],
+                "quote_spec": quotes[c][1],
                 "plain_tok_s": curve.plain[c],
                 "spec_tok_s": curve.spec[c],
                 "gain": gain,

@@ -11,6 +11,7 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.cycle import Span
 from verifylab.model.model_config import ModelCosts, Routing, costs_from_config
@@ -61,7 +62,13 @@ def grid_runs(runs: MeasuredRuns) -> list[str]:
 
 
 def grid_requests(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:
-    """Every request of a grid run, with its server's drafter, draft tokens and accept length asked for."""
+    """Every request of a grid run, with its server's drafter, draft tokens and accept length asked for (a copy:
+    the caller may change it)."""
+    return _grid_requests(runs, run_id).copy()
+
+
+@derived
+def _grid_requests(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:
     run = runs.run(run_id)
     points = runs.read_table(run_id, POINTS_TABLE)
     frames = [runs.read_table(run_id, t) for t in sorted(run.tables) if t.startswith("sweep-")]
@@ -73,11 +80,12 @@ def grid_requests(runs: MeasuredRuns, run_id: str) -> pd.DataFrame:
     return requests.merge(points[keep], on="variant", how="inner").assign(run_id=run_id)
 
 
-def sweeps(runs: MeasuredRuns, run_id: str) -> list[Sweep]:
+@derived
+def sweeps(runs: MeasuredRuns, run_id: str) -> tuple[Sweep, ...]:
     """The run's sweeps of servers that were active and held the accept length asked of them (within
     :data:`ACCEPT_TOLERANCE`: a server that ignored it is no sweep at that length), each with its mean ms per token
     by stream count."""
-    requests = grid_requests(runs, run_id)
+    requests = _grid_requests(runs, run_id)
     out = []
     keys = ["variant", "drafter", "draft_tokens", "accept_target"]
     for (variant, drafter, k, target), part in requests.groupby(keys):
@@ -98,7 +106,7 @@ def sweeps(runs: MeasuredRuns, run_id: str) -> list[Sweep]:
                 tuple((int(c), float(v) * 1e3) for c, v in by_c.items()),
             )
         )
-    return out
+    return tuple(out)
 
 
 def token_weighted_accept(requests: pd.DataFrame) -> float | None:
@@ -109,7 +117,7 @@ def token_weighted_accept(requests: pd.DataFrame) -> float | None:
 
 def mean_context(runs: MeasuredRuns, run_id: str) -> float:
     """Tokens of KV a stream attends over on average in a run: its prompt plus half its output."""
-    requests = grid_requests(runs, run_id)
+    requests = _grid_requests(runs, run_id)
     if requests.empty:
         raise ModelInputError(f"run {run_id}: no successful request to take the context from")
     return float((requests["prompt_tokens"] + requests["output_tokens"] / 2).mean())
@@ -176,6 +184,7 @@ FIT_ACCEPT = 2.0  # the accept length each drafter's overhead is fitted on; the 
 OVERLAPS = tuple(i / 10 for i in range(11))  # the routing overlaps a uniform-routing fit tries
 
 
+@derived
 def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing | None = None) -> GridFit:
     """Fit a grid run: the host overhead on its plain sweep, each drafter's cycle overhead on its sweep at
     :data:`FIT_ACCEPT` (the longest chain); every other sweep is left to predict. ``routing``: the run's own

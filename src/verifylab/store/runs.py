@@ -68,6 +68,12 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     return (info.st_ino, info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
 
 
+# What this process parsed, by store folder (resolved), kept with each file's identity: shared by every RunStore of
+# one folder, so a second reader of the same store (another Evidence, another command in a session) parses nothing.
+_PARSED: dict[str, dict[str, tuple[tuple[int, int, int], Manifest]]] = {}
+_TABLES: dict[str, dict[tuple[str, str], tuple[tuple[int, int, int], pd.DataFrame]]] = {}
+
+
 class RunStore:
     """The folder of measured runs (default ``data/runs``). Each manifest and table is parsed once per process and
     kept with its file's identity (inode, size, mtime): a file rewritten (always by rename: a new inode) is read
@@ -75,8 +81,9 @@ class RunStore:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        self._parsed: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
-        self._tables: dict[tuple[str, str], tuple[tuple[int, int, int], pd.DataFrame]] = {}
+        folder = os.path.realpath(self.root)
+        self._parsed = _PARSED.setdefault(folder, {})
+        self._tables = _TABLES.setdefault(folder, {})
 
     def path(self, run_id: str) -> Path:
         """The run's folder; a run id is a plain name (no path: nothing outside the store is ever read)."""

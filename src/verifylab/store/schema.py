@@ -334,8 +334,19 @@ def columns_of(table: str) -> tuple[str, ...]:
 def _holds(dtype: str, values: pd.Series) -> bool:
     """Whether ``values`` (nulls left out) are of the declared ``dtype``: whole numbers for int (a column with a
     null is float), numbers for float, booleans for bool; text and JSON are not checked."""
+    if dtype in ("str", "json"):
+        return True
+    kind = values.dtype.kind if isinstance(values.dtype, np.dtype) else "O"  # a numpy column answers by its type
+    if kind == "b":
+        return dtype == "bool" or values.empty
+    if kind in "iu":
+        return dtype in ("int", "float") or values.empty
+    if kind == "f":
+        array = values.to_numpy()
+        known_floats = array[~np.isnan(array)]
+        return known_floats.size == 0 or dtype == "float" or (dtype == "int" and bool((known_floats % 1 == 0).all()))
     known = values.dropna()
-    if known.empty or dtype in ("str", "json"):
+    if known.empty:
         return True
     if dtype == "bool":
         return known.map(lambda v: isinstance(v, bool | np.bool_)).all()
