@@ -389,6 +389,11 @@ def test_make_book_stops_at_a_failing_chapter_and_publishes_nothing(repo_root, t
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "chapter 00_introduction failed" in errors[0] and "a broken chapter" in errors[0]
     assert not (root / "_build" / "editions").exists()
+    from verifylab.publish.build import REPLAY_WORKERS
+    from verifylab.publish.paths import GENERATED
+
+    started = sorted(p.name for p in (root / GENERATED).glob("*.failed.ipynb"))  # each chapter that ran failed
+    assert 1 <= len(started) <= REPLAY_WORKERS, started  # after the first failure no chapter started
 
 
 def test_jupyter_book_build_from_the_root_renders_the_same_book(smoke_run, tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.intake import OutsideFileError, read_outside_text
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
@@ -172,10 +173,7 @@ def load_curves(
     if file.exists():
         curves = _curves_from_file(file, path, hidden)
     elif runs is not None and runs.exists(latency):
-        table = runs.table_or_none(latency, "allreduce_latency")
-        if table is None:
-            raise ModelInputError(f"run {latency} has no allreduce_latency table")
-        curves = curves_from_frame(table, f"run {latency}", hidden, stored=True)
+        curves = list(_stored_curves(runs, latency, hidden))
     else:
         where = f"no run of that name in {runs.where}" if runs is not None else "no runs given"
         raise ModelInputError(f"--latency {latency}: neither a file nor a stored run id ({where})")
@@ -183,6 +181,15 @@ def load_curves(
         have = ", ".join(sorted({c.path for c in curves}))
         raise ModelInputError(f"--path {path!r}: --latency {latency} has no curve on that path (its paths: {have})")
     return curves
+
+
+@derived
+def _stored_curves(runs: MeasuredRuns, run_id: str, hidden: int) -> tuple[LatencyCurve, ...]:
+    """A stored run's curves (read and built once per set of runs)."""
+    table = runs.table_or_none(run_id, "allreduce_latency")
+    if table is None:
+        raise ModelInputError(f"run {run_id} has no allreduce_latency table")
+    return tuple(curves_from_frame(table, f"run {run_id}", hidden, stored=True))
 
 
 def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[LatencyCurve]:
@@ -215,6 +222,11 @@ def norm_us_measured(runs: MeasuredRuns, tokens: float) -> tuple[float, str] | N
 def in_pass_factors(runs: MeasuredRuns, run_id: str | None = None) -> dict[tuple[str, str], float]:
     """How much one all-reduce costs inside a synthetic pass over its isolated latency, per (path, impl), from the
     campaign's traces (comm time per all-reduce at the traced token count / the isolated curve there)."""
+    return dict(_in_pass_factors(runs, run_id))
+
+
+@derived
+def _in_pass_factors(runs: MeasuredRuns, run_id: str | None) -> dict[tuple[str, str], float]:
     run_id = run_id or runs.newest_with(*COMM_CAMPAIGN_TABLES, "verify_pass_trace")
     if run_id is None:
         return {}

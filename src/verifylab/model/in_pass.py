@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from verifylab.derived import derived
 from verifylab.model.comm_pass import in_pass_factors, load_curves
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS
@@ -80,7 +81,8 @@ class LivePair(NamedTuple):
         return (self.baseline.comm_us + self.baseline.norm_us) - (self.fusion.comm_us + self.fusion.norm_us)
 
 
-def live_pairs(runs: MeasuredRuns) -> list[LivePair]:
+@derived
+def live_pairs(runs: MeasuredRuns) -> tuple[LivePair, ...]:
     """Every stored live run with a baseline pass and a fusion pass that ran FlashInfer's fused kernel."""
     pairs = []
     for run_id in runs.runs_with_table("trace_steps"):
@@ -88,7 +90,7 @@ def live_pairs(runs: MeasuredRuns) -> list[LivePair]:
         base, fusion = pass_busy(steps, "baseline"), pass_busy(steps, "fusion")
         if base is not None and fusion is not None and fusion.fused > 0:
             pairs.append(LivePair(run_id, base, fusion))
-    return pairs
+    return tuple(pairs)
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,8 @@ def fit_in_pass(points: list[InPassPoint] | tuple[InPassPoint, ...]) -> InPassFi
     return InPassFit(points, intercept, slope, spread)
 
 
-def synthetic_points(runs: MeasuredRuns) -> list[InPassPoint]:
+@derived
+def synthetic_points(runs: MeasuredRuns) -> tuple[InPassPoint, ...]:
     """Per synthetic campaign run and traced size: the fused kernel's comm time per call at all 122 all-reduces
     over the same run's isolated fused curve there."""
     points = []
@@ -166,24 +169,26 @@ def synthetic_points(runs: MeasuredRuns) -> list[InPassPoint]:
             per_call = float((group["comm_us"] / group["allreduce_count"]).median())
             factor = per_call / float(iso["us"].iloc[0])
             points.append(InPassPoint(run_id, SYNTHETIC, float(iso["bytes"].iloc[0]), factor))
-    return points
+    return tuple(points)
 
 
-def live_points(runs: MeasuredRuns) -> list[InPassPoint]:
+@derived
+def live_points(runs: MeasuredRuns) -> tuple[InPassPoint, ...]:
     """Per live TP-2 run: its fused kernel inside the pass over the newest campaign's isolated fused curve at the
     run's message (the live runs timed no isolated kernel of their own)."""
     campaign = runs.newest_with(*COMM_CAMPAIGN_TABLES)
     if campaign is None:
-        return []
+        return ()
     fused = next((c for c in load_curves(campaign, runs) if (c.path, c.impl) == (LIVE_PATH, "fused")), None)
     if fused is None:
-        return []
-    return [
+        return ()
+    return tuple(
         InPassPoint(p.run, LIVE, p.baseline.message_bytes, p.fused_in_pass_us() / fused.at(p.baseline.message_bytes))
         for p in live_pairs(runs)
-    ]
+    )
 
 
+@derived
 def fused_in_pass_fit(runs: MeasuredRuns, leave_out: str | None = None) -> InPassFit:
     """The fit over every stored trace (``leave_out``: without that run's points, to predict it out of sample)."""
     points = [p for p in (*synthetic_points(runs), *live_points(runs)) if p.run != leave_out]

@@ -263,18 +263,25 @@ def execute_chapters(
     on_cell: CellProgress | None = None,
     workers: int = 1,
     inputs: dict[str, ChapterInputs] | None = None,
+    stop_at_failure: bool = False,
 ) -> list[ChapterResult]:
     """Execute (chapter, parameters) jobs: in order, or up to ``workers`` at a time (replay: the chapters are
-    independent); results in chapter order. ``inputs``: each chapter's inputs digest by name, to record."""
+    independent); results in chapter order. ``inputs``: each chapter's inputs digest by name, to record;
+    ``stop_at_failure``: once a chapter fails no other starts (those running finish), each left one says why."""
+    failed: list[str] = []
 
     def run(number: int, source: Path, params: dict[str, Any]) -> ChapterResult:
+        output = root / GENERATED / f"{source.stem}.ipynb"
         if interrupt.CURRENT.requested.is_set():
-            output = root / GENERATED / f"{source.stem}.ipynb"
             return ChapterResult(source.stem, output, ok=False, error="not run: Ctrl-C came first", interrupted=True)
+        if failed:
+            return ChapterResult(source.stem, output, ok=False, error=f"not run: chapter {failed[0]} failed first")
         if on_chapter:
             on_chapter(source.stem, number, len(jobs))
-        output = root / GENERATED / f"{source.stem}.ipynb"
-        return execute_chapter(source, output, params, root, on_cell, (inputs or {}).get(source.stem))
+        result = execute_chapter(source, output, params, root, on_cell, (inputs or {}).get(source.stem))
+        if stop_at_failure and not result.ok:
+            failed.append(source.stem)
+        return result
 
     if workers <= 1:
         return [run(number, source, params) for number, (source, params) in enumerate(jobs, start=1)]
@@ -302,7 +309,8 @@ def build_book(
     its pages to PDF; the first failing chapter stops it (``verifylab run`` instead renders failed chapters and
     goes on)."""
     params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
-    result = BookResult(chapters=execute_stale_chapters(root, params, on_chapter, on_cell, force))
+    chapters = execute_stale_chapters(root, params, on_chapter, on_cell, force, stop_at_failure=True)
+    result = BookResult(chapters=chapters)
     if any(chapter.interrupted for chapter in result.chapters):
         raise BookInterrupted(result.chapters)  # nothing rendered: the build before stays as it was
     failed = next((c for c in result.chapters if not c.ok), None)
@@ -317,9 +325,11 @@ def execute_stale_chapters(
     on_chapter: Callable[[str, int, int], None] | None = None,
     on_cell: CellProgress | None = None,
     force: bool = False,
+    stop_at_failure: bool = False,
 ) -> list[ChapterResult]:
     """Execute every chapter whose executed copy was not made from its current inputs (every one with ``force``,
-    or in live mode); the others are kept and marked ``reused``. Results in chapter order."""
+    or in live mode); the others are kept and marked ``reused``. Results in chapter order; ``stop_at_failure``:
+    as :func:`execute_chapters`."""
     jobs = [(source, params) for source in chapter_sources(root)]
     inputs = chapter_inputs(root, jobs)
 
@@ -328,7 +338,8 @@ def execute_stale_chapters(
 
     stale = [job for job in jobs if force or params["mode"] != "replay" or not unchanged(job[0])]
     workers = REPLAY_WORKERS if params["mode"] == "replay" else 1
-    executed = {c.name: c for c in execute_chapters(root, stale, on_chapter, on_cell, workers, inputs)}
+    done = execute_chapters(root, stale, on_chapter, on_cell, workers, inputs, stop_at_failure)
+    executed = {c.name: c for c in done}
     return [
         executed.get(source.stem)
         or ChapterResult(source.stem, root / GENERATED / f"{source.stem}.ipynb", ok=True, reused=True)
