@@ -3,7 +3,6 @@ status for a target architecture. Writes nothing."""
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import re
 from dataclasses import dataclass, field
@@ -11,7 +10,7 @@ from pathlib import Path
 
 from verifylab.errors import GateError
 from verifylab.gates.scan import PCIE_IPC_ROLE, Finding, scan_file
-from verifylab.gates.source import MULTICAST_ROLE, module_bindings, unresolved_names
+from verifylab.gates.source import MULTICAST_ROLE, source_bindings, unresolved_names
 from verifylab.gates.state import STATE_DIR
 from verifylab.gates.state import TreeState as TreeState
 from verifylab.gates.state import revert as revert
@@ -143,7 +142,7 @@ def _mark_unresolved(found: list[Finding], path: Path) -> None:
     gates = [f for f in found if f.kind in ("boolean_gate", "raise_guard") and f.status == "open"]
     if not gates:
         return
-    bindings = module_bindings(ast.parse(path.read_bytes()))
+    bindings = source_bindings(path.read_bytes())
     for f in gates:
         missing = unresolved_names(f.expression, bindings)
         if missing:

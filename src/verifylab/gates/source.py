@@ -177,6 +177,13 @@ def module_bindings(module: ast.AST) -> frozenset[str] | None:
     return frozenset(bound_names(module))
 
 
+@functools.lru_cache(maxsize=1024)
+def source_bindings(source: bytes) -> frozenset[str] | None:
+    """:func:`module_bindings` of a module's source, parsed once per process (apply and verify audit the same files
+    again)."""
+    return module_bindings(ast.parse(source))
+
+
 def unresolved_names(expression: str, bindings: frozenset[str] | None) -> list[str]:
     """The names ``expression`` (an opened gate) reads that its module binds nowhere (``bindings``, from
     :func:`module_bindings`; None: nothing can be called undefined), in order."""
