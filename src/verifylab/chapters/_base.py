@@ -12,7 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifylab.errors import ParameterError, describe_error
-from verifylab.report.section import Section
+from verifylab.report.section import Prose, Section
 from verifylab.report.tables import Table, as_table
 from verifylab.store.evidence import Evidence
 
@@ -75,3 +75,9 @@ def shown_as_table(function: Callable[P, pd.DataFrame]) -> Callable[P, Table]:
         return as_table(function(*args, **kwargs))
 
     return shown
+
+
+def nothing_stored(ev: Evidence, what: str, remedy: str) -> Prose:
+    """What an exhibit shows when the data folder holds no run of the kind it draws (a box's own folder before its
+    first measurement of that kind): which kind, where, and what measures one. The exhibit keeps its number."""
+    return Prose(f"Nothing to show yet: no run under `{ev.runs.root}` holds {what}; {remedy}.")

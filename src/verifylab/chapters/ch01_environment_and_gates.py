@@ -10,7 +10,7 @@ import pandas as pd
 from verifylab.analysis import comm_probe, live_tp2
 from verifylab.analysis import gates as gates_analysis
 from verifylab.analysis.hardware import run_hardware_table
-from verifylab.chapters._base import live_section, shown_as_table
+from verifylab.chapters._base import live_section, nothing_stored, shown_as_table
 from verifylab.chapters.params import EnvironmentAndGates as Params
 from verifylab.comm.config import ProbeConfig
 from verifylab.derived import derived
@@ -35,8 +35,11 @@ def communication_finding(ev: Evidence) -> Prose:
     return comm_probe.probe_finding(_probes(ev))
 
 
-def communication_verdicts(ev: Evidence) -> Table:
+def communication_verdicts(ev: Evidence) -> Table | Prose:
     """Table: every stored probe's verdict per world size, its hardware on a line of its own (measured)."""
+    probes = _probes(ev)
+    if probes.empty:
+        return nothing_stored(ev, "a communication probe", "`verifylab probe` on the box measures one")
     columns = [
         "run",
         "hardware",
@@ -47,7 +50,7 @@ def communication_verdicts(ev: Evidence) -> Table:
         "eager (µs)",
         "try first",
     ]
-    return Table(_probes(ev)[columns].round(1), spanned="hardware")
+    return Table(probes[columns].round(1), spanned="hardware")
 
 
 @derived

@@ -12,13 +12,14 @@ from verifylab.bench.campaign import run_campaign
 from verifylab.bench.method import SingleStreamConfig
 from verifylab.bench.runner import RunPlace
 from verifylab.bench.speculation import run_speculation_grid
-from verifylab.chapters._base import live_section, shown_as_table
+from verifylab.chapters._base import live_section, nothing_stored, shown_as_table
 from verifylab.chapters.params import Benchmarks as Params
 from verifylab.derived import derived
 from verifylab.errors import ParameterError
 from verifylab.report.charts import Figure
 from verifylab.report.intervals import single_stream_intervals
 from verifylab.report.section import Prose, Section
+from verifylab.report.tables import Table, as_table
 from verifylab.server.launch import BaseConfig
 from verifylab.store.evidence import Evidence
 
@@ -47,16 +48,20 @@ def sweep_views(ev: Evidence) -> tuple[pd.DataFrame, pd.DataFrame, str, float]:
     return benchmarks.sweep_views(ev)
 
 
-def pareto_figure(ev: Evidence) -> Figure:
+NO_SWEEP = "a load sweep (table sweep_cells)", "chapter 02 live measures one"
+NO_GRID = "a speculation grid (table speculation_points)", "chapter 02 live with its `speculation` grid measures one"
+
+
+def pareto_figure(ev: Evidence) -> Figure | Prose:
     """Figure: per-user vs per-GPU tok/s of every stored sweep (measured; mechanics)."""
     _, pareto, slo, _ = sweep_views(ev)
-    return benchmarks.pareto_chart(pareto, slo)
+    return benchmarks.pareto_chart(pareto, slo) if not pareto.empty else nothing_stored(ev, *NO_SWEEP)
 
 
-def load_curves_figure(ev: Evidence) -> Figure:
+def load_curves_figure(ev: Evidence) -> Figure | Prose:
     """Figure: per-user tok/s vs concurrency with the TPOT SLO drawn (measured; mechanics)."""
     cells, _, _, tpot = sweep_views(ev)
-    return benchmarks.load_curves_chart(cells, tpot)
+    return benchmarks.load_curves_chart(cells, tpot) if not cells.empty else nothing_stored(ev, *NO_SWEEP)
 
 
 def speculation_finding(ev: Evidence) -> Prose:
@@ -102,21 +107,22 @@ def speculation_finding(ev: Evidence) -> Prose:
     )
 
 
-def speculation_figure(ev: Evidence) -> Figure:
+def speculation_figure(ev: Evidence) -> Figure | Prose:
     """Figure: gain over plain decoding against streams per drafter, chain and accept length (measured, modelled)."""
-    return speculation_load.gain_chart(speculation_load.speculation_view(ev))
+    view = speculation_load.speculation_view(ev)
+    return speculation_load.gain_chart(view) if not view.empty else nothing_stored(ev, *NO_GRID)
 
 
-@shown_as_table
-def speculation_crossovers(ev: Evidence) -> pd.DataFrame:
+def speculation_crossovers(ev: Evidence) -> Table | Prose:
     """Table: where speculation stops paying, per drafter, chain and accept length, measured beside predicted."""
-    return speculation_load.crossover_table(speculation_load.speculation_view(ev))
+    view = speculation_load.speculation_view(ev)
+    return as_table(speculation_load.crossover_table(view)) if not view.empty else nothing_stored(ev, *NO_GRID)
 
 
-@shown_as_table
-def speculation_cells(ev: Evidence) -> pd.DataFrame:
+def speculation_cells(ev: Evidence) -> Table | Prose:
     """Table: every measured cell (gain and interval) with the model's range beside it."""
-    return speculation_load.cells_table(speculation_load.speculation_view(ev))
+    view = speculation_load.speculation_view(ev)
+    return as_table(speculation_load.cells_table(view)) if not view.empty else nothing_stored(ev, *NO_GRID)
 
 
 @shown_as_table
@@ -197,9 +203,10 @@ def serving_finding(ev: Evidence) -> Prose:
     )
 
 
-def serving_figure(ev: Evidence) -> Figure:
+def serving_figure(ev: Evidence) -> Figure | Prose:
     """Figure: goodput against streams per server of the speculation grid (measured)."""
-    return speculation_load.goodput_chart(_serving(ev))
+    serving = _serving(ev)
+    return speculation_load.goodput_chart(serving) if not serving.empty else nothing_stored(ev, *NO_GRID)
 
 
 @shown_as_table

@@ -11,7 +11,7 @@ import pandas as pd
 
 from verifylab.analysis import comm_campaign, live_tp2, profiles
 from verifylab.analysis.live_smoke import live_smoke_profile
-from verifylab.chapters._base import live_section, shown_as_table
+from verifylab.chapters._base import live_section, nothing_stored, shown_as_table
 from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
 from verifylab.model.in_pass import fused_in_pass_fit
@@ -93,9 +93,13 @@ def marker_pieces_note(ev: Evidence) -> Prose:
     return comm_campaign.marker_pieces_note(ev.runs)
 
 
-def latency_figure(ev: Evidence) -> Figure:
+def latency_figure(ev: Evidence) -> Figure | Prose:
     """Figure: all-reduce latency vs message size, measured in isolation."""
-    return comm_campaign.latency_curves_chart(comm_campaign.allreduce_latency_measured(ev.runs))
+    latency = comm_campaign.allreduce_latency_measured(ev.runs)
+    if latency.empty:
+        what = "an all-reduce latency curve (table allreduce_latency)"
+        return nothing_stored(ev, what, "`verifylab probe` or the communication campaign measures one")
+    return comm_campaign.latency_curves_chart(latency)
 
 
 def live_kernels_finding(ev: Evidence) -> Prose:
