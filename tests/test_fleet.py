@@ -202,10 +202,10 @@ def cluster():
 
 
 def boxes(repo_root: Path, folder: Path) -> list[dict]:
-    """The two boxes, each with a checkout of its own (as two machines would have)."""
+    """The two boxes, each with a checkout of its own (as two machines would have), no run stored there yet."""
     hosts = []
     for host in HOSTS:
-        project = project_copy(repo_root, (folder / host["name"]).resolve())
+        project = project_copy(repo_root, (folder / host["name"]).resolve(), runs=False)
         hosts.append({**host, "project": str(project)})
     return hosts
 

@@ -160,7 +160,7 @@ def test_smoke_params_replay_end_to_end(smoke_run):
 def test_live_pipeline_against_the_test_server_records_a_failing_chapter(repo_root, tmp_path):
     from .test_bench import free_port
 
-    root = project_copy(repo_root, tmp_path / "p")
+    root = project_copy(repo_root, tmp_path / "p", runs=False)  # the live chapters' runs only
     launcher = [sys.executable, "-m", "verifylab.testing.server"]
     params = {
         "mode": "live",
@@ -265,7 +265,7 @@ def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_pa
     double: fusion in effect read from the server log, fused kernels counted per target pass."""
     from .test_bench import free_port
 
-    root = project_copy(repo_root, tmp_path / "p")
+    root = project_copy(repo_root, tmp_path / "p", runs=False)  # the live chapters' runs only
     helps = tmp_path / "help-calls"  # each chapter reads the launcher's --help once, whatever its variants
     launcher = [
         "sh",
@@ -304,7 +304,7 @@ def test_live_tp2_split_run_proves_fusion_from_log_and_kernels(repo_root, tmp_pa
 def test_live_tp2_simulated_pcie_marks_fusion_skipped(repo_root, tmp_path):
     from .test_bench import free_port
 
-    root = project_copy(repo_root, tmp_path / "p")
+    root = project_copy(repo_root, tmp_path / "p", runs=False)  # the live chapters' runs only
     launcher = [sys.executable, "-m", "verifylab.testing.server"]
     params = tp2_params(launcher, (free_port(), free_port()), simulate=True)
     params["chapters"]["02_benchmarks"]["variants"] = ["fusion"]
