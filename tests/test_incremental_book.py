@@ -1,49 +1,54 @@
-"""``verifylab book`` executes a chapter again only when one of its inputs changed (its notebook, its parameters,
-the code, what it read of the data or the toolchain): a second build with nothing changed executes none, and a
-changed number in one run re-executes only the chapters that read it (#54)."""
+"""``verifylab book`` and ``verifylab run`` (replay) execute a chapter again only when one of its inputs changed (its
+notebook, its parameters, the code, what it read of the data or the toolchain): a second build with nothing changed
+executes none, and a changed number in one run re-executes only the chapters that read it (#54)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
 
-from tests.projects import project_copy
-from verifylab.publish.build import execute_stale_chapters
 from verifylab.publish.chapter_inputs import recorded_inputs, recorded_reads
+from verifylab.publish.pipeline import load_params, run_pipeline
 
 REPLAY = {"mode": "replay", "data_dir": "data"}
 
 
 @pytest.mark.slow
-def test_a_second_build_executes_only_the_chapters_whose_inputs_changed(tmp_path, repo_root):
-    root = project_copy(repo_root, tmp_path)
-    first = execute_stale_chapters(root, REPLAY)
-    assert all(c.ok and not c.reused for c in first) and len(first) == 6
-    assert all(recorded_inputs(c.output) for c in first)  # each executed copy says what it was made from
+def test_a_second_build_executes_only_the_chapters_whose_inputs_changed(smoke_run, repo_root, tmp_path):
+    session, result = smoke_run  # the session's book: every chapter executed once, as `verifylab run` does
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "p"
+    shutil.copytree(session, root, ignore=shutil.ignore_patterns("_build"))
+    params = load_params(repo_root / "examples" / "params-smoke.yaml")
 
-    again = execute_stale_chapters(root, REPLAY)
-    assert [c.name for c in again if not c.reused] == []
+    def executed() -> list[str]:
+        return [c.name for c in run_pipeline(root, params, render=False).chapters if not c.reused]
+
+    first = sorted((root / "book" / "_generated").glob("*.ipynb"))
+    assert len(first) == 6 and all(recorded_inputs(c) for c in first)  # each executed copy says what it was made from
+    assert executed() == []
 
     introduction = root / "notebooks" / "00_introduction.py"
     introduction.write_text(introduction.read_text() + "\n# %% [markdown]\n# One more paragraph.\n")
-    assert [c.name for c in execute_stale_chapters(root, REPLAY) if not c.reused] == ["00_introduction"]
+    assert executed() == ["00_introduction"]
 
     readers: dict[str, set[str]] = {}  # each run table -> the chapters that read it
     for chapter in first:
-        reads = recorded_reads(chapter.output)
-        assert reads is not None and reads.files, chapter.name
+        reads = recorded_reads(chapter)
+        assert reads is not None and reads.files, chapter.stem
         for path in reads.files:
             if path.startswith("runs/") and path.endswith(".csv") and not path.endswith("manifest.json"):
-                readers.setdefault(path, set()).add(chapter.name)
+                readers.setdefault(path, set()).add(chapter.stem)
     table, who = min(readers.items(), key=lambda item: (len(item[1]), item[0]))
     assert 0 < len(who) < len(first), readers  # some chapter reads it, not every one
     frame = pd.read_csv(root / "data" / table)
     column = next(c for c in frame.columns if pd.api.types.is_float_dtype(frame[c]) and frame[c].notna().any())
     frame.loc[frame[column].first_valid_index(), column] *= 1.01  # one number, one per cent
     frame.to_csv(root / "data" / table, index=False)
-    assert {c.name for c in execute_stale_chapters(root, REPLAY) if not c.reused} == who, table
+    assert set(executed()) == who, table
 
 
 def test_a_file_that_appears_outside_the_run_store_changes_every_chapter_s_reads(tmp_path):

@@ -219,7 +219,8 @@ def run_cmd(
     data as it completes, and render the edition. A failing chapter is reported with its error and rendered
     as such; later chapters run on what exists. Exit 1 when a chapter failed (the book is still rendered).
     With --only, the render completes the book: a chapter never executed in this project is replayed from the
-    data folder (and says so).
+    data folder (and says so). In replay mode a chapter whose inputs are unchanged since it was executed is kept,
+    as `verifylab book` keeps it.
 
     Example: `verifylab run --params examples/params-smoke.yaml`
     """
@@ -247,6 +248,7 @@ def run_cmd(
     for chapter in result.chapters:
         mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {escape(str(chapter.error))}"
         how = f" (replayed from {parameters.data_dir}/: never executed in this project)" if chapter.replayed else ""
+        how = " (kept: its inputs are those it was executed from)" if chapter.reused else how
         console.print(f"{chapter.name}: {mark}{how}", highlight=False, soft_wrap=True)  # one line, whole
     if render:
         console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")

@@ -309,7 +309,8 @@ def build_book(
     its pages to PDF; the first failing chapter stops it (``verifylab run`` instead renders failed chapters and
     goes on)."""
     params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
-    chapters = execute_stale_chapters(root, params, on_chapter, on_cell, force, stop_at_failure=True)
+    jobs = [(source, params) for source in chapter_sources(root)]
+    chapters = execute_stale_chapters(root, jobs, on_chapter, on_cell, force, stop_at_failure=True)
     result = BookResult(chapters=chapters)
     if any(chapter.interrupted for chapter in result.chapters):
         raise BookInterrupted(result.chapters)  # nothing rendered: the build before stays as it was
@@ -321,24 +322,26 @@ def build_book(
 
 def execute_stale_chapters(
     root: Path,
-    params: dict[str, Any],
+    jobs: list[tuple[Path, dict[str, Any]]],
     on_chapter: Callable[[str, int, int], None] | None = None,
     on_cell: CellProgress | None = None,
     force: bool = False,
     stop_at_failure: bool = False,
 ) -> list[ChapterResult]:
-    """Execute every chapter whose executed copy was not made from its current inputs (every one with ``force``,
-    or in live mode); the others are kept and marked ``reused``. Results in chapter order; ``stop_at_failure``:
-    as :func:`execute_chapters`."""
-    jobs = [(source, params) for source in chapter_sources(root)]
+    """Execute each (chapter, parameters) job whose executed copy was not made from its current inputs (every one
+    with ``force``, or in live mode); the others are kept and marked ``reused``. Each executed copy records what it
+    was made from. Results in chapter order; ``stop_at_failure``: as :func:`execute_chapters`."""
     inputs = chapter_inputs(root, jobs)
 
-    def unchanged(source: Path) -> bool:
-        return inputs[source.stem].unchanged(root / GENERATED / f"{source.stem}.ipynb")
+    def stale(source: Path, params: dict[str, Any]) -> bool:
+        if force or params.get("mode", "replay") != "replay":
+            return True
+        return not inputs[source.stem].unchanged(root / GENERATED / f"{source.stem}.ipynb")
 
-    stale = [job for job in jobs if force or params["mode"] != "replay" or not unchanged(job[0])]
-    workers = REPLAY_WORKERS if params["mode"] == "replay" else 1
-    done = execute_chapters(root, stale, on_chapter, on_cell, workers, inputs, stop_at_failure)
+    to_execute = [job for job in jobs if stale(*job)]
+    replay = all(params.get("mode", "replay") == "replay" for _, params in jobs)
+    workers = REPLAY_WORKERS if replay else 1  # live chapters run in order: 02 feeds 03
+    done = execute_chapters(root, to_execute, on_chapter, on_cell, workers, inputs, stop_at_failure)
     executed = {c.name: c for c in done}
     return [
         executed.get(source.stem)

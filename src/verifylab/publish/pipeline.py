@@ -21,6 +21,7 @@ from verifylab.publish.build import (
     ChapterResult,
     chapter_sources,
     execute_chapters,
+    execute_stale_chapters,
     render_edition,
 )
 from verifylab.publish.paths import GENERATED
@@ -117,13 +118,13 @@ def run_pipeline(
     only: list[str] | None = None,
     render: bool = True,
 ) -> BookResult:
-    """Execute the chapters (all, or ``only`` those) in order with ``params``; render and archive the edition
-    unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
+    """Execute the chapters (all, or ``only`` those) in order with ``params`` (in replay mode a chapter whose inputs
+    are those its executed copy was made from is kept, as ``verifylab book`` keeps it); render and archive the
+    edition unless ``render`` is False (a campaign split over several sessions renders once, at the end)."""
     params.check_chapters("params")  # all of them, before any work (once: load_params has done it)
     result = BookResult()
     jobs = chapter_jobs(params, select_chapters(chapter_sources(root), only))
-    workers = REPLAY_WORKERS if params.mode == "replay" else 1  # live chapters run in order: 02 feeds 03
-    result.chapters = execute_chapters(root, jobs, on_chapter, on_cell, workers)
+    result.chapters = execute_stale_chapters(root, jobs, on_chapter, on_cell)  # replay: unchanged ones are kept
     if any(chapter.interrupted for chapter in result.chapters):
         raise RunInterrupted(result.chapters)  # nothing rendered: the caller says what completed and how to resume
     for chapter in result.chapters:
