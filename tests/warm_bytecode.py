@@ -14,13 +14,28 @@ import pkgutil
 import sys
 
 GROUPS = {
-    "torch": ["torch", "torch.distributed", "torch.profiler", "torch._inductor", "ray", "playwright.sync_api"],
+    "torch": [
+        "torch",
+        "torch.distributed",
+        "torch.profiler",
+        "torch._inductor",
+        "ray",
+        "ray.cluster_utils",
+        "ray.dashboard.agent",  # every node of the fleet tests' cluster starts one
+        "ray.autoscaler._private.monitor",
+        "playwright.sync_api",
+    ],
     "book": [
         "pandas",
         "pyarrow.csv",
         "altair",
         "vl_convert",
         "ipykernel.kernelapp",
+        "debugpy",  # each kernel imports its debugger
+        "jupyter_cache.cache.main",  # the render's notebook cache (SQLAlchemy)
+        "sphinx.builders.html",
+        "myst_nb.sphinx_ext",
+        "sphinx_book_theme",
         "papermill",
         "nbclient",
         "jupytext",
