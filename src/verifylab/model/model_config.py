@@ -19,6 +19,7 @@ import json
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,8 @@ def busiest_gpu_experts(experts_hit: float, gpus: int, experts: int) -> float:
     hit at random: the expected maximum of ``gpus`` binomial counts (uniform routing)."""
     per_gpu = experts // gpus
     p = min(max(experts_hit / experts, 0.0), 1.0)
-    cdf, below = [], 0.0  # F(j): the binomial's terms added in order, as a running sum
-    for i in range(per_gpu):
-        below += math.comb(per_gpu, i) * p**i * (1 - p) ** (per_gpu - i)
-        cdf.append(below)
-    # E[max] = sum over j of P(max > j) = sum (1 - F(j)^gpus)
-    return sum(1 - c**gpus for c in cdf)
+    cdf = accumulate(math.comb(per_gpu, i) * p**i * (1 - p) ** (per_gpu - i) for i in range(per_gpu))  # F(j)
+    return sum(1 - c**gpus for c in cdf)  # E[max] = sum over j of P(max > j) = sum (1 - F(j)^gpus)
 
 
 class Routing(StrEnum):

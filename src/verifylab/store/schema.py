@@ -337,14 +337,11 @@ def _holds(dtype: str, values: pd.Series) -> bool:
     if dtype in ("str", "json"):
         return True
     kind = values.dtype.kind if isinstance(values.dtype, np.dtype) else "O"  # a numpy column answers by its type
-    if kind == "b":
-        return dtype == "bool" or values.empty
-    if kind in "iu":
-        return dtype in ("int", "float") or values.empty
+    if kind in "biu":  # booleans hold bool only; whole numbers hold int and float
+        return values.empty or (dtype == "bool") == (kind == "b")
     if kind == "f":
-        array = values.to_numpy()
-        known_floats = array[~np.isnan(array)]
-        return known_floats.size == 0 or dtype == "float" or (dtype == "int" and bool((known_floats % 1 == 0).all()))
+        floats = values.dropna().to_numpy()
+        return floats.size == 0 or dtype == "float" or (dtype == "int" and bool((floats % 1 == 0).all()))
     known = values.dropna()
     if known.empty:
         return True
