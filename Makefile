@@ -105,7 +105,7 @@ notebooks: $(STAMP)
 check: $(STAMP)
 	$(MAKE) --no-print-directory -j 2 -O lint fast-tests
 
-fast-tests: warm-bytecode-book
+fast-tests: warm-bytecode-fast
 	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider -m "not slow and not browser"
 
 # Three workers on CI's two cores: some tests wait (on the Ray cluster, on timeouts they test), and a third worker

@@ -4,6 +4,7 @@ otherwise each compile the same modules at the same time.
 
     python tests/warm_bytecode.py torch    # torch (with the compiler stack its profiler loads), Ray, Playwright
     python tests/warm_bytecode.py book     # pandas, the Jupyter and Sphinx stacks, pytest, every verifylab module
+    python tests/warm_bytecode.py fast     # what `make check`'s workers import: pandas, Altair, every verifylab module
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ GROUPS = {
         "ray.autoscaler._private.monitor",
         "playwright.sync_api",
     ],
+    "fast": ["pandas", "pyarrow.csv", "altair", "vl_convert", "jupytext", "aiohttp.web", "xdist.remote"],  # make check
     "book": [
         "pandas",
         "pyarrow.csv",
@@ -63,7 +65,7 @@ def main(group: str) -> int:
     if group not in GROUPS:
         print(f"warm_bytecode: unknown group {group!r}; the groups are {', '.join(GROUPS)}", file=sys.stderr)
         return 2
-    names = GROUPS[group] + (verifylab_modules() if group == "book" else [])
+    names = GROUPS[group] + (verifylab_modules() if group in ("book", "fast") else [])
     for name in names:
         with contextlib.suppress(Exception):  # a module that cannot import here is not one the tests load
             importlib.import_module(name)
