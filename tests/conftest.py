@@ -49,18 +49,26 @@ tempfile.tempdir = None  # tempfile reads TMPDIR again
 
 
 def leftovers(folder: Path) -> list[str]:
-    """What a test session left in its temporary folder besides pytest's and the xdist workers' own folders."""
+    """What a test session left in its temporary folder besides pytest's own folders; an xdist worker's folder
+    (inside its controller's) is looked into by the controller, whose exit status is the session's."""
     own = (
         "pytest-of-",
-        "w-gw",  # an xdist worker's folder: the worker checks it
+        "w-gw",  # an xdist worker's folder: read below, as its own
         "pymp-",  # multiprocessing's own folder: it removes it when the process exits, after this check
         "torchinductor_",  # torch's kernel cache, kept by torch on purpose between processes
         "uv-setuptools-",  # uv's lock on its cached build backend, kept by uv on purpose
     )
-    return sorted(p.name for p in folder.iterdir() if not p.name.startswith(own)) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    left = [p.name for p in folder.iterdir() if not p.name.startswith(own)]
+    for worker in folder.glob("w-gw*"):
+        left += [f"{worker.name}/{name}" for name in leftovers(worker)]
+    return sorted(left)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _WORKER:
+        return  # the controller reads this worker's folder when every worker is done (a worker's status is lost)
     left = leftovers(SESSION_TMP)
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -68,7 +76,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    elif not _WORKER:  # the session's own folder goes with it (a failing session's stays, to be read)
+    else:  # the session's own folder goes with it (a failing session's stays, to be read)
         shutil.rmtree(SESSION_TMP, ignore_errors=True)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ import yaml
 
 import verifylab
 from verifylab.fleet.pack import manifest_times, pack_runs, runs_changed
+from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import die_with_parent
 from verifylab.strict_yaml import load_strict_yaml
 
@@ -30,6 +32,13 @@ def code_identity() -> str:
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return f"{verifylab.__version__}+{digest.hexdigest()[:12]}"
+
+
+def job_scratch(spec: dict[str, Any], project: Path) -> Path:
+    """The temporary folder of one job on this box, the same for every attempt of it (named by the job, its
+    parameters and the project): an attempt killed with its worker leaves it behind, and the next one empties it."""
+    key = hashlib.sha256(f"{spec['name']}\0{spec['params_text']}\0{project}".encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"verifylab-fleet-{spec['name']}-{key}"
 
 
 def run_job(spec: dict[str, Any]) -> dict[str, Any]:
@@ -50,22 +59,33 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
         params.setdefault("parameters", {})["label"] = spec["label"]
     runs_dir = project / params.get("data_dir", "data") / "runs"
     before = manifest_times(runs_dir)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix=f"fleet-{spec['name']}-", delete=False) as fh:
-        yaml.safe_dump(params, fh)
+    scratch = job_scratch(spec, project)
+    shutil.rmtree(scratch, ignore_errors=True)  # what a killed attempt of this job left (its run died with it)
+    scratch.mkdir(parents=True)
+    atomic_write_text(scratch / "params.yaml", yaml.safe_dump(params))
     try:
-        cmd = [sys.executable, "-m", "verifylab.cli", "run", "--params", fh.name, "--root", str(project)]
-        cmd += ["--no-render"] + (["--only", ",".join(spec["only"])] if spec.get("only") else [])
-        # the run dies with this worker: a retried task never finds the killed attempt still measuring
+        cmd = [sys.executable, "-m", "verifylab.cli", "run", "--params", str(scratch / "params.yaml")]
+        cmd += ["--root", str(project), "--no-render"] + (
+            ["--only", ",".join(spec["only"])] if spec.get("only") else []
+        )
+        # the run dies with this worker: a retried task never finds the killed attempt still measuring; its
+        # temporary files (kernels, servers' logs) go into the job's scratch folder, which the retry empties
         try:
             proc = subprocess.run(
-                cmd, capture_output=True, text=True, check=False, preexec_fn=die_with_parent, timeout=JOB_TIMEOUT_S
+                cmd,
+                capture_output=True,
+                text=True,
+                check=False,
+                preexec_fn=die_with_parent,
+                timeout=JOB_TIMEOUT_S,
+                env={**os.environ, "TMPDIR": str(scratch)},
             )
             returncode, output = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()
         except subprocess.TimeoutExpired:  # stopped (its servers die with it); what it stored still travels back
             returncode = None
             output = [f"error: verifylab run took longer than {JOB_TIMEOUT_S} s on this box and was stopped"]
     finally:
-        os.unlink(fh.name)
+        shutil.rmtree(scratch, ignore_errors=True)
     run_ids = runs_changed(runs_dir, before)
     result: dict[str, Any] = {"ok": returncode == 0, "returncode": returncode, "run_ids": run_ids}
     if returncode != 0:
