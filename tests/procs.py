@@ -67,3 +67,22 @@ def with_a_slow_cell(root: Path, marker: Path, sleep_s: float) -> Path:
     with (root / "notebooks" / "01_environment_and_gates.py").open("a") as source:
         source.write(f"\n# %%\nimport pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep({sleep_s})\n")
     return root
+
+
+def temporary_entries() -> set[Path]:
+    """What the temporary folder (this session's, or this worker's) holds now."""
+    import tempfile
+
+    return set(Path(tempfile.gettempdir()).iterdir())
+
+
+def clear_what_a_kill_left(before: set[Path], kinds: tuple[str, ...]) -> list[str]:
+    """A process killed with -9 cannot remove its temporary files: each entry that appeared since ``before`` must be
+    one of ``kinds`` (name prefixes, what the killed process would have removed); they are removed here, and their
+    names returned. Anything else is left for the session's leftover check to name."""
+    import shutil
+
+    left = sorted(p for p in temporary_entries() - before if p.name.startswith(kinds))
+    for path in left:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return [p.name for p in left]

@@ -400,9 +400,12 @@ def test_a_killed_synth_verify_leaves_no_rank_running(tmp_path):
     import sys
     import time
 
+    from .procs import clear_what_a_kill_left, temporary_entries
+
     cmd = [sys.executable, "-m", "verifylab.cli", "synth-verify", "--backend", "gloo", "--ranks", "2"]
     cmd += ["--layers", "2", "--hidden", "16", "--tokens", "2", "--context", "8", "--steps", "2", "--timeout", "120"]
     cmd += ["--profile-dir", str(tmp_path), "--no-summarize"]
+    before = temporary_entries()
     proc = subprocess.Popen(cmd, env={**os.environ, "VERIFYLAB_SYNTH_FAULT": "1:profile:hang"})
     deadline = time.monotonic() + 60
     phase = tmp_path / ".rank1.phase"
@@ -418,6 +421,7 @@ def test_a_killed_synth_verify_leaves_no_rank_running(tmp_path):
         time.sleep(0.1)
     left = below & descendants(1)
     assert not left, [Path(f"/proc/{p}/cmdline").read_text()[:200] for p in left]
+    clear_what_a_kill_left(before, ("pytorch-errorfile-",))  # torch's per-rank error files: the killed run's to remove
 
 
 def test_fused_comm_needs_gpus_and_says_so(tmp_path):
