@@ -279,6 +279,9 @@ def _join(context, cfg: SynthConfig, out: Path) -> None:
         for proc in context.processes:
             if proc.is_alive():
                 proc.kill()
+        for error_file in context.error_files:  # torch leaves a failed rank's pickled error in the temporary folder
+            with contextlib.suppress(OSError):
+                os.unlink(error_file)
 
 
 # Ranks are forked from one server process that imported these once, so a rank starts in a fraction of a second
