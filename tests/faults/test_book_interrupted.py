@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # starts a book build and interrupts it
 @pytest.mark.parametrize(("presses", "sleep_s"), [(1, 4), (2, 120)])
 def test_ctrl_c_stops_book_force(repo_root, tmp_path, presses, sleep_s):
     marker = tmp_path / "cell-started"
-    root = with_a_slow_cell(project_copy(repo_root, tmp_path / "project", runs=False), marker, sleep_s)
+    root = with_a_slow_cell(project_copy(repo_root, tmp_path / "project"), marker, sleep_s)
     command = [sys.executable, "-c", INTERRUPTIBLE_CLI, "book", "--force", "--root", str(root)]
     code, output, took = interrupt_after(command, marker, presses)
     assert code == 130, output

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # starts a run of chapters and interrupts it
 @pytest.mark.parametrize(("presses", "sleep_s"), [(1, 4), (2, 120)])
 def test_ctrl_c_stops_the_run_and_says_how_to_resume(repo_root, tmp_path, presses, sleep_s):
     marker = tmp_path / "cell-started"
-    root = with_a_slow_cell(project_copy(repo_root, tmp_path / "project", runs=False), marker, sleep_s)
+    root = with_a_slow_cell(project_copy(repo_root, tmp_path / "project"), marker, sleep_s)
     params = write_params(tmp_path / "params.yaml", {"mode": "replay"})
     run = ["run", "--params", str(params), "--root", str(root), "--no-render"]
     command = [sys.executable, "-c", INTERRUPTIBLE_CLI, *run]
