@@ -14,6 +14,7 @@ import importlib
 import pkgutil
 import sys
 
+FAST = ["pandas", "pyarrow.csv", "altair", "vl_convert", "jupytext", "aiohttp.web", "xdist.remote"]  # make check
 GROUPS = {
     "torch": [
         "torch",
@@ -26,12 +27,9 @@ GROUPS = {
         "ray.autoscaler._private.monitor",
         "playwright.sync_api",
     ],
-    "fast": ["pandas", "pyarrow.csv", "altair", "vl_convert", "jupytext", "aiohttp.web", "xdist.remote"],  # make check
+    "fast": FAST,
     "book": [
-        "pandas",
-        "pyarrow.csv",
-        "altair",
-        "vl_convert",
+        *FAST,
         "ipykernel.kernelapp",
         "debugpy",  # each kernel imports its debugger
         "jupyter_cache.cache.main",  # the render's notebook cache (SQLAlchemy)
@@ -40,13 +38,10 @@ GROUPS = {
         "sphinx_book_theme",
         "papermill",
         "nbclient",
-        "jupytext",
         "jupyter_book.cli.main",
         "sphinx.application",
         "myst_nb",
-        "aiohttp.web",
         "pypdf",
-        "xdist.remote",
     ],
 }
 SKIP = ("verifylab.guard.site",)  # the multicast guard's sitecustomize acts when imported
