@@ -205,6 +205,24 @@ def test_a_figure_renders_offline_svg_with_its_caption_escaped():
     assert "run &lt;x&gt;" in html and 'data-name="tbl-&quot;q&quot;"' in html
 
 
+def test_an_exported_chart_is_titled_and_its_png_is_what_vega_draws(tmp_path):
+    """The export's PNG is rasterised from its SVG: the same image (byte for byte) as vl-convert draws from the
+    titled spec itself, at twice the scale."""
+    import altair as alt
+    import vl_convert as vlc
+
+    from verifylab.report.charts import _vl_version, readable, save_spec
+
+    chart = alt.Chart(pd.DataFrame({"x": [1, 2, 3], "y": [3, 1, 4]})).mark_line().encode(x="x:Q", y="y:Q")
+    files = save_spec(chart.to_dict(), "fig-1-line", "Figure 1: a line — edition e1", tmp_path)
+    assert "Figure 1: a line — edition e1" in files["svg"].read_text(encoding="utf-8")
+    titled = dict(
+        readable(chart.to_dict()), title={"text": "Figure 1: a line — edition e1", "fontSize": 13, "anchor": "start"}
+    )
+    assert files["png"].read_bytes() == vlc.vegalite_to_png(titled, vl_version=_vl_version(), scale=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig-1-line.png", "fig-1-line.svg"]  # no temp file left
+
+
 def test_gate_versions_read_as_ranges_of_the_audited_versions():
     from verifylab.analysis.gates import version_ranges
 

@@ -90,8 +90,10 @@ def save_spec(spec: dict, name: str, title: str, folder: Path) -> dict[str, Path
 
     titled = dict(readable(spec), title={"text": title, "fontSize": 13, "anchor": "start"})
     svg_path, png_path = folder / f"{name}.svg", folder / f"{name}.png"
-    atomic_write_text(svg_path, vlc.vegalite_to_svg(titled, vl_version=_vl_version()))
-    atomic_write_bytes(png_path, vlc.vegalite_to_png(titled, vl_version=_vl_version(), scale=2))
+    svg = vlc.vegalite_to_svg(titled, vl_version=_vl_version())
+    atomic_write_text(svg_path, svg)
+    # the PNG rasterised from that SVG: the same bytes as vegalite_to_png, which would run Vega a second time
+    atomic_write_bytes(png_path, vlc.svg_to_png(svg, scale=2))
     return {"svg": svg_path, "png": png_path}
 
 
