@@ -21,6 +21,7 @@ from .browsing import (
     GLOSSARY_TERMS,
     LAUNCH_ARGS,
     LAYOUT,
+    READ_PAGES,
     READING,
     SCREEN_HEIGHT,
     SCREEN_WIDTHS,
@@ -188,8 +189,9 @@ def browser():
 
 @pytest.fixture(scope="session")
 def visited(book_url, built_book) -> dict[str, dict]:
-    """Every page of the book opened once at 1400 px: console errors, blocked requests, marks per chart and
-    (``reading``, for pages with an article) what the reader sees — shared by the page-level tests. The
+    """Every page of the book opened once at 1400 px: console errors, blocked requests, marks per chart and, for
+    the pages read as a reader reads them (``READ_PAGES``), what the reader sees at each width — shared by the
+    page-level tests. The
     browser closes as soon as the pages are read. It runs in a thread of its own: a module's ``browser`` fixture
     may hold playwright's event loop in this one, and a second sync playwright here would refuse to start."""
     from concurrent.futures import ThreadPoolExecutor
@@ -210,21 +212,20 @@ def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
     for path in pages(built_book):
         rel = path.relative_to(built_book).as_posix()
         page, errors, blocked = tab.open(f"{book_url}/{rel}")
-        has_article = page.locator("article.bd-article").count() > 0
+        seen[rel] = {"errors": errors, "blocked": blocked, "marks": page.evaluate(CHART_MARKS)}
+        if rel not in READ_PAGES:  # a run's page, an index: opened, not read (a third of the visit's CPU)
+            continue
         layout, first_screen = {}, {}
         for width in SCREEN_WIDTHS:  # a laptop and a narrow window
             page.set_viewport_size({"width": width, "height": SCREEN_HEIGHT})
-            layout[width] = page.evaluate(LAYOUT) if has_article else None
-            first_screen[width] = page.evaluate(FIRST_SCREEN) if has_article else ""
+            layout[width] = page.evaluate(LAYOUT)
+            first_screen[width] = page.evaluate(FIRST_SCREEN)
         page.set_viewport_size({"width": 1400, "height": 1000})
-        seen[rel] = {
-            "errors": errors,
-            "blocked": blocked,
-            "marks": page.evaluate(CHART_MARKS),
-            "reading": page.evaluate(READING) if has_article else None,
+        seen[rel] |= {
+            "reading": page.evaluate(READING),
             "layout": layout,
             "first_screen": first_screen,
-            "unlinked_terms": page.evaluate(FIRST_USES, terms) if has_article and "glossary" not in rel else [],
+            "unlinked_terms": page.evaluate(FIRST_USES, terms),
             "terms_checked": len(terms),
         }
     tab.page.close()

@@ -8,21 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from verifylab.chapters.registry import CHAPTERS
-
-from .browsing import CHROMIUM, SCREEN_WIDTHS
+from .browsing import CHROMIUM, READ_PAGES, SCREEN_WIDTHS
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make test installs it)"),
 ]
 
-PAGES = [  # every chapter of the registry, the decision page, the changes page and the methods appendix
-    *(f"book/_generated/{c.name}.html" for c in CHAPTERS),
-    "book/_generated/decision.html",
-    "book/_generated/changes.html",
-    "book/methods.html",
-]
+PAGES = READ_PAGES
 
 
 @pytest.mark.parametrize("width", SCREEN_WIDTHS)
