@@ -8,8 +8,11 @@ import ctypes
 import os
 import select
 import signal
+import subprocess
 import sys
 import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -21,6 +24,26 @@ def die_with_parent() -> None:
         return
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def run_tied(
+    cmd: Sequence[str], *, timeout_s: float, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str] | None:
+    """Run ``cmd`` to its end with its output captured as text, killed with this process (:func:`die_with_parent`);
+    ``None`` when it ran past ``timeout_s`` (it is killed then)."""
+    try:
+        return subprocess.run(
+            list(cmd),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            capture_output=True,
+            text=True,
+            check=False,
+            preexec_fn=die_with_parent,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def die_with(pid: int) -> None:

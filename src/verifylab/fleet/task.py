@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +16,7 @@ import yaml
 import verifylab
 from verifylab.fleet.pack import manifest_times, pack_runs, runs_changed
 from verifylab.iorw import atomic_write_text
-from verifylab.lifetime import die_with_parent
+from verifylab.lifetime import run_tied
 from verifylab.strict_yaml import load_strict_yaml
 
 OUTPUT_LINES = 15  # of a failed run's output, what the driver is told
@@ -70,20 +69,12 @@ def run_job(spec: dict[str, Any]) -> dict[str, Any]:
         )
         # the run dies with this worker: a retried task never finds the killed attempt still measuring; its
         # temporary files (kernels, servers' logs) go into the job's scratch folder, which the retry empties
-        try:
-            proc = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                check=False,
-                preexec_fn=die_with_parent,
-                timeout=JOB_TIMEOUT_S,
-                env={**os.environ, "TMPDIR": str(scratch)},
-            )
-            returncode, output = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()
-        except subprocess.TimeoutExpired:  # stopped (its servers die with it); what it stored still travels back
+        proc = run_tied(cmd, timeout_s=JOB_TIMEOUT_S, env={**os.environ, "TMPDIR": str(scratch)})
+        if proc is None:  # stopped (its servers die with it); what it stored still travels back
             returncode = None
             output = [f"error: verifylab run took longer than {JOB_TIMEOUT_S} s on this box and was stopped"]
+        else:
+            returncode, output = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     run_ids = runs_changed(runs_dir, before)

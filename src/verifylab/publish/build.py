@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import Any
 from verifylab.chapters.registry import CHAPTERS
 from verifylab.errors import BookBuildError, VerifylabError
 from verifylab.iorw import atomic_write_text
-from verifylab.lifetime import die_with_parent
+from verifylab.lifetime import run_tied
 from verifylab.publish import interrupt
 from verifylab.publish.chapter_inputs import METADATA_KEY, ChapterInputs, code_digest
 from verifylab.publish.chapter_reads import Reads, read_log
@@ -218,20 +217,11 @@ def render_html(root: Path, strict: bool = True) -> Path:
         cmd = [*jupyter_book_command(), "build", str(root), "--quiet", "--path-output", str(staging), "--toc", str(toc)]
         if strict:
             cmd += ["--warningiserror", "--keep-going"]
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=root,
-                capture_output=True,
-                text=True,
-                check=False,
-                preexec_fn=die_with_parent,
-                timeout=RENDER_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
+        proc = run_tied(cmd, timeout_s=RENDER_TIMEOUT_S, cwd=root)
+        if proc is None:
             raise BookBuildError(
                 f"jupyter-book build took longer than {RENDER_TIMEOUT_S} s and was stopped (the previous book is kept)"
-            ) from None
+            )
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
             raise BookBuildError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
