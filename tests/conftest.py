@@ -9,6 +9,7 @@ import threading
 from contextlib import contextmanager
 from functools import partial
 from http.server import ThreadingHTTPServer
+from multiprocessing.util import Finalize
 from pathlib import Path
 
 import pytest
@@ -77,8 +78,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    else:  # the session's own folder goes with it (a failing session's stays, to be read)
-        shutil.rmtree(SESSION_TMP, ignore_errors=True)
+    else:  # the session's own folder goes with it (a failing session's stays, to be read): at exit, after
+        # multiprocessing removed its own pymp- folder in it (finalisers of lower priority run later; removed
+        # now, multiprocessing's finaliser printed a FileNotFoundError at exit)
+        Finalize(None, shutil.rmtree, args=(SESSION_TMP,), kwargs={"ignore_errors": True}, exitpriority=-101)
 
 
 SEEDS = ROOT.parent / "shared" / "seeds"
