@@ -100,3 +100,10 @@ def test_every_subprocess_verifylab_starts_has_a_timeout():
             ):
                 missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert missing == []
+
+
+def test_make_book_installs_playwright_so_it_prints_the_pdfs_wherever_chromium_is():
+    """#54 item 3: the book's environment (make book installs only the book lock) has playwright, which drives the
+    system's Chromium; no browser is downloaded."""
+    assert "playwright" in {_name(r) for r in _project()["optional-dependencies"]["book"]}
+    assert "playwright" in _locked("book.lock")

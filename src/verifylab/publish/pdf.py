@@ -29,11 +29,17 @@ def print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
 def _print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
     executable = chromium()
     if executable is None:
-        return [], "no Chromium on PATH (Debian: apt-get install chromium): PDFs skipped"
+        return [], (
+            "no Chromium on PATH, as chromium or chromium-browser (Debian: apt-get install chromium; playwright's "
+            "own download is not needed): PDFs skipped"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        return [], "playwright is not installed (pip install playwright; no browser download needed): PDFs skipped"
+        return [], (
+            "playwright is not installed (make book installs it from requirements/book.lock; elsewhere pip install "
+            "playwright, no browser download needed): PDFs skipped"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
