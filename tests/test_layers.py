@@ -45,9 +45,7 @@ RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # layer: (forbidd
     },
 }
 
-# the probe's ranks read a test double's fault injection (VERIFYLAB_TESTING_BROKEN_PATHS): the one seam product
-# code keeps into verifylab.testing, so that a CPU test can break a peer path inside a real rank process
-KNOWN: set[str] = {"comm/rank.py -> verifylab.testing.broken_path"}
+KNOWN: set[str] = set()  # imports a rule forbids that are left for now (none: product code imports no test double)
 
 
 def imported_modules(source: str, module: str = "") -> set[str]:

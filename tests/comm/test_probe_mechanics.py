@@ -95,10 +95,11 @@ def test_stored_run_has_every_table_and_refuses_to_overwrite(tmp_path: Path, two
 def test_a_path_that_returns_wrong_sums_is_refused_not_timed(tmp_path: Path, monkeypatch):
     """The test double of a broken peer path: the ranks' sum loses every peer's part. The probe's check refuses to
     time it, the verdict names it, and the policy forbids tensor parallelism on that box."""
+    from verifylab.comm import probe
     from verifylab.comm.tables import latency_table
-    from verifylab.testing.broken_path import VARIABLE
+    from verifylab.testing.broken_path import write_launcher
 
-    monkeypatch.setenv(VARIABLE, "gloo")
+    monkeypatch.setattr(probe.sys, "executable", str(write_launcher(tmp_path)))  # the ranks' Python
     raw = run_probe(_cfg(tokens=[4]), tmp_path / "w")
     table = latency_table(raw)
     whole = table[table["group"] == "all"]

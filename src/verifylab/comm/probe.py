@@ -128,7 +128,6 @@ def probe_environment() -> dict[str, str]:
         "NCCL_TOPO_FILE",
         "CUDA_VISIBLE_DEVICES",
         "CUDA_DEVICE_ORDER",
-        "VERIFYLAB_TESTING_BROKEN_PATHS",  # a test double's fault injection: never on a real probe
     )
     return {n: os.environ[n] for n in names if n in os.environ}
 

@@ -20,7 +20,6 @@ from verifylab.comm.config import ProbeConfig
 from verifylab.comm.rank_state import WORLD, Phases, RankResult, RankSpec, group_name, subgroups
 from verifylab.comm.timing import CHECK_TOLERANCE, Mode, RankSample, relative_error, time_samples
 from verifylab.iorw import atomic_write_text
-from verifylab.testing.broken_path import break_result, broken_paths
 
 FLASHINFER_RANKS = (2, 4, 8, 16)  # the TRT-LLM all-reduce kernels are instantiated for these world sizes
 
@@ -54,9 +53,6 @@ class Prober:
         self.dist, self.torch = dist, torch
         self.dtype = torch.bfloat16 if self.cuda else torch.float32
         self.result = RankResult(rank, str(self.device), identity=self._identity())
-        self.broken = broken_paths()  # a test double's fault injection; empty on a real probe
-        if self.broken:
-            self.result.unavailable["testing"] = f"test double: {', '.join(sorted(self.broken))} deliberately broken"
         self._base: dict[int, object] = {}
         self._barrier(None)()  # NCCL's communicator is set up here: its transport lines are logged now
 
@@ -143,8 +139,6 @@ class Prober:
         check = mine.clone()
         self.dist.all_reduce(check, group=group)
         impl = "nccl" if self.cuda else self.cfg.backend
-        if impl in self.broken and len(group_ranks) > 1:
-            break_result(check, mine)
         err = relative_error(check, expected)
         if not self._checked(impl, err, tokens, group_label):
             return
@@ -296,9 +290,6 @@ class Prober:
         torch = self.torch
         outputs = kernel(mine.clone())
         torch.cuda.synchronize()
-        if impl in self.broken:
-            for out in outputs:
-                break_result(out, mine)
         if impl == "fused":
             residual, norm = outputs
             summed = expected.double()

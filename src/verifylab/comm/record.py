@@ -111,7 +111,7 @@ def store_probe(
         run_id, label or default_label(raw, host.gpu_name, host.interconnect), host, parameters, PURPOSE
     )
     manifest.gpu_count = raw.world if raw.config.backend == "nccl" else 0
-    manifest.mechanics_only = raw.config.backend == "gloo" or "VERIFYLAB_TESTING_BROKEN_PATHS" in raw.environment
+    manifest.mechanics_only = raw.config.backend == "gloo"
     manifest.versions.nccl = nccl_log(raw).version or manifest.versions.nccl
     unavailable = {k: v for r in raw.ranks for k, v in r.get("unavailable", {}).items()}
     manifest.notes += [f"{impl} not measured: {why}" for impl, why in sorted(unavailable.items())]

@@ -1,22 +1,40 @@
-"""A test double of a broken peer path: the probe's ranks read ``VERIFYLAB_TESTING_BROKEN_PATHS`` (comma-separated
-implementation names: ``nccl``, ``flashinfer_oneshot``, ``flashinfer_twoshot``, ``fused``) and make those paths
-return what a peer path that never delivered the peers' data returns: this rank's own contribution. The probe's
-correctness check must then refuse to time them. A run made with it says so in its manifest; its numbers are never
-evidence."""
+"""A test double of a broken peer path, entirely outside the product: run as ``python -m
+verifylab.testing.broken_path -m MODULE ARGS...``, it runs ``python -m MODULE ARGS...`` with
+``torch.distributed.all_reduce`` answering as a peer path that never delivered the peers' data does: each rank's
+tensor keeps its own contribution. A test points the probe's ``sys.executable`` at a launcher of this module
+(:func:`write_launcher`), so the real ranks run their real checks on a collective that returns wrong sums."""
 
 from __future__ import annotations
 
-import os
+import runpy
+import shlex
+import sys
+from pathlib import Path
 
-VARIABLE = "VERIFYLAB_TESTING_BROKEN_PATHS"
-
-
-def broken_paths(env: dict[str, str] | None = None) -> frozenset[str]:
-    """The implementations this process is told to break (empty: none, the normal case)."""
-    text = (os.environ if env is None else env).get(VARIABLE, "")
-    return frozenset(part.strip() for part in text.split(",") if part.strip())
+from verifylab.iorw import atomic_write_text
 
 
-def break_result(result, own_contribution) -> None:
-    """Overwrite ``result`` in place with this rank's own contribution: the sum lost every peer's part."""
-    result.copy_(own_contribution)
+def write_launcher(folder: Path, python: str = sys.executable) -> Path:
+    """An executable that stands for ``python``, every ``-m MODULE`` it is given run with the broken collective."""
+    launcher = folder / "python-with-a-broken-all-reduce"
+    atomic_write_text(launcher, f'#!/bin/sh\nexec {shlex.quote(python)} -m verifylab.testing.broken_path "$@"\n')
+    launcher.chmod(0o755)
+    return launcher
+
+
+def _own_contribution_only(tensor, *args, **kwargs) -> None:
+    """``all_reduce`` whose peers never arrive: ``tensor`` is left as this rank's own part."""
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 2 or argv[0] != "-m":
+        raise SystemExit("usage: python -m verifylab.testing.broken_path -m MODULE [ARGS...]")
+    import torch.distributed
+
+    torch.distributed.all_reduce = _own_contribution_only
+    sys.argv = [argv[1], *argv[2:]]
+    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
