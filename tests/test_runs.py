@@ -66,6 +66,24 @@ def test_unknown_run_id_names_it_and_lists_known(tmp_path):
         store.manifest("nope")
 
 
+def test_an_unknown_id_in_a_large_store_names_the_ids_it_may_have_meant_not_every_id():
+    known = [f"20261201-0900{n:02d}-h200-run" for n in range(30)] + ["20261202-203301-box-probe"]
+    cut_short = RunNotFoundError.naming("20261202-203301", "data/runs", known)
+    assert str(cut_short).endswith("(did you mean 20261202-203301-box-probe?)")
+    mistyped = RunNotFoundError.naming("20261202-203301-box-prob3", "data/runs", known)
+    assert "did you mean 20261202-203301-box-probe" in str(mistyped)
+    unlike = str(RunNotFoundError.naming("nope", "data/runs", known))
+    assert "31 stored runs, none like it: verifylab runs list names them" in unlike and known[0] not in unlike
+
+
+def test_box_names_a_probe_that_is_not_stored_before_asking_for_a_decode_rate(repo_root):
+    command = ["box", "--probe", "20261202-203301-box-prob", "--data-dir", str(repo_root / "data")]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 1
+    assert "run '20261202-203301-box-prob' not found" in result.output
+    assert "did you mean 20261202-203301-box-probe?" in result.output and "--decode-tok-s" not in result.output
+
+
 def test_corrupt_manifest_names_the_file(tmp_path):
     store, manifest = make_store(tmp_path)
     path = store.path(manifest.run_id) / "manifest.json"

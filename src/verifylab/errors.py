@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,6 +24,21 @@ class ManifestError(VerifylabError):
 
 class RunNotFoundError(VerifylabError):
     """A run id that is not in the run store."""
+
+    LISTED = 8  # a store with more runs is not listed in one line: the ids that look like the one asked for are
+
+    @classmethod
+    def naming(cls, run_id: str, where: object, known: Sequence[str]) -> RunNotFoundError:
+        """The error for ``run_id`` missing from ``where``: the stored ids it may have meant (it starts them, or
+        is close to one), else every id of a small store, else how many there are and how to list them."""
+        close = [r for r in known if r.startswith(run_id)] or difflib.get_close_matches(run_id, known, n=3)
+        if close:
+            hint = f"did you mean {' or '.join(close[:3])}?"
+        elif len(known) <= cls.LISTED:
+            hint = f"stored runs: {', '.join(known) or 'none'}"
+        else:
+            hint = f"{len(known)} stored runs, none like it: verifylab runs list names them"
+        return cls(f"run '{run_id}' not found in {where} ({hint})")
 
 
 class RunExistsError(VerifylabError):

@@ -70,8 +70,7 @@ class MeasuredRuns:
     def run(self, run_id: str) -> MeasuredRun:
         """One run by id; an unknown id names what is there."""
         if run_id not in self._by_id:
-            known = ", ".join(self._by_id) or "none"
-            raise RunNotFoundError(f"run '{run_id}' not found in {self.where} (runs: {known})")
+            raise RunNotFoundError.naming(run_id, self.where, list(self._by_id))
         return self._by_id[run_id]
 
     def read_table(self, run_id: str, name: str) -> pd.DataFrame:

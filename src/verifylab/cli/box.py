@@ -143,6 +143,7 @@ def box_cmd(
         if probe is None:
             probe = _probe_now(gpus, label, data_dir)
         ev = Evidence(data_dir)
+        ev.measured.run(probe)  # a probe that is not stored is named first, with the ids it may have meant
         if server is not None:
             decode_tok_s, source = _measure_decode(server, probe, data_dir)
             ev = Evidence(data_dir)  # the run now holds the measurement

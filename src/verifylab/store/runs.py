@@ -131,8 +131,7 @@ class RunStore:
     def _manifest_to_edit(self, run_id: str) -> Manifest:
         """The manifest of one run, read from its file now (a fresh object a writer may change and save)."""
         if not self.exists(run_id):
-            known = ", ".join(self.run_ids()) or "none"
-            raise RunNotFoundError(f"run '{run_id}' not found in {self.root} (stored runs: {known})")
+            raise RunNotFoundError.naming(run_id, self.root, self.run_ids())
         return read_manifest(self.path(run_id) / MANIFEST)
 
     def manifests(self) -> list[Manifest]:
