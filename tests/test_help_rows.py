@@ -23,3 +23,33 @@ def test_no_help_row_shows_a_type_for_a_flag():
         text = CliRunner().invoke(app, [*command, "--help"], terminal_width=100).output
         assert "<bool>" not in text, command
     assert "<str>" in CliRunner().invoke(app, ["box", "--help"], terminal_width=100).output  # a value keeps its type
+
+
+def _command_rows(output: str) -> list[str]:
+    """The lines of a help's Commands panel, between its frame's top and bottom."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Commands" in line and line.startswith("╭"))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("╰"))
+    return [line.strip("│ ") for line in lines[start + 1 : end]]
+
+
+def test_each_row_of_a_command_list_is_one_line_on_a_wide_terminal():
+    """A row is its command's first sentence, whole (it broke where the docstring's lines broke)."""
+    groups = [()] + [(sub.name,) for sub in app.registered_groups]
+    for group in groups:
+        output = CliRunner().invoke(app, [*group, "--help"], env={"COLUMNS": "2000"}).output
+        rows = _command_rows(output)
+        names = {c[len(group)] for c in _commands(app) if c[: len(group)] == group and len(c) > len(group)}
+        names |= {sub.name for sub in app.registered_groups} if not group else set()
+        assert rows and all(row.split(" ", 1)[0] in names for row in rows), (group, rows)
+    rows = _command_rows(CliRunner().invoke(app, ["runs", "--help"], env={"COLUMNS": "2000"}).output)
+    assert any(row.split() == ["show", "Print", "one", "run's", "manifest", "(validated)."] for row in rows), rows
+
+
+def test_a_long_first_sentence_is_cut_before_its_first_clause_outside_brackets_and_code():
+    from verifylab.cli import ROW_CHARS, first_sentence
+
+    detail = "x" * ROW_CHARS
+    text = f"Store the table (a: b; c) with `k: v`: {detail}; more.\nSecond line.\n\nA second paragraph."
+    assert first_sentence(text) == "Store the table (a: b; c) with `k: v`."
+    assert first_sentence("Print one run's\nmanifest. Example: `x`") == "Print one run's manifest."

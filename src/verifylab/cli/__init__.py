@@ -3,6 +3,8 @@ group; ``_shared`` holds the consoles, the one error exit and the progress bar."
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 import typer
@@ -45,6 +47,42 @@ app.command()(bench.bench)
 app.command()(bench.sweep)
 app.command("serve")(bench.serve_cmd)
 app.command("box")(box.box_cmd)
+
+
+ROW_CHARS = 220  # a row longer than this is cut at its first clause (about two lines at 100 columns)
+
+
+def first_sentence(help_text: str) -> str:
+    """A command's row in its group's list: the first sentence of its help on one line (typer's rich help kept
+    the docstring's line breaks, so a row broke mid-sentence), cut before its first top-level ``:`` or ``;`` when
+    longer than :data:`ROW_CHARS` (what follows them details the first clause)."""
+    paragraph = " ".join(inspect.cleandoc(help_text).split("\n\n")[0].split())
+    sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z`])", paragraph, maxsplit=1)[0]
+    if len(sentence) <= ROW_CHARS:
+        return sentence
+    depth, quoted = 0, False
+    for i, char in enumerate(sentence):
+        quoted ^= char == "`"
+        depth += (char == "(") - (char == ")") if not quoted else 0
+        if char in ":;" and depth == 0 and not quoted:
+            return sentence[:i] + "."
+    return sentence
+
+
+def _one_line_rows(group: typer.Typer) -> None:
+    for command in group.registered_commands:
+        if command.short_help is None:
+            command.short_help = first_sentence(command.help or inspect.getdoc(command.callback) or "")
+    for sub in group.registered_groups:
+        if sub.typer_instance is None:
+            continue
+        given = [h for h in (sub.short_help, sub.help, sub.typer_instance.info.help) if isinstance(h, str)]
+        if given and given[0] is not sub.short_help:  # typer's defaults are placeholders, not None
+            sub.short_help = first_sentence(given[0])
+        _one_line_rows(sub.typer_instance)
+
+
+_one_line_rows(app)
 
 
 def main() -> None:  # pragma: no cover - console entry point alias
