@@ -113,9 +113,10 @@ fast-tests: warm-bytecode-fast
 # stay on one worker, so it is built once, and so do the local Ray cluster's tests (one cluster). First the bytecode
 # of what the test processes import is compiled once (tests/warm_bytecode.py): in a fresh clone the first workers,
 # kernels and ranks would otherwise each compile the same modules at once. The lint runs beside the tests: mypy
-# holds one core for seconds, and the tests' waits leave room for it.
-test: $(STAMP) browser
-	$(MAKE) --no-print-directory -j 2 -O warm-bytecode-torch warm-bytecode-book
+# holds one core for seconds, and the tests' waits leave room for it. Chromium's install (apt: mostly waiting on
+# the network and the disk) runs beside the venv's install and the bytecode warm-up, not before them.
+test:
+	$(MAKE) --no-print-directory -j 3 -O browser warm-bytecode-torch warm-bytecode-book
 	$(MAKE) --no-print-directory -j 2 -O lint pytest
 
 pytest: $(STAMP)
