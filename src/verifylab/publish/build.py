@@ -151,6 +151,7 @@ def execute_chapter(
                 request_save_on_cell_execute=False,
                 engine_name=ENGINE,
                 on_cell=cell_done,
+                on_cell_start=stop.before_cell,  # a second Ctrl-C interrupts this kernel while a cell runs
                 extra_arguments=kernel_arguments,
                 kernel_manager_class=IpcKernelManager,  # no TCP port another process could take first
             )

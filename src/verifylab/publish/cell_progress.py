@@ -1,5 +1,6 @@
-"""A papermill engine that reports each finished cell (``on_cell(done, total)``): the progress a long live
-chapter shows between its start and its end. Otherwise papermill's own nbclient engine, unchanged."""
+"""A papermill engine that reports each cell as it starts (``on_cell_start()``) and finishes (``on_cell(done,
+total)``): the progress a long live chapter shows between its start and its end, and which chapters a second
+Ctrl-C may interrupt. Otherwise papermill's own nbclient engine, unchanged."""
 
 from __future__ import annotations
 
@@ -13,7 +14,22 @@ CellProgress = Callable[[int, int], None]
 
 class CellProgressEngine(NBClientEngine):
     @classmethod
-    def execute_managed_notebook(cls, nb_man, kernel_name, on_cell: CellProgress | None = None, **kwargs):
+    def execute_managed_notebook(
+        cls,
+        nb_man,
+        kernel_name,
+        on_cell: CellProgress | None = None,
+        on_cell_start: Callable[[], None] | None = None,
+        **kwargs,
+    ):
+        if on_cell_start is not None:
+            start = nb_man.cell_start
+
+            def cell_start(cell, cell_index=None, **more):
+                start(cell, cell_index=cell_index, **more)
+                on_cell_start()
+
+            nb_man.cell_start = cell_start
         if on_cell is not None:
             total = len(nb_man.nb.cells)
             finish = nb_man.cell_complete

@@ -20,26 +20,42 @@ class ChapterInterrupted(VerifylabError):
 
 
 class RunStop:
-    """What Ctrl-C asked for, and the kernels it must reach."""
+    """What Ctrl-C asked for, and the kernels it must reach: each chapter runs in a thread of its own, which
+    starts its kernel and runs its cells; only a kernel whose chapter has a cell running is interrupted (a kernel
+    starting, between cells or shutting down would raise KeyboardInterrupt in a message handler, and print
+    tornado's traceback of it)."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
         self.presses = 0
-        self._kernels: set[Any] = set()
+        self._kernels: dict[Any, int] = {}  # kernel manager -> the thread of its chapter
+        self._in_cell: set[int] = set()  # the threads whose chapter has a cell running
         self._lock = threading.Lock()
 
     def add_kernel(self, manager: Any) -> None:
         with self._lock:
-            self._kernels.add(manager)
+            self._kernels[manager] = threading.get_ident()
 
     def drop_kernel(self, manager: Any) -> None:
         with self._lock:
-            self._kernels.discard(manager)
+            self._kernels.pop(manager, None)
+
+    def before_cell(self) -> None:
+        """Called when this thread's chapter starts a cell: a second Ctrl-C interrupts its kernel now."""
+        with self._lock:
+            self._in_cell.add(threading.get_ident())
 
     def after_cell(self) -> None:
         """Called when a cell completes: end the chapter here when a stop was asked for."""
+        with self._lock:
+            self._in_cell.discard(threading.get_ident())
         if self.requested.is_set():
             raise ChapterInterrupted("interrupted (Ctrl-C): stopped after the cell in progress")
+
+    def running_kernels(self) -> list[Any]:
+        """The kernels whose chapter has a cell running."""
+        with self._lock:
+            return [manager for manager, thread in self._kernels.items() if thread in self._in_cell]
 
     def press(self) -> None:
         """One Ctrl-C: stop after the cell; the second also interrupts the running cells."""
@@ -49,9 +65,7 @@ class RunStop:
             _say("\nCtrl-C: stopping after the cell in progress (Ctrl-C again interrupts it)\n")
             return
         _say("\nCtrl-C again: interrupting the running cells (their servers are stopped)\n")
-        with self._lock:
-            kernels = list(self._kernels)
-        for manager in kernels:
+        for manager in self.running_kernels():
             pid = getattr(getattr(manager, "provisioner", None), "pid", None)
             if pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
