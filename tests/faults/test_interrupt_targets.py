@@ -68,6 +68,9 @@ def test_a_cell_that_completed_takes_its_kernel_out_of_reach():
     with pytest.raises(interrupt.ChapterInterrupted):
         stop.after_cell()
     assert stop.running_kernels() == []
+    stop.before_cell()  # a chapter that died in a cell (its kernel lost): the thread's next chapter starts clean
+    stop.add_kernel(_kernel(404))
+    assert stop.running_kernels() == []
 
 
 @pytest.mark.slow  # starts a kernel

@@ -33,8 +33,10 @@ class RunStop:
         self._lock = threading.Lock()
 
     def add_kernel(self, manager: Any) -> None:
+        """A chapter starts its kernel in this thread: no cell of it runs yet (whatever this thread ran before)."""
         with self._lock:
             self._kernels[manager] = threading.get_ident()
+            self._in_cell.discard(threading.get_ident())
 
     def drop_kernel(self, manager: Any) -> None:
         with self._lock:
