@@ -150,9 +150,6 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     runs = edition["runs"]
     return f"""# The decision
 
-Edition `{edition["id"]}` · built {edition["built"]} · {len(runs)} measured runs (their hardware and software:
-{{numref}}`tbl-run-hardware`). Cite a figure as "{{numref}}`tbl-decision-regimes`, edition `{edition["id"]}`".
-
 {answers}
 ## Which regime is your box in?
 
@@ -233,7 +230,9 @@ answer:
   **reported (public)** (a URL, its hardware and a verbatim quote) or **modelled** (the inputs named); every
   table and chart says which in its caption or its provenance column.
 - Figures and tables are numbered per chapter (Fig. 4.1 is chapter 4's first); cite them with the edition id
-  shown at the top of each page. Chapters open with their finding, then the evidence, then the method.
+  shown at the top of each page: "{{numref}}`tbl-decision-regimes`, edition `{edition["id"]}`". The
+  {len(runs)} measured runs behind this edition are listed with their hardware and software in
+  {{numref}}`tbl-run-hardware`. Chapters open with their finding, then the evidence, then the method.
 - Every caption ends with its sources (each measured run links its page: hardware, software, parameters), a
   Reproduce line (the command and the edition) and its data as CSV. The public figures, each with its link and
   quote, are listed in {{numref}}`tbl-public-evidence`.
