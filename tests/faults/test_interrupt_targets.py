@@ -21,16 +21,12 @@ class _Kernel:
         self.provisioner = SimpleNamespace(pid=pid)
 
 
-def _kernel(pid: int) -> _Kernel:
-    return _Kernel(pid)
-
-
 def test_the_second_press_signals_the_kernel_in_a_cell_and_not_the_idle_one(monkeypatch):
     signalled: list[tuple[int, int]] = []
     monkeypatch.setattr(interrupt.os, "kill", lambda pid, sig: signalled.append((pid, sig)))
     monkeypatch.setattr(interrupt, "_say", lambda text: None)
     stop = interrupt.RunStop()
-    busy, idle = _kernel(101), _kernel(202)
+    busy, idle = _Kernel(101), _Kernel(202)
     in_cell = threading.Event()
     release = threading.Event()
 
@@ -57,7 +53,7 @@ def test_the_second_press_signals_the_kernel_in_a_cell_and_not_the_idle_one(monk
 
 def test_a_cell_that_completed_takes_its_kernel_out_of_reach():
     stop = interrupt.RunStop()
-    kernel = _kernel(303)
+    kernel = _Kernel(303)
     stop.add_kernel(kernel)
     stop.before_cell()
     assert stop.running_kernels() == [kernel]
@@ -69,7 +65,7 @@ def test_a_cell_that_completed_takes_its_kernel_out_of_reach():
         stop.after_cell()
     assert stop.running_kernels() == []
     stop.before_cell()  # a chapter that died in a cell (its kernel lost): the thread's next chapter starts clean
-    stop.add_kernel(_kernel(404))
+    stop.add_kernel(_Kernel(404))
     assert stop.running_kernels() == []
 
 
