@@ -62,10 +62,15 @@ app()
 
 
 def with_a_slow_cell(root: Path, marker: Path, sleep_s: float) -> Path:
-    """``root``'s chapter 01 with a last cell that touches ``marker`` and then sleeps ``sleep_s`` (a cell in
-    progress to interrupt); returns ``root``."""
-    with (root / "notebooks" / "01_environment_and_gates.py").open("a") as source:
-        source.write(f"\n# %%\nimport pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep({sleep_s})\n")
+    """``root``'s chapter 01 with a cell that touches ``marker`` and then sleeps ``sleep_s`` (a cell in progress to
+    interrupt) right after its parameters: the press lands before the chapter's own cells and the next chapter
+    run, which the run would execute for nothing; returns ``root``."""
+    source = root / "notebooks" / "01_environment_and_gates.py"
+    text = source.read_text(encoding="utf-8")
+    parameters = text.index('# %% tags=["parameters"]')
+    after = text.index("\n# %%", parameters + 1) + 1
+    slow = f"# %%\nimport pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep({sleep_s})\n\n"
+    source.write_text(text[:after] + slow + text[after:], encoding="utf-8")
     return root
 
 
