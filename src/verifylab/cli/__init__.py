@@ -76,9 +76,10 @@ def _one_line_rows(group: typer.Typer) -> None:
     for sub in group.registered_groups:
         if sub.typer_instance is None:
             continue
-        given = [h for h in (sub.short_help, sub.help, sub.typer_instance.info.help) if isinstance(h, str)]
-        if given and given[0] is not sub.short_help:  # typer's defaults are placeholders, not None
-            sub.short_help = first_sentence(given[0])
+        if not isinstance(sub.short_help, str):  # unset: typer's defaults are placeholders, not None
+            text = next((h for h in (sub.help, sub.typer_instance.info.help) if isinstance(h, str)), "")
+            if text:
+                sub.short_help = first_sentence(text)
         _one_line_rows(sub.typer_instance)
 
 
