@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.model.box_decision import BoxInputs, decide_box
+from verifylab.model.answers.box_decision import BoxInputs, decide_box
 from verifylab.publish.box_page import box_page_html
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import Regime
@@ -106,8 +106,8 @@ def test_the_box_page_brackets_the_crossovers_measured_on_the_same_engine(runs, 
     """The live box probe's own decode rate, the served model's shape (collapsed routing: random weights) and a
     short context: the page's crossover range holds the one measured on the H200 grid with that accept length."""
     from verifylab.analysis.speculation_load import crossovers, speculation_view
-    from verifylab.model.box_decision import stored_decode_rate
-    from verifylab.model.model_config import Routing
+    from verifylab.model.answers.box_decision import stored_decode_rate
+    from verifylab.model.inputs.model_costs import Routing
 
     models = ROOT / "tests" / "data" / "spec_models"  # the served configs (benchmarks/speculation/make_models.py)
     measured = crossovers(speculation_view(Evidence(ROOT / "data")))

@@ -17,9 +17,9 @@ from verifylab.analysis.box_verify import compare, verdict
 from verifylab.bench.box_verify import VerifySettings, plan_record, run_verify
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
-from verifylab.model.box_plan import Slo, accept_at, choose
-from verifylab.model.model_config import Routing
-from verifylab.model.speculation_inputs import first_grid_fit
+from verifylab.model.answers.box_plan import Slo, accept_at, choose
+from verifylab.model.fits.grid import first_grid_fit
+from verifylab.model.inputs.model_costs import Routing
 from verifylab.server.launch import BaseConfig
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore

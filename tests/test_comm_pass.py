@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
-from verifylab.model.comm_pass import load_curves, parse_nccl_tests, predict_pass
-from verifylab.model.pass_check import validate_against_run
+from verifylab.model.fits.pass_check import validate_against_run
+from verifylab.model.inputs.curves import load_curves, parse_nccl_tests
+from verifylab.model.pricing.measured_pass import predict_pass
 from verifylab.store.runs import RunStore
 
 LATENCY = Path(__file__).parent / "data" / "latency"
@@ -92,7 +93,7 @@ def test_latency_is_a_file_when_the_path_exists_even_with_a_run_store(repo_root,
 def test_model_pass_savings_are_within_25_percent_of_the_measured_range(repo_root):
     """Each variant's saving against NCCL, predicted with in-pass costs, lies within 25 % of the range the
     campaign's runs measured, on every path and token count (#25 item 5)."""
-    from verifylab.model.pass_check import saving_check
+    from verifylab.model.fits.pass_check import saving_check
     from verifylab.store.runs import RunStore
 
     check = saving_check(RunStore(repo_root / "data" / "runs").measured())
@@ -104,8 +105,8 @@ def test_cli_model_pass_prices_in_pass_and_its_savings_meet_the_measured_ones(re
     """`verifylab model pass` itself (not only the library's check) prices each all-reduce as it runs inside a pass:
     its NCCL -> fused and NCCL -> one-per-layer savings lie within 25 % of what the campaigns measured, on every path
     and token count; the fused factor is the fit's at the message; --isolated prices every call as measured alone."""
-    from verifylab.model.in_pass import fused_in_pass_fit
-    from verifylab.model.pass_check import saving_check
+    from verifylab.model.fits.in_pass import fused_in_pass_fit
+    from verifylab.model.fits.pass_check import saving_check
 
     monkeypatch.chdir(repo_root)
     store = RunStore(repo_root / "data" / "runs").measured()

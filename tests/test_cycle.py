@@ -6,9 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from verifylab.model.case import inputs
-from verifylab.model.cycle import Span, cycle_account
-from verifylab.model.reconcile import reconcile
+from verifylab.model.case.cycle import cycle_account
+from verifylab.model.case.reconcile import reconcile
+from verifylab.model.case.speculation import inputs
+from verifylab.span import Span
 from verifylab.store.evidence import Evidence
 
 

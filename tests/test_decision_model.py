@@ -9,13 +9,15 @@ import math
 import pandas as pd
 import pytest
 
-from verifylab.model.case import account, case_option_boxes, inputs, whatif_table
-from verifylab.model.decision import decision_table, regime_answer, thresholds
-from verifylab.model.floors import Layout, busiest_gpu_experts, pass_bytes
-from verifylab.model.option_prices import option_pass
-from verifylab.model.option_tables import memory_table
-from verifylab.model.options import GPUS, OPTIONS, Option
-from verifylab.model.regimes import PRICED_REGIMES, Collective, Price
+from verifylab.model.answers.decision import decision_table, regime_answer, thresholds
+from verifylab.model.case.option_prices import option_pass
+from verifylab.model.case.option_tables import memory_table
+from verifylab.model.case.options import GPUS, OPTIONS, Option
+from verifylab.model.case.speculation import account, inputs
+from verifylab.model.case.whatif import case_option_boxes, whatif_table
+from verifylab.model.inputs.model_costs import Layout, busiest_gpu_experts
+from verifylab.model.pricing.collectives import PRICED_REGIMES, Collective, Price
+from verifylab.model.pricing.floors import pass_bytes
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
@@ -94,7 +96,7 @@ def test_under_load_each_option_pays_its_own_message(ev):
 def test_the_option_row_and_the_decision_row_are_one_pricing(ev):
     """TP 8, NCCL in the options table is the speculation case's box: its plain decoding and EAGLE-3 tok/s are the
     decision row's, per stream (#50: one pricer)."""
-    from verifylab.model.case import speculation_case
+    from verifylab.model.case.speculation import speculation_case
 
     for regime, case in speculation_case(ev).items():
         for streams in (1, 8, 32):
@@ -150,8 +152,9 @@ def test_memory_counts_replicated_weights_once_per_gpu():
 
 
 def test_expert_weights_are_counted_on_the_moe_layers_only():
-    from verifylab.model.floors import Layout, weights_per_gpu_bytes
-    from verifylab.model.model_config import kimi_k25_costs
+    from verifylab.model.inputs.configs import kimi_k25_costs
+    from verifylab.model.inputs.model_costs import Layout
+    from verifylab.model.pricing.floors import weights_per_gpu_bytes
 
     assert weights_per_gpu_bytes(Layout.TP, 8) == pytest.approx(kimi_k25_costs().weights_bytes(8), rel=1e-12)
 
@@ -163,7 +166,7 @@ def test_a_probe_of_an_8_gpu_box_prices_its_own_row(data_dir):
     import json
     import shutil
 
-    from verifylab.model.decision import decision_table
+    from verifylab.model.answers.decision import decision_table
     from verifylab.publish.decision import decision_markdown
     from verifylab.publish.findings import key_findings
 
@@ -196,7 +199,7 @@ def test_a_probe_of_an_8_gpu_box_prices_its_own_row(data_dir):
 def test_a_price_kept_by_the_model_follows_an_input_set_later(ev):
     """The model keeps each price it computed (pages ask for the same one hundreds of times); setting an input
     anew, as the options' inputs set the reported range once the floor is known, drops what was kept."""
-    from verifylab.model.regime_inputs import regime_curves
+    from verifylab.model.fits.in_pass import regime_curves
 
     curves = regime_curves(ev)
     message = 4 * KIMI_K2_HIDDEN * 2
@@ -209,8 +212,8 @@ def test_a_price_kept_by_the_model_follows_an_input_set_later(ev):
 def test_no_fastest_option_is_one_sglang_refuses_with_eagle3(shipped):
     """TP 4 x PP 2 may price fastest, but SGLang 0.5.9 and 0.5.17 refuse pipeline parallelism with speculative
     decoding: the decision names only options it can deploy with EAGLE-3."""
-    from verifylab.model.decision import deployable_with_eagle3, regime_answer
-    from verifylab.model.options import OPTIONS, Option
+    from verifylab.model.answers.decision import deployable_with_eagle3, regime_answer
+    from verifylab.model.case.options import OPTIONS, Option
     from verifylab.vocab import Regime
 
     assert Option.TP4_PP2 not in deployable_with_eagle3()
@@ -221,7 +224,7 @@ def test_no_fastest_option_is_one_sglang_refuses_with_eagle3(shipped):
 
 
 def test_speculation_by_accept_length_rises_with_the_accept_length(shipped):
-    from verifylab.model.decision import speculation_by_accept
+    from verifylab.model.answers.decision import speculation_by_accept
 
     table = speculation_by_accept(shipped)
     for _, part in table.groupby("regime"):
@@ -262,7 +265,7 @@ def test_each_ratio_is_the_ratio_of_the_tok_s_beside_it(ev):
 def test_one_plain_decoding_range_per_regime(ev):
     """The decision page's plain decoding at one stream is the speculation model's, the rate its gain and crossover
     are priced against: calibrated to the reported 92.6 tok/s wherever the regime allows it."""
-    from verifylab.model.case import speculation_case
+    from verifylab.model.case.speculation import speculation_case
 
     for row in decision_table(ev).to_dict("records"):
         case = speculation_case(ev)[Regime(row["regime_key"])]
@@ -283,7 +286,7 @@ def test_fusion_is_priced_per_draft_token_count(ev):
 
 
 def test_the_fastest_option_reads_in_words():
-    from verifylab.model.decision import fastest_words
+    from verifylab.model.answers.words import fastest_words
 
     one = fastest_words({1: "tp8_pcie_ipc", 8: "tp8_pcie_ipc", 32: "tp8_pcie_ipc"})
     assert one == "TP 8, PCIe-IPC all-reduce at every load priced (1, 8, 32 streams)"
@@ -295,9 +298,9 @@ def test_the_fastest_option_reads_in_words():
 def test_a_gain_that_comes_back_above_one_is_said():
     """#50: a crossover is not only the first crossing: a gain that falls below 1 and rises again at more streams
     says so, from its earliest end; one that stays below says nothing more."""
-    from verifylab.model.cycle import Span
-    from verifylab.model.decision import recrossing_words
-    from verifylab.model.speculation import GainRow
+    from verifylab.model.answers.words import recrossing_words
+    from verifylab.model.pricing.speculation import GainRow
+    from verifylab.span import Span
 
     def rows(gains: list[tuple[float, float]]) -> list[GainRow]:
         none = Span(1.0, 1.0)

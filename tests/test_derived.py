@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from verifylab.derived import derived
-from verifylab.model.case import account, inputs
-from verifylab.model.options import model_inputs
+from verifylab.model.case.options import model_inputs
+from verifylab.model.case.speculation import account, inputs
 from verifylab.store.evidence import Evidence
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"

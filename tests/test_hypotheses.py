@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
-from verifylab.model.hypotheses import (
+from verifylab.model.case.hypotheses import (
     ORDER_RULE,
     WEIGHTS,
     Observation,

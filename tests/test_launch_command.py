@@ -12,9 +12,9 @@ import pytest
 from verifylab.analysis.facts import case_study_facts
 from verifylab.analysis.launch_command import deployed_variant, launch_command, pcie_ipc_env, replay_flags
 from verifylab.analysis.recommendation import Recommendation, Topic
-from verifylab.model.cycle import Span
-from verifylab.model.decision import FusionSaving, fusion_switch
+from verifylab.model.answers.decision import FusionSaving, fusion_switch
 from verifylab.server.variants import BaseConfig, known_flags
+from verifylab.span import Span
 from verifylab.vocab import Regime
 
 VERSIONS = {"0.5.9": "0.6.4", "0.5.22": "0.7.1", "0.5.23": "0.7.2"}  # the case study's pair; the newest audited

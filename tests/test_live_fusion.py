@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from verifylab.chapters import ch03_verify_breakdown as ch03
-from verifylab.model.in_pass import fused_in_pass_fit
-from verifylab.model.live_fusion import live_fusion_check, live_fusion_finding
+from verifylab.model.fits.in_pass import fused_in_pass_fit
+from verifylab.model.fits.live_fusion import live_fusion_check, live_fusion_finding
 from verifylab.sources import MeasuredRuns
 from verifylab.store.evidence import Evidence
 
@@ -37,7 +37,7 @@ def test_the_left_out_prediction_never_reads_the_fusion_variant_and_the_fit_does
 
 
 def test_the_pass_model_meets_every_stored_two_gpu_fused_saving_within_25_percent(shipped):
-    from verifylab.model.pass_check import saving_check
+    from verifylab.model.fits.pass_check import saving_check
 
     runs = shipped.measured
     live = live_fusion_check(runs)
@@ -68,7 +68,7 @@ def test_model_pass_with_the_collective_the_box_ran_gives_the_live_prediction(sh
     from typer.testing import CliRunner
 
     from verifylab.cli import app
-    from verifylab.model.in_pass import live_pairs
+    from verifylab.model.inputs.traces import live_pairs
 
     monkeypatch.chdir(repo_root)
     runs = shipped.measured
@@ -88,7 +88,8 @@ def test_model_pass_with_the_collective_the_box_ran_gives_the_live_prediction(sh
 
 
 def test_the_in_pass_fit_holds_its_ends_and_reads_one_size_as_a_mean():
-    from verifylab.model.in_pass import InPassPoint, fit_in_pass
+    from verifylab.model.fits.in_pass import fit_in_pass
+    from verifylab.model.inputs.traces import InPassPoint
 
     two = fit_in_pass([InPassPoint("a", "live SGLang pass", 1000, 0.5), InPassPoint("b", "synthetic pass", 8000, 1.1)])
     assert two.at(1000) == pytest.approx(0.5) and two.at(8000) == pytest.approx(1.1)

@@ -4,8 +4,8 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.model.costmodel import max_oneshot_tokens, uses_oneshot
-from verifylab.model.inputs import compute_validation, compute_validation_finding
+from verifylab.model.fits.compute_check import compute_validation, compute_validation_finding
+from verifylab.model.pricing.collectives import max_oneshot_tokens, uses_oneshot
 
 
 def test_flashinfer_oneshot_rule():

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"
-PRICER = "model/pricer.py"
+PRICER = "model/pricing/pricer.py"
 PRICING = {"physics_ms", "comm_ms", "host0_ms", "step_ms", "verify_ms", "cycle_ms", "floor_ms", "busiest_bytes"}
 BYTES_READERS = {"pass_parts", "pass_flops"}  # ModelCosts' bytes and arithmetic of one pass
-READ_BY = {PRICER, "model/model_config.py", "model/floors.py"}  # floors: bytes per part for its tables, no time
+READ_BY = {PRICER, "model/inputs/model_costs.py", "model/pricing/floors.py"}  # floors: bytes per part for its tables, no time
 BYTES_OVER_BANDWIDTH = re.compile(r"/\s*\(\s*[\w.]*(gbs|bandwidth)[\w.]*\s*\*\s*1e9\s*\)", re.I)
 
 
@@ -50,8 +50,8 @@ def test_a_pass_is_priced_in_the_pricer_only():
 def test_the_scan_finds_a_second_pricer(tmp_path):
     """The scan is not blind: a module that prices a pass its own way is named, each way it does."""
     package = tmp_path / "verifylab"
-    (package / "model").mkdir(parents=True)
-    (package / "model" / "pricer.py").write_text("def verify_ms():\n    return 1.0\n")
+    (package / "model" / "pricing").mkdir(parents=True)
+    (package / "model" / "pricing" / "pricer.py").write_text("def verify_ms():\n    return 1.0\n")
     (package / "analysis.py").write_text(
         "def verify_ms(box):\n"
         "    read = box.target.pass_parts(4, 1, 2048, 8).total\n"

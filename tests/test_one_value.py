@@ -12,10 +12,11 @@ import pytest
 
 from verifylab.analysis import box_verify
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
-from verifylab.model.case import account, whatif_table
-from verifylab.model.cycle import Span
-from verifylab.model.decision import decision_table
+from verifylab.model.answers.decision import decision_table
+from verifylab.model.case.speculation import account
+from verifylab.model.case.whatif import whatif_table
 from verifylab.publish.findings import key_findings
+from verifylab.span import Span
 
 NUMBER_WITH_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)\s?(ms|µs|us|tok/s)(?![\w])")
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?)")

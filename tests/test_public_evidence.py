@@ -67,8 +67,8 @@ def test_misdetected_and_superseded_rows_never_price_healthy_p2p(shipped):
     """An NCCL path slowed by topology misdetection (48-56 µs on a dual-socket box) and rows cited from a revision
     its authors replaced are not healthy P2P: the healthy band at 8 ranks and one stream's verify message stays
     where healthy boxes measured it."""
-    from verifylab.model.case import inputs
-    from verifylab.model.regimes import Collective
+    from verifylab.model.case.speculation import inputs
+    from verifylab.model.pricing.collectives import Collective
     from verifylab.vocab import Regime
 
     ev = shipped
@@ -89,7 +89,7 @@ def test_the_rows_issue_51_corrected(shipped):
     no longer sets the healthy bus bandwidth; pub-52/53 are healthy P2P (that box's P2P worked), superseded and
     priced nowhere; pub-53/55 name the one-shot all-reduce their source names, not a fused one; pub-21/22 quote the
     source's 26.20. Each change is recorded in the row's note."""
-    from verifylab.model.case import inputs
+    from verifylab.model.case.speculation import inputs
     from verifylab.vocab import Regime
 
     ev = shipped
@@ -112,8 +112,8 @@ def test_the_host_memory_price_uses_the_sm120_figure(shipped):
     39605) is far slower than the 2 x H200 SHM probe; the price's high end follows those rows, and moves with them."""
     from dataclasses import replace
 
-    from verifylab.model.case import inputs
-    from verifylab.model.regimes import Collective
+    from verifylab.model.case.speculation import inputs
+    from verifylab.model.pricing.collectives import Collective
     from verifylab.vocab import Regime
 
     curves = inputs(shipped).curves

@@ -11,8 +11,8 @@ import pytest
 
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
 from verifylab.errors import ReferenceDataError
-from verifylab.model.case_speculation import case_overlap
-from verifylab.model.public_speculation import check_summary, fitted_overlap, public_check
+from verifylab.model.case.speculation import case_overlap
+from verifylab.model.fits.overlap import check_summary, fitted_overlap, public_check
 from verifylab.sources import SourcesInMemory
 from verifylab.store.evidence import Evidence
 from verifylab.store.public_speculation import PUBLIC_SPECULATION_FILE, load_public_speculation

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from verifylab.errors import ModelInputError
-from verifylab.model.box_decision import layout_fits
-from verifylab.model.decision import crossover_words
-from verifylab.model.model_config import BF16, INT4_WITH_SCALES, costs_from_config, quantization_of
-from verifylab.model.speculation import gpu_named
+from verifylab.model.answers.words import crossover_words
+from verifylab.model.inputs.configs import costs_from_config, quantization_of
+from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.model_costs import BF16, INT4_WITH_SCALES
+from verifylab.model.pricing.boxes import layout_fits
 
 KIMI_TEXT = {
     "hidden_size": 7168, "num_hidden_layers": 61, "first_k_dense_replace": 1, "num_attention_heads": 64,

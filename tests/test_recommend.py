@@ -58,7 +58,7 @@ def test_no_evidence_says_so_and_names_the_measurement():
 
 
 def test_reported_only_evidence_is_low_confidence(shipped):
-    from verifylab.model.cycle import cycle_account
+    from verifylab.model.case.cycle import cycle_account
 
     account = cycle_account(shipped)
     recs = by_topic(
@@ -86,7 +86,7 @@ def test_the_case_study_decision_is_conditional_on_the_regime(shipped):
     """With the model: fusion is recommended for healthy P2P with the numbers of the decision table, refused
     without P2P; one upgrade target; the gates to open are the target's."""
     from verifylab.analysis.facts import case_study_facts
-    from verifylab.model.decision import thresholds
+    from verifylab.model.answers.decision import thresholds
     from verifylab.vocab import Regime
 
     ev = shipped

@@ -5,8 +5,8 @@ answer moving the way the physics says (more overlap: fewer expert bytes per ver
 from __future__ import annotations
 
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
-from verifylab.model.public_speculation import fitted_overlap
-from verifylab.model.routing_overlap import OVERLAP_POINTS, speculation_by_overlap
+from verifylab.model.answers.routing_overlap import OVERLAP_POINTS, speculation_by_overlap
+from verifylab.model.fits.overlap import fitted_overlap
 
 
 def test_the_answer_by_overlap_names_its_sources_and_follows_the_bytes(shipped):

@@ -4,7 +4,7 @@ from typer.testing import CliRunner
 from verifylab.cli import app
 from verifylab.gates.preflight import box_preflight
 from verifylab.host import HostInfo
-from verifylab.model.limits import INT4_BYTES, decode_weight_bytes_per_gpu, limits_table
+from verifylab.model.pricing.floors import INT4_BYTES, decode_weight_bytes_per_gpu, limits_table
 from verifylab.shapes import (
     KIMI_K2,
     ShardShape,

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from verifylab.errors import ManifestError, ReferenceDataError, RunNotFoundError
-from verifylab.model.comm_pass import norm_us_measured
-from verifylab.model.decision import decision_table
-from verifylab.model.pass_check import saving_check
+from verifylab.model.answers.decision import decision_table
+from verifylab.model.fits.pass_check import saving_check
+from verifylab.model.inputs.curves import norm_us_measured
 from verifylab.sources import MeasuredRun, MeasuredRuns, SourcesInMemory, reported_value
 from verifylab.store.evidence import Evidence
 

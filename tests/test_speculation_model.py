@@ -13,11 +13,15 @@ from verifylab.analysis.grid_agreement import grid_fit_summary, speculative_time
 from verifylab.analysis.speculation_load import agreement, crossovers, predicted_beside_measured
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
-from verifylab.model.floors import Layout, pass_bytes
-from verifylab.model.known_models import QWEN3_30B_A3B
-from verifylab.model.model_config import Routing, costs_from_config, independent_draws, kimi_k25_costs, read_config
-from verifylab.model.speculation import Box, Overheads, crossings, cycle_ms, gains, gpu_named, scenarios, step_ms
-from verifylab.model.speculation_inputs import fit_grid, grid_routing
+from verifylab.model.fits.grid import fit_grid
+from verifylab.model.inputs.configs import costs_from_config, kimi_k25_costs, read_config
+from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.grids import grid_routing
+from verifylab.model.inputs.known_models import QWEN3_30B_A3B
+from verifylab.model.inputs.model_costs import Layout, Routing, independent_draws
+from verifylab.model.pricing.floors import pass_bytes
+from verifylab.model.pricing.pricer import Box, Overheads, cycle_ms, scenarios, step_ms
+from verifylab.model.pricing.speculation import crossings, gains
 from verifylab.sources import MeasuredRuns
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import Drafter, Regime
@@ -120,7 +124,7 @@ def _synthetic_grid(host0: float, host1: float, c0: float, c1: float, box: Box) 
 
 
 def _span(value: float):
-    from verifylab.model.cycle import Span
+    from verifylab.span import Span
 
     return Span(value, value)
 
@@ -202,8 +206,8 @@ def test_uniform_routing_is_refused_by_physics_on_the_random_weight_runs(stored)
 def test_case_study_box_regime_answers_and_the_reported_eagle3_rate(stored):
     """Calibrated to the reported plain decode rate only, the model puts the reported EAGLE-3 rate (54.1 against
     92.6 tok/s, never used to calibrate) inside the broken-P2P regime's range and outside the healthy one's."""
-    from verifylab.model.case import speculation_case
-    from verifylab.model.decision import crossover_words
+    from verifylab.model.answers.words import crossover_words
+    from verifylab.model.case.speculation import speculation_case
 
     cases = speculation_case(stored)
     reported = 54.1 / 92.6

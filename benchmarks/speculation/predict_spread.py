@@ -14,9 +14,9 @@ import argparse
 from pathlib import Path
 
 from verifylab.iorw import atomic_write_text
-from verifylab.model.model_config import Routing
-from verifylab.model.speculation import crossings
-from verifylab.model.speculation_inputs import first_grid_fit, predict_sweeps
+from verifylab.model.fits.grid import first_grid_fit, predict_sweeps
+from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.speculation import crossings
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import Drafter
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from verifylab.comm.nccl_log import Transport, compact_nccl_log, parse_nccl_log, transport_of
-from verifylab.model.comm_pass import parse_nccl_tests
+from verifylab.model.inputs.curves import parse_nccl_tests
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 

@@ -117,7 +117,7 @@ def test_a_path_that_returns_wrong_sums_is_refused_not_timed(tmp_path: Path, mon
 @pytest.mark.slow  # starts processes (a server, ranks or writers): make test
 def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path, two_ranks):
     from verifylab.errors import ModelInputError
-    from verifylab.model.comm_pass import load_curves
+    from verifylab.model.inputs.curves import load_curves
     from verifylab.store.runs import RunStore
 
     runs = tmp_path / "runs"
@@ -127,7 +127,7 @@ def test_a_gloo_probe_is_no_latency_curve_for_the_model(tmp_path: Path, two_rank
 
 
 def test_the_measured_probe_feeds_model_pass_with_graph_rows_of_all_ranks():
-    from verifylab.model.comm_pass import load_curves
+    from verifylab.model.inputs.curves import load_curves
     from verifylab.store.runs import RunStore
 
     store = RunStore(Path(__file__).resolve().parents[2] / "data" / "runs")

@@ -144,7 +144,7 @@ def _from_public(log_name: str, perf_name: str | None, world: int, path: str) ->
     """A verdict from published RTX PRO 6000 text: NCCL's INFO lines give the transport, nccl-tests' output the
     latency curve (eager, as nccl-tests runs by default)."""
     from verifylab.comm.nccl_log import parse_nccl_log
-    from verifylab.model.comm_pass import parse_nccl_tests
+    from verifylab.model.inputs.curves import parse_nccl_tests
 
     log = parse_nccl_log((DATA / log_name).read_text())
     assert str(log.dominant_transport) == path

@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.test_speculation_model import QWEN3_MOE, _synthetic_grid
-from verifylab.model.model_config import Routing, costs_from_config
-from verifylab.model.speculation import Box, gpu_named
-from verifylab.model.speculation_inputs import first_grid_fit, grid_runs, sweeps
+from verifylab.model.fits.grid import first_grid_fit
+from verifylab.model.inputs.configs import costs_from_config
+from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.grids import grid_runs, sweeps
+from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.pricer import Box
 from verifylab.sources import MeasuredRuns
 
 

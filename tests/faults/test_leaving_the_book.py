@@ -14,7 +14,7 @@ import pytest
 
 from verifylab.comm.policy import Policy
 from verifylab.command_line import shell_command
-from verifylab.model.box_decision import BoxInputs, _launch
+from verifylab.model.answers.box_decision import BoxInputs, _launch
 from verifylab.publish.csv_cells import csv_text, neutral_cell
 
 FORMULAS = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\r=1"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from verifylab.bench import decode_rate
 from verifylab.cli import box as box_cli
-from verifylab.model.box_decision import stored_decode_rate
+from verifylab.model.answers.box_decision import stored_decode_rate
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from verifylab.errors import ManifestError, ModelInputError, ParameterError
-from verifylab.model.model_config import costs_from_config
+from verifylab.model.inputs.configs import costs_from_config
 from verifylab.publish.pipeline import load_params
 
 from ..test_runs import make_store

@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 
 from verifylab.errors import ModelInputError
-from verifylab.model.model_config import Routing
-from verifylab.model.speculation import gains
-from verifylab.model.speculation_inputs import fit_grid, grid_routing, grid_runs
+from verifylab.model.fits.grid import fit_grid
+from verifylab.model.inputs.grids import grid_routing, grid_runs
+from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.speculation import gains
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter
 

@@ -13,9 +13,9 @@ from verifylab.analysis.benchmarks import active_only, crossovers, stored_benchm
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.live_smoke import mechanics_runs
 from verifylab.errors import VerifylabError
-from verifylab.model.case import account, inputs
-from verifylab.model.cycle import CycleAccount
-from verifylab.model.decision import regime_answer, thresholds
+from verifylab.model.answers.decision import regime_answer, thresholds
+from verifylab.model.case.cycle import CycleAccount
+from verifylab.model.case.speculation import account, inputs
 from verifylab.server.variants import BaseConfig
 from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence

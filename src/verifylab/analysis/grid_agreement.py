@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 
 from verifylab.analysis.speculation_load import interval_miss
-from verifylab.model.speculation import gains
-from verifylab.model.speculation_box import calibrate_decode
-from verifylab.model.speculation_inputs import fit_for, grid_routing, grid_runs, sweeps
+from verifylab.model.fits.grid import fit_for
+from verifylab.model.inputs.grids import grid_routing, grid_runs, sweeps
+from verifylab.model.pricing.boxes import calibrate_decode
+from verifylab.model.pricing.speculation import gains
 from verifylab.sources import MeasuredRuns
 
 

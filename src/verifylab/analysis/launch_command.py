@@ -6,8 +6,8 @@ from __future__ import annotations
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.recommendation import Recommendation, Topic
 from verifylab.command_line import SGLANG, shell_command
-from verifylab.model.decision import fusion_switch
-from verifylab.model.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
+from verifylab.model.answers.decision import fusion_switch
+from verifylab.model.case.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
 from verifylab.report.tables import listing_text
 from verifylab.server.variants import DEFAULT_VARIANTS, variant_args
 from verifylab.vocab import Regime, version_at_least

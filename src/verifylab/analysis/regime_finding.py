@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verifylab.model.case import account, inputs
-from verifylab.model.decision import crossover_text, regime_answer, thresholds
-from verifylab.model.options import OPTIONS, Option, reported_pass_floor
+from verifylab.model.answers.decision import crossover_text, regime_answer, thresholds
+from verifylab.model.case.options import OPTIONS, Option, reported_pass_floor
+from verifylab.model.case.speculation import account, inputs
 from verifylab.sources import ModelSources
 from verifylab.vocab import Regime
 

@@ -14,15 +14,9 @@ import pandas as pd
 
 from verifylab.analysis.benchmarks import slo_limits
 from verifylab.derived import derived
-from verifylab.model.speculation import crossover_streams, gains
-from verifylab.model.speculation_inputs import (
-    FIT_ACCEPT,
-    fit_for,
-    grid_requests,
-    grid_routing,
-    grid_runs,
-    token_weighted_accept,
-)
+from verifylab.model.fits.grid import FIT_ACCEPT, fit_for
+from verifylab.model.inputs.grids import grid_requests, grid_routing, grid_runs, token_weighted_accept
+from verifylab.model.pricing.speculation import crossover_streams, gains
 from verifylab.report.charts import Figure, legend_colour, tooltips
 from verifylab.sources import MeasuredRuns
 from verifylab.stats import DEFAULT_SLO, compare

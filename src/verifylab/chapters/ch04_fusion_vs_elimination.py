@@ -15,31 +15,25 @@ from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.comm.bands import bands_from_public
 from verifylab.derived import derived
 from verifylab.errors import ManifestError
-from verifylab.model.case import (
-    case_option_boxes,
-    inputs,
-    inputs_table,
-    options_at_loads,
-    reconcile_table,
-    speculation_case,
-    whatif_table,
+from verifylab.model.answers.decision import REFERENCE_MESSAGE, decision_table, fusion_by_load, speculation_by_accept
+from verifylab.model.answers.routing_overlap import speculation_by_overlap
+from verifylab.model.case.hypotheses import ORDER_RULE, deciding_between_top_two, ranked_hypotheses
+from verifylab.model.case.option_tables import (
+    components_long,
+    floors_table,
+    memory_table,
+    plain_decoding,
+    regime_curves_table,
 )
-from verifylab.model.costmodel import components_long
-from verifylab.model.decision import (
-    REFERENCE_MESSAGE,
-    decision_table,
-    fusion_by_load,
-    speculation_by_accept,
-)
-from verifylab.model.hypotheses import ORDER_RULE, deciding_between_top_two, ranked_hypotheses
-from verifylab.model.inputs import compute_validation, compute_validation_finding
-from verifylab.model.limits import RTX_PRO_6000_BLACKWELL_GBS, limits_table
-from verifylab.model.option_tables import floors_table, memory_table, plain_decoding, regime_curves_table
-from verifylab.model.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option
-from verifylab.model.pass_check import saving_check as check
-from verifylab.model.public_speculation import fitted_overlap, public_check
-from verifylab.model.reconcile import CONCLUSIONS
-from verifylab.model.routing_overlap import speculation_by_overlap
+from verifylab.model.case.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option
+from verifylab.model.case.reconcile import CONCLUSIONS
+from verifylab.model.case.speculation import inputs, speculation_case
+from verifylab.model.case.whatif import case_option_boxes, inputs_table, options_at_loads, reconcile_table, whatif_table
+from verifylab.model.fits.compute_check import compute_validation, compute_validation_finding
+from verifylab.model.fits.overlap import fitted_overlap, public_check
+from verifylab.model.fits.pass_check import saving_check as check
+from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
+from verifylab.model.pricing.floors import limits_table
 from verifylab.report.charts import (
     Figure,
     options_chart,

@@ -96,7 +96,7 @@ def box_cmd(
     """
     if plan or verify is not None:
         from verifylab.cli.box_check import PlanRequest, parse_overlap
-        from verifylab.model.box_plan import Slo
+        from verifylab.model.answers.box_plan import Slo
 
         try:
             request = PlanRequest(
@@ -124,8 +124,8 @@ def box_cmd(
         _plan_and_verify(request, verify, data_dir, run_id)
         return
     from verifylab.intake import refuse_output_inside
-    from verifylab.model.box_decision import BoxInputs, decide_box, stored_decode_rate
-    from verifylab.model.model_config import Routing
+    from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
+    from verifylab.model.inputs.model_costs import Routing
     from verifylab.publish.box_page import write_box_page
     from verifylab.store.evidence import Evidence
 
@@ -190,7 +190,7 @@ def box_cmd(
 def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None) -> None:
     """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
     from verifylab.cli.box_check import plan_box, print_plan, verify_on_box
-    from verifylab.model.case import inputs
+    from verifylab.model.case.speculation import inputs
     from verifylab.store.evidence import Evidence
     from verifylab.store.manifest import new_run_id
 

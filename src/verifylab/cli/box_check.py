@@ -11,15 +11,18 @@ from rich.table import Table
 from verifylab.cli._shared import console, err_console
 from verifylab.command_line import SGLANG, shell_command
 from verifylab.errors import ParameterError
-from verifylab.model.box_decision import BoxInputs, layout_fits, probed_box
-from verifylab.model.box_plan import BoxPlan, Priced, Slo, choose
-from verifylab.model.cycle import Span
-from verifylab.model.model_config import Routing, kimi_k25_costs, read_config
-from verifylab.model.regimes import PRICED_REGIMES, RegimeCurves
-from verifylab.model.speculation import Box, gpu_named
-from verifylab.model.speculation_box import calibrate_decode, eagle3_draft_for, measured_overheads, regime_curve
-from verifylab.model.speculation_inputs import measured_ceilings
+from verifylab.model.answers.box_decision import BoxInputs, probed_box
+from verifylab.model.answers.box_plan import BoxPlan, Priced, Slo, choose
+from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
+from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.grids import measured_ceilings
+from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_curve
+from verifylab.model.pricing.collectives import PRICED_REGIMES, RegimeCurves
+from verifylab.model.pricing.pricer import Box
 from verifylab.sources import MeasuredRuns
+from verifylab.span import Span
 from verifylab.vocab import Regime
 
 

@@ -41,18 +41,12 @@ def model_whatif(
 
     Example: `verifylab model whatif --batch 8 --latency 20261201-101500-probe-8gpu --decode-tok-s 80`
     """
-    from verifylab.model.case import (
-        decode_rate,
-        inputs,
-        inputs_for_box,
-        speculation_case,
-        speculation_cases,
-        whatif_table,
-    )
-    from verifylab.model.decision import crossover_words
-    from verifylab.model.option_prices import option_boxes
-    from verifylab.model.option_tables import options_table
-    from verifylab.model.regime_inputs import reader_box
+    from verifylab.model.answers.words import crossover_words
+    from verifylab.model.case.option_prices import option_boxes
+    from verifylab.model.case.option_tables import options_table
+    from verifylab.model.case.speculation import decode_rate, inputs, speculation_case, speculation_cases
+    from verifylab.model.case.whatif import inputs_for_box, whatif_table
+    from verifylab.model.inputs.probes import reader_box
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Regime
 
@@ -85,7 +79,7 @@ def model_whatif(
     if as_json:
         typer.echo(frame.to_json(orient="records", indent=2))
         return
-    from verifylab.model.cycle import Span
+    from verifylab.span import Span
 
     shown = frame[["regime", "option", "allreduces_per_pass"]].copy()
     priced = frame["verify_ms_low"].notna()
@@ -175,17 +169,14 @@ def model_speculation(
 
     Example: `verifylab model speculation --config Qwen3-30B-A3B/config.json --gpu h100 --accept 2.5 --json`
     """
-    from verifylab.model.model_config import Routing, read_config
-    from verifylab.model.speculation import Box, gpu_named
-    from verifylab.model.speculation_box import (
-        answer,
-        calibrate_decode,
-        eagle3_draft_for,
-        latency_curve,
-        measured_overheads,
-        regime_curve,
-    )
-    from verifylab.model.speculation_inputs import measured_ceilings
+    from verifylab.model.fits.grid import measured_overheads
+    from verifylab.model.inputs.configs import eagle3_draft_for, read_config
+    from verifylab.model.inputs.gpus import gpu_named
+    from verifylab.model.inputs.grids import measured_ceilings
+    from verifylab.model.inputs.model_costs import Routing
+    from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, regime_curve
+    from verifylab.model.pricing.pricer import Box
+    from verifylab.model.pricing.speculation import answer
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Drafter, Regime
 
@@ -203,12 +194,12 @@ def model_speculation(
                 raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
             if regime is not None:
                 key = _choice("--regime", regime, list(REGIME_NAMES))
-                from verifylab.model.case import inputs
+                from verifylab.model.case.speculation import inputs
 
                 curve, comm_source = regime_curve(inputs(ev).curves, Regime(REGIME_NAMES[key]), tp)
             else:
-                from verifylab.model.comm_pass import load_curves
-                from verifylab.model.regime_inputs import probed_world
+                from verifylab.model.inputs.curves import load_curves
+                from verifylab.model.inputs.probes import probed_world
 
                 if runs.exists(str(latency)) and runs.table_or_none(str(latency), "verdict") is not None:
                     world = probed_world(runs, str(latency))
@@ -320,8 +311,9 @@ def model_pass(
 
     Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency curve.csv --path shm --json`
     """
-    from verifylab.model.comm_pass import load_curves, norm_us_measured, predict_pass
-    from verifylab.model.in_pass import pass_factors
+    from verifylab.model.fits.in_pass import pass_factors
+    from verifylab.model.inputs.curves import load_curves, norm_us_measured
+    from verifylab.model.pricing.measured_pass import predict_pass
     from verifylab.store.runs import RunStore
     from verifylab.vocab import allreduce_message_bytes
 
@@ -374,7 +366,7 @@ def model_reconcile(
 
     Example: `verifylab model reconcile`
     """
-    from verifylab.model.case import reconcile_table
+    from verifylab.model.case.whatif import reconcile_table
     from verifylab.store.evidence import Evidence
 
     try:

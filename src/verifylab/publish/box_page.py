@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verifylab.iorw import atomic_write_json, atomic_write_text
-from verifylab.model.box_decision import BoxDecision
+from verifylab.model.answers.box_decision import BoxDecision
 
 STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}

@@ -9,22 +9,20 @@ from __future__ import annotations
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.recommendation import Topic
 from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
-from verifylab.model.case import inputs
-from verifylab.model.decision import (
+from verifylab.model.answers.decision import (
     REFERENCE_MESSAGE,
     RegimeAnswer,
     crossover_text,
-    crossover_words,
     decision_table,
-    fastest_words,
     fusion_at_one_stream,
     fusion_by_load_words,
-    keep_speculation_words,
     regime_answer,
 )
-from verifylab.model.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
-from verifylab.model.public_speculation import check_summary, public_check
-from verifylab.model.regimes import REGIME_TITLE
+from verifylab.model.answers.words import crossover_words, fastest_words, keep_speculation_words
+from verifylab.model.case.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
+from verifylab.model.case.speculation import inputs
+from verifylab.model.fits.overlap import check_summary, public_check
+from verifylab.model.pricing.collectives import REGIME_TITLE
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from verifylab.analysis.facts import case_study_facts
 from verifylab.analysis.recommend import recommend
-from verifylab.model.case import account, inputs
-from verifylab.model.cycle import Span
-from verifylab.model.decision import regime_answer, thresholds
-from verifylab.model.options import reported_pass_floor
+from verifylab.model.answers.decision import regime_answer, thresholds
+from verifylab.model.case.options import reported_pass_floor
+from verifylab.model.case.speculation import account, inputs
 from verifylab.publish.finding import Finding, FindingKey
+from verifylab.span import Span
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import Regime
 

@@ -1,0 +1,275 @@
+"""The decision for one box, from its own numbers: its probe (regime, all-reduce curve, which paths were right, the
+policy), its plain decoding rate, the served model's config and the accept length of its traffic. Each question is
+answered from those numbers with the same model the book uses for the case study: fusion on or off (the verify pass's
+all-reduces and norms against the fused kernel, from the box's own curves), speculation up to how many streams (the
+speculation model with the box's curve and calibrated to its decode rate), the launch command the policy allows, and
+what to fix first. Modelled from measured inputs; every input is named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verifylab.comm.policy import Policy, policy_from_probe
+from verifylab.comm.verdict import whole_set
+from verifylab.command_line import SGLANG, shell_command
+from verifylab.errors import ModelInputError
+from verifylab.model.answers.words import crossover_words, recrossing_words
+from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.fits.in_pass import fused_in_pass_fit
+from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
+from verifylab.model.inputs.curves import LatencyCurve, load_curves, norm_us_measured
+from verifylab.model.inputs.gpus import gpu_key, gpu_named
+from verifylab.model.inputs.grids import measured_ceilings
+from verifylab.model.inputs.model_costs import ModelCosts, Routing
+from verifylab.model.pricing.boxes import calibrate_decode, checked_decode_rate, latency_curve, layout_fits
+from verifylab.model.pricing.pricer import Box
+from verifylab.model.pricing.speculation import DEFAULT_STREAMS, SpeculationAnswer, answer
+from verifylab.sources import MeasuredRuns
+from verifylab.span import Span
+from verifylab.vocab import Drafter, Regime
+
+FUSION_STREAMS = (1, 8, 32)  # the verify pass priced with and without fusion at these stream counts
+
+
+@dataclass(frozen=True)
+class BoxInputs:
+    """What the owner gives, or what `verifylab box` measured: the probe run and the serving numbers."""
+
+    probe_run: str
+    decode_tok_s: float
+    decode_source: str  # "measured: ..." or "given (--decode-tok-s)"
+    accept: float
+    draft_tokens: int = 4
+    config: Path | None = None  # the served model's config.json; None: the case study's Kimi-K2.5
+    gpu: str | None = None  # h200, h100, rtx-pro-6000; None: from the probe's GPU name
+    model_path: str = "<model-path>"
+    draft_path: str = "<EAGLE-3-draft-path>"
+    draft_config: Path | None = None  # the EAGLE-3 draft's config.json; None: the usual one-layer shape
+    routing: Routing = Routing.UNIFORM  # collapsed: random weights fed identical tokens (a mechanics server)
+    context: float = 2048.0  # tokens of KV each stream attends over
+    expert_bits: float | None = None  # the routed experts' width; None: what the config's quantization_config says
+
+    def __post_init__(self) -> None:
+        checked_decode_rate(self.decode_tok_s, "decode rate")
+        if not 1.0 <= self.accept <= self.draft_tokens:
+            raise ModelInputError(
+                f"--accept {self.accept!r}: mean accepted tokens per verify, from 1 to --draft-tokens "
+                f"({self.draft_tokens})"
+            )
+
+
+@dataclass(frozen=True)
+class FusionPrice:
+    """What fusion saves on one verify pass at ``streams`` (ms; negative: it costs), or why it is not priced."""
+
+    streams: int
+    tokens: int
+    saving_ms: Span | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BoxDecision:
+    """Every answer for one box, and what each was computed from."""
+
+    run_id: str
+    label: str
+    world: int
+    regime: Regime
+    allreduce_us: float | None
+    reason: str
+    fix_first: str
+    fix_evidence: str
+    band: str
+    policy: Policy
+    rank_map: list[dict]
+    model: str
+    gpu: str
+    fusion: list[FusionPrice]
+    fusion_answer: str
+    speculation: SpeculationAnswer
+    speculation_answer: str
+    gain_one_stream: Span
+    launch_command: str
+    inputs: dict[str, str] = field(default_factory=dict)
+
+
+def _text(value: object) -> str:
+    """A table cell as text: an empty cell (NaN, None) is an empty string."""
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def stored_decode_rate(runs: MeasuredRuns, run_id: str) -> tuple[float, str] | None:
+    """The plain decode rate `verifylab box` measured with this probe (its ``box_decode`` table), with its source."""
+    table = runs.table_or_none(run_id, "box_decode") if runs.exists(run_id) else None
+    if table is None or table.empty:
+        return None
+    when = ""
+    if "measured_at" in table.columns and table["measured_at"].notna().any():  # several: the newest speaks
+        newest = str(table["measured_at"].dropna().max())
+        table, when = table[table["measured_at"] == newest], f" at {newest}"
+    tpot = float(table["tpot_ms"].median())
+    return 1e3 / tpot, (
+        f"measured: run {run_id}'s box_decode{when}, {len(table)} requests, median {tpot:.2f} ms per token"
+    )
+
+
+def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, str, str]:
+    """The whole set's verdict row, the rank map, the policy (as ``policy.json`` beside the run says it), the run's
+    label and GPU name."""
+    if not runs.exists(run_id):
+        raise ModelInputError(f"--probe {run_id}: no such run in {runs.where}")
+    verdict = runs.table_or_none(run_id, "verdict")
+    if verdict is None or verdict.empty:
+        raise ModelInputError(f"--probe {run_id}: not a communication probe (no verdict table)")
+    whole = whole_set(verdict)
+    rank_map = runs.table_or_none(run_id, "rank_map")
+    run = runs.run(run_id)
+    rows = [] if rank_map is None else rank_map.to_dict("records")
+    latency = runs.read_table(run_id, "allreduce_latency")
+    policy = policy_from_probe(run_id, verdict, latency, dict(run.parameters.get("nccl_environment") or {}))
+    return whole.iloc[0].to_dict(), rows, policy, run.label, run.gpu_name or ""
+
+
+def _fusion(
+    runs: MeasuredRuns, curves: list[LatencyCurve], path: str, model: ModelCosts, box: Box, policy: Policy, k: int
+) -> tuple[list[FusionPrice], str]:
+    """Fusion's saving per verify pass from the box's own NCCL and fused curves, the measured norm kernel and the
+    fused kernel's in-pass factor; with the policy's reason where it cannot run."""
+    if not policy.fusion_allowed:
+        why = next((r for r in policy.reasons if r.startswith("fusion off")), "the probe's policy rules it out")
+        return [FusionPrice(c, c * k, None, why) for c in FUSION_STREAMS], f"off: {why.removeprefix('fusion off: ')}"
+    by_impl = {c.impl: c for c in curves if c.path == path}
+    if "fused" not in by_impl or "nccl" not in by_impl:
+        return [FusionPrice(c, c * k, None, "no fused curve in the probe") for c in FUSION_STREAMS], "not measured"
+    fit = fused_in_pass_fit(runs)
+    prices = []
+    for streams in FUSION_STREAMS:
+        tokens = streams * k
+        message = tokens * model.hidden * 2
+        norm = norm_us_measured(runs, tokens)
+        if norm is None:
+            prices.append(FusionPrice(streams, tokens, None, "no measured norm kernel in the store"))
+            continue
+        per = [by_impl["nccl"].at(message) + norm[0] - by_impl["fused"].at(message) * f for f in fit.range_at(message)]
+        n = box.allreduces_per_pass(model)
+        prices.append(FusionPrice(streams, tokens, Span(n * min(per) / 1e3, n * max(per) / 1e3)))
+    one = prices[0].saving_ms
+    if one is None:
+        return prices, "not priced"
+    if one.low > 0:
+        return prices, f"on: it saves {one.text(2)} ms per verify pass at one stream"
+    if one.high < 0:
+        return prices, f"off: it costs {Span(-one.high, -one.low).text(2)} ms per verify pass at one stream"
+    return prices, f"not resolved: {one.text(2)} ms per verify pass at one stream (measure it on this box)"
+
+
+def _launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> str:
+    """The command the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given),
+    quoted for the shell."""
+    args = [*SGLANG, "--model-path", inputs.model_path, *policy.sglang_flags]
+    if fusion_on:
+        args += ["--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend", "trtllm"]
+    if speculate:
+        steps = max(inputs.draft_tokens - 1, 1)
+        args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", inputs.draft_path]
+        args += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1"]
+        args += ["--speculative-num-draft-tokens", str(inputs.draft_tokens)]
+    return shell_command(args, policy.unset)
+
+
+@dataclass(frozen=True)
+class ProbedBox:
+    """A box as its probe measured it: the verdict, rank map, policy and label, the latency curves and the path
+    they were read on, and the box the speculation model prices (its TP as the policy allows, its own curve)."""
+
+    verdict: dict
+    rank_map: list[dict]
+    policy: Policy
+    label: str
+    curves: list[LatencyCurve]
+    path: str
+    box: Box
+
+
+def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
+    """The box of ``inputs.probe_run``: its served model (refused when its weights do not fit the GPUs), its GPU,
+    its TP and its own all-reduce curve."""
+    verdict, rank_map, policy, label, gpu_name = _probe(runs, inputs.probe_run)
+    world = int(verdict["world"])
+    target = read_config(inputs.config, inputs.expert_bits) if inputs.config else kimi_k25_costs()
+    names = {str(r.get("name") or "") for r in rank_map} - {""}
+    gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), measured_ceilings(runs))
+    layout_fits(target, gpu, world if policy.tensor_parallel else 1)
+    path = str(verdict["transport"])
+    curves: list[LatencyCurve] = []
+    curve, comm_source = None, "TP 1: no all-reduce"
+    if world > 1:
+        curves = load_curves(inputs.probe_run, runs, None, target.hidden)
+        curve, comm_source = latency_curve(curves, path)
+    box = Box(
+        target,
+        gpu,
+        tp=world if policy.tensor_parallel else 1,
+        draft=read_config(inputs.draft_config) if inputs.draft_config else eagle3_draft_for(target),
+        context=inputs.context,
+        routing=inputs.routing,
+        allreduce_us=curve if policy.tensor_parallel else None,
+        comm_source=comm_source + f" (this box: run {inputs.probe_run})",
+    )
+    return ProbedBox(verdict, rank_map, policy, label, curves, path, box)
+
+
+def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
+    """The decision for the box ``inputs.probe_run`` measured."""
+    probed = probed_box(runs, inputs)
+    verdict, rank_map, policy, label, box = probed.verdict, probed.rank_map, probed.policy, probed.label, probed.box
+    curves, path, target = probed.curves, probed.path, box.target
+    regime, world = Regime(str(verdict["regime"])), int(verdict["world"])
+    calibrated = calibrate_decode(box, measured_overheads(runs), inputs.decode_tok_s, inputs.decode_source)
+    spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
+    one = spec.rows[0].gain
+    fusion, fusion_answer = _fusion(runs, curves, path, target, box, policy, inputs.draft_tokens)
+    words = crossover_words(spec.crossover) + recrossing_words(spec.rows)
+    if not calibrated.consistent:
+        spec_answer = (
+            f"not priced: {inputs.decode_tok_s:g} tok/s is faster than this model's bytes and this box's all-reduces "
+            "allow (check --decode-tok-s, --config and --gpu)"
+        )
+    elif one.high < 1:
+        spec_answer = f"off: EAGLE-3 loses even at one stream (gain {one.text(2)})"
+    elif one.low < 1:
+        spec_answer = f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 here; at best it {words}"
+    else:
+        spec_answer = f"on at light load (gain {one.text(2)} at one stream); it {words}"
+    fix = _text(verdict["fix_hypothesis"])
+    us = verdict.get("allreduce_us")
+    return BoxDecision(
+        run_id=inputs.probe_run,
+        label=label,
+        world=world,
+        regime=regime,
+        allreduce_us=float(us) if us is not None and us == us else None,
+        reason=str(verdict["reason"]),
+        fix_first=fix,
+        fix_evidence=_text(verdict.get("fix_evidence")),
+        band=_text(verdict.get("band")),
+        policy=policy,
+        rank_map=rank_map,
+        model=target.name,
+        gpu=box.gpu.name,
+        fusion=fusion,
+        fusion_answer=fusion_answer,
+        speculation=spec,
+        speculation_answer=spec_answer,
+        gain_one_stream=one,
+        launch_command=_launch(inputs, policy, fusion_answer.startswith("on"), spec_answer.startswith("on")),
+        inputs={
+            **spec.inputs,
+            "probe": f"run {inputs.probe_run} ({label})",
+            "decode": f"{inputs.decode_tok_s:g} tok/s at one stream ({inputs.decode_source})",
+            "accept": f"{inputs.accept:g} tokens per verify, {inputs.draft_tokens} draft tokens",
+            "weights": target.quantization,
+        },
+    )

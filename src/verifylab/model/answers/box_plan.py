@@ -1,0 +1,272 @@
+"""The configuration to deploy on one box, chosen by goodput under the owner's SLO: every configuration SGLang can
+run there (plain decoding, or EAGLE-3 with 2-8 draft tokens, each with a cap on running requests) priced by the
+speculation model at the owner's load, the best and the runner-up, and the plan that measures them (servers, stream
+counts, minutes). Modelled; ``bench.box_verify`` measures the plan and ``analysis.box_verify`` compares.
+
+Closed-loop load of ``load`` streams against a cap of M running requests: min(load, M) run, each at the model's
+per-stream rate; the rest wait, so a request's first token comes after its prefill plus (load - M) / M request
+durations. A configuration meets the SLO when its time per output token and its time to first token are within the
+limits; its goodput is then its throughput, else 0. Both ends of every range are kept: the choice is made on the
+pessimistic end (ties: the optimistic end, then the simpler configuration)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from verifylab.errors import ModelInputError
+from verifylab.model.pricing.pricer import Box, Overheads, comm_ms, host0_ms, physics_ms, scenarios
+from verifylab.model.pricing.speculation import gains
+from verifylab.span import Span
+from verifylab.stats import DEFAULT_SLO
+from verifylab.vocab import Drafter
+
+DRAFT_TOKENS = (2, 3, 4, 5, 6, 8)  # the chains priced (root included)
+
+
+STARTUP_S = 150.0  # a server's start, as measured for a 30B MoE on one H200 (60-150 s; the first compiles kernels)
+
+
+MAX_STREAMS = 1024
+
+
+@dataclass(frozen=True)
+class Slo:
+    """The owner's latency limits: time to first token and time per output token (ms)."""
+
+    ttft_ms: float = DEFAULT_SLO["ttft_s"] * 1e3
+    tpot_ms: float = DEFAULT_SLO["tpot_s"] * 1e3
+
+    def __post_init__(self) -> None:
+        for name, value in (("--slo-ttft-ms", self.ttft_ms), ("--slo-tpot-ms", self.tpot_ms)):
+            if not (math.isfinite(value) and 0 < value <= 3.6e6):
+                raise ModelInputError(f"{name} {value!r}: a limit in milliseconds, > 0 and at most an hour")
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """A way to serve: plain decoding (``drafter`` None) or a drafter at ``draft_tokens`` per verify accepting
+    ``accept`` tokens on average, with at most ``max_running`` requests running."""
+
+    drafter: Drafter | None
+    draft_tokens: int
+    accept: float
+    max_running: int
+
+    def words(self) -> str:
+        """``EAGLE-3, 4 draft tokens (accept 2.60), at most 32 running`` / ``plain decoding, at most 32 running``."""
+        cap = f"at most {self.max_running} running"
+        if self.drafter is None:
+            return f"plain decoding, {cap}"
+        return f"{self.drafter.prose_name}, {self.draft_tokens} draft tokens (accept {self.accept:.2f}), {cap}"
+
+
+@dataclass(frozen=True)
+class CellPrediction:
+    """One configuration at one offered load: throughput, time per output token and to first token, goodput."""
+
+    streams: int
+    tokens_per_s: Span
+    tpot_ms: Span
+    ttft_ms: Span
+    goodput: Span  # tok/s within the SLO (0 where a limit is missed)
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A configuration priced at the owner's load and at the plan's stream counts."""
+
+    config: Configuration
+    at_load: CellPrediction
+    cells: tuple[CellPrediction, ...]
+
+
+@dataclass(frozen=True)
+class BoxPlan:
+    """The choice, the runner-up and plain decoding, and what measuring them costs."""
+
+    load: int
+    slo: Slo
+    chosen: Priced
+    runner_up: Priced
+    plain: Priced
+    streams: tuple[int, ...]
+    minutes: float
+    budget_minutes: float
+    inputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def measured_configs(self) -> list[Configuration]:
+        """The servers ``--verify`` starts, in order: the choice, the runner-up, plain decoding (once each)."""
+        return [p.config for p in _unique((self.chosen, self.runner_up, self.plain))]
+
+
+def accept_at(draft_tokens: int, accept: float, stated_for: int) -> float:
+    """The mean accept length of a chain of ``draft_tokens`` when ``accept`` was measured with ``stated_for``: each
+    draft token accepted with one probability a, A(k) = (1 - a^k) / (1 - a) (a chain's root always counts)."""
+    if not 1.0 <= accept <= stated_for:
+        raise ModelInputError(f"--accept {accept!r}: from 1 to --draft-tokens ({stated_for})")
+    if accept >= stated_for:
+        return float(draft_tokens)
+    if accept == 1.0:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(60):  # A(k) rises with a: bisect for the a that gives ``accept`` at ``stated_for``
+        mid = (low + high) / 2
+        if sum(mid**i for i in range(stated_for)) < accept:
+            low = mid
+        else:
+            high = mid
+    a = (low + high) / 2
+    return float(sum(a**i for i in range(draft_tokens)))
+
+
+def candidates(load: int, accept: float, stated_for: int) -> list[Configuration]:
+    """Plain decoding and EAGLE-3 at every chain of :data:`DRAFT_TOKENS`, each capped at the load and at every power
+    of two below it."""
+    caps = sorted({load, *(2**i for i in range(int(math.log2(load)) + 1) if 2**i < load)})
+    out = [Configuration(None, 1, 1.0, m) for m in caps]
+    for k in DRAFT_TOKENS:
+        a = accept_at(k, accept, stated_for)
+        out += [Configuration(Drafter.EAGLE3, k, a, m) for m in caps]
+    return out
+
+
+def _ranges(box: Box, ov: Overheads, config: Configuration, running: Sequence[int]) -> dict[int, tuple[Span, Span]]:
+    """Per running-request count: all streams' tok/s and the time per output token (ms), each a range."""
+    if config.drafter is None:
+        rows = gains(box, ov, Drafter.EAGLE3, 1.0, 2, running) if Drafter.EAGLE3 in ov.cycle else None
+        if rows is None:
+            raise ModelInputError("no measured EAGLE-3 overhead: fit the speculation model on a grid first")
+        rates = {r.streams: r.plain_tokens_per_s for r in rows}
+    else:
+        rows = gains(box, ov, config.drafter, config.accept, config.draft_tokens, running)
+        rates = {r.streams: r.spec_tokens_per_s for r in rows}
+    return {c: (rate, Span(c * 1e3 / rate.high, c * 1e3 / rate.low)) for c, rate in rates.items()}
+
+
+def prefill_ms(box: Box, ov: Overheads, prompt_tokens: int) -> Span:
+    """One prompt's prefill pass on its own: its bytes and arithmetic, its all-reduces and the per-pass overhead."""
+    values = [
+        physics_ms(box, box.target, prompt_tokens, 1, s)
+        + comm_ms(box, box.target, prompt_tokens, s)
+        + host0_ms(box, ov, s)
+        for s in scenarios(box)
+    ]
+    return Span.of(*values)
+
+
+def price(
+    box: Box,
+    ov: Overheads,
+    config: Configuration,
+    loads: Sequence[int],
+    slo: Slo,
+    prompt_tokens: int,
+    output_tokens: int,
+) -> list[CellPrediction]:
+    """``config`` at each offered load (closed loop, module docstring)."""
+    running = sorted({min(c, config.max_running) for c in loads})
+    by_running = _ranges(box, ov, config, running)
+    prefill = prefill_ms(box, ov, prompt_tokens)
+    cells = []
+    for load in loads:
+        m = min(load, config.max_running)
+        rate, tpot = by_running[m]
+        waits = (load - m) / m  # request durations a request waits for a free slot
+        ttft = Span(
+            prefill.low + tpot.low + waits * output_tokens * tpot.low,
+            prefill.high + tpot.high + waits * output_tokens * tpot.high,
+        )
+        good_low = rate.low if tpot.high <= slo.tpot_ms and ttft.high <= slo.ttft_ms else 0.0
+        good_high = rate.high if tpot.low <= slo.tpot_ms and ttft.low <= slo.ttft_ms else 0.0
+        cells.append(CellPrediction(load, rate, tpot, ttft, Span(good_low, good_high)))
+    return cells
+
+
+def plan_streams(load: int) -> tuple[int, ...]:
+    """The stream counts a check measures: half the load, the load, twice the load."""
+    return tuple(sorted({max(load // 2, 1), load, min(2 * load, MAX_STREAMS)}))
+
+
+def plan_minutes(plan_cells: Sequence[Sequence[CellPrediction]], output_tokens: int, startup_s: float) -> float:
+    """Minutes to start each server and sweep its cells (``max(2C, 8)`` requests a cell, as the sweep sends), at the
+    slow end of each predicted time per token and first token."""
+    seconds = 0.0
+    for cells in plan_cells:
+        seconds += startup_s
+        for cell in cells:
+            requests = max(2 * cell.streams, 8)
+            rounds = math.ceil(requests / cell.streams)
+            seconds += rounds * (cell.ttft_ms.high + output_tokens * cell.tpot_ms.high) / 1e3
+    return seconds / 60.0
+
+
+def choose(
+    box: Box,
+    ov: Overheads,
+    load: int,
+    slo: Slo,
+    accept: float,
+    stated_for: int,
+    prompt_tokens: int = 256,
+    output_tokens: int = 128,
+    budget_minutes: float = 10.0,
+    startup_s: float = STARTUP_S,
+) -> BoxPlan:
+    """The configuration with the most goodput under ``slo`` at ``load`` streams, the runner-up (the best of another
+    drafter or chain), plain decoding, and the plan that measures the three; refused when the plan does not fit
+    ``budget_minutes`` (the error names the minutes it needs)."""
+    if not 1 <= load <= MAX_STREAMS:
+        raise ModelInputError(f"--load {load!r}: the concurrent streams you serve, 1 to {MAX_STREAMS}")
+    streams = plan_streams(load)
+    priced = []
+    for config in candidates(load, accept, stated_for):
+        cells = price(box, ov, config, sorted({load, *streams}), slo, prompt_tokens, output_tokens)
+        at = {c.streams: c for c in cells}
+        priced.append(Priced(config, at[load], tuple(at[c] for c in streams)))
+
+    def rank(p: Priced) -> tuple[float, float, float, int]:
+        g = p.at_load.goodput  # ties (none meets the SLO): the most throughput, then the shorter chain
+        return (g.low, g.high, p.at_load.tokens_per_s.low, -p.config.draft_tokens)
+
+    ordered = sorted(priced, key=rank, reverse=True)
+    chosen = ordered[0]
+    kind = (chosen.config.drafter, chosen.config.draft_tokens)
+    runner_up = next(p for p in ordered if (p.config.drafter, p.config.draft_tokens) != kind)
+    plain = max((p for p in priced if p.config.drafter is None), key=rank)
+    minutes = plan_minutes([p.cells for p in _unique((chosen, runner_up, plain))], output_tokens, startup_s)
+    if minutes > budget_minutes:
+        raise ModelInputError(
+            f"--budget-minutes {budget_minutes:g}: measuring the choice, the runner-up and plain decoding at "
+            f"{', '.join(map(str, streams))} streams needs about {math.ceil(minutes)} minutes of GPU time "
+            f"({startup_s:g} s to start each server); give at least that, or a smaller --load"
+        )
+    return BoxPlan(
+        load,
+        slo,
+        chosen,
+        runner_up,
+        plain,
+        streams,
+        minutes,
+        budget_minutes,
+        {
+            "load": f"{load} concurrent streams",
+            "slo": f"time to first token <= {slo.ttft_ms:g} ms, time per output token <= {slo.tpot_ms:g} ms",
+            "accept": f"{accept:g} tokens per verify with {stated_for} draft tokens (other chains: one acceptance "
+            "probability per draft token)",
+            "traffic": f"{prompt_tokens} prompt tokens, {output_tokens} output tokens per request",
+            "startup": f"{startup_s:g} s per server",
+        },
+    )
+
+
+def _unique(items: Sequence[Priced]) -> list[Priced]:
+    """``items`` in order, each configuration once (plain decoding may be the runner-up too)."""
+    out: list[Priced] = []
+    for p in items:
+        if all(p.config != q.config for q in out):
+            out.append(p)
+    return out

@@ -1,0 +1,168 @@
+"""A speculation grid's fit: the box it ran on, the overheads fitted on its plain sweep and one accept length, the
+routes it took; the one fit the book and every other box share, and what it predicts for the sweeps it did not fit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from verifylab.derived import derived
+from verifylab.errors import ModelInputError
+from verifylab.model.fits.overheads import fit_cycle, fit_host
+from verifylab.model.inputs.gpus import _gpu_key, gpu_named
+from verifylab.model.inputs.grids import (
+    Sweep,
+    grid_routing,
+    grid_runs,
+    mean_context,
+    measured_ceilings,
+    same_box,
+    served_costs,
+    speculative_routing,
+    sweeps,
+)
+from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.pricer import Box, Overheads, physics_ms, scenarios
+from verifylab.model.pricing.speculation import gains
+from verifylab.sources import MeasuredRuns
+from verifylab.span import Span
+from verifylab.vocab import Drafter
+
+
+@dataclass(frozen=True)
+class GridFit:
+    """A grid run's model: the box it ran on, what was fitted and on which sweeps, and every sweep of the run."""
+
+    run_id: str
+    box: Box
+    overheads: Overheads
+    fitted_on: dict[str, str]  # what -> the sweep (variant) it was fitted on
+    below_physics: tuple[int, ...]  # plain stream counts measured faster than the box's physics allows
+    sweeps: tuple[Sweep, ...]
+
+    @property
+    def routing(self) -> Routing:
+        return self.box.routing
+
+
+FIT_ACCEPT = 2.0  # the accept length each drafter's overhead is fitted on; the others are predicted
+
+
+OVERLAPS = tuple(i / 10 for i in range(11))  # the routing overlaps a uniform-routing fit tries
+
+
+@derived
+def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing | None = None) -> GridFit:
+    """Fit a grid run: the host overhead on its plain sweep, each drafter's cycle overhead on its sweep at
+    :data:`FIT_ACCEPT` (the longest chain); every other sweep is left to predict. ``routing``: the run's own
+    (:func:`grid_routing`) unless given; under uniform routing the chain's overlap is fitted too, on the same sweeps
+    (the overlap of :data:`OVERLAPS` whose cycle fit misses least)."""
+    routing = grid_routing(runs, run_id) if routing is None else routing
+    if routing is Routing.COLLAPSED:
+        return _fit_grid(runs, run_id, routing, 0.0)
+    fits = [_fit_grid(runs, run_id, routing, o) for o in OVERLAPS]
+    return min(fits, key=lambda f: max(f.overheads.cycle_miss.values(), default=0.0))
+
+
+def _fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing, overlap: float) -> GridFit:
+    all_sweeps = sweeps(runs, run_id)
+    plain = next((s for s in all_sweeps if s.drafter is None), None)
+    if plain is None:
+        raise ModelInputError(f"run {run_id} has no plain-decoding sweep: nothing to fit the host overhead on")
+    target, draft = served_costs(runs, run_id)
+    key = _gpu_key(runs.run(run_id).gpu_name or runs.run(run_id).label) or "h200"
+    gpu = gpu_named(key, measured_ceilings(runs, key))
+    box = Box(
+        target,
+        gpu,
+        tp=1,
+        draft=draft,
+        context=mean_context(runs, run_id),
+        routing=routing,
+        chain_overlap=Span(overlap, overlap),
+    )
+    host = fit_host(box, plain.ms_per_token)
+    overheads = Overheads(Span(host.intercept_ms, host.intercept_ms), host.per_stream_ms, {}, f"fitted on run {run_id}")
+    fitted_on = {"host": plain.variant}
+    misses = {}
+    cycle = {}
+    for drafter in Drafter:
+        candidates = [s for s in all_sweeps if s.drafter is drafter and s.accept_target == FIT_ACCEPT]
+        if not candidates:
+            continue
+        chosen = max(candidates, key=lambda s: s.draft_tokens)
+        fit = fit_cycle(box, overheads, drafter, chosen.draft_tokens, chosen.accept_target, chosen.ms_per_token)
+        cycle[drafter] = (fit.intercept_ms, fit.per_stream_ms)
+        fitted_on[drafter.value] = chosen.variant
+        misses[drafter] = fit.relative_miss
+    overheads = Overheads(overheads.host0_ms, overheads.host1_ms, cycle, overheads.source, host.relative_miss, misses)
+    return GridFit(run_id, box, overheads, fitted_on, host.below_physics, tuple(all_sweeps))
+
+
+def first_grid_fit(runs: MeasuredRuns, routing: Routing = Routing.COLLAPSED) -> GridFit | None:
+    """The fit of the oldest grid run of ``routing`` that holds what a fit needs (plain decoding and a drafter's
+    sweep at :data:`FIT_ACCEPT`): the one fit the book and the model's other boxes share; None when no run does."""
+    for run_id in grid_runs(runs):
+        if grid_routing(runs, run_id) is not routing:
+            continue
+        fit = fit_grid(runs, run_id, routing)
+        if fit.overheads.cycle:
+            return fit
+    return None
+
+
+def fit_for(runs: MeasuredRuns, run_id: str) -> GridFit | None:
+    """The fit that prices grid run ``run_id``'s speculative servers: the oldest fittable run of its served model,
+    GPU and speculative routing (itself, or one before it), fitted with that routing."""
+    for candidate in grid_runs(runs):
+        if same_box(runs, candidate, run_id):
+            fit = fit_grid(runs, candidate, speculative_routing(runs, candidate))
+            if fit.overheads.cycle:
+                return fit
+    return None
+
+
+def predict_sweeps(
+    fit: GridFit,
+    points: Sequence[tuple[Drafter, int, float]],
+    streams: Sequence[int],
+    routing: Routing,
+    overlap: Span = Span(0.0, 0.0),
+) -> pd.DataFrame:
+    """What ``fit`` predicts for servers it was not fitted on, with the routing they run: per server (drafter, draft
+    tokens, accept length) and stream count, plain and speculative tok/s and the gain, each a range; and plain
+    decoding's physics floor when every token draws its own experts (``spread_floor_ms``: at 128 streams nearly every
+    routed expert, read once at the GPU's copy bandwidth)."""
+    box = replace(fit.box, routing=routing, chain_overlap=overlap)
+    floor_box = replace(fit.box, routing=Routing.UNIFORM, chain_overlap=Span(0.0, 0.0))
+    fastest = max(scenarios(floor_box), key=lambda s: (s.bandwidth_gbs, s.tflops))
+    rows = []
+    for drafter, k, accept in points:
+        for r in gains(box, fit.overheads, drafter, accept, k, streams):
+            rows.append(
+                {
+                    "drafter": drafter.value,
+                    "draft_tokens": k,
+                    "accept_target": accept,
+                    **r.as_row(),
+                    "spread_floor_ms": physics_ms(floor_box, floor_box.target, r.streams, r.streams, fastest),
+                    "routing": routing.value,
+                    "overlap_low": overlap.low,
+                    "overlap_high": overlap.high,
+                    "fitted_run": fit.run_id,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def measured_overheads(runs: MeasuredRuns) -> Overheads:
+    """The overheads fitted on the first stored speculation grid (host per stream, each drafter's per cycle)."""
+    fit = first_grid_fit(runs)
+    if fit is not None:
+        return fit.overheads
+    raise ModelInputError(
+        f"no speculation grid under {runs.where} holds plain decoding and a sweep at accept length {FIT_ACCEPT:g}: "
+        "run chapter 02 live with its speculation grid first"
+    )

@@ -1,0 +1,144 @@
+"""A box as the pricer takes it: one all-reduce's curve by message (a regime's range, a fused or PCIe-IPC curve, a probe
+or a file), the memory check of a layout, and its host overhead calibrated to its own plain decode rate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from verifylab.errors import ModelInputError
+from verifylab.model.inputs.curves import LatencyCurve
+from verifylab.model.inputs.gpus import Gpu
+from verifylab.model.inputs.model_costs import ModelCosts
+from verifylab.model.pricing.collectives import REGIME_TITLE, Collective, Price, RegimeCurves
+from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, comm_ms, host0_ms, physics_ms, scenarios
+from verifylab.span import Span
+from verifylab.vocab import BF16_BYTES, SGLANG_FUSION_MAX_TOKENS, Regime
+
+CURVE_NAMES = {Collective.NCCL: "NCCL all-reduce", Collective.PCIE_IPC: "PCIe-IPC all-reduce"}
+
+
+def regime_curve(
+    curves: RegimeCurves, regime: Regime, world: int, collective: Collective = Collective.NCCL
+) -> tuple[AllreduceCurve, str]:
+    """One all-reduce's range on ``collective`` (NCCL or PCIe-IPC, each from its own curve) at ``world`` ranks in
+    ``regime``, by message bytes; refused where the regime has no curve at that size of group."""
+
+    def at(message: float) -> Span:
+        price = curves.price(regime, collective, world, message)
+        if not isinstance(price, Price):
+            raise ModelInputError(f"{REGIME_TITLE.get(regime, regime.value)} at {world} ranks: {price}")
+        return Span(price.low_us, price.high_us)
+
+    at(world * 2.0**14)  # refuse now, not in the middle of a table
+    where = f"{REGIME_TITLE.get(regime, regime.value)}, {world} ranks (chapter 4's curves)"
+    return at, f"{CURVE_NAMES[collective]}, {where}"
+
+
+def fused_regime_curve(
+    curves: RegimeCurves, regime: Regime, world: int, norm_us: Callable[[float], float], hidden: int
+) -> tuple[AllreduceCurve, str] | None:
+    """FlashInfer's fused all-reduce + RMSNorm at ``world`` ranks in ``regime`` as one layer's all-reduce costs a
+    pass with fusion on: the fused kernel less the norm kernel it replaces (the unfused path's norm is in the
+    calibrated host overhead), NCCL above SGLang's fusion token limit. None where fusion cannot run there."""
+    nccl, _ = regime_curve(curves, regime, world)
+    if not isinstance(curves.price(regime, Collective.FUSED, world, world * 2.0**14), Price):
+        return None
+
+    def at(message: float) -> Span:
+        tokens = message / (hidden * BF16_BYTES)
+        price = curves.price(regime, Collective.FUSED, world, message)
+        if tokens > SGLANG_FUSION_MAX_TOKENS or not isinstance(price, Price):
+            return nccl(message)
+        norm = norm_us(tokens)
+        return Span(price.low_us - norm, price.high_us - norm)
+
+    return at, (
+        f"FlashInfer fused all-reduce + RMSNorm, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks, less the "
+        "norm kernel it replaces (chapter 4's curves)"
+    )
+
+
+def pcie_ipc_regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> tuple[AllreduceCurve, str] | None:
+    """SGLang's PCIe-IPC all-reduce at ``world`` ranks in ``regime`` (None where it cannot run or has no curve)."""
+    try:
+        return regime_curve(curves, regime, world, Collective.PCIE_IPC)
+    except ModelInputError:
+        return None
+
+
+def latency_curve(curves: list[LatencyCurve], path: str | None) -> tuple[AllreduceCurve, str]:
+    """The NCCL curve of ``path`` among measured curves (a probe's run, a CSV, nccl-tests output)."""
+    nccl = [c for c in curves if c.impl == "nccl" and (path is None or c.path == path)]
+    if not nccl:
+        have = ", ".join(sorted({c.path for c in curves if c.impl == "nccl"})) or "none"
+        raise ModelInputError(f"--latency: no NCCL curve{f' on path {path!r}' if path else ''} (NCCL paths: {have})")
+    if len(nccl) > 1:
+        raise ModelInputError(f"--latency holds NCCL curves on {', '.join(c.path for c in nccl)}: pick one with --path")
+    curve = nccl[0]
+
+    def at(message: float) -> Span:
+        us = curve.at(message)
+        return Span(us, us)
+
+    return at, f"NCCL all-reduce on {curve.path}, {curve.source}"
+
+
+DECODE_TOK_S = (0.1, 1e5)  # one stream of plain decoding: slower than a step in ten seconds is no server; faster
+
+
+def checked_decode_rate(value: float, name: str) -> float:
+    """``value`` as one stream's plain decode rate (tok/s), or one line naming ``name`` and the bounds."""
+    low, high = DECODE_TOK_S
+    if not (isinstance(value, int | float) and low <= value <= high):
+        raise ModelInputError(f"{name} {value!r}: one stream's plain decode rate in tok/s, {low:g}..{high:g}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """Overheads for a box, and how its host overhead was set."""
+
+    overheads: Overheads
+    host_note: str
+    consistent: bool  # False: the box decodes faster than its physics and all-reduces allow
+
+
+def calibrate_decode(box: Box, measured: Overheads, decode_tok_s: float | None, source: str) -> Calibrated:
+    """The H200 grid's overheads with ``host0`` set so that one stream decodes at ``decode_tok_s`` on this box
+    (over every end of the box's ranges); unchanged when no rate is given."""
+    if decode_tok_s is None:
+        return Calibrated(measured, f"host overhead of the measured H200 run ({measured.source})", True)
+    step = 1e3 / checked_decode_rate(decode_tok_s, "--decode-tok-s")
+    rest = [
+        step - physics_ms(box, box.target, 1, 1, s) - comm_ms(box, box.target, 1, s, decode=True) - measured.host1_ms
+        for s in scenarios(box)
+    ]
+    consistent = max(rest) >= 0
+    host0 = Span(max(min(rest), 0.0), max(max(rest), 0.0))
+    note = f"set so that one stream decodes at {decode_tok_s:g} tok/s ({source})"
+    if not consistent:
+        note += ": faster than this box's bytes and all-reduces allow, so the all-reduce curve is too slow for it"
+    return Calibrated(replace(measured, host0_ms=host0, decode_ms=step), note, consistent)
+
+
+def carried_host(box: Box, calibrated: Calibrated) -> Calibrated:
+    """``calibrated``'s host overhead as a fixed range (its ends over ``box``'s scenarios), for a box that decodes
+    on another collective than the one the rate was measured on: the collective's saving must not be absorbed."""
+    ov = calibrated.overheads
+    host0 = [host0_ms(box, ov, s) for s in scenarios(box)]
+    return Calibrated(
+        replace(ov, host0_ms=Span(min(host0), max(host0)), decode_ms=None),
+        calibrated.host_note + "; carried over from plain decoding on NCCL",
+        calibrated.consistent,
+    )
+
+
+def layout_fits(target: ModelCosts, gpu: Gpu, tp: int) -> None:
+    """Refuse a layout whose weights alone exceed one GPU's memory, naming the GB needed and there."""
+    need = target.weights_bytes(tp)
+    if need > gpu.memory_bytes:
+        raise ModelInputError(
+            f"{target.name} ({target.quantization}) at TP {tp} needs {need / 1e9:.0f} GB of weights per GPU; a "
+            f"{gpu.name} holds {gpu.memory_bytes / 1e9:.0f} GB: more GPUs, or a narrower quantization"
+        )

@@ -1,0 +1,198 @@
+"""The one pricer: what a forward pass costs on a box — plain decoding's step, a verify pass, a speculative cycle —
+for any model config, GPU, layout, collective, stream count, chain length and routing overlap. Every tok/s, ms and
+gain on a page, an export or a command comes from these functions (a test holds the code to it).
+
+A pass of T tokens from C streams costs physics(T, C) + comm(T) + host0 + host1 x C:
+
+- physics: the bytes the busiest GPU reads (:meth:`verifylab.model.model_config.ModelCosts.pass_parts`, per layout)
+  over its effective bandwidth, plus the arithmetic over its effective matrix rate;
+- comm: the pass's collectives, each priced at its own message from a latency curve (a regime's range, a probe,
+  a file): the tensor-parallel all-reduces, or what the layout runs instead (:attr:`Box.comm_us`);
+- host0 + host1 x C: what the GPU's work does not explain, fitted on a measured plain sweep or calibrated to a
+  box's own plain decode rate (:mod:`verifylab.model.speculation_box`).
+
+A pipeline of ``stages`` walks a pass through each stage in turn, two micro-batches filling it from two streams on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import product
+
+from verifylab.errors import ModelInputError
+from verifylab.model.inputs.gpus import Gpu
+from verifylab.model.inputs.model_costs import Layout, ModelCosts, Routing
+from verifylab.span import Span
+from verifylab.vocab import BF16_BYTES, Drafter
+
+NO_OVERLAP = Span(0.0, 0.0)  # a verify chain whose tokens each draw their own experts
+
+
+AllreduceCurve = Callable[[float], Span]  # message bytes -> one all-reduce's µs (a range)
+
+
+PassComm = Callable[[float, float], Span]  # (tokens, streams) -> a whole pass's collectives in µs (a range)
+
+
+def constant_curve(us: float) -> AllreduceCurve:
+    """One all-reduce at ``us`` whatever its message: a latency floor."""
+    price = Span(us, us)
+    return lambda _message: price
+
+
+@dataclass(frozen=True)
+class Box:
+    """What runs where: the target (and draft) model on ``tp`` GPUs of one kind, with its all-reduce curve."""
+
+    target: ModelCosts
+    gpu: Gpu
+    tp: int = 1
+    draft: ModelCosts | None = None
+    context: float = 2048.0  # tokens of KV each stream attends over
+    routing: Routing = Routing.UNIFORM
+    allreduce_us: AllreduceCurve | None = None  # None: TP 1, or communication not priced
+    comm_source: str = "TP 1: no all-reduce"
+    decode_allreduce_us: AllreduceCurve | None = None  # plain decoding's, where it runs otherwise (None: the same)
+    draft_allreduce_us: AllreduceCurve | None = None  # the draft model's, where it runs otherwise (None: the same)
+    chain_overlap: Span = NO_OVERLAP  # how much a verify chain's tokens share experts (uniform routing; 0..1)
+    layout: Layout = Layout.TP  # experts sharded (TP) or whole (EP); attention sharded or per request (DP)
+    stages: int = 1  # pipeline stages, each on ``tp`` GPUs
+    comm_us: PassComm | None = None  # the target's collectives per pass where they are not TP all-reduces
+
+    def __post_init__(self) -> None:
+        if self.tp > 1 and self.allreduce_us is None:
+            raise ModelInputError(f"TP {self.tp} needs an all-reduce curve (--regime or --latency)")
+        if not 0.0 <= self.chain_overlap.low <= self.chain_overlap.high <= 1.0:
+            raise ModelInputError(f"routing overlap {self.chain_overlap.text(2)} must lie in 0..1")
+
+    def allreduces_per_pass(self, model: ModelCosts) -> int:
+        """Two per layer (after attention, after the MLP/MoE) at TP > 1."""
+        return 2 * model.layers if self.tp > 1 else 0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One end of every range at once: the bandwidth, matrix rate and all-reduce latency ends taken together."""
+
+    bandwidth_gbs: float
+    tflops: float
+    comm_end: str  # "low" / "high"
+    overlap: float = 0.0  # the routing overlap of a verify chain
+
+
+def scenarios(box: Box) -> list[Scenario]:
+    bws = sorted({box.gpu.bandwidth_gbs.low, box.gpu.bandwidth_gbs.high})
+    tfs = sorted({box.gpu.tflops.low, box.gpu.tflops.high})
+    overlaps = sorted({box.chain_overlap.low, box.chain_overlap.high})
+    return [Scenario(b, t, c, o) for b, t, c, o in product(bws, tfs, ("low", "high"), overlaps)]
+
+
+def micro_batches(stages: int, streams: float) -> int:
+    """How many micro-batches a pass is cut into: two once a pipeline has two streams to fill its stages with."""
+    return 2 if stages > 1 and streams >= 2 else 1
+
+
+def busiest_bytes(box: Box, model: ModelCosts, tokens: float, streams: float, overlap: float = 0.0) -> float:
+    """The bytes the busiest GPU of the box reads in a pass of ``tokens`` tokens from ``streams`` streams: through
+    a pipeline, every stage in turn for each micro-batch (the other micro-batch fills the stage it leaves)."""
+    if model is not box.target or (box.layout is Layout.TP and box.stages == 1):
+        return model.pass_parts(tokens, streams, box.context, box.tp, box.routing, overlap).total
+    micro = micro_batches(box.stages, streams)
+    kv_streams = math.ceil(streams / (box.tp * box.stages)) if box.layout is Layout.EP_DP_ATTENTION else streams / micro
+    layers = math.ceil(model.layers / box.stages) if box.stages > 1 else None
+    part = model.pass_parts(
+        tokens / micro, streams / micro, box.context, box.tp, box.routing, overlap, box.layout, layers, kv_streams
+    )
+    return box.stages * part.total
+
+
+def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Scenario) -> float:
+    """Bytes over bandwidth plus arithmetic over the matrix rate on the busiest GPU of the box (ms)."""
+    read = busiest_bytes(box, model, tokens, streams, s.overlap)
+    if model is box.target and box.stages > 1:  # a micro-batch's arithmetic, each stage's share in turn on tp GPUs
+        flops = model.pass_flops(tokens / micro_batches(box.stages, streams), box.context, box.tp)
+    else:
+        flops = model.pass_flops(tokens, box.context, box.tp)
+    return read / (s.bandwidth_gbs * 1e9) * 1e3 + flops / (s.tflops * 1e12) * 1e3
+
+
+def floor_ms(box: Box, tokens: float, streams: float, bandwidth_gbs: float) -> float:
+    """The target's pass at ``bandwidth_gbs`` (a datasheet's peak): no pass of these bytes can be faster (ms)."""
+    return busiest_bytes(box, box.target, tokens, streams) / (bandwidth_gbs * 1e9) * 1e3
+
+
+def comm_ms(
+    box: Box, model: ModelCosts, tokens: float, s: Scenario, decode: bool = False, streams: float | None = None
+) -> float:
+    """The pass's collectives (ms): the layout's own where the box has them (:attr:`Box.comm_us`, at ``streams``),
+    else its all-reduces at their message size; ``decode``: plain decoding's curve where the box has one; the draft
+    model's passes on its own curve where the box has one."""
+    if model is box.target and box.comm_us is not None:
+        per_pass = box.comm_us(tokens, tokens if streams is None else streams)
+        return (per_pass.low if s.comm_end == "low" else per_pass.high) / 1e3
+    curve = box.decode_allreduce_us if decode and box.decode_allreduce_us is not None else box.allreduce_us
+    if model is box.draft and box.draft_allreduce_us is not None:
+        curve = box.draft_allreduce_us
+    if curve is None:
+        return 0.0
+    per = curve(tokens * model.hidden * BF16_BYTES)
+    return box.allreduces_per_pass(model) * (per.low if s.comm_end == "low" else per.high) / 1e3
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """What the GPU's work does not explain: per forward pass, and per speculative cycle by drafter."""
+
+    host0_ms: Span
+    host1_ms: float  # per stream and pass
+    cycle: dict[Drafter, tuple[float, float]] = field(default_factory=dict)  # (per cycle ms, per stream ms)
+    source: str = ""
+    host_miss: float = 0.0  # the host fit's largest relative miss on the sweep it was fitted on
+    cycle_miss: dict[Drafter, float] = field(default_factory=dict)  # each drafter's fit, likewise
+    decode_ms: float | None = None  # a box's measured plain step at one stream: host0 is what each scenario leaves
+
+    def margin(self, drafter: Drafter) -> float:
+        """How much wider than its point value a range of this drafter is drawn: its fits' largest miss."""
+        return max(self.host_miss, self.cycle_miss.get(drafter, 0.0))
+
+
+def host0_ms(box: Box, ov: Overheads, s: Scenario, host_end: str = "low") -> float:
+    """The per-pass host overhead in scenario ``s``: calibrated, what the box's measured one-stream step leaves once
+    this scenario's physics and all-reduces are paid (never below 0); fitted, an end of the fitted range."""
+    if ov.decode_ms is not None:
+        paid = physics_ms(box, box.target, 1, 1, s) + comm_ms(box, box.target, 1, s, decode=True) + ov.host1_ms
+        return max(ov.decode_ms - paid, 0.0)
+    return ov.host0_ms.low if host_end == "low" else ov.host0_ms.high
+
+
+def step_ms(box: Box, ov: Overheads, streams: float, s: Scenario, host_end: str = "low") -> float:
+    """Plain decoding: one forward pass of one token per stream."""
+    host0 = host0_ms(box, ov, s, host_end)
+    comm = comm_ms(box, box.target, streams, s, decode=True, streams=streams)
+    return physics_ms(box, box.target, streams, streams, s) + comm + host0 + ov.host1_ms * streams
+
+
+def verify_ms(box: Box, ov: Overheads, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low") -> float:
+    """One verify pass of ``streams`` x ``draft_tokens`` tokens: bytes, arithmetic, all-reduces, host overhead."""
+    tokens = streams * draft_tokens
+    verify = physics_ms(box, box.target, tokens, streams, s) + comm_ms(box, box.target, tokens, s, streams=streams)
+    return verify + host0_ms(box, ov, s, host_end) + ov.host1_ms * streams
+
+
+def cycle_ms(
+    box: Box, ov: Overheads, drafter: Drafter, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low"
+) -> float:
+    """One speculative cycle: the verify pass of C x K tokens, K - 1 draft steps, the drafter's overhead."""
+    if drafter not in ov.cycle:
+        raise ModelInputError(f"no measured {drafter.value} overhead: fit it on a speculative sweep first")
+    verify = verify_ms(box, ov, draft_tokens, streams, s, host_end)
+    draft = 0.0
+    if drafter is Drafter.EAGLE3:
+        if box.draft is None:
+            raise ModelInputError("an EAGLE-3 prediction needs the draft model's config (--draft-config)")
+        per_step = physics_ms(box, box.draft, streams, streams, s) + comm_ms(box, box.draft, streams, s)
+        draft = (draft_tokens - 1) * per_step
+    c0, c1 = ov.cycle[drafter]
+    return verify + draft + c0 + c1 * streams
