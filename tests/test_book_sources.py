@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from verifylab.chapters.registry import CHAPTERS
-from verifylab.model.pricing.collectives import REGIME_TITLE
+from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.vocab import Regime
 
 GENERATED = Path("book") / "_generated"

@@ -11,7 +11,7 @@ import pytest
 from verifylab.model.answers.decision import decision_table, regime_answer
 from verifylab.model.case.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option
 from verifylab.model.case.speculation import inputs
-from verifylab.model.pricing.collectives import Collective, Price
+from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 MESSAGE = 4 * KIMI_K2_HIDDEN * 2  # one stream's verify message at 4 draft tokens

@@ -16,8 +16,8 @@ from verifylab.model.case.options import GPUS, OPTIONS, Option
 from verifylab.model.case.speculation import account, inputs
 from verifylab.model.case.whatif import case_option_boxes, whatif_table
 from verifylab.model.inputs.model_costs import Layout, busiest_gpu_experts
-from verifylab.model.pricing.collectives import PRICED_REGIMES, Collective, Price
 from verifylab.model.pricing.floors import pass_bytes
+from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective, Price
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 

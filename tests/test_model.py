@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 
 from verifylab.cli import app
 from verifylab.model.fits.compute_check import compute_validation, compute_validation_finding
-from verifylab.model.pricing.collectives import max_oneshot_tokens, uses_oneshot
+from verifylab.model.pricing.regimes import max_oneshot_tokens, uses_oneshot
 
 
 def test_flashinfer_oneshot_rule():

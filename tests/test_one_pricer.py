@@ -13,7 +13,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"
 PRICER = "model/pricing/pricer.py"
 PRICING = {"physics_ms", "comm_ms", "host0_ms", "step_ms", "verify_ms", "cycle_ms", "floor_ms", "busiest_bytes"}
 BYTES_READERS = {"pass_parts", "pass_flops"}  # ModelCosts' bytes and arithmetic of one pass
-READ_BY = {PRICER, "model/inputs/model_costs.py", "model/pricing/floors.py"}  # floors: bytes per part for its tables, no time
+READ_BY = {
+    PRICER,
+    "model/inputs/model_costs.py",
+    "model/pricing/floors.py",
+}  # floors: bytes per part for its tables, no time
 BYTES_OVER_BANDWIDTH = re.compile(r"/\s*\(\s*[\w.]*(gbs|bandwidth)[\w.]*\s*\*\s*1e9\s*\)", re.I)
 
 

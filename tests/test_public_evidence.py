@@ -68,7 +68,7 @@ def test_misdetected_and_superseded_rows_never_price_healthy_p2p(shipped):
     its authors replaced are not healthy P2P: the healthy band at 8 ranks and one stream's verify message stays
     where healthy boxes measured it."""
     from verifylab.model.case.speculation import inputs
-    from verifylab.model.pricing.collectives import Collective
+    from verifylab.model.pricing.regimes import Collective
     from verifylab.vocab import Regime
 
     ev = shipped
@@ -113,7 +113,7 @@ def test_the_host_memory_price_uses_the_sm120_figure(shipped):
     from dataclasses import replace
 
     from verifylab.model.case.speculation import inputs
-    from verifylab.model.pricing.collectives import Collective
+    from verifylab.model.pricing.regimes import Collective
     from verifylab.vocab import Regime
 
     curves = inputs(shipped).curves

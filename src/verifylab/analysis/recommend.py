@@ -14,7 +14,7 @@ from verifylab.analysis.launch_command import launch_command
 from verifylab.analysis.recommendation import Recommendation, Topic, no_evidence
 from verifylab.model.answers.decision import crossover_text, fusion_at_one_stream, fusion_by_load_words
 from verifylab.model.case.options import OPTIONS, Option
-from verifylab.model.pricing.collectives import REGIME_TITLE
+from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.report.section import Prose
 from verifylab.vocab import (
     FLASHINFER_JIT_ADMITS_SM12X,

@@ -19,8 +19,9 @@ from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_curve
-from verifylab.model.pricing.collectives import PRICED_REGIMES, RegimeCurves
+from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import Box
+from verifylab.model.pricing.regimes import PRICED_REGIMES
 from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
 from verifylab.vocab import Regime

@@ -22,7 +22,7 @@ from verifylab.model.answers.words import crossover_words, fastest_words, keep_s
 from verifylab.model.case.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.overlap import check_summary, public_check
-from verifylab.model.pricing.collectives import REGIME_TITLE
+from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence

@@ -18,7 +18,7 @@ from verifylab.model.answers.words import crossover_words, recrossing_words
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
-from verifylab.model.inputs.curves import LatencyCurve, load_curves, norm_us_measured
+from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
@@ -133,7 +133,7 @@ def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, s
 
 
 def _fusion(
-    runs: MeasuredRuns, curves: list[LatencyCurve], path: str, model: ModelCosts, box: Box, policy: Policy, k: int
+    runs: MeasuredRuns, curves: list[Curve], path: str, model: ModelCosts, box: Box, policy: Policy, k: int
 ) -> tuple[list[FusionPrice], str]:
     """Fusion's saving per verify pass from the box's own NCCL and fused curves, the measured norm kernel and the
     fused kernel's in-pass factor; with the policy's reason where it cannot run."""
@@ -188,7 +188,7 @@ class ProbedBox:
     rank_map: list[dict]
     policy: Policy
     label: str
-    curves: list[LatencyCurve]
+    curves: list[Curve]
     path: str
     box: Box
 
@@ -203,7 +203,7 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
     gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), measured_ceilings(runs))
     layout_fits(target, gpu, world if policy.tensor_parallel else 1)
     path = str(verdict["transport"])
-    curves: list[LatencyCurve] = []
+    curves: list[Curve] = []
     curve, comm_source = None, "TP 1: no all-reduce"
     if world > 1:
         curves = load_curves(inputs.probe_run, runs, None, target.hidden)

@@ -23,8 +23,8 @@ from verifylab.model.case.speculation import (
     speculation_case,
 )
 from verifylab.model.case.whatif import whatif_table
-from verifylab.model.pricing.collectives import REGIME_TITLE, Collective, Price
 from verifylab.model.pricing.pricer import scenarios, verify_ms
+from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.sources import ModelSources
 from verifylab.span import Span, times
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime

@@ -13,7 +13,7 @@ import pandas as pd
 from verifylab.model.answers.words import speculation_in_words
 from verifylab.model.case.speculation import speculation_case
 from verifylab.model.fits.overlap import OverlapFit, fitted_overlap
-from verifylab.model.pricing.collectives import REGIME_TITLE
+from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import Regime

@@ -8,8 +8,9 @@ from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.pricing.boxes import pcie_ipc_regime_curve, regime_curve
-from verifylab.model.pricing.collectives import REGIME_TITLE, Collective, RegimeCurves
+from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box
+from verifylab.model.pricing.regimes import REGIME_TITLE, Collective
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import Regime
 

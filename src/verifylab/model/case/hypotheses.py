@@ -11,7 +11,7 @@ import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.case.speculation import account, inputs
-from verifylab.model.pricing.collectives import Collective, Price
+from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime

@@ -16,7 +16,7 @@ from verifylab.model.case.speculation import SpeculationCase, cases_on
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.inputs.model_costs import Layout
 from verifylab.model.pricing.boxes import carried_host
-from verifylab.model.pricing.collectives import Collective, Price, RegimeCurves
+from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import (
     Box,
     Overheads,
@@ -28,6 +28,7 @@ from verifylab.model.pricing.pricer import (
     physics_ms,
     scenarios,
 )
+from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.model.pricing.speculation import gains
 from verifylab.shapes import KIMI_K2
 from verifylab.sources import ModelSources

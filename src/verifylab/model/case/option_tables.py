@@ -11,8 +11,9 @@ from verifylab.model.case.option_prices import OptionBoxes, OptionPass, option_p
 from verifylab.model.case.options import CONTEXT_TOKENS, GIB, GPUS, MEM_FRACTIONS, OPTIONS, Option, OptionFacts
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS, RTX_PRO_6000_MEMORY_BYTES
 from verifylab.model.inputs.model_costs import Layout
-from verifylab.model.pricing.collectives import REGIME_TITLE, Collective, Price, RegimeCurves
+from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.floors import kv_bytes_per_token, pass_bytes, pass_floor_ms, weights_per_gpu_bytes
+from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 

@@ -22,8 +22,8 @@ from verifylab.model.pricing.boxes import (
     fused_regime_curve,
     pcie_ipc_regime_curve,
 )
-from verifylab.model.pricing.collectives import REGIME_TITLE, Collective, decode_regime
 from verifylab.model.pricing.pricer import AllreduceCurve, Box
+from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, decode_regime
 from verifylab.model.pricing.speculation import DEFAULT_STREAMS, SpeculationAnswer, answer, combined_crossover, gains
 from verifylab.sources import ModelSources, reported_value
 from verifylab.span import Span

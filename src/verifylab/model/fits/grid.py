@@ -11,7 +11,7 @@ import pandas as pd
 from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.fits.overheads import fit_cycle, fit_host
-from verifylab.model.inputs.gpus import _gpu_key, gpu_named
+from verifylab.model.inputs.gpus import gpu_key_in, gpu_named
 from verifylab.model.inputs.grids import (
     Sweep,
     grid_routing,
@@ -72,7 +72,7 @@ def _fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing, overlap: float)
     if plain is None:
         raise ModelInputError(f"run {run_id} has no plain-decoding sweep: nothing to fit the host overhead on")
     target, draft = served_costs(runs, run_id)
-    key = _gpu_key(runs.run(run_id).gpu_name or runs.run(run_id).label) or "h200"
+    key = gpu_key_in(runs.run(run_id).gpu_name or runs.run(run_id).label) or "h200"
     gpu = gpu_named(key, measured_ceilings(runs, key))
     box = Box(
         target,

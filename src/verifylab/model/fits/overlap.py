@@ -24,8 +24,9 @@ from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.known_models import draft_for, known_model
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.public_curves import PublicCurve, public_curves
-from verifylab.model.pricing.collectives import Collective, Price, RegimeCurves
+from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads
+from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.model.pricing.speculation import crossings, crossover_streams, gains
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span

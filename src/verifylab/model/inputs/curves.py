@@ -20,18 +20,32 @@ CURVE_COLUMNS = {"path", "impl", "tokens", "us"}
 
 
 @dataclass(frozen=True)
-class LatencyCurve:
-    """Per-call latency (µs) of one implementation on one path, by message size (bytes), sorted."""
+class Curve:
+    """One collective's per-call latency (µs) by message size (bytes), sorted, and where it was measured: ``source``
+    names a stored run, a reader's file or public rows (``public_rows``: their ids), ``path`` and ``impl`` the
+    transport and implementation. Between its sizes it is log-log interpolated; beyond them :meth:`at` extends its
+    end segments, while :meth:`priced_at` holds its smallest size's latency below and grows by a bandwidth term above
+    (how a regime prices a message no source measured)."""
 
-    path: str
-    impl: str
+    source: str
     message_bytes: tuple[float, ...]
     us: tuple[float, ...]
-    source: str
+    path: str = ""
+    impl: str = "nccl"
+    public_rows: tuple[str, ...] = ()
 
     def at(self, message_bytes: float) -> float:
         """Latency at ``message_bytes`` (log-log interpolation)."""
         return loglog_interpolate(self.message_bytes, self.us, message_bytes)
+
+    def priced_at(self, message: float, slope_us_per_byte: float) -> float:
+        """Latency at ``message``: the floor of the smallest size below it, ``slope_us_per_byte`` past the largest."""
+        xs, ys = self.message_bytes, self.us
+        if message <= xs[0]:
+            return ys[0]  # below the smallest size measured: the latency floor of that size
+        if message >= xs[-1]:
+            return ys[-1] + (message - xs[-1]) * slope_us_per_byte
+        return loglog_interpolate(xs, ys, message)
 
 
 def loglog_interpolate(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -> float:
@@ -67,7 +81,7 @@ MIN_CURVE_SIZES = 3  # a curve a reader gives: enough sizes to tell a latency fl
 NOISE = 0.25  # a larger message may time this much faster than a smaller one (run-to-run noise), no more
 
 
-def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str, given: bool = False) -> LatencyCurve:
+def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str, given: bool = False) -> Curve:
     """One curve from its points; ``given`` (a reader's file): at least :data:`MIN_CURVE_SIZES` sizes, each once,
     and no larger message much faster than a smaller one (a unit or a column mixed up)."""
     by_size: dict[float, list[float]] = {}
@@ -92,12 +106,12 @@ def _curve(path: str, impl: str, pairs: list[tuple[float, float]], source: str, 
                     f"{source}: ({path}, {impl}) {s1:g} bytes take {large:g} µs, less than {s0:g} bytes' {small:g} µs: "
                     "latency grows with the message (are two columns or units mixed up?)"
                 )
-    return LatencyCurve(path, impl, tuple(sizes), tuple(min(by_size[s]) for s in sizes), source)
+    return Curve(source, tuple(sizes), tuple(min(by_size[s]) for s in sizes), path, impl)
 
 
 def curves_from_frame(
     frame: pd.DataFrame, source: str, hidden: int = KIMI_K2_HIDDEN, stored: bool = False
-) -> list[LatencyCurve]:
+) -> list[Curve]:
     """Curves from rows ``path, impl, tokens, us`` (a run's ``allreduce_latency`` table or a user's CSV). Every row
     of a user's file is a point or the file is refused naming the row; a stored run's empty ``us`` cells are the
     paths it did not time (its note says why) and are left out."""
@@ -142,7 +156,7 @@ def curves_from_frame(
     return curves
 
 
-def parse_nccl_tests(text: str, path: str, source: str) -> LatencyCurve:
+def parse_nccl_tests(text: str, path: str, source: str) -> Curve:
     """nccl-tests' ``all_reduce_perf`` stdout: '#' lines are headers; each data row is size (B), count, type,
     redop, root, then the out-of-place time (µs), algbw, busbw, #wrong, then the in-place columns."""
     pairs = []
@@ -160,7 +174,7 @@ def parse_nccl_tests(text: str, path: str, source: str) -> LatencyCurve:
 
 def load_curves(
     latency: str, runs: MeasuredRuns | None, path: str | None = None, hidden: int = KIMI_K2_HIDDEN
-) -> list[LatencyCurve]:
+) -> list[Curve]:
     """Curves from a file (a CSV ``path, impl, tokens, us`` or an nccl-tests output), decided by what exists: a
     file path (absolute or relative) is read as a file, never validated as a run name; otherwise a stored run id."""
     file = Path(latency)
@@ -178,7 +192,7 @@ def load_curves(
 
 
 @derived
-def _stored_curves(runs: MeasuredRuns, run_id: str, hidden: int) -> tuple[LatencyCurve, ...]:
+def _stored_curves(runs: MeasuredRuns, run_id: str, hidden: int) -> tuple[Curve, ...]:
     """A stored run's curves (read and built once per set of runs)."""
     table = runs.table_or_none(run_id, "allreduce_latency")
     if table is None:
@@ -186,7 +200,7 @@ def _stored_curves(runs: MeasuredRuns, run_id: str, hidden: int) -> tuple[Latenc
     return tuple(curves_from_frame(table, f"run {run_id}", hidden, stored=True))
 
 
-def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[LatencyCurve]:
+def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[Curve]:
     try:
         text = read_outside_text(file, "curve")
     except OutsideFileError as exc:
@@ -239,24 +253,6 @@ def _in_pass_factors(runs: MeasuredRuns, run_id: str | None) -> dict[tuple[str, 
     return factors
 
 
-@dataclass(frozen=True)
-class SourceCurve:
-    """One source's measured points (bytes -> us) and the slope (us per byte) it grows by beyond them."""
-
-    label: str
-    message_bytes: tuple[float, ...]
-    us: tuple[float, ...]
-    public_rows: tuple[str, ...] = ()  # the public-evidence row ids it was built from (none: a measured run)
-
-    def at(self, message: float, slope_us_per_byte: float) -> float:
-        xs, ys = self.message_bytes, self.us
-        if message <= xs[0]:
-            return ys[0]  # below the smallest size measured: the latency floor of that size
-        if message >= xs[-1]:
-            return ys[-1] + (message - xs[-1]) * slope_us_per_byte
-        return loglog_interpolate(xs, ys, message)
-
-
 def monotone(us: list[float]) -> tuple[float, ...]:
     """A latency curve that never falls as the message grows: a point above a larger size's latency (an isolated
     spike, such as one source's own flagged outlier) is lowered to it."""
@@ -275,5 +271,5 @@ class BoxProbe:
     source: str  # "run <id>" or "file <path>"
     label: str
     regime: Regime  # the probe's verdict; UNKNOWN for a curve file (no verdict)
-    nccl: SourceCurve
-    fused: SourceCurve | None
+    nccl: Curve
+    fused: Curve | None

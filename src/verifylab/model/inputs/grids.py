@@ -12,7 +12,7 @@ import pandas as pd
 from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.configs import costs_from_config
-from verifylab.model.inputs.gpus import Ceilings, _gpu_key
+from verifylab.model.inputs.gpus import Ceilings, gpu_key_in
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.selection import newest_of_each_experiment
 from verifylab.sources import MeasuredRuns
@@ -128,13 +128,13 @@ def measured_ceilings(runs: MeasuredRuns, gpu: str | None = None) -> Ceilings | 
     measured = [r.run_id for r in newest_of_each_experiment(runs.run(r) for r in runs.runs_with_table("ceilings"))]
     for run_id in sorted(measured, reverse=True):
         run = runs.run(run_id)
-        key = _gpu_key(run.gpu_name or run.label or run_id) or _gpu_key(run_id)
+        key = gpu_key_in(run.gpu_name or run.label or run_id) or gpu_key_in(run_id)
         if key is None or (gpu is not None and key != gpu):
             continue
         same = [
             runs.read_table(r, "ceilings")
             for r in measured
-            if (_gpu_key(runs.run(r).gpu_name or runs.run(r).label or r) or _gpu_key(r)) == key
+            if (gpu_key_in(runs.run(r).gpu_name or runs.run(r).label or r) or gpu_key_in(r)) == key
         ]
         table = pd.concat(same, ignore_index=True)
         copy = float(np.median(table["copy_bandwidth_gbs"]))

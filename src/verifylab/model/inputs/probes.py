@@ -3,18 +3,19 @@ box (its whole-set curves and its verdict's regime), from a probe run or a curve
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
-from verifylab.model.inputs.curves import BoxProbe, LatencyCurve, SourceCurve, load_curves, monotone
+from verifylab.model.inputs.curves import BoxProbe, Curve, load_curves, monotone
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import Regime
 
 BOX_WORLD = 8  # a probe of the case study's TP size prices the options of the box it ran on
 
 
-def host_memory_curve(runs: MeasuredRuns) -> tuple[SourceCurve | None, str | None]:
+def host_memory_curve(runs: MeasuredRuns) -> tuple[Curve | None, str | None]:
     """The newest measured NCCL curve through host memory: a probe in that regime, else the campaign's shm path."""
     for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
         verdict = runs.read_table(run_id, "verdict")
@@ -23,7 +24,7 @@ def host_memory_curve(runs: MeasuredRuns) -> tuple[SourceCurve | None, str | Non
             rows = lat[(lat["impl"] == "nccl") & (lat["mode"] == "graph") & (lat["group"] == "all")]
             rows = rows.dropna(subset=["us"]).sort_values("bytes")
             if not rows.empty:
-                return SourceCurve(f"run {run_id}", tuple(rows["bytes"]), monotone(list(rows["us"]))), run_id
+                return Curve(f"run {run_id}", tuple(rows["bytes"]), monotone(list(rows["us"]))), run_id
     return None, None
 
 
@@ -54,7 +55,7 @@ def probe_run(runs: MeasuredRuns, run_id: str) -> BoxProbe | None:
     for impl in ("nccl", "fused"):
         r = rows[rows["impl"] == impl].sort_values("bytes")
         if not r.empty:
-            curves[impl] = SourceCurve(f"run {run_id}", tuple(r["bytes"]), monotone(list(r["us"])))
+            curves[impl] = Curve(f"run {run_id}", tuple(r["bytes"]), monotone(list(r["us"])), impl=impl)
     if "nccl" not in curves or whole.empty:
         return None
     regime = Regime(whole["regime"].iloc[0])
@@ -80,7 +81,7 @@ def reader_box(runs: MeasuredRuns, latency: str, path: str | None = None) -> Box
     return probe_of_curves(load_curves(latency, runs, path), path, where)
 
 
-def probe_of_curves(curves: list[LatencyCurve], path: str | None, source: str) -> BoxProbe:
+def probe_of_curves(curves: list[Curve], path: str | None, source: str) -> BoxProbe:
     """The box a curve file measured (a CSV or nccl-tests output, read as 8 ranks): its NCCL curve on ``path`` and
     the fused one beside it. A file has no verdict: its regime is unknown, so only what it measured is priced."""
     nccl = [c for c in curves if c.impl == "nccl" and (path is None or c.path == path)]
@@ -92,8 +93,8 @@ def probe_of_curves(curves: list[LatencyCurve], path: str | None, source: str) -
         )
     fused = [c for c in curves if c.impl == "fused" and c.path == nccl[0].path]
 
-    def source_curve(c: LatencyCurve) -> SourceCurve:
-        return SourceCurve(source, c.message_bytes, monotone(list(c.us)))
+    def source_curve(c: Curve) -> Curve:
+        return replace(c, source=source, us=monotone(list(c.us)))
 
     return BoxProbe(
         source,

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from verifylab.derived import derived
-from verifylab.model.inputs.gpus import GPU_TITLE
+from verifylab.model.inputs.gpus import gpu_title
 from verifylab.sources import ModelSources
 from verifylab.span import Span
 
@@ -49,7 +49,7 @@ class PublicCurve:
     @property
     def hardware(self) -> str:
         gpu, link = self.field("gpu"), self.field("interconnect")
-        return f"{int(self.rows['gpus'].iloc[0])} x {GPU_TITLE.get(gpu, gpu)} ({INTERCONNECT_TITLE.get(link, link)})"
+        return f"{int(self.rows['gpus'].iloc[0])} x {gpu_title(gpu)} ({INTERCONNECT_TITLE.get(link, link)})"
 
 
 @derived

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from verifylab.errors import ModelInputError
-from verifylab.model.inputs.curves import LatencyCurve
+from verifylab.model.inputs.curves import Curve
 from verifylab.model.inputs.gpus import Gpu
 from verifylab.model.inputs.model_costs import ModelCosts
-from verifylab.model.pricing.collectives import REGIME_TITLE, Collective, Price, RegimeCurves
+from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, comm_ms, host0_ms, physics_ms, scenarios
+from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.span import Span
 from verifylab.vocab import BF16_BYTES, SGLANG_FUSION_MAX_TOKENS, Regime
 
@@ -67,7 +68,7 @@ def pcie_ipc_regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> t
         return None
 
 
-def latency_curve(curves: list[LatencyCurve], path: str | None) -> tuple[AllreduceCurve, str]:
+def latency_curve(curves: list[Curve], path: str | None) -> tuple[AllreduceCurve, str]:
     """The NCCL curve of ``path`` among measured curves (a probe's run, a CSV, nccl-tests output)."""
     nccl = [c for c in curves if c.impl == "nccl" and (path is None or c.path == path)]
     if not nccl:

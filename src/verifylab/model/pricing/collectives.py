@@ -24,94 +24,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from verifylab.comm.bands import host_hop_us
-from verifylab.model.inputs.curves import BoxProbe, SourceCurve, monotone
+from verifylab.model.inputs.curves import BoxProbe, Curve, monotone
 from verifylab.model.inputs.probes import BOX_WORLD
+from verifylab.model.pricing.regimes import (
+    AS_ISOLATED,
+    PRICED_REGIMES,
+    Collective,
+    InPassFactor,
+    Price,
+    max_oneshot_tokens,
+)
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
-
-PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
-
-
-REGIME_TITLE = {
-    Regime.HEALTHY_P2P: "healthy P2P",
-    Regime.HOST_MEMORY: "host-memory fallback",
-    Regime.DEGRADED: "as reported (broken P2P)",
-    Regime.MEASURED: "this box (probe)",
-}
-
-
-def decode_regime(regime: Regime) -> Regime:
-    """The regime plain decoding runs in. On the case study's box decoding reached 92.6 tok/s, which bounds its
-    all-reduces to the decode bound (under 90 us) whatever the verify pass's cost: the anomaly belongs to the
-    verify pass, so its decoding is priced as healthy P2P."""
-    if regime is Regime.DEGRADED:
-        return Regime.HEALTHY_P2P
-    return regime
-
-
-class Collective(StrEnum):
-    NCCL = "NCCL ring all-reduce"
-    FUSED = "FlashInfer fused all-reduce + RMSNorm"
-    PCIE_IPC = "FlashInfer PCIe-IPC all-reduce"
-    ALL_TO_ALL = "all-to-all (dispatch or combine)"
-    SEND = "pipeline send"
-
-
-@dataclass(frozen=True)
-class Price:
-    """One collective's latency as a range (us), with where it came from."""
-
-    low_us: float
-    high_us: float
-    basis: str
-
-    def __post_init__(self) -> None:
-        if self.low_us > self.high_us:
-            low, high = self.high_us, self.low_us
-            object.__setattr__(self, "low_us", low)
-            object.__setattr__(self, "high_us", high)
-
-    def scaled(self, factor_low: float, factor_high: float, why: str) -> Price:
-        return Price(self.low_us * factor_low, self.high_us * factor_high, f"{self.basis}; {why}")
-
-
-ONESHOT_MAX_BYTES = {2: 512 << 20, 4: 64 << 20, 8: 42 << 20}  # FlashInfer _should_use_oneshot thresholds
-
-
-def uses_oneshot(tokens: int, hidden: int, ranks: int, itemsize: int = 2) -> bool:
-    """FlashInfer's size rule: one-shot while tokens x hidden x 2 x ranks x itemsize <= threshold."""
-    threshold = ONESHOT_MAX_BYTES.get(ranks)
-    if threshold is None:
-        return False
-    return tokens * hidden * 2 * ranks * itemsize <= threshold
-
-
-def max_oneshot_tokens(hidden: int, ranks: int, itemsize: int = 2) -> int:
-    """Largest token count that keeps FlashInfer on one-shot (TP 8, hidden 7168: 192)."""
-    return ONESHOT_MAX_BYTES[ranks] // (hidden * 2 * ranks * itemsize)
-
-
-class InPassFactor(Protocol):
-    """What a push kernel costs inside a pass over its isolated latency at a message (low, high): a fit of the stored
-    traces (:class:`verifylab.model.fits.in_pass.InPassFit`), or :data:`AS_ISOLATED`."""
-
-    def range_at(self, message_bytes: float) -> tuple[float, float]: ...
-
-
-class _AsIsolated:
-    """No trace measured the kernel inside a pass: its isolated latency is its price."""
-
-    def range_at(self, message_bytes: float) -> tuple[float, float]:
-        return 1.0, 1.0
-
-
-AS_ISOLATED: InPassFactor = _AsIsolated()
-
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
@@ -135,7 +63,7 @@ class RegimeCurves:
     """Prices of every collective in every priced regime, from one Evidence's public table and measured runs."""
 
     public: pd.DataFrame
-    host_curve: SourceCurve | None  # measured 2-rank NCCL through host memory
+    host_curve: Curve | None  # measured 2-rank NCCL through host memory
     host_run: str | None
     reported_allreduce: tuple[float, float, float] | None = None  # (low us, high us, message bytes) as reported
     in_pass_fused: InPassFactor = field(default_factory=lambda: AS_ISOLATED)  # fused kernel in a pass / isolated
@@ -170,14 +98,14 @@ class RegimeCurves:
         return p[keep]
 
     @_memoized
-    def _curves(self, world: int, prefixes: tuple[str, ...]) -> tuple[SourceCurve, ...]:
+    def _curves(self, world: int, prefixes: tuple[str, ...]) -> tuple[Curve, ...]:
         rows = self._rows(world, prefixes)
         curves = []
         for (_url, impl), group in rows.groupby(["url", "implementation"]):
             g = group.sort_values("message_bytes")
             ids = tuple(g["id"])
             label = f"{impl} ({', '.join(ids)})"
-            curves.append(SourceCurve(label, tuple(g["message_bytes"]), monotone(list(g["value"])), ids))
+            curves.append(Curve(label, tuple(g["message_bytes"]), monotone(list(g["value"])), public_rows=ids))
         return tuple(curves)
 
     @_memoized
@@ -224,7 +152,7 @@ class RegimeCurves:
         return 1 / max(slope, 1e-9) / 1e3  # a 2-rank ring moves the whole message once each way
 
     @_memoized
-    def _sm120_host_curve(self) -> SourceCurve | None:
+    def _sm120_host_curve(self) -> Curve | None:
         """NCCL through host memory at 2 ranks on SM120 (public rows, us; ms rows converted), or None."""
         p = self._priced_public
         if p.empty:
@@ -235,7 +163,7 @@ class RegimeCurves:
             return None
         us = [float(v) * (1e3 if u == "ms" else 1.0) for v, u in zip(rows["value"], rows["unit"], strict=True)]
         ids = tuple(rows["id"])
-        return SourceCurve(f"nccl ({', '.join(ids)})", tuple(rows["message_bytes"]), monotone(us), ids)
+        return Curve(f"nccl ({', '.join(ids)})", tuple(rows["message_bytes"]), monotone(us), public_rows=ids)
 
     @property
     def sm120_host_gbs(self) -> float:
@@ -299,11 +227,11 @@ class RegimeCurves:
             return "no probe of this box"
         ring = 2 * (world - 1) / world
         if world == BOX_WORLD and collective is Collective.NCCL:
-            value = box.nccl.at(message, ring / (self.bus_bandwidth_gbs[0] * 1e3))
+            value = box.nccl.priced_at(message, ring / (self.bus_bandwidth_gbs[0] * 1e3))
             return Price(value, value, f"measured on this box: {box.source}")
         if world == BOX_WORLD and collective is Collective.FUSED and box.fused is not None:
             low, high = self.in_pass_fused.range_at(message)
-            value = box.fused.at(message, (world - 1) / (self.link_gbs * 1e3))
+            value = box.fused.priced_at(message, (world - 1) / (self.link_gbs * 1e3))
             return Price(value * low, value * high, f"measured on this box: {box.source}, x in-pass factor")
         if box.regime not in PRICED_REGIMES:
             return f"not measured on this box, and its regime is {box.regime} ({box.source} has no verdict)"
@@ -323,14 +251,14 @@ class RegimeCurves:
                 return f"no public NCCL curve at {world} ranks"
             low_bw, high_bw = self.bus_bandwidth_gbs
             ring = 2 * (world - 1) / world
-            values = [c.at(message, ring / (bw * 1e3)) for c in curves for bw in (low_bw, high_bw)]
-            sources = "; ".join(c.label for c in curves)
+            values = [c.priced_at(message, ring / (bw * 1e3)) for c in curves for bw in (low_bw, high_bw)]
+            sources = "; ".join(c.source for c in curves)
             return Price(min(values), max(values), f"public NCCL curves at {world} ranks: {sources}")
         if regime is Regime.HOST_MEMORY:
             if self.host_curve is None:
                 return "no measured host-memory curve"
             step_message = 2 * message / world
-            low = (world - 1) * self.host_curve.at(step_message, 1 / (self.host_gbs * 1e3))
+            low = (world - 1) * self.host_curve.priced_at(step_message, 1 / (self.host_gbs * 1e3))
             step_measured = self.host_curve.us[0] / 2
             high = low + 2 * (world - 1) * max(0.0, self.host_hop_us - step_measured)
             basis = (
@@ -339,8 +267,8 @@ class RegimeCurves:
             )
             sm120 = self._sm120_host_curve()
             if sm120 is not None:  # the SM120 figure: NCCL's SHM kernels far slower than the H200's
-                high = max(high, (world - 1) * sm120.at(step_message, 1 / (self.sm120_host_gbs * 1e3)))
-                basis += f" or the public SM120 2-rank curve ({sm120.label}), whichever is slower"
+                high = max(high, (world - 1) * sm120.priced_at(step_message, 1 / (self.sm120_host_gbs * 1e3)))
+                basis += f" or the public SM120 2-rank curve ({sm120.source}), whichever is slower"
             return Price(low, high, basis)
         if regime is Regime.DEGRADED:
             if self.reported_allreduce is None:
@@ -365,13 +293,13 @@ class RegimeCurves:
         one_shot_limit = max_oneshot_tokens(KIMI_K2_HIDDEN, world) if world in (2, 4, 8) else 0
         values = []
         for c in curves:
-            one_shot = max(c.at(message, push), message * push)
+            one_shot = max(c.priced_at(message, push), message * push)
             if tokens > one_shot_limit:  # FlashInfer's size rule picks two-shot: two hops, 2(n-1)/n of the message
                 two_shot = 2 * c.us[0] + 2 * (world - 1) / world * message / (self.link_gbs * 1e3)
                 values.append(two_shot)
             else:
                 values.append(one_shot)
-        sources = "; ".join(c.label for c in curves)
+        sources = "; ".join(c.source for c in curves)
         base = Price(min(values), max(values), f"public one-shot curves at {world} ranks: {sources}")
         low, high = self.in_pass_fused.range_at(message)
         return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (fitted on the H200 traces)")
@@ -386,8 +314,8 @@ class RegimeCurves:
         if not curves:
             return f"no public PCIe-IPC curve at {world} ranks"
         wire = 2 * (world - 1) / world / (self.link_gbs * 1e3)  # past the curve: a ring's bytes over one link
-        values = [c.at(message, wire) for c in curves]
-        sources = "; ".join(c.label for c in curves)
+        values = [c.priced_at(message, wire) for c in curves]
+        sources = "; ".join(c.source for c in curves)
         low, high = self.in_pass_fused.range_at(message)
         basis = f"public PCIe-IPC curve at {world} ranks: {sources}, x {low:.2f}-{high:.2f} inside a pass"
         if regime is Regime.DEGRADED:
@@ -401,7 +329,9 @@ class RegimeCurves:
                 return f"no public push curve at {world} ranks"
             floor = min(c.us[0] for c in curves)
             low = floor + per_gpu_bytes / (self.link_gbs * 1e3)
-            high = max(c.at(per_gpu_bytes / (world - 1), 0.0) for c in curves) + per_gpu_bytes / (self.link_gbs * 1e3)
+            high = max(c.priced_at(per_gpu_bytes / (world - 1), 0.0) for c in curves) + per_gpu_bytes / (
+                self.link_gbs * 1e3
+            )
             return Price(
                 low,
                 high,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from verifylab.errors import ModelInputError
-from verifylab.model.inputs.curves import LatencyCurve
+from verifylab.model.inputs.curves import Curve
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
 PASS_VARIANTS = ("compute_only", "nccl", "fused", "one_allreduce_per_layer")
@@ -22,7 +22,7 @@ PASS_VARIANTS = ("compute_only", "nccl", "fused", "one_allreduce_per_layer")
 def predict_pass(
     compute_ms: float,
     tokens: float,
-    curves: list[LatencyCurve],
+    curves: list[Curve],
     path: str,
     norm_us: float,
     allreduces: int = KIMI_K2_ALLREDUCES_PER_PASS,
@@ -71,7 +71,7 @@ def predict_pass(
 
 
 def fused_saving_us(
-    curves: list[LatencyCurve],
+    curves: list[Curve],
     path: str,
     message_bytes: float,
     norm_us: float,

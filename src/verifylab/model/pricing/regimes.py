@@ -1,0 +1,89 @@
+"""The communication regimes and the collectives priced in them, as values: which regimes the model prices and what it
+calls them, the regime plain decoding runs in, each collective, a price as a range with its basis, FlashInfer's
+one-shot size rule, and the factor a push kernel costs inside a pass over its isolated latency."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from verifylab.vocab import Regime
+
+PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
+
+
+REGIME_TITLE = {
+    Regime.HEALTHY_P2P: "healthy P2P",
+    Regime.HOST_MEMORY: "host-memory fallback",
+    Regime.DEGRADED: "as reported (broken P2P)",
+    Regime.MEASURED: "this box (probe)",
+}
+
+
+def decode_regime(regime: Regime) -> Regime:
+    """The regime plain decoding runs in. On the case study's box decoding reached 92.6 tok/s, which bounds its
+    all-reduces to the decode bound (under 90 us) whatever the verify pass's cost: the anomaly belongs to the
+    verify pass, so its decoding is priced as healthy P2P."""
+    if regime is Regime.DEGRADED:
+        return Regime.HEALTHY_P2P
+    return regime
+
+
+class Collective(StrEnum):
+    NCCL = "NCCL ring all-reduce"
+    FUSED = "FlashInfer fused all-reduce + RMSNorm"
+    PCIE_IPC = "FlashInfer PCIe-IPC all-reduce"
+    ALL_TO_ALL = "all-to-all (dispatch or combine)"
+    SEND = "pipeline send"
+
+
+@dataclass(frozen=True)
+class Price:
+    """One collective's latency as a range (us), with where it came from."""
+
+    low_us: float
+    high_us: float
+    basis: str
+
+    def __post_init__(self) -> None:
+        if self.low_us > self.high_us:
+            low, high = self.high_us, self.low_us
+            object.__setattr__(self, "low_us", low)
+            object.__setattr__(self, "high_us", high)
+
+    def scaled(self, factor_low: float, factor_high: float, why: str) -> Price:
+        return Price(self.low_us * factor_low, self.high_us * factor_high, f"{self.basis}; {why}")
+
+
+ONESHOT_MAX_BYTES = {2: 512 << 20, 4: 64 << 20, 8: 42 << 20}  # FlashInfer _should_use_oneshot thresholds
+
+
+def uses_oneshot(tokens: int, hidden: int, ranks: int, itemsize: int = 2) -> bool:
+    """FlashInfer's size rule: one-shot while tokens x hidden x 2 x ranks x itemsize <= threshold."""
+    threshold = ONESHOT_MAX_BYTES.get(ranks)
+    if threshold is None:
+        return False
+    return tokens * hidden * 2 * ranks * itemsize <= threshold
+
+
+def max_oneshot_tokens(hidden: int, ranks: int, itemsize: int = 2) -> int:
+    """Largest token count that keeps FlashInfer on one-shot (TP 8, hidden 7168: 192)."""
+    return ONESHOT_MAX_BYTES[ranks] // (hidden * 2 * ranks * itemsize)
+
+
+class InPassFactor(Protocol):
+    """What a push kernel costs inside a pass over its isolated latency at a message (low, high): a fit of the stored
+    traces (:class:`verifylab.model.fits.in_pass.InPassFit`), or :data:`AS_ISOLATED`."""
+
+    def range_at(self, message_bytes: float) -> tuple[float, float]: ...
+
+
+class _AsIsolated:
+    """No trace measured the kernel inside a pass: its isolated latency is its price."""
+
+    def range_at(self, message_bytes: float) -> tuple[float, float]:
+        return 1.0, 1.0
+
+
+AS_ISOLATED: InPassFactor = _AsIsolated()
