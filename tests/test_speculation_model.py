@@ -20,7 +20,7 @@ from verifylab.model.inputs.grids import grid_routing
 from verifylab.model.inputs.known_models import QWEN3_30B_A3B
 from verifylab.model.inputs.model_costs import Layout, Routing, independent_draws
 from verifylab.model.pricing.floors import pass_bytes
-from verifylab.model.pricing.pricer import Box, Overheads, cycle_ms, scenarios, step_ms
+from verifylab.model.pricing.pricer import Box, Overheads, price_cycle, price_step, scenarios
 from verifylab.model.pricing.speculation import crossings, gains
 from verifylab.sources import MeasuredRuns
 from verifylab.store.evidence import Evidence
@@ -105,7 +105,11 @@ def _synthetic_grid(host0: float, host1: float, c0: float, c1: float, box: Box) 
             }
         )
         for c in (1, 4, 16, 64):
-            ms = step_ms(box, ov, c, s) if drafter is None else cycle_ms(box, ov, drafter, k, c, s) / accept
+            ms = (
+                price_step(box, ov, c, s).total_ms
+                if drafter is None
+                else price_cycle(box, ov, drafter, k, c, s).total_ms / accept
+            )
             tables[f"sweep-{variant}-c{c}"] = pd.DataFrame(
                 {
                     "variant": variant,

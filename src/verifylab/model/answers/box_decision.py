@@ -21,9 +21,10 @@ from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, rea
 from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
-from verifylab.model.inputs.model_costs import ModelCosts, Routing
+from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.pricing.boxes import calibrate_decode, checked_decode_rate, latency_curve, layout_fits
-from verifylab.model.pricing.pricer import Box
+from verifylab.model.pricing.pass_cost import compare
+from verifylab.model.pricing.pricer import Box, Overheads, price_verify, scenarios
 from verifylab.model.pricing.speculation import DEFAULT_STREAMS, SpeculationAnswer, answer
 from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
@@ -133,10 +134,11 @@ def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, s
 
 
 def _fusion(
-    runs: MeasuredRuns, curves: list[Curve], path: str, model: ModelCosts, box: Box, policy: Policy, k: int
+    runs: MeasuredRuns, curves: list[Curve], path: str, box: Box, ov: Overheads, policy: Policy, k: int
 ) -> tuple[list[FusionPrice], str]:
-    """Fusion's saving per verify pass from the box's own NCCL and fused curves, the measured norm kernel and the
-    fused kernel's in-pass factor; with the policy's reason where it cannot run."""
+    """Fusion's saving per verify pass: the box's verify pass on its own NCCL curve against the same pass with each
+    all-reduce on its own fused curve (times the fused kernel's in-pass factor) less the norm kernel the fused kernel
+    does; with the policy's reason where it cannot run."""
     if not policy.fusion_allowed:
         why = next((r for r in policy.reasons if r.startswith("fusion off")), "the probe's policy rules it out")
         return [FusionPrice(c, c * k, None, why) for c in FUSION_STREAMS], f"off: {why.removeprefix('fusion off: ')}"
@@ -147,14 +149,20 @@ def _fusion(
     prices = []
     for streams in FUSION_STREAMS:
         tokens = streams * k
-        message = tokens * model.hidden * 2
+        message = tokens * box.target.hidden * 2
         norm = norm_us_measured(runs, tokens)
         if norm is None:
             prices.append(FusionPrice(streams, tokens, None, "no measured norm kernel in the store"))
             continue
-        per = [by_impl["nccl"].at(message) + norm[0] - by_impl["fused"].at(message) * f for f in fit.range_at(message)]
-        n = box.allreduces_per_pass(model)
-        prices.append(FusionPrice(streams, tokens, Span(n * min(per) / 1e3, n * max(per) / 1e3)))
+        nccl = price_verify(box, ov, k, streams, scenarios(box)[0])
+        n = box.allreduces_per_pass(box.target)
+        saved = [
+            compare(
+                nccl, nccl.with_collectives(n * (by_impl["fused"].at(message) * f - norm[0]) / 1e3, "fused")
+            ).saved_ms
+            for f in fit.range_at(message)
+        ]
+        prices.append(FusionPrice(streams, tokens, Span.of(*saved)))
     one = prices[0].saving_ms
     if one is None:
         return prices, "not priced"
@@ -230,7 +238,7 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
     calibrated = calibrate_decode(box, measured_overheads(runs), inputs.decode_tok_s, inputs.decode_source)
     spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
     one = spec.rows[0].gain
-    fusion, fusion_answer = _fusion(runs, curves, path, target, box, policy, inputs.draft_tokens)
+    fusion, fusion_answer = _fusion(runs, curves, path, box, calibrated.overheads, policy, inputs.draft_tokens)
     words = crossover_words(spec.crossover) + recrossing_words(spec.rows)
     if not calibrated.consistent:
         spec_answer = (

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from verifylab.errors import ModelInputError
-from verifylab.model.pricing.pricer import Box, Overheads, comm_ms, host0_ms, physics_ms, scenarios
+from verifylab.model.pricing.pricer import Box, Overheads, price_prefill, scenarios
 from verifylab.model.pricing.speculation import gains
 from verifylab.span import Span
 from verifylab.stats import DEFAULT_SLO
@@ -148,13 +148,7 @@ def _ranges(box: Box, ov: Overheads, config: Configuration, running: Sequence[in
 
 def prefill_ms(box: Box, ov: Overheads, prompt_tokens: int) -> Span:
     """One prompt's prefill pass on its own: its bytes and arithmetic, its all-reduces and the per-pass overhead."""
-    values = [
-        physics_ms(box, box.target, prompt_tokens, 1, s)
-        + comm_ms(box, box.target, prompt_tokens, s)
-        + host0_ms(box, ov, s)
-        for s in scenarios(box)
-    ]
-    return Span.of(*values)
+    return Span.of(*(price_prefill(box, ov, prompt_tokens, s).total_ms for s in scenarios(box)))
 
 
 def price(

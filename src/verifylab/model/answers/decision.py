@@ -23,7 +23,8 @@ from verifylab.model.case.speculation import (
     speculation_case,
 )
 from verifylab.model.case.whatif import whatif_table
-from verifylab.model.pricing.pricer import scenarios, verify_ms
+from verifylab.model.pricing.pass_cost import compare
+from verifylab.model.pricing.pricer import price_verify, scenarios
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.sources import ModelSources
 from verifylab.span import Span, times
@@ -112,8 +113,10 @@ def fusion_saving(nccl: SpeculationCase, fused: SpeculationCase, streams: int) -
     for k in nccl.by_draft_tokens:
         pairs = zip(scenarios(nccl.box), scenarios(fused.box), strict=True)
         deltas = [
-            verify_ms(nccl.box, nccl.calibrated.overheads, k, streams, a)
-            - verify_ms(fused.box, fused.calibrated.overheads, k, streams, b)
+            compare(
+                price_verify(nccl.box, nccl.calibrated.overheads, k, streams, a),
+                price_verify(fused.box, fused.calibrated.overheads, k, streams, b),
+            ).saved_ms
             for a, b in pairs
         ]
         out[k] = Span(min(deltas), max(deltas))

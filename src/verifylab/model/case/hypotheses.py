@@ -11,6 +11,7 @@ import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.case.speculation import account, inputs
+from verifylab.model.pricing.pass_cost import PassCost, compare
 from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.sources import ModelSources
 from verifylab.span import Span
@@ -70,17 +71,21 @@ def _public(ev: ModelSources, row_id: str) -> tuple[float, str] | None:
 
 
 def _decode_with_fusion_pct(ev: ModelSources) -> float | None:
-    """How much faster plain decoding at one stream would run with fusion where P2P is healthy (modelled): each
-    all-reduce's NCCL price and norm kernel less the fused kernel's, over the reported decode step."""
+    """How much faster plain decoding at one stream would run with fusion where P2P is healthy (modelled): the
+    reported decode step with its all-reduces (and their norm kernels) at the healthy NCCL price, against the same
+    step with each on the fused kernel."""
     m, a = inputs(ev), account(ev)
     message = KIMI_K2_HIDDEN * 2
     nccl = m.curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, message)
     fused = m.curves.price(Regime.HEALTHY_P2P, Collective.FUSED, 8, message)
     if not isinstance(nccl, Price) or not isinstance(fused, Price):
         return None
-    saving_ms = a.allreduces * ((nccl.low_us + nccl.high_us) / 2 + m.norm_us(1) - (fused.low_us + fused.high_us) / 2)
-    step_ms = 1e3 / a.baseline_after_tps
-    return 100 * (step_ms / max(step_ms - saving_ms / 1e3, 1e-9) - 1)
+    unfused_ms = a.allreduces * ((nccl.low_us + nccl.high_us) / 2 + m.norm_us(1)) / 1e3
+    step = PassCost(1, 1, measured_ms=1e3 / a.baseline_after_tps - unfused_ms, collectives_ms=unfused_ms)
+    with_fusion = step.with_collectives(a.allreduces * (fused.low_us + fused.high_us) / 2 / 1e3, "fused")
+    if with_fusion.total_ms <= 0:
+        return None
+    return 100 * (compare(step, with_fusion).speedup - 1)
 
 
 @derived
@@ -95,10 +100,17 @@ def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
     fused = m.curves.price(Regime.HEALTHY_P2P, Collective.FUSED, 8, message)
     n = a.allreduces
 
+    def as_reported(per_us: float) -> PassCost:  # the reported pass, its all-reduces at ``per_us`` each
+        return PassCost(k, 1, measured_ms=a.verify_ms - n * per_us / 1e3, collectives_ms=n * per_us / 1e3)
+
+    def swapped(per_us: float, after_us: float) -> float:  # what the pass saves with each all-reduce at after_us
+        before = as_reported(per_us)
+        return compare(before, before.with_collectives(n * after_us / 1e3, "hypothesis")).saved_ms
+
     def explains(after: Price | str) -> Span | None:
         if isinstance(after, str):
             return None
-        return Span(max(0.0, n * (low - after.high_us) / 1e3), n * (high - after.low_us) / 1e3)
+        return Span(max(0.0, swapped(low, after.high_us)), swapped(high, after.low_us))
 
     eager = _eager_over_graph(ev, k)
     forensics = ev.fusion_forensics if ev.has_gate_matrix else pd.DataFrame()
@@ -185,7 +197,7 @@ def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
         },
         {
             "hypothesis": "the verify pass ran eagerly before (not captured in a CUDA graph)",
-            "could_explain": Span(n * low * (1 - 1 / eager[0]) / 1e3, n * high * (1 - 1 / eager[0]) / 1e3)
+            "could_explain": Span(swapped(low, low / eager[0]), swapped(high, high / eager[0]))
             if eager and eager[0] > 1
             else None,
             "supports": (

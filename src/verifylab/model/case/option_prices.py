@@ -21,11 +21,9 @@ from verifylab.model.pricing.pricer import (
     Box,
     Overheads,
     PassComm,
-    comm_ms,
     floor_ms,
-    host0_ms,
     micro_batches,
-    physics_ms,
+    price_verify,
     scenarios,
 )
 from verifylab.model.pricing.regimes import Collective, Price
@@ -176,15 +174,8 @@ def option_pass(boxes: OptionBoxes, option: Option, regime: Regime, streams: int
     box, ov, basis = (
         found if not isinstance(found, str) else (layout_box(base.box, option), base.calibrated.overheads, found)
     )
-    model = box.target
-    terms = [
-        (
-            physics_ms(box, model, tokens, streams, s),
-            host0_ms(box, ov, s, end) + ov.host1_ms * streams,
-            0.0 if isinstance(found, str) else comm_ms(box, model, tokens, s, streams=streams),
-        )
-        for s, end in product(scenarios(box), ("low", "high"))
-    ]
+    passes = [price_verify(box, ov, k, streams, s, end) for s, end in product(scenarios(box), ("low", "high"))]
+    terms = [(v.physics_ms, v.host_ms, 0.0 if isinstance(found, str) else v.collectives_ms) for v in passes]
     compute, host, comm = (Span.of(*(t[i] for t in terms)) for i in range(3))
     floor = floor_ms(box, tokens, streams, RTX_PRO_6000_BLACKWELL_GBS)
     priced = (floor, compute, None if isinstance(found, str) else comm, host, *_counts(option), basis)

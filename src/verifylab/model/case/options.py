@@ -38,7 +38,7 @@ from verifylab.model.inputs.model_costs import Layout
 from verifylab.model.pricing.boxes import calibrate_decode
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.floors import pass_floor_ms
-from verifylab.model.pricing.pricer import host0_ms, physics_ms, scenarios
+from verifylab.model.pricing.pricer import price_verify, scenarios
 from verifylab.shapes import KIMI_K2
 from verifylab.sources import ModelSources, reported_value
 from verifylab.span import Span
@@ -176,12 +176,11 @@ def reported_allreduce_range(ev: ModelSources, inputs: ModelInputs) -> tuple[flo
     box = case_study_box(inputs.curves, ev.measured, Regime.HEALTHY_P2P, Regime.HEALTHY_P2P)
     decode = reported_value(ev.figures, "baseline_92_6")
     ov = calibrate_decode(box, measured_overheads(ev.measured), decode, "reported plain decoding").overheads
-    per = [
-        (a.verify_ms - physics_ms(box, box.target, tokens, 1, s) - host0_ms(box, ov, s, end) - ov.host1_ms)
-        * 1e3
-        / a.allreduces
+    priced = [
+        price_verify(box, ov, tokens, 1, s, end)
         for tokens in a.draft_tokens
         for s in scenarios(box)
         for end in ("low", "high")
     ]
+    per = [(a.verify_ms - v.physics_ms - v.host_pass_ms - v.host_streams_ms) * 1e3 / a.allreduces for v in priced]
     return max(min(per), 0.0), min(max(per), a.allreduce_us_before), k * KIMI_K2_HIDDEN * 2

@@ -24,7 +24,7 @@ from verifylab.model.inputs.grids import (
     sweeps,
 )
 from verifylab.model.inputs.model_costs import Routing
-from verifylab.model.pricing.pricer import Box, Overheads, physics_ms, scenarios
+from verifylab.model.pricing.pricer import Box, Overheads, price_pass, scenarios
 from verifylab.model.pricing.speculation import gains
 from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
@@ -147,7 +147,9 @@ def predict_sweeps(
                     "draft_tokens": k,
                     "accept_target": accept,
                     **r.as_row(),
-                    "spread_floor_ms": physics_ms(floor_box, floor_box.target, r.streams, r.streams, fastest),
+                    "spread_floor_ms": price_pass(
+                        floor_box, floor_box.target, r.streams, r.streams, fastest
+                    ).physics_ms,
                     "routing": routing.value,
                     "overlap_low": overlap.low,
                     "overlap_high": overlap.high,

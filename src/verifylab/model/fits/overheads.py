@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from verifylab.model.pricing.pricer import Box, Overheads, comm_ms, cycle_ms, physics_ms, scenarios
+from verifylab.model.pricing.pricer import Box, Overheads, price_cycle, price_pass, scenarios
 from verifylab.vocab import Drafter
 
 
@@ -44,7 +44,8 @@ def fit_host(box: Box, plain: Sequence[tuple[int, float]]) -> FitResult:
     """host0 + host1 x C from a measured plain sweep ``[(streams, step ms), ...]`` (physics and comm at their
     point values; a measurement faster than physics is listed: the box reads fewer bytes than it is said to)."""
     s = scenarios(box)[0]
-    resid = [ms - physics_ms(box, box.target, c, c, s) - comm_ms(box, box.target, c, s, True) for c, ms in plain]
+    work = [(ms, price_pass(box, box.target, c, c, s, decode=True)) for c, ms in plain]
+    resid = [ms - w.physics_ms - w.collectives_ms for ms, w in work]
     a, b = fit_linear([c for c, _ in plain], resid, [ms for _, ms in plain])
     below = tuple(c for (c, _), r in zip(plain, resid, strict=True) if r < 0)
     return FitResult(a, b, tuple(resid), below, _miss(plain, resid, a, b, 1.0))
@@ -57,7 +58,7 @@ def fit_cycle(
     length (a cycle is accept x ms per token)."""
     s = scenarios(box)[0]
     probe = replace(host, cycle={**host.cycle, drafter: (0.0, 0.0)})
-    resid = [accept * ms - cycle_ms(box, probe, drafter, draft_tokens, c, s) for c, ms in spec]
+    resid = [accept * ms - price_cycle(box, probe, drafter, draft_tokens, c, s).total_ms for c, ms in spec]
     a, b = fit_linear([c for c, _ in spec], resid, [accept * ms for _, ms in spec])
     below = tuple(c for (c, _), r in zip(spec, resid, strict=True) if r < 0)
     return FitResult(a, b, tuple(resid), below, _miss(spec, resid, a, b, accept))

@@ -10,7 +10,8 @@ import pandas as pd
 
 from verifylab.model.fits.in_pass import pass_factors
 from verifylab.model.inputs.curves import load_curves, norm_us_measured
-from verifylab.model.pricing.measured_pass import predict_pass
+from verifylab.model.pricing.measured_pass import measured_passes, predict_pass
+from verifylab.model.pricing.pass_cost import compare
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
 from verifylab.vocab import allreduce_message_bytes
 
@@ -78,20 +79,18 @@ def saving_check(runs: MeasuredRuns) -> pd.DataFrame:
     for (path, tokens, variant), values in sorted(measured.items()):
         norm = norm_us_measured(runs, tokens)
         compute = float(base[(path, tokens, "compute_only")])
-        predicted = {
-            p["name"]: p["pass_ms"]
-            for p in predict_pass(
-                compute,
-                tokens,
-                curves,
-                path,
-                norm[0] if norm else 0.0,
-                factors=pass_factors(runs, path, allreduce_message_bytes(tokens)),
-            )
-        }
-        if predicted.get(variant) is None or predicted.get("nccl") is None:
+        predicted = measured_passes(
+            compute,
+            tokens,
+            curves,
+            path,
+            norm[0] if norm else 0.0,
+            factors=pass_factors(runs, path, allreduce_message_bytes(tokens)),
+        )
+        nccl, other = predicted["nccl"], predicted[variant]
+        if isinstance(nccl, str) or isinstance(other, str):
             continue
-        saving = predicted["nccl"] - predicted[variant]
+        saving = compare(nccl, other).saved_ms
         low, high = min(values), max(values)
         error = (
             0.0

@@ -11,7 +11,7 @@ from verifylab.model.inputs.curves import Curve
 from verifylab.model.inputs.gpus import Gpu
 from verifylab.model.inputs.model_costs import ModelCosts
 from verifylab.model.pricing.collectives import RegimeCurves
-from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, comm_ms, host0_ms, physics_ms, scenarios
+from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, price_pass, price_step, scenarios
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.span import Span
 from verifylab.vocab import BF16_BYTES, SGLANG_FUSION_MAX_TOKENS, Regime
@@ -111,10 +111,8 @@ def calibrate_decode(box: Box, measured: Overheads, decode_tok_s: float | None, 
     if decode_tok_s is None:
         return Calibrated(measured, f"host overhead of the measured H200 run ({measured.source})", True)
     step = 1e3 / checked_decode_rate(decode_tok_s, "--decode-tok-s")
-    rest = [
-        step - physics_ms(box, box.target, 1, 1, s) - comm_ms(box, box.target, 1, s, decode=True) - measured.host1_ms
-        for s in scenarios(box)
-    ]
+    ones = [price_pass(box, box.target, 1, 1, s, decode=True) for s in scenarios(box)]
+    rest = [step - one.physics_ms - one.collectives_ms - measured.host1_ms for one in ones]
     consistent = max(rest) >= 0
     host0 = Span(max(min(rest), 0.0), max(max(rest), 0.0))
     note = f"set so that one stream decodes at {decode_tok_s:g} tok/s ({source})"
@@ -127,7 +125,7 @@ def carried_host(box: Box, calibrated: Calibrated) -> Calibrated:
     """``calibrated``'s host overhead as a fixed range (its ends over ``box``'s scenarios), for a box that decodes
     on another collective than the one the rate was measured on: the collective's saving must not be absorbed."""
     ov = calibrated.overheads
-    host0 = [host0_ms(box, ov, s) for s in scenarios(box)]
+    host0 = [price_step(box, ov, 1, s).host_pass_ms for s in scenarios(box)]
     return Calibrated(
         replace(ov, host0_ms=Span(min(host0), max(host0)), decode_ms=None),
         calibrated.host_note + "; carried over from plain decoding on NCCL",

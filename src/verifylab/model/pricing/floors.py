@@ -24,7 +24,7 @@ import pandas as pd
 from verifylab.model.inputs.configs import kimi_k25_costs
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS, gpu_named
 from verifylab.model.inputs.model_costs import Layout, PassBytes
-from verifylab.model.pricing.pricer import Box, Scenario, comm_ms, constant_curve, floor_ms
+from verifylab.model.pricing.pricer import Box, Scenario, constant_curve, floor_ms, price_pass
 from verifylab.shapes import KIMI_K2, ModelShape, ShardShape
 from verifylab.vocab import BF16_BYTES
 
@@ -124,7 +124,7 @@ def limits_table(
         box = replace(floor_box(Layout.TP, tp, 0, expert_bytes), allreduce_us=constant_curve(allreduce_floor_us))
         for name, (gbs, provenance) in bandwidths.items():
             stream_ms = floor_ms(box, 1, 1, gbs)
-            comm = comm_ms(box, box.target, 1, Scenario(gbs, box.gpu.tflops.low, "low"))
+            comm = price_pass(box, box.target, 1, 1, Scenario(gbs, box.gpu.tflops.low, "low")).collectives_ms
             rows.append(
                 {
                     "hardware": name,

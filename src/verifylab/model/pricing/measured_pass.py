@@ -14,12 +14,13 @@ import math
 
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.curves import Curve
+from verifylab.model.pricing.pass_cost import PassCost, compare
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
 PASS_VARIANTS = ("compute_only", "nccl", "fused", "one_allreduce_per_layer")
 
 
-def predict_pass(
+def measured_passes(
     compute_ms: float,
     tokens: float,
     curves: list[Curve],
@@ -29,8 +30,9 @@ def predict_pass(
     hidden: int = KIMI_K2_HIDDEN,
     factors: dict[str, float] | None = None,
     unfused_us: float | None = None,
-) -> list[dict]:
-    """Every variant's pass (ms) on ``path``; a variant without a curve there gets ``pass_ms`` None and why.
+) -> dict[str, PassCost | str]:
+    """Every variant's pass on ``path`` as a record — the measured compute (with its norm kernels; less them where
+    the fused kernel does the norm) and the variant's all-reduces — or why it is not priced (no curve there).
     ``factors`` (impl -> in-pass / isolated) price each all-reduce as it runs inside a pass; ``unfused_us``, one
     unfused all-reduce as the box runs it inside a pass (e.g. SGLang's custom all-reduce, read from a trace),
     replaces the NCCL curve for the unfused variants."""
@@ -48,24 +50,44 @@ def predict_pass(
     if unfused_us is not None:
         latency["nccl"] = unfused_us
     norms_ms = allreduces * norm_us / 1e3
-    out = []
-    for variant in PASS_VARIANTS:
-        row = {"name": variant, "path": path, "tokens": tokens, "compute_ms": compute_ms, "reason": ""}
-        if variant == "compute_only":
-            row |= {"allreduce_ms": 0.0, "norm_ms": norms_ms, "pass_ms": compute_ms}
-        elif variant == "fused" and "fused" not in latency:
-            row |= {"allreduce_ms": None, "norm_ms": None, "pass_ms": None}
-            row["reason"] = f"no fused curve for path {path!r} (FlashInfer's fused kernel needs P2P)"
-        elif variant != "fused" and "nccl" not in latency:
-            row |= {"allreduce_ms": None, "norm_ms": None, "pass_ms": None}
-            row["reason"] = f"no nccl curve for path {path!r}"
-        elif variant == "fused":
-            ar = allreduces * latency["fused"] / 1e3  # the kernel does add + RMSNorm as well
-            row |= {"allreduce_ms": ar, "norm_ms": 0.0, "pass_ms": compute_ms - norms_ms + ar}
-        else:
-            n = allreduces if variant == "nccl" else allreduces / 2
+    out: dict[str, PassCost | str] = {"compute_only": PassCost(tokens, 1, measured_ms=compute_ms, collective="none")}
+    if "fused" in latency:  # the kernel does add + RMSNorm as well: the compute's norm kernels go
+        ar = allreduces * latency["fused"] / 1e3
+        out["fused"] = PassCost(tokens, 1, measured_ms=compute_ms - norms_ms, collectives_ms=ar, collective="fused")
+    else:
+        out["fused"] = f"no fused curve for path {path!r} (FlashInfer's fused kernel needs P2P)"
+    for variant, n in (("nccl", allreduces), ("one_allreduce_per_layer", allreduces / 2)):
+        if "nccl" in latency:
             ar = n * latency["nccl"] / 1e3
-            row |= {"allreduce_ms": ar, "norm_ms": norms_ms, "pass_ms": compute_ms + ar}
+            out[variant] = PassCost(tokens, 1, measured_ms=compute_ms, collectives_ms=ar, collective="nccl")
+        else:
+            out[variant] = f"no nccl curve for path {path!r}"
+    return {v: out[v] for v in PASS_VARIANTS}
+
+
+def predict_pass(
+    compute_ms: float,
+    tokens: float,
+    curves: list[Curve],
+    path: str,
+    norm_us: float,
+    allreduces: int = KIMI_K2_ALLREDUCES_PER_PASS,
+    hidden: int = KIMI_K2_HIDDEN,
+    factors: dict[str, float] | None = None,
+    unfused_us: float | None = None,
+) -> list[dict]:
+    """Every variant's pass (ms) on ``path`` as rows (:func:`measured_passes`); a variant without a curve there gets
+    ``pass_ms`` None and why."""
+    passes = measured_passes(compute_ms, tokens, curves, path, norm_us, allreduces, hidden, factors, unfused_us)
+    norms_ms = allreduces * norm_us / 1e3
+    out = []
+    for variant, priced in passes.items():
+        row = {"name": variant, "path": path, "tokens": tokens, "compute_ms": compute_ms, "reason": ""}
+        if isinstance(priced, str):
+            row |= {"allreduce_ms": None, "norm_ms": None, "pass_ms": None, "reason": priced}
+        else:
+            norms = 0.0 if variant == "fused" else norms_ms
+            row |= {"allreduce_ms": priced.collectives_ms, "norm_ms": norms, "pass_ms": priced.total_ms}
         out.append(row)
     return out
 
@@ -80,11 +102,11 @@ def fused_saving_us(
     unfused_us: float | None = None,
 ) -> float:
     """What fusing ``allreduces`` all-reduces of ``message_bytes`` saves per pass (µs; a loss is negative): the
-    nccl variant of :func:`predict_pass` less its fused one (the compute, the same in both, cancels)."""
-    passes = predict_pass(
+    nccl variant of :func:`measured_passes` against its fused one (the compute, the same in both, cancels)."""
+    passes = measured_passes(
         1.0, 1.0, curves, path, norm_us, allreduces, int(message_bytes // 2), factors, unfused_us
     )  # the message as one row of bf16 values
-    by_name = {p["name"]: p["pass_ms"] for p in passes}
-    if by_name["nccl"] is None or by_name["fused"] is None:
+    nccl, fused = passes["nccl"], passes["fused"]
+    if isinstance(nccl, str) or isinstance(fused, str):
         raise ModelInputError(f"no NCCL and fused curves on path {path!r} to price fusion's saving with")
-    return 1e3 * (by_name["nccl"] - by_name["fused"])
+    return 1e3 * compare(nccl, fused).saved_ms

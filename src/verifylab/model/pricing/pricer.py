@@ -1,29 +1,32 @@
-"""The one pricer: what a forward pass costs on a box — plain decoding's step, a verify pass, a speculative cycle —
-for any model config, GPU, layout, collective, stream count, chain length and routing overlap. Every tok/s, ms and
-gain on a page, an export or a command comes from these functions (a test holds the code to it).
+"""The one pricer: what a forward pass costs on a box — plain decoding's step, a verify pass, a speculative cycle, a
+prefill — for any model config, GPU, layout, collective, stream count, chain length and routing overlap, as one
+:class:`~verifylab.model.pricing.pass_cost.PassCost` record of named terms per scenario. Every tok/s, ms, saving and
+gain on a page, an export or a command comes from these records (a test holds the code to it).
 
 A pass of T tokens from C streams costs physics(T, C) + comm(T) + host0 + host1 x C:
 
-- physics: the bytes the busiest GPU reads (:meth:`verifylab.model.model_config.ModelCosts.pass_parts`, per layout)
-  over its effective bandwidth, plus the arithmetic over its effective matrix rate;
+- physics: the bytes the busiest GPU reads (:meth:`verifylab.model.inputs.model_costs.ModelCosts.pass_parts`, per
+  layout) over its effective bandwidth, plus the arithmetic over its effective matrix rate;
 - comm: the pass's collectives, each priced at its own message from a latency curve (a regime's range, a probe,
   a file): the tensor-parallel all-reduces, or what the layout runs instead (:attr:`Box.comm_us`);
 - host0 + host1 x C: what the GPU's work does not explain, fitted on a measured plain sweep or calibrated to a
-  box's own plain decode rate (:mod:`verifylab.model.speculation_box`).
+  box's own plain decode rate (:mod:`verifylab.model.pricing.boxes`).
 
-A pipeline of ``stages`` walks a pass through each stage in turn, two micro-batches filling it from two streams on.
+A speculative cycle adds K - 1 draft-model steps and the drafter's overhead per cycle and per stream. A pipeline of
+``stages`` walks a pass through each stage in turn, two micro-batches filling it from two streams on.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.gpus import Gpu
-from verifylab.model.inputs.model_costs import Layout, ModelCosts, Routing
+from verifylab.model.inputs.model_costs import Layout, ModelCosts, PassBytes, Routing
+from verifylab.model.pricing.pass_cost import PassCost
 from verifylab.span import Span
 from verifylab.vocab import BF16_BYTES, Drafter
 
@@ -97,25 +100,49 @@ def micro_batches(stages: int, streams: float) -> int:
 def busiest_bytes(box: Box, model: ModelCosts, tokens: float, streams: float, overlap: float = 0.0) -> float:
     """The bytes the busiest GPU of the box reads in a pass of ``tokens`` tokens from ``streams`` streams: through
     a pipeline, every stage in turn for each micro-batch (the other micro-batch fills the stage it leaves)."""
+    return _busiest(box, model, tokens, streams, overlap)[0]
+
+
+def _busiest(
+    box: Box, model: ModelCosts, tokens: float, streams: float, overlap: float
+) -> tuple[float, PassBytes, int]:
+    """:func:`busiest_bytes`, and the bytes of one stage by part with the number of stages that read them."""
     if model is not box.target or (box.layout is Layout.TP and box.stages == 1):
-        return model.pass_parts(tokens, streams, box.context, box.tp, box.routing, overlap).total
+        parts = model.pass_parts(tokens, streams, box.context, box.tp, box.routing, overlap)
+        return parts.total, parts, 1
     micro = micro_batches(box.stages, streams)
     kv_streams = math.ceil(streams / (box.tp * box.stages)) if box.layout is Layout.EP_DP_ATTENTION else streams / micro
     layers = math.ceil(model.layers / box.stages) if box.stages > 1 else None
     part = model.pass_parts(
         tokens / micro, streams / micro, box.context, box.tp, box.routing, overlap, box.layout, layers, kv_streams
     )
-    return box.stages * part.total
+    return box.stages * part.total, part, box.stages
 
 
-def physics_ms(box: Box, model: ModelCosts, tokens: float, streams: float, s: Scenario) -> float:
-    """Bytes over bandwidth plus arithmetic over the matrix rate on the busiest GPU of the box (ms)."""
-    read = busiest_bytes(box, model, tokens, streams, s.overlap)
+def price_pass(
+    box: Box, model: ModelCosts, tokens: float, streams: float, s: Scenario, decode: bool = False
+) -> PassCost:
+    """The GPU's work and the collectives of one pass of ``model`` (the box's target or its draft) in scenario ``s``:
+    bytes over bandwidth by part, arithmetic over the matrix rate, the pass's collectives (``decode``: plain
+    decoding's curve); no host overhead (:func:`price_step`, :func:`price_verify` and the others add it)."""
+    read, parts, stages = _busiest(box, model, tokens, streams, s.overlap)
     if model is box.target and box.stages > 1:  # a micro-batch's arithmetic, each stage's share in turn on tp GPUs
         flops = model.pass_flops(tokens / micro_batches(box.stages, streams), box.context, box.tp)
     else:
         flops = model.pass_flops(tokens, box.context, box.tp)
-    return read / (s.bandwidth_gbs * 1e9) * 1e3 + flops / (s.tflops * 1e12) * 1e3
+    per_byte_ms = 1e3 / (s.bandwidth_gbs * 1e9)
+    weights = parts.attention + parts.shared_and_dense + parts.head
+    return PassCost(
+        tokens,
+        streams,
+        memory_ms=read / (s.bandwidth_gbs * 1e9) * 1e3,
+        arithmetic_ms=flops / (s.tflops * 1e12) * 1e3,
+        collectives_ms=_comm_ms(box, model, tokens, s, decode, streams),
+        weights_ms=stages * weights * per_byte_ms,
+        experts_ms=stages * parts.experts * per_byte_ms,
+        kv_ms=stages * parts.kv * per_byte_ms,
+        collective=box.comm_source if model is box.target else "the draft model's all-reduces",
+    )
 
 
 def floor_ms(box: Box, tokens: float, streams: float, bandwidth_gbs: float) -> float:
@@ -123,9 +150,7 @@ def floor_ms(box: Box, tokens: float, streams: float, bandwidth_gbs: float) -> f
     return busiest_bytes(box, box.target, tokens, streams) / (bandwidth_gbs * 1e9) * 1e3
 
 
-def comm_ms(
-    box: Box, model: ModelCosts, tokens: float, s: Scenario, decode: bool = False, streams: float | None = None
-) -> float:
+def _comm_ms(box: Box, model: ModelCosts, tokens: float, s: Scenario, decode: bool, streams: float | None) -> float:
     """The pass's collectives (ms): the layout's own where the box has them (:attr:`Box.comm_us`, at ``streams``),
     else its all-reduces at their message size; ``decode``: plain decoding's curve where the box has one; the draft
     model's passes on its own curve where the box has one."""
@@ -158,41 +183,47 @@ class Overheads:
         return max(self.host_miss, self.cycle_miss.get(drafter, 0.0))
 
 
-def host0_ms(box: Box, ov: Overheads, s: Scenario, host_end: str = "low") -> float:
+def _host0_ms(box: Box, ov: Overheads, s: Scenario, host_end: str) -> float:
     """The per-pass host overhead in scenario ``s``: calibrated, what the box's measured one-stream step leaves once
     this scenario's physics and all-reduces are paid (never below 0); fitted, an end of the fitted range."""
     if ov.decode_ms is not None:
-        paid = physics_ms(box, box.target, 1, 1, s) + comm_ms(box, box.target, 1, s, decode=True) + ov.host1_ms
+        one = price_pass(box, box.target, 1, 1, s, decode=True)
+        paid = one.physics_ms + one.collectives_ms + ov.host1_ms
         return max(ov.decode_ms - paid, 0.0)
     return ov.host0_ms.low if host_end == "low" else ov.host0_ms.high
 
 
-def step_ms(box: Box, ov: Overheads, streams: float, s: Scenario, host_end: str = "low") -> float:
+def price_step(box: Box, ov: Overheads, streams: float, s: Scenario, host_end: str = "low") -> PassCost:
     """Plain decoding: one forward pass of one token per stream."""
-    host0 = host0_ms(box, ov, s, host_end)
-    comm = comm_ms(box, box.target, streams, s, decode=True, streams=streams)
-    return physics_ms(box, box.target, streams, streams, s) + comm + host0 + ov.host1_ms * streams
+    work = price_pass(box, box.target, streams, streams, s, decode=True)
+    return replace(work, host_pass_ms=_host0_ms(box, ov, s, host_end), host_streams_ms=ov.host1_ms * streams)
 
 
-def verify_ms(box: Box, ov: Overheads, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low") -> float:
+def price_verify(
+    box: Box, ov: Overheads, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low"
+) -> PassCost:
     """One verify pass of ``streams`` x ``draft_tokens`` tokens: bytes, arithmetic, all-reduces, host overhead."""
-    tokens = streams * draft_tokens
-    verify = physics_ms(box, box.target, tokens, streams, s) + comm_ms(box, box.target, tokens, s, streams=streams)
-    return verify + host0_ms(box, ov, s, host_end) + ov.host1_ms * streams
+    work = price_pass(box, box.target, streams * draft_tokens, streams, s)
+    return replace(work, host_pass_ms=_host0_ms(box, ov, s, host_end), host_streams_ms=ov.host1_ms * streams)
 
 
-def cycle_ms(
+def price_prefill(box: Box, ov: Overheads, prompt_tokens: int, s: Scenario, host_end: str = "low") -> PassCost:
+    """One prompt's prefill pass on its own: its bytes and arithmetic, its all-reduces and the per-pass overhead."""
+    return replace(price_pass(box, box.target, prompt_tokens, 1, s), host_pass_ms=_host0_ms(box, ov, s, host_end))
+
+
+def price_cycle(
     box: Box, ov: Overheads, drafter: Drafter, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low"
-) -> float:
+) -> PassCost:
     """One speculative cycle: the verify pass of C x K tokens, K - 1 draft steps, the drafter's overhead."""
     if drafter not in ov.cycle:
         raise ModelInputError(f"no measured {drafter.value} overhead: fit it on a speculative sweep first")
-    verify = verify_ms(box, ov, draft_tokens, streams, s, host_end)
+    verify = price_verify(box, ov, draft_tokens, streams, s, host_end)
     draft = 0.0
     if drafter is Drafter.EAGLE3:
         if box.draft is None:
             raise ModelInputError("an EAGLE-3 prediction needs the draft model's config (--draft-config)")
-        per_step = physics_ms(box, box.draft, streams, streams, s) + comm_ms(box, box.draft, streams, s)
-        draft = (draft_tokens - 1) * per_step
+        step = price_pass(box, box.draft, streams, streams, s)
+        draft = (draft_tokens - 1) * (step.physics_ms + step.collectives_ms)
     c0, c1 = ov.cycle[drafter]
-    return verify + draft + c0 + c1 * streams
+    return replace(verify, draft_steps_ms=draft, drafter_cycle_ms=c0, drafter_streams_ms=c1 * streams)

@@ -18,7 +18,8 @@ from itertools import pairwise, product
 
 from verifylab.errors import ModelInputError
 from verifylab.model.pricing.boxes import Calibrated
-from verifylab.model.pricing.pricer import Box, Overheads, cycle_ms, scenarios, step_ms
+from verifylab.model.pricing.pass_cost import compare
+from verifylab.model.pricing.pricer import Box, Overheads, price_cycle, price_step, scenarios
 from verifylab.span import Span
 from verifylab.vocab import Drafter
 
@@ -55,10 +56,10 @@ def gains(
         plain, spec, gain = [], [], []
         ends = ("low",) if ov.decode_ms is not None or ov.host0_ms.low == ov.host0_ms.high else ("low", "high")
         for s, host in product(scenarios(box), ends):
-            t_step, t_cycle = step_ms(box, ov, c, s, host), cycle_ms(box, ov, drafter, draft_tokens, c, s, host)
-            plain.append(c * 1e3 / t_step)
-            spec.append(c * accept * 1e3 / t_cycle)
-            gain.append(accept * t_step / t_cycle)
+            step, cycle = price_step(box, ov, c, s, host), price_cycle(box, ov, drafter, draft_tokens, c, s, host)
+            plain.append(c * 1e3 / step.total_ms)
+            spec.append(c * accept * 1e3 / cycle.total_ms)
+            gain.append(compare(step, cycle, yield_ratio=accept).speedup)
         m, h, d = ov.margin(drafter), ov.host_miss, ov.cycle_miss.get(drafter, ov.host_miss)
         rows.append(
             GainRow(
