@@ -18,17 +18,8 @@ from verifylab.bench.method import SingleStreamConfig
 from verifylab.bench.runner import RunPlace, open_recorder, run_single, run_sweep
 from verifylab.cli import app
 from verifylab.errors import ServerError
-from verifylab.server.launch import (
-    DEFAULT_VARIANTS,
-    BaseConfig,
-    Variant,
-    classify_failure,
-    effective_state,
-    last_error_line,
-    launcher_help,
-    serve,
-    variant_args,
-)
+from verifylab.server.launch import classify_failure, effective_state, last_error_line, launcher_help, serve
+from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, Variant, variant_command
 from verifylab.stats import compare, crossover, summarize
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
@@ -141,7 +132,7 @@ def test_faults_are_recorded_and_finished_cells_kept(tmp_path, help_text, fault,
 
 def test_unknown_flag_and_port_in_use_are_reported_before_start(tmp_path, help_text):
     with (
-        pytest.raises(ServerError, match="does not know --no-such-flag"),
+        pytest.raises(ServerError, match=r"the installed SGLang \(its --help\) does not accept --no-such-flag"),
         serve(base("--no-such-flag"), DEFAULT_VARIANTS["baseline"], tmp_path, help_text=help_text),
     ):
         pass
@@ -169,14 +160,18 @@ def test_early_exit_is_classified(tmp_path, help_text):
 
 def test_fusion_flags_follow_the_installed_version(help_text):
     cfg = base()
-    fused = variant_args(cfg, DEFAULT_VARIANTS["fusion"], help_text)
+
+    def args(variant: str, help_text: str) -> tuple[str, ...]:
+        return variant_command(cfg, DEFAULT_VARIANTS[variant], help_text).args
+
+    fused = args("fusion", help_text)
     assert fused[fused.index("--flashinfer-allreduce-fusion-backend") + 1] == "trtllm"  # never mnnvl, never auto
-    assert "--enforce-disable-flashinfer-allreduce-fusion" in variant_args(cfg, DEFAULT_VARIANTS["baseline"], help_text)
-    old_help = "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion"
-    assert "--enable-flashinfer-allreduce-fusion" in variant_args(cfg, DEFAULT_VARIANTS["fusion"], old_help)
-    assert "--enforce-disable-flashinfer-allreduce-fusion" not in variant_args(
-        cfg, DEFAULT_VARIANTS["baseline"], old_help
+    assert "--enforce-disable-flashinfer-allreduce-fusion" in args("baseline", help_text)
+    old_help = "--model-path --tp-size --host --port --enable-flashinfer-allreduce-fusion " + " ".join(
+        a for a in base().extra_args if a.startswith("--")
     )
+    assert "--enable-flashinfer-allreduce-fusion" in args("fusion", old_help)
+    assert "--enforce-disable-flashinfer-allreduce-fusion" not in args("baseline", old_help)
 
 
 def test_effective_state_marks_inactive_mechanisms():

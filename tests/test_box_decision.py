@@ -12,7 +12,7 @@ from verifylab.cli import app
 from verifylab.model.answers.box_decision import BoxInputs, decide_box
 from verifylab.publish.box_page import box_page_html
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import Regime
+from verifylab.vocab import RECOMMENDED_STACK, Regime
 
 ROOT = Path(__file__).resolve().parents[1]
 P2P, SHM = "20261201-092338-2xh200-probe-p2p", "20261201-091704-2xh200-probe-shm"
@@ -25,9 +25,12 @@ def runs():
     return Evidence(ROOT / "data").measured
 
 
+TARGET = Evidence(ROOT / "data").launch_target(RECOMMENDED_STACK[0])  # the command's SGLang, its audited flags
+
+
 def test_two_boxes_in_different_regimes_get_different_answers(runs):
-    healthy = decide_box(runs, BoxInputs(P2P, 60.0, "given", 2.4, config=QWEN))
-    host = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, config=QWEN))
+    healthy = decide_box(runs, BoxInputs(P2P, 60.0, "given", 2.4, config=QWEN, target=TARGET))
+    host = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, config=QWEN, target=TARGET))
     assert (healthy.regime, host.regime) == (Regime.HEALTHY_P2P, Regime.HOST_MEMORY)
     assert healthy.fix_first != host.fix_first and "NCCL_P2P_DISABLE" in host.fix_first
     # host memory: custom all-reduce and fusion cannot run, and the variable that caused it is unset at launch
@@ -40,13 +43,15 @@ def test_two_boxes_in_different_regimes_get_different_answers(runs):
 
 
 def test_the_decode_rate_moves_the_speculation_answer(runs):
-    slow = decide_box(runs, BoxInputs(P2P, 40.0, "given", 2.4, config=QWEN))
-    fast = decide_box(runs, BoxInputs(P2P, 80.0, "given", 2.4, config=QWEN))
+    slow = decide_box(runs, BoxInputs(P2P, 40.0, "given", 2.4, config=QWEN, target=TARGET))
+    fast = decide_box(runs, BoxInputs(P2P, 80.0, "given", 2.4, config=QWEN, target=TARGET))
     assert slow.gain_one_stream.low > fast.gain_one_stream.low  # more host overhead: speculation hides more of it
 
 
 def test_a_decode_rate_the_box_cannot_reach_is_not_priced(runs):
-    d = decide_box(runs, BoxInputs("20261201-091704-2xh200-probe-socket", 1500.0, "given", 2.4, config=QWEN))
+    d = decide_box(
+        runs, BoxInputs("20261201-091704-2xh200-probe-socket", 1500.0, "given", 2.4, config=QWEN, target=TARGET)
+    )
     assert d.speculation_answer.startswith("not priced") and "--speculative" not in d.launch_command
 
 
@@ -60,7 +65,7 @@ def test_bad_inputs_are_refused_by_name(bad):
 
 
 def test_the_page_opens_with_the_finding_and_escapes_every_value(runs):
-    d = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, config=QWEN, model_path="/m/<b>x</b>"))
+    d = decide_box(runs, BoxInputs(SHM, 60.0, "given", 2.4, config=QWEN, target=TARGET, model_path="/m/<b>x</b>"))
     page = box_page_html(d)
     assert page.index("class='finding'") < page.index("Table 1.")
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page

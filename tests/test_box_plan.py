@@ -20,7 +20,7 @@ from verifylab.errors import ModelInputError
 from verifylab.model.answers.box_plan import Slo, accept_at, choose
 from verifylab.model.fits.grid import first_grid_fit
 from verifylab.model.inputs.model_costs import Routing
-from verifylab.server.launch import BaseConfig
+from verifylab.server.variants import BaseConfig
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
 

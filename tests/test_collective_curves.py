@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from verifylab.model.answers.decision import decision_table, regime_answer
-from verifylab.model.case.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option
+from verifylab.model.case.options import OPTIONS, Option
 from verifylab.model.case.speculation import inputs
 from verifylab.model.pricing.regimes import Collective, Price
-from verifylab.vocab import KIMI_K2_HIDDEN, Regime
+from verifylab.vocab import KIMI_K2_HIDDEN, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
 
 MESSAGE = 4 * KIMI_K2_HIDDEN * 2  # one stream's verify message at 4 draft tokens
 OWN_ROWS = {Collective.NCCL: ("nccl",), Collective.FUSED: ("oneshot", "custom"), Collective.PCIE_IPC: ("pcie_ipc",)}

@@ -10,10 +10,11 @@ from dataclasses import replace
 import pytest
 
 from verifylab.analysis.facts import case_study_facts
-from verifylab.analysis.launch_command import deployed_variant, launch_command, pcie_ipc_env, replay_flags
+from verifylab.analysis.launch_command import deployed_variant, launch_command
 from verifylab.analysis.recommendation import Recommendation, Topic
+from verifylab.launch import AllReduce, SglangLaunch, build_command
 from verifylab.model.answers.decision import FusionSaving, fusion_switch
-from verifylab.server.variants import BaseConfig, known_flags
+from verifylab.server.variants import BaseConfig
 from verifylab.span import Span
 from verifylab.vocab import Regime
 
@@ -30,8 +31,9 @@ def _speculation(keep: bool | None = None) -> Recommendation:
     return Recommendation(Topic.SPECULATION, "", [], "low", keep_speculation=keep)
 
 
-def _command(facts, sglang: str) -> tuple[list[str], str]:
-    rec = launch_command(replace(facts, upgrade=(sglang, VERSIONS[sglang])), _speculation())
+def _command(facts, sglang: str, shipped) -> tuple[list[str], str]:
+    target = shipped.launch_target(sglang)
+    rec = launch_command(replace(facts, upgrade=(sglang, VERSIONS[sglang]), launch_target=target), _speculation())
     return shlex.split(rec.command), rec.recommendation
 
 
@@ -39,21 +41,18 @@ def _command(facts, sglang: str) -> tuple[list[str], str]:
 def test_each_version_gets_only_its_own_flags(shipped, facts, sglang):
     """Every option of the printed command is one that version's server accepts, as read from its published wheel
     (data/gates/sglang_flags.csv, `verifylab gates matrix`), and one the replayed command may use."""
-    words, _ = _command(facts, sglang)
+    words, _ = _command(facts, sglang, shipped)
     used = {w for w in words if w.startswith("--")}
     in_wheel = shipped.sglang_flags[sglang]
     assert used <= in_wheel, f"SGLang {sglang}'s server has no {sorted(used - in_wheel)}"
-    assert used <= known_flags(replay_flags(sglang)), (
-        f"SGLang {sglang} has no {used - known_flags(replay_flags(sglang))}"
-    )
     ipc = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"
-    assert (ipc in words) == bool(pcie_ipc_env(sglang, VERSIONS[sglang]))
+    assert (ipc in words) == shipped.launch_target(sglang).has_pcie_ipc
     assert (ipc in words) == (sglang != "0.5.9")  # 0.5.9 has no PCIe-IPC path; 0.5.22+ pin FlashInfer 0.7.1+
 
 
-def test_the_command_never_contradicts_the_answers(facts):
+def test_the_command_never_contradicts_the_answers(facts, shipped):
     healthy = facts.answers[Regime.HEALTHY_P2P]
-    words, text = _command(facts, "0.5.22")
+    words, text = _command(facts, "0.5.22", shipped)
     fusion_on = fusion_switch(healthy.fusion_gain_ms) == "on"
     assert ("--flashinfer-allreduce-fusion-backend" in words) == fusion_on
     if not fusion_on:
@@ -95,15 +94,17 @@ def test_the_wheel_reading_finds_options_both_ways_sglang_registers_them():
 
 
 def test_the_fusion_backend_flag_is_used_from_the_first_wheel_that_has_it(shipped):
-    """The check can fail: 0.5.9's server has no fusion-backend option; the command uses it from the first audited
-    version whose wheel registers it, never before."""
-    from verifylab.analysis.launch_command import FUSION_BACKEND_FLAG_FROM
-    from verifylab.vocab import version_key
-
+    """The check can fail: 0.5.9's server has no fusion-backend option; a fused command uses it in every audited
+    version whose wheel registers it, the older flag before, and every flag it prints is that version's."""
     flags = shipped.sglang_flags
-    having = sorted((v for v, f in flags.items() if "--flashinfer-allreduce-fusion-backend" in f), key=version_key)
     assert "--flashinfer-allreduce-fusion-backend" not in flags["0.5.9"]
-    assert having and having[0] == FUSION_BACKEND_FLAG_FROM
+    fused = SglangLaunch(model_path="/m", tp_size=8, allreduce=AllReduce.FUSED)
+    for version, accepted in flags.items():
+        args = build_command(fused, shipped.launch_target(version)).args
+        backend = "--flashinfer-allreduce-fusion-backend" in accepted
+        assert ("--flashinfer-allreduce-fusion-backend" in args) == backend
+        assert ("--enable-flashinfer-allreduce-fusion" in args) == (not backend)
+        assert set(a for a in args if a.startswith("--")) <= accepted
 
 
 def test_a_wheel_that_is_not_sglang_s_is_refused_by_name(tmp_path):

@@ -6,6 +6,7 @@
 - ``model`` (the cost model) and ``gates`` take numbers and files, not the run store: they import no ``store``
   (the model reads runs as values, ``verifylab.sources``; the host is probed by ``verifylab.host``);
 - only ``fleet/ray_runner.py`` imports Ray (the ``fleet`` extra);
+- every module stands on a floor (:data:`FLOORS`) and imports only from its own floor or below;
 - a notebook imports its chapter only (``tests/test_notebooks_thin.py``).
 
 ``KNOWN`` lists the imports that break a rule (none today); the test fails on any other, and on a listed one
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"
 
@@ -119,6 +122,101 @@ def test_the_holes_are_closed(tmp_path):
         "analysis/x.py -> verifylab.gates.patch",
         "publish/x.py -> verifylab.testing",
     }
+
+
+# Floors, from the ground up: a module imports only from its own floor or below, and every module of the package
+# stands on one (a new top-level module or package without a floor fails). Within ``model`` the concepts are floors
+# of their own: what it reads, what a pass costs, what is fitted, the case study's account, the answers.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    (  # facts and plumbing: no domain
+        "verifylab", "verifylab.errors", "verifylab.vocab", "verifylab.span", "verifylab.command_line",
+        "verifylab.derived", "verifylab.iorw", "verifylab.intake", "verifylab.redact", "verifylab.shapes",
+        "verifylab.selection", "verifylab.stats", "verifylab.strict_yaml", "verifylab.lifetime", "verifylab.guard",
+        "verifylab.launch", "verifylab.data",
+    ),
+    ("verifylab.host", "verifylab.sources", "verifylab.report"),  # the machine; what the model reads; rendering
+    ("verifylab.store", "verifylab.gates"),  # the run store; the installed gates
+    ("verifylab.trace",),
+    ("verifylab.synth",),
+    ("verifylab.comm",),
+    ("verifylab.model.inputs",),
+    ("verifylab.model.pricing",),
+    ("verifylab.model.fits",),
+    ("verifylab.model.case",),
+    ("verifylab.model.answers", "verifylab.model"),
+    ("verifylab.server",),
+    ("verifylab.bench", "verifylab.analysis"),
+    ("verifylab.chapters",),
+    ("verifylab.publish",),
+    ("verifylab.fleet",),
+    ("verifylab.cli",),
+    ("verifylab.testing",),  # test doubles: nothing of the product stands on them
+)  # fmt: skip
+
+
+def floor_of(module: str) -> int | None:
+    """The floor (0: the ground) of a dotted module name: its longest prefix in :data:`FLOORS`."""
+    best, found = -1, None
+    for level, names in enumerate(FLOORS):
+        for name in names:
+            inside = module.startswith(name + ".") and name != "verifylab"  # the package's own __init__: itself only
+            if (module == name or inside) and len(name) > best:
+                best, found = len(name), level
+    return found
+
+
+def floor_breaks(src: Path = SRC) -> set[str]:
+    """``module -> imported`` for every import from a higher floor, and ``module -> (no floor)`` for a module on
+    none."""
+    broken = set()
+    for module, targets in import_graph(src).items():
+        level = floor_of(module)
+        if level is None:
+            broken.add(f"{module} -> (no floor)")
+            continue
+        for target in targets:
+            other = floor_of(target)
+            if other is not None and other > level:
+                broken.add(f"{module} -> {target}")
+    return broken
+
+
+def test_every_module_imports_from_its_own_floor_or_below():
+    assert floor_breaks() == set()
+
+
+PLANTED_IMPORTS = {  # file -> the import planted in it, and the break the floors must name
+    "store/runs.py": ("from verifylab.model.pricing.pricer import price_verify", "verifylab.store.runs"),
+    "vocab.py": ("from verifylab.testing import server", "verifylab.vocab"),
+    "model/case/cycle.py": ("from verifylab.publish import decision", "verifylab.model.case.cycle"),
+    "analysis/facts.py": ("import verifylab.cli.box", "verifylab.analysis.facts"),
+    "span.py": ("from verifylab.cli import _shared", "verifylab.span"),
+}
+
+
+@pytest.mark.parametrize("file", list(PLANTED_IMPORTS))
+def test_a_planted_import_up_a_floor_is_named(tmp_path, file):
+    """In a copy of the tree, each import planted from a floor to a higher one is the one break found: the store
+    importing the pricer, ``vocab`` a test double, the model the publisher, an analysis the command line, a
+    ground-floor module the command line."""
+    import shutil
+
+    copy = tmp_path / "verifylab"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    line, module = PLANTED_IMPORTS[file]
+    target = copy / file
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    broken = floor_breaks(copy)
+    assert broken and all(b.startswith(f"{module} -> ") for b in broken), broken
+
+
+def test_a_module_on_no_floor_is_named(tmp_path):
+    package = tmp_path / "verifylab"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "newthing.py").write_text("from verifylab import errors\n")
+    (package / "errors.py").write_text("")
+    assert floor_breaks(package) == {"verifylab.newthing -> (no floor)"}
 
 
 def import_graph(src: Path = SRC) -> dict[str, set[str]]:
@@ -306,6 +404,9 @@ LAZY_IMPORTS = {
     "synth/runner.py -> verifylab.synth": "torch: inside the rank process",
     "synth/runner.py -> verifylab.synth.cuda": "torch: inside the rank process",
     "synth/runner.py -> verifylab.synth.flashinfer_fusion": "FlashInfer: inside the rank process, fused variant only",
+    "testing/faults.py -> verifylab": "the test double imports what it patches only when its fault is installed",
+    "testing/faults.py -> verifylab.comm": "the test double patches the probe's ranks only for a rank fault",
+    "testing/faults.py -> verifylab.synth": "the test double patches the synthetic pass's ranks only for a rank fault",
 }
 
 

@@ -5,7 +5,18 @@ import pytest
 
 from verifylab.chapters.registry import CHAPTER_PARAMS, chapter_parameters
 from verifylab.errors import ParameterError
+from verifylab.launch import SglangLaunch
 from verifylab.publish.build import execute_chapter
+
+# A --help that lists every option a launch can take (the builder refuses any other)
+EVERY_FLAG = " ".join(
+    [
+        str((f.json_schema_extra or {}).get("flag"))
+        for f in SglangLaunch.model_fields.values()
+        if isinstance(f.json_schema_extra, dict)
+    ]
+    + ["--flashinfer-allreduce-fusion-backend", "--enforce-disable-flashinfer-allreduce-fusion"]
+)
 
 
 def test_invalid_mode_names_parameter_and_allowed_values(repo_root, monkeypatch):
@@ -72,12 +83,12 @@ def test_book_has_every_chapter_and_no_network_reference(built_book: Path):
 def test_every_server_setting_reaches_the_launch_command():
     from verifylab.chapters.params import Benchmarks, VerifyBreakdown
     from verifylab.server.settings import LAUNCH_FIELDS
-    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_args
+    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_command
 
     assert set(LAUNCH_FIELDS) <= set(BaseConfig.model_fields)  # a setting the launcher does not take fails here
     for chapter in (Benchmarks, VerifyBreakdown):
         params = chapter.validated(model_path="/m", tp_size=2, mem_fraction_static=0.3, port=30001)
-        args = variant_args(BaseConfig(**params.server_settings()), DEFAULT_VARIANTS["baseline"], "")
+        args = variant_command(BaseConfig(**params.server_settings()), DEFAULT_VARIANTS["baseline"], EVERY_FLAG).args
         assert args[args.index("--mem-fraction-static") + 1] == "0.3"
         assert args[args.index("--tp-size") + 1] == "2" and args[args.index("--port") + 1] == "30001"
     with pytest.raises(ParameterError, match="mem_fraction_static"):
@@ -92,7 +103,7 @@ def test_a_server_setting_declared_in_params_changes_what_is_started():
 
     from verifylab.chapters.params import Benchmarks
     from verifylab.server.settings import LAUNCH_FIELDS
-    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_args
+    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig, variant_command
 
     def sample(annotation):
         union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
@@ -107,7 +118,8 @@ def test_a_server_setting_declared_in_params_changes_what_is_started():
 
     def started(params) -> tuple:
         base = BaseConfig(**params.server_settings())
-        return [*base.launcher, *variant_args(base, DEFAULT_VARIANTS["eagle3"], "")], base.simulate_no_multicast
+        command = variant_command(base, DEFAULT_VARIANTS["eagle3"], EVERY_FLAG + " --other-flag")
+        return [*base.launcher, *command.args], base.simulate_no_multicast
 
     given = {"model_path": "/m", "draft_model_path": "/d"}
     default = started(Benchmarks.validated(**given))

@@ -1,16 +1,30 @@
 """Recommendation rules on contrasting evidence sets."""
 
 import shlex
+from dataclasses import replace
 
 from verifylab.analysis.facts import DeploymentFacts as Facts
 from verifylab.analysis.recommend import recommend, recommendations_frame
-from verifylab.server.launch import BaseConfig
+from verifylab.launch import LaunchTarget
+from verifylab.server.variants import BaseConfig
 
 BASE = BaseConfig(model_path="/models/kimi", tp_size=8, draft_model_path="/models/eagle3")
+# an SGLang that takes every option these commands use (the builder refuses any other)
+TARGET = LaunchTarget(
+    "a test SGLang",
+    frozenset(
+        {
+            "--model-path", "--tp-size", "--host", "--port", "--speculative-algorithm",
+            "--speculative-draft-model-path",
+            "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+            "--enforce-disable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend",
+        }
+    ),
+)  # fmt: skip
 
 
 def by_topic(ev: Facts) -> dict:
-    return {r.topic: r for r in recommend(ev)}
+    return {r.topic: r for r in recommend(replace(ev, launch_target=ev.launch_target or TARGET))}
 
 
 def test_speculation_wins_everywhere():

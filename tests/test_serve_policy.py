@@ -8,9 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from verifylab.cli import app
-from verifylab.comm.policy import NO_CUSTOM_ALLREDUCE, read_policy
-from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, server_environment
+from verifylab.comm.policy import read_policy
+from verifylab.launch import NO_CUSTOM_ALLREDUCE
+from verifylab.server.launch import server_environment
 from verifylab.server.policy import PolicyRefusal, apply_policy
+from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 SHM, P2P, ONE = (
@@ -27,7 +29,7 @@ def _base(**kw) -> BaseConfig:
 def test_host_memory_policy_sets_its_flags_and_unsets_what_the_probe_ran_with():
     policy = read_policy(RUNS / SHM)
     base = apply_policy(policy, _base(), DEFAULT_VARIANTS["baseline"], None)
-    assert base.tp_size == 2 and NO_CUSTOM_ALLREDUCE in base.extra_args and base.unset_env == ["NCCL_P2P_DISABLE"]
+    assert base.tp_size == 2 and base.disable_custom_all_reduce and base.unset_env == ["NCCL_P2P_DISABLE"]
     env = server_environment({"NCCL_P2P_DISABLE": "1", "PATH": "/bin"}, set(base.unset_env))
     assert env == {"PATH": "/bin"}
     with pytest.raises(PolicyRefusal, match=r"rules out all-reduce fusion.*host-memory"):
@@ -37,7 +39,7 @@ def test_host_memory_policy_sets_its_flags_and_unsets_what_the_probe_ran_with():
 def test_healthy_policy_keeps_custom_allreduce_and_refuses_more_gpus_than_probed():
     policy = read_policy(RUNS / P2P)
     base = apply_policy(policy, _base(), DEFAULT_VARIANTS["eagle3"], None)
-    assert base.tp_size == 2 and NO_CUSTOM_ALLREDUCE not in base.extra_args and base.unset_env == []
+    assert base.tp_size == 2 and not base.disable_custom_all_reduce and base.unset_env == []
     with pytest.raises(PolicyRefusal, match="measured 2 GPU"):
         apply_policy(policy, _base(), DEFAULT_VARIANTS["baseline"], 8)
     # the fused kernel was not checked in that probe: fusion is refused with the probe's own reason

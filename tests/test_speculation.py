@@ -14,7 +14,8 @@ from verifylab.bench.runner import RunPlace
 from verifylab.bench.speculation import POINTS_TABLE, run_speculation_grid
 from verifylab.bench.speculation_grid import SIMULATE_VAR, TOKEN_MODE_VAR, Drafter, SpecPoint, SpeculationGrid
 from verifylab.errors import ParameterError
-from verifylab.server.launch import BaseConfig, launcher_help, variant_args
+from verifylab.server.launch import launcher_help
+from verifylab.server.variants import BaseConfig, variant_command
 from verifylab.store.runs import RunStore
 
 TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
@@ -37,7 +38,7 @@ def test_grid_points_and_what_each_server_is_asked_for():
     help_text = launcher_help(TEST_LAUNCHER)
     cfg = BaseConfig(model_path="m", draft_model_path="d", launcher=TEST_LAUNCHER)
     ngram = SpecPoint(Drafter.NGRAM, 4, 3.0).variant()
-    args = variant_args(cfg, ngram, help_text)
+    args = variant_command(cfg, ngram, help_text).args
 
     def value(flag: str) -> str:
         return args[args.index(flag) + 1]
@@ -45,7 +46,7 @@ def test_grid_points_and_what_each_server_is_asked_for():
     assert value("--speculative-algorithm") == "NGRAM" and value("--speculative-num-draft-tokens") == "4"
     assert value("--speculative-num-steps") == "3" and value("--speculative-ngram-max-bfs-breadth") == "1"
     assert ngram.env == {SIMULATE_VAR: "3", TOKEN_MODE_VAR: "fixed"}
-    eagle = variant_args(cfg, SpecPoint(Drafter.EAGLE3, 2, 1.5).variant(), help_text)
+    eagle = variant_command(cfg, SpecPoint(Drafter.EAGLE3, 2, 1.5).variant(), help_text).args
     assert "--speculative-ngram-max-bfs-breadth" not in eagle
     assert eagle[eagle.index("--speculative-num-steps") + 1] == "1"
     plain = SpecPoint().variant()

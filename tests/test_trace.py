@@ -1,6 +1,7 @@
 import gzip
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -289,8 +290,9 @@ def test_capture_from_a_server_profiler_and_summarize(tmp_path):
     """Drive /start_profile on the test double (which writes per-rank traces like SGLang) and summarize."""
     import sys
 
-    from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
+    from verifylab.server.launch import serve
     from verifylab.server.profile import capture_profile
+    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig
 
     from .test_bench import free_port
 
@@ -365,36 +367,44 @@ def test_elimination_stand_ins_remove_exactly_those_allreduces(tmp_path, per_lay
         assert (summarize_traces([tmp_path]).steps["allreduce_count"] == expected).all()
 
 
+SYNTH_ARGS = (
+    *("synth-verify", "--backend", "gloo", "--ranks", "2", "--layers", "3", "--hidden", "32", "--tokens", "2"),
+    *("--context", "8", "--steps", "2", "--no-summarize"),
+)
+
+
+def _synth_under(tmp_path: Path, fault: str, *args: str) -> subprocess.CompletedProcess:
+    """``verifylab synth-verify`` run by a Python that injects ``fault`` into its ranks (the test double of
+    :mod:`verifylab.testing.faults`, no switch in the product)."""
+    from verifylab.testing.faults import write_launcher
+
+    launcher = write_launcher(tmp_path / "bin", ["--rank", fault])
+    cmd = [str(launcher), "-m", "verifylab.cli", *SYNTH_ARGS, "--profile-dir", str(tmp_path / "out"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+
+
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
-def test_a_rank_that_dies_mid_pass_ends_the_command_with_one_line_and_no_sidecar(tmp_path, monkeypatch):
-    monkeypatch.setenv("VERIFYLAB_SYNTH_FAULT", "1:profile")
-    result = CliRunner().invoke(
-        app,
-        [
-            *("synth-verify", "--backend", "gloo", "--ranks", "2", "--layers", "3", "--hidden", "32", "--tokens", "2"),
-            *("--context", "8", "--steps", "2", "--timeout", "20", "--profile-dir", str(tmp_path), "--no-summarize"),
-        ],
-    )
-    assert result.exit_code == 1  # a runtime failure; 2 is click's usage error
-    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+def test_a_rank_that_dies_mid_pass_ends_the_command_with_one_line_and_no_sidecar(tmp_path):
+    (tmp_path / "bin").mkdir()
+    result = _synth_under(tmp_path, "1:profile", "--timeout", "20")
+    assert result.returncode == 1, result.stderr  # a runtime failure; 2 is click's usage error
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
     assert lines == ["error: synth-verify: rank 1 died in phase 'profile' (exit code 3); all ranks ended"]
-    assert not list(tmp_path.glob(".*")) and not list(tmp_path.glob("*.tmp"))
+    assert not list((tmp_path / "out").glob(".*")) and not list((tmp_path / "out").glob("*.tmp"))
 
 
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
-def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(tmp_path, monkeypatch):
-    from verifylab.errors import SynthError
-
-    monkeypatch.setenv("VERIFYLAB_SYNTH_FAULT", "1:profile:hang")
-    with pytest.raises(SynthError, match=r"rank 0 failed in phase 'profile': .*Timed out"):
-        run_synth_verify(small_synth(tmp_path, timeout=3))
-    assert not list(tmp_path.glob(".*"))
+def test_a_rank_that_hangs_ends_every_rank_within_the_timeout(tmp_path):
+    (tmp_path / "bin").mkdir()
+    result = _synth_under(tmp_path, "1:profile:hang", "--timeout", "3")
+    assert result.returncode == 1, result.stderr
+    assert re.search(r"rank 0 failed in phase 'profile': .*Timed out", result.stdout + result.stderr)
+    assert not list((tmp_path / "out").glob(".*"))
 
 
 @pytest.mark.slow  # starts processes (ranks) and kills them: make test
 def test_a_killed_synth_verify_leaves_no_rank_running(tmp_path):
     """The ranks are forked from a server process, not from verifylab: kill -9 of verifylab still ends them."""
-    import os
     import signal
     import subprocess
     import sys
@@ -406,7 +416,11 @@ def test_a_killed_synth_verify_leaves_no_rank_running(tmp_path):
     cmd += ["--layers", "2", "--hidden", "16", "--tokens", "2", "--context", "8", "--steps", "2", "--timeout", "120"]
     cmd += ["--profile-dir", str(tmp_path), "--no-summarize"]
     before = temporary_entries()
-    proc = subprocess.Popen(cmd, env={**os.environ, "VERIFYLAB_SYNTH_FAULT": "1:profile:hang"})
+    from verifylab.testing.faults import write_launcher
+
+    (tmp_path / "bin").mkdir()
+    cmd[0] = str(write_launcher(tmp_path / "bin", ["--rank", "1:profile:hang"]))  # its ranks' Python hangs rank 1
+    proc = subprocess.Popen(cmd)
     deadline = time.monotonic() + 60
     phase = tmp_path / ".rank1.phase"
     while not (phase.exists() and phase.read_text() == "profile"):

@@ -29,22 +29,6 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-FAULT_ENV = "VERIFYLAB_FAULT_AFTER_WRITES"
-_writes_done = 0
-
-
-def _fault_point() -> None:
-    """Deterministic crash for fault tests: with ``VERIFYLAB_FAULT_AFTER_WRITES=N`` the process ends at once
-    (exit 137, as kill -9 does: no cleanup, no finally) right after its N-th completed file write."""
-    global _writes_done
-    limit = os.environ.get(FAULT_ENV)
-    if not limit:
-        return
-    _writes_done += 1
-    if _writes_done >= int(limit):
-        os._exit(137)
-
-
 def _fsync_dir(folder: Path) -> None:
     with contextlib.suppress(OSError):  # some filesystems cannot open a folder for fsync
         fd = os.open(folder, os.O_RDONLY)
@@ -83,7 +67,6 @@ def atomic_path(target: Path) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fault_point()
 
 
 def _storage_error(target: Path, exc: OSError) -> StorageError:

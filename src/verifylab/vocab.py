@@ -28,6 +28,13 @@ def version_key(version: str) -> Version | tuple:
         return (0, version)
 
 
+# The SGLang/FlashInfer pairs a launch command is built for (audited wheels): the first published pair with both
+# FlashInfer's SM12x fused all-reduce build and SGLang's PCIe-IPC all-reduce; and the case study's own stack
+RECOMMENDED_STACK = ("0.5.22", "0.7.1")
+CASE_STUDY_STACK = ("0.5.9", "0.6.4")
+PCIE_IPC_SGLANG = "0.5.21"  # device_communicators/pcie_ipc_ar.py first ships (read from the wheels)
+PCIE_IPC_FLASHINFER = "0.7.0"  # flashinfer.comm.PcieIpcAllReduceWorkspace; older builds fall back to NCCL
+
 KIMI_K2_HIDDEN = 7168  # Kimi-K2 / DeepSeek-V3 hidden size: one all-reduce of k tokens moves k x 7168 values
 KIMI_K2_ALLREDUCES_PER_PASS = 122  # 61 layers x (after attention + after the MoE)
 BF16_BYTES = 2

@@ -14,7 +14,6 @@ from verifylab.cli import app
 from verifylab.comm.config import ProbeConfig, default_tokens
 from verifylab.comm.policy import read_policy
 from verifylab.comm.probe import resolve_devices, run_probe
-from verifylab.comm.rank_state import FAULT_VAR
 from verifylab.comm.record import store_probe
 from verifylab.errors import CommProbeError, RunExistsError
 from verifylab.store.runs import RunStore
@@ -55,16 +54,25 @@ def test_four_ranks_add_every_pair_and_both_halves(tmp_path: Path):
     assert set(table.loc[table["group"].str.startswith("pair:"), "ranks"]) == {2}
 
 
+def _ranks_under(tmp_path: Path, monkeypatch, fault: str) -> None:
+    """The probe's ranks start under a Python that injects ``fault`` (a rank dies or hangs entering a phase): the
+    test double of :mod:`verifylab.testing.faults`, no switch in the product."""
+    from verifylab.comm import probe
+    from verifylab.testing.faults import write_launcher
+
+    monkeypatch.setattr(probe.sys, "executable", str(write_launcher(tmp_path, ["--rank", fault])))
+
+
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_rank_that_dies_ends_all_with_one_line(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv(FAULT_VAR, "1:allreduce")
+    _ranks_under(tmp_path, monkeypatch, "1:allreduce")
     with pytest.raises(CommProbeError, match=r"rank 1 failed in phase 'allreduce' \(exit 3\)"):
         run_probe(_cfg(), tmp_path / "w")
 
 
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_an_init_that_never_completes_times_out(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv(FAULT_VAR, "1:init:hang")
+    _ranks_under(tmp_path, monkeypatch, "1:init:hang")
     with pytest.raises(CommProbeError, match=r"initialisation did not complete within --timeout 3 s"):
         run_probe(_cfg(timeout=3), tmp_path / "w")
 

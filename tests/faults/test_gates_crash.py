@@ -1,11 +1,10 @@
 """kill -9 at every write of `gates apply` and of `gates revert` (the deterministic fault point
-VERIFYLAB_FAULT_AFTER_WRITES=N ends the process right after its N-th file write): whatever the point, `gates
-status` names the state, `gates revert` gets back to the wheel's files byte for byte (modes too, no stray
+``verifylab.testing.faults --after-writes N`` ends the process right after its N-th file write): whatever the
+point, `gates status` names the state, `gates revert` gets back to the wheel's files byte for byte (modes too, no stray
 temporary file) and a new apply works."""
 
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 import sys
@@ -23,14 +22,12 @@ CRASHED = 137
 
 def run_until_crash(code: str, root: Path, n: int) -> int:
     """Run ``code`` (with ``root`` bound) in a fresh interpreter that dies after its ``n``-th file write."""
-    env = {**os.environ, "VERIFYLAB_FAULT_AFTER_WRITES": str(n)}
     proc = subprocess.run(
         [
-            sys.executable,
+            *(sys.executable, "-m", "verifylab.testing.faults", "--after-writes", str(n)),  # dies after write n
             "-c",
             f"from pathlib import Path; import verifylab.gates as g; root = Path({str(root)!r}); {code}",
         ],
-        env=env,
         capture_output=True,
         text=True,
         timeout=120,

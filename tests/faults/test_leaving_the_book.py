@@ -14,7 +14,8 @@ import pytest
 
 from verifylab.comm.policy import Policy
 from verifylab.command_line import shell_command
-from verifylab.model.answers.box_decision import BoxInputs, _launch
+from verifylab.launch import LaunchTarget, SglangLaunch, build_command
+from verifylab.model.answers.box_decision import BoxInputs, box_launch
 from verifylab.publish.csv_cells import csv_text, neutral_cell
 
 FORMULAS = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\r=1"]
@@ -44,6 +45,11 @@ def test_every_export_writer_goes_through_the_boundary():
 HOSTILE_PATH = "/models/My Model; rm -rf ~"
 
 
+def _every_flag() -> list[str]:
+    extras = (f.json_schema_extra for f in SglangLaunch.model_fields.values())
+    return [str(e["flag"]) for e in extras if isinstance(e, dict)]
+
+
 def test_a_printed_command_keeps_a_hostile_path_one_argument():
     line = shell_command(["python", "-m", "sglang.launch_server", "--model-path", HOSTILE_PATH], unset=["NCCL_X"])
     assert shlex.split(line)[-1] == HOSTILE_PATH and shlex.split(line)[:3] == ["env", "-u", "NCCL_X"]
@@ -54,7 +60,8 @@ def test_the_box_launch_command_is_quoted():
         run_id="r", regime="healthy P2P", world=2, tensor_parallel=True, fusion_allowed=False,
         custom_allreduce=True, sglang_flags=[], unset=["NCCL_P2P_DISABLE"], reasons=[],
     )  # fmt: skip
-    line = _launch(BoxInputs("r", 50.0, "given", 2.0, model_path=HOSTILE_PATH), policy, False, True)
+    launch = box_launch(BoxInputs("r", 50.0, "given", 2.0, model_path=HOSTILE_PATH), policy, False, True)
+    line = build_command(launch, LaunchTarget("any SGLang", frozenset(_every_flag()))).shell()
     args = shlex.split(line)
     assert HOSTILE_PATH in args and "rm" not in args
     assert args[args.index("--speculative-num-draft-tokens") + 1] == "4"

@@ -1,9 +1,9 @@
-"""The run store under two writers and under kill -9 at every write of a sweep cell (VERIFYLAB_FAULT_AFTER_WRITES):
-no table is lost, a cell is either stored whole (its requests and its summary row) or measured again."""
+"""The run store under two writers and under kill -9 at every write of a sweep cell (the test double
+``verifylab.testing.faults --after-writes``): no table is lost, a cell is either stored whole (its requests and
+its summary row) or measured again."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,8 +67,8 @@ def test_kill_at_every_write_of_a_sweep_cell_never_leaves_a_cell_half_stored(tmp
     for n in range(1, 20):
         store = new_store(tmp_path / str(n))
         recorder = BenchRecorder(store, RUN)
-        env = {**os.environ, "VERIFYLAB_FAULT_AFTER_WRITES": str(n)}
-        proc = subprocess.run([sys.executable, "-c", CELL, str(store.root), RUN], env=env, capture_output=True)
+        faulty = [sys.executable, "-m", "verifylab.testing.faults", "--after-writes", str(n)]  # dies after write n
+        proc = subprocess.run([*faulty, "-c", CELL, str(store.root), RUN], capture_output=True)
         assert proc.returncode in (0, CRASHED), proc.stderr
         stored = recorder.has_cell("fusion", 2)
         cells = store.table_or_none(RUN, "sweep_cells")

@@ -50,7 +50,8 @@ def test_the_sweep_table_title_hides_the_url_password(tmp_path):
     from typer.testing import CliRunner
 
     from verifylab.cli import app
-    from verifylab.server.launch import DEFAULT_VARIANTS, launcher_help, serve
+    from verifylab.server.launch import launcher_help, serve
+    from verifylab.server.variants import DEFAULT_VARIANTS
 
     help_text = launcher_help(TEST_LAUNCHER)
     with serve(base(), DEFAULT_VARIANTS["baseline"], tmp_path, help_text=help_text) as (server, _):

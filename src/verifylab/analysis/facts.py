@@ -13,6 +13,7 @@ from verifylab.analysis.benchmarks import active_only, crossovers, stored_benchm
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.live_smoke import mechanics_runs
 from verifylab.errors import VerifylabError
+from verifylab.launch import LaunchError, LaunchTarget
 from verifylab.model.answers.decision import regime_answer, thresholds
 from verifylab.model.case.cycle import CycleAccount
 from verifylab.model.case.speculation import account, inputs
@@ -42,6 +43,8 @@ class DeploymentFacts:
     draft_tokens: int = 4
     help_text: str | None = None  # the installed SGLang's --help (live mode)
     base: BaseConfig | None = None
+    launcher: list[str] | None = None  # what the printed command starts SGLang with (None: python -m ...)
+    launch_target: LaunchTarget | None = None  # the SGLang the command is built for (None: its flags not audited)
     sm120_build_run: str | None = None  # the run that compiled FlashInfer's fusion module for sm_120a (measured)
     pcie_sim_runs: list[str] = field(default_factory=list)  # the simulated-PCIe runs on 2 x H200 (measured)
 
@@ -61,6 +64,7 @@ def facts_from_evidence(
     interconnect: str | None = None,
     base: BaseConfig | None = None,
     help_text: str | None = None,
+    launcher: list[str] | None = None,
 ) -> DeploymentFacts:
     """Collect the evidence the rules use from ``data/``: measured sweeps and variant states (mechanics-only
     runs left out), the reported figures, and the audited gate matrix for ``sglang_version``."""
@@ -73,6 +77,7 @@ def facts_from_evidence(
         interconnect=interconnect,
         base=base,
         help_text=help_text,
+        launcher=launcher,
         draft_tokens=base.speculative_num_draft_tokens if base else 4,
         reported_liability_concurrency=reported_value(figures, "spec_liability_concurrency"),
         reported_fusion={
@@ -84,6 +89,7 @@ def facts_from_evidence(
         account=account(ev),
     )
     _decision_facts(ev, facts)
+    facts.launch_target = _launch_target(ev, facts)
     smoke = set(mechanics_runs(ev))  # mechanics only: never evidence for a deployment
     stored = {
         name: frame[~frame.run_id.isin(smoke)] if "run_id" in frame.columns else frame for name, frame in stored.items()
@@ -107,6 +113,18 @@ def facts_from_evidence(
     facts.sm120_build_run = ev.newest_with("sm120_build")
     facts.pcie_sim_runs = ev.runs.of_campaign("pcie-sim-before", "pcie-sim-after")
     return facts
+
+
+def _launch_target(ev: Evidence, facts: DeploymentFacts) -> LaunchTarget | None:
+    """The SGLang the recommended command is built for: the installed one live (its --help), else the upgrade the
+    book names or the box's version, as its wheel was audited (None where its flags are not in the table)."""
+    if facts.help_text is not None:
+        return LaunchTarget.installed(facts.help_text, facts.sglang_version, facts.flashinfer_version)
+    version = facts.upgrade[0] if facts.upgrade else facts.sglang_version
+    try:
+        return None if version is None else ev.launch_target(version)
+    except LaunchError:
+        return None
 
 
 def _closed_gates(matrix: pd.DataFrame, version: str) -> list[str] | None:

@@ -7,7 +7,8 @@ import shlex
 
 import pandas as pd
 
-from verifylab.comm.policy import FUSION_FLAGS, NO_CUSTOM_ALLREDUCE, Break, Policy, policy_breaks, policy_from_probe
+from verifylab.comm.policy import Break, Policy, policy_breaks, policy_from_probe
+from verifylab.launch import FUSION_BACKEND_FLAG, FUSION_FLAG, NO_CUSTOM_ALLREDUCE
 from verifylab.sources import MeasuredRuns
 
 
@@ -60,7 +61,8 @@ def command_breaks_policy(command: str, policy: Policy) -> list[str]:
     words = {
         Break.TENSOR_PARALLEL: f"--tp-size {tp}: tensor parallelism is ruled out",
         Break.MORE_GPUS: f"--tp-size {tp}: the probe measured {policy.world} GPU(s)",
-        Break.FUSION: f"{FUSION_FLAGS[0]}: fusion is ruled out",
+        Break.FUSION: "all-reduce fusion is on: fusion is ruled out",
         Break.CUSTOM_ALLREDUCE: f"custom all-reduce is left on: add {NO_CUSTOM_ALLREDUCE}",
     }
-    return [words[rule] for rule in policy_breaks(policy, tp, FUSION_FLAGS[0] in args, NO_CUSTOM_ALLREDUCE in args)]
+    fused = FUSION_FLAG in args or FUSION_BACKEND_FLAG in args
+    return [words[rule] for rule in policy_breaks(policy, tp, fused, NO_CUSTOM_ALLREDUCE in args)]

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
 from verifylab.model.answers.box_plan import BoxPlan, CellPrediction, Configuration
-from verifylab.server.launch import BaseConfig
+from verifylab.server.variants import BaseConfig
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE
 
 POINTS = BOX_VERIFY_POINTS_TABLE

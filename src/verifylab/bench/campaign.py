@@ -10,7 +10,8 @@ import pandas as pd
 from verifylab.bench.method import SingleStreamConfig
 from verifylab.bench.runner import RunPlace, mark_complete, open_recorder, run_single, run_sweep
 from verifylab.errors import ServerError
-from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, launcher_help, serve
+from verifylab.server.launch import launcher_help, serve
+from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig
 
 
 def run_campaign(

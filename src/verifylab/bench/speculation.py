@@ -24,7 +24,8 @@ from verifylab.bench.runner import RunPlace, mark_complete, open_recorder, run_s
 from verifylab.bench.speculation_grid import SpecPoint, SpeculationGrid
 from verifylab.errors import BenchmarkError, ServerError
 from verifylab.server.aio import run_coroutine
-from verifylab.server.launch import BaseConfig, launcher_help, serve
+from verifylab.server.launch import launcher_help, serve
+from verifylab.server.variants import BaseConfig
 from verifylab.vocab import SPECULATION_POINTS_TABLE
 
 POINTS_TABLE = SPECULATION_POINTS_TABLE

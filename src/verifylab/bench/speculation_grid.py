@@ -17,8 +17,6 @@ SIMULATE_VAR = "SGLANG_SIMULATE_ACC_LEN"  # read by SGLang's speculative/spec_ut
 # "real-draft-token": the draft's own tokens are accepted and the bonus token is the target's (read by 0.5.17)
 TOKEN_MODE_VAR = "SGLANG_SIMULATE_ACC_TOKEN_MODE"
 TokenMode = Literal["fixed", "real-draft-token"]
-MAX_RUNNING_FLAG = "--max-running-requests"
-NGRAM_CHAIN = ["--speculative-ngram-max-bfs-breadth", "1", "--speculative-ngram-min-bfs-breadth", "1"]
 
 
 @dataclass(frozen=True)
@@ -42,15 +40,16 @@ class SpecPoint:
         return f"{self.drafter.value}_d{self.draft_tokens}_a{self.accept_length:.2f}".replace(".", "p") + cap
 
     def variant(self) -> Variant:
-        cap = [] if self.max_running is None else [MAX_RUNNING_FLAG, str(self.max_running)]
+        """This server as a variant: its drafter's chain (an n-gram chain one candidate wide), its cap, its held
+        accept length."""
         if self.drafter is None:
-            return Variant(name=self.name, extra_args=cap)
+            return Variant(name=self.name, max_running=self.max_running)
         held = {SIMULATE_VAR: f"{self.accept_length:g}", TOKEN_MODE_VAR: self.token_mode} if self.hold_accept else {}
         return Variant(
             name=self.name,
             speculative=self.drafter.algorithm,
             draft_tokens=self.draft_tokens,
-            extra_args=(NGRAM_CHAIN if self.drafter is Drafter.NGRAM else []) + cap,
+            max_running=self.max_running,
             env=held,
         )
 

@@ -20,7 +20,7 @@ from verifylab.report.charts import Figure
 from verifylab.report.intervals import single_stream_intervals
 from verifylab.report.section import Prose, Section
 from verifylab.report.tables import Table, as_table
-from verifylab.server.launch import BaseConfig
+from verifylab.server.variants import BaseConfig
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params", "benchmark_section", "live_smoke_benchmarks"]  # shown as the analysis builds them

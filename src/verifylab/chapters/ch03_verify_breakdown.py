@@ -18,8 +18,9 @@ from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.fits.live_fusion import live_fusion_check, live_fusion_finding
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
-from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, launcher_help, serve
+from verifylab.server.launch import launcher_help, serve
 from verifylab.server.profile import capture_profile
+from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig
 from verifylab.store.evidence import Evidence
 from verifylab.store.manifest import new_run_id
 from verifylab.store.runs import RunStore

@@ -25,7 +25,7 @@ from verifylab.model.case.option_tables import (
     plain_decoding,
     regime_curves_table,
 )
-from verifylab.model.case.options import OPTIONS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Option
+from verifylab.model.case.options import OPTIONS, Option
 from verifylab.model.case.reconcile import CONCLUSIONS
 from verifylab.model.case.speculation import inputs, speculation_case
 from verifylab.model.case.whatif import case_option_boxes, inputs_table, options_at_loads, reconcile_table, whatif_table
@@ -44,7 +44,7 @@ from verifylab.report.charts import (
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import LOAD_STREAMS, Regime
+from verifylab.vocab import LOAD_STREAMS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
 
 __all__ = ["Params"]
 

@@ -17,7 +17,9 @@ from verifylab.chapters.params import Recommendations as Params
 from verifylab.derived import derived
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
-from verifylab.server.launch import BaseConfig, launcher_help
+from verifylab.server.launch import launcher_help
+from verifylab.server.settings import running_interpreter_launcher
+from verifylab.server.variants import BaseConfig
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params", "pcie_sm120_finding"]
@@ -39,9 +41,11 @@ def _recommendations_for(ev: Evidence, params_json: str) -> list[Recommendation]
             draft_model_path=params.draft_model_path,
             launcher=params.launcher,
         )
-    help_text = launcher_help(params.launcher) if params.mode == "live" else None
+    live = params.mode == "live"
+    launcher = params.launcher or (running_interpreter_launcher() if live else None)  # printed as the box starts it
+    help_text = launcher_help(launcher) if live and launcher else None
     facts = facts_from_evidence(
-        ev, params.sglang_version, params.flashinfer_version, params.interconnect, base, help_text
+        ev, params.sglang_version, params.flashinfer_version, params.interconnect, base, help_text, launcher
     )
     return recommend(facts)
 

@@ -11,8 +11,8 @@ from pydantic import Field, NonNegativeInt, PositiveInt, ValidationInfo, field_v
 
 from verifylab.bench.speculation_grid import SpeculationGrid
 from verifylab.chapters._base import ChapterParams
-from verifylab.server.launch import DEFAULT_VARIANTS
 from verifylab.server.settings import LAUNCH_FIELDS, LaunchSettings
+from verifylab.server.variants import DEFAULT_VARIANTS
 
 
 def _known_variants(names: list[str]) -> list[str]:
@@ -147,10 +147,11 @@ class Recommendations(ChapterParams):
         "/models/Kimi-K2.5-eagle3", description="the EAGLE-3 draft in that command (a placeholder)"
     )
     tp_size: PositiveInt = Field(8, description="tensor-parallel size in that command")
-    launcher: list[str] = Field(
-        default_factory=lambda: ["python", "-m", "sglang.launch_server"],
+    launcher: list[str] | None = Field(
+        None,
         min_length=1,
-        description="the command that starts SGLang",
+        description="the command that starts SGLang, as the printed command shows it and live mode asks its --help "
+        "(None: python -m sglang.launch_server printed; live, this interpreter -m sglang.launch_server)",
     )
     probe_run: str | None = Field(
         None, description="a stored probe of this box (verifylab box): the launch command is checked against its policy"

@@ -275,7 +275,8 @@ def serve_cmd(
 
     from pydantic import ValidationError
 
-    from verifylab.server.launch import DEFAULT_VARIANTS, BaseConfig, serve
+    from verifylab.server.launch import serve
+    from verifylab.server.variants import DEFAULT_VARIANTS, BaseConfig
 
     if variant not in DEFAULT_VARIANTS:
         raise fail(VerifylabError(f"unknown variant {variant!r}: choose from {', '.join(DEFAULT_VARIANTS)}"))
@@ -311,7 +312,7 @@ def serve_cmd(
         err_console.print(
             f"policy of probe {policy}: --tp-size {base.tp_size}"
             + (f", unset {', '.join(base.unset_env)}" if base.unset_env else "")
-            + (f", {' '.join(base.extra_args)}" if base.extra_args else ""),
+            + (", SGLang's custom all-reduce off" if base.disable_custom_all_reduce else ""),
             highlight=False,
             markup=False,
         )
@@ -322,7 +323,8 @@ def serve_cmd(
             serve(base, DEFAULT_VARIANTS[variant], log_dir, on_wait=_show_wait(status, variant)) as (server, state),
         ):
             status.stop()
-            typer.echo(json.dumps({"url": server.url, **asdict(state)}, indent=2, default=str))
+            shown = {"url": server.url, "command": redact_text(server.command_line), **asdict(state)}
+            typer.echo(json.dumps(shown, indent=2, default=str))
             if hold:
                 console.print(f"serving {variant} at {server.url}; Ctrl-C stops it")
                 while server.proc and server.proc.poll() is None:

@@ -10,6 +10,7 @@ import typer
 
 from verifylab.cli._shared import console, err_console, fail
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
+from verifylab.vocab import RECOMMENDED_STACK
 
 if TYPE_CHECKING:
     from verifylab.cli.box_check import PlanRequest
@@ -76,6 +77,12 @@ def box_cmd(
     output_tokens: int = typer.Option(128, min=2, max=65536, help="--plan: output tokens per request."),
     budget_minutes: float = typer.Option(10.0, min=0.1, max=600.0, help="--verify: GPU minutes the check may take."),
     run_id: str | None = typer.Option(None, help="--verify: the run to measure into (the same id resumes)."),
+    sglang: str = typer.Option(
+        RECOMMENDED_STACK[0],
+        help="The SGLang version the printed launch command is built for, its flags checked against that version's "
+        f"audited wheel (data/gates; {RECOMMENDED_STACK[0]}: the first with FlashInfer's SM12x fused build and the "
+        "PCIe-IPC all-reduce; the case study ran 0.5.9).",
+    ),
 ) -> None:
     """The decision for one box from its own numbers: which communication regime it is in and what to fix first,
     whether all-reduce fusion pays, up to how many streams EAGLE-3 pays, and the launch command its probe allows.
@@ -116,6 +123,7 @@ def box_cmd(
                 expert_bits,
                 regime,
                 probe,
+                sglang,
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
@@ -167,6 +175,7 @@ def box_cmd(
             Routing(routing),
             float(context),
             expert_bits,
+            ev.launch_target(sglang),
         )
         decision = decide_box(ev.measured, inputs)
         if accept == 2.0:
@@ -196,8 +205,9 @@ def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_
 
     try:
         ev = Evidence(data_dir)
+        target = ev.launch_target(req.sglang)
         chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None)
-        print_plan(chosen)
+        print_plan(chosen, target)
         if verify is not None:
             verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"))
     except ModelInputError as exc:

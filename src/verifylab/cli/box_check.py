@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.table import Table
 
 from verifylab.cli._shared import console, err_console
-from verifylab.command_line import SGLANG, shell_command
 from verifylab.errors import ParameterError
+from verifylab.launch import LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
 from verifylab.model.answers.box_plan import BoxPlan, Priced, Slo, choose
 from verifylab.model.fits.grid import measured_overheads
@@ -24,7 +24,7 @@ from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.regimes import PRICED_REGIMES
 from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
-from verifylab.vocab import Regime
+from verifylab.vocab import RECOMMENDED_STACK, Regime
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class PlanRequest:
     expert_bits: float | None = None
     regime: str | None = None  # TP > 1 before the box is probed: price its all-reduces in this regime (public curves)
     probe: str | None = None  # a stored probe of the box: its TP, GPU and own all-reduce curve
+    sglang: str = RECOMMENDED_STACK[0]  # the SGLang version the printed command is built for
 
 
 def parse_overlap(text: str) -> Span:
@@ -132,10 +133,10 @@ def _plan(runs: MeasuredRuns, req: PlanRequest, box: Box) -> BoxPlan:
         "host overhead": calibrated.host_note,
         **plan.inputs,
     }
-    return replace(plan, inputs=inputs)
+    return replace(plan, inputs=inputs, tp=box.tp)
 
 
-def print_plan(plan: BoxPlan) -> None:
+def print_plan(plan: BoxPlan, target: LaunchTarget) -> None:
     """The choice, the runner-up and plain decoding at the owner's load, then what measuring them costs."""
     table = Table(title=f"at {plan.load} streams, {plan.inputs['slo']}", title_justify="left")
     for column in ("", "configuration", "goodput tok/s", "tok/s", "ms per token", "first token ms"):
@@ -159,20 +160,31 @@ def print_plan(plan: BoxPlan) -> None:
     )
     for name, value in plan.inputs.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)
-    console.print(f"  launch the choice: {launch_words(plan.chosen)}", highlight=False, markup=False, soft_wrap=True)
+    command = launch_words(plan.chosen, plan.tp, target)
+    console.print(f"  launch the choice: {command}", highlight=False, markup=False, soft_wrap=True)
     console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
 
 
-def launch_words(priced: Priced, model_path: str = "<model-path>", draft_path: str = "<EAGLE-3-draft-path>") -> str:
-    """The command that serves a configuration, shell-quoted."""
-    args = [*SGLANG, "--model-path", model_path]
-    args += ["--max-running-requests", str(priced.config.max_running)]
-    if priced.config.drafter is not None:
-        k = priced.config.draft_tokens
-        args += ["--speculative-algorithm", priced.config.drafter.algorithm, "--speculative-draft-model-path"]
-        args += [draft_path, "--speculative-num-steps", str(k - 1), "--speculative-eagle-topk", "1"]
-        args += ["--speculative-num-draft-tokens", str(k)]
-    return shell_command(args)
+def launch_words(
+    priced: Priced,
+    tp: int,
+    target: LaunchTarget,
+    model_path: str = "<model-path>",
+    draft_path: str = "<EAGLE-3-draft-path>",
+) -> str:
+    """The command that serves a configuration at TP ``tp``, built for ``target`` and shell-quoted (why not, where the
+    target cannot run it)."""
+    c = priced.config
+    settings: dict = {"model_path": model_path, "tp_size": tp, "max_running_requests": c.max_running}
+    launch = (
+        SglangLaunch(**settings)
+        if c.drafter is None
+        else SglangLaunch.speculative(c.drafter.algorithm, c.draft_tokens, draft_path, **settings)
+    )
+    try:
+        return build_command(launch, target).shell()
+    except LaunchError as exc:
+        return f"no command: {exc}"
 
 
 def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str) -> None:

@@ -16,11 +16,10 @@ from verifylab.comm.verdict import whole_set
 from verifylab.errors import ManifestError
 from verifylab.intake import OutsideFileError, read_outside_bytes
 from verifylab.iorw import atomic_write_json
+from verifylab.launch import setting_args
 from verifylab.vocab import Regime
 
 POLICY_FILE = "policy.json"
-FUSION_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend", "trtllm")
-NO_CUSTOM_ALLREDUCE = "--disable-custom-all-reduce"
 
 
 @dataclass(frozen=True)
@@ -78,10 +77,11 @@ def policy_from_probe(run_id: str, verdict: pd.DataFrame, latency: pd.DataFrame,
         )
         reasons.append(f"fusion off: {why}")
     custom = tensor_parallel and p2p
-    flags = ["--tp-size", str(world if tensor_parallel else 1)]
     if tensor_parallel and not custom:
-        flags.append(NO_CUSTOM_ALLREDUCE)
         reasons.append(f"custom all-reduce off: it needs P2P ({regime.value})")
+    flags = setting_args(
+        tp_size=world if tensor_parallel else 1, disable_custom_all_reduce=tensor_parallel and not custom
+    )
     if regime is Regime.UNKNOWN:
         reasons.append("the regime is unknown: probe again before trusting any of this")
     return Policy(run_id, world, regime.value, tensor_parallel, fusion, custom, flags, {}, unset, refused, reasons)

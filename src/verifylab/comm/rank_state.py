@@ -4,7 +4,6 @@ beside the whole world (every pair, both halves), what it measured so far, and i
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -14,7 +13,6 @@ from verifylab.comm.timing import RankSample
 from verifylab.iorw import atomic_write_json, atomic_write_text
 
 WORLD = "all"
-FAULT_VAR = "VERIFYLAB_PROBE_FAULT"  # tests: "RANK:PHASE[:hang]": that rank dies (or hangs) entering PHASE
 
 
 @dataclass(frozen=True)
@@ -75,19 +73,14 @@ class RankResult:
 
 
 class Phases:
-    """Records the rank's phase and progress for the parent; injects a test fault when asked."""
+    """Records the rank's phase and progress for the parent (the seam a test's fault launcher patches:
+    ``verifylab.testing.faults``)."""
 
     def __init__(self, rank: int, out: Path) -> None:
-        self.rank, self.out, self.fault, self.done = rank, out, os.environ.get(FAULT_VAR, ""), 0
+        self.rank, self.out, self.done = rank, out, 0
 
     def enter(self, phase: str) -> None:
         atomic_write_text(self.out / f"rank{self.rank}.phase", f"{phase}\n{self.done}")
-        if self.fault == f"{self.rank}:{phase}":
-            os._exit(3)  # a rank that dies without a word, as a crashed GPU process does
-        if self.fault == f"{self.rank}:{phase}:hang":
-            import time
-
-            time.sleep(10**6)  # a rank that stops answering: the parent's deadline must end every rank
 
     def step(self, phase: str) -> None:
         self.done += 1

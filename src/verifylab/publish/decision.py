@@ -19,14 +19,13 @@ from verifylab.model.answers.decision import (
     regime_answer,
 )
 from verifylab.model.answers.words import crossover_words, fastest_words, keep_speculation_words
-from verifylab.model.case.options import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.overlap import check_summary, public_check
 from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import Regime
+from verifylab.vocab import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
 
 PAGE = "decision.md"
 

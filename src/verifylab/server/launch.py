@@ -33,31 +33,16 @@ from verifylab.server.server_log import (
     last_error_line,
     last_log_line,
 )
-from verifylab.server.variants import (
-    DEFAULT_VARIANTS,
-    FUSION_BACKEND,
-    BaseConfig,
-    Variant,
-    check_flags,
-    known_flags,
-    variant_args,
-)
+from verifylab.server.variants import BaseConfig, Variant, variant_command
 
 __all__ = [  # what callers import from here (the log readers and the variants live in their own modules)
-    "DEFAULT_VARIANTS",
-    "FUSION_BACKEND",
-    "BaseConfig",
     "EffectiveState",
     "Server",
-    "Variant",
-    "check_flags",
     "classify_failure",
     "effective_state",
-    "known_flags",
     "last_error_line",
     "launcher_help",
     "serve",
-    "variant_args",
 ]
 
 
@@ -107,6 +92,7 @@ class Server:
         self.unset_env = set(unset_env or ())  # removed from this process's environment first
         self.proc: subprocess.Popen | None = None
         self.raw_log: Path | None = None
+        self.command_line = ""  # the command as a reader would type it (set by :func:`serve`, from the builder)
 
     @property
     def url(self) -> str:
@@ -206,17 +192,17 @@ def serve(
 ) -> Iterator[tuple[Server, EffectiveState]]:
     """Start ``variant`` (flags and port checked first), yield it with its effective state, always tear down."""
     help_text = help_text if help_text is not None else launcher_help(base.launcher)
-    args = variant_args(base, variant, help_text)
-    check_flags(args, help_text)
+    command = variant_command(base, variant, help_text)
     server = Server(
-        [*base.launcher, *args],
+        command.argv(base.launcher),
         base.host,
         base.port,
         log_dir / f"server-{variant.name}.log",
         simulate_no_multicast=base.simulate_no_multicast,
-        env=variant.env,
-        unset_env=base.unset_env,
+        env=dict(command.env),
+        unset_env=list(command.unset),
     )
+    server.command_line = command.shell(base.launcher)
     try:
         server.start(health_timeout_s, on_wait)
         yield server, effective_state(variant, server.server_info(), server.log_text())

@@ -3,8 +3,9 @@ the probe's reason (``verifylab serve --policy RUN``)."""
 
 from __future__ import annotations
 
-from verifylab.comm.policy import NO_CUSTOM_ALLREDUCE, Break, Policy, policy_breaks
+from verifylab.comm.policy import Break, Policy, policy_breaks
 from verifylab.errors import VerifylabError
+from verifylab.launch import NO_CUSTOM_ALLREDUCE
 from verifylab.server.variants import BaseConfig, Variant
 
 
@@ -23,8 +24,8 @@ def apply_policy(policy: Policy, base: BaseConfig, variant: Variant, tp_size: in
     why = "; ".join(policy.reasons) or policy.regime
     allowed = policy_tp_size(policy)
     tp = allowed if tp_size is None else tp_size
-    extra = list(base.extra_args)
-    broken = policy_breaks(policy, tp, variant.fusion, NO_CUSTOM_ALLREDUCE in extra)
+    custom_off = base.disable_custom_all_reduce or NO_CUSTOM_ALLREDUCE in base.extra_args
+    broken = policy_breaks(policy, tp, variant.fusion, custom_off)
     refusals = {  # what cannot be corrected is refused, in this order
         Break.TENSOR_PARALLEL: f"--tp-size {tp}: probe {policy.run_id} rules out tensor parallelism ({why})",
         Break.MORE_GPUS: f"--tp-size {tp}: probe {policy.run_id} measured {policy.world} GPU(s); probe all {tp}",
@@ -33,7 +34,6 @@ def apply_policy(policy: Policy, base: BaseConfig, variant: Variant, tp_size: in
     for rule, refusal in refusals.items():
         if rule in broken:
             raise PolicyRefusal(refusal)
-    if Break.CUSTOM_ALLREDUCE in broken:  # corrected, not refused
-        extra.append(NO_CUSTOM_ALLREDUCE)
     unset = sorted({*base.unset_env, *policy.unset})
-    return base.model_copy(update={"tp_size": tp, "extra_args": extra, "unset_env": unset})
+    custom_off = custom_off or Break.CUSTOM_ALLREDUCE in broken  # corrected, not refused
+    return base.model_copy(update={"tp_size": tp, "disable_custom_all_reduce": custom_off, "unset_env": unset})

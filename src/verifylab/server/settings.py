@@ -1,6 +1,7 @@
 """The launch settings, declared once: what a chapter's parameters, a variant's base configuration and `verifylab
 serve` all start SGLang with, so their defaults are the same by construction. A new launch setting is one field
-here (and its flag in ``variants.variant_args``)."""
+here (and the option it becomes one field of :class:`verifylab.launch.SglangLaunch`, set in
+``variants.variant_launch``)."""
 
 from __future__ import annotations
 

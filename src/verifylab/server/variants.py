@@ -1,14 +1,13 @@
 """What to launch: the settings every variant shares (``BaseConfig``), the named variants (``Variant``) and the
-flags each becomes (``variant_args``), checked against an SGLang's ``--help`` text. Pure: it starts nothing
-(``launch`` does), so the book's chapters can print a launch command."""
+launch each is (``variant_launch``), built into a command by the one builder (:mod:`verifylab.launch`) and checked
+against an SGLang's ``--help`` text (``variant_command``). Pure: it starts nothing (``launch`` does)."""
 
 from __future__ import annotations
-
-import re
 
 from pydantic import BaseModel, Field
 
 from verifylab.errors import ServerError
+from verifylab.launch import AllReduce, LaunchCommand, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.server.settings import LaunchSettings
 
 
@@ -23,6 +22,7 @@ class BaseConfig(LaunchSettings):
     unset_env: list[str] = Field(
         default_factory=list, description="variables removed from the server's environment (a probe's policy)"
     )
+    disable_custom_all_reduce: bool = Field(False, description="SGLang's custom all-reduce off (a probe's policy)")
 
 
 class Variant(BaseModel):
@@ -41,6 +41,7 @@ class Variant(BaseModel):
     env: dict[str, str] = Field(
         default_factory=dict, description="environment the server starts with, e.g. SGLANG_SIMULATE_ACC_LEN"
     )
+    max_running: int | None = Field(None, ge=1, description="at most this many requests running (None: SGLang's)")
 
 
 DEFAULT_VARIANTS = {
@@ -52,64 +53,43 @@ DEFAULT_VARIANTS = {
 }
 
 
-# The workspace backend verifylab asks for: 'trtllm' (P2P buffers, no multicast). Never 'mnnvl' or 'auto' (which
-# may pick mnnvl): mnnvl creates NVLink multicast objects.
-FUSION_BACKEND = "trtllm"
+def variant_launch(base: BaseConfig, variant: Variant) -> SglangLaunch:
+    """``variant`` of ``base`` as the launch builder takes it (:class:`verifylab.launch.SglangLaunch`)."""
+    fields: dict = {
+        "model_path": base.model_path,
+        "tp_size": base.tp_size,
+        "host": base.host,
+        "port": base.port,
+        "mem_fraction_static": base.mem_fraction_static,
+        "attention_backend": base.attention_backend,
+        "allreduce": AllReduce.FUSED if variant.fusion else AllReduce.NCCL,
+        "disable_custom_all_reduce": base.disable_custom_all_reduce,
+        "max_running_requests": variant.max_running,
+        "extra_args": (*base.extra_args, *variant.extra_args),
+        "env": variant.env,
+        "unset_env": tuple(base.unset_env),
+    }
+    if not variant.speculative:
+        return SglangLaunch(**fields)
+    eagle = variant.speculative.upper().startswith("EAGLE")
+    if eagle and not base.draft_model_path:
+        raise ServerError(f"variant '{variant.name}' needs draft_model_path (--draft-model-path)")
+    if variant.draft_tokens is not None:  # a chain of this many tokens: steps = tokens - 1, top-k 1
+        return SglangLaunch.speculative(variant.speculative, variant.draft_tokens, base.draft_model_path, **fields)
+    return SglangLaunch(
+        **fields,
+        speculative_algorithm=variant.speculative,
+        speculative_draft_model_path=base.draft_model_path if eagle else None,
+        speculative_num_steps=base.speculative_num_steps,
+        speculative_eagle_topk=base.speculative_eagle_topk,
+        speculative_num_draft_tokens=base.speculative_num_draft_tokens,
+    )
 
 
-def known_flags(help_text: str) -> set[str]:
-    return set(re.findall(r"(--[a-z0-9][a-z0-9-]*)", help_text))
-
-
-def variant_args(base: BaseConfig, variant: Variant, help_text: str) -> list[str]:
-    """The launch arguments of ``variant``, with the fusion flags this SGLang version knows."""
-    flags = known_flags(help_text)
-    args = [
-        "--model-path",
-        base.model_path,
-        "--tp-size",
-        str(base.tp_size),
-        "--host",
-        base.host,
-        "--port",
-        str(base.port),
-    ]
-    if base.mem_fraction_static is not None:
-        args += ["--mem-fraction-static", str(base.mem_fraction_static)]
-    if base.attention_backend:
-        args += ["--attention-backend", base.attention_backend]
-    if variant.fusion:
-        if "--flashinfer-allreduce-fusion-backend" in flags:
-            args += ["--flashinfer-allreduce-fusion-backend", FUSION_BACKEND]
-        else:
-            args += ["--enable-flashinfer-allreduce-fusion"]
-    elif "--enforce-disable-flashinfer-allreduce-fusion" in flags:
-        args += ["--enforce-disable-flashinfer-allreduce-fusion"]  # some versions auto-enable it for Kimi/DeepSeek
-    if variant.speculative:
-        args += ["--speculative-algorithm", variant.speculative]
-        if variant.speculative.upper().startswith("EAGLE"):
-            if not base.draft_model_path:
-                raise ServerError(f"variant '{variant.name}' needs draft_model_path (--draft-model-path)")
-            args += ["--speculative-draft-model-path", base.draft_model_path]
-        steps, topk, tokens = (
-            (variant.draft_tokens - 1, 1, variant.draft_tokens)
-            if variant.draft_tokens is not None
-            else (base.speculative_num_steps, base.speculative_eagle_topk, base.speculative_num_draft_tokens)
-        )
-        args += [
-            "--speculative-num-steps",
-            str(steps),
-            "--speculative-eagle-topk",
-            str(topk),
-            "--speculative-num-draft-tokens",
-            str(tokens),
-        ]
-    return args + base.extra_args + variant.extra_args
-
-
-def check_flags(args: list[str], help_text: str) -> None:
-    """Refuse, before anything starts, any flag the installed SGLang does not list in ``--help``."""
-    flags = known_flags(help_text)
-    unknown = [a.split("=")[0] for a in args if a.startswith("--") and a.split("=")[0] not in flags]
-    if unknown:
-        raise ServerError(f"the installed SGLang does not know {', '.join(unknown)} (checked against --help)")
+def variant_command(base: BaseConfig, variant: Variant, help_text: str) -> LaunchCommand:
+    """``variant``'s command for the installed SGLang whose ``--help`` is ``help_text``: built by the one builder, every
+    flag refused before anything starts unless that SGLang lists it."""
+    try:
+        return build_command(variant_launch(base, variant), LaunchTarget.installed(help_text))
+    except LaunchError as exc:
+        raise ServerError(str(exc)) from None

@@ -10,6 +10,7 @@ import pandas as pd
 
 from verifylab.derived import DerivedCache
 from verifylab.errors import ManifestError, ReferenceDataError
+from verifylab.launch import LaunchTarget
 from verifylab.sources import MeasuredRuns
 from verifylab.store.public import load_public_measurements
 from verifylab.store.public_speculation import load_public_speculation
@@ -79,6 +80,14 @@ class Evidence:
         """Each audited SGLang version's long options, read from its wheel (``verifylab gates matrix``)."""
         table = self._gates_csv(SGLANG_FLAGS_FILE, dtype=str, keep_default_na=False)
         return {str(v): frozenset(group["flag"]) for v, group in table.groupby("sglang")}
+
+    def launch_target(self, version: str) -> LaunchTarget:
+        """SGLang ``version`` as the audited wheels have it: the flags a command for it may use, the FlashInfer it
+        pins (one line naming the versions audited where it is not)."""
+        flags = self.sglang_flags if (self.data_dir / SGLANG_FLAGS_FILE).is_file() else {}
+        pins = self.flashinfer_pins if (self.data_dir / FLASHINFER_PINS_FILE).is_file() else pd.DataFrame()
+        pinned = dict(zip(pins["sglang"], pins["flashinfer_pin"], strict=True)) if not pins.empty else {}
+        return LaunchTarget.audited(version, flags, pinned)
 
     @property
     def has_gate_matrix(self) -> bool:

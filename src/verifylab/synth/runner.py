@@ -29,7 +29,6 @@ from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, small_shape
 
 STEP_PREFIX = "verify_step#"
 SIDECAR_PREFIX = ".rank"
-FAULT_VAR = "VERIFYLAB_SYNTH_FAULT"  # tests: "RANK:PHASE[:hang]": that rank dies (or hangs) entering PHASE
 
 
 class SynthConfig(BaseModel):
@@ -116,12 +115,12 @@ def sidecar(out_dir: Path, rank: int, kind: str) -> Path:
     return Path(out_dir) / f"{SIDECAR_PREFIX}{rank}.{kind}"
 
 
-class _Phases:
-    """Records the rank's current phase (for the parent's error) and injects a test fault if asked."""
+class Phases:
+    """Records the rank's current phase (for the parent's error; the seam a test's fault launcher patches:
+    ``verifylab.testing.faults``)."""
 
     def __init__(self, rank: int, out_dir: Path) -> None:
         self.rank, self.out = rank, out_dir
-        self.fault = os.environ.get(FAULT_VAR, "")
 
     def beat(self, step: int) -> None:
         """Progress inside a phase (a profiled step done): the parent's no-progress deadline starts again."""
@@ -129,10 +128,6 @@ class _Phases:
 
     def enter(self, phase: str) -> None:
         atomic_write_text(sidecar(self.out, self.rank, "phase"), phase)
-        if self.fault == f"{self.rank}:{phase}":
-            os._exit(3)  # a rank that dies without a word, as a crashed GPU process does
-        if self.fault == f"{self.rank}:{phase}:hang":
-            time.sleep(10**6)  # a rank that stops answering: its peers' collectives must time out
 
 
 def _comm(cfg: SynthConfig, rank: int, gpu: bool):
@@ -165,7 +160,7 @@ def _worker(
     from verifylab.synth.cuda import capture_graph
 
     out = Path(out_dir)
-    phases = _Phases(rank, out)
+    phases = Phases(rank, out)
     phases.enter("init")
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     distributed = cfg.backend != "none"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from verifylab.comm.policy import Policy, policy_from_probe
 from verifylab.comm.verdict import whole_set
-from verifylab.command_line import SGLANG, shell_command
 from verifylab.errors import ModelInputError
+from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.words import crossover_words, recrossing_words
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
@@ -50,6 +50,7 @@ class BoxInputs:
     routing: Routing = Routing.UNIFORM  # collapsed: random weights fed identical tokens (a mechanics server)
     context: float = 2048.0  # tokens of KV each stream attends over
     expert_bits: float | None = None  # the routed experts' width; None: what the config's quantization_config says
+    target: LaunchTarget | None = None  # the SGLang the launch command is built for (None: no command)
 
     def __post_init__(self) -> None:
         checked_decode_rate(self.decode_tok_s, "decode rate")
@@ -173,18 +174,30 @@ def _fusion(
     return prices, f"not resolved: {one.text(2)} ms per verify pass at one stream (measure it on this box)"
 
 
-def _launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> str:
-    """The command the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given),
-    quoted for the shell."""
-    args = [*SGLANG, "--model-path", inputs.model_path, *policy.sglang_flags]
-    if fusion_on:
-        args += ["--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend", "trtllm"]
+def box_launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> SglangLaunch:
+    """What the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given): its TP, its
+    custom all-reduce, the variables it unsets; the all-reduce its answers were priced on."""
+    tp = policy.world if policy.tensor_parallel else 1
+    settings = {
+        "model_path": inputs.model_path,
+        "tp_size": tp,
+        "allreduce": AllReduce.FUSED if fusion_on else AllReduce.NCCL,
+        "disable_custom_all_reduce": tp > 1 and not policy.custom_allreduce,
+        "unset_env": tuple(policy.unset),
+    }
     if speculate:
-        steps = max(inputs.draft_tokens - 1, 1)
-        args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", inputs.draft_path]
-        args += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1"]
-        args += ["--speculative-num-draft-tokens", str(inputs.draft_tokens)]
-    return shell_command(args, policy.unset)
+        return SglangLaunch.speculative("EAGLE3", inputs.draft_tokens, inputs.draft_path, **settings)
+    return SglangLaunch(**settings)
+
+
+def _launch_command(inputs: BoxInputs, launch: SglangLaunch) -> str:
+    """``launch`` built for the target SGLang, quoted for the shell; why not, where it cannot be."""
+    if inputs.target is None:
+        return "no command: no SGLang version to build it for (give --sglang)"
+    try:
+        return build_command(launch, inputs.target).shell()
+    except LaunchError as exc:
+        return f"no command: {exc}"
 
 
 @dataclass(frozen=True)
@@ -272,7 +285,9 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         speculation=spec,
         speculation_answer=spec_answer,
         gain_one_stream=one,
-        launch_command=_launch(inputs, policy, fusion_answer.startswith("on"), spec_answer.startswith("on")),
+        launch_command=_launch_command(
+            inputs, box_launch(inputs, policy, fusion_answer.startswith("on"), spec_answer.startswith("on"))
+        ),
         inputs={
             **spec.inputs,
             "probe": f"run {inputs.probe_run} ({label})",

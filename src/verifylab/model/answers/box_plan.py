@@ -95,6 +95,7 @@ class BoxPlan:
     minutes: float
     budget_minutes: float
     inputs: dict[str, str] = field(default_factory=dict)
+    tp: int = 1  # the tensor-parallel size the plan was priced at (its command carries it)
 
     @property
     def measured_configs(self) -> list[Configuration]:

@@ -42,7 +42,7 @@ from verifylab.model.pricing.pricer import price_verify, scenarios
 from verifylab.shapes import KIMI_K2
 from verifylab.sources import ModelSources, reported_value
 from verifylab.span import Span
-from verifylab.vocab import KIMI_K2_HIDDEN, Regime
+from verifylab.vocab import KIMI_K2_HIDDEN, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
 
 GPUS = 8
 
@@ -57,12 +57,6 @@ GIB = 2**30
 
 
 MOE_LAYERS = KIMI_K2.layers - KIMI_K2.dense_layers
-
-
-PCIE_IPC_SGLANG = "0.5.21"  # device_communicators/pcie_ipc_ar.py first ships (read from the wheels)
-
-
-PCIE_IPC_FLASHINFER = "0.7.0"  # flashinfer.comm.PcieIpcAllReduceWorkspace; older builds fall back to NCCL
 
 
 class Option(StrEnum):
