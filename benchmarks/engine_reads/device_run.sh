@@ -30,7 +30,7 @@ PY
   python3 benchmarks/engine_reads/make_models.py --out "$S/models" || exit 3
 fi
 case "${1:-}" in
-  context|experts)
+  context|experts|experts+context)
     timeout $((575 - SECONDS)) python3 benchmarks/engine_reads/measure.py "$1" --models "$S/models" --state "$S" \
       --deadline-s $((540 - SECONDS)) "${@:2}" 2>&1 | tee -a "$S/measure.log"
     ;;
