@@ -31,8 +31,8 @@ PY
 fi
 case "${1:-}" in
   context|experts|experts+context)
-    timeout $((575 - SECONDS)) python3 benchmarks/engine_reads/measure.py "$1" --models "$S/models" --state "$S" \
-      --deadline-s $((540 - SECONDS)) "${@:2}" 2>&1 | tee -a "$S/measure.log"
+    timeout $((${LIMIT_S:-575} - SECONDS)) python3 benchmarks/engine_reads/measure.py "$1" --models "$S/models" --state "$S" \
+      --deadline-s $((${LIMIT_S:-575} - 35 - SECONDS)) "${@:2}" 2>&1 | tee -a "$S/measure.log"
     ;;
   *) echo "usage: $0 stash|context|experts"; exit 2 ;;
 esac

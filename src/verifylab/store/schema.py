@@ -306,6 +306,43 @@ TABLES: tuple[TableSpec, ...] = (
         ),
     ),
     TableSpec(
+        "context_cells",
+        "A real server's decoding with C streams of L tokens of distinct context: the step (plain) or verify cycle "
+        "(speculative) time from the window in which every stream decodes.",
+        _columns(
+            "shape:str backend:str mode:str context:int streams:int kv_bytes_per_token:int "
+            "draft_kv_bytes_per_token:int kv_pool_tokens:int window_s:float tokens_in_window:float "
+            "verify_tokens:int accept_length:float step_ms:float cycle_ms:float server_start_s:float"
+        ),
+        key=("shape", "backend", "mode", "context", "streams"),
+    ),
+    TableSpec(
+        "expert_counts",
+        "SGLang's expert-distribution recorder, one row per target pass and MoE layer: tokens, distinct token ids "
+        "and distinct experts the pass routed to.",
+        _columns("mode:str streams:int forward_pass:int layer:int tokens:int distinct_tokens:int distinct_experts:int"),
+        key=("mode", "streams", "forward_pass", "layer"),
+    ),
+    TableSpec(
+        "verify_chains",
+        "The token ids of each verified chain (one row per verify pass and stream), as the recorder saw them.",
+        _columns("streams:int forward_pass:int stream:int chain_ids:json distinct_ids:int"),
+        key=("streams", "forward_pass", "stream"),
+    ),
+    TableSpec(
+        "context_prediction",
+        "The model's prediction of attention's growth with context, committed before the run.",
+        _columns(
+            "shape:str mode:str kv_bytes_per_token:int draft_kv_bytes_per_token:int copy_gbs:float "
+            "once_per_pass_us_per_1k:float once_per_token_us_per_1k:float model_prices:str bandwidth_source:str"
+        ),
+    ),
+    TableSpec(
+        "expert_prediction",
+        "The model's prediction of distinct experts per pass, committed before the run.",
+        _columns("mode:str streams:int tokens:int overlap:str overlap_value:float distinct_experts:float"),
+    ),
+    TableSpec(
         "sm120_build",
         "FlashInfer's fusion kernels built for SM120 (sass found, patch applied).",
         _columns("variant:str ok:bool seconds:float error:str sass:str patch:str"),

@@ -1,0 +1,217 @@
+"""Store what the engine-reads calls brought back (each call's ``reads.tar.gz``, unpacked) as runs of the run store,
+one per lease and kind: the context cells (``context_cells``, with the prediction committed before the run as
+``context_prediction``) and the expert counts (``expert_counts``, ``verify_chains``, ``expert_prediction``).
+
+A cell whose streams never all decoded at once (no common window: the first call's 16-stream cells, before each
+cell prefilled its prompts in a round of its own) is left out and named in the run's notes.
+
+    python benchmarks/engine_reads/store_runs.py --lease FOLDER --commit SHA [--lease FOLDER --commit SHA ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from make_models import DRAFT_TOKENS_PER_CYCLE, configs, kv_bytes_per_token  # noqa: E402
+
+from verifylab.store.manifest import Manifest, Versions  # noqa: E402
+from verifylab.store.runs import RunStore  # noqa: E402
+
+PREDICTIONS_COMMIT = "fb7da54"
+ENVIRONMENT = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+SETUP = {
+    "sglang_launch": "verifylab.launch.build_command for SGLang 0.5.17 (each server's command is its log's first line)",
+    "weights": "random (--load-format dummy, --speculative-draft-load-format dummy)",
+    "speculative": "EAGLE-3 chain: 4 draft tokens, top-k 1, SGLANG_SIMULATE_ACC_LEN=3 (match-expected)",
+    "prompts": "distinct random token ids per stream (ids 3..1022), ignore_eos, temperature 0 (context); 1 (experts)",
+}
+
+
+def manifest(
+    run_id: str, box: dict, campaign: str, label: str, parameters: dict, notes: list[str], commit: str
+) -> Manifest:
+    """A run's manifest from the box's facts (box.json, written by device_run.sh when its lease began)."""
+    name, capability, driver, _memory = (part.strip() for part in box["nvidia_smi"].split(","))
+    return Manifest(
+        run_id=run_id,
+        label=label,
+        purpose="issue #72: what SGLang really reads, measured on one H200 (random weights)",
+        created=datetime.fromisoformat(box["started"]),
+        host="vm",
+        gpu_name=name,
+        compute_capability=capability,
+        gpu_count=box["gpu_count"],
+        interconnect="single GPU",
+        driver=driver,
+        cuda=box["cuda"],
+        versions=Versions(
+            torch=box["torch"],
+            sglang=box["sglang"],
+            flashinfer=box["flashinfer"],
+            cuda=box["cuda"],
+            verifylab=f"0.1.0+g{commit}",
+        ),
+        parameters=parameters,
+        git_commit=commit,
+        environment=ENVIRONMENT,
+        campaign=campaign,
+        notes=notes,
+    )
+
+
+def context_cells(lines: list[dict]) -> tuple[pd.DataFrame, list[str]]:
+    """The measured cells as the table stores them, and the cells left out (with why)."""
+    rows, left = [], []
+    for r in lines:
+        if "failed" in r:
+            left.append(f"server {r['server']} did not start: {r['failed'][-300:]}")
+            continue
+        if r["window_s"] <= 0:
+            left.append(
+                f"{r['server']} at {r['context']} tokens x {r['streams']} streams: no window in which every "
+                "stream decoded (the first streams finished before the last prefill)"
+            )
+            continue
+        pair = configs()[r["shape"]]
+        per_stream = r["tokens_in_window"] / r["streams"]
+        step = r["window_s"] / per_stream * 1e3
+        accept = r["accept_length"]
+        rows.append(
+            {
+                "shape": r["shape"],
+                "backend": r["backend"],
+                "mode": r["mode"],
+                "context": r["context"],
+                "streams": r["streams"],
+                "kv_bytes_per_token": kv_bytes_per_token(pair["target"]),
+                "draft_kv_bytes_per_token": kv_bytes_per_token(pair["draft"]) if r["mode"] == "eagle3" else 0,
+                "kv_pool_tokens": r["kv_pool_tokens"],
+                "window_s": r["window_s"],
+                "tokens_in_window": r["tokens_in_window"],
+                "verify_tokens": DRAFT_TOKENS_PER_CYCLE if r["mode"] == "eagle3" else 1,
+                "accept_length": accept,
+                "step_ms": step if accept is None else None,
+                "cycle_ms": None if accept is None else step * accept,
+                "server_start_s": r["server_start_s"],
+            }
+        )
+    return pd.DataFrame(rows), left
+
+
+def expert_tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    counts = pd.read_csv(folder / "experts.csv")
+    counts["mode"] = counts["server"].map(lambda s: "eagle3_verify" if s.endswith("eagle3") else "plain")
+    counts = counts.rename(columns={"pass": "forward_pass"})[
+        ["mode", "streams", "forward_pass", "layer", "tokens", "distinct_tokens", "distinct_experts"]
+    ]
+    chains = []
+    for line in (folder / "expert_chains.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        ids = record["input_ids"]
+        for stream in range(len(ids) // DRAFT_TOKENS_PER_CYCLE):
+            chain = ids[stream * DRAFT_TOKENS_PER_CYCLE : (stream + 1) * DRAFT_TOKENS_PER_CYCLE]
+            chains.append(
+                {
+                    "streams": record["streams"],
+                    "forward_pass": record["pass"],
+                    "stream": stream,
+                    "chain_ids": json.dumps(chain),
+                    "distinct_ids": len(set(chain)),
+                }
+            )
+    return counts, pd.DataFrame(chains)
+
+
+def copy_logs(folder: Path, target: Path, servers: list[str]) -> None:
+    (target / "logs").mkdir(parents=True, exist_ok=True)
+    for server in servers:
+        source = folder / "logs" / f"{server}.log"
+        if source.exists():
+            shutil.copyfile(source, target / "logs" / source.name)
+
+
+def store_lease(store: RunStore, folder: Path, commit: str, note: str) -> list[str]:
+    box = json.loads((folder / "box.json").read_text())
+    stamp = datetime.fromisoformat(box["started"]).strftime("%Y%m%d-%H%M%S")
+    made = []
+    lines = (
+        [json.loads(x) for x in (folder / "context.jsonl").read_text().splitlines() if x.strip()]
+        if (folder / "context.jsonl").exists()
+        else []
+    )
+    if lines:
+        run_id = f"{stamp}-h200-engine-context"
+        cells, left = context_cells(lines)
+        servers = sorted({f"{r['shape']}-{r['backend']}-{r['mode']}" for r in cells.to_dict("records")})
+        notes = [
+            note,
+            f"the model's prediction (context_prediction) is benchmarks/engine_reads/predicted-context.csv as "
+            f"committed in {PREDICTIONS_COMMIT} before the run, stored here unchanged",
+            "a cell's step (plain) or cycle (EAGLE-3) time: the window from the last stream's first token to the "
+            "first stream's last, divided by the tokens each stream made in it (a cycle: times the accept length "
+            "SGLang reports, spec_verify_ct)",
+            *[f"left out: {x}" for x in left],
+        ]
+        parameters = {**SETUP, "servers": servers, "configs": {k: v for k, v in configs().items() if k != "moe"}}
+        label = (
+            "1 x NVIDIA H200, TP 1, random-weight dense (Llama-3-8B-shaped, 4 layers) and MLA "
+            "(DeepSeek-V2-Lite-shaped, 12 layers) targets, SGLang 0.5.17"
+        )
+        store.create(manifest(run_id, box, "engine-context", label, parameters, notes, commit))
+        store.write_table(run_id, "context_cells", cells)
+        store.write_table(run_id, "context_prediction", pd.read_csv(HERE / "predicted-context.csv"))
+        copy_logs(folder, store.path(run_id), servers)
+        made.append(run_id)
+    if (folder / "experts.csv").exists():
+        run_id = f"{stamp}-h200-engine-experts"
+        counts, chains = expert_tables(folder)
+        notes = [
+            note,
+            f"the model's prediction (expert_prediction) is benchmarks/engine_reads/predicted-experts.csv as "
+            f"committed in {PREDICTIONS_COMMIT} before the run, stored here unchanged",
+            "SGLang's expert-distribution recorder (--expert-distribution-recorder-mode per_token, CUDA graphs off): "
+            "each target pass's token ids and every token's top-8 experts per layer; plain decoding passes (DECODE) "
+            "and EAGLE-3 verify passes (TARGET_VERIFY) kept",
+            "random weights with SGLang's dummy initialisation route by token identity (the residual stream stays "
+            "the token's embedding; every layer has the same weights, so every layer routes alike): a bound on what "
+            "a verify reads, not a trained router's overlap",
+            "the draft's fc weight zeroed (benchmarks/engine_reads/site/sitecustomize.py) so its chains vary; they "
+            "varied partly: the draft's first token was the same id in every chain (verify_chains)",
+            "plain decoding at 512 streams ran as batches of 511 streams and 1: no pass held all 512",
+        ]
+        parameters = {**SETUP, "config": configs()["moe"]}
+        label = "1 x NVIDIA H200, TP 1, random-weight MoE (Qwen3-30B-A3B-shaped, 8 layers), SGLang 0.5.17"
+        store.create(manifest(run_id, box, "engine-experts", label, parameters, notes, commit))
+        store.write_table(run_id, "expert_counts", counts)
+        store.write_table(run_id, "verify_chains", chains)
+        store.write_table(run_id, "expert_prediction", pd.read_csv(HERE / "predicted-experts.csv"))
+        copy_logs(folder, store.path(run_id), ["moe-triton-plain", "moe-triton-eagle3"])
+        made.append(run_id)
+    return made
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lease", type=Path, action="append", required=True, help="an unpacked reads.tar.gz")
+    parser.add_argument("--commit", action="append", required=True, help="the commit that lease's calls ran")
+    parser.add_argument("--note", action="append", required=True, help="how that lease ran (one line)")
+    parser.add_argument("--data", type=Path, default=ROOT / "data" / "runs")
+    args = parser.parse_args()
+    store = RunStore(args.data)
+    for folder, commit, note in zip(args.lease, args.commit, args.note, strict=True):
+        for run_id in store_lease(store, folder, commit, note):
+            print(f"stored {run_id}")
+
+
+if __name__ == "__main__":
+    main()
