@@ -63,8 +63,9 @@ chapter.speculation_by_accept_length(ev)
 
 # %% [markdown]
 # The other input that moves it: how much the tokens of one stream's verify chain share experts (routing overlap).
-# This book's H200 grids cannot measure it (random weights), so it is fitted on public end-to-end curves of other
-# models and checked on the case-study family's own public curve, which never enters the fit.
+# A random-weight model cannot give a trained router's value (the next section counts what SGLang's verify pass
+# reads, a bound), so it is fitted on public end-to-end curves of other models and checked on the case-study
+# family's own public curve, which never enters the fit.
 
 # %%
 chapter.public_speculation_finding(ev)
@@ -84,6 +85,27 @@ chapter.speculation_by_routing_overlap(ev)
 
 # %% mystnb={"figure": {"caption": "Pareto view of the case study's box per regime: tok/s per user against total tok/s, plain decoding and EAGLE-3 (modelled)", "name": "fig-case-pareto"}}
 chapter.case_pareto_figure(ev)
+
+# %% [markdown]
+# ## What the engine really reads, measured on one H200
+#
+# Two inputs the answers above price and no run had measured: how much a stream's context adds to a verify pass,
+# and how many experts a verify pass reads. Real SGLang 0.5.17 servers on one H200 (random weights, TP 1;
+# `benchmarks/engine_reads`), each run beside the model's prediction committed before it ran. Labelled "1 x H200,
+# SM90": the kernels are those SGLang runs on Hopper with the Triton and FlashInfer backends, the ones it runs on
+# SM120 for these shapes.
+
+# %%
+chapter.engine_attention_finding(ev)
+
+# %% mystnb={"figure": {"caption": "What 1,000 tokens of a stream's context add to a plain step and to an EAGLE-3 verify cycle (4 tokens), per target, attention backend and streams, beside the model's growth (measured, 1 x H200; modelled)", "name": "tbl-engine-attention"}}
+chapter.engine_attention(ev)
+
+# %%
+chapter.engine_experts_finding(ev)
+
+# %% mystnb={"figure": {"caption": "Distinct experts per layer a verify pass of C streams x 4 tokens reads, counted by SGLang's recorder, against independent tokens and one draw per chain, beside the model's predictions (measured, 1 x H200, random weights; modelled)", "name": "tbl-engine-experts"}}
+chapter.engine_experts(ev)
 
 # %% [markdown]
 # ## What one all-reduce costs in each regime

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.analysis import comm_campaign, public_curves
+from verifylab.analysis import comm_campaign, engine_reads, public_curves
 from verifylab.analysis.public_evidence import CONTEXT, public_evidence
 from verifylab.analysis.regime_finding import regime_finding_words
 from verifylab.chapters._base import shown_as_table
@@ -181,6 +181,29 @@ def public_speculation_curves(ev: Evidence) -> Table:
 def public_speculation_cells(ev: Evidence) -> Table:
     """Table: every public cell, reported gain beside the model's range at the fitted overlap (modelled)."""
     return Table(public_curves.cells_view(public_check(ev)), spanned="source_and_quote")
+
+
+def engine_attention_finding(ev: Evidence) -> Prose:
+    """Finding: what a stream's context adds to SGLang's verify pass on one H200, per backend, beside the model's
+    prediction committed before the run (formatted from the runs' tables)."""
+    return Prose(engine_reads.attention_words(ev.measured))
+
+
+def engine_experts_finding(ev: Evidence) -> Prose:
+    """Finding: the experts SGLang's verify pass reads, counted by its recorder, beside the model's overlaps."""
+    return Prose(engine_reads.experts_words(ev.measured))
+
+
+def engine_attention(ev: Evidence) -> Table:
+    """Table: the growth per 1,000 tokens of a stream's context of a plain step and a verify cycle, per target,
+    backend and streams, beside the model's (measured; modelled)."""
+    return Table(engine_reads.attention_view(ev.measured), noted=("run",))
+
+
+def engine_experts(ev: Evidence) -> Table:
+    """Table: the experts a verify pass reads against independent and chain-shared tokens, beside the model's
+    predictions at overlaps 0, 1 and the fitted range (measured; modelled)."""
+    return Table(engine_reads.experts_view(ev.measured))
 
 
 def regime_figure(ev: Evidence) -> Figure:
