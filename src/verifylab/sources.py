@@ -120,6 +120,9 @@ class ModelSources(Protocol):
     def public_speculation(self) -> pd.DataFrame: ...
 
     @property
+    def public_context(self) -> pd.DataFrame: ...
+
+    @property
     def measured(self) -> MeasuredRuns: ...
 
     @property
@@ -141,6 +144,7 @@ class SourcesInMemory:
     measured: MeasuredRuns
     fusion_forensics: pd.DataFrame = field(default_factory=pd.DataFrame)
     public_speculation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    public_context: pd.DataFrame = field(default_factory=pd.DataFrame)
     derived_cache: DerivedCache = field(default_factory=DerivedCache, repr=False)
 
     @property

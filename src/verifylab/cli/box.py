@@ -48,7 +48,14 @@ def box_cmd(
         help="The routed experts' width in bits (4: INT4 with group-32 scales, 8, 16). Default: what the config's "
         "quantization_config says (compressed-tensors, AWQ, GPTQ, FP8, NVFP4), else bf16.",
     ),
-    context: int = typer.Option(2048, min=1, max=10_000_000, help="Tokens of KV each stream attends over."),
+    context: int | None = typer.Option(
+        None,
+        min=1,
+        max=10_000_000,
+        help="Tokens of KV each stream attends over while it decodes (default: 2048; --plan: the prompt and half the "
+        "output). Where a public per-context matrix ran your box (same GPUs, model shape, regime, tokens per verify), "
+        "--plan's rates are that matrix moved to this context (chapter 4).",
+    ),
     label: str | None = typer.Option(None, help="Probe now: the hardware label (default: from the box)."),
     out: Path | None = typer.Option(None, help="Where decision.html and decision.json go (default: box/<run id>)."),
     data_dir: Path = typer.Option(Path("data"), help="Folder with runs/ (the probe is stored there) and reference/."),
@@ -124,6 +131,7 @@ def box_cmd(
                 regime,
                 probe,
                 sglang,
+                context,
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
@@ -173,7 +181,7 @@ def box_cmd(
             draft_model_path,
             draft_config,
             Routing(routing),
-            float(context),
+            float(context or 2048),
             expert_bits,
             ev.launch_target(sglang),
         )
@@ -206,7 +214,7 @@ def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_
     try:
         ev = Evidence(data_dir)
         target = ev.launch_target(req.sglang)
-        chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None)
+        chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None, ev)
         print_plan(chosen, target)
         if verify is not None:
             verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"))

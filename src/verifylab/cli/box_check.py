@@ -12,9 +12,12 @@ from verifylab.cli._shared import console, err_console
 from verifylab.errors import ParameterError
 from verifylab.launch import LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
-from verifylab.model.answers.box_plan import BoxPlan, Priced, Slo, choose
+from verifylab.model.answers.box_plan import DRAFT_TOKENS, BoxPlan, Priced, RateSource, Slo, choose
+from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
+from verifylab.model.fits.context import AttentionFit
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
+from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
@@ -22,9 +25,11 @@ from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.regimes import PRICED_REGIMES
-from verifylab.sources import MeasuredRuns
+from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
-from verifylab.vocab import RECOMMENDED_STACK, Regime
+from verifylab.vocab import RECOMMENDED_STACK, Drafter, Regime
+
+REGIME_KEYS = {"healthy P2P": "healthy-p2p", "healthy-p2p": "healthy-p2p"}  # --regime as the evidence names it
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,12 @@ class PlanRequest:
     regime: str | None = None  # TP > 1 before the box is probed: price its all-reduces in this regime (public curves)
     probe: str | None = None  # a stored probe of the box: its TP, GPU and own all-reduce curve
     sglang: str = RECOMMENDED_STACK[0]  # the SGLang version the printed command is built for
+    context: int | None = None  # tokens of KV a stream holds while it decodes (None: prompt + half the output)
+
+    @property
+    def decode_context(self) -> float:
+        """The context a decoding stream attends over: the one given, else its prompt and half its output."""
+        return float(self.context) if self.context is not None else self.prompt_tokens + self.output_tokens / 2
 
 
 def parse_overlap(text: str) -> Span:
@@ -61,9 +72,12 @@ def parse_overlap(text: str) -> Span:
     return Span.of(*parts)
 
 
-def plan_box(runs: MeasuredRuns, req: PlanRequest, curves: RegimeCurves | None = None) -> BoxPlan:
+def plan_box(
+    runs: MeasuredRuns, req: PlanRequest, curves: RegimeCurves | None = None, ev: ModelSources | None = None
+) -> BoxPlan:
     """The plan for a box at TP ``req.tp``: TP 1 has no all-reduce; a larger TP prices its all-reduces in the named
-    ``req.regime`` from the public and measured curves (``curves``; modelled, before the box is probed)."""
+    ``req.regime`` from the public and measured curves (``curves``; modelled, before the box is probed). Where a
+    public per-context matrix in ``ev`` ran this box, the plan's rates are that matrix moved to the owner's context."""
     if req.probe is not None:
         return _plan(runs, req, _from_probe(runs, req))
     if req.tp > 1 and (req.regime is None or curves is None):
@@ -83,12 +97,17 @@ def plan_box(runs: MeasuredRuns, req: PlanRequest, curves: RegimeCurves | None =
         gpu,
         tp=req.tp,
         draft=draft,
+        context=req.decode_context,
         routing=Routing.UNIFORM,
         chain_overlap=req.overlap,
         allreduce_us=curve,
         comm_source=comm + (" (modelled: the box is not probed)" if req.tp > 1 else ""),
     )
-    return _plan(runs, req, box)
+    matched = None
+    if ev is not None and req.decode_tok_s is None and req.gpu is not None:
+        matched = matching_matrix(ev, target, req.gpu, req.tp, req.regime and REGIME_KEYS.get(req.regime),
+                                  Drafter.EAGLE3, req.draft_tokens)  # fmt: skip
+    return _plan(runs, req, box, matched)
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
@@ -108,11 +127,30 @@ def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
     return replace(probed_box(runs, inputs).box, chain_overlap=req.overlap)
 
 
-def _plan(runs: MeasuredRuns, req: PlanRequest, box: Box) -> BoxPlan:
-    """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given."""
+def _plan(
+    runs: MeasuredRuns, req: PlanRequest, box: Box, matched: tuple[ContextMatrix, AttentionFit] | None = None
+) -> BoxPlan:
+    """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given; with
+    ``matched`` evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
     target, gpu = box.target, box.gpu
     measured = measured_overheads(runs)
     calibrated = calibrate_decode(box, measured, req.decode_tok_s, "given (--decode-tok-s)")
+    evidence: dict[str, str] = {}
+    rates: RateSource | None = None
+    chains: tuple[int, ...] = DRAFT_TOKENS
+    if matched is not None:
+        matrix, fit = matched
+        rates, chains = transfer_rates(matrix, fit, box.context), (matrix.verify_tokens,)
+        answer = anchored_answer(matrix, fit, box.context, req.accept, matrix.streams)
+        low, high = answer.crossover
+        evidence = {
+            "evidence": answer.inputs["evidence"],
+            "transfer": answer.inputs["transfer"],
+            "speculation stops paying": f"from {_streams_words(low, matrix)} to {_streams_words(high, matrix)} at "
+            f"{box.context:g} tokens of context (EAGLE-3, {matrix.verify_tokens} tokens per verify, accept "
+            f"{req.accept:g})",
+            "other chains": "not offered: no evidence measured them at your context",
+        }
     plan = choose(
         box,
         calibrated.overheads,
@@ -123,17 +161,25 @@ def _plan(runs: MeasuredRuns, req: PlanRequest, box: Box) -> BoxPlan:
         req.prompt_tokens,
         req.output_tokens,
         req.budget_minutes,
+        rates=rates,
+        chains=chains,
     )
     inputs = {
         "model": target.name,
         "gpu": f"{gpu.name} x {box.tp}",
         "all-reduce": box.comm_source,
         "weights": target.quantization,
+        "context": f"{box.context:g} tokens of KV per decoding stream",
+        **evidence,
         "routing overlap": f"{req.overlap.text(2)} of a chain's tokens share experts",
-        "host overhead": calibrated.host_note,
+        "host overhead": calibrated.host_note if matched is None else "in the evidence's own rates",
         **plan.inputs,
     }
     return replace(plan, inputs=inputs, tp=box.tp)
+
+
+def _streams_words(value: float | None, matrix: ContextMatrix) -> str:
+    return f"beyond {max(matrix.streams)} streams" if value is None else f"{value:.1f} streams"
 
 
 def print_plan(plan: BoxPlan, target: LaunchTarget) -> None:

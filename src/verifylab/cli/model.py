@@ -117,7 +117,11 @@ def model_speculation(
     gpu: str = typer.Option(
         ..., help="h200, h100 or rtx-pro-6000 (datasheet x the fraction of it a stored run measured on an H200)."
     ),
-    accept: float = typer.Option(..., help="Mean accepted tokens per verify on your traffic (1 to --draft-tokens)."),
+    accept: float | None = typer.Option(
+        None,
+        help="Mean accepted tokens per verify on your traffic (1 to --draft-tokens). Required, except where a public "
+        "per-context matrix ran your box: then its own accept length (a range) is the default.",
+    ),
     drafter: str = typer.Option("eagle3", help="eagle3 (a draft model) or ngram (no model: a CPU matcher)."),
     draft_tokens: int = typer.Option(4, min=2, max=64, help="Tokens per verify of the chain (the root included)."),
     tp: int = typer.Option(
@@ -143,7 +147,13 @@ def model_speculation(
     ),
     bandwidth_gbs: float | None = typer.Option(None, help="Effective memory bandwidth (GB/s) instead of the table's."),
     tflops: float | None = typer.Option(None, help="Effective dense bf16 TFLOP/s instead of the table's."),
-    context: int = typer.Option(2048, min=1, help="Tokens of KV each stream attends over."),
+    context: int = typer.Option(
+        2048,
+        min=1,
+        max=1 << 21,
+        help="Tokens of KV each stream attends over. Where a public per-context matrix ran your box (same GPUs, model "
+        "shape, regime and chain), the answer is that matrix moved to this context (chapter 4).",
+    ),
     routing: str = typer.Option(
         "uniform",
         help="uniform (a trained router) or collapsed (every token to the "
@@ -169,6 +179,7 @@ def model_speculation(
 
     Example: `verifylab model speculation --config Qwen3-30B-A3B/config.json --gpu h100 --accept 2.5 --json`
     """
+    from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
     from verifylab.model.fits.grid import measured_overheads
     from verifylab.model.inputs.configs import eagle3_draft_for, read_config
     from verifylab.model.inputs.gpus import gpu_named
@@ -219,19 +230,36 @@ def model_speculation(
             allreduce_us=curve,
             comm_source=comm_source,
         )
-        calibrated = calibrate_decode(box, measured_overheads(runs), decode_tok_s, "given (--decode-tok-s)")
-        result = answer(box, calibrated, Drafter(chosen), accept, draft_tokens, counts)
+        own_box = latency is None and decode_tok_s is None and bandwidth_gbs is None and tflops is None
+        regime_key = regime if regime in REGIME_NAMES else None
+        matched = (
+            matching_matrix(ev, target, _gpu_key(gpu), tp, regime_key, Drafter(chosen), draft_tokens)
+            if own_box and Routing(shape) is Routing.UNIFORM
+            else None
+        )
+        if matched is not None:
+            result = anchored_answer(*matched, float(context), accept, counts)
+            provenance, consistent = "reported (public), transferred to your context and accept length", None
+        else:
+            if accept is None:
+                raise ModelInputError(
+                    "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix "
+                    "ran this box, so none can stand in for it)"
+                )
+            calibrated = calibrate_decode(box, measured_overheads(runs), decode_tok_s, "given (--decode-tok-s)")
+            result = answer(box, calibrated, Drafter(chosen), accept, draft_tokens, counts)
+            provenance, consistent = "modelled", str(calibrated.consistent).lower()
     except VerifylabError as exc:
         raise fail(exc) from None
     low, high = result.crossover
     rows = [r.as_row() for r in result.rows]
-    inputs_used = {**result.inputs, "consistent": str(calibrated.consistent).lower()}
+    inputs_used = {**result.inputs, **({"consistent": consistent} if consistent is not None else {})}
     if as_json:
         payload = {
             "rows": rows,
             "crossover_streams_low": low,
             "crossover_streams_high": high,
-            "provenance": "modelled",
+            "provenance": provenance,
             "inputs": inputs_used,
         }
         typer.echo(json.dumps(payload, indent=2))
@@ -246,8 +274,9 @@ def model_speculation(
             "gain": [r.gain.text(2) for r in result.rows],
         }
     )
-    print_frame(shown, title=f"{target.name}: {chosen}, accept {accept:g}, {draft_tokens} draft tokens (modelled)")
-    last = max(counts)
+    accept_words = f"accept {accept:g}" if accept is not None else "the evidence's accept length"
+    print_frame(shown, title=f"{target.name}: {chosen}, {accept_words}, {draft_tokens} draft tokens ({provenance})")
+    last = max(r.streams for r in result.rows) if result.rows else max(counts)
 
     def where(value: float | None) -> str:
         return f"beyond {last}" if value is None else ("never" if value <= counts[0] else f"{value:.1f}")
@@ -258,6 +287,11 @@ def model_speculation(
     )
     for name, value in inputs_used.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)
+
+
+def _gpu_key(name: str) -> str:
+    """``RTX_PRO_6000`` -> ``rtx-pro-6000``: the GPU table's key as ``--gpu`` spells it."""
+    return name.lower().replace("_", "-").replace(" ", "-")
 
 
 def _choice(option: str, value: str, allowed: list[str]) -> str:

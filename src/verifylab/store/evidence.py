@@ -13,6 +13,7 @@ from verifylab.errors import ManifestError, ReferenceDataError
 from verifylab.launch import LaunchTarget
 from verifylab.sources import MeasuredRuns
 from verifylab.store.public import load_public_measurements
+from verifylab.store.public_context import load_public_context
 from verifylab.store.public_speculation import load_public_speculation
 from verifylab.store.reference import load_reported_figures
 from verifylab.store.runs import RunStore
@@ -59,6 +60,11 @@ class Evidence:
     def public_speculation(self) -> pd.DataFrame:
         """Public end-to-end speculation curves (plain and speculative tok/s per stream count, each quoted)."""
         return load_public_speculation(self.data_dir)
+
+    @cached_property
+    def public_context(self) -> pd.DataFrame:
+        """Public per-context decode matrices (plain and speculative tok/s per context and stream count, quoted)."""
+        return load_public_context(self.data_dir)
 
     @cached_property
     def gate_matrix(self) -> pd.DataFrame:

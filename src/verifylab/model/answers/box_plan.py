@@ -12,7 +12,7 @@ pessimistic end (ties: the optimistic end, then the simpler configuration)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from verifylab.errors import ModelInputError
@@ -123,28 +123,43 @@ def accept_at(draft_tokens: int, accept: float, stated_for: int) -> float:
     return float(sum(a**i for i in range(draft_tokens)))
 
 
-def candidates(load: int, accept: float, stated_for: int) -> list[Configuration]:
-    """Plain decoding and EAGLE-3 at every chain of :data:`DRAFT_TOKENS`, each capped at the load and at every power
-    of two below it."""
+def candidates(load: int, accept: float, stated_for: int, chains: Sequence[int] = DRAFT_TOKENS) -> list[Configuration]:
+    """Plain decoding and EAGLE-3 at every chain of ``chains``, each capped at the load and at every power of two
+    below it."""
     caps = sorted({load, *(2**i for i in range(int(math.log2(load)) + 1) if 2**i < load)})
     out = [Configuration(None, 1, 1.0, m) for m in caps]
-    for k in DRAFT_TOKENS:
+    for k in chains:
         a = accept_at(k, accept, stated_for)
         out += [Configuration(Drafter.EAGLE3, k, a, m) for m in caps]
     return out
 
 
-def _ranges(box: Box, ov: Overheads, config: Configuration, running: Sequence[int]) -> dict[int, tuple[Span, Span]]:
-    """Per running-request count: all streams' tok/s and the time per output token (ms), each a range."""
-    if config.drafter is None:
-        rows = gains(box, ov, Drafter.EAGLE3, 1.0, 2, running) if Drafter.EAGLE3 in ov.cycle else None
-        if rows is None:
-            raise ModelInputError("no measured EAGLE-3 overhead: fit the speculation model on a grid first")
-        rates = {r.streams: r.plain_tokens_per_s for r in rows}
-    else:
+RateSource = Callable[[Configuration, Sequence[int]], dict[int, Span]]  # all streams' tok/s per running count
+
+
+def model_rates(box: Box, ov: Overheads) -> RateSource:
+    """Rates from the speculation model on ``box`` (plain decoding's from any EAGLE-3 row: the step is the same)."""
+
+    def rates(config: Configuration, running: Sequence[int]) -> dict[int, Span]:
+        if config.drafter is None:
+            if Drafter.EAGLE3 not in ov.cycle:
+                raise ModelInputError("no measured EAGLE-3 overhead: fit the speculation model on a grid first")
+            return {r.streams: r.plain_tokens_per_s for r in gains(box, ov, Drafter.EAGLE3, 1.0, 2, running)}
         rows = gains(box, ov, config.drafter, config.accept, config.draft_tokens, running)
-        rates = {r.streams: r.spec_tokens_per_s for r in rows}
-    return {c: (rate, Span(c * 1e3 / rate.high, c * 1e3 / rate.low)) for c, rate in rates.items()}
+        return {r.streams: r.spec_tokens_per_s for r in rows}
+
+    return rates
+
+
+def _ranges(rates: RateSource, config: Configuration, running: Sequence[int]) -> dict[int, tuple[Span, Span]]:
+    """Per running-request count: all streams' tok/s and the time per output token (ms), each a range."""
+    by = rates(config, running)
+    missing = [c for c in running if c not in by]
+    if missing:
+        raise ModelInputError(
+            f"{config.words()}: no rate at {', '.join(map(str, missing))} running (beyond the evidence's streams)"
+        )
+    return {c: (rate, Span(c * 1e3 / rate.high, c * 1e3 / rate.low)) for c, rate in by.items()}
 
 
 def prefill_ms(box: Box, ov: Overheads, prompt_tokens: int) -> Span:
@@ -160,10 +175,12 @@ def price(
     slo: Slo,
     prompt_tokens: int,
     output_tokens: int,
+    rates: RateSource | None = None,
 ) -> list[CellPrediction]:
-    """``config`` at each offered load (closed loop, module docstring)."""
+    """``config`` at each offered load (closed loop, module docstring); ``rates``: where the rates come from (default:
+    the speculation model on ``box``)."""
     running = sorted({min(c, config.max_running) for c in loads})
-    by_running = _ranges(box, ov, config, running)
+    by_running = _ranges(rates or model_rates(box, ov), config, running)
     prefill = prefill_ms(box, ov, prompt_tokens)
     cells = []
     for load in loads:
@@ -209,6 +226,8 @@ def choose(
     output_tokens: int = 128,
     budget_minutes: float = 10.0,
     startup_s: float = STARTUP_S,
+    rates: RateSource | None = None,
+    chains: Sequence[int] = DRAFT_TOKENS,
 ) -> BoxPlan:
     """The configuration with the most goodput under ``slo`` at ``load`` streams, the runner-up (the best of another
     drafter or chain), plain decoding, and the plan that measures the three; refused when the plan does not fit
@@ -217,8 +236,8 @@ def choose(
         raise ModelInputError(f"--load {load!r}: the concurrent streams you serve, 1 to {MAX_STREAMS}")
     streams = plan_streams(load)
     priced = []
-    for config in candidates(load, accept, stated_for):
-        cells = price(box, ov, config, sorted({load, *streams}), slo, prompt_tokens, output_tokens)
+    for config in candidates(load, accept, stated_for, chains):
+        cells = price(box, ov, config, sorted({load, *streams}), slo, prompt_tokens, output_tokens, rates)
         at = {c.streams: c for c in cells}
         priced.append(Priced(config, at[load], tuple(at[c] for c in streams)))
 

@@ -1,0 +1,360 @@
+"""Context length from a public per-context matrix: what 1,000 tokens of a stream's context add to a plain step and
+to a speculative cycle, fitted on the matrix's plain cells and checked on every cell it never saw.
+
+A step of C streams at context L costs the matrix's own step at its shortest context (the anchor row) plus
+dL x (a0 + a1 x C), dL the context added in thousands of tokens: a0 per pass, a1 per stream. Both are fitted by least
+squares on the plain cells up to 64k whose streams fit both KV pools the page states (named in
+:func:`fit_cells`); their band is the fit's leave-one-cell-out spread. A verify reads a stream's context once per
+verified token — the engine's mechanism for a multi-token query on the page's attention backend, not a fitted
+value — and the draft's passes read its own, so a cycle costs its anchor plus dL x (a0 + reads x a1 x C). Every
+speculative cell, the contexts beyond 64k and the other matrices are held out. The accept length is the page's
+(derived from its server-reported accept rates) and stated before the fit; its range widens every prediction.
+
+The page's prompts share one prefix (the benchmark reaches 118 running requests of 128k tokens in a pool of 0.34 M):
+its KV pool never queues a cell, so no capacity is priced on it; the pools it states are shown beside the fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise, product
+
+import numpy as np
+import pandas as pd
+
+from verifylab.derived import derived
+from verifylab.model.inputs.context_matrix import ContextMatrix, context_matrices
+from verifylab.model.inputs.known_models import known_model
+from verifylab.model.pricing.speculation import GainRow, crossings
+from verifylab.sources import ModelSources
+from verifylab.span import Span
+
+FIT_CONTEXT_MAX = 65536  # the contexts answers are given for; longer ones are held out entirely
+PER = 1000.0  # contexts in thousands of tokens
+PROFILE_POINTS = 41
+
+
+@dataclass(frozen=True)
+class AttentionFit:
+    """The fitted context terms of one matrix (ms per 1,000 tokens of context: ``per_pass`` once per pass,
+    ``per_stream`` per stream), their leave-one-cell-out band, the reads of a verify cycle (verified tokens plus the
+    draft's passes, in target passes) and the cells fitted on."""
+
+    matrix: str
+    per_pass: float
+    per_stream: float
+    per_pass_band: Span
+    per_stream_band: Span
+    reads_per_cycle: float
+    verify_tokens: int
+    draft_reads: float
+    fit_cells: tuple[tuple[int, int], ...]
+    jackknife: tuple[tuple[float, float], ...]
+    fit_rms: float  # the fit's root-mean-square relative miss on the cells it was fitted on
+
+    def ends(self) -> list[tuple[float, float]]:
+        """Every (per_pass, per_stream) the predictions are taken over: the fit and each leave-one-out refit."""
+        return [(self.per_pass, self.per_stream), *self.jackknife]
+
+
+def fit_cells(matrix: ContextMatrix) -> list[tuple[int, int]]:
+    """The plain cells fitted on: contexts beyond the anchor up to :data:`FIT_CONTEXT_MAX`, streams x context within
+    both pools the page states (every stream of the cell held at once by plain decoding and by speculation)."""
+    pools = [p for p in (matrix.plain_pool_tokens, matrix.spec_pool_tokens) if p is not None]
+    pool = min(pools) if pools else math.inf
+    return [
+        (context, streams)
+        for (context, streams) in sorted(matrix.plain)
+        if matrix.anchor < context <= FIT_CONTEXT_MAX and context * streams <= pool
+    ]
+
+
+def _added(matrix: ContextMatrix, context: float) -> float:
+    return (context - matrix.anchor) / PER
+
+
+def _step_ms(rates: dict[tuple[int, int], float], context: int, streams: int) -> float:
+    return streams * 1e3 / rates[(context, streams)]
+
+
+def _least_squares(matrix: ContextMatrix, cells: Sequence[tuple[int, int]]) -> tuple[float, float]:
+    rows, ys = [], []
+    for context, streams in cells:
+        added = _added(matrix, context)
+        rows.append([added, added * streams])
+        ys.append(_step_ms(matrix.plain, context, streams) - _step_ms(matrix.plain, matrix.anchor, streams))
+    (a0, a1), *_ = np.linalg.lstsq(np.array(rows), np.array(ys), rcond=None)
+    return float(a0), float(a1)
+
+
+def _draft_reads(matrix: ContextMatrix) -> float:
+    """A cycle's draft passes (its steps and the extend after the verify: one per verified token), in passes of the
+    target's: the page's draft is one layer of the target's own attention (an MLA EAGLE-3 head), so each pass reads
+    one layer's share of what a target pass reads."""
+    return matrix.verify_tokens / known_model(matrix.config).layers
+
+
+def fit_attention(matrix: ContextMatrix) -> AttentionFit:
+    """The context terms fitted on ``matrix``'s plain cells (:func:`fit_cells`), with their jackknife band."""
+    cells = fit_cells(matrix)
+    if len(cells) < 3:
+        raise ValueError(f"matrix {matrix.name}: {len(cells)} plain cell(s) to fit the context terms on (3 needed)")
+    a0, a1 = _least_squares(matrix, cells)
+    jack = tuple(_least_squares(matrix, cells[:i] + cells[i + 1 :]) for i in range(len(cells)))
+    misses = [
+        _plain_rate(matrix, a0, a1, context, streams) / matrix.plain[(context, streams)] - 1
+        for context, streams in cells
+    ]
+    draft = _draft_reads(matrix)
+    return AttentionFit(
+        matrix.name,
+        a0,
+        a1,
+        Span(min(j[0] for j in (*jack, (a0, a1))), max(j[0] for j in (*jack, (a0, a1)))),
+        Span(min(j[1] for j in (*jack, (a0, a1))), max(j[1] for j in (*jack, (a0, a1)))),
+        matrix.verify_tokens + draft,
+        matrix.verify_tokens,
+        draft,
+        tuple(cells),
+        jack,
+        float(np.sqrt(np.mean(np.square(misses)))),
+    )
+
+
+def _interpolated(rates: dict[tuple[int, int], float], context: int, streams: float) -> float | None:
+    """The step (ms) at ``streams`` on row ``context``: measured, or log-log between the measured stream counts
+    around it (None outside them)."""
+    measured = sorted(s for c, s in rates if c == context)
+    if streams in measured:
+        return _step_ms(rates, context, int(streams))
+    for lo, hi in pairwise(measured):
+        if lo < streams < hi:
+            t0, t1 = _step_ms(rates, context, lo), _step_ms(rates, context, hi)
+            f = math.log(streams / lo) / math.log(hi / lo)
+            return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+    return None
+
+
+def _plain_rate(matrix: ContextMatrix, a0: float, a1: float, context: float, streams: float) -> float:
+    step = _interpolated(matrix.plain, matrix.anchor, streams)
+    assert step is not None
+    return streams * 1e3 / (step + _added(matrix, context) * (a0 + a1 * streams))
+
+
+def transferred(
+    matrix: ContextMatrix, fit: AttentionFit, context: float, streams: Sequence[int], accept: float | None = None
+) -> list[GainRow]:
+    """Plain and speculative aggregate tok/s and the gain at ``context`` and each stream count the anchor row spans,
+    transferred from the matrix's anchor row: each a range over the fit's band and the page's accept range (the
+    anchor's cycle time is its speculative rate at that accept length); ``accept``: the owner's (default: the
+    page's, each end priced with itself)."""
+    rows = []
+    for c in streams:
+        step = _interpolated(matrix.plain, matrix.anchor, c)
+        rate = _interpolated(matrix.spec, matrix.anchor, c)
+        if step is None or rate is None:
+            continue
+        plain, spec, gain = [], [], []
+        for (a0, a1), page_accept in product(fit.ends(), (matrix.accept.low, matrix.accept.high)):
+            added = _added(matrix, context)
+            step_ms = step + added * (a0 + a1 * c)
+            cycle_ms = page_accept * rate + added * (a0 + fit.reads_per_cycle * a1 * c)  # rate: ms per token
+            yields = page_accept if accept is None else accept
+            plain.append(c * 1e3 / step_ms)
+            spec.append(c * yields * 1e3 / cycle_ms)
+            gain.append(spec[-1] / plain[-1])
+        rows.append(GainRow(c, Span(min(plain), max(plain)), Span(min(spec), max(spec)), Span(min(gain), max(gain))))
+    return rows
+
+
+def stops_for_good(points: Sequence[tuple[float, float]]) -> float | None:
+    """Where a gain curve last falls below 1 and stays below over the streams given (log-interpolated); the first
+    stream count when it never reaches 1; None when it ends at 1 or above."""
+    found = crossings(points)
+    if not found or found[-1][1] != "stops":
+        return None
+    return found[-1][0]
+
+
+def crossover_band(
+    matrix: ContextMatrix, fit: AttentionFit, context: float, streams: Sequence[int], accept: float | None = None
+) -> tuple[float | None, float | None]:
+    """Where speculation stops paying for good (:func:`stops_for_good`) at each end the predictions are taken over:
+    the earliest and the latest (None: beyond the streams given at that end)."""
+    ends = []
+    for (a0, a1), page_accept in product(fit.ends(), (matrix.accept.low, matrix.accept.high)):
+        one_fit = AttentionFit(**{**fit.__dict__, "per_pass": a0, "per_stream": a1, "jackknife": ()})
+        one_matrix = ContextMatrix(**{**matrix.__dict__, "accept": Span(page_accept, page_accept)})
+        rows = transferred(one_matrix, one_fit, context, streams, accept)
+        ends.append(stops_for_good([(r.streams, r.gain.low) for r in rows]))
+    found = [e for e in ends if e is not None]
+    return (min(found) if found else None), (None if None in ends else max(found))
+
+
+@derived
+def context_fits(ev: ModelSources) -> dict[str, AttentionFit]:
+    """Each stored matrix's own fit (a matrix with too few plain cells inside its pools has none)."""
+    out = {}
+    for matrix in context_matrices(ev.public_context):
+        try:
+            out[matrix.name] = fit_attention(matrix)
+        except ValueError:
+            continue
+    return out
+
+
+def fitted_matrix(ev: ModelSources) -> tuple[ContextMatrix, AttentionFit] | None:
+    """The matrix the context terms are fitted on (the first with a fit and both pools stated) and its fit."""
+    fits = context_fits(ev)
+    for matrix in context_matrices(ev.public_context):
+        if matrix.name in fits and matrix.spec_pool_tokens is not None:
+            return matrix, fits[matrix.name]
+    return None
+
+
+@derived
+def context_check(ev: ModelSources) -> pd.DataFrame:
+    """Every cell of every stored matrix beside its prediction from the fitted matrix's terms, transferred from the
+    cell's own matrix's anchor row: role (anchor, fit, held out), reported and predicted plain and speculative tok/s
+    and gain (ranges), the middle's relative miss."""
+    found = fitted_matrix(ev)
+    if found is None:
+        return pd.DataFrame()
+    fitted, fit = found
+    rows = []
+    for matrix in context_matrices(ev.public_context):
+        fitted_cells = set(fit.fit_cells) if matrix.name == fitted.name else set()
+        for context in matrix.contexts:
+            predicted = {r.streams: r for r in transferred(matrix, fit, context, matrix.streams)}
+            for streams in matrix.streams:
+                if streams not in predicted:
+                    continue
+                p = predicted[streams]
+                reported_spec = matrix.spec.get((context, streams))
+                role = (
+                    "anchor"
+                    if context == matrix.anchor
+                    else ("fit" if (context, streams) in fitted_cells else "held out")
+                )
+                plain_mid = (p.plain_tokens_per_s.low + p.plain_tokens_per_s.high) / 2
+                spec_mid = (p.spec_tokens_per_s.low + p.spec_tokens_per_s.high) / 2
+                rows.append(
+                    {
+                        "matrix": matrix.name,
+                        "context": context,
+                        "context_label": matrix.labels[context],
+                        "streams": streams,
+                        "role": role,
+                        "plain_reported": matrix.plain[(context, streams)],
+                        "plain_low": p.plain_tokens_per_s.low,
+                        "plain_high": p.plain_tokens_per_s.high,
+                        "plain_miss": plain_mid / matrix.plain[(context, streams)] - 1,
+                        "spec_reported": reported_spec,
+                        "spec_low": p.spec_tokens_per_s.low,
+                        "spec_high": p.spec_tokens_per_s.high,
+                        "spec_miss": None if reported_spec is None else spec_mid / reported_spec - 1,
+                        "gain_reported": None
+                        if reported_spec is None
+                        else reported_spec / matrix.plain[(context, streams)],
+                        "gain_low": p.gain.low,
+                        "gain_high": p.gain.high,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+@derived
+def crossover_check(ev: ModelSources) -> pd.DataFrame:
+    """Per matrix and context: where speculation stops paying for good, as reported (every crossing, and the last)
+    and as predicted (a band over the fit's and the accept length's ends), whether the band holds the reported one
+    and how wide it is."""
+    found = fitted_matrix(ev)
+    if found is None:
+        return pd.DataFrame()
+    fitted, fit = found
+    rows = []
+    for matrix in context_matrices(ev.public_context):
+        for context in matrix.contexts:
+            measured = [(s, matrix.spec[(context, s)] / matrix.plain[(context, s)]) for s in matrix.streams
+                        if (context, s) in matrix.spec]  # fmt: skip
+            reported = stops_for_good(measured)
+            low, high = crossover_band(matrix, fit, context, matrix.streams)
+            held = context != matrix.anchor
+            inside = None
+            if held and reported is not None and low is not None and high is not None:
+                inside = low <= reported <= high
+            rows.append(
+                {
+                    "matrix": matrix.name,
+                    "context": context,
+                    "context_label": matrix.labels[context],
+                    "role": "held out" if held else "anchor",
+                    "reported_crossings": crossings(measured),
+                    "reported_stops": reported,
+                    "predicted_low": low,
+                    "predicted_high": high,
+                    "inside": inside,
+                    "width": high / low if low is not None and high is not None and low > 0 else None,
+                    "fitted_matrix": fitted.name,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def error_profiles(ev: ModelSources) -> pd.DataFrame:
+    """Each fitted parameter across its range (the other refitted at each value) with the fit's root-mean-square
+    relative miss on its cells, and the verify reads across theirs with the held-out speculative cells' median miss
+    (no value fitted there: the mechanism's reads marked); a best value at a range's end is a bound."""
+    found = fitted_matrix(ev)
+    if found is None:
+        return pd.DataFrame()
+    matrix, fit = found
+    rows = []
+    for name, best in (("per_pass", fit.per_pass), ("per_stream", fit.per_stream)):
+        top = max(best * 3, 1e-3)
+        for value in np.linspace(0.0, top, PROFILE_POINTS):
+            other = _refit_other(matrix, fit, name, float(value))
+            a0, a1 = (value, other) if name == "per_pass" else (other, value)
+            misses = [_plain_rate(matrix, a0, a1, c, s) / matrix.plain[(c, s)] - 1 for c, s in fit.fit_cells]
+            rows.append(
+                {"parameter": name, "value": float(value), "rms_miss": float(np.sqrt(np.mean(np.square(misses))))}
+            )
+    for reads in np.linspace(1.0, 2 * fit.reads_per_cycle, PROFILE_POINTS):
+        alt = AttentionFit(**{**fit.__dict__, "reads_per_cycle": float(reads), "jackknife": ()})
+        misses = [abs(r["spec_mid"] / r["reported"] - 1) for r in _spec_cells(matrix, alt)]
+        rows.append({"parameter": "reads_per_cycle", "value": float(reads), "rms_miss": float(np.median(misses))})
+    frame = pd.DataFrame(rows)
+    for _name, part in frame.groupby("parameter"):
+        best = part.loc[part["rms_miss"].idxmin(), "value"]
+        frame.loc[part.index, "best"] = best
+        frame.loc[part.index, "at_bound"] = best in (part["value"].min(), part["value"].max())
+    return frame
+
+
+def _refit_other(matrix: ContextMatrix, fit: AttentionFit, fixed: str, value: float) -> float:
+    """The least-squares value of the other plain parameter with ``fixed`` held at ``value``."""
+    num = den = 0.0
+    for context, streams in fit.fit_cells:
+        added = _added(matrix, context)
+        y = _step_ms(matrix.plain, context, streams) - _step_ms(matrix.plain, matrix.anchor, streams)
+        if fixed == "per_pass":
+            x, y = added * streams, y - added * value
+        else:
+            x, y = added, y - added * streams * value
+        num, den = num + x * y, den + x * x
+    return num / den
+
+
+def _spec_cells(matrix: ContextMatrix, fit: AttentionFit) -> list[dict]:
+    """The matrix's speculative cells beyond its anchor, reported beside the transfer's middle."""
+    out = []
+    for context in matrix.contexts:
+        if context == matrix.anchor:
+            continue
+        for r in transferred(matrix, fit, context, matrix.streams):
+            reported = matrix.spec.get((context, r.streams))
+            if reported is not None:
+                out.append({"reported": reported, "spec_mid": (r.spec_tokens_per_s.low + r.spec_tokens_per_s.high) / 2})
+    return out

@@ -1,0 +1,148 @@
+"""Public per-context decode matrices: ``data/reference/public_context.csv``, one row per matrix, context and stream
+count with plain and speculative aggregate tok/s as a public page reports them (a speculative cell the page skips
+left empty), the box, engine and attention backend they ran on, the chain, the accept length (derived, with how),
+the KV pools the page states, the page's URL pinned to a commit, the table's date, and verbatim quotes of at most 30
+words (a table row) that carry each number. What the model fits on and what it holds out is decided in
+:mod:`verifylab.model.fits.context`, by a rule, not here."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from verifylab.errors import ReferenceDataError
+from verifylab.store.public import MAX_QUOTE_WORDS, PROVENANCE, quote_carries, read_reference_table
+
+PUBLIC_CONTEXT_FILE = Path("reference") / "public_context.csv"
+COLUMNS = [
+    "id",
+    "matrix",
+    "model",
+    "config",
+    "gpu",
+    "gpus",
+    "interconnect",
+    "engine",
+    "attention",
+    "kv_dtype",
+    "dcp",
+    "drafter",
+    "verify_tokens",
+    "accept_low",
+    "accept_high",
+    "accept_note",
+    "kv_pool_plain_tokens",
+    "kv_pool_spec_tokens",
+    "context",
+    "context_label",
+    "streams",
+    "plain_tok_s",
+    "spec_tok_s",
+    "published",
+    "retrieved",
+    "url",
+    "quote_plain",
+    "quote_spec",
+    "quote_accept",
+    "quote_pool_plain",
+    "quote_pool_spec",
+    "note",
+]
+OPTIONAL = {"spec_tok_s", "quote_spec", "kv_pool_plain_tokens", "kv_pool_spec_tokens", "quote_pool_plain",
+            "quote_pool_spec", "note"}  # fmt: skip
+NUMBERS = {  # column: (smallest, largest)
+    "gpus": (1, 64),
+    "dcp": (1, 64),
+    "verify_tokens": (2, 64),
+    "accept_low": (1.0, 64.0),
+    "accept_high": (1.0, 64.0),
+    "context": (1, 1 << 21),
+    "streams": (1, 4096),
+    "plain_tok_s": (1e-3, 1e7),
+}
+OPTIONAL_NUMBERS = {"spec_tok_s": (1e-3, 1e7), "kv_pool_plain_tokens": (1, 1e10), "kv_pool_spec_tokens": (1, 1e10)}
+PER_MATRIX = [
+    *("model", "config", "gpu", "gpus", "interconnect", "engine", "attention", "kv_dtype", "dcp", "drafter"),
+    *("verify_tokens", "accept_low", "accept_high", "kv_pool_plain_tokens", "kv_pool_spec_tokens", "url"),
+]
+PINNED = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def check_public_context(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Every row well formed (numbers in range; an accept range within the chain, at most the speculative rate's
+    gain can carry; a URL pinned to a commit and ISO dates; quotes of at most 30 words that carry each rate and pool),
+    one box per matrix, unique ids and cells. One error naming the line and field otherwise."""
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ReferenceDataError(f"{source}: missing column(s) {', '.join(missing)}")
+    for line, row in enumerate(frame.to_dict("records"), start=2):
+        where = f"{source}: line {line} ({row.get('id') or '?'})"
+        empty = [c for c in COLUMNS if c not in OPTIONAL and _blank(row[c])]
+        if empty:
+            raise ReferenceDataError(f"{where}: empty field(s) {', '.join(empty)}")
+        for field, (low, high) in NUMBERS.items():
+            _number(row[field], field, low, high, where)
+        for field, (low, high) in OPTIONAL_NUMBERS.items():
+            if not _blank(row[field]):
+                _number(row[field], field, low, high, where)
+        if not float(row["accept_low"]) <= float(row["accept_high"]) <= float(row["verify_tokens"]):
+            raise ReferenceDataError(f"{where}: accept_low <= accept_high <= verify_tokens does not hold")
+        if not PINNED.match(str(row["url"])):
+            raise ReferenceDataError(f"{where}: url '{row['url']}' is not a GitHub file pinned to a commit")
+        for field in ("published", "retrieved"):
+            if not DATE.match(str(row[field])):
+                raise ReferenceDataError(f"{where}: {field} '{row[field]}' is not a date YYYY-MM-DD")
+        for quote, value in (
+            ("quote_plain", row["plain_tok_s"]),
+            ("quote_spec", row["spec_tok_s"]),
+            ("quote_pool_plain", row["kv_pool_plain_tokens"]),
+            ("quote_pool_spec", row["kv_pool_spec_tokens"]),
+        ):
+            if _blank(value):
+                continue
+            text = str(row[quote])
+            if len(text.split()) > MAX_QUOTE_WORDS:
+                raise ReferenceDataError(f"{where}: {quote} has more than {MAX_QUOTE_WORDS} words")
+            if not quote_carries(text, float(value)):
+                raise ReferenceDataError(f"{where}: {quote} does not carry the value {value}")
+    if frame["id"].duplicated().any():
+        raise ReferenceDataError(f"{source}: duplicate id(s) {frame.loc[frame['id'].duplicated(), 'id'].tolist()}")
+    if frame.duplicated(subset=["matrix", "context", "streams"]).any():
+        raise ReferenceDataError(f"{source}: a matrix lists one context and stream count twice")
+    for matrix, part in frame.groupby("matrix"):
+        varying = [c for c in PER_MATRIX if part[c].astype(str).nunique() > 1]
+        if varying:
+            raise ReferenceDataError(f"{source}: matrix '{matrix}' changes {', '.join(varying)} between its rows")
+    return frame
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+
+
+def _number(raw: object, field: str, low: float, high: float, where: str) -> float:
+    try:
+        number = float(str(raw))
+    except ValueError:
+        raise ReferenceDataError(f"{where}: {field} {str(raw)[:20]!r} is not a number") from None
+    if not (math.isfinite(number) and low <= number <= high):
+        raise ReferenceDataError(f"{where}: {field} {number!r} is not a finite number in {low:g}..{high:g}")
+    return number
+
+
+def load_public_context(data_dir: Path | str) -> pd.DataFrame:
+    """The checked table with numbers as numbers and ``provenance='reported (public)'``; empty where absent."""
+    path = Path(data_dir) / PUBLIC_CONTEXT_FILE
+    if not path.is_file():
+        return pd.DataFrame(columns=[*COLUMNS, "provenance"])
+    frame = check_public_context(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
+    for column in [*NUMBERS, *OPTIONAL_NUMBERS]:
+        frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
+    for column in ("gpus", "dcp", "verify_tokens", "context", "streams"):
+        frame[column] = frame[column].astype(int)
+    frame["provenance"] = PROVENANCE
+    return frame
