@@ -108,6 +108,33 @@ chapter.engine_experts_finding(ev)
 chapter.engine_experts(ev)
 
 # %% [markdown]
+# ## Context length: what a stream's context adds
+#
+# Speculation's stream limit falls with context on the case study's own hardware and model family: a public matrix
+# (Kimi-K2.6 on 8 x RTX PRO 6000, contexts 0-128k x 1-128 streams, plain and EAGLE-3) measured it. The model fits two
+# context terms on its plain cells (a verify's reads of the context are the engine's mechanism, not fitted), moves each
+# matrix's own shortest-context row to every other context, and is checked on every cell it never saw: the speculative
+# cells, 128k and the page's historical matrix.
+
+# %%
+chapter.context_finding(ev)
+
+# %% mystnb={"figure": {"caption": "The context terms, fitted on the current matrix's plain cells, and what the fit assumed: the accept length (stated before it) and the KV pools (reported, public; modelled)", "name": "tbl-context-terms"}}
+chapter.context_terms_table(ev)
+
+# %% mystnb={"figure": {"caption": "Where speculation stops paying for good per matrix and context: every reported crossing of 1, the last, and the model's range (reported, public; modelled)", "name": "tbl-context-crossovers"}}
+chapter.context_crossovers(ev)
+
+# %% mystnb={"figure": {"caption": "EAGLE-3's gain by streams at each context, reported cells beside the model's range (reported, public; modelled)", "name": "fig-context-gain"}}
+chapter.context_gain_figure(ev)
+
+# %% mystnb={"figure": {"caption": "The context terms' error profiles, the value used marked (modelled from public figures)", "name": "fig-context-profiles"}}
+chapter.context_profiles(ev)
+
+# %% mystnb={"figure": {"caption": "Every cell of the public per-context matrices: plain and EAGLE-3 tok/s and the gain, reported beside predicted, with each cell's role (reported, public; modelled)", "name": "tbl-context-cells"}}
+chapter.context_cells(ev)
+
+# %% [markdown]
 # ## What one all-reduce costs in each regime
 #
 # Every option is priced from these curves at its own message size (streams x draft tokens x hidden x 2 bytes), never

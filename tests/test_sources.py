@@ -30,6 +30,7 @@ def in_memory(ev: Evidence) -> SourcesInMemory:
         MeasuredRuns(runs, "memory"),
         ev.fusion_forensics,
         public_speculation=ev.public_speculation.copy(),
+        public_context=ev.public_context.copy(),
     )
 
 

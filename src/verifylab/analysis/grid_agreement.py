@@ -11,7 +11,7 @@ from verifylab.analysis.speculation_load import interval_miss
 from verifylab.model.fits.grid import fit_for
 from verifylab.model.inputs.grids import grid_routing, grid_runs, sweeps
 from verifylab.model.pricing.boxes import calibrate_decode
-from verifylab.model.pricing.speculation import gains
+from verifylab.model.pricing.speculation import gain_flag, gains
 from verifylab.sources import MeasuredRuns
 
 
@@ -100,6 +100,10 @@ def before_run_view(table: pd.DataFrame) -> pd.DataFrame:
             "plain_ms": table["plain_ms"].round(2),
             "plain_miss_pct": (100 * table["plain_before_miss"]).round(0).astype("Int64"),
             "spread_floor_ms": table["spread_floor_ms"].round(2),
+            "check": [
+                gain_flag(max(g, hi), a)
+                for g, hi, a in zip(table["gain"], table["gain_high"], table["accept_length"], strict=True)
+            ],
             "run": table["run"],
             "provenance": table["provenance"],
         }

@@ -16,7 +16,7 @@ from verifylab.analysis.benchmarks import slo_limits
 from verifylab.derived import derived
 from verifylab.model.fits.grid import FIT_ACCEPT, fit_for
 from verifylab.model.inputs.grids import grid_requests, grid_routing, grid_runs, token_weighted_accept
-from verifylab.model.pricing.speculation import crossover_streams, gains
+from verifylab.model.pricing.speculation import crossover_streams, gain_flag, gains
 from verifylab.report.charts import Figure, legend_colour, tooltips
 from verifylab.sources import MeasuredRuns
 from verifylab.stats import DEFAULT_SLO, compare
@@ -146,6 +146,9 @@ def gain_chart(table: pd.DataFrame) -> Figure:
         + table["draft_tokens"].astype(str)
         + " draft tokens",
         accept=table["accept_target"].map(lambda a: f"{a:g}"),
+        check=[
+            gain_flag(max(g, hi), a) for g, hi, a in zip(table["gain"], table["gain_high"], _accept(table), strict=True)
+        ],
     )
     x = alt.X("streams:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams")
     color = legend_colour("accept:N", "accept length")
@@ -159,12 +162,28 @@ def gain_chart(table: pd.DataFrame) -> Figure:
             y=alt.Y("gain:Q", title="speculative / plain tok/s", axis=alt.Axis(tickCount=5)),
             color=color,
             shape=alt.Shape("role:N", title=None),
-            tooltip=["panel", "accept", "streams", "gain", "gain_low", "gain_high", "predicted_low", "predicted_high"],
+            tooltip=[
+                "panel",
+                "accept",
+                "streams",
+                "gain",
+                "gain_low",
+                "gain_high",
+                "predicted_low",
+                "predicted_high",
+                "check",
+            ],
         )
     )
     rule = alt.Chart().mark_rule(strokeDash=[4, 3], color="black").encode(y=alt.datum(1.0))
+    flagged = (
+        alt.Chart()
+        .transform_filter("datum.check != ''")
+        .mark_point(size=160, color="firebrick", filled=False, strokeWidth=2)
+        .encode(x=x, y="gain:Q", tooltip=["check"])
+    )
     chart = (
-        alt.layer(band, bars, points, rule, data=frame)
+        alt.layer(band, bars, points, rule, flagged, data=frame)
         .properties(width=260, height=170)
         .facet(facet=alt.Facet("panel:N", title=None), columns=2)
     )
@@ -175,7 +194,8 @@ def gain_chart(table: pd.DataFrame) -> Figure:
         "the accept length): measured gain over plain decoding with its 95 % interval (points, bars) and the "
         "model's range (bands): the speculative side priced by the first grid's fit (its plain decoding and each "
         f"drafter's sweep at accept length {FIT_ACCEPT:g}), over each run's own measured plain decoding. Below the "
-        "dashed line speculation loses.",
+        "dashed line speculation loses; a red ring marks a gain above its accept length (unphysical: the cells "
+        "table says what to check).",
         provenance=[f"measured: run {r}" for r in runs] + ["modelled: verifylab.model.speculation, fitted as stated"],
         name="speculation_gain",
     )
@@ -251,10 +271,20 @@ def cells_table(table: pd.DataFrame) -> pd.DataFrame:
             "predicted_high": table["predicted_high"],
             "role": table["role"],
             "agrees": table["agrees"],
+            "check": [
+                gain_flag(max(g, hi), a)
+                for g, hi, a in zip(table["gain"], table["gain_high"], _accept(table), strict=True)
+            ],
             "run": table["run_id"],
             "provenance": "measured, modelled",
         }
     )
+
+
+def _accept(table: pd.DataFrame) -> list[float]:
+    """Each cell's accept length as measured where the server reported one, else as held."""
+    measured = table["accept_measured"] if "accept_measured" in table else table["accept_target"]
+    return [float(m) if pd.notna(m) else float(t) for m, t in zip(measured, table["accept_target"], strict=True)]
 
 
 def agreement(table: pd.DataFrame) -> tuple[int, int, float]:

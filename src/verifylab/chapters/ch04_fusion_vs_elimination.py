@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.analysis import comm_campaign, engine_reads, public_curves
+from verifylab.analysis import comm_campaign, context_views, engine_reads, public_curves
 from verifylab.analysis.public_evidence import CONTEXT, public_evidence
 from verifylab.analysis.regime_finding import regime_finding_words
 from verifylab.chapters._base import shown_as_table
@@ -30,12 +30,15 @@ from verifylab.model.case.reconcile import CONCLUSIONS
 from verifylab.model.case.speculation import inputs, speculation_case
 from verifylab.model.case.whatif import case_option_boxes, inputs_table, options_at_loads, reconcile_table, whatif_table
 from verifylab.model.fits.compute_check import compute_validation, compute_validation_finding
+from verifylab.model.fits.context import context_check, error_profiles
 from verifylab.model.fits.overlap import fitted_overlap, public_check
 from verifylab.model.fits.pass_check import saving_check as check
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.pricing.floors import limits_table
 from verifylab.report.charts import (
     Figure,
+    context_gain_chart,
+    error_profile_chart,
     options_chart,
     regime_curves_chart,
     throughput_pareto_chart,
@@ -204,6 +207,37 @@ def engine_experts(ev: Evidence) -> Table:
     """Table: the experts a verify pass reads against independent and chain-shared tokens, beside the model's
     predictions at overlaps 0, 1 and the fitted range (measured; modelled)."""
     return Table(engine_reads.experts_view(ev.measured))
+
+
+def context_finding(ev: Evidence) -> Prose:
+    """Finding: what a stream's context adds on the case-study hardware and family (public matrix), how the model
+    meets the cells it never saw, what it assumed (formatted from the tables below)."""
+    return Prose(context_views.context_words(ev))
+
+
+def context_terms_table(ev: Evidence) -> Table:
+    """Table: the fitted context terms and what the fit assumed (reported, public; modelled)."""
+    return Table(context_views.fit_view(ev), noted=("how", "source"))
+
+
+def context_crossovers(ev: Evidence) -> Table:
+    """Table: where speculation stops paying per matrix and context, reported beside predicted."""
+    return Table(context_views.crossover_view(ev))
+
+
+def context_gain_figure(ev: Evidence) -> Figure:
+    """Figure: the gain by streams per matrix and context, reported cells beside the predicted band."""
+    return context_gain_chart(context_check(ev))
+
+
+def context_cells(ev: Evidence) -> Table:
+    """Table: every cell of every matrix, reported beside predicted (reported, public; modelled)."""
+    return Table(context_views.cells_view(ev))
+
+
+def context_profiles(ev: Evidence) -> Figure:
+    """Figure: each context term's error profile across its range, the value used marked."""
+    return error_profile_chart(error_profiles(ev))
 
 
 def regime_figure(ev: Evidence) -> Figure:

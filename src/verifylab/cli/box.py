@@ -111,6 +111,8 @@ def box_cmd(
     if plan or verify is not None:
         from verifylab.cli.box_check import PlanRequest, parse_overlap
         from verifylab.model.answers.box_plan import Slo
+        from verifylab.model.fits.context import context_terms
+        from verifylab.store.evidence import Evidence
 
         try:
             request = PlanRequest(
@@ -132,6 +134,7 @@ def box_cmd(
                 probe,
                 sglang,
                 context,
+                context_terms(Evidence(data_dir)),
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
@@ -141,6 +144,7 @@ def box_cmd(
         return
     from verifylab.intake import refuse_output_inside
     from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
+    from verifylab.model.fits.context import context_terms
     from verifylab.model.inputs.model_costs import Routing
     from verifylab.publish.box_page import write_box_page
     from verifylab.store.evidence import Evidence
@@ -184,6 +188,7 @@ def box_cmd(
             float(context or 2048),
             expert_bits,
             ev.launch_target(sglang),
+            context_terms(ev),
         )
         decision = decide_box(ev.measured, inputs)
         if accept == 2.0:

@@ -21,6 +21,7 @@ from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
 from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_curve
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import Box
@@ -54,6 +55,7 @@ class PlanRequest:
     probe: str | None = None  # a stored probe of the box: its TP, GPU and own all-reduce curve
     sglang: str = RECOMMENDED_STACK[0]  # the SGLang version the printed command is built for
     context: int | None = None  # tokens of KV a stream holds while it decodes (None: prompt + half the output)
+    attention: AttentionTerms = BYTES_ONCE_PER_PASS  # attention over context (the evidence's terms, where stored)
 
     @property
     def decode_context(self) -> float:
@@ -98,6 +100,8 @@ def plan_box(
         tp=req.tp,
         draft=draft,
         context=req.decode_context,
+        attention=req.attention,
+        mem_fraction=DEFAULT_MEM_FRACTION,
         routing=Routing.UNIFORM,
         chain_overlap=req.overlap,
         allreduce_us=curve,

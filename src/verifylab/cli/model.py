@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -154,6 +156,13 @@ def model_speculation(
         help="Tokens of KV each stream attends over. Where a public per-context matrix ran your box (same GPUs, model "
         "shape, regime and chain), the answer is that matrix moved to this context (chapter 4).",
     ),
+    mem_fraction: float = typer.Option(
+        0.90,
+        min=0.05,
+        max=0.99,
+        help="Of each GPU's memory, what your server gives weights and KV (SGLang's --mem-fraction-static): the KV "
+        "pool it leaves caps the streams that run at once at --context; the rest queue.",
+    ),
     routing: str = typer.Option(
         "uniform",
         help="uniform (a trained router) or collapsed (every token to the "
@@ -180,6 +189,7 @@ def model_speculation(
     Example: `verifylab model speculation --config Qwen3-30B-A3B/config.json --gpu h100 --accept 2.5 --json`
     """
     from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
+    from verifylab.model.fits.context import context_terms
     from verifylab.model.fits.grid import measured_overheads
     from verifylab.model.inputs.configs import eagle3_draft_for, read_config
     from verifylab.model.inputs.gpus import gpu_named
@@ -187,7 +197,7 @@ def model_speculation(
     from verifylab.model.inputs.model_costs import Routing
     from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, regime_curve
     from verifylab.model.pricing.pricer import Box
-    from verifylab.model.pricing.speculation import answer
+    from verifylab.model.pricing.speculation import UNPHYSICAL, answer, gain_flag
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Drafter, Regime
 
@@ -226,6 +236,8 @@ def model_speculation(
             tp=tp,
             draft=draft if Drafter(chosen) is Drafter.EAGLE3 else None,
             context=float(context),
+            attention=context_terms(ev),
+            mem_fraction=mem_fraction,
             routing=Routing(shape),
             allreduce_us=curve,
             comm_source=comm_source,
@@ -252,7 +264,8 @@ def model_speculation(
     except VerifylabError as exc:
         raise fail(exc) from None
     low, high = result.crossover
-    rows = [r.as_row() for r in result.rows]
+    limit = accept if accept is not None else matched_accept_high(result)
+    rows = [{**r.as_row(), "check": gain_flag(r.gain.high, limit)} for r in result.rows]
     inputs_used = {**result.inputs, **({"consistent": consistent} if consistent is not None else {})}
     if as_json:
         payload = {
@@ -274,6 +287,10 @@ def model_speculation(
             "gain": [r.gain.text(2) for r in result.rows],
         }
     )
+    yields = accept if accept is not None else matched_accept_high(result)
+    flags = [gain_flag(r.gain.high, yields) for r in result.rows]
+    if any(flags):
+        shown["check"] = ["unphysical: see below" if f else "" for f in flags]
     accept_words = f"accept {accept:g}" if accept is not None else "the evidence's accept length"
     print_frame(shown, title=f"{target.name}: {chosen}, {accept_words}, {draft_tokens} draft tokens ({provenance})")
     last = max(r.streams for r in result.rows) if result.rows else max(counts)
@@ -287,6 +304,15 @@ def model_speculation(
     )
     for name, value in inputs_used.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)
+    if any(flags):
+        console.print(f"check: {UNPHYSICAL}", highlight=False, markup=False)
+
+
+def matched_accept_high(result: Any) -> float:
+    """The highest accept length an answer from a public matrix assumed (its inputs name the page's range)."""
+    text = str(result.inputs.get("accept_length", ""))
+    numbers = [float(n) for n in re.findall(r"\d+\.\d+", text.split("(")[0])]
+    return max(numbers) if numbers else float("inf")
 
 
 def _gpu_key(name: str) -> str:

@@ -338,3 +338,69 @@ def throughput_pareto_chart(frame: pd.DataFrame) -> Figure:
         provenance=["modelled", "reported", "measured"],
         name="case_pareto",
     )
+
+
+def context_gain_chart(cells: pd.DataFrame) -> Figure:
+    """Speculation's gain by streams per context of a public per-context matrix: the reported cells as points (filled
+    where fitted on, hollow where held out), the transfer's predicted range as a band; one panel per matrix and
+    context."""
+    data = cells.dropna(subset=["gain_reported"]).assign(panel=cells["matrix"] + " · " + cells["context_label"])
+    order = list(dict.fromkeys(data["panel"]))
+    x = alt.X("streams:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams")
+    band = (
+        alt.Chart()
+        .mark_area(opacity=0.3, color="#4c78a8")
+        .encode(x=x, y=alt.Y("gain_low:Q", title="EAGLE-3 over plain decoding (x)"), y2="gain_high:Q")
+    )
+    one = alt.Chart().mark_rule(strokeDash=[4, 3], color="grey").encode(y=alt.datum(1.0))
+    points = (
+        alt.Chart()
+        .mark_point(size=45, color="black")
+        .encode(
+            x=x,
+            y="gain_reported:Q",
+            shape=alt.Shape("role:N", title="cell", legend=alt.Legend(orient="bottom")),
+            tooltip=tooltips(
+                "matrix", "context_label", "streams", "role", gain_reported=".2f", gain_low=".2f", gain_high=".2f"
+            ),
+        )
+    )
+    chart = (
+        alt.layer(band, one, points, data=data)
+        .properties(width=150, height=150)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=5)
+    )
+    return Figure(
+        chart,
+        caption="EAGLE-3's gain by streams at each context of the public Kimi-K2.6 matrices (8 x RTX PRO 6000, vLLM, "
+        "TRITON_MLA): reported cells as points, the model's range as a band (each matrix's own shortest-context row "
+        "moved by the context terms fitted on the current matrix's plain cells).",
+        provenance=["reported (public): data/reference/public_context.csv", "modelled"],
+        name="context_gain",
+    )
+
+
+def error_profile_chart(profiles: pd.DataFrame) -> Figure:
+    """Each fitted parameter's error profile across its range (the fit's miss with the other parameter refitted), and
+    the verify reads' profile on the held-out speculative cells; a rule marks where each is used."""
+    data = profiles.assign(used=profiles["used"].astype(float))
+    base = alt.Chart().encode(x=alt.X("value:Q", title="value"))
+    line = base.mark_line().encode(
+        y=alt.Y("rms_miss:Q", title="miss (relative)"), tooltip=tooltips("parameter", value=".4f", rms_miss=".3f")
+    )
+    rule = alt.Chart().mark_rule(color="firebrick").encode(x="used:Q")
+    chart = (
+        alt.layer(line, rule, data=data)
+        .properties(width=190, height=150)
+        .facet(column=alt.Column("parameter:N", title=None))
+        .resolve_scale(x="independent", y="independent")
+    )
+    return Figure(
+        chart,
+        caption="Error profiles of the context terms: per pass and per stream (ms per 1,000 tokens of context; the "
+        "root-mean-square miss on the plain cells fitted on, the other term refitted at each value) and the verify's "
+        "reads of a stream's context per cycle (the median miss on the held-out speculative cells; not fitted). The "
+        "red rule marks the value used.",
+        provenance=["reported (public): data/reference/public_context.csv", "modelled"],
+        name="context_profiles",
+    )

@@ -22,6 +22,7 @@ from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
 from verifylab.model.pricing.boxes import calibrate_decode, checked_decode_rate, latency_curve, layout_fits
 from verifylab.model.pricing.pass_cost import compare
 from verifylab.model.pricing.pricer import Box, Overheads, price_verify, scenarios
@@ -51,6 +52,7 @@ class BoxInputs:
     context: float = 2048.0  # tokens of KV each stream attends over
     expert_bits: float | None = None  # the routed experts' width; None: what the config's quantization_config says
     target: LaunchTarget | None = None  # the SGLang the launch command is built for (None: no command)
+    attention: AttentionTerms = BYTES_ONCE_PER_PASS  # attention over context (the evidence's terms, where stored)
 
     def __post_init__(self) -> None:
         checked_decode_rate(self.decode_tok_s, "decode rate")
@@ -235,6 +237,8 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
         tp=world if policy.tensor_parallel else 1,
         draft=read_config(inputs.draft_config) if inputs.draft_config else eagle3_draft_for(target),
         context=inputs.context,
+        attention=inputs.attention,
+        mem_fraction=DEFAULT_MEM_FRACTION,
         routing=inputs.routing,
         allreduce_us=curve if policy.tensor_parallel else None,
         comm_source=comm_source + f" (this box: run {inputs.probe_run})",

@@ -7,6 +7,7 @@ from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs
 from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
 from verifylab.model.pricing.boxes import pcie_ipc_regime_curve, regime_curve
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box
@@ -27,6 +28,7 @@ def case_study_box(
     decode_regime: Regime,
     verify: tuple[AllreduceCurve, str] | None = None,
     collective: Collective = Collective.NCCL,
+    attention: AttentionTerms = BYTES_ONCE_PER_PASS,
 ) -> Box:
     """The case study's box: Kimi-K2.5 (INT4 experts) over eight RTX PRO 6000 at TP 8, its verify pass's
     all-reduces priced in ``regime`` (``verify``: another collective's curve and source), its plain decoding's in
@@ -47,6 +49,8 @@ def case_study_box(
         tp=CASE_GPUS,
         draft=eagle3_draft_for(target),
         context=CASE_CONTEXT,
+        attention=attention,
+        mem_fraction=DEFAULT_MEM_FRACTION,
         routing=Routing.UNIFORM,
         allreduce_us=verify_curve,
         decode_allreduce_us=decode,

@@ -31,10 +31,12 @@ from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.case.box import case_study_box
 from verifylab.model.case.cycle import CycleAccount
+from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import regime_curves
 from verifylab.model.inputs.curves import loglog_interpolate
 from verifylab.model.inputs.model_costs import Layout
+from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION
 from verifylab.model.pricing.boxes import calibrate_decode
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.floors import pass_floor_ms
@@ -50,7 +52,7 @@ GPUS = 8
 CONTEXT_TOKENS = 2048  # KV each stream has read per pass (stated: the H200 passes used the same)
 
 
-MEM_FRACTIONS = (0.90, 0.95)  # SGLang's static memory fraction, two settings
+MEM_FRACTIONS = (DEFAULT_MEM_FRACTION, 0.95)  # SGLang's static memory fraction, two settings
 
 
 GIB = 2**30
@@ -167,7 +169,9 @@ def reported_allreduce_range(ev: ModelSources, inputs: ModelInputs) -> tuple[flo
     and over the draft-token range (low us, high us, and the message of the shortest chain, bytes)."""
     a = inputs.account
     k = a.draft_tokens[0]
-    box = case_study_box(inputs.curves, ev.measured, Regime.HEALTHY_P2P, Regime.HEALTHY_P2P)
+    box = case_study_box(
+        inputs.curves, ev.measured, Regime.HEALTHY_P2P, Regime.HEALTHY_P2P, attention=context_terms(ev)
+    )
     decode = reported_value(ev.figures, "baseline_92_6")
     ov = calibrate_decode(box, measured_overheads(ev.measured), decode, "reported plain decoding").overheads
     priced = [

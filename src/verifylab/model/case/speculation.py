@@ -12,6 +12,7 @@ from verifylab.derived import derived
 from verifylab.model.case.box import CASE_GPUS, case_study_box
 from verifylab.model.case.cycle import CycleAccount, cycle_account
 from verifylab.model.case.options import ModelInputs, model_inputs
+from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.overlap import fitted_overlap
 from verifylab.model.pricing.boxes import (
@@ -155,11 +156,16 @@ def cases_on(
         if collective is not Collective.NCCL and curve is None:
             out[regime] = None
             continue
+        terms = context_terms(ev)
         box = replace(
-            case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective),
+            case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective, terms),
             chain_overlap=overlap,
         )
-        nccl_box = box if curve is None else case_study_box(curves, ev.measured, regime, decode_regime(regime))
+        nccl_box = (
+            box
+            if curve is None
+            else case_study_box(curves, ev.measured, regime, decode_regime(regime), attention=terms)
+        )
         cal = calibrate_decode(nccl_box, measured, decode_tps, decode_source)  # the rate was measured on NCCL
         if collective is Collective.PCIE_IPC:  # plain decoding runs on it too
             cal = carried_host(nccl_box, cal)

@@ -26,7 +26,11 @@ import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.inputs.context_matrix import ContextMatrix, context_matrices
+from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.known_models import known_model
+from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, AttentionTerms
+from verifylab.model.pricing.pricer import stream_read_ms
 from verifylab.model.pricing.speculation import GainRow, crossings
 from verifylab.sources import ModelSources
 from verifylab.span import Span
@@ -34,6 +38,7 @@ from verifylab.span import Span
 FIT_CONTEXT_MAX = 65536  # the contexts answers are given for; longer ones are held out entirely
 PER = 1000.0  # contexts in thousands of tokens
 PROFILE_POINTS = 41
+KV_BYTES = {"fp8": 1.0, "bf16": 2.0, "fp16": 2.0}  # bytes per KV element by the page's kv dtype
 
 
 @dataclass(frozen=True)
@@ -217,7 +222,8 @@ def fitted_matrix(ev: ModelSources) -> tuple[ContextMatrix, AttentionFit] | None
 @derived
 def context_check(ev: ModelSources) -> pd.DataFrame:
     """Every cell of every stored matrix beside its prediction from the fitted matrix's terms, transferred from the
-    cell's own matrix's anchor row: role (anchor, fit, held out), reported and predicted plain and speculative tok/s
+    cell's own matrix's anchor row: role (anchor; plain fitted: its plain rate was fitted on, its speculative one never
+    was; held out), reported and predicted plain and speculative tok/s
     and gain (ranges), the middle's relative miss."""
     found = fitted_matrix(ev)
     if found is None:
@@ -236,7 +242,7 @@ def context_check(ev: ModelSources) -> pd.DataFrame:
                 role = (
                     "anchor"
                     if context == matrix.anchor
-                    else ("fit" if (context, streams) in fitted_cells else "held out")
+                    else ("plain fitted" if (context, streams) in fitted_cells else "held out")
                 )
                 plain_mid = (p.plain_tokens_per_s.low + p.plain_tokens_per_s.high) / 2
                 spec_mid = (p.spec_tokens_per_s.low + p.spec_tokens_per_s.high) / 2
@@ -326,6 +332,8 @@ def error_profiles(ev: ModelSources) -> pd.DataFrame:
         misses = [abs(r["spec_mid"] / r["reported"] - 1) for r in _spec_cells(matrix, alt)]
         rows.append({"parameter": "reads_per_cycle", "value": float(reads), "rms_miss": float(np.median(misses))})
     frame = pd.DataFrame(rows)
+    used = {"per_pass": fit.per_pass, "per_stream": fit.per_stream, "reads_per_cycle": fit.reads_per_cycle}
+    frame["used"] = frame["parameter"].map(used)
     for _name, part in frame.groupby("parameter"):
         best = part.loc[part["rms_miss"].idxmin(), "value"]
         frame.loc[part.index, "best"] = best
@@ -358,3 +366,26 @@ def _spec_cells(matrix: ContextMatrix, fit: AttentionFit) -> list[dict]:
             if reported is not None:
                 out.append({"reported": reported, "spec_mid": (r.spec_tokens_per_s.low + r.spec_tokens_per_s.high) / 2})
     return out
+
+
+@derived
+def context_terms(ev: ModelSources) -> AttentionTerms:
+    """The fitted matrix's context terms as the pricer takes them (:class:`AttentionTerms`): its per-pass and
+    per-stream growth over the time its box reads one stream's context once (the page's KV bytes at the box's
+    bandwidth, the middle of the pricer's range), read once per query token; the bytes once per pass where no matrix
+    is stored."""
+    found = fitted_matrix(ev)
+    if found is None:
+        return BYTES_ONCE_PER_PASS
+    matrix, fit = found
+    model = known_model(matrix.config)
+    kv_scale = KV_BYTES.get(matrix.kv_dtype, 2.0) / 2.0  # the model's KV is priced in bf16
+    gpu = gpu_named(matrix.gpu, measured_ceilings(ev.measured))
+    bandwidth = (gpu.bandwidth_gbs.low + gpu.bandwidth_gbs.high) / 2
+    once_ms = stream_read_ms(model, PER, matrix.gpus, bandwidth) * kv_scale
+    return AttentionTerms(
+        fit.per_pass / once_ms,
+        fit.per_stream / once_ms,
+        "token",
+        f"fitted on {matrix.name}'s plain cells ({matrix.attention}, {matrix.engine.split(',')[0]}; {matrix.source})",
+    )

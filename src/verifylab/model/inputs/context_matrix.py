@@ -62,7 +62,9 @@ def _pool(value: object) -> int | None:
 
 def context_matrices(frame: pd.DataFrame) -> list[ContextMatrix]:
     """Every matrix of the checked public table (:func:`verifylab.store.public_context.load_public_context`)."""
-    out = []
+    out: list[ContextMatrix] = []
+    if frame.empty:
+        return out
     for name, rows in frame.groupby("matrix", sort=True):
         first = rows.iloc[0]
         spec = {

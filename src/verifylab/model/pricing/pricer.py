@@ -26,6 +26,13 @@ from itertools import product
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.gpus import Gpu
 from verifylab.model.inputs.model_costs import Layout, ModelCosts, PassBytes, Routing
+from verifylab.model.pricing.attention import (
+    BYTES_ONCE_PER_PASS,
+    AttentionTerms,
+    kv_pool_tokens,
+    stream_context_bytes,
+    stream_reads,
+)
 from verifylab.model.pricing.pass_cost import PassCost
 from verifylab.span import Span
 from verifylab.vocab import BF16_BYTES, Drafter
@@ -63,12 +70,21 @@ class Box:
     layout: Layout = Layout.TP  # experts sharded (TP) or whole (EP); attention sharded or per request (DP)
     stages: int = 1  # pipeline stages, each on ``tp`` GPUs
     comm_us: PassComm | None = None  # the target's collectives per pass where they are not TP all-reduces
+    attention: AttentionTerms = BYTES_ONCE_PER_PASS  # the target's attention over context (pricing.attention)
+    mem_fraction: float | None = None  # of each GPU's memory for weights and KV: the pool that caps running streams
 
     def __post_init__(self) -> None:
         if self.tp > 1 and self.allreduce_us is None:
             raise ModelInputError(f"TP {self.tp} needs an all-reduce curve (--regime or --latency)")
         if not 0.0 <= self.chain_overlap.low <= self.chain_overlap.high <= 1.0:
             raise ModelInputError(f"routing overlap {self.chain_overlap.text(2)} must lie in 0..1")
+
+    def pools(self) -> tuple[int, int] | None:
+        """Tokens of context the KV pool holds without and with the draft model (None: capacity not priced)."""
+        if self.mem_fraction is None:
+            return None
+        plain = kv_pool_tokens(self.target, None, self.gpu, self.tp, self.mem_fraction)
+        return plain, kv_pool_tokens(self.target, self.draft, self.gpu, self.tp, self.mem_fraction)
 
     def allreduces_per_pass(self, model: ModelCosts) -> int:
         """Two per layer (after attention, after the MLP/MoE) at TP > 1."""
@@ -132,17 +148,27 @@ def price_pass(
         flops = model.pass_flops(tokens, box.context, box.tp)
     per_byte_ms = 1e3 / (s.bandwidth_gbs * 1e9)
     weights = parts.attention + parts.shared_and_dense + parts.head
+    memory_ms, kv_ms = read / (s.bandwidth_gbs * 1e9) * 1e3, stages * parts.kv * per_byte_ms
+    if model is box.target and box.attention is not BYTES_ONCE_PER_PASS and stages == 1 and box.layout is Layout.TP:
+        read_once = stream_context_bytes(model, box.context, box.tp)
+        priced = read_once * stream_reads(box.attention, tokens, streams) * per_byte_ms
+        memory_ms, kv_ms = memory_ms - kv_ms + priced, priced
     return PassCost(
         tokens,
         streams,
-        memory_ms=read / (s.bandwidth_gbs * 1e9) * 1e3,
+        memory_ms=memory_ms,
         arithmetic_ms=flops / (s.tflops * 1e12) * 1e3,
         collectives_ms=_comm_ms(box, model, tokens, s, decode, streams),
         weights_ms=stages * weights * per_byte_ms,
         experts_ms=stages * parts.experts * per_byte_ms,
-        kv_ms=stages * parts.kv * per_byte_ms,
+        kv_ms=kv_ms,
         collective=box.comm_source if model is box.target else "the draft model's all-reduces",
     )
+
+
+def stream_read_ms(model: ModelCosts, context: float, tp: int, bandwidth_gbs: float) -> float:
+    """Reading one stream's ``context`` tokens of KV once on one GPU of ``tp`` at ``bandwidth_gbs`` (ms)."""
+    return stream_context_bytes(model, context, tp) / (bandwidth_gbs * 1e9) * 1e3
 
 
 def floor_ms(box: Box, tokens: float, streams: float, bandwidth_gbs: float) -> float:

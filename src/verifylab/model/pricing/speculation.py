@@ -17,11 +17,23 @@ from dataclasses import dataclass
 from itertools import pairwise, product
 
 from verifylab.errors import ModelInputError
+from verifylab.model.pricing.attention import streams_held
 from verifylab.model.pricing.boxes import Calibrated
 from verifylab.model.pricing.pass_cost import compare
 from verifylab.model.pricing.pricer import Box, Overheads, price_cycle, price_step, scenarios
 from verifylab.span import Span
 from verifylab.vocab import Drafter
+
+UNPHYSICAL = (
+    "unphysical: above the accept length, so a cycle cost less than a plain step, which no real engine's does; check "
+    "the accept length the server reports, that plain decoding ran at the same load, and whether the draft's tokens "
+    "route as a trained model's would (random weights replay them)"
+)
+
+
+def gain_flag(gain: float, accept: float) -> str:
+    """:data:`UNPHYSICAL` where a speculative gain (or an end of its range) exceeds its accept length, else ''."""
+    return UNPHYSICAL if gain > accept + 1e-9 else ""
 
 
 @dataclass(frozen=True)
@@ -51,15 +63,19 @@ def gains(
     range taken together (a scenario prices both sides the same way)."""
     if not 1.0 <= accept <= draft_tokens:
         raise ModelInputError(f"accept length {accept:g} must lie in 1..{draft_tokens} (the chain's draft tokens)")
+    pools = box.pools()
     rows = []
     for c in streams:
         plain, spec, gain = [], [], []
         ends = ("low",) if ov.decode_ms is not None or ov.host0_ms.low == ov.host0_ms.high else ("low", "high")
+        held_plain = c if pools is None else min(c, streams_held(pools[0], box.context))  # the rest queue
+        held_spec = c if pools is None else min(c, streams_held(pools[1], box.context))
         for s, host in product(scenarios(box), ends):
-            step, cycle = price_step(box, ov, c, s, host), price_cycle(box, ov, drafter, draft_tokens, c, s, host)
-            plain.append(c * 1e3 / step.total_ms)
-            spec.append(c * accept * 1e3 / cycle.total_ms)
-            gain.append(compare(step, cycle, yield_ratio=accept).speedup)
+            step = price_step(box, ov, held_plain, s, host)
+            cycle = price_cycle(box, ov, drafter, draft_tokens, held_spec, s, host)
+            plain.append(held_plain * 1e3 / step.total_ms)
+            spec.append(held_spec * accept * 1e3 / cycle.total_ms)
+            gain.append(compare(step, cycle, yield_ratio=accept * held_spec / held_plain).speedup)
         m, h, d = ov.margin(drafter), ov.host_miss, ov.cycle_miss.get(drafter, ov.host_miss)
         rows.append(
             GainRow(
@@ -129,6 +145,19 @@ class SpeculationAnswer:
     inputs: dict[str, str]
 
 
+def pool_words(box: Box) -> str:
+    """The KV pool a box prices, in words (or that it prices none)."""
+    pools = box.pools()
+    if pools is None:
+        return "not priced (every stream runs at once)"
+    plain, spec = pools
+    return (
+        f"{plain:,} tokens per GPU without the draft, {spec:,} with it, at {box.mem_fraction:g} of each GPU's memory: "
+        f"{streams_held(plain, box.context)} and {streams_held(spec, box.context)} streams of {box.context:g} tokens "
+        "run at once, the rest queue"
+    )
+
+
 def answer(
     box: Box, calibrated: Calibrated, drafter: Drafter, accept: float, draft_tokens: int, streams=DEFAULT_STREAMS
 ) -> SpeculationAnswer:
@@ -143,6 +172,8 @@ def answer(
         "routing_overlap": f"{box.chain_overlap.text(2)} (0: each token of a verify chain draws its own experts; "
         "1: the chain reads one token's)",
         "context_tokens": f"{box.context:g}",
+        "kv_pool": pool_words(box),
+        "attention": box.attention.words(),
         "allreduce": box.comm_source,
         "host_overhead": calibrated.host_note,
         "drafter_overhead": f"{drafter.value}: fitted on a measured speculation grid ({calibrated.overheads.source})",

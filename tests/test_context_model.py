@@ -1,0 +1,208 @@
+"""#66: context length in the model — a public per-context matrix stored quoted, the context terms fitted on its
+plain cells and checked on every cell they never saw, the answers (`model speculation --context`, `box --plan
+--context`) moved to the owner's context where the matrix ran the box, attention and the KV pool as terms of a pass,
+and no gain above its accept length printed unflagged."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.analysis.grid_agreement import before_run_view
+from verifylab.cli import app
+from verifylab.errors import ReferenceDataError
+from verifylab.model.fits.context import context_check, crossover_check, fit_attention, fitted_matrix
+from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs
+from verifylab.model.inputs.context_matrix import context_matrices
+from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.pricing.attention import AttentionTerms, streams_held
+from verifylab.model.pricing.pricer import Box, Overheads, constant_curve, price_step, price_verify, scenarios
+from verifylab.model.pricing.speculation import UNPHYSICAL, gain_flag, gains
+from verifylab.span import Span
+from verifylab.store.evidence import Evidence
+from verifylab.store.public_context import PUBLIC_CONTEXT_FILE, load_public_context
+from verifylab.vocab import Drafter
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "examples" / "configs" / "kimi-k2.5-int4"
+CONTEXTS = {1024: None, 16384: "16k", 32768: "32k", 65536: "64k"}
+
+
+@pytest.fixture(scope="module")
+def ev() -> Evidence:
+    return Evidence(ROOT / "data")
+
+
+def _copy_with(tmp_path: Path, edit) -> Path:
+    source = ROOT / "data" / PUBLIC_CONTEXT_FILE
+    frame = pd.read_csv(source, dtype=str, keep_default_na=False)
+    edit(frame)
+    (tmp_path / "reference").mkdir(parents=True)
+    frame.to_csv(tmp_path / PUBLIC_CONTEXT_FILE, index=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda f: f.loc.__setitem__((3, "plain_tok_s"), "999.9"), "quote_plain does not carry"),
+        (lambda f: f.loc.__setitem__((0, "url"), "https://github.com/voipmonitor/rtx6kpro/blob/main/x.md"), "pinned"),
+        (lambda f: f.loc.__setitem__((5, "streams"), "1"), "twice"),
+        (lambda f: f.loc.__setitem__((7, "accept_high"), "9"), "accept_low <= accept_high"),
+    ],
+)
+def test_a_bad_public_row_is_refused_with_its_line(tmp_path, edit, message):
+    with pytest.raises(ReferenceDataError, match=message):
+        load_public_context(_copy_with(tmp_path, edit))
+
+
+def test_the_fit_recovers_planted_terms():
+    """A matrix made from known terms (per pass 0.04, per stream 0.02 ms per 1,000 tokens) gives them back."""
+    rows = []
+    for context in (256, 16384, 32768, 65536):
+        for streams in (1, 2, 4, 8):
+            step = 10 + streams * 0.5 + (context - 256) / 1000 * (0.04 + 0.02 * streams)
+            rows.append({"matrix": "m", "context": context, "streams": streams, "plain_tok_s": streams * 1e3 / step,
+                         "spec_tok_s": 2 * streams * 1e3 / (3 * step)})  # fmt: skip
+    frame = pd.DataFrame(rows).assign(
+        model="Kimi", config="kimi-k2.5", gpu="rtx-pro-6000", gpus=8, interconnect="healthy P2P", engine="e",
+        attention="a", kv_dtype="fp8", dcp=1, verify_tokens=4, accept_low=2.0, accept_high=2.0, accept_note="n",
+        kv_pool_plain_tokens=1e6, kv_pool_spec_tokens=1e6, context_label=lambda f: f["context"].astype(str),
+        url="u", published="p",
+    )  # fmt: skip
+    fit = fit_attention(context_matrices(frame)[0])
+    assert fit.per_pass == pytest.approx(0.04) and fit.per_stream == pytest.approx(0.02)
+    assert fit.fit_rms == pytest.approx(0.0, abs=1e-9)
+    assert fit.reads_per_cycle == pytest.approx(4 + 4 / 61)  # once per verified token, the draft's passes: named
+
+
+def test_every_held_out_crossover_to_64k_lies_in_a_range_no_wider_than_3x_and_falls_with_context(ev):
+    check = crossover_check(ev)
+    fitted = fitted_matrix(ev)[0].name
+    for matrix, part in check.groupby("matrix"):
+        held = part[part["role"] == "held out"].set_index("context_label").loc[["16k", "32k", "64k"]]
+        assert held["inside"].tolist() == [True, True, True], (matrix, held)
+        assert (held["width"] <= 3).all()
+        assert held["predicted_high"].is_monotonic_decreasing and held["reported_stops"].is_monotonic_decreasing
+    cells = context_check(ev)
+    held_cells = cells[cells["role"] == "held out"]
+    misses = pd.concat([held_cells["plain_miss"], held_cells["spec_miss"].dropna()]).astype(float).abs()
+    assert misses.median() <= 0.15
+    assert set(cells.loc[cells["role"] == "plain fitted", "matrix"]) == {fitted}  # the other matrix never fits
+
+
+def test_model_speculation_answers_from_the_matrix_at_the_owners_context(ev):
+    check = crossover_check(ev)
+    reported = check[check["matrix"] == fitted_matrix(ev)[0].name].set_index("context")
+    previous = math.inf
+    for context, label in CONTEXTS.items():
+        result = CliRunner().invoke(
+            app,
+            ["model", "speculation", "--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime",
+             "healthy-p2p", "--context", str(context), "--data-dir", str(ROOT / "data"), "--json"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        payload = json.loads(result.output)
+        assert payload["provenance"].startswith("reported (public)")
+        low, high = payload["crossover_streams_low"], payload["crossover_streams_high"]
+        assert low is not None and high is not None and high / low <= 3
+        assert high <= previous * 1.05  # falls with context
+        previous = high
+        if label is not None:
+            assert low <= reported.loc[context, "reported_stops"] <= high
+
+
+def test_box_plan_follows_the_context(ev):
+    def plan(context: int) -> str:
+        result = CliRunner().invoke(
+            app,
+            ["box", "--plan", "--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--gpus", "8", "--tp", "8",
+             "--regime", "healthy P2P", "--accept", "2.1", "--context", str(context), "--load", "16",
+             "--data-dir", str(ROOT / "data")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        return " ".join(result.output.split())
+
+    short, long = plan(16384), plan(65536)
+    assert "choice │ EAGLE-3" in short and "choice │ plain decoding" in long
+    assert "evidence: public" in short and "--tp-size 8" in short
+
+
+def _box(terms: AttentionTerms | None = None, fraction: float | None = None, context: float = 32768) -> Box:
+    target = kimi_k25_costs()
+    fields = {"attention": terms} if terms is not None else {}
+    return Box(target, gpu_named("rtx-pro-6000"), tp=8, draft=eagle3_draft_for(target), context=context,
+               mem_fraction=fraction, allreduce_us=constant_curve(10.0), **fields)  # fmt: skip
+
+
+def test_attention_read_once_per_verified_token_costs_a_verify_k_times_the_plain_step():
+    ov = Overheads(Span(0.0, 0.0), 0.0, {Drafter.EAGLE3: (0.0, 0.0)})
+    s = scenarios(_box())[0]
+    per_token = _box(AttentionTerms(0.0, 1.0, "token", "test"))
+    step, verify = price_step(per_token, ov, 4, s), price_verify(per_token, ov, 4, 4, s)
+    assert verify.kv_ms == pytest.approx(4 * step.kv_ms)
+    bytes_once = _box()
+    assert price_verify(bytes_once, ov, 4, 4, s).kv_ms == pytest.approx(price_step(bytes_once, ov, 4, s).kv_ms)
+    assert price_step(_box(AttentionTerms(0.0, 1.0, "pass", "same as bytes")), ov, 4, s).kv_ms == pytest.approx(
+        price_step(bytes_once, ov, 4, s).kv_ms
+    )
+
+
+def test_streams_beyond_the_kv_pool_queue():
+    ov = Overheads(Span(1.0, 1.0), 0.01, {Drafter.EAGLE3: (0.5, 0.01)})
+    box = _box(fraction=0.95, context=131072)
+    plain_pool, spec_pool = box.pools()
+    held = streams_held(plain_pool, box.context)
+    rows = {r.streams: r for r in gains(box, ov, Drafter.EAGLE3, 2.0, 4, [held, held * 4])}
+    assert 0 < spec_pool < plain_pool
+    assert rows[held * 4].plain_tokens_per_s == rows[held].plain_tokens_per_s  # the rest wait
+
+
+def test_a_gain_above_its_accept_length_is_flagged_with_what_to_check():
+    assert gain_flag(3.11, 2.98) == UNPHYSICAL and gain_flag(2.5, 2.98) == ""
+    table = pd.DataFrame(
+        {"accept_length": [2.98, 2.98], "streams": [8, 16], "gain": [3.11, 2.5], "gain_low": [3.0, 2.4],
+         "gain_high": [3.2, 2.6], "before_low": [1, 1], "before_high": [2, 2], "before_miss": [0.5, 0.2],
+         "after_low": [1, 1], "after_high": [2, 2], "after_role": ["fit", "predicted"], "plain_ms": [1, 1],
+         "plain_before_miss": [0, 0], "spread_floor_ms": [1, 1], "run": ["r", "r"], "provenance": ["m", "m"]}
+    )  # fmt: skip
+    assert before_run_view(table)["check"].tolist() == [UNPHYSICAL, ""]
+
+
+def test_no_exported_gain_above_its_accept_length_goes_unflagged(built_book):
+    """Every export of the built book with an accept length and a gain flags each row whose gain (or its range's
+    top) exceeds the accept length."""
+    pages = " ".join(p.read_text(encoding="utf-8") for p in built_book.rglob("*.html") if "_static" not in p.parts)
+    editions = [d for d in (built_book.parent / "editions").iterdir() if d.is_dir() and d.name in pages]
+    exports = sorted(p for d in editions for p in (d / "exports").glob("*.csv"))
+    assert exports
+    checked = 0
+    for path in exports:
+        if path.name.endswith(".data.csv"):
+            continue
+        frame = pd.read_csv(path)
+        accepts = [c for c in frame.columns if "accept" in c.lower()]
+        gains_ = [c for c in frame.columns if c.lower().startswith("gain") and "interval" not in c.lower()]
+        if not accepts or not gains_:
+            continue
+        accept = pd.to_numeric(frame[accepts[0]], errors="coerce")
+        top = pd.concat([pd.to_numeric(frame[g], errors="coerce") for g in gains_], axis=1).max(axis=1)
+        above = frame[top > accept + 1e-9]
+        checked += 1
+        if above.empty:
+            continue
+        assert "check" in frame.columns, path.name
+        assert above["check"].fillna("").str.startswith("unphysical").all(), (path.name, above)
+    assert checked
+
+
+def test_the_stored_fixture_is_the_case_studys_shape():
+    from verifylab.model.answers.context_answer import same_shape
+    from verifylab.model.inputs.configs import read_config
+
+    assert same_shape(read_config(FIXTURE, None), kimi_k25_costs())
