@@ -206,3 +206,22 @@ def test_the_stored_fixture_is_the_case_studys_shape():
     from verifylab.model.inputs.configs import read_config
 
     assert same_shape(read_config(FIXTURE, None), kimi_k25_costs())
+
+
+def test_model_whatif_prices_every_option_at_the_context_given():
+    def crossover(context: int) -> list[str]:
+        result = CliRunner().invoke(
+            app, ["model", "whatif", "--batch", "8", "--context", str(context), "--data-dir", str(ROOT / "data"),
+                  "--json"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        rows = json.loads(result.output)
+        return [
+            r["eagle3_gain_high"]
+            for r in rows
+            if r["eagle3_gain_high"] is not None and r["regime_key"] == "healthy P2P"
+        ]
+
+    short, long = crossover(2048), crossover(65536)
+    assert len(short) == len(long) == 1
+    assert long[0] < short[0]  # on the healthy box, speculation gains less at 64k than at 2k

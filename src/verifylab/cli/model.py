@@ -33,6 +33,13 @@ def model_whatif(
         help="Plain decoding at one stream (tok/s) to calibrate EAGLE-3's gain to (default: the case study's "
         "reported 92.6).",
     ),
+    context: int | None = typer.Option(
+        None,
+        min=1,
+        max=1 << 21,
+        help="Tokens of KV each stream holds (default: the book's 2048): every option and the speculation crossover "
+        "are priced at it, attention with the terms fitted on the public per-context matrix (chapter 4).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as a JSON list."),
 ) -> None:
     """Every option (TP 8 with NCCL or FlashInfer fusion, TP 4 x PP 2, EP 8 with TP attention, DP attention with
@@ -44,6 +51,7 @@ def model_whatif(
     Example: `verifylab model whatif --batch 8 --latency 20261201-101500-probe-8gpu --decode-tok-s 80`
     """
     from verifylab.model.answers.words import crossover_words
+    from verifylab.model.case.box import CASE_CONTEXT
     from verifylab.model.case.option_prices import option_boxes
     from verifylab.model.case.option_tables import options_table
     from verifylab.model.case.speculation import decode_rate, inputs, speculation_case, speculation_cases
@@ -56,10 +64,11 @@ def model_whatif(
         ev = Evidence(data_dir)
         decode, decode_source = decode_rate(ev, decode_tok_s)
         model = inputs(ev) if latency is None else inputs_for_box(ev, reader_box(ev.measured, latency, path))
-        own = decode_tok_s is None and latency is None  # the book's own numbers: kept by the evidence
-        boxes = None if own else option_boxes(ev, model, decode, decode_source)
+        own = decode_tok_s is None and latency is None and context is None  # the book's own numbers: kept
+        at = float(context) if context is not None else CASE_CONTEXT
+        boxes = None if own else option_boxes(ev, model, decode, decode_source, at)
         frame = (whatif_table(ev, batch) if boxes is None else options_table(boxes, batch)).copy()
-        cases = speculation_case(ev) if own else speculation_cases(ev, model, decode, decode_source)
+        cases = speculation_case(ev) if own else speculation_cases(ev, model, decode, decode_source, at)
         gains = {regime.value: case.gain_at(batch) for regime, case in cases.items()}
     except VerifylabError as exc:
         raise fail(exc) from None

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from itertools import product
 
+from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.options import GPUS, MOE_LAYERS, ModelInputs, Option
 from verifylab.model.case.speculation import SpeculationCase, cases_on
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
@@ -53,11 +54,14 @@ class OptionBoxes:
         return self.inputs.curves
 
 
-def option_boxes(ev: ModelSources, inputs: ModelInputs, decode_tps: float, decode_source: str) -> OptionBoxes:
-    """The boxes of ``inputs``' regimes, calibrated to plain decoding at ``decode_tps`` (from ``decode_source``)."""
-    nccl = {r: c for r, c in cases_on(ev, inputs, decode_tps, decode_source).items() if c is not None}
-    fused = cases_on(ev, inputs, decode_tps, decode_source, collective=Collective.FUSED)
-    pcie = cases_on(ev, inputs, decode_tps, decode_source, collective=Collective.PCIE_IPC)
+def option_boxes(
+    ev: ModelSources, inputs: ModelInputs, decode_tps: float, decode_source: str, context: float = CASE_CONTEXT
+) -> OptionBoxes:
+    """The boxes of ``inputs``' regimes, calibrated to plain decoding at ``decode_tps`` (from ``decode_source``), each
+    stream holding ``context`` tokens."""
+    nccl = {r: c for r, c in cases_on(ev, inputs, decode_tps, decode_source, context=context).items() if c is not None}
+    fused = cases_on(ev, inputs, decode_tps, decode_source, collective=Collective.FUSED, context=context)
+    pcie = cases_on(ev, inputs, decode_tps, decode_source, collective=Collective.PCIE_IPC, context=context)
     return OptionBoxes(inputs, nccl, fused, pcie)
 
 

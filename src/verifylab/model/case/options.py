@@ -29,7 +29,7 @@ from enum import StrEnum
 
 from verifylab.derived import derived
 from verifylab.errors import ModelInputError
-from verifylab.model.case.box import case_study_box
+from verifylab.model.case.box import CASE_CONTEXT, case_study_box
 from verifylab.model.case.cycle import CycleAccount
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
@@ -49,7 +49,7 @@ from verifylab.vocab import KIMI_K2_HIDDEN, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG
 GPUS = 8
 
 
-CONTEXT_TOKENS = 2048  # KV each stream has read per pass (stated: the H200 passes used the same)
+CONTEXT_TOKENS = CASE_CONTEXT  # KV each stream has read per pass (stated: the H200 passes used the same)
 
 
 MEM_FRACTIONS = (DEFAULT_MEM_FRACTION, 0.95)  # SGLang's static memory fraction, two settings

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from verifylab.derived import derived
-from verifylab.model.case.box import CASE_GPUS, case_study_box
+from verifylab.model.case.box import CASE_CONTEXT, CASE_GPUS, case_study_box
 from verifylab.model.case.cycle import CycleAccount, cycle_account
 from verifylab.model.case.options import ModelInputs, model_inputs
 from verifylab.model.fits.context import context_terms
@@ -131,11 +131,12 @@ def pcie_ipc_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase 
 
 
 def speculation_cases(
-    ev: ModelSources, model: ModelInputs, decode_tps: float, decode_source: str
+    ev: ModelSources, model: ModelInputs, decode_tps: float, decode_source: str, context: float = CASE_CONTEXT
 ) -> dict[Regime, SpeculationCase]:
     """The case study's model per regime of ``model``'s curves, calibrated to ``decode_tps`` (plain decoding at one
-    stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range."""
-    return {r: case for r, case in cases_on(ev, model, decode_tps, decode_source).items() if case}
+    stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range, each stream
+    holding ``context`` tokens."""
+    return {r: case for r, case in cases_on(ev, model, decode_tps, decode_source, context=context).items() if case}
 
 
 def cases_on(
@@ -144,6 +145,7 @@ def cases_on(
     decode_tps: float,
     decode_source: str,
     collective: Collective = Collective.NCCL,
+    context: float = CASE_CONTEXT,
 ) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime of ``model``'s curves with the verify passes' all-reduces on ``collective``,
     calibrated to ``decode_tps`` as :func:`speculation_cases` (None where the collective cannot run)."""
@@ -160,11 +162,14 @@ def cases_on(
         box = replace(
             case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective, terms),
             chain_overlap=overlap,
+            context=context,
         )
         nccl_box = (
             box
             if curve is None
-            else case_study_box(curves, ev.measured, regime, decode_regime(regime), attention=terms)
+            else replace(
+                case_study_box(curves, ev.measured, regime, decode_regime(regime), attention=terms), context=context
+            )
         )
         cal = calibrate_decode(nccl_box, measured, decode_tps, decode_source)  # the rate was measured on NCCL
         if collective is Collective.PCIE_IPC:  # plain decoding runs on it too
