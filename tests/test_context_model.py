@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -117,20 +118,31 @@ def test_model_speculation_answers_from_the_matrix_at_the_owners_context(ev):
             assert low <= reported.loc[context, "reported_stops"] <= high
 
 
-def test_box_plan_follows_the_context(ev):
+def test_box_plan_follows_the_context_and_its_crossovers_hold_the_held_out_ones(ev):
+    check = crossover_check(ev)
+    reported = check[check["matrix"] == fitted_matrix(ev)[0].name].set_index("context")["reported_stops"]
+
     def plan(context: int) -> str:
         result = CliRunner().invoke(
             app,
             ["box", "--plan", "--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--gpus", "8", "--tp", "8",
-             "--regime", "healthy P2P", "--accept", "2.1", "--context", str(context), "--load", "16",
-             "--data-dir", str(ROOT / "data")],
+             "--regime", "healthy P2P", "--context", str(context), "--load", "16", "--data-dir", str(ROOT / "data")],
         )  # fmt: skip
         assert result.exit_code == 0, result.output
         return " ".join(result.output.split())
 
-    short, long = plan(16384), plan(65536)
-    assert "choice │ EAGLE-3" in short and "choice │ plain decoding" in long
-    assert "evidence: public" in short and "--tp-size 8" in short
+    outputs = {context: plan(context) for context in CONTEXTS}
+    assert "choice │ EAGLE-3" in outputs[16384] and "choice │ plain decoding" in outputs[65536]
+    assert "evidence: public" in outputs[16384] and "--tp-size 8" in outputs[16384]
+    previous = math.inf
+    for context, label in CONTEXTS.items():
+        found = re.search(r"stops paying: from ([\d.]+) streams to ([\d.]+) streams", outputs[context])
+        assert found, outputs[context]
+        low, high = float(found.group(1)), float(found.group(2))
+        assert high / low <= 3 and high <= previous * 1.05
+        previous = high
+        if label is not None:
+            assert low <= reported.loc[context] <= high
 
 
 def _box(terms: AttentionTerms | None = None, fraction: float | None = None, context: float = 32768) -> Box:

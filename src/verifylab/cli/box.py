@@ -27,8 +27,10 @@ def box_cmd(
     decode_tok_s: float | None = typer.Option(
         None, help="Or give the plain decode rate at one stream yourself (tok/s), e.g. from your own benchmark."
     ),
-    accept: float = typer.Option(
-        2.0, help="Mean accepted tokens per verify on your traffic (SGLang logs it as accept len); 2 if unknown."
+    accept: float | None = typer.Option(
+        None,
+        help="Mean accepted tokens per verify on your traffic (SGLang logs it as accept len); 2 if unknown. --plan: "
+        "where a public per-context matrix ran your box, its own accept length when you give none.",
     ),
     draft_tokens: int = typer.Option(4, min=2, max=64, help="Draft tokens per verify (the root included)."),
     config: Path | None = typer.Option(
@@ -177,7 +179,7 @@ def box_cmd(
             probe,
             decode_tok_s,
             source,
-            accept,
+            accept if accept is not None else 2.0,
             draft_tokens,
             config,
             gpu,
@@ -191,7 +193,7 @@ def box_cmd(
             context_terms(ev),
         )
         decision = decide_box(ev.measured, inputs)
-        if accept == 2.0:
+        if accept is None:
             decision.inputs["accept"] += " (the default: give --accept from your traffic)"
         page = write_box_page(decision, out or Path("box") / probe)
     except ModelInputError as exc:

@@ -30,6 +30,7 @@ from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
 from verifylab.vocab import RECOMMENDED_STACK, Drafter, Regime
 
+DEFAULT_ACCEPT = 2.0  # where neither the owner nor any evidence gives an accept length (said in the plan's inputs)
 REGIME_KEYS = {"healthy P2P": "healthy-p2p", "healthy-p2p": "healthy-p2p"}  # --regime as the evidence names it
 
 
@@ -39,7 +40,7 @@ class PlanRequest:
 
     load: int
     slo: Slo
-    accept: float
+    accept: float | None  # None: the evidence's own where a public matrix ran the box, else 2
     draft_tokens: int
     config: Path | None
     draft_config: Path | None
@@ -121,7 +122,7 @@ def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
         req.probe,
         req.decode_tok_s or 1.0,
         "given",
-        req.accept,
+        req.accept if req.accept is not None else DEFAULT_ACCEPT,
         req.draft_tokens,
         req.config,
         req.gpu,
@@ -140,19 +141,21 @@ def _plan(
     measured = measured_overheads(runs)
     calibrated = calibrate_decode(box, measured, req.decode_tok_s, "given (--decode-tok-s)")
     evidence: dict[str, str] = {}
+    accept = req.accept if req.accept is not None else DEFAULT_ACCEPT
     rates: RateSource | None = None
     chains: tuple[int, ...] = DRAFT_TOKENS
     if matched is not None:
         matrix, fit = matched
-        rates, chains = transfer_rates(matrix, fit, box.context), (matrix.verify_tokens,)
+        rates, chains = transfer_rates(matrix, fit, box.context, own_accept=req.accept is None), (matrix.verify_tokens,)
         answer = anchored_answer(matrix, fit, box.context, req.accept, matrix.streams)
+        accept = req.accept if req.accept is not None else (matrix.accept.low + matrix.accept.high) / 2
         low, high = answer.crossover
         evidence = {
             "evidence": answer.inputs["evidence"],
             "transfer": answer.inputs["transfer"],
             "speculation stops paying": f"from {_streams_words(low, matrix)} to {_streams_words(high, matrix)} at "
             f"{box.context:g} tokens of context (EAGLE-3, {matrix.verify_tokens} tokens per verify, accept "
-            f"{req.accept:g})",
+            + (f"{req.accept:g})" if req.accept is not None else f"{matrix.accept.text(2)}: the page's own)"),
             "other chains": "not offered: no evidence measured them at your context",
         }
     plan = choose(
@@ -160,7 +163,7 @@ def _plan(
         calibrated.overheads,
         req.load,
         req.slo,
-        req.accept,
+        accept,
         req.draft_tokens,
         req.prompt_tokens,
         req.output_tokens,

@@ -77,14 +77,16 @@ def anchored_answer(
     return SpeculationAnswer(rows, crossover, inputs)
 
 
-def transfer_rates(matrix: ContextMatrix, fit: AttentionFit, context: float) -> RateSource:
+def transfer_rates(matrix: ContextMatrix, fit: AttentionFit, context: float, own_accept: bool = False) -> RateSource:
     """A plan's rates from the matrix moved to ``context``: plain decoding, and EAGLE-3 at the matrix's chain with
-    the configuration's accept length (other chains have no evidence here and are not offered)."""
+    the configuration's accept length (``own_accept``: the page's own, a range; other chains have no evidence here
+    and are not offered)."""
 
     def rates(config: Configuration, running: Sequence[int]) -> dict[int, Span]:
         if config.drafter is not None and config.draft_tokens != matrix.verify_tokens:
             raise ModelInputError(f"{config.words()}: {matrix.name} measured {matrix.verify_tokens} tokens per verify")
-        rows = transferred(matrix, fit, context, list(running), None if config.drafter is None else config.accept)
+        accept = None if config.drafter is None or own_accept else config.accept
+        rows = transferred(matrix, fit, context, list(running), accept)
         return {r.streams: r.plain_tokens_per_s if config.drafter is None else r.spec_tokens_per_s for r in rows}
 
     return rates

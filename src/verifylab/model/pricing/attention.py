@@ -46,10 +46,15 @@ def stream_context_bytes(model: ModelCosts, context: float, tp: int) -> float:
     return context * model.kv_bytes_per_token_layer * model.layers / (tp if model.kv_sharded else 1)
 
 
+DECODE_QUERY_MAX = 16  # query tokens per stream a decode kernel takes one at a time; a longer query is a prefill
+
+
 def stream_reads(terms: AttentionTerms, tokens: float, streams: float) -> float:
     """How many times one stream's context a pass of ``tokens`` tokens from ``streams`` streams costs (the pricer
-    turns it into time at the scenario's bandwidth)."""
-    reads = 1.0 if terms.reads == "pass" else tokens / max(streams, 1.0)
+    turns it into time at the scenario's bandwidth). A prefill's query (more than :data:`DECODE_QUERY_MAX` tokens per
+    stream) reads it once: its attention is arithmetic, which the pricer prices as such."""
+    query = tokens / max(streams, 1.0)
+    reads = query if terms.reads == "token" and query <= DECODE_QUERY_MAX else 1.0
     return terms.per_pass + terms.per_stream * streams * reads
 
 
