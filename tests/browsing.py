@@ -16,6 +16,7 @@ from verifylab.report.table_fit import PLAIN_WORD
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREEN_WIDTHS = (1400, 800)  # a laptop, and a narrow window (the text column is 736 px there)
 SCREEN_HEIGHT = 900  # "taller than 1.5 screens" is measured against this
+FIRST_SCREENS = ((1400, 800), (800, 1000))  # the decision page's first screen: a laptop, a narrow tall window
 # The pages read as a reader reads them (layout at each width, first screen, reading, glossary links): every chapter
 # of the registry, the decision page, the changes page and the methods appendix. Every other page of the book (a
 # run's page, the indexes) is opened for its console errors, its requests and its charts only.

@@ -18,6 +18,7 @@ from .browsing import (
     CHART_MARKS,
     CHROMIUM,
     FIRST_SCREEN,
+    FIRST_SCREENS,
     FIRST_USES,
     GLOSSARY_TERMS,
     LAUNCH_ARGS,
@@ -222,6 +223,8 @@ def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
         for width in SCREEN_WIDTHS:  # a laptop and a narrow window
             page.set_viewport_size({"width": width, "height": SCREEN_HEIGHT})
             layout[width] = page.evaluate(LAYOUT)
+        for width, height in FIRST_SCREENS:
+            page.set_viewport_size({"width": width, "height": height})
             first_screen[width] = page.evaluate(FIRST_SCREEN)
         page.set_viewport_size({"width": 1400, "height": 1000})
         seen[rel] |= {

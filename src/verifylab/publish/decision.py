@@ -6,22 +6,25 @@ model objects the exhibits show."""
 
 from __future__ import annotations
 
+from verifylab.analysis.evidence_ladder import BandAnswer, BoxSpec, Rung, band_answers, bands_words, settle_command
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.recommendation import Topic
 from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
 from verifylab.model.answers.decision import (
     REFERENCE_MESSAGE,
     RegimeAnswer,
-    crossover_text,
     decision_table,
     fusion_at_one_stream,
     fusion_by_load_words,
+    fusion_switch,
     regime_answer,
 )
-from verifylab.model.answers.words import crossover_words, fastest_words, keep_speculation_words
-from verifylab.model.case.speculation import inputs
+from verifylab.model.answers.words import fastest_words
+from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
+from verifylab.model.inputs.configs import kimi_k25_costs
 from verifylab.model.pricing.regimes import REGIME_TITLE
+from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
@@ -101,28 +104,88 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
     )
 
 
-def first_screen(answer: RegimeAnswer, row: dict, fusion_verdict: str) -> str:
+def fusion_at_chain_words(answer: RegimeAnswer, chain: int) -> str:
+    """Fusion on or off by load at the chain the answers recommend: ``on at 1 stream (saves 0.11-0.45 ms per verify
+    pass); off from 8 streams``; a load whose range straddles nothing saved says so."""
+    parts = []
+    for streams, saving in answer.fusion_gain_by_load.items():
+        gain = saving.by_draft_tokens.get(chain) if saving else None
+        switch = fusion_switch(gain)
+        where = f"{streams} stream{'s' if streams > 1 else ''}"
+        parts.append((switch, where, gain))
+    words: list[str] = []
+    previous = None
+    for switch, where, gain in parts:
+        if switch == previous and switch != "on":
+            continue  # "off from 8 streams" covers the loads after it
+        previous = switch
+        if switch == "on" and gain is not None:
+            words.append(f"on at {where} (saves {gain.low:.2f}-{gain.high:.2f} ms per verify pass)")
+        elif switch == "off":
+            words.append(f"off from {where}")
+        elif switch == "cannot run":
+            words.append(f"cannot run from {where} (needs P2P)")
+        else:
+            words.append(f"a tie at {where} (measure: `verifylab box --plan --verify FILE`)")
+    return "; ".join(words) + f" ({chain} draft tokens; modelled)"
+
+
+def keep_words(answer: BandAnswer | None, row: dict) -> str:
+    """Keep EAGLE-3 at one stream, from the nearest evidence's short-context answer (the model's where none)."""
+    if answer is None or answer.gain_one is None:
+        return f"{row['eagle3_gain_x']}x plain decoding at one stream (modelled)"
+    gain = answer.gain_one
+    verdict = "yes" if gain.low >= 1 else ("no" if gain.high < 1 else "a tie")
+    return f"{verdict.capitalize()}: {gain.text(2)}x plain decoding at one stream, short context ({answer.rung.value})"
+
+
+def first_screen(answer: RegimeAnswer, row: dict, bands: list[BandAnswer], chain: int) -> str:
     """The four answers for healthy PCIe P2P and the one command to run first, short enough for the first screen
-    at 800 px (the browser test reads it there)."""
-    ipc = (
-        f" on NCCL; {crossover_words(answer.ipc_crossover, answer.speculation_consistent)} on PCIe-IPC"
-        if answer.ipc_crossover is not None
-        else ""
-    )
+    at 1400 x 800 and 800 x 1000 px (the browser test reads it there): each a setting, from the nearest evidence
+    where it is stored."""
+    short = next((b for b in bands if b.band == "short"), None)
     return f"""## The answers, for a box with healthy PCIe P2P
 
 Run first, on the box: `verifylab box --gpus 8 --server URL`. It names your box's regime and prices these answers
 from its own numbers; other regimes: {{numref}}`tbl-decision-regimes`.
 
-- **Deploy fusion?** {fusion_verdict.capitalize()}; per verify pass, {
-        answer.fusion_gain_ms.gain_text(2, "ms") if answer.fusion_gain_ms else "not priced"
-    }.
-- **Keep EAGLE-3?** {keep_speculation_words(answer.gain).capitalize()}: at one stream it runs {row["eagle3_gain_x"]}x
-  plain decoding ({row["eagle3_tok_s"]} against {row["decode_tok_s"]} tok/s).
+- **Deploy fusion?** {fusion_at_chain_words(answer, chain).capitalize()}.
+- **Keep EAGLE-3?** {keep_words(short, row)}.
 - **Eliminate all-reduces, and how?** The fastest verify pass SGLang runs with EAGLE-3:
-  {fastest_words(answer.best_by_load)}.
-- **Turn speculation off under load?** It {crossover_text(answer)}{ipc}.
+  {fastest_words(answer.best_by_load)} (modelled).
+- **Turn speculation off under load?** By context, {chain} draft tokens: {bands_words(bands)}.
 """
+
+
+def engine_caveat(bands: list[BandAnswer]) -> str:
+    """Where the answers' public evidence ran another engine than SGLang: what differs, and the one command that
+    settles it on the box (empty where no public evidence answered)."""
+    public = [b for b in bands if b.rung is Rung.PUBLIC]
+    if not public:
+        return ""
+    longest = public[-1]
+    return (
+        f"The public evidence ran vLLM's Triton MLA attention; SGLang's own Triton verify, measured on one H200, grows "
+        f"far faster with context ({{numref}}`tbl-engine-attention`): for SGLang at long context, "
+        f"{settle_command(longest.context)}."
+    )
+
+
+CHAIN = 4  # the chain the answers recommend: the public evidence's, and the case study's shortest
+
+
+def case_bands(ev: Evidence) -> list[BandAnswer]:
+    """The case study's box (Kimi-K2.5 INT4 over 8 x RTX PRO 6000, healthy P2P) per context band, from the nearest
+    evidence; the model's answer at that context where none is stored."""
+    spec = BoxSpec(kimi_k25_costs(), "rtx-pro-6000", 8, "healthy-p2p", CHAIN)
+
+    def modelled(context: float) -> SpeculationAnswer:
+        cases = cases_on(ev, inputs(ev), *decode_rate(ev), context=context)
+        case = cases[Regime.HEALTHY_P2P]
+        assert case is not None
+        return case.by_draft_tokens[CHAIN]
+
+    return band_answers(ev, spec, modelled)
 
 
 def decision_markdown(edition: dict, ev: Evidence) -> str:
@@ -141,13 +204,17 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     healthy_answer = regime_answer(ev, Regime.HEALTHY_P2P)
     fusion_verdict = fusion_at_one_stream(healthy_answer.fusion_gain_ms)
     fusion_load = fusion_by_load_words(healthy_answer)
-    answers = first_screen(healthy_answer, healthy, fusion_verdict)
+    bands = case_bands(ev)
+    answers = first_screen(healthy_answer, healthy, bands, CHAIN)
+    caveat = engine_caveat(bands)
     case_title = REGIME_TITLE[Regime.DEGRADED]
     upgrade_text = f"SGLang {upgrade[0]} with its pinned FlashInfer {upgrade[1]}" if upgrade else "no audited version"
     runs = edition["runs"]
     return f"""# The decision
 
 {answers}
+{caveat}
+
 ## Which regime is your box in?
 
 Run `verifylab box --gpus 8 --server URL` on the box: it probes the GPUs, measures one stream of plain decoding on

@@ -341,24 +341,25 @@ def throughput_pareto_chart(frame: pd.DataFrame) -> Figure:
 
 
 def context_gain_chart(cells: pd.DataFrame) -> Figure:
-    """Speculation's gain by streams per context of a public per-context matrix: the reported cells as points (filled
-    where fitted on, hollow where held out), the transfer's predicted range as a band; one panel per matrix and
-    context."""
-    data = cells.dropna(subset=["gain_reported"]).assign(panel=cells["matrix"] + " · " + cells["context_label"])
-    order = list(dict.fromkeys(data["panel"]))
+    """Speculation's gain by streams per context of the public per-context matrices: the reported cells as points
+    (shaped by role), the transfer's predicted range as a band, one colour per matrix, one panel per context."""
+    data = cells.dropna(subset=["gain_reported"])
+    order = list(dict.fromkeys(data["context_label"]))
     x = alt.X("streams:Q", scale=alt.Scale(type="log", base=2), title="concurrent streams")
+    color = legend_colour("matrix:N", "matrix")
     band = (
         alt.Chart()
-        .mark_area(opacity=0.3, color="#4c78a8")
-        .encode(x=x, y=alt.Y("gain_low:Q", title="EAGLE-3 over plain decoding (x)"), y2="gain_high:Q")
+        .mark_area(opacity=0.25)
+        .encode(x=x, y=alt.Y("gain_low:Q", title="EAGLE-3 over plain (x)"), y2="gain_high:Q", color=color)
     )
     one = alt.Chart().mark_rule(strokeDash=[4, 3], color="grey").encode(y=alt.datum(1.0))
     points = (
         alt.Chart()
-        .mark_point(size=45, color="black")
+        .mark_point(size=45)
         .encode(
             x=x,
             y="gain_reported:Q",
+            color=color,
             shape=alt.Shape("role:N", title="cell", legend=alt.Legend(orient="bottom")),
             tooltip=tooltips(
                 "matrix", "context_label", "streams", "role", gain_reported=".2f", gain_low=".2f", gain_high=".2f"
@@ -367,8 +368,8 @@ def context_gain_chart(cells: pd.DataFrame) -> Figure:
     )
     chart = (
         alt.layer(band, one, points, data=data)
-        .properties(width=150, height=150)
-        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=5)
+        .properties(width=200, height=160)
+        .facet(facet=alt.Facet("context_label:N", title=None, sort=order), columns=3)
     )
     return Figure(
         chart,
