@@ -20,6 +20,7 @@ from verifylab.model.answers.decision import (
     regime_answer,
 )
 from verifylab.model.answers.words import fastest_words
+from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
 from verifylab.model.inputs.configs import kimi_k25_costs
@@ -255,15 +256,17 @@ answer:
   its P2P works (its slow NCCL matches NCCL's on the kernel's own cross-NUMA box), EAGLE-3 would run
   {reported["pcie_ipc_eagle3_tok_s"]} tok/s against {reported["eagle3_tok_s"]} on NCCL as run
   ({{numref}}`tbl-pcie-ipc`, {{numref}}`tbl-public-evidence`).
-- **Turn speculation off under load?** ({speculation[0]} confidence) Modelled for this box at its reported accept
-  length: healthy P2P {healthy["speculation_off_from"]}; "{case_title}", {reported["speculation_off_from"]}
-  ({{numref}}`tbl-decision-regimes`). Measured on one H200 with the accept length held fixed, the gain falls below
-  1 at a stream count the accept length sets, and the model that prices this box predicts those crossovers from a
-  fit on one accept length ({{numref}}`tbl-speculation-crossovers`, {{numref}}`fig-speculation-gain`); reported: a
-  liability from about 30 requests ({{numref}}`tbl-reported-comparisons`). What moves it on your box: the accept
-  length on your own traffic and your own sweep (chapter 2's speculation grid, `verifylab model speculation`).{
-        family_check_words(ev)
-    }
+- **Turn speculation off under load?** By context band, from the nearest evidence: {bands_words(bands)}
+  ({{numref}}`tbl-context-crossovers`, {{numref}}`fig-context-gain`). The model of the case study's own box, at its
+  reported accept length and {CASE_CONTEXT:,} tokens of context ({speculation[0]} confidence): healthy P2P
+  {healthy["speculation_off_from"]}; "{case_title}", {reported["speculation_off_from"]}
+  ({{numref}}`tbl-decision-regimes`): it prices SGLang's box from H200 overheads and a reported decode rate, where
+  the public matrix measured the same GPUs and family under load. Measured on one H200 with the accept length held
+  fixed, the gain falls below 1 at a stream count the accept length sets, and the model that prices this box
+  predicts those crossovers from a fit on one accept length ({{numref}}`tbl-speculation-crossovers`,
+  {{numref}}`fig-speculation-gain`); reported: a liability from about 30 requests
+  ({{numref}}`tbl-reported-comparisons`). What moves it on your box: the accept length on your own traffic and your
+  own sweep (chapter 2's speculation grid, `verifylab model speculation`).{family_check_words(ev)}
 
 ## The case study's jump
 
