@@ -48,6 +48,13 @@ chapter.policy_check(ev, params)
 chapter.print_launch_command(ev, params)
 
 # %% [markdown]
+# For a box that cannot upgrade, the same answer on the case study's own stack (NCCL: its fusion gates stay closed
+# there, and it has no PCIe-IPC all-reduce):
+
+# %%
+chapter.case_study_command(ev)
+
+# %% [markdown]
 # ## What each probed box allows
 #
 # Every probe writes a `policy.json` beside its run: what its verdict allows on that box, which

@@ -91,7 +91,9 @@ def test_pcie_sm120_outlook_follows_the_wheels(shipped):
         assert fused == (not flashinfer_workspace_needs_multicast(row["flashinfer (pinned)"])), version
         assert ("multicast-preflight" in row["to open"]) == (row["workspace preflight"] == "yes")
     assert (outlook["provenance"] == "inferred from source and an SM90 simulation, not run on SM120").all()
-    assert upgrade_target(outlook) == ("0.5.20", "0.6.18")
+    # #68: the first pair that fuses as published and runs SGLang's PCIe-IPC all-reduce (0.5.20 fuses, has no PCIe-IPC)
+    assert upgrade_target(outlook) == ("0.5.22", "0.7.1")
+    assert upgrade_target(outlook.drop(index=["0.5.21", "0.5.22", "0.5.23"])) == ("0.5.20", "0.6.18")
     assert outlook.loc["0.5.9", "workspace"] == "CUDA IPC buffers (no multicast)"  # the case study's era
     finding = pcie_sm120_finding(outlook)
-    assert "SGLang 0.5.20 with its pinned FlashInfer 0.6.18" in finding
+    assert "SGLang 0.5.22 with its pinned FlashInfer 0.7.1" in finding and "PCIe-IPC" in finding

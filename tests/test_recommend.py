@@ -109,10 +109,10 @@ def test_the_case_study_decision_is_conditional_on_the_regime(shipped):
     fusion = recs["all-reduce fusion"].recommendation
     band = thresholds(ev)[Regime.HEALTHY_P2P.value]
     assert f"{band.low_us:.0f}-{band.high_us:.0f} µs (healthy P2P)" in fusion
-    assert "SGLang 0.5.20 (FlashInfer 0.6.18)" in fusion and "fix P2P first" in fusion
+    assert "SGLang 0.5.22 (FlashInfer 0.7.1)" in fusion and "fix P2P first" in fusion
     gates = recs["architecture gates"].recommendation
-    assert gates.startswith("Upgrade SGLang 0.5.9 to 0.5.20") and "flashinfer_comm_fusion.py" in gates
-    assert facts.upgrade == ("0.5.20", "0.6.18")
+    assert gates.startswith("Upgrade SGLang 0.5.9 to 0.5.22") and "flashinfer_comm_fusion.py" in gates
+    assert facts.upgrade == ("0.5.22", "0.7.1")
 
 
 def test_frame_has_every_recommendation_with_evidence_column():

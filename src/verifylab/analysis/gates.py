@@ -9,7 +9,7 @@ from verifylab.gates import Audit
 from verifylab.gates.matrix import matrix_pivot
 from verifylab.report.section import Prose
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import version_key
+from verifylab.vocab import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, version_at_least, version_key
 
 PCIE_SM120_LABEL = "inferred from source and an SM90 simulation, not run on SM120"
 
@@ -136,12 +136,20 @@ def pcie_sm120_outlook(forensics: pd.DataFrame) -> pd.DataFrame:
 
 
 def upgrade_target(outlook: pd.DataFrame) -> tuple[str, str] | None:
-    """The first audited SGLang version whose pinned FlashInfer fuses on a PCIe SM120 box without opening
-    FlashInfer itself: (sglang, flashinfer), the one upgrade the book names."""
+    """The one upgrade the book names, (sglang, flashinfer): the first audited SGLang whose pinned FlashInfer fuses
+    on a PCIe SM120 box without opening FlashInfer itself and that runs SGLang's PCIe-IPC all-reduce (the stack an
+    owner can launch today where P2P works); the first that fuses where none does both."""
     ready = [
         v for v, verdict in outlook["PCIe SM120"].items() if verdict == "fused after verifylab gates apply --arch sm120"
     ]
-    return (ready[0], str(outlook.loc[ready[0], "flashinfer (pinned)"])) if ready else None
+    both = [
+        v
+        for v in ready
+        if version_at_least(v, PCIE_IPC_SGLANG)
+        and version_at_least(str(outlook.loc[v, "flashinfer (pinned)"]), PCIE_IPC_FLASHINFER)
+    ]
+    chosen = both or ready
+    return (chosen[0], str(outlook.loc[chosen[0], "flashinfer (pinned)"])) if chosen else None
 
 
 def pcie_sm120_finding(outlook: pd.DataFrame) -> Prose:
@@ -156,7 +164,14 @@ def pcie_sm120_finding(outlook: pd.DataFrame) -> Prose:
     text = (
         f"**Upgrade target: SGLang {target[0]} with its pinned FlashInfer {target[1]}**, the first audited pair whose "
         "FlashInfer builds its fusion module for SM12x as published and allocates the workspace without NVLink "
-        "multicast; `verifylab gates apply --arch sm120` then opens SGLang's arch gates and its multicast preflight. "
+        "multicast"
+        + (
+            f" and that runs SGLang's PCIe-IPC all-reduce (SGLang {PCIE_IPC_SGLANG}+ with FlashInfer "
+            f"{PCIE_IPC_FLASHINFER}+)"
+            if version_at_least(target[0], PCIE_IPC_SGLANG)
+            else ""
+        )
+        + "; `verifylab gates apply --arch sm120` then opens SGLang's arch gates and its multicast preflight. "
         if target
         else ""
     )

@@ -4,9 +4,12 @@ command as a listing (one flag per line)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.recommendation import Recommendation, Topic
-from verifylab.launch import AllReduce, LaunchError, build_command
+from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.decision import fusion_switch
 from verifylab.report.tables import listing_text
 from verifylab.server.variants import DEFAULT_VARIANTS, variant_launch
@@ -80,3 +83,34 @@ def launch_command(ev: DeploymentFacts, rec: Recommendation) -> Recommendation:
 def wrapped_command(command: str) -> str:
     """A shell command one flag per line, continued with backslashes (pages and terminals stay narrow)."""
     return listing_text(command)
+
+
+@dataclass(frozen=True)
+class StackCommand:
+    """A launch command for one named stack: what it is for, the versions, and the shell command as built."""
+
+    title: str
+    versions: str
+    command: str
+    checked_against: str
+
+
+def stack_commands(targets: Sequence[tuple[str, str, LaunchTarget, AllReduce]], tp: int = 8) -> list[StackCommand]:
+    """EAGLE-3 with 4 draft tokens at TP ``tp`` on each (title, versions, target, all-reduce), built by the one
+    builder and checked against the target's audited flags and the variables its wheel reads (a stack the builder
+    refuses is named with why)."""
+    out = []
+    for title, versions, target, allreduce in targets:
+        launch = SglangLaunch.speculative(
+            "EAGLE3", 4, DRAFT_PLACEHOLDER, model_path="<model-path>", tp_size=tp, allreduce=allreduce
+        )
+        try:
+            built = build_command(launch, target)
+            out.append(
+                StackCommand(
+                    title, versions, built.shell(REPLAY_LAUNCHER), f"the audited SGLang {target.version} wheel"
+                )
+            )
+        except LaunchError as exc:
+            out.append(StackCommand(title, versions, f"no command: {exc}", target.name))
+    return out

@@ -7,7 +7,7 @@ import pandas as pd
 
 from verifylab.analysis import box_verify
 from verifylab.analysis.facts import facts_from_evidence
-from verifylab.analysis.launch_command import wrapped_command
+from verifylab.analysis.launch_command import stack_commands, wrapped_command
 from verifylab.analysis.probe_policies import command_breaks_policy, policies_frame, probe_policy, stored_policies
 from verifylab.analysis.recommend import DECISION_TOPICS, decision_lines, recommend, recommendations_frame
 from verifylab.analysis.recommendation import Recommendation, Topic
@@ -15,12 +15,14 @@ from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.ch01_environment_and_gates import pcie_sm120_finding
 from verifylab.chapters.params import Recommendations as Params
 from verifylab.derived import derived
+from verifylab.launch import AllReduce
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
 from verifylab.server.launch import launcher_help
 from verifylab.server.settings import running_interpreter_launcher
 from verifylab.server.variants import BaseConfig
 from verifylab.store.evidence import Evidence
+from verifylab.vocab import CASE_STUDY_STACK
 
 __all__ = ["Params", "pcie_sm120_finding"]
 
@@ -65,6 +67,19 @@ def print_launch_command(ev: Evidence, params: Params) -> None:
     """Print the launch command of the recommended variant, one flag per line (checked against --help live)."""
     command = next(r.command for r in _recommendations(ev, params) if r.topic is Topic.LAUNCH_COMMAND)
     print(wrapped_command(command) if command else "No launch command: no model path was given.")
+
+
+def case_study_command(ev: Evidence) -> None:
+    """Print the command of the case study's own stack (SGLang and FlashInfer as it ran them), for a box that cannot
+    upgrade: EAGLE-3 with 4 draft tokens at TP 8 on NCCL, checked against that wheel's flags and variables."""
+    (command,) = stack_commands(
+        [("The case study's own stack", "", ev.launch_target(CASE_STUDY_STACK[0]), AllReduce.NCCL)]
+    )
+    print(
+        f"SGLang {CASE_STUDY_STACK[0]} with FlashInfer {CASE_STUDY_STACK[1]}, as the case study ran it (checked "
+        f"against {command.checked_against}):"
+    )
+    print(wrapped_command(command.command))
 
 
 def probe_policies(ev: Evidence) -> Table:

@@ -207,15 +207,24 @@ def gates_matrix(
     table: which versions need which patch; next to it the FlashInfer version each SGLang wheel pins
     (`flashinfer_pins.csv`) and, per pair, what in the wheels allows or blocks fusion on a PCIe SM120 box
     (`fusion_forensics.csv`: JIT arch list, SM12x guards, how the workspace is allocated, the multicast preflight),
-    and every long option each SGLang server accepts (`sglang_flags.csv`, what a printed launch command may use).
+    and every long option each SGLang server accepts (`sglang_flags.csv`, what a printed launch command may use),
+    the environment variables each wheel reads (`sglang_env.csv`, what a printed command may set) and each wheel's
+    sha256 (`sglang_wheels.csv`).
 
     Example: `verifylab gates matrix --versions 0.5.8,0.5.9,0.5.23 --out data/gates/gate_matrix.csv`
     """
     from verifylab.gates.forensics import fusion_forensics
     from verifylab.gates.matrix import flashinfer_pins, gate_matrix, matrix_pivot
+    from verifylab.gates.sglang_env import env_table
     from verifylab.gates.sglang_flags import flags_table
     from verifylab.iorw import atomic_write_text
-    from verifylab.store.evidence import FLASHINFER_PINS_FILE, FORENSICS_FILE, SGLANG_FLAGS_FILE
+    from verifylab.store.evidence import (
+        FLASHINFER_PINS_FILE,
+        FORENSICS_FILE,
+        SGLANG_ENV_FILE,
+        SGLANG_FLAGS_FILE,
+        SGLANG_WHEELS_FILE,
+    )
 
     wanted = {
         "sglang": [v for v in versions.split(",") if v],
@@ -230,12 +239,16 @@ def gates_matrix(
             forensics = fusion_forensics(frame, pins, cache, extra_pairs=[(s, f) for s, f in extra])
             status.update("reading each server's options")
             flags = flags_table(wanted["sglang"], cache)
+            status.update("reading the environment variables each wheel reads")
+            env, wheels = env_table(wanted["sglang"], cache)
     except VerifylabError as exc:
         raise fail(exc) from None
     atomic_write_text(out, frame.to_csv(index=False))
     atomic_write_text(out.with_name(FLASHINFER_PINS_FILE.name), pins.to_csv(index=False))
     atomic_write_text(out.with_name(FORENSICS_FILE.name), forensics.to_csv(index=False))
     atomic_write_text(out.with_name(SGLANG_FLAGS_FILE.name), flags.to_csv(index=False))
+    atomic_write_text(out.with_name(SGLANG_ENV_FILE.name), env.to_csv(index=False))
+    atomic_write_text(out.with_name(SGLANG_WHEELS_FILE.name), wheels.to_csv(index=False))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
 
 

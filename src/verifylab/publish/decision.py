@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from verifylab.analysis.evidence_ladder import BandAnswer, BoxSpec, Rung, band_answers, bands_words, settle_command
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
+from verifylab.analysis.launch_command import stack_commands, wrapped_command
 from verifylab.analysis.recommendation import Topic
 from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
+from verifylab.launch import AllReduce
 from verifylab.model.answers.decision import (
     REFERENCE_MESSAGE,
     RegimeAnswer,
@@ -21,6 +23,7 @@ from verifylab.model.answers.decision import (
 )
 from verifylab.model.answers.words import fastest_words
 from verifylab.model.case.box import CASE_CONTEXT
+from verifylab.model.case.options import Option
 from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
 from verifylab.model.inputs.configs import kimi_k25_costs
@@ -29,7 +32,7 @@ from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
+from verifylab.vocab import CASE_STUDY_STACK, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, RECOMMENDED_STACK, Regime
 
 PAGE = "decision.md"
 
@@ -131,6 +134,20 @@ def fusion_at_chain_words(answer: RegimeAnswer, chain: int) -> str:
     return "; ".join(words) + f" ({chain} draft tokens; modelled)"
 
 
+def fusion_first_words(answer: RegimeAnswer, chain: int) -> str:
+    """The fusion answer as the first screen gives it: off where SGLang's PCIe-IPC all-reduce is the fastest verify
+    pass (the launch command runs it, and fusion replaces the same all-reduces), its NCCL answer beside it."""
+    ipc = [c for c, key in answer.best_by_load.items() if key == Option.TP8_PCIE_IPC.value]
+    on_nccl = fusion_at_chain_words(answer, chain)
+    if not ipc:
+        return on_nccl.capitalize()
+    loads = f"{min(ipc)}-{max(ipc)}" if len(ipc) > 1 else f"{ipc[0]}"
+    return (
+        f"Not with the PCIe-IPC all-reduce, the fastest verify pass at {loads} streams (the command below runs it); "
+        f"on NCCL: {on_nccl}"
+    )
+
+
 def keep_words(answer: BandAnswer | None, row: dict) -> str:
     """Keep EAGLE-3 at one stream, from the nearest evidence's short-context answer (the model's where none)."""
     if answer is None or answer.gain_one is None:
@@ -150,7 +167,7 @@ def first_screen(answer: RegimeAnswer, row: dict, bands: list[BandAnswer], chain
 Run first, on the box: `verifylab box --gpus 8 --server URL`. It names your box's regime and prices these answers
 from its own numbers; other regimes: {{numref}}`tbl-decision-regimes`.
 
-- **Deploy fusion?** {fusion_at_chain_words(answer, chain).capitalize()}.
+- **Deploy fusion?** {fusion_first_words(answer, chain)}.
 - **Keep EAGLE-3?** {keep_words(short, row)}.
 - **Eliminate all-reduces, and how?** The fastest verify pass SGLang runs with EAGLE-3:
   {fastest_words(answer.best_by_load)} (modelled).
@@ -189,6 +206,46 @@ def case_bands(ev: Evidence) -> list[BandAnswer]:
     return band_answers(ev, spec, modelled)
 
 
+def launch_section(ev: Evidence) -> str:
+    """The commands that launch the answers: the recommended stack where P2P works (PCIe-IPC all-reduce on) and the
+    case study's own stack for a box that cannot upgrade, each built by the one builder and checked against the
+    audited wheel's flags and the variables it reads."""
+    recommended, case = RECOMMENDED_STACK, CASE_STUDY_STACK
+    commands = stack_commands(
+        [
+            (
+                "Where P2P works",
+                f"SGLang {recommended[0]} with FlashInfer {recommended[1]}",
+                ev.launch_target(recommended[0]),
+                AllReduce.PCIE_IPC,
+            ),
+            (
+                "The case study's own stack, for a box that cannot upgrade",
+                f"SGLang {case[0]} with FlashInfer {case[1]}, as the case study ran it",
+                ev.launch_target(case[0]),
+                AllReduce.NCCL,
+            ),
+        ]
+    )
+    blocks = []
+    for c in commands:
+        blocks.append(
+            f"**{c.title}** ({c.versions}; flags and variables checked against {md_text(c.checked_against)}):\n\n"
+            f"```bash\n{wrapped_command(c.command)}\n```\n"
+        )
+    return "## Launch it\n\nEAGLE-3 with 4 draft tokens at TP 8 (the chain the answers recommend):\n\n" + "\n".join(
+        blocks
+    )
+
+
+def case_stack_blocks(ev: Evidence) -> str:
+    """What blocks fusion on a PCIe SM120 box in the case study's own SGLang/FlashInfer pair, as the audited wheels
+    say (the forensics table's cell)."""
+    forensics = ev.fusion_forensics
+    row = forensics[(forensics["sglang"] == CASE_STUDY_STACK[0]) & (forensics["flashinfer"] == CASE_STUDY_STACK[1])]
+    return str(row["blocks_fusion_on_pcie_sm120"].iloc[0]) if not row.empty else "not audited"
+
+
 def decision_markdown(edition: dict, ev: Evidence) -> str:
     """The page's MyST source; ``{numref}`` links resolve to the numbered exhibits of the chapters."""
 
@@ -216,6 +273,7 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
 {answers}
 {caveat}
 
+{launch_section(ev)}
 ## Which regime is your box in?
 
 Run `verifylab box --gpus 8 --server URL` on the box: it probes the GPUs, measures one stream of plain decoding on
@@ -275,9 +333,10 @@ answer:
 - 54.1 -> 96.1 tok/s removed **{t[FindingKey.CYCLE_TIME_REMOVED_MS]}** per cycle; kernel fusion carries
   {t[FindingKey.KERNEL_FUSION_SHARE_MS]} of it and the CUDA upgrade {t[FindingKey.UPGRADE_SHARE_MS]}
   ({{numref}}`tbl-reconciliation-summary`). What can carry the rest, ranked by its evidence, with the measurement that
-  decides each: {{numref}}`tbl-hypotheses`. SGLang 0.5.9 with FlashInfer 0.6.4 allocates the fusion workspace without
-  NVLink multicast; only FlashInfer's JIT arch list kept fusion off, and the case study reports that exact error
-  before fusion was enabled ({{numref}}`tbl-fusion-forensics`, audited wheels).
+  decides each: {{numref}}`tbl-hypotheses`. SGLang {CASE_STUDY_STACK[0]} with FlashInfer {CASE_STUDY_STACK[1]} allocates
+  the fusion workspace without NVLink multicast; what kept fusion off there: {md_text(case_stack_blocks(ev))}; the
+  case study reports FlashInfer's JIT error before fusion was enabled ({{numref}}`tbl-fusion-forensics`, audited
+  wheels).
 
 ## Caveats
 

@@ -22,6 +22,8 @@ GATE_MATRIX_FILE = Path("gates") / "gate_matrix.csv"  # written by `verifylab ga
 FLASHINFER_PINS_FILE = Path("gates") / "flashinfer_pins.csv"  # written next to the matrix
 FORENSICS_FILE = Path("gates") / "fusion_forensics.csv"  # written next to the matrix
 SGLANG_FLAGS_FILE = Path("gates") / "sglang_flags.csv"  # written next to the matrix
+SGLANG_ENV_FILE = Path("gates") / "sglang_env.csv"  # the variables each audited wheel reads
+SGLANG_WHEELS_FILE = Path("gates") / "sglang_wheels.csv"  # each audited wheel's file name and sha256
 
 
 class Evidence:
@@ -87,13 +89,20 @@ class Evidence:
         table = self._gates_csv(SGLANG_FLAGS_FILE, dtype=str, keep_default_na=False)
         return {str(v): frozenset(group["flag"]) for v, group in table.groupby("sglang")}
 
+    @cached_property
+    def sglang_env(self) -> dict[str, frozenset[str]]:
+        """Each audited SGLang version's environment variables, read from its wheel (``verifylab gates matrix``)."""
+        table = self._gates_csv(SGLANG_ENV_FILE, dtype=str, keep_default_na=False)
+        return {str(v): frozenset(group["variable"]) for v, group in table.groupby("sglang")}
+
     def launch_target(self, version: str) -> LaunchTarget:
         """SGLang ``version`` as the audited wheels have it: the flags a command for it may use, the FlashInfer it
-        pins (one line naming the versions audited where it is not)."""
+        pins and the variables it reads (one line naming the versions audited where it is not)."""
         flags = self.sglang_flags if (self.data_dir / SGLANG_FLAGS_FILE).is_file() else {}
         pins = self.flashinfer_pins if (self.data_dir / FLASHINFER_PINS_FILE).is_file() else pd.DataFrame()
         pinned = dict(zip(pins["sglang"], pins["flashinfer_pin"], strict=True)) if not pins.empty else {}
-        return LaunchTarget.audited(version, flags, pinned)
+        env = self.sglang_env if (self.data_dir / SGLANG_ENV_FILE).is_file() else None
+        return LaunchTarget.audited(version, flags, pinned, env)
 
     @property
     def has_gate_matrix(self) -> bool:
