@@ -8,6 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from verifylab.chapters.ch05_recommendations import case_study_command
@@ -70,3 +71,38 @@ def test_the_env_scan_reads_what_a_source_reads_and_declares():
         "    SGLANG_F = EnvBool(False)\n"
     )
     assert env_in_source(source, "sglang/srt/environ.py") == {"SGLANG_A", "SGLANG_B", "NCCL_C", "SGLANG_D", "SGLANG_F"}
+
+
+NEEDS_P2P = ("FlashInfer", "PCIe-IPC")  # options whose kernels write into the peers' memory
+
+
+def test_no_option_that_needs_p2p_is_offered_where_p2p_is_broken(ev):
+    """Every regime x option: where P2P is broken (the case study's as-reported regime) or absent (host memory),
+    fusion and the PCIe-IPC all-reduce are not priced, and no 'fastest' names them."""
+    from verifylab.model.answers.decision import decision_table
+    from verifylab.model.case.whatif import options_at_loads
+    from verifylab.model.pricing.regimes import REGIME_TITLE
+    from verifylab.vocab import Regime
+
+    frame = options_at_loads(ev, (1, 8, 32))
+    for regime in (Regime.DEGRADED, Regime.HOST_MEMORY):
+        rows = frame[(frame["regime"] == REGIME_TITLE[regime]) & frame["option"].str.contains("|".join(NEEDS_P2P))]
+        assert not rows.empty
+        assert rows["verify (ms)"].isna().all() or (rows["not priced because"].str.contains("P2P")).all(), rows
+    table = decision_table(ev).set_index("regime_key")
+    for regime in (Regime.DEGRADED, Regime.HOST_MEMORY):
+        row = table.loc[regime.value]
+        assert not any(word in row["fastest_at"] for word in NEEDS_P2P), row["fastest_at"]
+        assert str(row["pcie_ipc_eagle3_tok_s"]).startswith("cannot run")
+
+
+def test_nccl_slow_while_p2p_works_keeps_what_writes_into_peers():
+    """A probe whose P2P works and whose NCCL is slow: the policy allows fusion and the custom all-reduce (they need
+    P2P, which works), and the box's own collectives other than NCCL are priced as healthy P2P's."""
+    from verifylab.comm.policy import policy_from_probe
+    from verifylab.vocab import Regime
+
+    verdicts = pd.DataFrame([{"scope": "all", "regime": Regime.NCCL_SLOW.value, "world": 8, "refused_paths": ""}])
+    latency = pd.DataFrame([{"impl": "fused", "correct": True, "group": "all"}])
+    policy = policy_from_probe("r", verdicts, latency, {})
+    assert policy.tensor_parallel and policy.custom_allreduce and policy.fusion_allowed

@@ -75,7 +75,8 @@ class Regime(StrEnum):
     HEALTHY_P2P = "healthy P2P"
     HOST_MEMORY = "host-memory fallback"
     SOCKET = "socket"
-    DEGRADED = "degraded"
+    DEGRADED = "degraded"  # P2P reported but staged or broken: the platform is the fix
+    NCCL_SLOW = "NCCL slow, P2P works"  # P2P healthy pair by pair, NCCL's all-reduce slow: a collective is the fix
     NOT_APPLICABLE = "not applicable"
     UNKNOWN = "unknown"  # the probe lacks what a verdict needs (NCCL logged no channel lines, nothing measured)
     MEASURED = "this box (probe)"  # not a verdict: the pricing source when a probe of the box itself is stored

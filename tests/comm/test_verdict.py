@@ -98,12 +98,26 @@ def test_healthy_8_ranks_within_the_public_band_cites_it():
     assert [h.group for h in halves] == ["half:0-1-2-3", "half:4-5-6-7"]
 
 
-def test_case_study_like_205_us_over_p2p_is_degraded_not_healthy():
+def test_case_study_like_205_us_over_working_p2p_is_nccl_slow_not_healthy():
+    """#68: P2P healthy pair by pair (peer access, full copy bandwidth) with a slow all-reduce: NCCL alone is slow,
+    and the fix is a collective, not the platform."""
     lat = _latency(8, "p2p", {"all": 205.0})
     [whole] = decide(lat, _transport({(0, 1): "p2p"}), _p2p(8), {}, _public())
+    assert whole.regime is Regime.NCCL_SLOW
+    assert "slower than healthy P2P at 8 ranks" in whole.reason and "P2P works" in whole.reason
+    assert "PCIe-IPC" in whole.fix_hypothesis and "NCCL_GRAPH_FILE" in whole.fix_hypothesis
+
+
+def test_the_same_slow_all_reduce_with_a_refused_or_staged_pair_is_degraded():
+    lat = _latency(8, "p2p", {"all": 205.0})
+    refused = _p2p(8, can=lambda a, b: {a, b} != {2, 3})
+    [whole] = decide(lat, _transport({(0, 1): "p2p"}), refused, {}, _public())
+    assert whole.regime is Regime.DEGRADED and "NCCL_TOPO_DUMP_FILE" in whole.fix_hypothesis
+    staged = _p2p(8, gbs=lambda a, b: 5.0 if {a, b} == {2, 3} else 50.0)
+    [whole] = decide(lat, _transport({(0, 1): "p2p"}), staged, {}, _public())
+    assert whole.regime is Regime.DEGRADED and "2->3" in whole.reason
+    [whole] = decide(lat, _transport({(0, 1): "p2p"}), _p2p(0), {}, _public())  # no P2P matrix: cannot tell
     assert whole.regime is Regime.DEGRADED
-    assert "slower than healthy P2P at 8 ranks" in whole.reason and "public healthy band at 8 ranks" in whole.reason
-    assert "NCCL_TOPO_DUMP_FILE" in whole.fix_hypothesis  # misdetected topology: the graph to check first
 
 
 def test_numa_split_halves_healthy_whole_set_slow():

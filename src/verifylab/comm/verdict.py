@@ -272,6 +272,17 @@ def _judge(
             "(nvidia-smi topo -m), IOMMU and ACS",
         )
         evidences.insert(0, f"copy bandwidth per pair (P2P matrix): {', '.join(slow_pairs)}")
+    p2p_works = not p2p.empty and refused.empty and not slow_pairs
+    if regime is Regime.DEGRADED and p2p_works and reasons == [reading.why]:
+        return verdict(
+            Regime.NCCL_SLOW,
+            f"{reading.why}; every pair's peer access is allowed and its copies run at full bandwidth: P2P works, "
+            "NCCL's all-reduce alone is slow",
+            "a faster collective, not the platform: SGLang's PCIe-IPC all-reduce (SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1, "
+            "SGLang 0.5.21+ with FlashInfer 0.7.0+) or its custom all-reduce; or NCCL with a graph file "
+            "(NCCL_GRAPH_FILE) or a patched NCCL",
+            "P2P matrix: peer access on every pair, no staged copy; all-reduce above the healthy limit",
+        )
     if reasons:
         return verdict(Regime.DEGRADED, "; ".join(reasons), fixes[0], "; ".join(evidences))
     return verdict(

@@ -96,9 +96,13 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
     return (
         f"- **P2P, up to {limit.high_us:.0f} µs: healthy P2P** ({limit.basis}{cite}). The answers below for healthy "
         f"P2P apply; the model prices it at {healthy['allreduce_57kb_us']} µs.\n"
-        f"- **P2P, slower than {limit.high_us:.0f} µs: degraded** (misdetected topology or staged P2P): dump NCCL's "
-        "topology and graph (`NCCL_TOPO_DUMP_FILE`, `NCCL_GRAPH_DUMP_FILE`) and check the switches and NUMA nodes "
-        "it found.\n"
+        f"- **P2P, slower than {limit.high_us:.0f} µs, every pair's peer access and copy healthy: "
+        f"{Regime.NCCL_SLOW.value}** (a cross-NUMA ring, a misdetected topology): the fix is a collective, not the "
+        "platform — SGLang's PCIe-IPC all-reduce or its custom all-reduce, an NCCL graph file (`NCCL_GRAPH_FILE`) "
+        "or a patched NCCL; the healthy-P2P options run there.\n"
+        f"- **P2P, slower than {limit.high_us:.0f} µs, a pair refused or staged: degraded** (P2P staged or broken): "
+        "fix the platform first (ACS, IOMMU, BIOS, driver); nothing that writes into a peer's memory (fusion, "
+        "PCIe-IPC) runs until it is fixed.\n"
         f"- **SHM: NCCL through host memory** (modelled {host['allreduce_57kb_us']} µs). Fix P2P first (the probe "
         f"names the likeliest cause): EAGLE-3 at one stream goes from {host['eagle3_tok_s']} to "
         f"{healthy['eagle3_tok_s']} tok/s.\n"
@@ -308,12 +312,14 @@ answer:
   {{numref}}`tbl-fusion-options`). TP 4 x PP 2 keeps every all-reduce (four ranks each) and SGLang refuses
   pipeline parallelism with speculative decoding ({{numref}}`tbl-option-facts`).
 - **A faster all-reduce, deployable now?** SGLang's PCIe-IPC all-reduce (SGLang {PCIE_IPC_SGLANG}+ with FlashInfer
-  {PCIE_IPC_FLASHINFER}+, `SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1`) replaces NCCL for every TP all-reduce wherever P2P
-  works. Priced from its own public curve: with healthy P2P plain decoding runs {healthy["pcie_ipc_decode_tok_s"]}
-  tok/s and EAGLE-3 {healthy["pcie_ipc_eagle3_tok_s"]} ({healthy["pcie_ipc_gain_x"]}x); on the case study's box, if
-  its P2P works (its slow NCCL matches NCCL's on the kernel's own cross-NUMA box), EAGLE-3 would run
-  {reported["pcie_ipc_eagle3_tok_s"]} tok/s against {reported["eagle3_tok_s"]} on NCCL as run
-  ({{numref}}`tbl-pcie-ipc`, {{numref}}`tbl-public-evidence`).
+  {PCIE_IPC_FLASHINFER}+, `SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1`) replaces NCCL for the tensor-parallel group's bf16
+  all-reduces of decode and verify passes, within its bounded workspace, wherever P2P works. Priced from its own
+  public curve: with healthy P2P plain decoding runs {healthy["pcie_ipc_decode_tok_s"]} tok/s and EAGLE-3
+  {healthy["pcie_ipc_eagle3_tok_s"]} ({healthy["pcie_ipc_gain_x"]}x) ({{numref}}`tbl-pcie-ipc`,
+  {{numref}}`tbl-public-evidence`). The case study's reported figures cannot tell whether its NCCL alone is slow
+  (P2P works: "{Regime.NCCL_SLOW.value}", where PCIe-IPC applies) or its P2P is staged or broken (the
+  platform is the fix, and PCIe-IPC cannot run): `verifylab comm probe` tells them apart by each pair's peer access
+  and copy bandwidth.
 - **Turn speculation off under load?** By context band, from the nearest evidence: {bands_words(bands)}
   ({{numref}}`tbl-context-crossovers`, {{numref}}`fig-context-gain`). The model of the case study's own box, at its
   reported accept length and {CASE_CONTEXT:,} tokens of context ({speculation[0]} confidence): healthy P2P

@@ -233,6 +233,13 @@ class RegimeCurves:
             low, high = self.in_pass_fused.range_at(message)
             value = box.fused.priced_at(message, (world - 1) / (self.link_gbs * 1e3))
             return Price(value * low, value * high, f"measured on this box: {box.source}, x in-pass factor")
+        if box.regime is Regime.NCCL_SLOW and collective is not Collective.NCCL:  # P2P works: priced as healthy
+            priced = self.price(Regime.HEALTHY_P2P, collective, world, message)
+            return (
+                priced
+                if isinstance(priced, str)
+                else Price(priced.low_us, priced.high_us, f"{priced.basis} (P2P works on this box: its probe)")
+            )
         if box.regime not in PRICED_REGIMES:
             return f"not measured on this box, and its regime is {box.regime} ({box.source} has no verdict)"
         priced = self.price(box.regime, collective, world, message)
@@ -306,9 +313,9 @@ class RegimeCurves:
 
     def _pcie_ipc(self, regime: Regime, world: int, message: float) -> Price | str:
         """SGLang's PCIe-IPC all-reduce (0.5.21+, FlashInfer >= 0.7.0) from its own public curve, times the measured
-        in-pass factor of a push kernel; it needs peer writes, so it runs wherever P2P works: healthy P2P, and the
-        case study's box if its 205 us is NCCL crossing NUMA nodes rather than broken P2P."""
-        if regime not in (Regime.HEALTHY_P2P, Regime.DEGRADED):
+        in-pass factor of a push kernel; it needs peer writes, so it runs only where P2P works (healthy P2P, and a
+        probed box whose NCCL is slow while its P2P works)."""
+        if regime is not Regime.HEALTHY_P2P:
             return "needs working P2P (the kernel writes into the peers' memory): fix P2P first"
         curves = self._curves(world, ("pcie_ipc",))
         if not curves:
@@ -318,8 +325,6 @@ class RegimeCurves:
         sources = "; ".join(c.source for c in curves)
         low, high = self.in_pass_fused.range_at(message)
         basis = f"public PCIe-IPC curve at {world} ranks: {sources}, x {low:.2f}-{high:.2f} inside a pass"
-        if regime is Regime.DEGRADED:
-            basis += " (if the box's P2P works, as on the curve's own box, where NCCL took 205.1 us)"
         return Price(min(values) * low, max(values) * high, basis)
 
     def _all_to_all(self, regime: Regime, world: int, per_gpu_bytes: float) -> Price | str:

@@ -17,6 +17,7 @@ REGIME_TITLE = {
     Regime.HEALTHY_P2P: "healthy P2P",
     Regime.HOST_MEMORY: "host-memory fallback",
     Regime.DEGRADED: "as reported (broken P2P)",
+    Regime.NCCL_SLOW: "NCCL slow, P2P works",
     Regime.MEASURED: "this box (probe)",
 }
 
