@@ -71,12 +71,14 @@ def test_a_budget_too_small_for_the_plan_is_refused_naming_the_minutes(fitted):
 
 def test_plan_prints_without_a_gpu_and_refuses_what_it_cannot_price(tmp_path):
     runner = CliRunner()
-    args = ["box", "--plan", "--data-dir", str(DATA), "--load", "8", "--accept", "2.4"]
+    args = ["box", "--plan", "--data-dir", str(DATA), "--load", "8", "--accept", "2.4", "--gpu", "h200"]
     result = runner.invoke(app, [*args, "--config", str(_qwen_config(tmp_path))])
     assert result.exit_code == 0, result.output
     assert "choice" in result.output and "runner-up" in result.output and "minutes of GPU time" in result.output
     kimi = runner.invoke(app, args)  # Kimi-K2.5 at TP 1: its weights do not fit one GPU
     assert kimi.exit_code != 0 and "GB of weights per GPU" in kimi.output
+    no_gpu = runner.invoke(app, [*args[:-2], "--config", str(_qwen_config(tmp_path))])  # #69: never assumed
+    assert no_gpu.exit_code == 2 and "--gpu" in no_gpu.output
     bad = runner.invoke(app, [*args, "--overlap", "1.5"])
     assert bad.exit_code != 0 and "--overlap" in bad.output
 

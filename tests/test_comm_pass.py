@@ -87,7 +87,7 @@ def test_latency_is_a_file_when_the_path_exists_even_with_a_run_store(repo_root,
     relative = CliRunner().invoke(app, [*args, "--latency", "curve.csv", "--data-dir", str(repo_root / "data")])
     assert relative.exit_code == 0, relative.output
     no_norm = CliRunner().invoke(app, [*args, "--latency", "curve.csv", "--data-dir", str(tmp_path)])
-    assert no_norm.exit_code == 1 and "give --norm-us" in no_norm.output
+    assert no_norm.exit_code == 2 and "give --norm-us" in no_norm.output
 
 
 def test_model_pass_savings_are_within_25_percent_of_the_measured_range(repo_root):

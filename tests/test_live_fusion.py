@@ -84,7 +84,7 @@ def test_model_pass_with_the_collective_the_box_ran_gives_the_live_prediction(sh
     passes = {v["name"]: v["pass_ms"] for v in json.loads(result.output)["variants"]}
     assert 1e3 * (passes["nccl"] - passes["fused"]) == pytest.approx(row["predicted_as_run_us"])
     bad = CliRunner().invoke(app, [*args[:-2], "--unfused-us", "nan"])
-    assert bad.exit_code == 1 and "--unfused-us nan" in bad.output
+    assert bad.exit_code == 2 and "--unfused-us nan" in bad.output
 
 
 def test_the_in_pass_fit_holds_its_ends_and_reads_one_size_as_a_mean():

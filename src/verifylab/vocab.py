@@ -82,6 +82,24 @@ class Regime(StrEnum):
     MEASURED = "this box (probe)"  # not a verdict: the pricing source when a probe of the box itself is stored
 
 
+REGIME_KEYS = {  # the command line's spelling of each regime (either spelling is accepted, the value is printed)
+    "healthy-p2p": "healthy P2P",
+    "host-memory": "host-memory fallback",
+    "degraded": "degraded",
+    "nccl-slow": "NCCL slow, P2P works",
+}
+
+
+def regime_named(text: str, option: str = "--regime") -> Regime:
+    """A regime from either spelling (``healthy-p2p`` or ``healthy P2P``); one line naming the choices otherwise."""
+    value = REGIME_KEYS.get(text.strip().lower(), text.strip())
+    try:
+        return Regime(value)
+    except ValueError:
+        choices = ", ".join(f"{k} ('{v}')" for k, v in REGIME_KEYS.items())
+        raise ValueError(f"{option} {text!r}: one of {choices}") from None
+
+
 class Drafter(StrEnum):
     """Where speculative decoding's draft tokens come from: a draft model (EAGLE-3) or the context's n-grams."""
 

@@ -31,7 +31,7 @@ def test_a_curve_row_that_cannot_be_a_latency_refuses_the_file(tmp_path, repo_ro
     curve.write_text(HEADER + rows)
     args = ["--compute-ms", "8", "--tokens", "16", "--path", "shm", "--norm-us", "3"] if command == "pass" else []
     result = CliRunner().invoke(app, ["model", command, "--latency", str(curve), *args])
-    assert result.exit_code == 1 and words in result.output, result.output
+    assert result.exit_code == 2 and words in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
@@ -41,9 +41,9 @@ def test_a_path_the_curve_lacks_and_an_infinite_input_are_refused(tmp_path, repo
     curve.write_text(HEADER + "shm,nccl,1,30\nshm,nccl,4,34\nshm,nccl,16,40\n")
     base = ["model", "pass", "--tokens", "16", "--latency", str(curve), "--norm-us", "3", "--json"]
     lacks = CliRunner().invoke(app, [*base, "--compute-ms", "8", "--path", "p2p"])
-    assert lacks.exit_code == 1 and "its paths: shm" in lacks.output
+    assert lacks.exit_code == 2 and "its paths: shm" in lacks.output
     infinite = CliRunner().invoke(app, [*base, "--compute-ms", "inf", "--path", "shm"])
-    assert infinite.exit_code == 1 and "--compute-ms inf" in infinite.output
+    assert infinite.exit_code == 2 and "--compute-ms inf" in infinite.output
     good = CliRunner().invoke(app, [*base, "--compute-ms", "8", "--path", "shm"])
     assert good.exit_code == 0 and json.loads(good.output)["variants"][1]["pass_ms"] > 8
 
@@ -64,7 +64,7 @@ def test_a_curve_that_cannot_be_one_is_refused(tmp_path, repo_root, monkeypatch,
     curve.write_text(HEADER + rows)
     args = ["model", "pass", "--compute-ms", "8", "--tokens", "16", "--path", "shm", "--norm-us", "3"]
     result = CliRunner().invoke(app, [*args, "--latency", str(curve)])
-    assert result.exit_code == 1 and words in result.output, result.output
+    assert result.exit_code == 2 and words in result.output, result.output
 
 
 def test_a_probe_of_another_size_of_group_prices_no_tp(tmp_path, repo_root, monkeypatch):
@@ -85,7 +85,7 @@ def test_a_probe_of_another_size_of_group_prices_no_tp(tmp_path, repo_root, monk
     )
     args = ["model", "speculation", "--config", str(tmp_path), "--gpu", "h200", "--accept", "2"]
     result = CliRunner().invoke(app, [*args, "--tp", "8", "--latency", "20261201-092338-2xh200-probe-p2p"])
-    assert result.exit_code == 1 and "measured 2 rank(s), not the 8 of --tp 8" in result.output, result.output
+    assert result.exit_code == 2 and "measured 2 rank(s), not the 8 of --tp 8" in result.output, result.output
 
 
 @pytest.mark.parametrize("rate", ["1e-300", "0.01", "1e6"])
@@ -93,4 +93,4 @@ def test_a_decode_rate_no_server_runs_at_is_refused(tmp_path, repo_root, monkeyp
     """#53 class 5: `--decode-tok-s 1e-300` (a step of 10^297 s) is refused with its bounds, not priced."""
     monkeypatch.chdir(repo_root)
     result = CliRunner().invoke(app, ["model", "whatif", "--decode-tok-s", rate])
-    assert result.exit_code == 1 and "one stream's plain decode rate in tok/s" in result.output, result.output
+    assert result.exit_code == 2 and "one stream's plain decode rate in tok/s" in result.output, result.output

@@ -226,3 +226,46 @@ def checked_view(table: pd.DataFrame) -> pd.DataFrame:
     refit = zip(table["refit_tokens_per_s_low"], table["refit_tokens_per_s_high"], strict=True)
     view.insert(3, "refit_tokens_per_s", [_range(lo, hi) for lo, hi in refit])
     return view.assign(run=table["run"].to_numpy(), provenance=table["provenance"].to_numpy())
+
+
+def loop_error_words(runs: MeasuredRuns) -> str:
+    """The newest stored `box --verify` run's miss, in words (empty where none is stored or none can be read)."""
+    for run_id in reversed(verify_runs(runs)):
+        try:
+            v = verdict(runs, run_id)
+        except (ModelInputError, KeyError, ValueError):
+            continue
+        return (
+            f"predicted tok/s missed the measured by a median {v.median_error:.0%} over {v.measured_cells} of "
+            f"{v.planned_cells} cells; the model {'chose right' if v.model_right else 'chose wrongly'} (run {run_id})"
+        )
+    return ""
+
+
+ACCEPT_TOLERANCE = 0.05  # a speculative server whose reported accept length misses the plan's by more is refused
+
+
+def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tuple[list[str], set[str]]:
+    """What a check cannot trust, in lines naming the cells, and the servers (variants) whose cells are refused: a
+    server that failed or left cells unmeasured (died, would not start), and a speculative server whose reported
+    accept length misses the plan's by more than :data:`ACCEPT_TOLERANCE` (it ignored the accept length asked)."""
+    lines: list[str] = []
+    refused: set[str] = set()
+    points = runs.table_or_none(run_id, POINTS)
+    if points is not None:
+        for row in points.to_dict("records"):
+            failure = str(row.get("failure") or "").strip()
+            failed = int(row.get("failed_cells") or 0)
+            if failure or failed:
+                lines.append(f"{row['variant']}: {failure or f'{failed} cell(s) failed'}")
+            target, reported = float(row.get("accept_target") or 1.0), row.get("server_accept_length")
+            known = target > 1.0 and reported is not None and np.isfinite(reported)
+            if known and abs(float(reported) / target - 1.0) > ACCEPT_TOLERANCE:
+                refused.add(str(row["variant"]))
+                lines.append(
+                    f"{row['variant']}: the server reported accept length {float(reported):.2f} against the "
+                    f"{target:.2f} planned (more than {ACCEPT_TOLERANCE:.0%} off): its cells are refused"
+                )
+    missing = table[table["measured_tokens_per_s"].isna() & ~table["variant"].isin(refused)]
+    lines += [f"{r.configuration} at {r.streams} streams: not measured" for r in missing.itertuples()]
+    return lines, refused

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from verifylab.errors import ParameterError, VerifylabError
+from verifylab.errors import ModelInputError, ParameterError, VerifylabError
 
 ROOT_HELP = (
     "Folder holding sglang/ (site-packages or an unpacked wheel), maybe flashinfer/ too. "
@@ -30,11 +30,11 @@ def gates_root(root: Path | None) -> Path:
 
 
 def fail(exc: VerifylabError) -> typer.Exit:
-    """Print a library error as one line and return the exit to raise: 2 for a wrong parameter (a usage error,
-    as click's own), 1 for everything that went wrong while working."""
+    """Print a library error as one line and return the exit to raise: 2 for a wrong parameter or model input (a usage
+    error, as click's own: `box` and `model` answer alike), 1 for everything that went wrong while working."""
     # the message is text, not markup: errors quote paths and logs like "[/src/gloo/...:78]"
     err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False, markup=True)
-    return typer.Exit(code=2 if isinstance(exc, ParameterError) else 1)
+    return typer.Exit(code=2 if isinstance(exc, ParameterError | ModelInputError) else 1)
 
 
 def print_frame(frame, title: str | None = None) -> None:

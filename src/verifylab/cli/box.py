@@ -103,9 +103,18 @@ def box_cmd(
 
     Anywhere, from a stored probe and your numbers (replay):
 
-      verifylab box --probe 20261201-092338-2xh200-probe-p2p --decode-tok-s 90 --accept 2.4
+      verifylab box --probe 20261201-092338-2xh200-probe-p2p --decode-tok-s 90 --accept 2.4 \\
+        --config examples/configs/qwen3-30b-a3b
 
-    A probe made by `verifylab box --server` keeps its decode measurement: `--probe RUN` alone replays it.
+    A probe made by `verifylab box --server` keeps its decode measurement: `--probe RUN` and the served model's config
+    replay it:
+
+      verifylab box --probe 20261202-203301-box-probe --config examples/configs/qwen3-30b-a3b
+
+    The plan and the check (no GPU for the plan):
+
+      verifylab box --plan --config examples/configs/kimi-k2.5-int4 --gpu rtx-pro-6000 --tp 8 \\
+        --regime healthy-p2p --context 32768
 
     Modelled from measured inputs (every input is listed on the page, Table 5). The probe's verdict and policy are
     the ones `verifylab comm probe` gives; the speculation model is chapter 2's, fitted on the stored H200 grid.
@@ -213,6 +222,7 @@ def box_cmd(
 
 def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None) -> None:
     """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
+    from verifylab.analysis.box_verify import loop_error_words
     from verifylab.cli.box_check import plan_box, print_plan, verify_on_box
     from verifylab.model.case.speculation import inputs
     from verifylab.store.evidence import Evidence
@@ -222,7 +232,7 @@ def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_
         ev = Evidence(data_dir)
         target = ev.launch_target(req.sglang)
         chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None, ev)
-        print_plan(chosen, target)
+        print_plan(chosen, target, loop_error_words(ev.measured))
         if verify is not None:
             verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"))
     except ModelInputError as exc:

@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.table import Table
 
 from verifylab.cli._shared import console, err_console
-from verifylab.errors import ParameterError
-from verifylab.launch import LaunchError, LaunchTarget, SglangLaunch, build_command
+from verifylab.errors import ParameterError, VerifylabError
+from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
 from verifylab.model.answers.box_plan import DRAFT_TOKENS, BoxPlan, Priced, RateSource, Slo, choose
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
@@ -28,10 +28,25 @@ from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.regimes import PRICED_REGIMES
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
-from verifylab.vocab import RECOMMENDED_STACK, Drafter, Regime
+from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named
+
+
+class CheckError(VerifylabError):
+    """A `box --verify` whose measurement cannot be trusted: a server died, left cells, or ignored its accept
+    length (the command ends non-zero, naming the cells)."""
+
 
 DEFAULT_ACCEPT = 2.0  # where neither the owner nor any evidence gives an accept length (said in the plan's inputs)
-REGIME_KEYS = {"healthy P2P": "healthy-p2p", "healthy-p2p": "healthy-p2p"}  # --regime as the evidence names it
+
+
+def _regime_of(text: str | None) -> Regime | None:
+    """``--regime`` in either spelling (``healthy-p2p`` or ``healthy P2P``), refused in one line otherwise."""
+    if text is None:
+        return None
+    try:
+        return regime_named(text)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -86,15 +101,21 @@ def plan_box(
     if req.tp > 1 and (req.regime is None or curves is None):
         regimes = ", ".join(repr(r.value) for r in PRICED_REGIMES)
         raise ParameterError(f"--tp {req.tp}: name the box's communication regime with --regime ({regimes})")
+    if req.gpu is None:
+        raise ParameterError(
+            "--gpu: name the box's GPU (h200, h100, rtx-pro-6000), or give --probe RUN of the box: a plan never "
+            "assumes one"
+        )
     target = read_config(req.config, req.expert_bits) if req.config else kimi_k25_costs()
-    gpu = gpu_named(req.gpu or "h200", measured_ceilings(runs))
+    gpu = gpu_named(req.gpu, measured_ceilings(runs))
     layout_fits(target, gpu, req.tp)
     draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
     curve, comm = None, "TP 1: no all-reduce"
-    if req.tp > 1 and curves is not None and req.regime is not None:
-        if req.regime not in {r.value for r in PRICED_REGIMES}:
+    regime = _regime_of(req.regime)
+    if req.tp > 1 and curves is not None and regime is not None:
+        if regime not in PRICED_REGIMES:
             raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
-        curve, comm = regime_curve(curves, Regime(req.regime), req.tp)
+        curve, comm = regime_curve(curves, regime, req.tp)
     box = Box(
         target,
         gpu,
@@ -110,9 +131,11 @@ def plan_box(
     )
     matched = None
     if ev is not None and req.decode_tok_s is None and req.gpu is not None:
-        matched = matching_matrix(ev, target, req.gpu, req.tp, req.regime and REGIME_KEYS.get(req.regime),
-                                  Drafter.EAGLE3, req.draft_tokens)  # fmt: skip
-    return _plan(runs, req, box, matched)
+        key = next((k for k, v in REGIME_KEYS.items() if regime is not None and v == regime.value), None)
+        matched = matching_matrix(ev, target, req.gpu, req.tp, key, Drafter.EAGLE3, req.draft_tokens)
+    plan = _plan(runs, req, box, matched)
+    p2p = regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)
+    return replace(plan, collective="pcie_ipc" if req.tp > 1 and p2p else "nccl")
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
@@ -189,7 +212,7 @@ def _streams_words(value: float | None, matrix: ContextMatrix) -> str:
     return f"beyond {max(matrix.streams)} streams" if value is None else f"{value:.1f} streams"
 
 
-def print_plan(plan: BoxPlan, target: LaunchTarget) -> None:
+def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> None:
     """The choice, the runner-up and plain decoding at the owner's load, then what measuring them costs."""
     table = Table(title=f"at {plan.load} streams, {plan.inputs['slo']}", title_justify="left")
     for column in ("", "configuration", "goodput tok/s", "tok/s", "ms per token", "first token ms"):
@@ -213,7 +236,25 @@ def print_plan(plan: BoxPlan, target: LaunchTarget) -> None:
     )
     for name, value in plan.inputs.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)
-    command = launch_words(plan.chosen, plan.tp, target)
+    if loop_error:
+        console.print(f"  this loop's last check: {loop_error}", highlight=False, markup=False)
+    chosen, runner = plan.chosen.at_load.goodput, plan.runner_up.at_load.goodput
+    if chosen.high <= 0:
+        console.print(
+            f"nothing meets the SLO at {plan.load} streams ({plan.inputs['slo']}): no launch command. Relax the SLO or "
+            "the load; the table shows how far each configuration is from it.",
+            highlight=False,
+            markup=False,
+        )
+        return
+    if runner.high >= chosen.low:  # overlapping goodput: the model cannot tell them apart
+        console.print(
+            f"a tie: the choice's goodput ({chosen.text(0)}) and the runner-up's ({runner.text(0)}) overlap; "
+            "`verifylab box --plan --verify FILE` breaks it on the box (the plan above)",
+            highlight=False,
+            markup=False,
+        )
+    command = launch_words(plan.chosen, plan.tp, target, collective=plan.collective)
     console.print(f"  launch the choice: {command}", highlight=False, markup=False, soft_wrap=True)
     console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
 
@@ -224,11 +265,14 @@ def launch_words(
     target: LaunchTarget,
     model_path: str = "<model-path>",
     draft_path: str = "<EAGLE-3-draft-path>",
+    collective: str = "nccl",
 ) -> str:
     """The command that serves a configuration at TP ``tp``, built for ``target`` and shell-quoted (why not, where the
-    target cannot run it)."""
+    target cannot run it); ``collective`` ``pcie_ipc``: SGLang's PCIe-IPC all-reduce where the target runs it."""
     c = priced.config
     settings: dict = {"model_path": model_path, "tp_size": tp, "max_running_requests": c.max_running}
+    if collective == "pcie_ipc" and tp > 1 and target.has_pcie_ipc:
+        settings["allreduce"] = AllReduce.PCIE_IPC
     launch = (
         SglangLaunch(**settings)
         if c.drafter is None
@@ -242,7 +286,7 @@ def launch_words(
 
 def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str) -> None:
     """Measure the plan on this box into run ``run_id``, store the comparison and print the verdict."""
-    from verifylab.analysis.box_verify import compare, verdict
+    from verifylab.analysis.box_verify import compare, untrusted_cells, verdict
     from verifylab.bench.box_verify import VerifySettings, run_verify
     from verifylab.sources import MeasuredRuns as Runs
     from verifylab.store.evidence import Evidence
@@ -254,24 +298,38 @@ def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: st
         settings = VerifySettings.model_validate(raw)
     except ValueError as exc:
         raise ParameterError(f"--verify {settings_file}: {str(exc).splitlines()[0]}") from None
+    store = RunStore(data_dir / "runs")
+    if store.exists(run_id) and "box_plan" not in store.manifest(run_id).parameters:
+        raise ParameterError(
+            f"--run-id {run_id}: a stored run that `box --verify` did not create (it holds no box plan): measure into "
+            "a new run id; a check never writes into a run it did not make"
+        )
     err_console.print(f"measuring into run {run_id} (resumable: the same --run-id continues)", highlight=False)
     run_verify(plan, settings, data_dir, run_id, progress=lambda line: err_console.print(line, highlight=False))
     runs: Runs = Evidence(data_dir).measured
     table = compare(runs, run_id)
-    RunStore(data_dir / "runs").write_table(run_id, "box_verify", table)
-    v = verdict(runs, run_id, table)
-    console.print(
-        f"measured at {v.load} streams: {v.winner} served the most goodput ({v.winner_goodput:.0f} tok/s); the choice "
-        f"{v.chosen_goodput:.0f}, the runner-up {v.runner_up_goodput:.0f}",
-        highlight=False,
-        markup=False,
-    )
-    console.print(
-        "the model chose right" if v.model_right else f"the model chose wrongly: {v.winner} won, measured",
-        highlight=False,
-        markup=False,
-    )
-    console.print(
-        f"predicted tok/s: median miss {v.median_error:.0%} over {v.measured_cells} of {v.planned_cells} cells",
-        highlight=False,
-    )
+    problems, refused = untrusted_cells(runs, run_id, table)
+    table.loc[table["variant"].isin(refused), [c for c in table.columns if c.startswith("measured_")]] = float("nan")
+    store.write_table(run_id, "box_verify", table)
+    if table["measured_tokens_per_s"].notna().any():
+        v = verdict(runs, run_id, table)
+        console.print(
+            f"measured at {v.load} streams: {v.winner} served the most goodput ({v.winner_goodput:.0f} tok/s); the "
+            f"choice {v.chosen_goodput:.0f}, the runner-up {v.runner_up_goodput:.0f}",
+            highlight=False,
+            markup=False,
+        )
+        if not problems:
+            console.print(
+                "the model chose right" if v.model_right else f"the model chose wrongly: {v.winner} won, measured",
+                highlight=False,
+                markup=False,
+            )
+        console.print(
+            f"predicted tok/s: median miss {v.median_error:.0%} over {v.measured_cells} of {v.planned_cells} cells",
+            highlight=False,
+        )
+    if problems:
+        raise CheckError(
+            f"run {run_id}: the check cannot be trusted (no verdict on the model's choice): " + "; ".join(problems)
+        )

@@ -115,9 +115,6 @@ def model_whatif(
         )
 
 
-REGIME_NAMES = {"healthy-p2p": "healthy P2P", "host-memory": "host-memory fallback", "degraded": "degraded"}
-
-
 @model_app.command("speculation")
 def model_speculation(
     config: Path = typer.Option(
@@ -139,7 +136,9 @@ def model_speculation(
         1, min=1, max=64, help="Tensor-parallel size (all-reduces priced from --regime or --latency)."
     ),
     regime: str | None = typer.Option(
-        None, help="healthy-p2p, host-memory or degraded: the all-reduce curve of that regime (chapter 4)."
+        None,
+        help="healthy-p2p, host-memory or degraded (or as pages spell them: 'healthy P2P' ...): the all-reduce "
+        "curve of that regime (chapter 4).",
     ),
     latency: str | None = typer.Option(
         None,
@@ -204,11 +203,11 @@ def model_speculation(
     from verifylab.model.inputs.gpus import gpu_named
     from verifylab.model.inputs.grids import measured_ceilings
     from verifylab.model.inputs.model_costs import Routing
-    from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, regime_curve
+    from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
     from verifylab.model.pricing.pricer import Box
     from verifylab.model.pricing.speculation import UNPHYSICAL, answer, gain_flag
     from verifylab.store.evidence import Evidence
-    from verifylab.vocab import Drafter, Regime
+    from verifylab.vocab import Drafter
 
     try:
         chosen = _choice("--drafter", drafter, [d.value for d in Drafter])
@@ -223,10 +222,9 @@ def model_speculation(
             if (regime is None) == (latency is None):
                 raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
             if regime is not None:
-                key = _choice("--regime", regime, list(REGIME_NAMES))
                 from verifylab.model.case.speculation import inputs
 
-                curve, comm_source = regime_curve(inputs(ev).curves, Regime(REGIME_NAMES[key]), tp)
+                curve, comm_source = regime_curve(inputs(ev).curves, _regime(regime), tp)
             else:
                 from verifylab.model.inputs.curves import load_curves
                 from verifylab.model.inputs.probes import probed_world
@@ -251,8 +249,9 @@ def model_speculation(
             allreduce_us=curve,
             comm_source=comm_source,
         )
+        layout_fits(target, box.gpu, tp)  # the same memory check as `box`
         own_box = latency is None and decode_tok_s is None and bandwidth_gbs is None and tflops is None
-        regime_key = regime if regime in REGIME_NAMES else None
+        regime_key = _regime_key(regime) if regime is not None else None
         matched = (
             matching_matrix(ev, target, _gpu_key(gpu), tp, regime_key, Drafter(chosen), draft_tokens)
             if own_box and Routing(shape) is Routing.UNIFORM
@@ -322,6 +321,24 @@ def matched_accept_high(result: Any) -> float:
     text = str(result.inputs.get("accept_length", ""))
     numbers = [float(n) for n in re.findall(r"\d+\.\d+", text.split("(")[0])]
     return max(numbers) if numbers else float("inf")
+
+
+def _regime(text: str):
+    """``--regime`` in either spelling (``healthy-p2p`` or ``healthy P2P``), refused in one line otherwise."""
+    from verifylab.vocab import regime_named
+
+    try:
+        return regime_named(text)
+    except ValueError as exc:
+        raise ModelInputError(str(exc)) from None
+
+
+def _regime_key(text: str) -> str:
+    """The command line's key of ``--regime`` (``healthy-p2p``), whichever spelling was given."""
+    from verifylab.vocab import REGIME_KEYS
+
+    value = _regime(text).value
+    return next(k for k, v in REGIME_KEYS.items() if v == value)
 
 
 def _gpu_key(name: str) -> str:

@@ -55,6 +55,7 @@ FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--exit-with": True,
     "--startup-ms": True,
     "--connect-ms": True,  # the first request on each new connection waits this long (a client's cold start)
+    "--ignore-accept": False,  # a liar: ignores SGLANG_SIMULATE_ACC_LEN and accepts one token per verify
 }
 
 
@@ -82,6 +83,8 @@ class State:
         # mixed ("match-expected"); here deterministically, so a request's count is exact
         simulated = os.environ.get("SGLANG_SIMULATE_ACC_LEN")
         self.simulated_accept = float(simulated) if simulated and args.speculative_algorithm else None
+        if args.ignore_accept:
+            self.simulated_accept = None
         self.fault = args.fault
         self.fault_after = int(args.fault_after or 0)
         self.requests = 0

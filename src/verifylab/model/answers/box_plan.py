@@ -96,6 +96,7 @@ class BoxPlan:
     budget_minutes: float
     inputs: dict[str, str] = field(default_factory=dict)
     tp: int = 1  # the tensor-parallel size the plan was priced at (its command carries it)
+    collective: str = "nccl"  # the all-reduce its command asks for: "pcie_ipc" where P2P works, else NCCL
 
     @property
     def measured_configs(self) -> list[Configuration]:

@@ -1,0 +1,165 @@
+"""#69: the owner's loop, trustworthy — one vocabulary and one set of checked inputs for `box` and `model`, honest plans
+(ties named, no command where nothing meets the SLO, the loop's own stored error shown) and a `box --verify` that
+notices a lying or dying server and never writes into a run it did not create."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from tests.test_bench import free_port
+from verifylab.cli import app
+from verifylab.cli.box import box_cmd as box_command
+from verifylab.cli.box_check import CheckError, print_plan, verify_on_box
+from verifylab.errors import ParameterError
+from verifylab.model.answers.box_plan import Slo, choose
+from verifylab.model.fits.grid import first_grid_fit
+from verifylab.model.inputs.model_costs import Routing
+from verifylab.span import Span
+from verifylab.store.evidence import Evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+KIMI = ROOT / "examples" / "configs" / "kimi-k2.5-int4"
+QWEN = ROOT / "examples" / "configs" / "qwen3-30b-a3b"
+TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
+NEEDS_A_BOX = ("--gpus", "--server", "--verify")  # an example that probes GPUs or drives a server runs on the box
+
+
+def _run(args: list[str]):
+    return CliRunner().invoke(app, args)
+
+
+def _plan_args(*extra: str) -> list[str]:
+    return ["box", "--plan", "--config", str(KIMI), "--tp", "8", "--data-dir", str(DATA), *extra]
+
+
+def test_a_kimi_plan_at_tp_8_launches_tp_8_on_the_recommended_collective():
+    result = _run(_plan_args("--gpu", "rtx-pro-6000", "--gpus", "8", "--regime", "healthy-p2p", "--accept", "2.4"))
+    assert result.exit_code == 0, result.output
+    command = " ".join(result.output.split())
+    assert "--tp-size 8" in command and "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in command
+
+
+def test_a_plan_without_a_gpu_or_a_probe_names_gpu():
+    result = _run(_plan_args("--regime", "healthy-p2p", "--accept", "2.4"))
+    assert result.exit_code == 2 and "--gpu" in result.output
+
+
+@pytest.mark.parametrize("spelling", ["healthy-p2p", "healthy P2P"])
+def test_box_and_model_take_either_spelling_of_a_regime(spelling):
+    plan = _run(_plan_args("--gpu", "rtx-pro-6000", "--regime", spelling, "--accept", "2.4"))
+    model = _run(["model", "speculation", "--config", str(KIMI), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime",
+                  spelling, "--accept", "2.4", "--data-dir", str(DATA)])  # fmt: skip
+    assert plan.exit_code == 0 and model.exit_code == 0, (plan.output, model.output)
+
+
+def test_model_speculation_refuses_a_layout_box_refuses_for_memory_with_the_same_exit_code():
+    model = _run(["model", "speculation", "--config", str(KIMI), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime",
+                  "healthy-p2p", "--accept", "2.4", "--expert-bits", "16", "--data-dir", str(DATA)])  # fmt: skip
+    box = _run(_plan_args("--gpu", "rtx-pro-6000", "--regime", "healthy-p2p", "--accept", "2.4", "--expert-bits", "16"))
+    assert model.exit_code == box.exit_code == 2
+    assert "GB of weights per GPU" in model.output and "GB of weights per GPU" in box.output
+
+
+def test_an_slo_nothing_meets_prints_no_launch_command():
+    result = _run(["box", "--plan", "--config", str(QWEN), "--gpu", "h200", "--load", "8", "--accept", "2.4",
+                   "--slo-tpot-ms", "0.01", "--data-dir", str(DATA)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "nothing meets the SLO" in result.output and "launch the choice" not in result.output
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    fit = first_grid_fit(Evidence(DATA).measured)
+    assert fit is not None
+    return replace(fit.box, routing=Routing.UNIFORM), fit.overheads
+
+
+def test_overlapping_goodput_is_printed_as_a_tie_with_what_breaks_it(fitted, capsys):
+    box, overheads = fitted
+    plan = choose(box, overheads, 16, Slo(2000, 50), accept=2.4, stated_for=4)
+    chosen = plan.chosen.at_load.goodput
+    runner = replace(plan.runner_up, at_load=replace(plan.runner_up.at_load, goodput=Span(chosen.low, chosen.high)))
+    print_plan(replace(plan, runner_up=runner), Evidence(DATA).launch_target("0.5.22"))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a tie" in out and "--verify" in out
+
+
+def test_the_plan_shows_the_loops_own_stored_error():
+    result = _run(["box", "--plan", "--config", str(QWEN), "--gpu", "h200", "--load", "8", "--accept", "2.4",
+                   "--data-dir", str(DATA)])  # fmt: skip
+    assert "this loop's last check" in result.output and "median" in result.output
+
+
+def _settings(tmp_path: Path, *extra: str) -> Path:
+    file = tmp_path / "verify.yaml"
+    base = {"model_path": "m", "draft_model_path": "d", "port": free_port(), "launcher": TEST_LAUNCHER,
+            "extra_args": ["--step-ms", "2", *extra]}  # fmt: skip
+    file.write_text(yaml.safe_dump({"base": base, "output_tokens": 8, "hold_accept": True, "label": "test double"}))
+    return file
+
+
+def test_a_run_the_check_did_not_create_is_refused_before_anything_starts(tmp_path, fitted):
+    data = tmp_path / "data"
+    shutil.copytree(DATA / "runs" / "20261202-203301-box-probe", data / "runs" / "20261202-203301-box-probe")
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    before = sorted(p.name for p in (data / "runs" / "20261202-203301-box-probe").iterdir())
+    with pytest.raises(ParameterError, match=r"20261202-203301-box-probe.*did not create"):
+        verify_on_box(plan, _settings(tmp_path), data, "20261202-203301-box-probe")
+    assert sorted(p.name for p in (data / "runs" / "20261202-203301-box-probe").iterdir()) == before
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
+def test_a_server_that_ignores_the_accept_length_is_refused_with_its_cells_named(tmp_path, fitted):
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    liar = r"eagle3_\w+: the server reported accept length 1\.00 against the [\d.]+ planned"
+    with pytest.raises(CheckError, match=liar):
+        verify_on_box(plan, _settings(tmp_path, "--ignore-accept"), tmp_path / "data", "liar")
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
+def test_a_server_that_dies_ends_the_check_non_zero_with_the_cells_named(tmp_path, fitted):
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    with pytest.raises(CheckError, match=r"cell\(s\) failed|not measured"):
+        verify_on_box(plan, _settings(tmp_path, "--fault", "drop", "--fault-after", "2"), tmp_path / "data", "dies")
+
+
+def _examples(text: str) -> list[str]:
+    """The `verifylab box|model` commands a text shows (continuation lines joined, comments dropped)."""
+    joined = re.sub(r"\\\s*\n\s*", " ", text)
+    found = []
+    for line in joined.splitlines():
+        line = line.strip().split("  #")[0].strip()
+        if re.match(r"^verifylab (box|model)\b", line) and "..." not in line:
+            found.append(line)
+    return found
+
+
+def _in_a_fresh_folder(tmp_path: Path, monkeypatch) -> None:
+    for name in ("data", "examples"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_every_box_help_and_readme_example_runs_as_written_without_a_gpu(tmp_path, monkeypatch):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = "\n".join(re.findall(r"```bash\n(.*?)```", readme, re.S))
+    examples = _examples(box_command.__doc__ or "") + _examples(blocks)
+    runnable = [e for e in examples if not any(flag in e for flag in NEEDS_A_BOX)]
+    assert len(runnable) >= 5, examples
+    _in_a_fresh_folder(tmp_path, monkeypatch)
+    for example in runnable:
+        result = CliRunner().invoke(app, shlex.split(example)[1:])
+        assert result.exit_code == 0, f"{example}\n{result.output}"
