@@ -163,3 +163,34 @@ def test_every_box_help_and_readme_example_runs_as_written_without_a_gpu(tmp_pat
     for example in runnable:
         result = CliRunner().invoke(app, shlex.split(example)[1:])
         assert result.exit_code == 0, f"{example}\n{result.output}"
+
+
+def test_a_real_box_check_has_its_plan_file_a_dry_run_and_its_checks_first(tmp_path):
+    plan_file = ROOT / "benchmarks" / "box" / "verify-8gpu-tp8.yaml"
+    args = _plan_args("--gpu", "rtx-pro-6000", "--regime", "healthy-p2p", "--verify", str(plan_file), "--dry-run",
+                      "--budget-minutes", "60", "--run-id", "never-made")  # fmt: skip
+    result = _run(args)
+    assert result.exit_code == 0, result.output
+    assert "dry run: " in result.output and "at TP 8" in result.output
+    assert not (DATA / "runs" / "never-made").exists()  # nothing started, nothing written
+    assert re.search(r"startup: (\d+) s per server", result.output)
+    assert int(re.search(r"startup: (\d+) s per server", result.output).group(1)) > 150  # scaled by the weights
+    tp1 = _run(["box", "--plan", "--config", str(QWEN), "--gpu", "h200", "--accept", "2.4", "--verify", str(plan_file),
+                "--dry-run", "--data-dir", str(DATA)])  # fmt: skip
+    assert tp1.exit_code == 2 and "tp_size 8 against the plan's TP 1" in " ".join(tp1.output.split())
+
+
+def test_a_busy_port_is_refused_before_anything_starts(tmp_path, fitted):
+    import socket
+
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        file = tmp_path / "verify.yaml"
+        base = {"model_path": "m", "draft_model_path": "d", "port": busy.getsockname()[1], "launcher": TEST_LAUNCHER}
+        file.write_text(yaml.safe_dump({"base": base, "output_tokens": 8, "label": "test double"}))
+        with pytest.raises(ParameterError, match="is in use: stop the production server first"):
+            verify_on_box(plan, file, tmp_path / "data", "busy")
+    assert not (tmp_path / "data" / "runs" / "busy").exists()

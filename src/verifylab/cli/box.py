@@ -86,6 +86,9 @@ def box_cmd(
     output_tokens: int = typer.Option(128, min=2, max=65536, help="--plan: output tokens per request."),
     budget_minutes: float = typer.Option(10.0, min=0.1, max=600.0, help="--verify: GPU minutes the check may take."),
     run_id: str | None = typer.Option(None, help="--verify: the run to measure into (the same id resumes)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="--verify: print what would start, where and in which order; start nothing."
+    ),
     sglang: str = typer.Option(
         RECOMMENDED_STACK[0],
         help="The SGLang version the printed launch command is built for, its flags checked against that version's "
@@ -151,7 +154,7 @@ def box_cmd(
             raise fail(ParameterError(str(exc))) from None
         except VerifylabError as exc:
             raise fail(exc) from None
-        _plan_and_verify(request, verify, data_dir, run_id)
+        _plan_and_verify(request, verify, data_dir, run_id, dry_run)
         return
     from verifylab.intake import refuse_output_inside
     from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
@@ -220,7 +223,9 @@ def box_cmd(
     console.print(f"the decision page: {page}", highlight=False, markup=False)
 
 
-def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None) -> None:
+def _plan_and_verify(
+    req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None, dry_run: bool = False
+) -> None:
     """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
     from verifylab.analysis.box_verify import loop_error_words
     from verifylab.cli.box_check import plan_box, print_plan, verify_on_box
@@ -234,7 +239,7 @@ def _plan_and_verify(req: PlanRequest, verify: Path | None, data_dir: Path, run_
         chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None, ev)
         print_plan(chosen, target, loop_error_words(ev.measured))
         if verify is not None:
-            verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"))
+            verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"), dry_run)
     except ModelInputError as exc:
         raise fail(ParameterError(str(exc))) from None
     except VerifylabError as exc:

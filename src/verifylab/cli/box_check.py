@@ -12,7 +12,15 @@ from verifylab.cli._shared import console, err_console
 from verifylab.errors import ParameterError, VerifylabError
 from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
-from verifylab.model.answers.box_plan import DRAFT_TOKENS, BoxPlan, Priced, RateSource, Slo, choose
+from verifylab.model.answers.box_plan import (
+    DRAFT_TOKENS,
+    BoxPlan,
+    Priced,
+    RateSource,
+    Slo,
+    choose,
+    startup_seconds,
+)
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
 from verifylab.model.fits.context import AttentionFit
 from verifylab.model.fits.grid import measured_overheads
@@ -191,6 +199,7 @@ def _plan(
         req.prompt_tokens,
         req.output_tokens,
         req.budget_minutes,
+        startup_seconds(target.weights_bytes(box.tp)),
         rates=rates,
         chains=chains,
     )
@@ -284,7 +293,29 @@ def launch_words(
         return f"no command: {exc}"
 
 
-def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str) -> None:
+def _port_free(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((host or "127.0.0.1", port)) != 0
+
+
+def _print_dry_run(plan: BoxPlan, settings) -> None:
+    """What `--verify` would start, where and in which order, without starting anything."""
+    base = settings.base
+    console.print(
+        f"dry run: {len(plan.measured_configs)} servers one after another on {' '.join(base.launcher)} at TP "
+        f"{base.tp_size}, port {base.port}, model {base.model_path}; each swept at {', '.join(map(str, plan.streams))} "
+        f"streams, {settings.output_tokens} output tokens a request (about {plan.minutes:.1f} minutes):",
+        highlight=False,
+        markup=False,
+    )
+    for n, config in enumerate(plan.measured_configs, start=1):
+        console.print(f"  [{n}] {config.words()}", highlight=False, markup=False)
+
+
+def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str, dry_run: bool = False) -> None:
     """Measure the plan on this box into run ``run_id``, store the comparison and print the verdict."""
     from verifylab.analysis.box_verify import compare, untrusted_cells, verdict
     from verifylab.bench.box_verify import VerifySettings, run_verify
@@ -299,6 +330,19 @@ def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: st
     except ValueError as exc:
         raise ParameterError(f"--verify {settings_file}: {str(exc).splitlines()[0]}") from None
     store = RunStore(data_dir / "runs")
+    if settings.base.tp_size != plan.tp:
+        raise ParameterError(
+            f"--verify {settings_file}: tp_size {settings.base.tp_size} against the plan's TP {plan.tp}: the check "
+            "measures the layout the plan priced (give --tp, or fix the file)"
+        )
+    if not _port_free(settings.base.host, settings.base.port):
+        raise ParameterError(
+            f"--verify {settings_file}: port {settings.base.port} is in use: stop the production server first (the "
+            "check starts its servers on the same GPUs and port, one at a time)"
+        )
+    if dry_run:
+        _print_dry_run(plan, settings)
+        return
     if store.exists(run_id) and "box_plan" not in store.manifest(run_id).parameters:
         raise ParameterError(
             f"--run-id {run_id}: a stored run that `box --verify` did not create (it holds no box plan): measure into "

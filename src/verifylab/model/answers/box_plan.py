@@ -26,6 +26,13 @@ DRAFT_TOKENS = (2, 3, 4, 5, 6, 8)  # the chains priced (root included)
 
 
 STARTUP_S = 150.0  # a server's start, as measured for a 30B MoE on one H200 (60-150 s; the first compiles kernels)
+STARTUP_WEIGHTS_BYTES = 61e9  # that server's weights on its one GPU (Qwen3-30B-A3B in bf16)
+
+
+def startup_seconds(weights_per_gpu_bytes: float) -> float:
+    """A server's start-up scaled by the weights each GPU loads (never below the measured one): loading dominates a
+    large model's start, kernel builds a small one's."""
+    return STARTUP_S * max(1.0, weights_per_gpu_bytes / STARTUP_WEIGHTS_BYTES)
 
 
 MAX_STREAMS = 1024
@@ -273,7 +280,7 @@ def choose(
             "accept": f"{accept:g} tokens per verify with {stated_for} draft tokens (other chains: one acceptance "
             "probability per draft token)",
             "traffic": f"{prompt_tokens} prompt tokens, {output_tokens} output tokens per request",
-            "startup": f"{startup_s:g} s per server",
+            "startup": f"{startup_s:.0f} s per server (scaled by the weights each GPU loads; a floor: measure yours)",
         },
     )
 
