@@ -49,9 +49,12 @@ def test_a_kimi_plan_at_tp_8_launches_tp_8_on_the_recommended_collective():
     assert "--tp-size 8" in command and "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in command
 
 
-def test_a_plan_without_a_gpu_or_a_probe_names_gpu():
+def test_a_plan_without_a_gpu_or_a_probe_names_gpu_and_a_gpu_count_below_the_tp_is_refused():
     result = _run(_plan_args("--regime", "healthy-p2p", "--accept", "2.4"))
     assert result.exit_code == 2 and "--gpu" in result.output
+    for bad in ("-8", "4", "eight"):
+        result = _run(_plan_args("--gpu", "rtx-pro-6000", "--gpus", bad, "--regime", "healthy-p2p"))
+        assert result.exit_code == 2 and "--gpus" in result.output, bad
 
 
 @pytest.mark.parametrize("spelling", ["healthy-p2p", "healthy P2P"])

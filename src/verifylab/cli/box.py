@@ -122,6 +122,10 @@ def box_cmd(
     Modelled from measured inputs (every input is listed on the page, Table 5). The probe's verdict and policy are
     the ones `verifylab comm probe` gives; the speculation model is chapter 2's, fitted on the stored H200 grid.
     """
+    if (plan or verify is not None) and gpus is not None and (not gpus.isdigit() or int(gpus) < tp):
+        raise fail(
+            ParameterError(f"--gpus {gpus!r}: with --plan, the box's GPU count, a whole number of at least --tp ({tp})")
+        )
     if plan or verify is not None:
         from verifylab.cli.box_check import PlanRequest, parse_overlap
         from verifylab.model.answers.box_plan import Slo
