@@ -4,7 +4,10 @@ URLs, the environment. The package's one secret policy.
 A name is secret when it is a key, token, secret, password, passphrase, cookie, bearer, session or credential
 (``api_key``, ``--admin-api-key``, ``hf_token``, ``db_password``, ``SMTP_PASS``) — but not a count or a
 tokenizer (``max_total_tokens``, ``tokenizer_path``). A value is secret when it looks like one wherever it
-stands: ``Authorization: Bearer …``, a URL's ``user:password@`` or ``token@``. Of the environment only the
+stands: ``Authorization: Bearer …``, a URL's ``user:password@`` or ``token@``, or a token by its shape (GitHub's
+``ghp_…``, Hugging Face's ``hf_…``, ``sk-live-…``, AWS key ids, Slack, GitLab, npm, PyPI, JWTs) under any name. Prose
+is not a secret: "verify pass: fused" keeps its words (an English word before ": " hides only a credential-shaped
+value). Of the environment only the
 names that matter to a measurement are recorded (:data:`MEASUREMENT_ENV`). Secrets are replaced by
 ``<redacted>``; everything else is left byte for byte.
 """
@@ -27,6 +30,26 @@ _ASSIGNMENT = re.compile(
 )
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]+):(?P<password>[^/\s@]+)@")
 _URL_TOKEN = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<password>[^/\s:@]+)@")  # https://tok@host
+# Tokens known by their shape wherever they stand (a label, a note, an unknown variable): each vendor's prefix and
+# enough random characters after it that no word, path or flag name matches.
+_TOKEN_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|hf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|(?:sk|rk|pk)[-_](?:live|test|proj|ant|svcacct)[-_][A-Za-z0-9_-]{12,}|sk-[A-Za-z0-9]{32,}"  # Stripe, OpenAI, ...
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
+    r"|xox[abeprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}"  # npm, PyPI
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
+    r")"
+)
+# English words that name a secret only in a key (SMTP_PASS=..., "token": ...), not in prose ("verify pass: fused")
+_PROSE_WORDS = frozenset(
+    {"pass", "token", "session", "secret", "cookie", "bearer", "credential", "credentials", "auth"}
+)
+_CREDENTIAL_LIKE = re.compile(r"(?=[^\s]*[A-Za-z])(?=[^\s]*[0-9])[A-Za-z0-9._~+/=-]{8,}")
 _AUTH_HEADER = re.compile(r"(?i)\b(?P<kind>bearer|basic|token)(?P<gap>\s+)(?P<password>[A-Za-z0-9._~+/=-]{8,})")
 # parts of a snake_case name that make it secret on their own (SMTP_PASS, SESSION_COOKIE, DB_PASSPHRASE)
 _SECRET_PARTS = frozenset(
@@ -79,7 +102,7 @@ def redact_text(text: str) -> str:
     """Free text (a log, a note, a URL) with secret assignments and URL passwords redacted."""
 
     def assignment(match: re.Match) -> str:
-        if not is_secret_name(match.group("bare")) or match.group("value") in ("None", "''", '""'):
+        if not _is_secret_assignment(match):
             return match.group(0)
         value = match.group("value")
         quote = value[0] if value[:1] in ("'", '"') else ""
@@ -88,7 +111,20 @@ def redact_text(text: str) -> str:
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:{REDACTED}@", text)
     text = _URL_TOKEN.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group('kind')}{m.group('gap')}{REDACTED}", text)
+    text = _TOKEN_SHAPE.sub(REDACTED, text)
     return _ASSIGNMENT.sub(assignment, text)
+
+
+def _is_secret_assignment(match: re.Match) -> bool:
+    """Whether ``name: value`` / ``name=value`` in free text assigns a credential: a secret name with a value, but an
+    unquoted English word before ": " only when the value looks like a credential (letters and digits, 8 or more)."""
+    name, value = match.group("bare"), match.group("value")
+    if not is_secret_name(name) or value in ("None", "''", '""', REDACTED):
+        return False
+    prose = name.lower() in _PROSE_WORDS and name == name.lower() and not match.group("name").startswith(("'", '"'))
+    if prose and re.search(r":\s", match.group("name")):
+        return _CREDENTIAL_LIKE.fullmatch(value.strip("'\"")) is not None
+    return True
 
 
 def measurement_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -150,9 +186,10 @@ def _text_secrets(text: str) -> set[str]:
     values = {
         m.group("password") for pattern in (_URL_CREDENTIALS, _URL_TOKEN, _AUTH_HEADER) for m in pattern.finditer(text)
     }
+    values |= {m.group(0) for m in _TOKEN_SHAPE.finditer(text)}
     for match in _ASSIGNMENT.finditer(text):
         value = match.group("value").strip("'\"")
-        if is_secret_name(match.group("bare")) and value not in ("None", ""):
+        if _is_secret_assignment(match) and value:
             values.add(value)
     return values
 

@@ -34,7 +34,8 @@ def env(
         return
     table = Table(title="this host", show_header=False)
     for key, value in info.model_dump(exclude={"environment", "topology"}).items():
-        table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
+        shown = "—" if value is None else json.dumps(value) if isinstance(value, dict | list) else str(value)
+        table.add_row(key, shown)  # a field this host does not have reads as a dash, not Python's None
     console.print(table)
     if info.gpu_count == 0:
         console.print("[yellow]No GPU visible: live mode is not possible here; replay mode works.[/]")

@@ -15,7 +15,7 @@ from verifylab import vocab
 from verifylab.errors import ManifestError, ParameterError, RunExistsError
 from verifylab.host import HostInfo
 from verifylab.intake import OutsideFileError, read_outside_text
-from verifylab.redact import strip_terminal_codes
+from verifylab.redact import redact_environment, redact_obj, redact_text, strip_terminal_codes
 from verifylab.store.schema import SCHEMA_VERSION
 
 RUN_ID_PATTERN = vocab.RUN_ID_PATTERN  # declared with the shared facts (a CLI checks it before heavy imports)
@@ -93,6 +93,20 @@ class Manifest(BaseModel):
     def _a_test_double_is_never_evidence(self) -> Manifest:
         if self.test_double and not self.mechanics_only:
             raise ValueError("test_double is true but mechanics_only is not: a test double's run is never evidence")
+        return self
+
+    @model_validator(mode="after")
+    def _no_credentials(self) -> Manifest:
+        """Every manifest in memory is redacted by the one secret policy, however its file was written (an old,
+        edited or unpacked one): a token in a label, note, parameter or variable never reaches a page or export."""
+        self.label = redact_text(self.label)
+        self.purpose = redact_text(self.purpose)
+        self.host = redact_text(self.host)
+        self.gpu_name, self.interconnect = (redact_text(v) if v else v for v in (self.gpu_name, self.interconnect))
+        self.notes = [redact_text(note) for note in self.notes]
+        self.parameters = redact_obj(self.parameters)
+        self.environment = redact_environment(self.environment)
+        self.fleet = {key: redact_text(value) for key, value in self.fleet.items()}
         return self
 
     @model_validator(mode="before")
@@ -178,7 +192,7 @@ def _manifest_from_host(
 def check_resume(stored: Manifest, label: str, parameters: dict[str, Any]) -> None:
     """Refuse to resume ``stored`` with another label or another value of a parameter it records: its cells
     would be mixed with cells measured otherwise, under the first call's provenance."""
-    if label != stored.label:
+    if redact_text(label) != stored.label:
         raise RunExistsError(
             f"run '{stored.run_id}' is labelled {stored.label!r}, this call {label!r}: "
             "resume it with the same label, or measure into another run id"
@@ -204,7 +218,8 @@ def _format_validation(path: Path, exc: ValidationError) -> str:
     first = exc.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or "(root)"
     more = len(exc.errors()) - 1
-    return f"{path}: field '{field}': {first['msg']}" + (f" (and {more} more)" if more else "")
+    message = redact_text(str(first["msg"]))  # a refused value may be a credential
+    return f"{path}: field '{field}': {message}" + (f" (and {more} more)" if more else "")
 
 
 def read_manifest(path: Path) -> Manifest:

@@ -27,7 +27,7 @@ from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError, St
 from verifylab.host import capture_host
 from verifylab.intake import OutsideFileError, inside, read_outside_bytes
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
-from verifylab.redact import redact_obj, redact_text
+from verifylab.redact import redact_obj
 from verifylab.sources import MeasuredRun, MeasuredRuns
 from verifylab.store.manifest import (
     MANIFEST,
@@ -215,13 +215,11 @@ class RunStore:
 
     def save_manifest(self, manifest: Manifest) -> None:
         """Validate and write ``manifest``; credentials in its parameters and notes never reach the disk."""
-        manifest.parameters = redact_obj(manifest.parameters)
-        manifest.notes = [redact_text(note) for note in manifest.notes]
-        Manifest.model_validate(manifest.model_dump())  # re-validate edits made in place
+        checked = Manifest.model_validate(manifest.model_dump())  # edits made in place validated and redacted
         with self.lock(manifest.run_id):
             target = self.path(manifest.run_id) / MANIFEST
             remove_stray_temps(target)  # a killed earlier write of the manifest
-            atomic_write_json(target, manifest.model_dump(mode="json"))
+            atomic_write_json(target, checked.model_dump(mode="json"))
 
     def write_table(
         self, run_id: str, name: str, frame: pd.DataFrame, fmt: Literal["parquet", "csv"] = "parquet"
