@@ -127,3 +127,15 @@ def sha256_of(path: Path) -> str:
     """The hex sha256 of the file at ``path``, read in pieces (never whole into memory)."""
     with path.open("rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+EXISTS_EVENT = "verifylab.exists"  # raised (PEP 578) by every existence check a reader makes of the data folder
+
+
+def file_exists(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a file, announced as an audit event first, so a build that records what a chapter read
+    (``publish.chapter_reads``) records the question too: a manifest that arrives later changes the chapter's inputs."""
+    import sys
+
+    sys.audit(EXISTS_EVENT, os.fspath(path))
+    return os.path.isfile(path)

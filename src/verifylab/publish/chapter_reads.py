@@ -1,6 +1,7 @@
 """What a chapter read of the data folder, recorded as it executes, so that the next build re-executes it only when
 that changed (like a compiler's dependency file): every file its kernel opened and every folder it listed under the
-data folder, seen through Python's audit hooks (PEP 578) — whichever reader opened them.
+data folder, and every existence check the store made (``iorw.file_exists``: a manifest asked for and absent is a
+read too), seen through Python's audit hooks (PEP 578) — whichever reader opened them.
 
 The kernel calls :func:`track` at start-up; the build reads the log with :func:`read_log` and keeps it in the
 executed notebook. :func:`reads_digest` digests, for those reads: each file's bytes, each listed folder's names,
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifylab.iorw import is_temp_file
+from verifylab.iorw import EXISTS_EVENT, is_temp_file
 from verifylab.store.runs import NOT_DATA_FILES
 
 LISTING_EVENTS = ("os.listdir", "os.scandir")
@@ -33,7 +34,7 @@ def track(data_dir: str, log: str) -> None:
     out = open(log, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 — kept open for the process's life
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event != "open" and event not in LISTING_EVENTS:
+        if event != "open" and event != EXISTS_EVENT and event not in LISTING_EVENTS:
             return
         try:
             path = args[0] if args else None
@@ -42,7 +43,7 @@ def track(data_dir: str, log: str) -> None:
             full = os.path.abspath(os.fsdecode(os.fspath(path)))
             if full != root and not full.startswith(prefix):
                 return
-            key = ("file" if event == "open" else "dir", os.path.relpath(full, root))
+            key = ("dir" if event in LISTING_EVENTS else "file", os.path.relpath(full, root))
             if key not in seen:
                 seen.add(key)
                 out.write(json.dumps(key) + "\n")

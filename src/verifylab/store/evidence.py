@@ -10,6 +10,7 @@ import pandas as pd
 
 from verifylab.derived import DerivedCache
 from verifylab.errors import ManifestError, ReferenceDataError
+from verifylab.iorw import file_exists
 from verifylab.launch import LaunchTarget
 from verifylab.sources import MeasuredRuns
 from verifylab.store.public import load_public_measurements
@@ -98,15 +99,15 @@ class Evidence:
     def launch_target(self, version: str) -> LaunchTarget:
         """SGLang ``version`` as the audited wheels have it: the flags a command for it may use, the FlashInfer it
         pins and the variables it reads (one line naming the versions audited where it is not)."""
-        flags = self.sglang_flags if (self.data_dir / SGLANG_FLAGS_FILE).is_file() else {}
-        pins = self.flashinfer_pins if (self.data_dir / FLASHINFER_PINS_FILE).is_file() else pd.DataFrame()
+        flags = self.sglang_flags if file_exists(self.data_dir / SGLANG_FLAGS_FILE) else {}
+        pins = self.flashinfer_pins if file_exists(self.data_dir / FLASHINFER_PINS_FILE) else pd.DataFrame()
         pinned = dict(zip(pins["sglang"], pins["flashinfer_pin"], strict=True)) if not pins.empty else {}
-        env = self.sglang_env if (self.data_dir / SGLANG_ENV_FILE).is_file() else None
+        env = self.sglang_env if file_exists(self.data_dir / SGLANG_ENV_FILE) else None
         return LaunchTarget.audited(version, flags, pinned, env)
 
     @property
     def has_gate_matrix(self) -> bool:
-        return (self.data_dir / GATE_MATRIX_FILE).is_file()
+        return file_exists(self.data_dir / GATE_MATRIX_FILE)
 
     def newest_with(self, *tables: str) -> str | None:
         """The most recently created run holding every one of ``tables``, or None."""

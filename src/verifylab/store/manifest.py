@@ -15,6 +15,7 @@ from verifylab import vocab
 from verifylab.errors import ManifestError, ParameterError, RunExistsError
 from verifylab.host import HostInfo
 from verifylab.intake import OutsideFileError, read_outside_text
+from verifylab.iorw import file_exists
 from verifylab.redact import redact_environment, redact_obj, redact_text, strip_terminal_codes
 from verifylab.store.schema import SCHEMA_VERSION
 
@@ -224,7 +225,7 @@ def _format_validation(path: Path, exc: ValidationError) -> str:
 
 def read_manifest(path: Path) -> Manifest:
     """Load and validate one manifest file; errors name the file and the field."""
-    if not path.exists() and not path.is_symlink():
+    if not file_exists(path) and not path.exists() and not path.is_symlink():
         raise ManifestError(f"{path}: manifest missing")
     try:
         raw = read_outside_text(path, "manifest", root=path.parent)

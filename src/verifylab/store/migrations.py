@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from verifylab.iorw import atomic_write_json
+from verifylab.iorw import atomic_write_json, file_exists
 from verifylab.redact import strip_terminal_codes
 from verifylab.store.manifest import Manifest
 
@@ -82,7 +82,7 @@ def migrate_to_3(run_dir: Path, manifest: Manifest, version_at: VersionAt = decl
     notes that say what changed."""
     notes = []
     raw_file = run_dir / RAW_PROBE_FILE
-    if raw_file.is_file() and not raw_file.is_symlink():
+    if file_exists(raw_file) and not raw_file.is_symlink():
         raw = json.loads(raw_file.read_text(encoding="utf-8"))
         plain = _plain(raw)
         if plain != raw:

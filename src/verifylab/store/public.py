@@ -15,6 +15,7 @@ import pandas as pd
 
 from verifylab.errors import ReferenceDataError
 from verifylab.intake import OutsideFileError, read_outside_text
+from verifylab.iorw import file_exists
 
 PUBLIC_FILE = Path("reference") / "public_measurements.csv"
 PROVENANCE = "reported (public)"
@@ -99,7 +100,7 @@ def read_reference_table(path: Path, **read_csv: Any) -> pd.DataFrame:
 def load_public_measurements(data_dir: Path | str) -> pd.DataFrame:
     """The checked public table with ``provenance='reported (public)'``; empty (with its columns) where absent."""
     path = Path(data_dir) / PUBLIC_FILE
-    if not path.is_file():
+    if not file_exists(path):
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
     frame = read_reference_table(path, keep_default_na=False, na_values={"value": [""], "message_bytes": [""]})
     frame = check_public(frame, str(path))

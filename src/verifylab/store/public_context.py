@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import ReferenceDataError
+from verifylab.iorw import file_exists
 from verifylab.store.public import MAX_QUOTE_WORDS, PROVENANCE, quote_carries, read_reference_table
 
 PUBLIC_CONTEXT_FILE = Path("reference") / "public_context.csv"
@@ -137,7 +138,7 @@ def _number(raw: object, field: str, low: float, high: float, where: str) -> flo
 def load_public_context(data_dir: Path | str) -> pd.DataFrame:
     """The checked table with numbers as numbers and ``provenance='reported (public)'``; empty where absent."""
     path = Path(data_dir) / PUBLIC_CONTEXT_FILE
-    if not path.is_file():
+    if not file_exists(path):
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
     frame = check_public_context(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
     for column in [*NUMBERS, *OPTIONAL_NUMBERS]:

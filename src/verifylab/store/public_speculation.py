@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import ReferenceDataError
+from verifylab.iorw import file_exists
 from verifylab.store.public import MAX_QUOTE_WORDS, PROVENANCE, quote_carries, read_reference_table
 
 PUBLIC_SPECULATION_FILE = Path("reference") / "public_speculation.csv"
@@ -124,7 +125,7 @@ def _number(raw: object, field: str, low: float, high: float, where: str) -> flo
 def load_public_speculation(data_dir: Path | str) -> pd.DataFrame:
     """The checked table with numbers as numbers and ``provenance='reported (public)'``; empty where absent."""
     path = Path(data_dir) / PUBLIC_SPECULATION_FILE
-    if not path.is_file():
+    if not file_exists(path):
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
     frame = check_public_speculation(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
     for column in [*NUMBERS, "spec_tok_s"]:

@@ -26,7 +26,7 @@ from filelock import FileLock, Timeout
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError, StorageError
 from verifylab.host import capture_host
 from verifylab.intake import OutsideFileError, inside, read_outside_bytes
-from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, remove_stray_temps
+from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, file_exists, remove_stray_temps
 from verifylab.redact import redact_obj
 from verifylab.sources import MeasuredRun, MeasuredRuns
 from verifylab.store.manifest import (
@@ -94,13 +94,12 @@ class RunStore:
         book reads lies inside the store)."""
         if not self.root.is_dir():
             return []
-        root = self.root.resolve()
         ids = []
         with os.scandir(self.root) as entries:
             for entry in entries:
                 if entry.is_symlink():  # an entry of the folder itself: no link is all "inside" asks of it
                     self._inside(Path(entry.path))
-                if entry.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(root, entry.name, MANIFEST)):
+                if entry.is_dir(follow_symlinks=False) and file_exists(self.root / entry.name / MANIFEST):
                     ids.append(entry.name)
         return sorted(ids)
 
@@ -112,7 +111,7 @@ class RunStore:
 
     def exists(self, run_id: str) -> bool:
         folder = self.path(run_id)
-        return folder.exists() and (self._inside(folder) / MANIFEST).is_file()
+        return folder.exists() and file_exists(self._inside(folder) / MANIFEST)
 
     def manifest(self, run_id: str) -> Manifest:
         """Validated manifest of one run (parsed once while its file is unchanged: read it, do not edit it);
@@ -263,7 +262,7 @@ class RunStore:
             have = ", ".join(sorted(manifest.tables)) or "none"
             raise ManifestError(f"run '{run_id}' has no table '{name}' (tables: {have})")
         path = self.path(run_id) / manifest.tables[name]
-        if not path.exists() and not path.is_symlink():
+        if not file_exists(path) and not path.exists() and not path.is_symlink():
             raise ManifestError(f"{path}: listed in the manifest but missing")
         data = self.read_file(run_id, manifest.tables[name], "table")
         try:
