@@ -113,7 +113,8 @@ def test_a_wheel_that_is_not_sglang_s_is_refused_by_name(tmp_path):
     import zipfile
 
     from verifylab.errors import GateError
-    from verifylab.gates.sglang_flags import MAX_SOURCE_BYTES, flags_in_wheel
+    from verifylab.gates.sglang_flags import flags_in_wheel
+    from verifylab.gates.wheel import MAX_MEMBER_BYTES
 
     empty = tmp_path / "sglang-9.9.9-py3-none-any.whl"
     with zipfile.ZipFile(empty, "w") as archive:
@@ -122,10 +123,10 @@ def test_a_wheel_that_is_not_sglang_s_is_refused_by_name(tmp_path):
         flags_in_wheel(empty)
     huge = tmp_path / "sglang-9.9.8-py3-none-any.whl"
     with zipfile.ZipFile(huge, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("sglang/srt/server_args.py", " " * (MAX_SOURCE_BYTES + 1))
-    with pytest.raises(GateError, match="not a parser's source"):
+        archive.writestr("sglang/srt/server_args.py", " " * (MAX_MEMBER_BYTES + 1))
+    with pytest.raises(GateError, match="more than any source"):
         flags_in_wheel(huge)
     broken = tmp_path / "sglang-9.9.7-py3-none-any.whl"
     broken.write_text("not a zip")
-    with pytest.raises(GateError, match="unreadable wheel"):
+    with pytest.raises(GateError, match="not a readable wheel"):
         flags_in_wheel(broken)

@@ -238,9 +238,9 @@ def gates_matrix(
             status.update("reading the wheels for the fusion forensics")
             forensics = fusion_forensics(frame, pins, cache, extra_pairs=[(s, f) for s, f in extra])
             status.update("reading each server's options")
-            flags = flags_table(wanted["sglang"], cache)
+            flags = flags_table(wanted["sglang"], cache / "wheels")  # the wheels gate_matrix fetched
             status.update("reading the environment variables each wheel reads")
-            env, wheels = env_table(wanted["sglang"], cache)
+            env, wheels = env_table(wanted["sglang"], cache / "wheels")
     except VerifylabError as exc:
         raise fail(exc) from None
     atomic_write_text(out, frame.to_csv(index=False))

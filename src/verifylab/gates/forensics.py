@@ -14,13 +14,13 @@ fusion run on a PCIe SM120 box? Read from the source, not assumed:
 from __future__ import annotations
 
 import re
-import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from verifylab.gates.matrix import download_wheel
+from verifylab.gates.wheel import WheelReader, open_wheel
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,8 @@ class FlashInferFacts:
     unified_workspace: str  # how create_allreduce_fusion_workspace(backend="trtllm") allocates ("" if absent)
 
 
-def _read(zf: zipfile.ZipFile, name: str) -> str:
-    try:
-        return zf.read(name).decode("utf-8", errors="replace")
-    except KeyError:
-        return ""
+def _read(zf: WheelReader, name: str) -> str:
+    return zf.read_text(name, missing="")
 
 
 def _function(source: str, name: str) -> str:
@@ -56,7 +53,7 @@ def _symm_multicast(text: str) -> str:
 
 def flashinfer_facts(wheel: Path, version: str) -> FlashInferFacts:
     """Read the facts above from one FlashInfer wheel."""
-    with zipfile.ZipFile(wheel) as zf:
+    with open_wheel(wheel) as zf:
         jit = _read(zf, "flashinfer/jit/comm.py")
         trtllm_ar = _read(zf, "flashinfer/comm/trtllm_ar.py")
         unified = _read(zf, "flashinfer/comm/allreduce.py")
@@ -91,7 +88,7 @@ def flashinfer_facts(wheel: Path, version: str) -> FlashInferFacts:
 
 def sglang_workspace_api(wheel: Path) -> str:
     """Which FlashInfer call SGLang's fusion uses: the legacy IPC workspace or the unified API."""
-    with zipfile.ZipFile(wheel) as zf:
+    with open_wheel(wheel) as zf:
         source = _read(zf, "sglang/srt/layers/flashinfer_comm_fusion.py")
     if "create_allreduce_fusion_workspace" in source:
         return "unified"

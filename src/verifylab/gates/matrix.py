@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pandas as pd
 from verifylab.errors import GateError
 from verifylab.gates import audit
 from verifylab.gates.prefilter import may_hold_gates
+from verifylab.gates.wheel import open_wheel
 from verifylab.vocab import version_key
 
 DIST = {"sglang": "sglang", "flashinfer": "flashinfer-python"}
@@ -71,6 +71,7 @@ def download_wheel(package: str, version: str, cache: Path) -> Path:
 
 
 UNPACK_FORMAT = "gate files v1"  # what an unpacked folder holds; a folder of another format is unpacked again
+KEPT_WHOLE = ("__init__.py", "version.py", "_build_meta.py")  # kept whatever they hold
 
 
 def unpack_sources(wheel: Path, package: str, into: Path) -> Path:
@@ -87,14 +88,15 @@ def unpack_sources(wheel: Path, package: str, into: Path) -> Path:
     into.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{into.name}.", dir=into.parent))  # extracted aside, renamed whole:
     try:  # two processes unpacking one wheel never see (or delete) each other's half
-        with zipfile.ZipFile(wheel) as zf:
-            for name in zf.namelist():
-                if name.endswith(".dist-info/METADATA"):
-                    zf.extract(name, staging)
-                elif name.startswith(f"{package}/") and name.endswith(".py"):
-                    keep = name.rsplit("/", 1)[-1] in ("__init__.py", "version.py", "_build_meta.py")
-                    if keep or may_hold_gates(zf.read(name).decode("utf-8", errors="replace")):
-                        zf.extract(name, staging)
+        with open_wheel(wheel) as zf:  # limits on members and bytes; a bad wheel is one line
+            for name in zf.names():
+                if name.endswith(".dist-info/METADATA") or (name.startswith(f"{package}/") and name.endswith(".py")):
+                    text = zf.read_text(name)
+                    keep = name.endswith("METADATA") or name.rsplit("/", 1)[-1] in KEPT_WHOLE
+                    if keep or may_hold_gates(text):
+                        target = staging / name  # a plain relative name (open_wheel refused any other)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_text(text, encoding="utf-8")
         (staging / ".unpacked").write_text(f"{wheel.name}\n{UNPACK_FORMAT}")
         if into.exists() and not unpacked(into):
             shutil.rmtree(into, ignore_errors=True)  # an older format
@@ -108,6 +110,9 @@ def unpack_sources(wheel: Path, package: str, into: Path) -> Path:
     return into
 
 
+REMEDY_NONE = "check the version exists on the package index; a hand-placed wheel in the cache is read as is"
+
+
 def gate_matrix(
     versions: dict[str, list[str]], cache: Path, arch: str = "sm120", progress: Callable[[str], None] | None = None
 ) -> pd.DataFrame:
@@ -119,9 +124,16 @@ def gate_matrix(
                 progress(f"{package} {version}")
             wheel = download_wheel(package, version, cache / "wheels")
             root = unpack_sources(wheel, package, cache / "unpacked" / f"{package}-{version}")
-            for f in audit(root, arch).findings:
-                if f.file in DIST:  # version-level preconditions are not per-file gates
-                    continue
+            try:
+                findings = [f for f in audit(root, arch).findings if f.file not in DIST]  # not version-level ones
+            except GateError as exc:
+                raise GateError(f"{wheel.name}: {exc}") from None
+            if not findings:
+                raise GateError(
+                    f"{wheel.name}: no gate, table or limit found in {package} {version}: not a wheel this audit can "
+                    f"read ({REMEDY_NONE})"
+                )
+            for f in findings:
                 rows.append(
                     {
                         "package": package,

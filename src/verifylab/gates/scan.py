@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import TypeVar
 
+from verifylab.errors import GateError
 from verifylab.gates.finding import Finding as Finding
 from verifylab.gates.finding import Kind as Kind
 from verifylab.gates.finding import Status as Status
@@ -30,6 +31,7 @@ from verifylab.gates.source import (
     multicast_preflight,
     source_segment,
 )
+from verifylab.gates.wheel import parse_python
 
 ARCH_PRED = re.compile(r"^_?is_sm(\d+)(?:_supported)?$")
 TABLE_NAME = re.compile(r"SYMM|MULTIMEM|ALL_?REDUCE", re.I)
@@ -116,14 +118,14 @@ def scan_file(path: Path, rel: str, target: int) -> list[Finding]:
 
 @functools.lru_cache(maxsize=1024)
 def _scan_source(source: str, rel: str, target: int) -> tuple[Finding, ...]:
-    return tuple(_scan_tree(source, rel, target))
+    try:
+        return tuple(_scan_tree(source, rel, target))
+    except RecursionError:  # parsed, but nested past what walking its tree allows
+        raise GateError(f"{rel}: nested deeper than an audit walks: not a source to audit") from None
 
 
 def _scan_tree(source: str, rel: str, target: int) -> list[Finding]:
-    try:
-        tree = ast.parse(source, filename=rel)
-    except SyntaxError as exc:
-        raise SyntaxError(f"{rel}: line {exc.lineno}: {exc.msg}") from exc
+    tree = parse_python(source, rel)  # a syntax error or nesting past the parser: one line naming the file
     parents = _Parents(tree)
     findings: list[Finding] = []
     for node in arch_or_nodes(tree, parents.nodes):

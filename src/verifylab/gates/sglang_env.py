@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -16,20 +15,17 @@ import pandas as pd
 from verifylab.errors import GateError
 from verifylab.gates.matrix import download_wheel
 from verifylab.gates.sglang_flags import wheel_version
+from verifylab.gates.wheel import open_wheel, parse_python
 
 SOURCES = re.compile(r"^sglang/.*\.py$")
 NAME = re.compile(r"^(SGLANG|SGL|FLASHINFER|NCCL|TORCH|CUDA|NVSHMEM)_[A-Z0-9_]+$")  # the families a launch sets
 READERS = {"get", "getenv", "get_bool_env_var", "get_int_env_var", "get_float_env_var", "get_str_env_var"}
-MAX_SOURCE_BYTES = 4 << 20  # a source file past this is not SGLang's own code
 MAX_SOURCES = 20_000  # SGLang's wheels hold ~3,000 Python files
 
 
 def env_in_source(text: str, where: str) -> set[str]:
     """The variable names one source file reads or declares (module docstring)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        raise GateError(f"{where}: not Python ({exc.msg}, line {exc.lineno})") from None
+    tree = parse_python(text, where)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -57,20 +53,13 @@ def env_in_source(text: str, where: str) -> set[str]:
 
 def env_in_wheel(wheel: Path) -> set[str]:
     """Every variable the SGLang of ``wheel`` reads; refused when the wheel cannot be read or reads none."""
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            entries = [i for i in archive.infolist() if SOURCES.match(i.filename)]
-            if len(entries) > MAX_SOURCES:
-                raise GateError(f"{wheel.name}: {len(entries):,} Python files, more than an SGLang wheel holds")
-            names: set[str] = set()
-            for info in entries:
-                if info.file_size > MAX_SOURCE_BYTES:
-                    continue
-                names |= env_in_source(
-                    archive.read(info).decode("utf-8-sig", "replace"), f"{wheel.name}:{info.filename}"
-                )
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise GateError(f"{wheel}: unreadable wheel ({exc})") from None
+    with open_wheel(wheel) as archive:  # limits on members and bytes; a bad wheel is one line
+        entries = [n for n in archive.names() if SOURCES.match(n)]
+        if len(entries) > MAX_SOURCES:
+            raise GateError(f"{wheel.name}: {len(entries):,} Python files, more than an SGLang wheel holds")
+        names: set[str] = set()
+        for entry in entries:
+            names |= env_in_source(archive.read_text(entry), f"{wheel.name}:{entry}")
     if not any(n.startswith("SGLANG_") for n in names):
         raise GateError(f"{wheel.name}: no SGLANG_ variable found: not an SGLang wheel")
     return names

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import ast
 import re
-import zipfile
 from pathlib import Path
 
 import pandas as pd
 
 from verifylab.errors import GateError
 from verifylab.gates.matrix import download_wheel
+from verifylab.gates.wheel import open_wheel, parse_python
 
 PARSER_SOURCES = re.compile(r"^sglang/srt/(server_args\.py|arg_groups/.*\.py)$")
 FLAG = re.compile(r"--[a-z0-9][a-z0-9-]*")
 WHEEL_VERSION = re.compile(r"^sglang-(\d+\.\d+\.\d+(?:\.post\d+)?)-")
-MAX_SOURCE_BYTES = 8 << 20  # SGLang's largest parser source is ~250 KB; anything near this is not a parser
 
 
 def _strings(node: ast.AST) -> list[str]:
@@ -60,10 +59,7 @@ def _field_flags(field: ast.AnnAssign) -> set[str]:
 
 def flags_in_source(text: str, where: str) -> set[str]:
     """The long options one source file of SGLang's parser registers."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        raise GateError(f"{where}: not Python ({exc.msg}, line {exc.lineno})") from None
+    tree = parse_python(text, where)
     flags: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
@@ -84,15 +80,8 @@ def wheel_version(wheel: Path) -> str:
 
 def flags_in_wheel(wheel: Path) -> set[str]:
     """Every long option the server of ``wheel`` accepts (module docstring); refused when none is found."""
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            entries = [i for i in archive.infolist() if PARSER_SOURCES.match(i.filename)]
-            big = next((i for i in entries if i.file_size > MAX_SOURCE_BYTES), None)
-            if big is not None:
-                raise GateError(f"{wheel.name}:{big.filename}: {big.file_size:,} bytes, not a parser's source")
-            sources = [(i.filename, archive.read(i).decode("utf-8")) for i in entries]
-    except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
-        raise GateError(f"{wheel}: unreadable wheel ({exc})") from None
+    with open_wheel(wheel) as archive:  # limits on members and bytes; a bad wheel is one line
+        sources = [(n, archive.read_text(n)) for n in archive.names() if PARSER_SOURCES.match(n)]
     flags = (
         set().union(*(flags_in_source(text, f"{wheel.name}:{name}") for name, text in sources)) if sources else set()
     )
