@@ -43,6 +43,13 @@ REGIMES = {"healthy P2P", "host-memory fallback", "socket", "degraded"}
 TRANSPORTS = {"P2P", "SHM", "NET"}
 UNITS = {"us", "GB/s", "tok/s", "ms"}
 MAX_QUOTE_WORDS = 30
+# Physics a public figure cannot beat (issue 70): no link moves more into one GPU than NVLink 5 per direction; no GPU
+# signals another faster than a tenth of a microsecond (a PCIe round trip is about half a microsecond); no transport
+# an all-reduce would use is slower than a second plus 10 MB/s; no box decodes a million tokens a second.
+WIRE_BYTES_PER_S = 900e9
+MIN_LATENCY_US = 0.1
+SLOWEST_SECONDS, SLOWEST_BYTES_PER_S = 1.0, 10e6
+MAX_TOK_S = 1e6
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
@@ -75,6 +82,7 @@ def check_public(frame: pd.DataFrame, source: str) -> pd.DataFrame:
                 raise ReferenceDataError(f"{where}: {field} {str(raw)[:20]!r} is not a number") from None
             if not (math.isfinite(number) and low <= number <= high and (field != "value" or number > 0)):
                 raise ReferenceDataError(f"{where}: {field} {number!r} is not a finite number in {low:g}..{high:g}")
+        refuse_unphysical(row, where)
         if not str(row["url"]).startswith(("https://", "http://")):
             raise ReferenceDataError(f"{where}: url '{row['url']}' is not an http(s) address")
         if len(str(row["quote"]).split()) > MAX_QUOTE_WORDS:
@@ -84,6 +92,50 @@ def check_public(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     if frame["id"].duplicated().any():
         raise ReferenceDataError(f"{source}: duplicate id(s) {frame.loc[frame['id'].duplicated(), 'id'].tolist()}")
     return frame
+
+
+def latency_bounds_us(world_size: int, message_bytes: float | None) -> tuple[float, float]:
+    """The fastest and slowest an all-reduce of ``message_bytes`` among ``world_size`` GPUs can physically take, in
+    µs: each GPU moves 2(n-1)/n of the message through a link no faster than NVLink 5 (and no signal is quicker than
+    :data:`MIN_LATENCY_US`); no transport is slower than :data:`SLOWEST_SECONDS` plus :data:`SLOWEST_BYTES_PER_S`."""
+    size = message_bytes or 0.0
+    moved = 2 * (world_size - 1) / world_size * size if world_size > 1 else size
+    floor = max(MIN_LATENCY_US, moved / WIRE_BYTES_PER_S * 1e6)
+    return floor, (SLOWEST_SECONDS + size / SLOWEST_BYTES_PER_S) * 1e6
+
+
+def refuse_unphysical(row: dict, where: str) -> None:
+    """A public row physics rules out (a latency under the wire's floor for its size or over any transport's
+    ceiling, a bandwidth over the fastest link, a rate no box reaches): one error naming the row."""
+    value, unit = float(row["value"]), str(row["unit"])
+    raw_bytes = row.get("message_bytes")
+    size = None if raw_bytes is None or str(raw_bytes).strip() == "" or pd.isna(raw_bytes) else float(raw_bytes)
+    if unit in ("us", "ms"):
+        us = value * (1000.0 if unit == "ms" else 1.0)
+        low, high = latency_bounds_us(int(float(row["world_size"])), size)
+        if not low <= us <= high:
+            side = "below the wire's floor" if us < low else "above the slowest transport's ceiling"
+            raise ReferenceDataError(
+                f"{where}: {value:g} {unit} for {size or 0:,.0f} bytes on {int(float(row['world_size']))} GPUs is "
+                f"{side} ({low:.3g}..{high:.3g} µs): not a physical measurement"
+            )
+    elif unit == "GB/s" and value * 1e9 > WIRE_BYTES_PER_S:
+        raise ReferenceDataError(
+            f"{where}: {value:g} GB/s is more than the fastest link moves ({WIRE_BYTES_PER_S / 1e9:g} GB/s)"
+        )
+    elif unit == "tok/s" and value > MAX_TOK_S:
+        raise ReferenceDataError(f"{where}: {value:g} tok/s is more than any box decodes ({MAX_TOK_S:g})")
+
+
+def refuse_speedup_past_chain(plain_tok_s: float, spec_tok_s: float, verify_tokens: int, where: str) -> None:
+    """Speculation cannot emit more tokens per cycle than it verifies, and a cycle costs at least a plain step: a
+    speedup past ``verify_tokens`` is one error naming the row."""
+    if spec_tok_s > verify_tokens * plain_tok_s:
+        raise ReferenceDataError(
+            f"{where}: speculation at {spec_tok_s:g} tok/s against {plain_tok_s:g} plain is a "
+            f"{spec_tok_s / plain_tok_s:.1f}x speedup, past the {verify_tokens} tokens a cycle can emit at most "
+            "(verify_tokens): not physical"
+        )
 
 
 def read_reference_table(path: Path, **read_csv: Any) -> pd.DataFrame:

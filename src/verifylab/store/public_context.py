@@ -15,7 +15,13 @@ import pandas as pd
 
 from verifylab.errors import ReferenceDataError
 from verifylab.iorw import file_exists
-from verifylab.store.public import MAX_QUOTE_WORDS, PROVENANCE, quote_carries, read_reference_table
+from verifylab.store.public import (
+    MAX_QUOTE_WORDS,
+    PROVENANCE,
+    quote_carries,
+    read_reference_table,
+    refuse_speedup_past_chain,
+)
 
 PUBLIC_CONTEXT_FILE = Path("reference") / "public_context.csv"
 COLUMNS = [
@@ -92,6 +98,9 @@ def check_public_context(frame: pd.DataFrame, source: str) -> pd.DataFrame:
                 _number(row[field], field, low, high, where)
         if not float(row["accept_low"]) <= float(row["accept_high"]) <= float(row["verify_tokens"]):
             raise ReferenceDataError(f"{where}: accept_low <= accept_high <= verify_tokens does not hold")
+        if not _blank(row["spec_tok_s"]):
+            plain, spec = float(row["plain_tok_s"]), float(row["spec_tok_s"])
+            refuse_speedup_past_chain(plain, spec, int(float(row["verify_tokens"])), where)
         if not PINNED.match(str(row["url"])):
             raise ReferenceDataError(f"{where}: url '{row['url']}' is not a GitHub file pinned to a commit")
         for field in ("published", "retrieved"):

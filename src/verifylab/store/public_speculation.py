@@ -14,7 +14,13 @@ import pandas as pd
 
 from verifylab.errors import ReferenceDataError
 from verifylab.iorw import file_exists
-from verifylab.store.public import MAX_QUOTE_WORDS, PROVENANCE, quote_carries, read_reference_table
+from verifylab.store.public import (
+    MAX_QUOTE_WORDS,
+    PROVENANCE,
+    quote_carries,
+    read_reference_table,
+    refuse_speedup_past_chain,
+)
 
 PUBLIC_SPECULATION_FILE = Path("reference") / "public_speculation.csv"
 COLUMNS = [
@@ -89,7 +95,8 @@ def check_public_speculation(frame: pd.DataFrame, source: str) -> pd.DataFrame:
             if quote == "quote_spec" and _blank(value):
                 continue
             if quote == "quote_spec":
-                _number(value, "spec_tok_s", *NUMBERS["plain_tok_s"], where)
+                spec = _number(value, "spec_tok_s", *NUMBERS["plain_tok_s"], where)
+                refuse_speedup_past_chain(float(row["plain_tok_s"]), spec, int(float(row["verify_tokens"])), where)
             text = str(row[quote])
             if len(text.split()) > MAX_QUOTE_WORDS:
                 raise ReferenceDataError(f"{where}: {quote} has more than {MAX_QUOTE_WORDS} words")
