@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from verifylab.chapters.registry import CHAPTERS as REGISTERED
-from verifylab.publish.csv_cells import neutral_cell
+from verifylab.csv_cells import neutral_cell
 
 from .browsing import CHROMIUM
 

@@ -1,7 +1,7 @@
 """Issue 53 classes 6 and 8 (formula injection, unquoted commands): what leaves the book for a spreadsheet or a shell
 goes through one boundary each. At dc55d9b a label or public row starting with ``=``, ``+``, ``-`` or ``@`` reached
 the exported CSVs as a formula, and the printed launch command put a model path with ``; rm -rf ~`` in it unquoted.
-Boundaries: ``verifylab.publish.csv_cells`` (every exported CSV) and ``verifylab.command_line`` (every printed
+Boundaries: ``verifylab.csv_cells`` (every exported CSV) and ``verifylab.command_line`` (every printed
 command)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 
 from verifylab.comm.policy import Policy
 from verifylab.command_line import shell_command
+from verifylab.csv_cells import csv_text, neutral_cell
 from verifylab.launch import LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_decision import BoxInputs, box_launch
-from verifylab.publish.csv_cells import csv_text, neutral_cell
 
 FORMULAS = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\r=1"]
 

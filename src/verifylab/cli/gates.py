@@ -213,6 +213,7 @@ def gates_matrix(
 
     Example: `verifylab gates matrix --versions 0.5.8,0.5.9,0.5.23 --out data/gates/gate_matrix.csv`
     """
+    from verifylab.csv_cells import csv_text
     from verifylab.gates.forensics import fusion_forensics
     from verifylab.gates.matrix import flashinfer_pins, gate_matrix, matrix_pivot
     from verifylab.gates.sglang_env import env_table
@@ -243,12 +244,12 @@ def gates_matrix(
             env, wheels = env_table(wanted["sglang"], cache / "wheels")
     except VerifylabError as exc:
         raise fail(exc) from None
-    atomic_write_text(out, frame.to_csv(index=False))
-    atomic_write_text(out.with_name(FLASHINFER_PINS_FILE.name), pins.to_csv(index=False))
-    atomic_write_text(out.with_name(FORENSICS_FILE.name), forensics.to_csv(index=False))
-    atomic_write_text(out.with_name(SGLANG_FLAGS_FILE.name), flags.to_csv(index=False))
-    atomic_write_text(out.with_name(SGLANG_ENV_FILE.name), env.to_csv(index=False))
-    atomic_write_text(out.with_name(SGLANG_WHEELS_FILE.name), wheels.to_csv(index=False))
+    atomic_write_text(out, csv_text(frame, lineterminator="\n"))
+    atomic_write_text(out.with_name(FLASHINFER_PINS_FILE.name), csv_text(pins, lineterminator="\n"))
+    atomic_write_text(out.with_name(FORENSICS_FILE.name), csv_text(forensics, lineterminator="\n"))
+    atomic_write_text(out.with_name(SGLANG_FLAGS_FILE.name), csv_text(flags, lineterminator="\n"))
+    atomic_write_text(out.with_name(SGLANG_ENV_FILE.name), csv_text(env, lineterminator="\n"))
+    atomic_write_text(out.with_name(SGLANG_WHEELS_FILE.name), csv_text(wheels, lineterminator="\n"))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
 
 

@@ -56,6 +56,7 @@ def trace_summarize(
 
     Example: `verifylab trace summarize /tmp/sglang_profile/ --csv steps.csv`
     """
+    from verifylab.csv_cells import csv_text
     from verifylab.intake import refuse_output_over_input
     from verifylab.iorw import atomic_write_text
     from verifylab.trace import summarize_traces
@@ -69,7 +70,7 @@ def trace_summarize(
         if csv is not None:
             if csv.is_dir():
                 raise ParameterError(f"--csv {csv}: a folder; give a file name, e.g. {csv / 'steps.csv'}")
-            atomic_write_text(csv, summary.steps.to_csv(index=False))
+            atomic_write_text(csv, csv_text(summary.steps))  # a kernel name never runs as a formula
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:

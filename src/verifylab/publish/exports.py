@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from verifylab.csv_cells import csv_text
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_json, atomic_write_text
-from verifylab.publish.csv_cells import csv_text
 from verifylab.publish.paths import export_stem
 from verifylab.report.charts import FIGURE_MIME, save_spec
 from verifylab.report.section import SECTION_MIME

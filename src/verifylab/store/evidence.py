@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from verifylab.csv_cells import restored
 from verifylab.derived import DerivedCache
 from verifylab.errors import ManifestError, ReferenceDataError
 from verifylab.iorw import file_exists
@@ -123,6 +124,6 @@ class Evidence:
     def _gates_csv(self, name: Path, **read_options) -> pd.DataFrame:
         path = self.data_dir / name
         try:
-            return pd.read_csv(path, **read_options)
+            return restored(pd.read_csv(path, **read_options))  # as `gates matrix` wrote it (csv_cells)
         except FileNotFoundError as exc:
             raise ReferenceDataError(f"{path}: missing (write it with `verifylab gates matrix`)") from exc

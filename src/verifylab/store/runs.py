@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
+from verifylab.csv_cells import csv_text, restored
 from verifylab.errors import ManifestError, RunExistsError, RunNotFoundError, StorageError
 from verifylab.host import capture_host
 from verifylab.intake import OutsideFileError, inside, read_outside_bytes
@@ -56,7 +57,7 @@ def _write_frame(target: Path, frame: pd.DataFrame) -> None:
     if target.suffix == ".parquet":
         atomic_write_with(target, partial(pq.write_table, pa.Table.from_pandas(frame, preserve_index=False)))
     else:
-        atomic_write_text(target, frame.to_csv(index=False))
+        atomic_write_text(target, csv_text(frame, lineterminator="\n"))  # formula cells neutralised, read back whole
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
@@ -268,7 +269,7 @@ class RunStore:
         try:
             if path.suffix == ".parquet":
                 return pq.read_table(pa.BufferReader(data)).to_pandas()
-            return pd.read_csv(io.BytesIO(data))
+            return restored(pd.read_csv(io.BytesIO(data)))
         except (pa.ArrowInvalid, ValueError, OSError) as exc:  # binary, empty or cut tables too
             raise ManifestError(f"{path}: unreadable table ({exc})") from exc
 
