@@ -51,7 +51,7 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = Field(SCHEMA_VERSION, strict=True, ge=1)  # "2" or 2.0 is refused: no guess at a schema
     run_id: str
     kind: Literal["measured"] = "measured"
     label: str = Field(min_length=3, description="hardware label shown with every figure, e.g. 'H200, SM90'")
@@ -114,7 +114,8 @@ class Manifest(BaseModel):
     @classmethod
     def _campaign_of_schema_1(cls, data: Any) -> Any:
         """Schema 1 named a run's campaign in its id only (``device_run.sh``'s ``<time>-<gpu>-<campaign>``)."""
-        if isinstance(data, dict) and data.get("schema_version", 1) < 2 and "campaign" not in data:
+        version = data.get("schema_version", 1) if isinstance(data, dict) else None
+        if type(version) is int and version < 2 and "campaign" not in data:  # a bool or a text is no schema
             data = {**data, "campaign": campaign_in_run_id(str(data.get("run_id", "")))}
         return data
 

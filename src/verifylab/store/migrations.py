@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from verifylab.errors import ManifestError
+from verifylab.intake import OutsideFileError, read_outside_text
 from verifylab.iorw import atomic_write_json, file_exists
 from verifylab.redact import strip_terminal_codes
 from verifylab.store.manifest import Manifest
@@ -77,15 +79,36 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+MAX_PROBE_RECORD_BYTES = 64 << 20  # a probe's raw record is a few hundred KiB
+
+
+def _read_probe_record(path: Path) -> tuple[Any, bool]:
+    """A probe's raw record without terminal codes, and whether any were removed; a record that is cut, not JSON,
+    not UTF-8, too large or nested past what it can hold is one :class:`ManifestError` naming it (the run is left
+    as it was)."""
+    try:
+        raw = json.loads(read_outside_text(path, "probe record", root=path.parent, limit=MAX_PROBE_RECORD_BYTES))
+        plain = _plain(raw)
+        return plain, plain != raw
+    except OutsideFileError as exc:
+        raise ManifestError(f"{exc}: the run was not migrated") from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}; cut short?): the run was not "
+            "migrated"
+        ) from None
+    except RecursionError:
+        raise ManifestError(f"{path}: nested deeper than a probe record is: the run was not migrated") from None
+
+
 def migrate_to_3(run_dir: Path, manifest: Manifest, version_at: VersionAt = declared_version_at) -> list[str]:
     """Rewrite what schema 3 adds in ``run_dir`` and ``manifest`` (the caller saves the manifest); returns the
     notes that say what changed."""
     notes = []
     raw_file = run_dir / RAW_PROBE_FILE
     if file_exists(raw_file) and not raw_file.is_symlink():
-        raw = json.loads(raw_file.read_text(encoding="utf-8"))
-        plain = _plain(raw)
-        if plain != raw:
+        plain, changed = _read_probe_record(raw_file)
+        if changed:
             atomic_write_json(raw_file, plain)
             notes.append(f"schema 3: terminal colour codes removed from {RAW_PROBE_FILE} (no number changed)")
         if manifest.versions.nccl is None and isinstance(plain, dict):
