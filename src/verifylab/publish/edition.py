@@ -15,6 +15,8 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -148,15 +150,43 @@ def write_generated_pages(root: Path, ev: Evidence) -> dict:
     return edition
 
 
+def replace_folder(target: Path, fill: Callable[[Path], object]) -> None:
+    """``target`` replaced by a folder ``fill`` writes at a staging path beside it, then renamed into place; the old
+    folder is removed only once the new one stands. What an earlier interrupted call left is cleaned up first (an
+    old folder moved aside and never replaced is put back)."""
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(f".{target.name}.new-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    aside = sorted(parent.glob(f".{target.name}.old-*"))
+    if aside and not target.exists():
+        os.rename(aside.pop(), target)  # a call stopped between its two renames: the old edition is still the edition
+    for old in aside:
+        shutil.rmtree(old, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=parent))
+    try:
+        staging.rmdir()  # fill (copytree) makes the folder itself
+        fill(staging)
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=parent))
+            os.replace(target, old)  # an empty folder is replaced by the old edition
+        os.rename(staging, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def archive(root: Path, edition: dict) -> Path:
-    """Copy the rendered HTML to ``_build/editions/<id>/``, write exports, refresh the editions index."""
+    """Copy the rendered HTML to ``_build/editions/<id>/``, write exports, refresh the editions index. The copy is
+    made beside the edition and renamed into its place: an interrupted or failed archive leaves the old edition
+    whole (:func:`replace_folder`)."""
     editions = root / "_build" / "editions"
     target = editions / edition["id"]
-    if target.exists():
-        shutil.rmtree(target)
     html_dir = root / "_build" / "html"  # the exports sit beside the book (each caption links its data there)
     write_exports(root / GENERATED, html_dir / EXPORTS, edition["id"], html_dir)
-    shutil.copytree(html_dir, target)
+    replace_folder(target, lambda staging: shutil.copytree(html_dir, staging))
     index_path = editions / "editions.json"
     known = json.loads(index_path.read_text()) if index_path.is_file() else []
     known = [e for e in known if e["id"] != edition["id"]] + [
