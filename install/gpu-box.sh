@@ -3,7 +3,9 @@
 # every package already installed is pinned at its installed version (a constraints file made from the environment
 # itself), so an install that would change one fails instead, naming it. Then `pip check`.
 #
-#   bash install/gpu-box.sh [--box-only] [PYTHON] [VERIFYLAB_SOURCE]      # defaults: python3, this checkout
+#   bash install/gpu-box.sh [--box-only] PYTHON [VERIFYLAB_SOURCE]      # VERIFYLAB_SOURCE: this checkout
+#
+# PYTHON is required: on a shared machine the first python3 on PATH is rarely the one that runs sglang.
 #
 # --box-only installs what `verifylab box` (and probe, bench, serve) needs, without the book's rendering stack
 # (Jupyter Book, papermill, Altair): for a box whose pins the rendering stack cannot live beside; render the book on
@@ -15,9 +17,32 @@
 # cannot be listed (no pip and no uv: nothing could be pinned), or an empty list (a wrong PYTHON). After the install
 # it compares the environment's packages with the list it pinned: a changed version is put back and the run fails.
 set -euo pipefail
+usage() {
+  cat << 'EOF_USAGE'
+usage: bash install/gpu-box.sh [--box-only] PYTHON [VERIFYLAB_SOURCE]
+
+Install verifylab beside a GPU box's own SGLang / torch / FlashInfer, pinning every installed package at its
+version (an install that would change one fails, naming it), then `pip check`.
+
+  PYTHON            the interpreter of the environment that runs sglang (required), e.g. /opt/sglang/bin/python
+  VERIFYLAB_SOURCE  the verifylab checkout to install (default: the one this script is in)
+  --box-only        only what `verifylab box`, the probe and the benchmarks need (no book rendering stack)
+  -h, --help        this text; nothing is changed
+
+Example: bash install/gpu-box.sh "$(command -v python)"   # run inside the activated sglang environment
+EOF_USAGE
+}
 TARGET_EXTRA="[book]"
-if [ "${1:-}" = "--box-only" ]; then TARGET_EXTRA=""; shift; fi
-PY=${1:-python3}
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  --box-only) TARGET_EXTRA=""; shift ;;
+esac
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  "") usage >&2; echo "gpu-box.sh: PYTHON is required (the interpreter that runs sglang); nothing was changed" >&2; exit 2 ;;
+  -*) usage >&2; echo "gpu-box.sh: unknown option $1; nothing was changed" >&2; exit 2 ;;
+esac
+PY=$1
 SRC=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 MIN_PYTHON="3.11"  # pyproject.toml's requires-python
 

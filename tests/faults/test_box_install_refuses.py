@@ -8,6 +8,8 @@ import subprocess
 import venv
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "install" / "gpu-box.sh"
 
@@ -40,3 +42,34 @@ def test_an_environment_without_pip_or_uv_is_refused(tmp_path):
     assert "no pip and uv is not on PATH" in result.stderr
     site = next((env_dir / "lib").glob("python*/site-packages"))
     assert not any("verifylab" in p.name for p in site.iterdir())
+
+
+def _stand_ins(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A PATH whose python3, python, pip and uv only record that they were called (issue 70)."""
+    calls = tmp_path / "calls"
+    calls.touch()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python3", "python", "pip", "pip3", "uv"):
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/bash\necho "{name} $*" >> {calls}\necho 3.12\n')
+        shim.chmod(0o755)
+    environ = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    return environ, calls
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [([], 2), (["--help"], 0), (["-h"], 0), (["--box-only"], 2), (["--box-only", "--help"], 0), (["--box"], 2)],
+    ids=["no argument", "--help", "-h", "--box-only alone", "--box-only --help", "unknown option"],
+)
+def test_without_its_interpreter_or_asked_for_help_it_changes_nothing(tmp_path, args, code):
+    """Issue 70: with no PYTHON the script installed into the first python3 on PATH (twice, on a shared machine),
+    and ``--help``/``-h`` were taken as interpreter names. Now: usage, and no interpreter, pip or uv is called."""
+    environ, calls = _stand_ins(tmp_path)
+    result = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=environ)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "usage: bash install/gpu-box.sh [--box-only] PYTHON" in result.stdout + result.stderr
+    assert calls.read_text() == ""  # nothing was called, so nothing was changed
+    if code:
+        assert "nothing was changed" in result.stderr
