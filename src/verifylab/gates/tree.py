@@ -20,7 +20,7 @@ def known_gate_files(matrix_csv: Path) -> KnownFiles:
     """The files each audited (package, version) holds findings in, from a gate matrix CSV (``gates matrix``)."""
     try:
         with open(checked_file(matrix_csv, "gate matrix"), encoding="utf-8", newline="") as handle:
-            rows = [{k: restore_cell(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+            rows = [{k: str(restore_cell(v)) for k, v in row.items()} for row in csv.DictReader(handle)]
     except OutsideFileError as exc:
         raise GateError(str(exc)) from None
     known: dict[tuple[str, str], set[str]] = {}

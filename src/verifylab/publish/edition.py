@@ -161,19 +161,19 @@ def replace_folder(target: Path, fill: Callable[[Path], object]) -> None:
     aside = sorted(parent.glob(f".{target.name}.old-*"))
     if aside and not target.exists():
         os.rename(aside.pop(), target)  # a call stopped between its two renames: the old edition is still the edition
-    for old in aside:
-        shutil.rmtree(old, ignore_errors=True)
+    for leftover in aside:
+        shutil.rmtree(leftover, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=parent))
     try:
         staging.rmdir()  # fill (copytree) makes the folder itself
         fill(staging)
-        old = None
+        moved: Path | None = None
         if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=parent))
-            os.replace(target, old)  # an empty folder is replaced by the old edition
+            moved = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=parent))
+            os.replace(target, moved)  # an empty folder is replaced by the old edition
         os.rename(staging, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        if moved is not None:
+            shutil.rmtree(moved, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
