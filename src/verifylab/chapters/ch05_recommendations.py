@@ -76,8 +76,8 @@ def case_study_command(ev: Evidence) -> None:
         [("The case study's own stack", "", ev.launch_target(CASE_STUDY_STACK[0]), AllReduce.NCCL)]
     )
     print(
-        f"SGLang {CASE_STUDY_STACK[0]} with FlashInfer {CASE_STUDY_STACK[1]}, as the case study ran it (checked "
-        f"against {command.checked_against}):"
+        f"SGLang {CASE_STUDY_STACK[0]} with FlashInfer {CASE_STUDY_STACK[1]}, the pair the case study launched "
+        f"(checked against {command.checked_against}):"
     )
     print(wrapped_command(command.command))
 

@@ -225,7 +225,7 @@ def launch_section(ev: Evidence) -> str:
             ),
             (
                 "The case study's own stack, for a box that cannot upgrade",
-                f"SGLang {case[0]} with FlashInfer {case[1]}, as the case study ran it",
+                f"SGLang {case[0]} with FlashInfer {case[1]}, the pair the case study launched",
                 ev.launch_target(case[0]),
                 AllReduce.NCCL,
             ),
