@@ -28,7 +28,7 @@ from verifylab.trace.kernel_steps import (
 )
 from verifylab.trace.pool import Progress, bytes_read, run_jobs
 from verifylab.trace.ranks import align_ranks, rank_disagreements
-from verifylab.trace.reader import Event, check_head
+from verifylab.trace.reader import Event, check_head, check_tail
 from verifylab.trace.steps import (
     DEFAULT_STEP_MARKER,
     STEP_COLUMNS,
@@ -312,6 +312,8 @@ def summarize_traces(
     ranked = assign_ranks(files)
     for f, _ in ranked:  # a bad byte early in the last rank's file is reported now, not after the others are read
         check_head(f)
+    for f, _ in ranked:  # ... and a cut or bad end of it (milliseconds each: the last MiB)
+        check_tail(f)
     jobs = [(str(f), rank, marker, message_bytes, slot) for slot, (f, rank) in enumerate(ranked)]
     n_workers = min(len(jobs), workers or os.cpu_count() or 1)
     parts = run_jobs(_summarize_one, jobs, [Path(f).stat().st_size for f, _ in ranked], n_workers, progress)

@@ -25,6 +25,11 @@ from verifylab.errors import TraceError
 CHUNK = 4 << 20  # bytes decoded and typed a chunk at a time: what a reading process holds beyond its results
 MAX_EXPANSION = 100  # a gzip trace compresses 5-20x; 100x and more is a bomb, not a trace
 HEAD_BYTES = 1 << 20  # what every rank's file is checked for before any is read to its end
+TAIL_BYTES = 1 << 20  # ... and, uncompressed, at its end
+# Between two events on their own lines: a literal line break never stands inside a JSON string, so this is a
+# boundary wherever it is found (Kineto and SGLang write one event per line).
+_LINE_BOUNDARY = re.compile(rb"\},[ \t\r]*\n[ \t\r\n]*\{")
+_AT_BYTE = re.compile(r"at byte (\d+)")
 MAX_EVENT_CHARS = CHUNK  # no trace event is this many bytes long: a decode error with more text after it is real
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _DECODER = json.JSONDecoder()
@@ -176,6 +181,35 @@ def check_head(path: Path | str, size: int | None = None) -> None:
     for _ in iter_raw(path, heard, chunk=size):
         if read[0] > size:
             return
+
+
+def check_tail(path: Path | str, size: int | None = None) -> None:
+    """Decode the events of the last ``size`` bytes (about) of an uncompressed trace, from an event boundary to its
+    end: a file cut short, or bad near its end, is the same one-line :class:`TraceError` a full read gives (the byte
+    counted from the file's start), found before any rank is read in full. A compressed trace, or one without a
+    line break between events near its end, is left to the full read (gzip cannot be entered in its middle)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as raw:
+            if raw.read(2) == b"\x1f\x8b":
+                return
+            length = raw.seek(0, 2)
+            start = max(0, length - (size or TAIL_BYTES))
+            raw.seek(start)
+            tail = raw.read()
+    except OSError:
+        return  # the full read names what is wrong with the file
+    boundaries = list(_LINE_BOUNDARY.finditer(tail))
+    if not boundaries or (start == 0 and len(boundaries) < 2):
+        return  # a small file: the head check reads it whole
+    first = boundaries[0].start() + 2  # just past "},": the next event starts here
+    chunks = iter([b"[" + tail[first:], b""])
+    try:
+        for _ in _decode_events(path, lambda: next(chunks, b"")):
+            pass
+    except TraceError as exc:
+        shift = start + first - 1  # bytes of the file before the synthetic "[" stood for the boundary
+        raise TraceError(_AT_BYTE.sub(lambda m: f"at byte {int(m.group(1)) + shift}", str(exc), count=1)) from None
 
 
 def iter_raw(
