@@ -14,6 +14,14 @@ from verifylab.chapters.registry import CHAPTERS
 from verifylab.report.table_fit import PLAIN_WORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+PHONE_WIDTH = 390  # a phone held upright: no page may scroll sideways (a wide table scrolls inside its own box)
+SIDEWAYS = """() => {
+  const root = document.documentElement;
+  const past = [...document.querySelectorAll('article *')]
+    .filter(e => e.getBoundingClientRect().right > root.clientWidth + 1 && !e.closest('table, .highlight, pre'))
+    .slice(0, 3).map(e => e.tagName + '.' + String(e.className).slice(0, 30));
+  return {scroll: root.scrollWidth, client: root.clientWidth, past};
+}"""
 SCREEN_WIDTHS = (1400, 800)  # a laptop, and a narrow window (the text column is 736 px there)
 SCREEN_HEIGHT = 900  # "taller than 1.5 screens" is measured against this
 FIRST_SCREENS = ((1400, 800), (800, 1000))  # the decision page's first screen: a laptop, a narrow tall window

@@ -23,10 +23,12 @@ from .browsing import (
     GLOSSARY_TERMS,
     LAUNCH_ARGS,
     LAYOUT,
+    PHONE_WIDTH,
     READ_PAGES,
     READING,
     SCREEN_HEIGHT,
     SCREEN_WIDTHS,
+    SIDEWAYS,
     QuietHandler,
     Tab,
     offline_proxy,
@@ -217,6 +219,9 @@ def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
         rel = path.relative_to(built_book).as_posix()
         page, errors, blocked = tab.open(f"{book_url}/{rel}")
         seen[rel] = {"errors": errors, "blocked": blocked, "marks": page.evaluate(CHART_MARKS)}
+        page.set_viewport_size({"width": PHONE_WIDTH, "height": SCREEN_HEIGHT})  # a phone: nothing scrolls sideways
+        seen[rel]["sideways"] = page.evaluate(SIDEWAYS)
+        page.set_viewport_size({"width": 1400, "height": 1000})
         if rel not in READ_PAGES:  # a run's page, an index: opened, not read (a third of the visit's CPU)
             continue
         layout, first_screen = {}, {}

@@ -49,6 +49,16 @@ def test_every_page_opens_offline_draws_its_charts_and_has_no_console_errors(vis
         assert seen["errors"] == [], f"{rel}: console errors: {seen['errors']}"
 
 
+def test_no_page_scrolls_sideways_on_a_phone(visited):
+    """Issue 71: at 390 px every page fits the screen's width; a table wider than that scrolls inside its own box."""
+    wide = {
+        rel: seen["sideways"]
+        for rel, seen in visited.items()
+        if seen["sideways"]["scroll"] > seen["sideways"]["client"] + 1
+    }
+    assert wide == {}, wide
+
+
 def test_no_internal_link_is_broken(built_book):
     from html.parser import HTMLParser
     from urllib.parse import unquote, urlparse
