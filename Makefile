@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 toc: $(BOOK_STAMP)
 	$(BIN)/python -m verifylab.publish.toc
 
-.PHONY: toc help install book test test-fleet check fast-tests lint notebooks browser clean live pytest lock
+.PHONY: toc help install book test test-fleet check fast-tests lint notebooks browser pdf-browser clean live pytest lock
 
 PARAMS ?= examples/params-smoke.yaml
 
@@ -82,14 +82,15 @@ lock: | $(BIN)/uv
 	  --python-platform x86_64-manylinux_2_28 -q -o $(TEST_LOCK)
 	$(CHECK_LOCK) --write $(BOOK_LOCK) $(TEST_LOCK)
 
-book: $(BOOK_STAMP)
+book: $(BOOK_STAMP) | pdf-browser
 	$(BIN)/verifylab book
 
-# Debian's chromium for the headless-browser tests (never `playwright install`: it downloads a browser).
+# Debian's chromium (never `playwright install`: it downloads a browser), install/chromium.sh: for the book's PDFs
+# where apt can (else one line says how, and the HTML book is built without them); required by the browser tests.
+pdf-browser:
+	@bash install/chromium.sh
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing Debian's chromium for the browser tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@bash install/chromium.sh --required
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks notebooks
