@@ -107,11 +107,9 @@ chapter.pcie_simulation_table(ev)
 
 # %% [markdown]
 # ## One version in detail: SGLang 0.5.9 (the case study's era)
-#
-# Note the auto-enable list: it includes `KimiK25ForConditionalGeneration`. Once this gate admits SM120, a
-# Kimi-K2.5 "baseline" launched without any fusion flag is fused — and this version has no
-# `--enforce-disable-flashinfer-allreduce-fusion` (it appears in 0.5.12). The case study's "baseline 92.6
-# vs fusion 92.6" may well compare fused with fused.
+
+# %%
+chapter.fusion_off_flag_note(ev, "0.5.9")
 
 # %% mystnb={"figure": {"caption": "Every gate of SGLang 0.5.9, the case study's era (audited wheel)", "name": "tbl-gates-sglang-0-5-9"}}
 chapter.version_findings(ev, "sglang", "0.5.9")

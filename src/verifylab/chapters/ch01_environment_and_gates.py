@@ -17,10 +17,13 @@ from verifylab.derived import derived
 from verifylab.errors import VerifylabError
 from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
+from verifylab.launch import FUSION_OFF_FLAG
 from verifylab.report.section import Prose, Section
 from verifylab.report.tables import Table
+from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence
 from verifylab.store.manifest import new_run_id
+from verifylab.vocab import version_key
 
 __all__ = ["Params"]
 
@@ -142,6 +145,24 @@ def pcie_simulation_finding(ev: Evidence) -> Prose:
 def pcie_simulation_table(ev: Evidence) -> pd.DataFrame:
     """Table: the simulated-PCIe runs, what SGLang logged and which kernels ran."""
     return _pcie_simulation(ev)
+
+
+def fusion_off_flag_note(ev: Evidence, version: str) -> Prose:
+    """Finding: whether SGLang ``version`` can keep fusion off by flag, and the first audited version that can (read
+    from each wheel's server options, ``data/gates/sglang_flags.csv``)."""
+    flags = ev.sglang_flags if ev.has_gate_matrix else {}
+    having = sorted((v for v, accepted in flags.items() if FUSION_OFF_FLAG in accepted), key=version_key)
+    if not flags:
+        return Prose(f"No audited server options are stored: run `verifylab gates matrix` to see {FUSION_OFF_FLAG}.")
+    first = f"the first audited version that accepts it is {having[0]}" if having else "no audited version accepts it"
+    has = version in flags and FUSION_OFF_FLAG in flags[version]
+    baseline, fused = (reported_value(ev.figures, f) for f in ("baseline_92_6", "fusion_run_1"))
+    return Prose(
+        f"Note the auto-enable list: it includes `KimiK25ForConditionalGeneration`. Once this gate admits SM120, a "
+        f'Kimi-K2.5 "baseline" launched without any fusion flag is fused — and SGLang {version} '
+        f"{'has' if has else 'has no'} `{FUSION_OFF_FLAG}` ({first}, read from each audited wheel's server options). "
+        f'The case study\'s "baseline {baseline:g} vs fusion {fused:g}" may well compare fused with fused.'
+    )
 
 
 @shown_as_table
