@@ -7,9 +7,8 @@ tokenizer (``max_total_tokens``, ``tokenizer_path``). A value is secret when it 
 stands: ``Authorization: Bearer …``, a URL's ``user:password@`` or ``token@``, or a token by its shape (GitHub's
 ``ghp_…``, Hugging Face's ``hf_…``, ``sk-live-…``, AWS key ids, Slack, GitLab, npm, PyPI, JWTs) under any name. Prose
 is not a secret: "verify pass: fused" keeps its words (an English word before ": " hides only a credential-shaped
-value). Of the environment only the
-names that matter to a measurement are recorded (:data:`MEASUREMENT_ENV`). Secrets are replaced by
-``<redacted>``; everything else is left byte for byte.
+value). Of the environment only the names that matter to a measurement are recorded (:data:`MEASUREMENT_ENV`).
+Secrets are replaced by ``<redacted>``; everything else is left byte for byte.
 """
 
 from __future__ import annotations
