@@ -52,3 +52,26 @@ def test_the_page_shows_for_and_against_and_what_decides_the_top_two(ev):
     assert ORDER_RULE in text and deciding_between_top_two(ranked_hypotheses(ev)) in text
     for hypothesis in top["hypothesis"]:
         assert hypothesis in text
+
+
+def test_the_cross_numa_box_is_compared_at_the_verify_sizes_not_at_12_kib(ev):
+    """#68 item 3: the PCIe-IPC docstring's cross-NUMA NCCL (205.1 us at 12 KiB) is read at the case study's verify
+    sizes (log-log between its three sizes); there it is several times the case study's per-call time, so it counts
+    against 'NCCL itself got faster', not for it."""
+    from verifylab.model.case.hypotheses import _cross_numa_nccl
+    from verifylab.model.case.speculation import account, inputs
+    from verifylab.vocab import KIMI_K2_HIDDEN
+
+    a = account(ev)
+    sizes = (min(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0, max(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0)
+    at_verify, rows = _cross_numa_nccl(ev, sizes)
+    assert rows == "pub-60, pub-61, pub-62"
+    _, high, _ = inputs(ev).curves.reported_allreduce
+    assert at_verify.low > 2 * high  # the reading the page gives
+    nccl = (
+        ranked_hypotheses(ev)
+        .set_index("hypothesis")
+        .loc["NCCL itself got faster with the new stack (transport, protocol, topology, version)"]
+    )
+    assert "cross-NUMA" in nccl["against"] and "cross-NUMA" not in nccl["for"]
+    assert f"{at_verify.low:.0f}-{at_verify.high:.0f} us" in nccl["against"]

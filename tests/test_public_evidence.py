@@ -129,3 +129,31 @@ def test_the_host_memory_price_uses_the_sm120_figure(shipped):
     assert slower.high_us == pytest.approx(2 * price.high_us, rel=0.05) and slower.low_us == price.low_us
     uses = curves.public_uses()
     assert {"pub-63", "pub-64", "pub-65"} <= set(uses)
+
+
+def test_every_quote_links_to_the_file_that_holds_it():
+    """#68: a row's link is the pinned file (or thread) its quote is read from, never a package index page, whose
+    text does not carry the quote."""
+    table = load_public_measurements(ROOT / "data")
+    index_pages = table[table["url"].str.contains(r"pypi\.org/project|files\.pythonhosted", regex=True)]
+    assert index_pages.empty, index_pages["id"].tolist()
+
+
+def test_the_b12x_calibration_and_pr_34528_are_entered_and_price_nothing(shipped):
+    """#68 item 6: b12x's NCCL calibration on 8 x RTX PRO 6000 (12 KB to 1.5 MB) and SGLang PR 34528's TPOT at 4
+    ranks (its first version's regression at 8 streams superseded) are rows with quotes; they are context: the
+    collectives are priced from the curves they were priced from before."""
+    from verifylab.model.case.speculation import inputs
+
+    rows = shipped.public.set_index("id")
+    calibration = rows[rows["url"].str.contains("b12x/blob/") & rows["url"].str.endswith(".json")]
+    assert sorted(calibration["message_bytes"]) == [12288, 98304, 393216, 1572864]
+    assert (calibration["world_size"] == 8).all() and (calibration["unit"] == "ms").all()
+    pr = rows[rows["url"].str.endswith("sglang/pull/34528")]
+    assert (pr["world_size"] == 4).all() and len(pr) == 6
+    first_version = pr[pr["software"].str.contains("first submitted")]
+    assert first_version["note"].str.startswith("superseded").all()
+    at_eight = pr[pr["method"].str.contains("8 streams")].set_index("implementation", append=True)["value"]
+    assert at_eight.xs("pcie_ipc", level=1).max() > at_eight.xs("nccl", level=1).max()  # the regression it names
+    uses = inputs(shipped).curves.public_uses()
+    assert not set(calibration.index) & set(uses) and not set(pr.index) & set(uses)

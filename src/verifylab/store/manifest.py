@@ -194,9 +194,9 @@ def _manifest_from_host(
 def check_resume(stored: Manifest, label: str, parameters: dict[str, Any]) -> None:
     """Refuse to resume ``stored`` with another label or another value of a parameter it records: its cells
     would be mixed with cells measured otherwise, under the first call's provenance."""
-    if (shown := redact_text(label)) != stored.label:
+    if (label_shown := redact_text(label)) != stored.label:
         raise RunExistsError(
-            f"run '{stored.run_id}' is labelled {stored.label!r}, this call {shown!r}: "
+            f"run '{stored.run_id}' is labelled {stored.label!r}, this call {label_shown!r}: "
             "resume it with the same label, or measure into another run id"
         )
     for key in sorted(set(parameters) & set(stored.parameters)):

@@ -11,6 +11,7 @@ import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.case.speculation import account, inputs
+from verifylab.model.inputs.curves import Curve
 from verifylab.model.pricing.pass_cost import PassCost, compare
 from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.sources import ModelSources
@@ -70,6 +71,21 @@ def _public(ev: ModelSources, row_id: str) -> tuple[float, str] | None:
     return float(rows["value"].iloc[0]), f"{size / 1024:g} KiB"
 
 
+CROSS_NUMA_ROWS = ("pub-60", "pub-61", "pub-62")  # NCCL at 8 ranks on a cross-NUMA SM120 box whose P2P works
+
+
+def _cross_numa_nccl(ev: ModelSources, messages: tuple[float, float]) -> tuple[Span, str] | None:
+    """That box's NCCL at the case study's verify sizes (log-log between its measured sizes) and the rows it is read
+    from, or None where the edition's table lacks them: its 12 KiB figure alone is another size than a verify's."""
+    p = ev.public
+    rows = p[p["id"].isin(CROSS_NUMA_ROWS) & (p["unit"] == "us")] if not p.empty else p
+    if len(rows) < 2:
+        return None
+    rows = rows.sort_values("message_bytes")
+    curve = Curve("cross-NUMA nccl", tuple(rows["message_bytes"]), tuple(float(v) for v in rows["value"]))
+    return Span(curve.at(messages[0]), curve.at(messages[1])), ", ".join(rows["id"])
+
+
 def _decode_with_fusion_pct(ev: ModelSources) -> float | None:
     """How much faster plain decoding at one stream would run with fusion where P2P is healthy (modelled): the
     reported decode step with its all-reduces (and their norm kernels) at the healthy NCCL price, against the same
@@ -118,7 +134,30 @@ def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
     workspace = case_pair["workspace"].iloc[0] if not case_pair.empty else "not audited"
     majors = case_pair["jit_majors"].iloc[0] if not case_pair.empty else "?"
     decode_pct = _decode_with_fusion_pct(ev)
-    cross_numa, simple, ll = (_public(ev, row) for row in ("pub-60", "pub-21", "pub-22"))
+    simple, ll = (_public(ev, row) for row in ("pub-21", "pub-22"))
+    verify_sizes = (min(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0, max(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0)
+    cross_numa = _cross_numa_nccl(ev, verify_sizes)
+    cross_numa_says = None
+    if cross_numa is not None:
+        at_verify, rows_read = cross_numa
+        matches = at_verify.low <= high and low <= at_verify.high  # the two ranges overlap
+        cross_numa_says = (
+            matches,
+            Observation(
+                f"NCCL at 8 ranks on a cross-NUMA SM120 box whose P2P works takes about {at_verify.low:.0f}-"
+                f"{at_verify.high:.0f} us at the case study's verify sizes ({verify_sizes[0] / 1e3:.0f}-"
+                f"{verify_sizes[1] / 1e3:.0f} kB, log-log between its measured sizes), "
+                + (
+                    f"as the case study's {low:.0f}-{high:.0f} us: NCCL's slow path can carry them"
+                    if matches
+                    else f"{at_verify.low / high:.1f}-{at_verify.high / low:.1f}x the case study's {low:.0f}-"
+                    f"{high:.0f} us, and it is slow at decode size, where the case study's plain decoding was fast: "
+                    "that box's NCCL is not the case study's"
+                ),
+                "public",
+                f"SGLang's pcie_ipc_ar.py, {rows_read}",
+            ),
+        )
     stacks = ev.figures.set_index("figure_id")["stack"]
     upgrade_stack = str(stacks.get("upgrade_gain_pct", "the CUDA upgrade"))
     seed2 = "seed 002"
@@ -158,19 +197,7 @@ def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
             "could_explain": explains(healthy_nccl),
             "supports": [
                 Observation(f"the whole stack changed between the two runs ({upgrade_stack})", "seed", seed2),
-                *(
-                    [
-                        Observation(
-                            f"NCCL at 8 ranks took {cross_numa[0]:g} us for {cross_numa[1]} on a cross-NUMA SM120 box "
-                            "whose P2P "
-                            f"works: the case study's {low:.0f}-{high:.0f} us can be NCCL's slow path, not broken P2P",
-                            "public",
-                            "SGLang 0.5.22 pcie_ipc_ar.py, pub-60",
-                        )
-                    ]
-                    if cross_numa is not None
-                    else []
-                ),
+                *([cross_numa_says[1]] if cross_numa_says is not None and cross_numa_says[0] else []),
                 *(
                     [
                         Observation(
@@ -191,6 +218,7 @@ def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
                     "seed",
                     seed2,
                 ),
+                *([cross_numa_says[1]] if cross_numa_says is not None and not cross_numa_says[0] else []),
             ],
             "deciding_measurement": "`verifylab comm probe` (NCCL_DEBUG=INFO transport and TUNING protocol per "
             "size, each rank's NUMA node) on both stacks",
