@@ -13,7 +13,6 @@ from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.launch_command import launch_command
 from verifylab.analysis.recommendation import Recommendation, Topic, no_evidence
 from verifylab.model.answers.decision import crossover_text, fusion_at_one_stream, fusion_by_load_words
-from verifylab.model.case.options import OPTIONS, Option
 from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.report.section import Prose
 from verifylab.vocab import (
@@ -291,7 +290,7 @@ def _elimination(ev: DeploymentFacts) -> Recommendation:
 
     parts = []
     for regime, answer in ev.answers.items():
-        loads = ", ".join(f"{c}: {OPTIONS[Option(k)].title}" for c, k in answer.best_by_load.items())
+        loads = ", ".join(f"{c}: {answer.fastest_at(c)}" for c in answer.best_by_load)
         parts.append(f"{REGIME_TITLE[regime]}: {loads}")
     return Recommendation(
         Topic.ELIMINATION,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verifylab.model.answers.decision import crossover_text, regime_answer, thresholds
-from verifylab.model.case.options import OPTIONS, Option, reported_pass_floor
+from verifylab.model.case.options import reported_pass_floor
 from verifylab.model.case.speculation import account, inputs
 from verifylab.sources import ModelSources
 from verifylab.vocab import Regime
@@ -20,8 +20,8 @@ def regime_finding_words(ev: ModelSources, loads: Sequence[int]) -> str:
     healthy, host = regime_answer(ev, Regime.HEALTHY_P2P), regime_answer(ev, Regime.HOST_MEMORY)
     band = bands[Regime.HEALTHY_P2P.value]
     slow = bands[Regime.HOST_MEMORY.value]
-    best_one = OPTIONS[Option(healthy.best_by_load[min(loads)])].title
-    best_load = OPTIONS[Option(healthy.best_by_load[max(loads)])].title
+
+    best_one, best_load = healthy.fastest_at(min(loads)), healthy.fastest_at(max(loads))
     floor = reported_pass_floor(a)
     return (
         f"**What to do depends on the box's communication regime, and the case study's verify pass sits in the "

@@ -141,13 +141,17 @@ def fusion_at_chain_words(answer: RegimeAnswer, chain: int) -> str:
 def fusion_first_words(answer: RegimeAnswer, chain: int) -> str:
     """The fusion answer as the first screen gives it: off where SGLang's PCIe-IPC all-reduce is the fastest verify
     pass (the launch command runs it, and fusion replaces the same all-reduces), its NCCL answer beside it."""
-    ipc = [c for c, key in answer.best_by_load.items() if key == Option.TP8_PCIE_IPC.value]
+    ipc = [
+        c
+        for c, key in answer.best_by_load.items()
+        if key == Option.TP8_PCIE_IPC.value and c not in answer.best_caveat_by_load  # decided there, not a tie
+    ]
     on_nccl = fusion_at_chain_words(answer, chain)
     if not ipc:
         return on_nccl.capitalize()
-    loads = f"{min(ipc)}-{max(ipc)}" if len(ipc) > 1 else f"{ipc[0]}"
+    loads = f"{min(ipc)}-{max(ipc)} streams" if len(ipc) > 1 else f"{ipc[0]} stream{'' if ipc[0] == 1 else 's'}"
     return (
-        f"Not with the PCIe-IPC all-reduce, the fastest verify pass at {loads} streams (the command below runs it); "
+        f"Not with the PCIe-IPC all-reduce, the fastest verify pass at {loads} (the command below runs it); "
         f"on NCCL: {on_nccl}"
     )
 
@@ -174,7 +178,7 @@ from its own numbers; other regimes: {{numref}}`tbl-decision-regimes`.
 - **Deploy fusion?** {fusion_first_words(answer, chain)}.
 - **Keep EAGLE-3?** {keep_words(short, row)}.
 - **Eliminate all-reduces, and how?** The fastest verify pass SGLang runs with EAGLE-3:
-  {fastest_words(answer.best_by_load)} (modelled).
+  {fastest_words(answer.best_by_load, answer.best_caveat_by_load)} (modelled).
 - **Turn speculation off under load?** By context, {chain} draft tokens: {bands_words(bands)}.
 """
 

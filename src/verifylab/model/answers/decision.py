@@ -8,7 +8,7 @@ values and types none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -82,6 +82,14 @@ class RegimeAnswer:
     ipc_gain: Span | None = None  # EAGLE-3 over plain decoding, both on the PCIe-IPC all-reduce
     ipc_crossover: tuple[float | None, float | None] | None = None  # where EAGLE-3 stops paying on PCIe-IPC
     recrossing: str = ""  # where a gain that fell below 1 pays again (:func:`recrossing_words`), or nothing
+    best_caveat_by_load: dict[int, str] = field(default_factory=dict)  # streams -> why the fastest is not decided
+    # there (a tie of overlapping ranges, or a price extrapolated past its sources), in words; absent: decided
+
+    def fastest_at(self, streams: int) -> str:
+        """The fastest option's title at ``streams``, said to be ahead on its midpoint only where it is not decided
+        (:attr:`best_caveat_by_load`)."""
+        title = OPTIONS[Option(self.best_by_load[streams])].title
+        return title if streams not in self.best_caveat_by_load else f"{title} (ahead on its midpoint only)"
 
     @property
     def ipc_eagle_tps(self) -> Span | None:
@@ -137,10 +145,12 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         row = table.loc[(regime.value, key)]
         return None if pd.isna(row["verify_ms_low"]) else Span(row["verify_ms_low"], row["verify_ms_high"])
 
-    best = {}
+    best, caveats = {}, {}
     for c, table in loads.items():
         priced = {k.value: span for k in deployable_with_eagle3() if (span := verify(table, k.value)) is not None}
         best[c] = min(priced, key=lambda k: priced[k].mid)
+        if caveat := fastest_caveat(ev, regime, c, priced):
+            caveats[c] = caveat
     case, fused = speculation_case(ev)[regime], fused_speculation_case(ev)[regime]
     ipc = pcie_ipc_speculation_case(ev)[regime]
     return RegimeAnswer(
@@ -157,7 +167,53 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         None if ipc is None else ipc.gain_at(1),
         None if ipc is None else ipc.crossover,
         next((w for a in case.by_draft_tokens.values() if (w := recrossing_words(a.rows))), ""),
+        caveats,
     )
+
+
+# The collective each option's verify all-reduces run on, and among how many ranks (its price says how far the
+# message lies from what its sources measured); DP attention's all-to-all is modelled from no curve of its own.
+OPTION_COLLECTIVE = {
+    Option.TP8_NCCL: (Collective.NCCL, GPUS),
+    Option.TP8_FUSED: (Collective.FUSED, GPUS),
+    Option.TP8_PCIE_IPC: (Collective.PCIE_IPC, GPUS),
+    Option.EP8_TP_ATTENTION: (Collective.NCCL, GPUS),
+    Option.TP4_PP2: (Collective.NCCL, 4),
+}
+
+
+TIE_MARGIN = 0.02  # an option is decided faster only when it is at least this much faster at both ends
+
+
+def decided_faster(first: Span, runner: Span) -> bool:
+    """Whether ``first`` is the faster verify at both ends of the inputs' ranges, by :data:`TIE_MARGIN`: both ranges
+    come from the same inputs' ends, so they are compared end by end (as fusion's saving is), not by overlap."""
+    return first.low <= runner.low * (1 - TIE_MARGIN) and first.high <= runner.high * (1 - TIE_MARGIN)
+
+
+def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[str, Span]) -> str:
+    """Why the fastest verify at ``streams`` is not decided, in words ("" where it is): its range overlaps the
+    runner-up's (a tie, named with the measurement that breaks it), or its collective is priced past every size its
+    sources measured (named with the distance)."""
+    order = sorted(priced, key=lambda k: priced[k].mid)
+    first = order[0]
+    words = []
+    if len(order) > 1 and not decided_faster(priced[first], priced[order[1]]):
+        runner = order[1]
+        words.append(
+            f"a tie with {OPTIONS[Option(runner)].title} (verify {priced[first].text(1)} against "
+            f"{priced[runner].text(1)} ms, not {TIE_MARGIN:.0%} faster at both ends; `verifylab box --plan --verify "
+            "FILE` on the box measures both)"
+        )
+    made = OPTION_COLLECTIVE.get(Option(first))
+    if made is not None:
+        message = max(account(ev).draft_tokens) * streams * KIMI_K2_HIDDEN * 2.0
+        price = inputs(ev).curves.price(regime, made[0], made[1], message)
+        if isinstance(price, Price) and price.extrapolated:
+            words.append(f"its {made[0].value} is {price.extrapolated}")
+        elif isinstance(price, str) and regime is not Regime.MEASURED:
+            words.append(f"its {made[0].value} is not priced here ({price})")
+    return "; ".join(words)
 
 
 def thresholds(ev: ModelSources) -> dict[str, Price]:
@@ -193,7 +249,7 @@ def decision_table(ev: ModelSources) -> pd.DataFrame:
                 "pcie_ipc_decode_tok_s": a.ipc_decode_tps.text(0) if a.ipc_decode_tps else "cannot run (needs P2P)",
                 "pcie_ipc_eagle3_tok_s": a.ipc_eagle_tps.text(0) if a.ipc_eagle_tps else "cannot run (needs P2P)",
                 "pcie_ipc_gain_x": a.ipc_gain.text(2) if a.ipc_gain else "—",
-                "fastest_at": "; ".join(f"{c}: {OPTIONS[Option(k)].title}" for c, k in a.best_by_load.items()),
+                "fastest_at": "; ".join(f"{c}: {a.fastest_at(c)}" for c in a.best_by_load),
                 "speculation_off_from": crossover_text(a),
                 "provenance": "modelled",
             }

@@ -30,12 +30,20 @@ def keep_speculation_words(gain: Span) -> str:
     return "measure it on the box first (its gain straddles 1)"
 
 
-def fastest_words(best_by_load: dict[int, str]) -> str:
-    """The fastest option by streams in words: one title when it wins at every load priced."""
+def fastest_words(best_by_load: dict[int, str], caveats: dict[int, str] | None = None) -> str:
+    """The fastest option by streams in words: one title when it wins at every load priced and is decided at each;
+    where it is not decided (a tie, an extrapolated price: ``caveats``), it is named as ahead on its midpoint only,
+    with why."""
+    caveats = caveats or {}
     titles = {c: OPTIONS[Option(k)].title for c, k in best_by_load.items()}
-    if len(set(titles.values())) == 1:
+    if len(set(titles.values())) == 1 and not caveats:
         return f"{next(iter(titles.values()))} at every load priced ({', '.join(map(str, titles))} streams)"
-    return "; ".join(f"{c} stream{'' if c == 1 else 's'}: {t}" for c, t in titles.items())
+
+    def at(c: int, title: str) -> str:
+        where = f"{c} stream{'' if c == 1 else 's'}"
+        return f"{where}: {title}" if c not in caveats else f"{where}: {title} ahead on its midpoint only, {caveats[c]}"
+
+    return "; ".join(at(c, t) for c, t in titles.items())
 
 
 def crossover_words(crossover: tuple[float | None, float | None], consistent: bool = True) -> str:

@@ -37,6 +37,7 @@ from verifylab.model.pricing.regimes import (
     Collective,
     InPassFactor,
     Price,
+    extrapolation,
     max_oneshot_tokens,
 )
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
@@ -83,19 +84,32 @@ class RegimeCurves:
     # --------------------------------------------------------------------------------------- public inputs
     @property
     def _priced_public(self) -> pd.DataFrame:
-        """The public rows that may price an answer: not one its source superseded (kept as evidence only)."""
+        """The public rows that may price an answer: not one its source superseded, nor one the table keeps as context
+        (its note says why); both are shown as evidence only."""
         p = self.public
         if p.empty or "note" not in p.columns:
             return p
-        return p[~p["note"].astype(str).str.startswith("superseded")]
+        return p[~p["note"].astype(str).str.startswith(("superseded", "context:"))]
 
-    def _rows(self, world: int, prefixes: tuple[str, ...], unit: str = "us") -> pd.DataFrame:
+    def _rows(self, world: int, prefixes: tuple[str, ...]) -> pd.DataFrame:
+        """The healthy-P2P latency rows of these implementations at ``world`` ranks, every size a source measured
+        (a row in ms read in µs: a source's largest sizes are often given in ms)."""
         p = self._priced_public
         if p.empty:
             return p
-        keep = (p["world_size"] == world) & (p["unit"] == unit) & (p["regime"] == Regime.HEALTHY_P2P.value)
+        keep = (p["world_size"] == world) & p["unit"].isin(["us", "ms"]) & (p["regime"] == Regime.HEALTHY_P2P.value)
         keep &= p["implementation"].astype(str).str.startswith(prefixes) & p["message_bytes"].notna()
-        return p[keep]
+        rows = p[keep].copy()
+        rows["value"] = [
+            float(v) * (1e3 if u == "ms" else 1.0) for v, u in zip(rows["value"], rows["unit"], strict=True)
+        ]
+        return rows
+
+    @staticmethod
+    def _around(curves: tuple[Curve, ...], message: float) -> tuple[Curve, ...]:
+        """The curves whose sizes bracket ``message`` (its price is theirs or their interpolation), or every curve
+        where none does (the price is then extrapolated, and says so)."""
+        return tuple(c for c in curves if c.message_bytes[0] <= message <= c.message_bytes[-1]) or curves
 
     @_memoized
     def _curves(self, world: int, prefixes: tuple[str, ...]) -> tuple[Curve, ...]:
@@ -258,9 +272,13 @@ class RegimeCurves:
                 return f"no public NCCL curve at {world} ranks"
             low_bw, high_bw = self.bus_bandwidth_gbs
             ring = 2 * (world - 1) / world
-            values = [c.priced_at(message, ring / (bw * 1e3)) for c in curves for bw in (low_bw, high_bw)]
+            around = self._around(curves, message)
+            values = [c.priced_at(message, ring / (bw * 1e3)) for c in around for bw in (low_bw, high_bw)]
             sources = "; ".join(c.source for c in curves)
-            return Price(min(values), max(values), f"public NCCL curves at {world} ranks: {sources}")
+            beyond = extrapolation([c.message_bytes for c in curves], message)
+            return Price(
+                min(values), max(values), f"public NCCL curves at {world} ranks: {sources}", extrapolated=beyond
+            )
         if regime is Regime.HOST_MEMORY:
             if self.host_curve is None:
                 return "no measured host-memory curve"
@@ -299,7 +317,7 @@ class RegimeCurves:
         tokens = message / (KIMI_K2_HIDDEN * 2)
         one_shot_limit = max_oneshot_tokens(KIMI_K2_HIDDEN, world) if world in (2, 4, 8) else 0
         values = []
-        for c in curves:
+        for c in self._around(curves, message):
             one_shot = max(c.priced_at(message, push), message * push)
             if tokens > one_shot_limit:  # FlashInfer's size rule picks two-shot: two hops, 2(n-1)/n of the message
                 two_shot = 2 * c.us[0] + 2 * (world - 1) / world * message / (self.link_gbs * 1e3)
@@ -307,7 +325,12 @@ class RegimeCurves:
             else:
                 values.append(one_shot)
         sources = "; ".join(c.source for c in curves)
-        base = Price(min(values), max(values), f"public one-shot curves at {world} ranks: {sources}")
+        beyond = extrapolation([c.message_bytes for c in curves], message)
+        if tokens > one_shot_limit:
+            beyond = "; ".join(w for w in (beyond, "two-shot by FlashInfer's size rule, which no source measured") if w)
+        base = Price(
+            min(values), max(values), f"public one-shot curves at {world} ranks: {sources}", extrapolated=beyond
+        )
         low, high = self.in_pass_fused.range_at(message)
         return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (fitted on the H200 traces)")
 
@@ -321,11 +344,14 @@ class RegimeCurves:
         if not curves:
             return f"no public PCIe-IPC curve at {world} ranks"
         wire = 2 * (world - 1) / world / (self.link_gbs * 1e3)  # past the curve: a ring's bytes over one link
-        values = [c.priced_at(message, wire) for c in curves]
+        values = [c.priced_at(message, wire) for c in self._around(curves, message)]
         sources = "; ".join(c.source for c in curves)
+        beyond = extrapolation([c.message_bytes for c in curves], message)
+        base = Price(
+            min(values), max(values), f"public PCIe-IPC curve at {world} ranks: {sources}", extrapolated=beyond
+        )
         low, high = self.in_pass_fused.range_at(message)
-        basis = f"public PCIe-IPC curve at {world} ranks: {sources}, x {low:.2f}-{high:.2f} inside a pass"
-        return Price(min(values) * low, max(values) * high, basis)
+        return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (fitted on the H200 traces)")
 
     def _all_to_all(self, regime: Regime, world: int, per_gpu_bytes: float) -> Price | str:
         if regime is Regime.HEALTHY_P2P:

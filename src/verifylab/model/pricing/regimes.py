@@ -41,11 +41,20 @@ class Collective(StrEnum):
 
 @dataclass(frozen=True)
 class Price:
-    """One collective's latency as a range (us), with where it came from."""
+    """One collective's latency as a range (us), with where it came from; ``in_pass`` the factor a push kernel costs
+    inside a pass over its isolated latency (its own term: 1 where none applies), and ``extrapolated`` how far the
+    message lies outside every size its sources measured ("" within them)."""
 
     low_us: float
     high_us: float
     basis: str
+    in_pass: tuple[float, float] = (1.0, 1.0)
+    extrapolated: str = ""
+
+    @property
+    def alone_us(self) -> tuple[float, float]:
+        """The collective by itself, as its sources measured it: the range without the in-pass factor."""
+        return self.low_us / self.in_pass[0], self.high_us / self.in_pass[1]
 
     def __post_init__(self) -> None:
         if self.low_us > self.high_us:
@@ -54,7 +63,26 @@ class Price:
             object.__setattr__(self, "high_us", high)
 
     def scaled(self, factor_low: float, factor_high: float, why: str) -> Price:
-        return Price(self.low_us * factor_low, self.high_us * factor_high, f"{self.basis}; {why}")
+        """This price inside a pass: the in-pass factor applied as its own term, with ``why`` (its evidence)."""
+        factor = (self.in_pass[0] * factor_low, self.in_pass[1] * factor_high)
+        return Price(
+            self.low_us * factor_low, self.high_us * factor_high, f"{self.basis}; {why}", factor, self.extrapolated
+        )
+
+
+def extrapolation(sizes: list[tuple[float, ...]], message: float) -> str:
+    """How far ``message`` lies outside every source's measured sizes, in words ("" where a source measured around
+    it): past the largest, the bandwidth term carries it; below the smallest, the smallest size's latency holds."""
+    if not sizes or any(xs[0] <= message <= xs[-1] for xs in sizes):
+        return ""
+    largest, smallest = max(xs[-1] for xs in sizes), min(xs[0] for xs in sizes)
+    if message > largest:
+        return f"extrapolated {message / largest:.1f}x past the largest size measured ({largest / 1024:.0f} KiB)"
+    if message < smallest:
+        return f"held at the smallest size measured ({smallest / 1024:.0f} KiB, {smallest / message:.1f}x the message)"
+    below = max(xs[-1] for xs in sizes if xs[-1] < message)
+    above = min(xs[0] for xs in sizes if xs[0] > message)
+    return f"extrapolated between two sources' sizes ({below / 1024:.0f} and {above / 1024:.0f} KiB)"
 
 
 ONESHOT_MAX_BYTES = {2: 512 << 20, 4: 64 << 20, 8: 42 << 20}  # FlashInfer _should_use_oneshot thresholds

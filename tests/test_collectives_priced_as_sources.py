@@ -1,0 +1,93 @@
+"""#68 item 3: collectives priced no better than their sources. At every size a source measured, a collective's price
+by itself (without the in-pass factor, which is its own term with its evidence) is the sources' figures there or
+their interpolation; outside every source's sizes the price says it is extrapolated and how far; no 'fastest' rests
+on an extrapolated price or on a tie, and a tie is named with the measurement that breaks it."""
+
+from __future__ import annotations
+
+import pytest
+
+from verifylab.model.answers.decision import TIE_MARGIN, decided_faster, fastest_caveat, regime_answer
+from verifylab.model.answers.words import fastest_words
+from verifylab.model.case.speculation import inputs
+from verifylab.model.pricing.regimes import Collective, Price, extrapolation
+from verifylab.span import Span
+from verifylab.vocab import LOAD_STREAMS, Regime
+
+PREFIXES = {Collective.NCCL: ("nccl",), Collective.FUSED: ("oneshot", "custom"), Collective.PCIE_IPC: ("pcie_ipc",)}
+
+
+@pytest.fixture(scope="module")
+def curves(shipped):
+    return inputs(shipped).curves
+
+
+def test_at_every_size_a_source_measured_the_price_alone_is_the_sources(curves):
+    checked = 0
+    for collective, prefixes in PREFIXES.items():
+        for world in (2, 4, 8):
+            sources = curves._curves(world, prefixes)
+            for size in sorted({x for c in sources for x in c.message_bytes}):
+                price = curves.price(Regime.HEALTHY_P2P, collective, world, size)
+                assert isinstance(price, Price), price
+                there = [c.at(size) for c in sources if c.message_bytes[0] <= size <= c.message_bytes[-1]]
+                low, high = price.alone_us
+                assert (low, high) == pytest.approx((min(there), max(there))), (collective, world, size)
+                assert price.extrapolated == ""
+                if price.in_pass != (1.0, 1.0):  # the in-pass factor: its own term, its evidence in the basis
+                    scaled = (low * price.in_pass[0], high * price.in_pass[1])
+                    assert (price.low_us, price.high_us) == pytest.approx(scaled)
+                    assert "inside a pass (fitted on the H200 traces)" in price.basis
+                checked += 1
+    assert checked >= 30  # NCCL at 2, 4 and 8 ranks, the one-shot curves, the PCIe-IPC curve
+
+
+def test_pcie_ipc_alone_is_the_docstrings_5_3_us_at_12_kib_and_its_100_mib_point_is_a_measured_size(curves):
+    price = curves.price(Regime.HEALTHY_P2P, Collective.PCIE_IPC, 8, 12288)
+    assert price.alone_us == pytest.approx((5.3, 5.3)) and price.in_pass[0] < 1  # below 5.3 only by the factor
+    at_100_mib = curves.price(Regime.HEALTHY_P2P, Collective.PCIE_IPC, 8, 104857600)
+    assert at_100_mib.alone_us[0] == pytest.approx(8500.0) and at_100_mib.extrapolated == ""  # the ms row counts
+
+
+def test_outside_every_sources_sizes_the_price_says_how_far(curves):
+    largest = max(c.message_bytes[-1] for c in curves._curves(8, ("nccl",)))
+    past = curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, 3.5 * largest)
+    assert past.extrapolated == f"extrapolated 3.5x past the largest size measured ({largest / 1024:.0f} KiB)"
+    assert extrapolation([(1000.0, 4000.0)], 250.0) == "held at the smallest size measured (1 KiB, 4.0x the message)"
+    gap = extrapolation([(1000.0, 4000.0), (8000.0, 16000.0)], 6000.0)
+    assert gap == "extrapolated between two sources' sizes (4 and 8 KiB)"
+    assert extrapolation([(1000.0, 4000.0), (3000.0, 9000.0)], 6000.0) == ""
+
+
+def test_a_tie_is_compared_end_by_end_and_named():
+    assert decided_faster(Span(10.0, 20.0), Span(11.0, 21.0))  # faster at both ends by more than the margin
+    assert not decided_faster(Span(10.0, 20.0), Span(11.0, 20.1))  # the high ends within TIE_MARGIN
+    assert not decided_faster(Span(10.0, 30.0), Span(11.0, 20.0))  # the order changes between the ends
+    assert TIE_MARGIN == 0.02
+    words = fastest_words({1: "tp8_nccl", 8: "tp8_nccl"}, {8: "a tie with X"})
+    assert words.startswith("1 stream: TP 8, NCCL (as run); 8 streams: TP 8, NCCL (as run) ahead on its midpoint only")
+    assert words.endswith("a tie with X") and "at every load priced" not in words
+    assert fastest_words({1: "tp8_nccl", 8: "tp8_nccl"}).endswith("at every load priced (1, 8 streams)")
+
+
+@pytest.mark.parametrize("regime", [Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED])
+def test_no_fastest_rests_on_a_tie_or_an_extrapolated_price(shipped, regime):
+    from verifylab.model.answers.decision import deployable_with_eagle3
+    from verifylab.model.case.whatif import whatif_table
+
+    answer = regime_answer(shipped, regime)
+    for streams in LOAD_STREAMS:
+        table = whatif_table(shipped, streams).set_index(["regime_key", "key"])
+        priced = {
+            k.value: Span(row["verify_ms_low"], row["verify_ms_high"])
+            for k in deployable_with_eagle3()
+            if not (row := table.loc[(regime.value, k.value)]).isna()["verify_ms_low"]
+        }
+        caveat = fastest_caveat(shipped, regime, streams, priced)
+        assert answer.best_caveat_by_load.get(streams, "") == caveat
+        if not caveat:  # decided: faster than every other option at both ends, on prices within their sources
+            best = priced[answer.best_by_load[streams]]
+            assert all(decided_faster(best, span) for k, span in priced.items() if k != answer.best_by_load[streams])
+        else:
+            assert "ahead on its midpoint only" in answer.fastest_at(streams)
+            assert "`verifylab box --plan --verify FILE`" in caveat or "extrapolated" in caveat
