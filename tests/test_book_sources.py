@@ -5,6 +5,7 @@ and links its data as CSV, and the decision page, chapter 4 and chapter 5 tell o
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -48,7 +49,7 @@ def _figures(page: Path) -> dict[str, str]:
 def _text(fragment: str) -> str:
     """What a reader reads: cells and blocks apart, inline markup (links, code, a wrapped identifier) joined."""
     spaced = re.sub(r"</?(?:td|th|tr|li|p|div|br|table|pre|h\d)\b[^>]*>", " ", fragment.replace("<wbr>", ""))
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", spaced))
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", spaced)))  # as the browser shows entities
 
 
 def _page(book: Path, name: str) -> Path:

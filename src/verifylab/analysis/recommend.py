@@ -16,6 +16,7 @@ from verifylab.model.answers.decision import crossover_text, fusion_at_one_strea
 from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.report.section import Prose
 from verifylab.vocab import (
+    COMMAND_DRAFT_TOKENS,
     FLASHINFER_JIT_ADMITS_SM12X,
     SGLANG_FUSION_MAX_TOKENS,
     Regime,
@@ -121,14 +122,14 @@ def _fusion(ev: DeploymentFacts) -> Recommendation:
         slow = ev.thresholds.get(Regime.HOST_MEMORY.value)
         upgrade = f"SGLang {ev.upgrade[0]} (FlashInfer {ev.upgrade[1]})" if ev.upgrade else "a version chapter 1 lists"
         gain = healthy.fusion_gain_ms.gain_text(2, "ms") if healthy and healthy.fusion_gain_ms else "not priced"
-        verdict = fusion_at_one_stream(healthy.fusion_gain_ms if healthy else None)
+        verdict = fusion_at_one_stream(healthy.fusion_gain_ms if healthy else None, COMMAND_DRAFT_TOKENS)
         by_load = fusion_by_load_words(healthy) if healthy else "not priced"
         fused_tps = healthy.fused_tps.text(0, "tok/s") if healthy and healthy.fused_tps else "?"
         eagle_tps = healthy.eagle_tps.text(0, "tok/s") if healthy else "?"
         return Recommendation(
             Topic.FUSION,
             f"If the box's 8-rank all-reduce of one stream's verify message costs "
-            f"{_band(band)} (healthy P2P): fusion for EAGLE-3 is {verdict} (upgrade to {upgrade} and open its gates "
+            f"{_band(band)} (healthy P2P), fusion for EAGLE-3: {verdict} (upgrade to {upgrade} and open its gates "
             f"to run it): {gain} per verify pass ({eagle_tps} -> {fused_tps}, modelled). By load, per verify pass "
             f"(chapter 4's fusion-by-load table): {by_load}; past the public crossover the one-shot push over PCIe "
             f"loses to NCCL, so turn fusion off where it says off. If it costs {_band(slow)} (host memory) or more, "

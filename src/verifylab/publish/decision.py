@@ -32,7 +32,14 @@ from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.report.section import md_text
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import CASE_STUDY_STACK, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, RECOMMENDED_STACK, Regime
+from verifylab.vocab import (
+    CASE_STUDY_STACK,
+    COMMAND_DRAFT_TOKENS,
+    PCIE_IPC_FLASHINFER,
+    PCIE_IPC_SGLANG,
+    RECOMMENDED_STACK,
+    Regime,
+)
 
 PAGE = "decision.md"
 
@@ -197,7 +204,7 @@ def engine_caveat(bands: list[BandAnswer]) -> str:
     )
 
 
-CHAIN = 4  # the chain the answers recommend: the public evidence's, and the case study's shortest
+CHAIN = COMMAND_DRAFT_TOKENS  # the chain the answers recommend: the public evidence's, and the case study's shortest
 
 
 def case_bands(ev: Evidence) -> list[BandAnswer]:
@@ -268,7 +275,7 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
     box = _box_line(ev, r)
     rules = regime_rules(ev, healthy, host)
     healthy_answer = regime_answer(ev, Regime.HEALTHY_P2P)
-    fusion_verdict = fusion_at_one_stream(healthy_answer.fusion_gain_ms)
+    fusion_verdict = fusion_at_one_stream(healthy_answer.fusion_gain_ms, CHAIN)
     fusion_load = fusion_by_load_words(healthy_answer)
     bands = case_bands(ev)
     answers = first_screen(healthy_answer, healthy, bands, CHAIN)

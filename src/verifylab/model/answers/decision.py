@@ -284,13 +284,17 @@ def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fusion_at_one_stream(gain: Span | FusionSaving | None) -> str:
-    """What fusion's verify-pass saving range says to do at one stream: deploy it, do not, or measure first."""
+def fusion_at_one_stream(gain: Span | FusionSaving | None, chain: int | None = None) -> str:
+    """What fusion's verify-pass saving range says to do at one stream: deploy it, do not, or measure first; with
+    ``chain``, at that many draft tokens (the launch command's), not over every count priced."""
+    where = "at one stream"
+    if chain is not None and isinstance(gain, FusionSaving) and chain in gain.by_draft_tokens:
+        gain, where = gain.by_draft_tokens[chain], f"at one stream with {chain} draft tokens (the command's)"
     return {
         "cannot run": "not priced",
-        "on": "yes at one stream",
-        "off": "no: it loses at one stream",
-    }.get(fusion_switch(gain), "not resolved at one stream (measure it on the box first)")
+        "on": f"yes {where}",
+        "off": f"no: it loses {where}",
+    }.get(fusion_switch(gain), f"not resolved {where} (measure it on the box first)")
 
 
 def fusion_switch(gain: Span | FusionSaving | None) -> str:
