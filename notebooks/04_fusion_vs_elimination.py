@@ -38,9 +38,10 @@ chapter.decision_by_regime(ev)
 
 # %% [markdown]
 # A collective an owner can deploy now: SGLang's PCIe-IPC all-reduce (opt-in; the SGLang and FlashInfer versions
-# that have it head the table) replaces NCCL for every all-reduce of the tensor-parallel group wherever P2P works,
-# plain decoding's too. Priced from its own public curve, measured on an SM120 box whose NCCL was as slow as the
-# case study's.
+# that have it head the table) takes the tensor-parallel group's bf16 all-reduces of decode and verify wherever P2P
+# works, for the shapes FlashInfer's tuning table covers and within its workspace (the rest stay on NCCL). Priced
+# from its own public curve, measured on an 8 x SM120 box with two NUMA nodes whose NCCL is slow while its P2P
+# works: not the case study's box (the hypotheses below compare the two at the verify sizes).
 
 # %% mystnb={"figure": {"caption": "Plain decoding and EAGLE-3 at one stream on the PCIe-IPC all-reduce against NCCL as run, per regime (modelled from the collective's public curve)", "name": "tbl-pcie-ipc"}}
 chapter.pcie_ipc_by_regime(ev)

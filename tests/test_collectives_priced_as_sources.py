@@ -91,3 +91,22 @@ def test_no_fastest_rests_on_a_tie_or_an_extrapolated_price(shipped, regime):
         else:
             assert "ahead on its midpoint only" in answer.fastest_at(streams)
             assert "`verifylab box --plan --verify FILE`" in caveat or "extrapolated" in caveat
+
+
+def test_fusion_by_load_says_where_it_rests_on_prices_outside_their_sources(shipped):
+    """#68 item 5: fusion's switch at a load whose fused or NCCL price lies past its sources is flagged with the
+    distance, at the launch command's draft tokens; a load within them carries no flag."""
+    from verifylab.model.answers.decision import fusion_extrapolation
+    from verifylab.publish.decision import fusion_at_chain_words
+    from verifylab.vocab import COMMAND_DRAFT_TOKENS
+
+    answer = regime_answer(shipped, Regime.HEALTHY_P2P)
+    assert answer.fusion_extrapolated_by_load == {
+        c: w for c in LOAD_STREAMS if (w := fusion_extrapolation(shipped, Regime.HEALTHY_P2P, c))
+    }
+    assert 1 not in answer.fusion_extrapolated_by_load  # one stream's verify message: within the sources
+    words = fusion_at_chain_words(answer, COMMAND_DRAFT_TOKENS)
+    for streams, beyond in answer.fusion_extrapolated_by_load.items():
+        assert beyond.count("extrapolated") >= 1
+        if f"from {streams} streams" in words:
+            assert f"from {streams} streams (on prices outside their sources: {beyond})" in words

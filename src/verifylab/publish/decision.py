@@ -127,17 +127,18 @@ def fusion_at_chain_words(answer: RegimeAnswer, chain: int) -> str:
         gain = saving.by_draft_tokens.get(chain) if saving else None
         switch = fusion_switch(gain)
         where = f"{streams} stream{'s' if streams > 1 else ''}"
-        parts.append((switch, where, gain))
+        parts.append((switch, where, gain, answer.fusion_extrapolated_by_load.get(streams, "")))
     words: list[str] = []
     previous = None
-    for switch, where, gain in parts:
+    for switch, where, gain, beyond in parts:
         if switch == previous and switch != "on":
             continue  # "off from 8 streams" covers the loads after it
         previous = switch
+        past = f", on prices outside their sources: {beyond}" if beyond else ""
         if switch == "on" and gain is not None:
-            words.append(f"on at {where} (saves {gain.low:.2f}-{gain.high:.2f} ms per verify pass)")
+            words.append(f"on at {where} (saves {gain.low:.2f}-{gain.high:.2f} ms per verify pass{past})")
         elif switch == "off":
-            words.append(f"off from {where}")
+            words.append(f"off from {where}" + (f" ({past[2:]})" if past else ""))
         elif switch == "cannot run":
             words.append(f"cannot run from {where} (needs P2P)")
         else:

@@ -28,7 +28,7 @@ from verifylab.model.pricing.pricer import price_verify, scenarios
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.sources import ModelSources
 from verifylab.span import Span, times
-from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
+from verifylab.vocab import COMMAND_DRAFT_TOKENS, DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
 
 REFERENCE_MESSAGE = DRAFT_TOKENS[0] * KIMI_K2_HIDDEN * 2  # a verify pass's all-reduce at one stream: 57 KB
 
@@ -83,6 +83,8 @@ class RegimeAnswer:
     ipc_crossover: tuple[float | None, float | None] | None = None  # where EAGLE-3 stops paying on PCIe-IPC
     recrossing: str = ""  # where a gain that fell below 1 pays again (:func:`recrossing_words`), or nothing
     best_caveat_by_load: dict[int, str] = field(default_factory=dict)  # streams -> why the fastest is not decided
+    fusion_extrapolated_by_load: dict[int, str] = field(default_factory=dict)  # streams -> how far fusion's or
+    # NCCL's price at the command's draft tokens lies outside their sources' sizes (absent: within them)
     # there (a tie of overlapping ranges, or a price extrapolated past its sources), in words; absent: decided
 
     def fastest_at(self, streams: int) -> str:
@@ -168,7 +170,21 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         None if ipc is None else ipc.crossover,
         next((w for a in case.by_draft_tokens.values() if (w := recrossing_words(a.rows))), ""),
         caveats,
+        {c: words for c in LOAD_STREAMS if (words := fusion_extrapolation(ev, regime, c))},
     )
+
+
+def fusion_extrapolation(ev: ModelSources, regime: Regime, streams: int) -> str:
+    """How far the two prices fusion's saving compares (the fused kernel's and NCCL's) lie outside their sources'
+    sizes at ``streams`` with the launch command's draft tokens, in words ("" where both are within them)."""
+    message = COMMAND_DRAFT_TOKENS * streams * KIMI_K2_HIDDEN * 2.0
+    curves = inputs(ev).curves
+    words = []
+    for collective in (Collective.FUSED, Collective.NCCL):
+        price = curves.price(regime, collective, GPUS, message)
+        if isinstance(price, Price) and price.extrapolated:
+            words.append(f"{collective.value} {price.extrapolated}")
+    return "; ".join(words)
 
 
 # The collective each option's verify all-reduces run on, and among how many ranks (its price says how far the
