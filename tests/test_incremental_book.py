@@ -33,7 +33,8 @@ def test_a_second_build_executes_only_the_chapters_whose_inputs_changed(smoke_ru
 
     introduction = root / "notebooks" / "00_introduction.py"
     introduction.write_text(introduction.read_text() + "\n# %% [markdown]\n# One more paragraph.\n")
-    assert executed() == ["00_introduction"]
+    rerun = [c for c in run_pipeline(root, params, render=False).chapters if not c.reused]
+    assert [(c.name, c.changed) for c in rerun] == [("00_introduction", ["its notebook changed"])]  # #71: says why
 
     readers: dict[str, set[str]] = {}  # each run table -> the chapters that read it
     for chapter in first:
@@ -95,3 +96,34 @@ def test_the_digest_changes_with_each_input(tmp_path):
         assert inputs_digest(**(base | change)) != digest, change
     notebook.write_text("# %%\nx = 1\n")
     assert inputs_digest(**base) != digest
+
+
+@pytest.mark.slow
+def test_a_build_with_nothing_changed_renders_nothing_and_a_rebuild_says_which_input_changed(smoke_run, tmp_path):
+    """#71: the second of two builds renders nothing (the HTML, exports and PDFs of the first are kept, untouched)
+    and says so; a changed page of the book's own is named as what the next render is for."""
+    from verifylab.publish.build import build_book
+    from verifylab.publish.render_key import changed_inputs, last_render, render_inputs
+
+    session, result = smoke_run
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "p"
+    shutil.copytree(session, root)
+    first = build_book(root)
+    assert first.rendered  # `verifylab run` recorded no render: this build renders, and says why
+    index = root / "_build" / "html" / "index.html"
+    stamp = index.stat().st_mtime_ns
+    second = build_book(root)
+    assert second.rendered == [] and not [c for c in second.chapters if not c.reused]
+    assert (
+        index.stat().st_mtime_ns == stamp and second.edition["id"] == first.edition["id"] and second.pdfs == first.pdfs
+    )
+    from verifylab.publish.registry import edition_as_json
+
+    assert edition_as_json(second.edition) == edition_as_json(first.edition) | {"built": second.edition["built"]}
+    names = [c.name for c in second.chapters]
+    methods = root / "book" / "methods.md"
+    methods.write_text(methods.read_text() + "\nOne more line.\n")
+    recorded = last_render(root)
+    assert recorded is not None
+    assert changed_inputs(recorded["inputs"], render_inputs(root, root / "data", names)) == ["book/methods.md changed"]

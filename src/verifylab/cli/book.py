@@ -159,11 +159,15 @@ def book(
     except VerifylabError as exc:
         raise fail(exc) from None
     assert result.edition_dir is not None  # build_book archives the edition or raises
-    executed = [c.name for c in result.chapters if not c.reused]
+    executed = [f"{c.name} ({', '.join(c.changed)})" if c.changed else c.name for c in result.chapters if not c.reused]
     kept = [c.name for c in result.chapters if c.reused]
-    console.print(f"executed: {', '.join(executed) or 'none'}", highlight=False)
+    console.print(f"executed: {'; '.join(executed) or 'none'}", highlight=False, markup=False)
     if kept:
         console.print(f"unchanged inputs, kept as executed before: {', '.join(kept)}", highlight=False)
+    if result.rendered:
+        console.print(f"rendered: {', '.join(result.rendered)}", highlight=False, markup=False)
+    else:
+        console.print("rendered: nothing (no input of the pages changed; HTML, charts, exports and PDFs kept)")
     console.print(f"edition {result.edition['id']} (all editions: {result.edition_dir.parent / 'index.html'})")
     console.print(f"PDFs: {result.pdf_note}", highlight=False)
     if publish:

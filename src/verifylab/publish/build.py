@@ -25,8 +25,10 @@ from verifylab.publish import interrupt
 from verifylab.publish.chapter_inputs import METADATA_KEY, ChapterInputs, code_digest
 from verifylab.publish.chapter_reads import Reads, read_log
 from verifylab.publish.edition import archive, data_files, write_generated_pages
+from verifylab.publish.finding import Finding
 from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.pdf import print_pdfs
+from verifylab.publish.render_key import changed_inputs, last_render, record_render, render_inputs
 from verifylab.publish.run_pages import INDEX as RUNS_INDEX
 from verifylab.publish.run_pages import RUNS_FOLDER
 from verifylab.publish.toc import write_toc
@@ -51,6 +53,7 @@ class ChapterResult:
     error: str | None = None
     replayed: bool = False  # run from stored data to complete a render, not one of the chapters asked for
     reused: bool = False  # not executed: its inputs (notebook, parameters, code, data, toolchain) had not changed
+    changed: list[str] = field(default_factory=list)  # executed because these inputs changed (ChapterInputs.changed)
     interrupted: bool = False  # Ctrl-C ended it (or kept it from starting)
 
 
@@ -64,6 +67,7 @@ class BookResult:
     edition_dir: Path | None = None
     pdfs: list[Path] = field(default_factory=list)
     pdf_note: str = ""  # how many PDFs were printed, or why none
+    rendered: list[str] = field(default_factory=list)  # the render's inputs that changed ([]: nothing rendered)
 
     @property
     def failed(self) -> list[ChapterResult]:
@@ -172,12 +176,18 @@ def execute_chapter(
             return ChapterResult(source.stem, output, ok=False, error=scrub(f"{exc.ename}: {last_line[0]}", secrets))
         reads = read_log(reads_log) if inputs is not None else None
         digest = inputs.digest(reads) if inputs is not None and reads is not None else None
-        write_without_secrets(out_nb, output, secret_values(parameters), digest, reads)
+        parts = inputs.parts(reads) if inputs is not None and reads is not None else None
+        write_without_secrets(out_nb, output, secret_values(parameters), digest, reads, parts)
     return ChapterResult(source.stem, output, ok=True)
 
 
 def write_without_secrets(
-    executed: Path, target: Path, secrets: set[str], inputs: str | None = None, reads: Reads | None = None
+    executed: Path,
+    target: Path,
+    secrets: set[str],
+    inputs: str | None = None,
+    reads: Reads | None = None,
+    parts: dict[str, str] | None = None,
 ) -> None:
     """Write an executed notebook where the book takes it, with the credentials its parameters carried (an
     ``--api-key`` in a live chapter's launch flags) replaced in every string: the injected parameters cell,
@@ -188,6 +198,8 @@ def write_without_secrets(
         record: dict[str, Any] = {"inputs": inputs}
         if reads is not None:
             record["reads"] = reads.as_json()
+        if parts is not None:
+            record["parts"] = parts
         notebook.setdefault("metadata", {})[METADATA_KEY] = record
     atomic_write_text(target, json.dumps(scrub(notebook, secrets), indent=1, ensure_ascii=False) + "\n")
 
@@ -308,7 +320,22 @@ def build_book(
     failed = next((c for c in result.chapters if not c.ok), None)
     if failed:
         raise BookBuildError(f"chapter {failed.name} failed: {failed.error}")
-    return publish_book(root, root / params["data_dir"], result)
+    data_dir = root / params["data_dir"]
+    inputs_now = render_inputs(root, data_dir, [c.name for c in result.chapters])
+    before = last_render(root)
+    changed = changed_inputs(before["inputs"] if before else None, inputs_now)
+    if before is not None and not changed and not force:  # nothing it is made from changed: keep what was rendered
+        edition = json.loads((root / GENERATED / "edition.json").read_text(encoding="utf-8"))
+        result.edition = edition | {"key_findings": [Finding.model_validate(f) for f in edition["key_findings"]]}
+        result.index_html = root / "_build" / "html" / "index.html"
+        result.edition_dir = Path(before["edition_dir"])
+        result.pdfs, result.pdf_note = [Path(p) for p in before["pdfs"]], str(before["pdf_note"])
+        return result
+    result = publish_book(root, data_dir, result)
+    result.rendered = changed
+    assert result.edition_dir is not None  # publish_book archives the edition
+    record_render(root, inputs_now, result.edition_dir, result.pdfs, result.pdf_note)
+    return result
 
 
 def execute_stale_chapters(
@@ -330,9 +357,18 @@ def execute_stale_chapters(
         return not inputs[source.stem].unchanged(root / GENERATED / f"{source.stem}.ipynb")
 
     to_execute = [job for job in jobs if stale(*job)]
+    why = {
+        source.stem: ["asked (--force)"]
+        if force
+        else inputs[source.stem].changed(root / GENERATED / f"{source.stem}.ipynb")
+        for source, params in to_execute
+        if params.get("mode", "replay") == "replay"
+    }
     replay = all(params.get("mode", "replay") == "replay" for _, params in jobs)
     workers = REPLAY_WORKERS if replay else 1  # live chapters run in order: 02 feeds 03
     done = execute_chapters(root, to_execute, on_chapter, on_cell, workers, inputs, stop_at_failure)
+    for chapter in done:
+        chapter.changed = why.get(chapter.name, [])
     executed = {c.name: c for c in done}
     return [
         executed.get(source.stem)

@@ -50,6 +50,17 @@ def recorded_inputs(executed: Path) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
+def recorded_parts(executed: Path) -> dict[str, str] | None:
+    """Each part of the inputs an executed chapter was made from, by name (None: none recorded)."""
+    try:
+        notebook = json.loads(executed.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
+    parts = entry.get("parts") if isinstance(entry, dict) else None
+    return parts if isinstance(parts, dict) else None
+
+
 def recorded_reads(executed: Path) -> Reads | None:
     """What the executed chapter read of the data folder, as recorded (None: nothing recorded to trust)."""
     try:
@@ -80,3 +91,28 @@ class ChapterInputs:
         """Whether ``executed`` was made from these inputs and what it read is as it was."""
         recorded, reads = recorded_inputs(executed), recorded_reads(executed)
         return recorded is not None and reads is not None and recorded == self.digest(reads)
+
+    def parts(self, reads: Reads) -> dict[str, str]:
+        """The digest's parts by name, as a rebuild names the ones that changed."""
+
+        def sha(value: object) -> str:
+            return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+        return {
+            "its notebook": hashlib.sha256(self.source.read_bytes()).hexdigest(),
+            "its parameters": sha(self.parameters),
+            "verifylab's code": self.code,
+            "the data it read": reads_digest(self.data_dir, reads, self.data_names),
+            "the toolchain": sha(self.toolchain),
+        }
+
+    def changed(self, executed: Path) -> list[str]:
+        """Why it runs again, in words: which of its inputs changed since ``executed`` was made (``verifylab's code
+        changed``), or that nothing was recorded to compare with."""
+        if not executed.is_file():
+            return ["never executed here"]
+        before, reads = recorded_parts(executed), recorded_reads(executed)
+        if before is None or reads is None:
+            return ["no record of its inputs"]
+        now = self.parts(reads)
+        return [f"{name} changed" for name in now if before.get(name) != now[name]] or ["its record changed"]
