@@ -16,10 +16,11 @@ import yaml
 from verifylab.analysis.recommendation import Topic
 from verifylab.errors import ParameterError, ReferenceDataError
 from verifylab.publish.build import BookResult, publish_book
-from verifylab.publish.edition import changes_since, data_digest, write_generated_pages
+from verifylab.publish.edition import changes_since, write_generated_pages
 from verifylab.publish.finding import Finding, FindingKey
 from verifylab.publish.pipeline import PipelineParams, load_params, run_pipeline
 from verifylab.publish.registry import load_registry
+from verifylab.store.digests import data_digest
 from verifylab.store.evidence import Evidence
 
 from .projects import project_copy, write_params

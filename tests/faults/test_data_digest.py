@@ -10,7 +10,7 @@ import os
 import pytest
 
 from verifylab.errors import BookBuildError
-from verifylab.publish.edition import data_digest
+from verifylab.store.digests import data_digest
 
 
 def test_a_linked_runs_folder_is_data(tmp_path):

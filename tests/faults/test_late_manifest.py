@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from verifylab.publish.chapter_reads import Reads, read_log, reads_digest
-from verifylab.publish.edition import data_files
+from verifylab.store.digests import data_files
 
 READER = """
 import sys

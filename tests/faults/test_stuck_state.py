@@ -14,9 +14,9 @@ from verifylab.bench.method import SingleStreamConfig
 from verifylab.bench.runner import RunPlace
 from verifylab.cli import app
 from verifylab.errors import ServerError
-from verifylab.publish.edition import data_digest
 from verifylab.server.launch import serve
 from verifylab.server.variants import DEFAULT_VARIANTS
+from verifylab.store.digests import data_digest
 from verifylab.store.runs import RunStore
 
 from ..test_bench import base

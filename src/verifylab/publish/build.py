@@ -22,9 +22,9 @@ from verifylab.errors import BookBuildError, VerifylabError
 from verifylab.iorw import atomic_write_text
 from verifylab.lifetime import run_tied
 from verifylab.publish import interrupt
-from verifylab.publish.chapter_inputs import METADATA_KEY, ChapterInputs, code_digest
+from verifylab.publish.chapter_inputs import METADATA_KEY, ChapterInputs
 from verifylab.publish.chapter_reads import Reads, read_log
-from verifylab.publish.edition import archive, data_files, write_generated_pages
+from verifylab.publish.edition import archive, write_generated_pages
 from verifylab.publish.finding import Finding
 from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.pdf import print_pdfs
@@ -34,6 +34,7 @@ from verifylab.publish.run_pages import RUNS_FOLDER
 from verifylab.publish.toc import write_toc
 from verifylab.publish.toolchain import toolchain_versions
 from verifylab.redact import scrub, secret_values
+from verifylab.store.digests import code_digest, data_files
 from verifylab.store.evidence import Evidence
 
 CellProgress = Callable[[int, int], None]  # (cells done, cells in the chapter)

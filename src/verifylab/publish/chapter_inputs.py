@@ -11,19 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import verifylab
 from verifylab.publish.chapter_reads import Reads, reads_digest
 
 METADATA_KEY = "verifylab"  # the executed notebook's metadata entry: {"inputs": digest}
-
-
-def code_digest(package: Path | None = None) -> str:
-    """sha256 over every Python file of the verifylab package (relative path + bytes, sorted)."""
-    root = package or Path(verifylab.__file__).parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def inputs_digest(source: Path, parameters: dict[str, Any], code: str, data: str, toolchain: dict[str, str]) -> str:

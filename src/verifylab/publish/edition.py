@@ -8,12 +8,10 @@ outlive the build folder: any registered edition can be rebuilt from its commit.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -23,8 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab import __version__
-from verifylab.errors import BookBuildError
-from verifylab.iorw import atomic_write_json, atomic_write_text, is_temp_file
+from verifylab.iorw import atomic_write_json, atomic_write_text
 from verifylab.publish.decision import PAGE, decision_markdown
 from verifylab.publish.exports import write_exports
 from verifylab.publish.finding import Finding, by_key
@@ -35,46 +32,8 @@ from verifylab.publish.run_pages import RUNS_FOLDER, write_run_pages
 from verifylab.publish.toolchain import toolchain_versions
 from verifylab.report.section import md_text, raw_html_block
 from verifylab.report.tables import Table
+from verifylab.store.digests import data_digest
 from verifylab.store.evidence import Evidence
-from verifylab.store.runs import NOT_DATA_FILES
-
-
-def data_files(data_dir: Path) -> list[Path]:
-    """Every file the book may read under ``data_dir``, following links as the readers do (a linked ``runs/`` or
-    ``gates/`` folder is data too; a link back up is walked once); anything that is not a regular file (a FIFO,
-    a socket, a device) is refused before the build reads a byte, naming it."""
-    files, seen = [], set()
-    for folder, dirs, names in os.walk(data_dir, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:  # a link back to a folder already walked
-            dirs[:] = []
-            continue
-        seen.add(real)
-        for name in names:
-            path = Path(folder) / name
-            mode = path.stat().st_mode if path.exists() else 0
-            if not stat.S_ISREG(mode):
-                raise BookBuildError(
-                    f"{path}: not a regular file (a FIFO, socket, device or broken link) under the data folder: "
-                    "remove it; the book reads only files"
-                )
-            files.append(path)
-    return sorted(files)
-
-
-def data_digest(data_dir: Path) -> str:
-    """sha256 over every file under ``data_dir`` (relative path + bytes, links followed: :func:`data_files`), in
-    sorted order, each file read in chunks (a GB trace costs no GB of memory); run-store lock files and a killed
-    write's temporary files are not data."""
-
-    h = hashlib.sha256()
-    for path in data_files(Path(data_dir)):
-        if path.name in NOT_DATA_FILES or is_temp_file(path):
-            continue
-        h.update(path.relative_to(data_dir).as_posix().encode() + b"\0")
-        with open(path, "rb") as fh:
-            h.update(hashlib.file_digest(fh, "sha256").digest())
-    return h.hexdigest()
 
 
 def git_head(root: Path) -> str:

@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 from verifylab.iorw import atomic_write_json
-from verifylab.publish.chapter_inputs import code_digest
-from verifylab.publish.edition import data_digest, git_head
+from verifylab.publish.edition import git_head
 from verifylab.publish.paths import GENERATED
 from verifylab.publish.pdf import chromium
 from verifylab.publish.toolchain import toolchain_versions
+from verifylab.store.digests import code_digest, data_digest
 
 RECORD = Path("_build") / ".render-inputs.json"  # beside the HTML it describes: removed with it by make clean
 BOOK_SOURCES = ("_config.yml", "book/*.md", "book/_static/*", "book/editions.json")
