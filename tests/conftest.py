@@ -51,6 +51,10 @@ else:
     SESSION_TMP = Path(tempfile.mkdtemp(prefix=f"verifylab-tests-{os.getuid()}-"))
 os.environ["TMPDIR"] = str(SESSION_TMP)
 tempfile.tempdir = None  # tempfile reads TMPDIR again
+# The interactive commands' caches (verifylab.entry, verifylab.store.derived_disk) stay off in every process a test
+# starts: a test asserts what a command computes, and leaves nothing in the user's cache folder; the tests of the
+# caches turn them on in a folder of their own.
+os.environ["VERIFYLAB_CACHE"] = "off"
 
 
 def leftovers(folder: Path) -> list[str]:

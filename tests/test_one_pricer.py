@@ -37,7 +37,7 @@ PRICE_ENDS = {"low_us", "high_us"}  # a collective's Price (regimes.Price)
 NOT_A_SAVING = {  # module:function -> why its subtraction of a priced value is no saving
     "model/pricing/pricer.py:_host0_ms": "calibration: a measured step less what the pricer puts beside the host",
     "model/pricing/boxes.py:calibrate_decode": "calibration: a measured step less the pricer's physics and comm",
-    "model/pricing/boxes.py:at": "a collective's curve: the fused kernel less the norm kernel it does (one term)",
+    "model/pricing/boxes.py:__call__": "a collective's curve: the fused kernel less the norm kernel it does (one term)",
     "model/case/hypotheses.py:_decode_with_fusion_pct": "a record built: the reported step less its priced all-reduces",
     "model/fits/overheads.py:fit_host": "a fit's residual: a measured step less the pricer's physics and comm",
     "model/fits/overheads.py:fit_cycle": "a fit's residual: a measured cycle less the pricer's",

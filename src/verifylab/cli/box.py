@@ -14,6 +14,7 @@ from verifylab.vocab import RECOMMENDED_STACK
 
 if TYPE_CHECKING:
     from verifylab.cli.box_check import PlanRequest
+    from verifylab.store.evidence import Evidence
 
 
 def box_cmd(
@@ -133,6 +134,7 @@ def box_cmd(
         from verifylab.store.evidence import Evidence
 
         try:
+            ev = Evidence(data_dir, keep_derived=True)  # read once: the plan and its context terms share it
             request = PlanRequest(
                 load,
                 Slo(slo_ttft_ms, slo_tpot_ms),
@@ -152,13 +154,13 @@ def box_cmd(
                 probe,
                 sglang,
                 context,
-                context_terms(Evidence(data_dir)),
+                context_terms(ev),
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
         except VerifylabError as exc:
             raise fail(exc) from None
-        _plan_and_verify(request, verify, data_dir, run_id, dry_run)
+        _plan_and_verify(request, verify, data_dir, run_id, dry_run, ev)
         return
     from verifylab.intake import refuse_output_inside
     from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
@@ -180,11 +182,11 @@ def box_cmd(
             raise ParameterError(_NO_RATE)
         if probe is None:
             probe = _probe_now(gpus, label, data_dir)
-        ev = Evidence(data_dir)
+        ev = Evidence(data_dir, keep_derived=True)
         ev.measured.run(probe)  # a probe that is not stored is named first, with the ids it may have meant
         if server is not None:
             decode_tok_s, source = _measure_decode(server, probe, data_dir)
-            ev = Evidence(data_dir)  # the run now holds the measurement
+            ev = Evidence(data_dir, keep_derived=True)  # the run now holds the measurement
         elif decode_tok_s is not None:
             source = "given (--decode-tok-s)"
         elif (stored := stored_decode_rate(ev.measured, probe)) is not None:
@@ -228,7 +230,12 @@ def box_cmd(
 
 
 def _plan_and_verify(
-    req: PlanRequest, verify: Path | None, data_dir: Path, run_id: str | None, dry_run: bool = False
+    req: PlanRequest,
+    verify: Path | None,
+    data_dir: Path,
+    run_id: str | None,
+    dry_run: bool = False,
+    ev: Evidence | None = None,
 ) -> None:
     """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
     from verifylab.analysis.box_verify import loop_error_words
@@ -238,7 +245,7 @@ def _plan_and_verify(
     from verifylab.store.manifest import new_run_id
 
     try:
-        ev = Evidence(data_dir)
+        ev = ev or Evidence(data_dir, keep_derived=True)
         target = ev.launch_target(req.sglang)
         chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None, ev)
         print_plan(chosen, target, loop_error_words(ev.measured))

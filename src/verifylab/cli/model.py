@@ -61,7 +61,7 @@ def model_whatif(
     from verifylab.vocab import Regime
 
     try:
-        ev = Evidence(data_dir)
+        ev = Evidence(data_dir, keep_derived=True)
         decode, decode_source = decode_rate(ev, decode_tok_s)
         model = inputs(ev) if latency is None else inputs_for_box(ev, reader_box(ev.measured, latency, path))
         own = decode_tok_s is None and latency is None and context is None  # the book's own numbers: kept
@@ -213,7 +213,7 @@ def model_speculation(
         chosen = _choice("--drafter", drafter, [d.value for d in Drafter])
         shape = _choice("--routing", routing, [r.value for r in Routing])
         counts = _stream_counts(streams)
-        ev = Evidence(data_dir)
+        ev = Evidence(data_dir, keep_derived=True)
         runs = ev.measured
         target = read_config(config, expert_bits)
         draft = read_config(draft_config) if draft_config else eagle3_draft_for(target)
@@ -456,7 +456,7 @@ def model_reconcile(
     from verifylab.store.evidence import Evidence
 
     try:
-        frame = reconcile_table(Evidence(data_dir))
+        frame = reconcile_table(Evidence(data_dir, keep_derived=True))
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:

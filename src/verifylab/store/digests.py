@@ -11,7 +11,10 @@ from pathlib import Path
 import verifylab
 from verifylab.errors import BookBuildError
 from verifylab.iorw import is_temp_file
-from verifylab.store.runs import NOT_DATA_FILES
+
+LOCK_FILE = ".verifylab.lock"  # the run store's lock (verifylab.store.runs)
+MEASURING_LOCK_FILE = ".verifylab.measuring"
+NOT_DATA_FILES = frozenset({LOCK_FILE, MEASURING_LOCK_FILE})  # taken and released by writers: never data
 
 
 def code_digest(package: Path | None = None) -> str:

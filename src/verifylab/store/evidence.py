@@ -3,6 +3,7 @@ matrix — each part loaded once on first use and shared by every table, figure 
 
 from __future__ import annotations
 
+import atexit
 from functools import cached_property
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from verifylab.errors import ManifestError, ReferenceDataError
 from verifylab.iorw import file_exists
 from verifylab.launch import LaunchTarget
 from verifylab.sources import MeasuredRuns
+from verifylab.store.derived_disk import DiskDerivedCache, cache_file, cache_folder
 from verifylab.store.public import load_public_measurements
 from verifylab.store.public_context import load_public_context
 from verifylab.store.public_speculation import load_public_speculation
@@ -31,11 +33,23 @@ SGLANG_WHEELS_FILE = Path("gates") / "sglang_wheels.csv"  # each audited wheel's
 class Evidence:
     """Everything under one ``data/`` folder; pass it down instead of a path."""
 
-    def __init__(self, data_dir: Path | str) -> None:
+    def __init__(self, data_dir: Path | str, keep_derived: bool = False) -> None:
+        """``keep_derived``: keep what @derived functions compute on disk between calls (the interactive commands;
+        :mod:`verifylab.store.derived_disk`), never in a chapter, whose reads of the data are recorded."""
         self.data_dir = Path(data_dir)
-        self.derived_cache = DerivedCache()  # what @derived functions computed from it
         if not self.data_dir.is_dir():
             raise ReferenceDataError(f"data folder {self.data_dir} does not exist")
+        self.derived_cache = DerivedCache()  # what @derived functions computed from it
+        folder = cache_folder() if keep_derived else None
+        self._kept = cache_file(folder, self.data_dir) if folder is not None else None
+        if self._kept is not None:
+            self.derived_cache = self._on_disk(self._kept)
+
+    @staticmethod
+    def _on_disk(path: Path) -> DiskDerivedCache:
+        disk = DiskDerivedCache(path)
+        atexit.register(disk.save)  # after the command printed its answer
+        return disk
 
     def __repr__(self) -> str:
         return f"Evidence({str(self.data_dir)!r})"
@@ -48,7 +62,10 @@ class Evidence:
     @cached_property
     def measured(self) -> MeasuredRuns:
         """The measured runs as the cost model reads them (each table read once)."""
-        return self.runs.measured()
+        measured = self.runs.measured()
+        if self._kept is not None:  # their own derived values (the grid's sweeps and fit) kept beside the others
+            measured.derived_cache = self._on_disk(self._kept.with_suffix(".measured.pickle"))
+        return measured
 
     @cached_property
     def figures(self) -> pd.DataFrame:

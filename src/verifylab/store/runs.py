@@ -30,6 +30,7 @@ from verifylab.intake import OutsideFileError, inside, read_outside_bytes
 from verifylab.iorw import atomic_write_json, atomic_write_text, atomic_write_with, file_exists, remove_stray_temps
 from verifylab.redact import redact_obj
 from verifylab.sources import MeasuredRun, MeasuredRuns
+from verifylab.store.digests import LOCK_FILE, MEASURING_LOCK_FILE, NOT_DATA_FILES  # noqa: F401 (named here too)
 from verifylab.store.manifest import (
     MANIFEST,
     TABLE_NAME_PATTERN,
@@ -42,9 +43,6 @@ from verifylab.store.migrations import migrate_to_3
 from verifylab.store.schema import SCHEMA_VERSION, check_frame, check_values, migrate, spec_of
 from verifylab.vocab import plain_run_id
 
-LOCK_FILE = ".verifylab.lock"
-MEASURING_LOCK_FILE = ".verifylab.measuring"
-NOT_DATA_FILES = frozenset({LOCK_FILE, MEASURING_LOCK_FILE})  # taken and released by writers: never data
 _LOCKS: dict[str, FileLock] = {}  # one re-entrant lock object per run folder and process
 
 

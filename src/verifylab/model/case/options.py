@@ -138,13 +138,25 @@ class ModelInputs:
     account: CycleAccount
 
 
+@dataclass(frozen=True)
+class NormCurve:
+    """The measured norm kernel's time (µs) by tokens, held at its ends (a value: it pickles, as the interactive
+    commands keep derived values on disk)."""
+
+    tokens: tuple[float, ...]
+    us: tuple[float, ...]
+
+    def __call__(self, t: float) -> float:
+        return loglog_interpolate(self.tokens, self.us, min(max(t, self.tokens[0]), self.tokens[-1]))
+
+
 def _norm(ev: ModelSources) -> tuple[Callable[[float], float], str]:
     run_id = ev.measured.newest_with("norm_fusion")
     if run_id is None:
         raise ModelInputError(f"no run under {ev.measured.where} measured the norm kernel (table norm_fusion)")
     n = ev.measured.read_table(run_id, "norm_fusion").sort_values("tokens")
     xs, ys = tuple(float(x) for x in n["tokens"]), tuple(float(y) for y in n["fused_us"])
-    return (lambda t: loglog_interpolate(xs, ys, min(max(t, xs[0]), xs[-1]))), f"measured, run {run_id} (H200)"
+    return NormCurve(xs, ys), f"measured, run {run_id} (H200)"
 
 
 @derived

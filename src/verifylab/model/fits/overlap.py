@@ -63,21 +63,28 @@ def _regime_curves(ev: ModelSources) -> RegimeCurves:
     return regime_curves(ev)
 
 
+@dataclass(frozen=True)
+class PcieAllreduce:
+    """A healthy PCIe box's all-reduce at ``world`` ranks by message: the fused push curves to NCCL (a value: it
+    pickles, as the interactive commands keep derived values on disk)."""
+
+    curves: RegimeCurves
+    world: int
+
+    def __call__(self, message: float) -> Span:
+        prices = (
+            self.curves.price(Regime.HEALTHY_P2P, c, self.world, message) for c in (Collective.FUSED, Collective.NCCL)
+        )
+        ends = [p for p in prices if isinstance(p, Price)]
+        if not ends:
+            raise ModelInputError(f"healthy P2P at {self.world} ranks: no public all-reduce curve")
+        return Span(min(p.low_us for p in ends), max(p.high_us for p in ends))
+
+
 def _pcie_curve(ev: ModelSources, world: int) -> tuple[AllreduceCurve, str]:
     """A healthy PCIe box's custom all-reduce at ``world`` ranks: from the public one-shot push curves (what vLLM's
     and SGLang's PCIe all-reduce are) to NCCL, as chapter 4 prices healthy P2P."""
-    curves = _regime_curves(ev)
-
-    def at(message: float) -> Span:
-        ends = [
-            p
-            for p in (curves.price(Regime.HEALTHY_P2P, c, world, message) for c in (Collective.FUSED, Collective.NCCL))
-            if isinstance(p, Price)
-        ]
-        if not ends:
-            raise ModelInputError(f"healthy P2P at {world} ranks: no public all-reduce curve")
-        return Span(min(p.low_us for p in ends), max(p.high_us for p in ends))
-
+    at = PcieAllreduce(_regime_curves(ev), world)
     at(world * 2.0**14)
     return at, f"healthy P2P at {world} ranks: the public one-shot push curves to NCCL (chapter 4's curves)"
 

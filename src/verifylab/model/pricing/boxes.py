@@ -19,18 +19,60 @@ from verifylab.vocab import BF16_BYTES, SGLANG_FUSION_MAX_TOKENS, Regime
 CURVE_NAMES = {Collective.NCCL: "NCCL all-reduce", Collective.PCIE_IPC: "PCIe-IPC all-reduce"}
 
 
+# A box's all-reduce by message is a value, not a closure: the interactive commands keep derived boxes on disk.
+@dataclass(frozen=True)
+class PricedCollective:
+    """One all-reduce's range on ``collective`` at ``world`` ranks in ``regime``, by message bytes."""
+
+    curves: RegimeCurves
+    regime: Regime
+    world: int
+    collective: Collective
+
+    def __call__(self, message: float) -> Span:
+        price = self.curves.price(self.regime, self.collective, self.world, message)
+        if not isinstance(price, Price):
+            raise ModelInputError(f"{REGIME_TITLE.get(self.regime, self.regime.value)} at {self.world} ranks: {price}")
+        return Span(price.low_us, price.high_us)
+
+
+@dataclass(frozen=True)
+class FusedLessNorm:
+    """The fused all-reduce + RMSNorm less the norm kernel it replaces; ``nccl`` above SGLang's fusion limit."""
+
+    curves: RegimeCurves
+    regime: Regime
+    world: int
+    norm_us: Callable[[float], float]
+    hidden: int
+    nccl: AllreduceCurve
+
+    def __call__(self, message: float) -> Span:
+        tokens = message / (self.hidden * BF16_BYTES)
+        price = self.curves.price(self.regime, Collective.FUSED, self.world, message)
+        if tokens > SGLANG_FUSION_MAX_TOKENS or not isinstance(price, Price):
+            return self.nccl(message)
+        norm = self.norm_us(tokens)
+        return Span(price.low_us - norm, price.high_us - norm)
+
+
+@dataclass(frozen=True)
+class MeasuredCurve:
+    """A measured NCCL curve by message (one value, no range)."""
+
+    curve: Curve
+
+    def __call__(self, message: float) -> Span:
+        us = self.curve.at(message)
+        return Span(us, us)
+
+
 def regime_curve(
     curves: RegimeCurves, regime: Regime, world: int, collective: Collective = Collective.NCCL
 ) -> tuple[AllreduceCurve, str]:
     """One all-reduce's range on ``collective`` (NCCL or PCIe-IPC, each from its own curve) at ``world`` ranks in
     ``regime``, by message bytes; refused where the regime has no curve at that size of group."""
-
-    def at(message: float) -> Span:
-        price = curves.price(regime, collective, world, message)
-        if not isinstance(price, Price):
-            raise ModelInputError(f"{REGIME_TITLE.get(regime, regime.value)} at {world} ranks: {price}")
-        return Span(price.low_us, price.high_us)
-
+    at = PricedCollective(curves, regime, world, collective)
     at(world * 2.0**14)  # refuse now, not in the middle of a table
     where = f"{REGIME_TITLE.get(regime, regime.value)}, {world} ranks (chapter 4's curves)"
     return at, f"{CURVE_NAMES[collective]}, {where}"
@@ -45,15 +87,7 @@ def fused_regime_curve(
     nccl, _ = regime_curve(curves, regime, world)
     if not isinstance(curves.price(regime, Collective.FUSED, world, world * 2.0**14), Price):
         return None
-
-    def at(message: float) -> Span:
-        tokens = message / (hidden * BF16_BYTES)
-        price = curves.price(regime, Collective.FUSED, world, message)
-        if tokens > SGLANG_FUSION_MAX_TOKENS or not isinstance(price, Price):
-            return nccl(message)
-        norm = norm_us(tokens)
-        return Span(price.low_us - norm, price.high_us - norm)
-
+    at = FusedLessNorm(curves, regime, world, norm_us, hidden, nccl)
     return at, (
         f"FlashInfer fused all-reduce + RMSNorm, {REGIME_TITLE.get(regime, regime.value)}, {world} ranks, less the "
         "norm kernel it replaces (chapter 4's curves)"
@@ -77,12 +111,7 @@ def latency_curve(curves: list[Curve], path: str | None) -> tuple[AllreduceCurve
     if len(nccl) > 1:
         raise ModelInputError(f"--latency holds NCCL curves on {', '.join(c.path for c in nccl)}: pick one with --path")
     curve = nccl[0]
-
-    def at(message: float) -> Span:
-        us = curve.at(message)
-        return Span(us, us)
-
-    return at, f"NCCL all-reduce on {curve.path}, {curve.source}"
+    return MeasuredCurve(curve), f"NCCL all-reduce on {curve.path}, {curve.source}"
 
 
 DECODE_TOK_S = (0.1, 1e5)  # one stream of plain decoding: slower than a step in ten seconds is no server; faster

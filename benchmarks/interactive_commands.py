@@ -1,0 +1,73 @@
+"""The interactive commands' CPU against importing pandas, same machine, same run (#71: within 1.5x on a warm cache).
+
+    python benchmarks/interactive_commands.py [--repeats 5]
+
+For each command (`model whatif`, `model speculation`, `box --plan`, `box --probe RUN`, as the README runs them):
+CPU seconds (user + system, the process and its children) with the caches off, on the first call into an empty
+cache folder (cold) and on the calls after it (warm: the kept answer, or for a call that is not pure the derived
+values); the median of ``--repeats`` calls each, beside the median of as many `python -c "import pandas"`. The
+package's bytecode is compiled first (a clone's first call compiles it, once). The load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VERIFYLAB = str(Path(sys.executable).with_name("verifylab"))
+COMMANDS = {
+    "model whatif": ["model", "whatif"],
+    "model speculation": ["model", "speculation", "--config", "examples/configs/kimi-k2.5-int4", "--gpu",
+                          "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p", "--context", "16384"],
+    "box --plan": ["box", "--plan", "--config", "examples/configs/qwen3-30b-a3b", "--gpu", "h200", "--tp", "1",
+                   "--load", "32", "--slo-ttft-ms", "2000", "--slo-tpot-ms", "50", "--accept", "2.4",
+                   "--decode-tok-s", "90"],
+    "box --probe RUN": ["box", "--probe", "20261202-203301-box-probe", "--config", "examples/configs/qwen3-30b-a3b",
+                        "--out", "{tmp}/page"],
+}  # fmt: skip
+
+
+def cpu(argv: list[str], cache: str) -> float:
+    """CPU seconds of one call (children included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = {**os.environ, "VERIFYLAB_CACHE": cache}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed:\n{proc.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    compileall.compile_dir(str(ROOT / "src"), quiet=1)
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    pandas = statistics.median(cpu([sys.executable, "-c", "import pandas"], "off") for _ in range(args.repeats))
+    print(f"import pandas: {pandas:.2f} CPU-s (median of {args.repeats})")
+    with tempfile.TemporaryDirectory(prefix="interactive-") as tmp:
+        for name, words in COMMANDS.items():
+            argv = [VERIFYLAB, *(w.format(tmp=tmp) for w in words)]
+            cache = str(Path(tmp) / name.replace(" ", "_"))
+            off = statistics.median(cpu(argv, "off") for _ in range(args.repeats))
+            cold = cpu(argv, cache)
+            warm = statistics.median(cpu(argv, cache) for _ in range(args.repeats))
+            print(
+                f"{name:18s} caches off {off:5.2f} ({off / pandas:4.2f}x)  cold {cold:5.2f} ({cold / pandas:4.2f}x)  "
+                f"warm {warm:5.2f} ({warm / pandas:4.2f}x pandas)"
+            )
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
