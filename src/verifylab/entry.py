@@ -60,7 +60,10 @@ def _keyed(variable: str) -> bool:
 
 
 def _named_digest(path: Path) -> str | None:
-    """The bytes of a file or of every file under a folder the call names (None: too large to be worth it)."""
+    """The bytes of a file the call names, or of a folder's ``config.json`` (a model folder: all the commands read
+    of it), else of every file under the folder (None: too large to be worth it)."""
+    if path.is_dir() and (path / "config.json").is_file():
+        path = path / "config.json"
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     if sum(p.stat().st_size for p in files) > MAX_NAMED_BYTES:
         return None
@@ -81,8 +84,8 @@ def answer_file(argv: list[str]) -> Path | None:
     named = {}
     page = page_folder(argv)
     for arg in argv:
-        if page is not None and Path(arg.split("=", 1)[-1]) == page:
-            continue  # what the call writes is no input of it
+        if Path(arg.split("=", 1)[-1]) in (page, data):
+            continue  # what the call writes is no input of it; the data folder is digested whole below
         candidate = Path(arg.split("=", 1)[-1])
         if arg and candidate.exists():
             digest = _named_digest(candidate)
