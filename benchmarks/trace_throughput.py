@@ -46,6 +46,34 @@ for path in sys.argv[1:]:
 print(json.dumps({"events": total_events, "allreduce_kernels": allreduce}))
 """
 
+REFERENCE = r"""
+import json, sys
+import msgspec
+
+class Ev(msgspec.Struct, gc=False):
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    ts: float = 0.0
+    dur: float = 0.0
+
+class Trace(msgspec.Struct, gc=False):
+    traceEvents: list[Ev]
+
+decoder = msgspec.json.Decoder(Trace)
+steps = allreduce = 0
+for path in sys.argv[1:]:
+    with open(path, "rb") as fh:
+        events = decoder.decode(fh.read()).traceEvents  # each file decoded whole, typed
+    for ev in events:
+        if ev.cat == "kernel" and "AllReduce" in ev.name:
+            allreduce += 1
+        elif ev.name.startswith("ProfilerStep#"):
+            steps += 1
+    del events
+print(json.dumps({"allreduce_kernels": allreduce, "steps": steps}))
+"""
+
 OURS = r"""
 import json, sys
 from verifylab.trace import summarize_traces
@@ -314,6 +342,7 @@ def main() -> None:
             print(f"generated {path.name}: {path.stat().st_size / 1e6:.0f} MB, {events:,} events", flush=True)
     total_mb = sum(f.stat().st_size for f in files) / 1e6
     rows = [("json.load + naive pass", *measure(NAIVE, files))]
+    rows.append(("msgspec reference (typed, file whole)", *measure(REFERENCE, files)))
     if args.also_src:
         rows.append((f"verifylab ({args.also_src})", *measure(OURS, files, args.also_src)))
     rows.append(("verifylab trace summarize", *measure(OURS, files)))
@@ -334,10 +363,15 @@ def main() -> None:
     naive = rows[0]
     ours = next(r for r in rows if r[0] == "verifylab trace summarize")
     print(f"verifylab vs json.load: {naive[1] / ours[1]:.2f}x faster (wall), memory (PSS) {ours[4] / naive[4]:.2f}x")
+    reference = rows[1]
+    print(
+        f"verifylab / msgspec reference: CPU {ours[2] / reference[2]:.2f}x, peak RSS {ours[3] / reference[3]:.2f}x, "
+        f"peak PSS {ours[4] / reference[4]:.2f}x (goal: at most 2x each)"
+    )
     if args.also_src:
         print(
-            f"verifylab vs {args.also_src}: {rows[1][1] / ours[1]:.2f}x faster (wall), "
-            f"{rows[1][2] / ours[2]:.2f}x less CPU"
+            f"verifylab vs {args.also_src}: {rows[2][1] / ours[1]:.2f}x faster (wall), "
+            f"{rows[2][2] / ours[2]:.2f}x less CPU"
         )
     same = len({r[5]["allreduce_kernels"] for r in rows}) == 1
     print(f"all-reduce counts agree: {same}")

@@ -5,6 +5,7 @@ an args dict) each, and the analysis works on them with array operations."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -22,6 +23,11 @@ class KernelColumnsBuilder:
         self._ts = array("d")
         self._dur = array("d")
         self._correlation = array("q")
+
+    def appenders(self) -> tuple[dict[tuple[str, str], int], Callable, Callable, Callable, Callable]:
+        """(codes by (name, category), and the code, start, duration and correlation appends): what a reading loop
+        binds once to add a kernel without a method call per event (a new key takes ``len(codes)``)."""
+        return self._codes, self._code.append, self._ts.append, self._dur.append, self._correlation.append
 
     def append(self, name: str, cat: str, ts: float, dur: float, correlation: int) -> None:
         key = (name, cat)

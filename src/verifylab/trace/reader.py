@@ -155,17 +155,24 @@ def correlation_of(obj: RawEvent) -> int:
         return NO_CORRELATION
 
 
+_INF = float("inf")
+
+
 def to_event(obj: RawEvent) -> Event:
-    """Reduce one decoded trace event to an :class:`Event`."""
+    """Reduce one decoded trace event to an :class:`Event` (finite float times taken as they are; anything else
+    checked by :func:`event_time`)."""
+    ts, dur, name = obj.ts, obj.dur, obj.name
+    if not (type(ts) is float and type(dur) is float and 0 <= dur < _INF and -_INF < ts < _INF):
+        ts, dur = event_time(obj, "ts"), event_time(obj, "dur")
     return Event(
-        name=str(obj.name if obj.name is not None else ""),
-        cat=obj.cat or "",
-        ph=obj.ph or "",
-        ts=event_time(obj, "ts"),
-        dur=event_time(obj, "dur"),
-        pid=obj.pid if obj.pid is not None else 0,
-        tid=obj.tid if obj.tid is not None else 0,
-        args=(obj.args.kept() if obj.args is not None else None) or NO_ARGS,
+        name if type(name) is str else str(name if name is not None else ""),
+        obj.cat or "",
+        obj.ph or "",
+        ts,
+        dur,
+        obj.pid if obj.pid is not None else 0,
+        obj.tid if obj.tid is not None else 0,
+        (obj.args.kept() if obj.args is not None else None) or NO_ARGS,
     )
 
 

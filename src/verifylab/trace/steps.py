@@ -91,6 +91,21 @@ def _append_kernel(kernels: KernelColumnsBuilder, obj: RawEvent, path: Path) -> 
     kernels.append(str(obj.name if obj.name is not None else ""), obj.cat, ts, dur, correlation_of(obj))
 
 
+_DROP, _MARKER, _COLLECTIVE, _BY_ARGS = range(4)  # what a CPU op is, by its name alone where that decides it
+
+
+def _cpu_op_kind(name: object, marker: re.Pattern) -> int:
+    """What a CPU op of this name is: a step marker, a collective, one its args decide (record_param_comms), or
+    nothing the analysis keeps."""
+    if not isinstance(name, str):
+        return _DROP
+    if marker.match(name):
+        return _MARKER
+    if name == "record_param_comms":
+        return _BY_ARGS
+    return _COLLECTIVE if classify_cpu_collective(name, {}) is not None else _DROP
+
+
 def load_rank_events(
     path: Path, rank: int, step_marker: str, on_bytes: Callable[[int], None] | None = None
 ) -> RankEvents:
@@ -99,9 +114,11 @@ def load_rank_events(
     marker = re.compile(step_marker)
     out = RankEvents(path, rank)
     kernels = KernelColumnsBuilder()
-    wanted: dict[str, bool] = {}  # CPU-op name -> marker or collective (names repeat: decide once)
+    codes, add_code, add_ts, add_dur, add_corr = kernels.appenders()
+    kind: dict[object, int] = {}  # a CPU op's name -> what it is (names repeat: decided once per name)
+    graph: dict[object, bool] = {}  # a runtime call's name -> whether it launches a CUDA graph
+    markers, collectives, launches = out.markers, out.cpu_collectives, out.graph_launches
     count = 0
-    append_kernel = kernels.append
     for batch in iter_batches(path, on_bytes):
         count += len(batch)
         for obj in batch:
@@ -118,26 +135,34 @@ def load_rank_events(
                     and -INF < ts < INF
                     and type(corr) is int
                 ):
-                    append_kernel(obj.name if type(obj.name) is str else str(obj.name), cat, ts, dur, corr)
+                    key = (obj.name if type(obj.name) is str else str(obj.name), cat)
+                    code = codes.get(key)
+                    if code is None:
+                        code = codes[key] = len(codes)
+                    add_code(code)
+                    add_ts(ts)
+                    add_dur(dur)
+                    add_corr(corr)
                 else:
                     _append_kernel(kernels, obj, path)
+            elif cat == "cuda_runtime":
+                launch = graph.get(obj.name)
+                if launch is None:
+                    launch = graph[obj.name] = isinstance(obj.name, str) and bool(GRAPH_LAUNCH.match(obj.name))
+                if launch:
+                    launches.append(_event(obj, path))
             elif cat in ("cpu_op", "user_annotation", "python_function"):
-                name = obj.name if isinstance(obj.name, str) else ""
-                keep = wanted.get(name)
-                if keep is None:
-                    keep = wanted[name] = bool(marker.match(name)) or classify_cpu_collective(name, {}) is not None
-                    if name == "record_param_comms":
-                        keep = wanted[name] = True
-                if keep:
-                    ev = _event(obj, path)
-                    if marker.match(name):
-                        out.markers.append(ev)
-                    elif classify_cpu_collective(name, ev.args):
-                        out.cpu_collectives.append(ev)
+                what = kind.get(obj.name)
+                if what is None:
+                    what = kind[obj.name] = _cpu_op_kind(obj.name, marker)
+                if what == _MARKER:
+                    markers.append(_event(obj, path))
+                elif what == _COLLECTIVE:
+                    collectives.append(_event(obj, path))
+                elif what == _BY_ARGS and classify_cpu_collective(obj.name, (ev := _event(obj, path)).args):
+                    collectives.append(ev)
             elif cat == "gpu_user_annotation" and isinstance(obj.name, str) and marker.match(obj.name):
                 out.gpu_markers.append(_event(obj, path))
-            elif cat == "cuda_runtime" and isinstance(obj.name, str) and GRAPH_LAUNCH.match(obj.name):
-                out.graph_launches.append(_event(obj, path))
     out.kernels, out.event_count = kernels.finish(), count
     if count == 0:
         raise TraceError(f"{path}: the trace holds no events")
