@@ -145,3 +145,15 @@ def test_the_decision_chapter_4_and_chapter_5_tell_one_story(built_book):
     gates = re.search(r"what keeps fusion off on a PCIe SM120 box is (\d+) SGLang arch gate", ch5)
     row = re.search(rf"{re.escape(sglang)} {re.escape(flashinfer)} .*?(\d+) SGLang arch gate", ch1)
     assert gates and row and gates.group(1) == row.group(1)  # chapter 5 counts what chapter 1's table counts
+
+
+def test_the_reported_liability_is_shown_where_the_decision_page_links_it(shipped):
+    """#71: the decision page's 'a liability from about N requests' is the case study's reported figure, formatted
+    from its table, and the exhibit it links (the reported comparisons, Fig. 2.10) shows the same N."""
+    from verifylab.analysis.benchmarks import reported_comparisons, reported_liability_concurrency
+    from verifylab.publish.decision import liability_words
+
+    value = reported_liability_concurrency(shipped)
+    assert value == 30 and liability_words(shipped) == "30"
+    rows = reported_comparisons(shipped)
+    assert rows["comparison"].str.contains(f"a liability from {value:g} concurrent requests").any()

@@ -52,7 +52,23 @@ def reported_comparisons(ev: Evidence) -> pd.DataFrame:
             "caveat": "different stacks (CUDA 12.8 vs 13 + patches): not a controlled comparison",
         }
     )
+    liability = reported_liability_concurrency(ev)
+    if liability is not None:
+        rows.append(
+            {
+                "comparison": f"EAGLE-3 + fusion under load: a liability from {liability:g} concurrent requests",
+                "ratio": None,
+                "verdict": "a threshold as reported: no sweep behind it is reported",
+                "caveat": "one stack (CUDA 13 + patches), its accept length and context not reported",
+            }
+        )
     return pd.DataFrame(rows).assign(provenance="statistic on reported figures")
+
+
+def reported_liability_concurrency(ev: Evidence) -> float | None:
+    """The concurrency from which the case study reports speculation to be a liability (None: not in the table)."""
+    rows = ev.figures[ev.figures.figure_id == "spec_liability_concurrency"]
+    return float(rows["value"].iloc[0]) if not rows.empty else None
 
 
 def stored_benchmarks(ev: Evidence) -> dict[str, pd.DataFrame]:

@@ -6,6 +6,7 @@ model objects the exhibits show."""
 
 from __future__ import annotations
 
+from verifylab.analysis.benchmarks import reported_liability_concurrency
 from verifylab.analysis.evidence_ladder import BandAnswer, BoxSpec, Rung, band_answers, bands_words, settle_command
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.launch_command import stack_commands, wrapped_command
@@ -73,6 +74,12 @@ def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
         f"'this box (probe)' ({{numref}}`tbl-decision-regimes`): EAGLE-3 {row['eagle3_tok_s']} tok/s against "
         f"{row['decode_tok_s']} for plain decoding.\n"
     )
+
+
+def liability_words(ev: Evidence) -> str:
+    """The concurrency from which the case study reports speculation a liability, as its table gives it."""
+    value = reported_liability_concurrency(ev)
+    return "—" if value is None else f"{value:g}"
 
 
 def family_check_words(ev: Evidence) -> str:
@@ -340,7 +347,7 @@ answer:
   the public matrix measured the same GPUs and family under load. Measured on one H200 with the accept length held
   fixed, the gain falls below 1 at a stream count the accept length sets, and the model that prices this box
   predicts those crossovers from a fit on one accept length ({{numref}}`tbl-speculation-crossovers`,
-  {{numref}}`fig-speculation-gain`); reported: a liability from about 30 requests
+  {{numref}}`fig-speculation-gain`); reported: a liability from about {liability_words(ev)} requests
   ({{numref}}`tbl-reported-comparisons`). What moves it on your box: the accept length on your own traffic and your
   own sweep (chapter 2's speculation grid, `verifylab model speculation`).{family_check_words(ev)}
 
