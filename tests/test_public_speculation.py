@@ -53,7 +53,11 @@ def test_chapter_4_shows_each_curve_with_its_role_source_and_the_overlap_it_gave
     curves = ch04.public_speculation_curves(ev).frame
     assert list(curves["role"]) == sorted(curves["role"], key=["fit", "held out", "family check"].index)
     assert set(curves["role"]) == {"fit", "held out", "family check"}
-    assert curves["source"].str.match(r"published \d{4}-\d\d-\d\d: https://").all()
+    assert curves["how_read"].str.match(r"engine: .*; accept length: .*; published \d{4}-\d\d-\d\d: https://").all()
+    table = ch04.public_speculation_curves(ev)
+    key = table.html(table.cells())
+    family = next(r for r in key.split("<tr") if "family check" in r)
+    assert "note" not in family and "Kimi-K2.6" in family  # #71: the key row shows its model, box and prediction
     cells = ch04.public_speculation_cells(ev).frame
     assert len(cells) == ev.public_speculation["spec_tok_s"].notna().sum()
     by_overlap = ch04.speculation_by_routing_overlap(ev).frame

@@ -85,12 +85,14 @@ def test_words_of_prose_stay_whole_while_identifiers_make_room():
 
 def test_noted_columns_move_long_texts_into_lettered_notes_and_the_export_keeps_them():
     long_a = "yes, where the gates are open and the workspace needs no multicast"
-    long_b = "needs working P2P: fix P2P first"
+    long_b = "needs working P2P: fix P2P first, see https://example.org/p2p"
     frame = pd.DataFrame({"option": ["x", "y", "z"], "runs": ["yes", long_a, long_a], "why": ["—", "—", long_b]})
     table = Table(frame, noted=("runs", "why"))
     html = table._repr_html_()
     assert html.count(">note a</span></td>") == 2
-    assert "<b>note a</b>: yes, where" in html and "<b>note b</b>: needs" in html
+    text = re.sub(r"<(?!/?b>)[^>]+>", "", html)  # what a reader reads (the notes' labels kept bold)
+    assert "<b>note a</b>: yes, where" in text and "<b>note b</b>: needs" in text
+    assert '<a class="reference external" href="https://example.org/p2p">' in html  # #71: a note's URL is a link
     assert "<td>yes</td>" in html  # short cells stay in the table
     assert table._repr_mimebundle_()[TABLE_MIME]["rows"][1][1] == long_a
 

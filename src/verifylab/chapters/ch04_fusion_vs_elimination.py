@@ -178,7 +178,14 @@ def public_speculation_finding(ev: Evidence) -> Prose:
 def public_speculation_curves(ev: Evidence) -> Table:
     """Table: each public curve, its role (fitted on, held out, family check), its box and source, the model's median
     error on it and where its gain crosses 1, reported beside predicted (reported, public; modelled)."""
-    return Table(public_curves.curves_view(public_check(ev)), noted=public_curves.CURVE_NOTES)
+    view = public_curves.curves_view(public_check(ev))
+    if view.empty:
+        return Table(view)
+    engine, accept, source = (view[c] for c in public_curves.CURVE_NOTES)
+    read = [f"engine: {e}; accept length: {a}; {s}" for e, a, s in zip(engine, accept, source, strict=True)]
+    # the engine, how the accept length was read and the source as one line under each row: the row's model,
+    # hardware and prediction keep the width (as notes they hid the key row)
+    return Table(view.drop(columns=list(public_curves.CURVE_NOTES)).assign(how_read=read), spanned="how_read")
 
 
 def public_speculation_cells(ev: Evidence) -> Table:

@@ -300,7 +300,7 @@ def _notes(cells: pd.DataFrame, noted: tuple[str, ...]) -> tuple[pd.DataFrame, s
                 letter = letters.setdefault(text, _note_label(len(letters)))
                 shown.iat[i, j] = f"\0note {letter}\0{text}"
     items = "".join(
-        f'<p class="verifylab-table-note verifylab-note"><b>note {label}</b>: {code_spans_html(text)}</p>'
+        f'<p class="verifylab-table-note verifylab-note"><b>note {label}</b>: {_words_html(text)}</p>'
         for text, label in letters.items()
     )
     return shown, items
