@@ -271,7 +271,7 @@ def options_chart(options: pd.DataFrame) -> Figure:
     frame = options.dropna(subset=["tokens_per_s_low"]).assign(
         mid=lambda f: (f["tokens_per_s_low"] + f["tokens_per_s_high"]) / 2
     )
-    base = alt.Chart(frame).encode(
+    base = alt.Chart().encode(  # no data of its own: the layer's is faceted by regime (own data: every panel all)
         x=alt.X("streams:O", title="concurrent streams"),
         xOffset=alt.XOffset("option:N"),
         color=legend_colour("option:N", "option", columns=2),
@@ -302,6 +302,9 @@ def options_chart(options: pd.DataFrame) -> Figure:
     )
 
 
+PARETO_LABELLED_STREAMS = (1, 8, 32, 128)  # the loads the book prices, and the last: labelled on the Pareto lines
+
+
 def throughput_pareto_chart(frame: pd.DataFrame) -> Figure:
     """Per-user against total tok/s as streams are added, one line per decoding and one panel per regime; the
     points mark the middle of each range, the tooltips give the range (modelled)."""
@@ -309,7 +312,9 @@ def throughput_pareto_chart(frame: pd.DataFrame) -> Figure:
         total=(frame["total_tokens_per_s_low"] + frame["total_tokens_per_s_high"]) / 2,
         per_user=(frame["per_user_tokens_per_s_low"] + frame["per_user_tokens_per_s_high"]) / 2,
     )
-    base = alt.Chart(data).encode(
+    labelled = data["streams"].isin(PARETO_LABELLED_STREAMS)
+    data = data.assign(label=[f"{s:g}" if keep else "" for s, keep in zip(data["streams"], labelled, strict=True)])
+    base = alt.Chart().encode(  # no data of its own: the layer's is faceted by regime
         x=alt.X("total:Q", title="total tok/s (all streams)"),
         y=alt.Y("per_user:Q", title="tok/s per user"),
         color=legend_colour("decoding:N", "decoding"),
@@ -324,17 +329,20 @@ def throughput_pareto_chart(frame: pd.DataFrame) -> Figure:
             per_user_tokens_per_s_high=".1f",
         ),
     )
+    labels = base.mark_text(align="left", dx=5, dy=-7, fontSize=9).encode(text="label:N")
     chart = (
-        alt.layer(base.mark_line(), base.mark_point(filled=True, size=30), data=data)
+        alt.layer(base.mark_line(), base.mark_point(filled=True, size=30), labels, data=data)
         .properties(width=190, height=220)
         .facet(column=alt.Column("regime:N", title=None, sort=list(dict.fromkeys(data["regime"]))))
     )
+    shown = ", ".join(f"{s:g}" for s in PARETO_LABELLED_STREAMS)
     return Figure(
         chart,
         caption="Tok/s per user against total tok/s as streams are added (1 to 128), plain decoding and EAGLE-3 on the "
-        "case study's box per regime; up and right is better. Modelled: the speculation model calibrated to the "
-        "reported plain decoding rate, EAGLE-3 at the reported accept length over the draft-token range, the "
-        "per-cycle overheads measured on one H200; points mark the middle of each range.",
+        f"case study's box per regime, the points at {shown} streams labelled; up and right is better. Modelled: "
+        "the speculation model calibrated to the reported plain decoding rate, EAGLE-3 at the reported accept "
+        "length over the draft-token range, the per-cycle overheads measured on one H200; points mark the middle "
+        "of each range.",
         provenance=["modelled", "reported", "measured"],
         name="case_pareto",
     )
