@@ -1,5 +1,3 @@
-
-
 def _layers_with_own_data(spec: dict) -> list[int]:
     """The layers of a faceted chart that carry rows of their own (Vega-Lite does not facet those: every panel
     would draw every regime's rows)."""
