@@ -86,13 +86,18 @@ def test_every_measured_run_has_a_page_and_every_caption_links_the_runs_it_shows
 
 
 def test_every_exhibit_says_how_to_reproduce_it_and_links_its_data(built_book):
+    from verifylab.chapters.exhibits import book_exhibits
+
     edition = json.loads((built_book.parent.parent / GENERATED / "edition.json").read_text())
+    known = book_exhibits(built_book.parent.parent)
     exhibits = 0
     for chapter in CHAPTERS:
         page = _page(built_book, chapter.name)
         for anchor, figure in _figures(page).items():
             caption = _text(figure.rsplit("<figcaption", 1)[-1])
-            assert "Reproduce: verifylab book" in caption and f"edition {edition['id']}" in caption, anchor
+            assert f"Reproduce: verifylab exhibit {anchor} rebuilds this exhibit alone" in caption, anchor
+            assert "verifylab book the whole chapter" in caption and f"edition {edition['id']}" in caption, anchor
+            assert anchor in known, anchor  # the command resolves the name the caption gives
             data = [
                 h for h in re.findall(r'href="([^"]+\.csv)"', figure) if "/exports/" in h or h.startswith("exports")
             ]

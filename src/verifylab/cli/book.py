@@ -259,3 +259,51 @@ def run_cmd(
         console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
     if result.failed:
         raise typer.Exit(code=1)
+
+
+def exhibit(
+    name: str = typer.Argument(
+        "", help="The exhibit's name, as its caption's Reproduce line gives it (tbl-public-speculation)."
+    ),
+    data_dir: Path = typer.Option(Path("data"), help="The evidence folder to build it from."),
+    root: Path = typer.Option(Path("."), help="Project root (holds notebooks/)."),
+    csv: Path | None = typer.Option(None, "--csv", help="A table: also write its cells here (the export's CSV)."),
+    out: Path | None = typer.Option(None, help="A chart: where its SVG goes (default: NAME.svg)."),
+    list_all: bool = typer.Option(False, "--list", help="List every exhibit: name, chapter, the call that makes it."),
+) -> None:
+    """Rebuild one numbered exhibit of the book from the data folder, alone: the call its chapter's notebook makes
+    for it, with the chapter's default parameters (replay). A table is printed (and written with --csv), a chart
+    written as SVG, a finding printed. Each caption's Reproduce line names its exhibit.
+    Example: `verifylab exhibit tbl-public-speculation --csv /tmp/curves.csv` (or `verifylab exhibit --list`)
+    """
+    from verifylab.chapters.exhibits import book_exhibits
+    from verifylab.csv_cells import csv_text
+    from verifylab.iorw import atomic_write_text
+    from verifylab.publish.build import project_root
+    from verifylab.report.charts import Figure
+    from verifylab.report.tables import Table
+
+    try:
+        exhibits = book_exhibits(project_root(root))
+        if list_all or not name:
+            for known in exhibits.values():
+                console.print(f"{known.name}  ({known.chapter}: {known.call})", highlight=False, markup=False)
+            return
+        if name not in exhibits:
+            close = [n for n in exhibits if name in n] or sorted(exhibits)[:5]
+            raise ParameterError(f"no exhibit named {name!r}; e.g. {', '.join(close)} (`verifylab exhibit --list`)")
+        built = exhibits[name].build(data_dir)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    if isinstance(built, Table):
+        cells = built.cells()
+        print_frame(cells, title=f"{name} ({exhibits[name].chapter})")
+        if csv is not None:
+            atomic_write_text(csv, csv_text(cells))
+            console.print(f"cells: {csv}", highlight=False, markup=False)
+    elif isinstance(built, Figure):
+        target = out or Path(f"{name}.svg")
+        atomic_write_text(target, built.to_svg())
+        console.print(f"{name}: {target} ({built.caption[:100]}...)", highlight=False, markup=False)
+    else:
+        console.print(str(built), highlight=False, markup=False, soft_wrap=True)

@@ -1,8 +1,8 @@
 """Sphinx extension: every numbered exhibit of a chapter ends its caption with its sources and how to reproduce it.
 
 Each measured run an exhibit shows (a run id found in it) links to its run page (``publish.run_pages``); the
-"Reproduce" line gives the command that rebuilds the exhibit from the stored runs (``verifylab book``, the
-chapter's notebook named) with the edition it belongs to, the live re-measurement, and links the exhibit's data
+"Reproduce" line gives the command that rebuilds the exhibit alone from the stored runs (``verifylab exhibit
+NAME``), the chapter's (``verifylab book``), the live re-measurement, with the edition, and links the exhibit's data
 as CSV in the edition's exports (``exports/<fig-n-m>-<name>.csv``: a table's cells, a chart's data).
 """
 
@@ -67,13 +67,15 @@ def add_exhibit_sources(app: Any, doctree: nodes.document, docname: str) -> None
                 uri = app.builder.get_relative_uri(docname, f"{GENERATED.as_posix()}/runs/{run}")
                 note += nodes.reference("", run, internal=True, refuri=uri)
             note += nodes.Text(" (each page: hardware, software, parameters). ")
+        anchor = figure["ids"][0]
         note += nodes.Text("Reproduce: ")
+        note += nodes.literal("", f"verifylab exhibit {anchor}")
+        note += nodes.Text(" rebuilds this exhibit alone from data/")
+        note += nodes.Text(f" (edition {edition['id']}); " if edition.get("id") else "; ")
         note += nodes.literal("", "verifylab book")
-        note += nodes.Text(f" (replay of notebooks/{chapter.group(1)}.py")
-        note += nodes.Text(f", edition {edition['id']}); " if edition.get("id") else "); ")
+        note += nodes.Text(f" the whole chapter (notebooks/{chapter.group(1)}.py); ")
         note += nodes.literal("", "verifylab run --params PARAMS")
         note += nodes.Text(" with the chapter in live mode measures it again.")
-        anchor = figure["ids"][0]
         if anchor in numbers:
             note += nodes.Text(" Data: ")
             file = export_stem("Fig. " + ".".join(map(str, numbers[anchor])), anchor) + ".csv"

@@ -1,0 +1,71 @@
+"""#71: each exhibit's Reproduce line rebuilds that exhibit alone: ``verifylab exhibit NAME`` finds the cell its
+chapter's notebook makes it in and makes it again from the data folder, the same cells the edition exports."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from verifylab.chapters.exhibits import book_exhibits, notebook_exhibits
+from verifylab.cli import app
+from verifylab.errors import ParameterError
+from verifylab.report.tables import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_numbered_exhibit_of_every_chapter_is_found_with_its_call():
+    exhibits = book_exhibits(ROOT)
+    assert len(exhibits) >= 60
+    cells = sum(
+        1
+        for line in (ROOT / "notebooks").glob("*.py")
+        for text in [line.read_text()]
+        for _ in range(text.count("mystnb"))
+    )
+    assert len(exhibits) == cells  # one per figure cell, none missed
+    assert exhibits["tbl-public-speculation"].function == "public_speculation_curves"
+    assert exhibits["tbl-public-speculation"].chapter == "04_fusion_vs_elimination"
+
+
+@pytest.mark.parametrize("name", ["tbl-reported-comparisons", "tbl-public-speculation", "tbl-fusion-by-load"])
+def test_an_exhibit_rebuilt_alone_has_the_cells_the_edition_exports(name, built_book):
+    """The cells of the exhibit rebuilt alone are the export's of the book built from the same data."""
+    from verifylab.csv_cells import restored
+
+    exhibit = book_exhibits(ROOT)[name]
+    alone = exhibit.build(ROOT / "data")
+    assert isinstance(alone, Table)
+    export = next((built_book / "exports").glob(f"fig-*-{name}.csv"))
+    exported = restored(pd.read_csv(export, dtype=str, keep_default_na=False)).drop(columns=["edition"])
+    rebuilt = alone.cells().astype(str)
+    assert list(rebuilt.columns) == list(exported.columns)
+    pd.testing.assert_frame_equal(rebuilt.reset_index(drop=True), exported.reset_index(drop=True))
+
+
+def test_the_command_prints_a_table_writes_its_cells_and_names_a_wrong_name(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "cells.csv"
+    result = runner.invoke(app, ["exhibit", "tbl-reported-comparisons", "--csv", str(out)])
+    assert result.exit_code == 0, result.output
+    cells = pd.read_csv(io.StringIO(out.read_text()))
+    assert "a liability from 30 concurrent requests" in " ".join(cells["comparison"])
+    wrong = runner.invoke(app, ["exhibit", "tbl-reported"])
+    assert wrong.exit_code == 2 and "tbl-reported-comparisons" in wrong.output
+    chart = runner.invoke(app, ["exhibit", "fig-case-pareto", "--out", str(tmp_path / "p.svg")])
+    assert chart.exit_code == 0 and (tmp_path / "p.svg").read_text().startswith("<svg")
+
+
+def test_an_exhibit_cell_that_is_not_one_chapter_call_is_refused(tmp_path):
+    notebook = tmp_path / "99_x.py"
+    notebook.write_text(
+        "from verifylab.chapters import ch02_benchmarks as chapter\n"
+        '# %% mystnb={"figure": {"caption": "c", "name": "tbl-x"}}\n'
+        "import os; os.system('x')\n"
+    )
+    with pytest.raises(ParameterError, match=r"tbl-x: (not one call|an exhibit cell is one call)"):
+        notebook_exhibits(notebook)
