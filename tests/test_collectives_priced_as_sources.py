@@ -105,8 +105,11 @@ def test_fusion_by_load_says_where_it_rests_on_prices_outside_their_sources(ship
         c: w for c in LOAD_STREAMS if (w := fusion_extrapolation(shipped, Regime.HEALTHY_P2P, c))
     }
     assert 1 not in answer.fusion_extrapolated_by_load  # one stream's verify message: within the sources
+    from verifylab.publish.decision import undecided_words
+
     words = fusion_at_chain_words(answer, COMMAND_DRAFT_TOKENS)
+    below = undecided_words(answer)
     for streams, beyond in answer.fusion_extrapolated_by_load.items():
-        assert beyond.count("extrapolated") >= 1
+        assert beyond.count("extrapolated") >= 1 and f"at {streams} streams, {beyond}" in below
         if f"from {streams} streams" in words:
-            assert f"from {streams} streams (on prices outside their sources: {beyond})" in words
+            assert f"from {streams} streams (on prices past their sources' sizes: see below)" in words

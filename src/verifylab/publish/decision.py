@@ -141,7 +141,7 @@ def fusion_at_chain_words(answer: RegimeAnswer, chain: int) -> str:
         if switch == previous and switch != "on":
             continue  # "off from 8 streams" covers the loads after it
         previous = switch
-        past = f", on prices outside their sources: {beyond}" if beyond else ""
+        past = ", on prices past their sources' sizes: see below" if beyond else ""
         if switch == "on" and gain is not None:
             words.append(f"on at {where} (saves {gain.low:.2f}-{gain.high:.2f} ms per verify pass{past})")
         elif switch == "off":
@@ -193,9 +193,22 @@ from its own numbers; other regimes: {{numref}}`tbl-decision-regimes`.
 - **Deploy fusion?** {fusion_first_words(answer, chain)}.
 - **Keep EAGLE-3?** {keep_words(short, row)}.
 - **Eliminate all-reduces, and how?** The fastest verify pass SGLang runs with EAGLE-3:
-  {fastest_words(answer.best_by_load, answer.best_caveat_by_load)} (modelled).
+  {fastest_words(answer.best_by_load, answer.best_caveat_by_load, why=False)} (modelled).
 - **Turn speculation off under load?** By context, {chain} draft tokens: {bands_words(bands)}.
 """
+
+
+def undecided_words(answer: RegimeAnswer) -> str:
+    """Why the fastest verify is not decided at a load (a tie, a price past its sources), and where fusion's switch
+    rests on prices past their sources, in words ("": neither)."""
+    words = []
+    if answer.best_caveat_by_load:
+        loads = "; ".join(f"at {c} stream{'' if c == 1 else 's'}, {w}" for c, w in answer.best_caveat_by_load.items())
+        words.append(f"Where the fastest verify pass is not decided: {loads}.")
+    if answer.fusion_extrapolated_by_load:
+        loads = "; ".join(f"at {c} streams, {w}" for c, w in answer.fusion_extrapolated_by_load.items())
+        words.append(f"Where fusion's switch rests on prices past their sources' sizes: {loads}.")
+    return " ".join(words)
 
 
 def engine_caveat(bands: list[BandAnswer]) -> str:
@@ -295,6 +308,8 @@ def decision_markdown(edition: dict, ev: Evidence) -> str:
 
 {answers}
 {caveat}
+
+{undecided_words(healthy_answer)}
 
 {launch_section(ev)}
 ## Which regime is your box in?

@@ -30,10 +30,10 @@ def keep_speculation_words(gain: Span) -> str:
     return "measure it on the box first (its gain straddles 1)"
 
 
-def fastest_words(best_by_load: dict[int, str], caveats: dict[int, str] | None = None) -> str:
+def fastest_words(best_by_load: dict[int, str], caveats: dict[int, str] | None = None, why: bool = True) -> str:
     """The fastest option by streams in words: one title when it wins at every load priced and is decided at each;
     where it is not decided (a tie, an extrapolated price: ``caveats``), it is named as ahead on its midpoint only,
-    with why."""
+    with why (``why=False``: "not decided", the reasons given elsewhere on the page)."""
     caveats = caveats or {}
     titles = {c: OPTIONS[Option(k)].title for c, k in best_by_load.items()}
     if len(set(titles.values())) == 1 and not caveats:
@@ -41,7 +41,9 @@ def fastest_words(best_by_load: dict[int, str], caveats: dict[int, str] | None =
 
     def at(c: int, title: str) -> str:
         where = f"{c} stream{'' if c == 1 else 's'}"
-        return f"{where}: {title}" if c not in caveats else f"{where}: {title} ahead on its midpoint only, {caveats[c]}"
+        if c not in caveats:
+            return f"{where}: {title}"
+        return f"{where}: {title} ahead on its midpoint only, " + (caveats[c] if why else "not decided")
 
     return "; ".join(at(c, t) for c, t in titles.items())
 
