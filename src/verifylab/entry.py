@@ -142,7 +142,7 @@ def _keep(path: Path, answer: str, page: Path | None) -> None:
         kept = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in kept[KEPT_ANSWERS:]:
             old.unlink(missing_ok=True)
-    except Exception:
+    except Exception:  # a cache that cannot be written costs the next call its time, nothing else
         pass
 
 

@@ -1,7 +1,8 @@
 """What :func:`verifylab.derived.derived` functions computed from one data folder, kept on disk between the
 interactive commands (``box``, ``box --plan``, ``model *``) so that a second call does not refit the speculation
 grid nor read the stored tables again. The file is keyed by everything the values are made of: the data folder's
-digest (every file), the package's code digest and the Python and pandas versions; a call's own inputs are the
+digest (every file), the package's code digest, the Python and pandas versions and the installed packages (their
+folder's last change); a call's own inputs are the
 functions' keys inside it. Never used by the book's chapters: their data reads must be seen to be recorded.
 
 ``VERIFYLAB_CACHE``: the folder (default ``$XDG_CACHE_HOME/verifylab``, else ``~/.cache/verifylab``), or ``off``.
@@ -15,6 +16,7 @@ import hashlib
 import os
 import pickle
 import sys
+import sysconfig
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,9 @@ def cache_file(folder: Path, data_dir: Path) -> Path:
     """The file of ``data_dir``'s derived values under this code and these versions."""
     import pandas as pd
 
-    key = "\0".join((str(FORMAT), data_digest(data_dir), code_digest(), sys.version, pd.__version__))
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    installed = str(purelib.stat().st_mtime_ns) if purelib.is_dir() else ""  # a package installed or removed
+    key = "\0".join((str(FORMAT), data_digest(data_dir), code_digest(), sys.version, pd.__version__, installed))
     return folder / "derived" / f"{hashlib.sha256(key.encode()).hexdigest()}.pickle"
 
 
@@ -75,7 +79,7 @@ class DiskDerivedCache(DerivedCache):
         for key, value in self._values.items():
             try:
                 pickle.dumps(value)
-            except Exception:
+            except Exception:  # a value that does not pickle (a closure): computed again next call
                 continue
             keep[key] = value
         with contextlib.suppress(OSError, VerifylabError):  # a read-only or full cache folder: computed next call
