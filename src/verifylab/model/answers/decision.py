@@ -82,10 +82,10 @@ class RegimeAnswer:
     ipc_gain: Span | None = None  # EAGLE-3 over plain decoding, both on the PCIe-IPC all-reduce
     ipc_crossover: tuple[float | None, float | None] | None = None  # where EAGLE-3 stops paying on PCIe-IPC
     recrossing: str = ""  # where a gain that fell below 1 pays again (:func:`recrossing_words`), or nothing
-    best_caveat_by_load: dict[int, str] = field(default_factory=dict)  # streams -> why the fastest is not decided
-    fusion_extrapolated_by_load: dict[int, str] = field(default_factory=dict)  # streams -> how far fusion's or
-    # NCCL's price at the command's draft tokens lies outside their sources' sizes (absent: within them)
-    # there (a tie of overlapping ranges, or a price extrapolated past its sources), in words; absent: decided
+    # streams -> why the fastest is not decided there (a tie, or a price past its sources), in words; absent: decided
+    best_caveat_by_load: dict[int, str] = field(default_factory=dict)
+    # streams -> how far fusion's or NCCL's price at the command's draft tokens lies outside their sources' sizes
+    fusion_extrapolated_by_load: dict[int, str] = field(default_factory=dict)
 
     def fastest_at(self, streams: int) -> str:
         """The fastest option's title at ``streams``, said to be ahead on its midpoint only where it is not decided
@@ -208,9 +208,9 @@ def decided_faster(first: Span, runner: Span) -> bool:
 
 
 def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[str, Span]) -> str:
-    """Why the fastest verify at ``streams`` is not decided, in words ("" where it is): its range overlaps the
-    runner-up's (a tie, named with the measurement that breaks it), or its collective is priced past every size its
-    sources measured (named with the distance)."""
+    """Why the fastest verify at ``streams`` is not decided, in words ("" where it is): it is not faster than the
+    runner-up at both ends (:func:`decided_faster`: a tie, named with the measurement that breaks it), or its
+    collective is priced past every size its sources measured (named with the distance)."""
     order = sorted(priced, key=lambda k: priced[k].mid)
     first = order[0]
     words = []
