@@ -83,7 +83,8 @@ def collective_levels(events: list[Event]) -> tuple[list[Event], list[Event]]:
     params = [e for e in events if e.name == "record_param_comms"]
     backend = [e for e in events if ":" in e.name and not e.name.startswith("c10d::")]
     counted = outermost(front or params or backend)
-    timed = outermost(backend) if backend and len(outermost(backend)) == len(counted) else counted
+    ops = outermost(backend) if backend else []  # the backend's own ops, once
+    timed = ops if ops and len(ops) == len(counted) else counted
     return counted, timed
 
 

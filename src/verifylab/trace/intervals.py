@@ -3,6 +3,7 @@ nested ranges, lookup."""
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 
 import numpy as np
@@ -48,13 +49,7 @@ def outermost(events: list[Event], same_thread: bool = True) -> list[Event]:
 
 def last_at_or_before(starts: list[float], ts: float) -> int | None:
     """Index of the last of the sorted ``starts`` at or before ``ts``; None when ``ts`` precedes them all."""
-    lo, hi = 0, len(starts)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if starts[mid] <= ts:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = bisect.bisect_right(starts, ts)
     return lo - 1 if lo > 0 else None
 
 
