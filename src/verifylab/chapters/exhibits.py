@@ -31,11 +31,12 @@ class Exhibit:
     arguments: tuple[Any, ...]  # the evidence, the chapter's default parameters, or literals
     call: str  # as written in the notebook
 
-    def build(self, data_dir: Path) -> Any:
-        """The exhibit made from ``data_dir`` (a Table, a Figure or prose), as the replayed chapter makes it."""
+    def build(self, data_dir: Path, ev: Evidence | None = None) -> Any:
+        """The exhibit made from ``data_dir`` (a Table, a Figure or prose), as the replayed chapter makes it; ``ev``:
+        that folder's evidence already read (several exhibits share what it derived)."""
         module = importlib.import_module(f"verifylab.chapters.{self.module}")
         params = module.Params.validated(data_dir=data_dir)
-        ev = Evidence(data_dir)
+        ev = ev if ev is not None else Evidence(data_dir)
         args = [params if a is _PARAMS else ev if a is _EV else a for a in self.arguments]
         return getattr(module, self.function)(*args)
 
