@@ -114,7 +114,6 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
     rows, cpu_colls_rows = [], []
     for phase, idx, start, end in steps:
         cpu_events = cpu_by_step.get(idx, [])
-        cpu_colls, cpu_timed = collective_levels(cpu_events)
         sizes = [b for b in (_message_bytes(e) for e in cpu_events) if b]
         kinds = {kind: device.kind_count(idx, kind) for kind in COLLECTIVE_GROUPS}
         impls, suffixes = device.impls.get(idx, ""), device.nccl_suffixes.get(idx, "")
@@ -125,7 +124,8 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
             idle_us = span - float(device.busy_us[idx])
             exposed = float(device.busy_us[idx]) - compute_us  # communication not under any compute
             source = "device kernels"
-        elif cpu_colls:
+        elif cpu_events and (levels := collective_levels(cpu_events))[0]:  # the CPU ops only where no kernel is
+            cpu_colls, cpu_timed = levels
             span = end - start
             comm_us = union_length([(e.ts, e.end) for e in cpu_timed])
             compute_us, idle_us, exposed = max(span - comm_us, 0.0), 0.0, comm_us

@@ -117,6 +117,7 @@ def load_rank_events(
     codes, add_code, add_ts, add_dur, add_corr = kernels.appenders()
     kind: dict[object, int] = {}  # a CPU op's name -> what it is (names repeat: decided once per name)
     graph: dict[object, bool] = {}  # a runtime call's name -> whether it launches a CUDA graph
+    by_cat: dict[object, dict[object, int]] = {}  # a kernel's category -> its name -> code (no tuple per kernel)
     markers, collectives, launches = out.markers, out.cpu_collectives, out.graph_launches
     count = 0
     for batch in iter_batches(path, on_bytes):
@@ -135,10 +136,16 @@ def load_rank_events(
                     and -INF < ts < INF
                     and type(corr) is int
                 ):
-                    key = (obj.name if type(obj.name) is str else str(obj.name), cat)
-                    code = codes.get(key)
+                    name = obj.name if type(obj.name) is str else str(obj.name)  # a list or a number: its text
+                    by_name = by_cat.get(cat)
+                    if by_name is None:
+                        by_name = by_cat[cat] = {}
+                    code = by_name.get(name)
                     if code is None:
-                        code = codes[key] = len(codes)
+                        code = codes.get((name, cat))
+                        if code is None:
+                            code = codes[(name, cat)] = len(codes)
+                        by_name[name] = code
                     add_code(code)
                     add_ts(ts)
                     add_dur(dur)
