@@ -31,6 +31,11 @@ class Exhibit:
     arguments: tuple[Any, ...]  # the evidence, the chapter's default parameters, or literals
     call: str  # as written in the notebook
 
+    @property
+    def uses_parameters(self) -> bool:
+        """Whether the chapter's parameters make it (it is then rebuilt with their defaults, as `make book` runs)."""
+        return any(a is _PARAMS for a in self.arguments)
+
     def build(self, data_dir: Path, ev: Evidence | None = None) -> Any:
         """The exhibit made from ``data_dir`` (a Table, a Figure or prose), as the replayed chapter makes it; ``ev``:
         that folder's evidence already read (several exhibits share what it derived)."""
