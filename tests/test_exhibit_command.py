@@ -77,3 +77,18 @@ def test_an_exhibit_cell_that_is_not_one_chapter_call_is_refused(tmp_path):
     )
     with pytest.raises(ParameterError, match=r"tbl-x: (not one call|an exhibit cell is one call)"):
         notebook_exhibits(notebook)
+
+
+def test_an_exhibit_made_from_parameters_is_rebuilt_with_the_params_file_the_book_ran(tmp_path):
+    """A table its chapter's parameters make (the recommendations' launch command) is rebuilt with the defaults, as
+    `make book` runs, or with the params file a `verifylab run` used (--params)."""
+    exhibit = book_exhibits(ROOT)["tbl-recommendations"]
+    assert exhibit.uses_parameters
+    runner = CliRunner()
+    default, smoke = tmp_path / "default.csv", tmp_path / "smoke.csv"
+    first = runner.invoke(app, ["exhibit", "tbl-recommendations", "--csv", str(default)])
+    params = ROOT / "examples" / "params-smoke.yaml"
+    second = runner.invoke(app, ["exhibit", "tbl-recommendations", "--params", str(params), "--csv", str(smoke)])
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    assert "--model-path /models/tiny-qwen3 --tp-size 1" in smoke.read_text()
+    assert "--model-path /models/Kimi-K2.5 --tp-size 8" in default.read_text()

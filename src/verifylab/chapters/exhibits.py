@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifylab.chapters.registry import CHAPTERS
+from verifylab.chapters.registry import CHAPTERS, parameters_for
 from verifylab.errors import ParameterError
 from verifylab.store.evidence import Evidence
 
@@ -36,11 +36,13 @@ class Exhibit:
         """Whether the chapter's parameters make it (it is then rebuilt with their defaults, as `make book` runs)."""
         return any(a is _PARAMS for a in self.arguments)
 
-    def build(self, data_dir: Path, ev: Evidence | None = None) -> Any:
-        """The exhibit made from ``data_dir`` (a Table, a Figure or prose), as the replayed chapter makes it; ``ev``:
-        that folder's evidence already read (several exhibits share what it derived)."""
+    def build(self, data_dir: Path, ev: Evidence | None = None, parameters: dict[str, Any] | None = None) -> Any:
+        """The exhibit made from ``data_dir`` (a Table, a Figure or prose), as the replayed chapter makes it;
+        ``parameters``: the chapter's (a params file's; default: its defaults, as `make book` runs it); ``ev``: that
+        folder's evidence already read (several exhibits share what it derived)."""
         module = importlib.import_module(f"verifylab.chapters.{self.module}")
-        params = module.Params.validated(data_dir=data_dir)
+        given = parameters_for(self.chapter, {**(parameters or {}), "mode": "replay", "data_dir": data_dir})
+        params = module.Params.validated(**given)
         ev = ev if ev is not None else Evidence(data_dir)
         args = [params if a is _PARAMS else ev if a is _EV else a for a in self.arguments]
         return getattr(module, self.function)(*args)

@@ -270,10 +270,15 @@ def exhibit(
     csv: Path | None = typer.Option(None, "--csv", help="A table: also write its cells here (the export's CSV)."),
     out: Path | None = typer.Option(None, help="A chart: where its SVG goes (default: NAME.svg)."),
     list_all: bool = typer.Option(False, "--list", help="List every exhibit: name, chapter, the call that makes it."),
+    params: Path | None = typer.Option(
+        None,
+        "--params",
+        help="The params.yaml the book was run with (its chapter's parameters; default: the defaults).",
+    ),
 ) -> None:
     """Rebuild one numbered exhibit of the book from the data folder, alone: the call its chapter's notebook makes
-    for it, with the chapter's default parameters (replay). A table is printed (and written with --csv), a chart
-    written as SVG, a finding printed. Each caption's Reproduce line names its exhibit.
+    for it, with the chapter's default parameters or those of --params (replay). A table is printed (and written
+    with --csv), a chart written as SVG, a finding printed. Each caption's Reproduce line names its exhibit.
     Example: `verifylab exhibit tbl-public-speculation --csv /tmp/curves.csv` (or `verifylab exhibit --list`)
     """
     from verifylab.chapters.exhibits import book_exhibits
@@ -292,7 +297,15 @@ def exhibit(
         if name not in exhibits:
             close = [n for n in exhibits if name in n] or sorted(exhibits)[:5]
             raise ParameterError(f"no exhibit named {name!r}; e.g. {', '.join(close)} (`verifylab exhibit --list`)")
-        built = exhibits[name].build(data_dir)
+        chosen = exhibits[name]
+        given = None
+        if params is not None:
+            from verifylab.publish.pipeline import load_params
+
+            run = load_params(params)
+            given = {"run_id": run.run_id, **run.parameters, **run.chapters.get(chosen.chapter, {})}
+            data_dir = Path(run.data_dir)
+        built = chosen.build(data_dir, parameters=given)
     except VerifylabError as exc:
         raise fail(exc) from None
     if isinstance(built, Table):
