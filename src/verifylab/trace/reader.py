@@ -304,7 +304,7 @@ def _decode_events(path: Path, read: Callable[[], bytes]) -> Iterator[list[RawEv
             return
         if consumed + pos > bad_cut and (cut := buf.rfind(b"},", pos)) > pos:
             try:  # every whole event up to the chunk's last "}," decoded at once, into typed records
-                batch = _BATCH.decode(b"[" + buf[pos : cut + 1] + b"]")
+                batch = _BATCH.decode(b"".join((b"[", memoryview(buf)[pos : cut + 1], b"]")))  # one copy, not two
             except msgspec.DecodeError:  # a "}," inside a string, or a bad byte: one event at a time from here
                 bad_cut = consumed + cut
             else:
