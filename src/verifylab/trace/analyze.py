@@ -114,7 +114,7 @@ def analyze_rank(rank: RankEvents, message_bytes: int | None = None) -> dict[str
     rows, cpu_colls_rows = [], []
     for phase, idx, start, end in steps:
         cpu_events = cpu_by_step.get(idx, [])
-        sizes = [b for b in (_message_bytes(e) for e in cpu_events) if b]
+        sizes = [b for e in cpu_events if e.args and (b := _message_bytes(e))]  # no args (most): no size
         kinds = {kind: device.kind_count(idx, kind) for kind in COLLECTIVE_GROUPS}
         impls, suffixes = device.impls.get(idx, ""), device.nccl_suffixes.get(idx, "")
         has_kernels = device.kernel_count[idx] > 0

@@ -62,14 +62,18 @@ class DeviceSteps:
     collectives: pd.DataFrame  # COLLECTIVE_COLUMNS without rank
 
     def kind_count(self, step: int, kind: str) -> int:
-        if step in self.kinds.index and kind in self.kinds.columns:
-            return int(self.kinds.at[step, kind])
-        return 0
+        return int(self._cells("kinds").get((step, kind), 0))
 
     def group_total(self, step: int, group: str) -> float:
-        if step in self.group_us.index and group in self.group_us.columns:
-            return float(self.group_us.at[step, group])
-        return 0.0
+        return float(self._cells("group_us").get((step, group), 0.0))
+
+    def _cells(self, table: str) -> dict[tuple[int, str], float]:
+        """A step x column table as {(step, column): value}, made once (a lookup per step and column is a dict's)."""
+        made = self.__dict__.setdefault("_cell_maps", {})
+        if table not in made:
+            frame = getattr(self, table)
+            made[table] = {(step, column): value for column in frame.columns for step, value in frame[column].items()}
+        return made[table]
 
 
 def device_steps(kernels: KernelColumns, step_of: np.ndarray, n_steps: int) -> DeviceSteps:
