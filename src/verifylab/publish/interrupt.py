@@ -6,6 +6,7 @@ here. The caller then says what completed and how to resume."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -63,6 +64,7 @@ class RunStop:
         """One Ctrl-C: stop after the cell; the second also interrupts the running cells."""
         self.presses += 1
         self.requested.set()
+        _quiet_kernel_channels()  # a stopping kernel's message loop logs its cut channels as tracebacks: not news
         if self.presses == 1:
             _say("\nCtrl-C: stopping after the cell in progress (Ctrl-C again interrupts it)\n")
             return
@@ -72,6 +74,16 @@ class RunStop:
             if pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGINT)
+
+
+QUIETED = ("tornado.general", "tornado.application")  # where a kernel's zmq callbacks log their errors
+
+
+def _quiet_kernel_channels() -> None:
+    """While a run stops, the kernels' zmq callbacks (cut mid-message by the interrupt) log nothing: the user asked
+    for the stop, and a traceback from a channel would read as a failure."""
+    for name in QUIETED:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _say(text: str) -> None:
@@ -98,7 +110,10 @@ def stop_on_ctrl_c() -> Iterator[RunStop]:
         CURRENT.press()
 
     previous = signal.signal(signal.SIGINT, handler)
+    levels = {name: logging.getLogger(name).level for name in QUIETED}
     try:
         yield CURRENT
     finally:
         signal.signal(signal.SIGINT, previous)
+        for name, level in levels.items():  # a later run in this process hears its kernels again
+            logging.getLogger(name).setLevel(level)
