@@ -58,6 +58,36 @@ def quote_carries(quote: str, value: float) -> bool:
     return any(abs(float(n) - value) <= 1e-9 * max(1.0, abs(value)) for n in _NUMBER.findall(quote.replace(",", "")))
 
 
+def blank(value: object) -> bool:
+    """A cell a reference table leaves empty (None, NaN or only spaces)."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+
+
+def checked_number(raw: object, field: str, low: float, high: float, where: str) -> float:
+    """``raw`` as a finite number in ``low..high``, or one error naming the row and the field."""
+    try:
+        number = float(str(raw))
+    except ValueError:
+        raise ReferenceDataError(f"{where}: {field} {str(raw)[:20]!r} is not a number") from None
+    if not (math.isfinite(number) and low <= number <= high):
+        raise ReferenceDataError(f"{where}: {field} {number!r} is not a finite number in {low:g}..{high:g}")
+    return number
+
+
+def check_quote(text: str, value: object, field: str, where: str) -> None:
+    """A verbatim quote of at most :data:`MAX_QUOTE_WORDS` words that carries ``value``, or one error naming it."""
+    if len(text.split()) > MAX_QUOTE_WORDS:
+        raise ReferenceDataError(f"{where}: {field} has more than {MAX_QUOTE_WORDS} words")
+    if not quote_carries(text, float(str(value))):
+        raise ReferenceDataError(f"{where}: {field} does not carry the value {value}")
+
+
+def refuse_duplicate_ids(frame: pd.DataFrame, source: str) -> None:
+    """One error naming the ids a reference table lists twice."""
+    if frame["id"].duplicated().any():
+        raise ReferenceDataError(f"{source}: duplicate id(s) {frame.loc[frame['id'].duplicated(), 'id'].tolist()}")
+
+
 def check_public(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     """Every row well formed: required fields present, known regime/transport/unit, an http(s) URL, a quote of
     at most 30 words that carries the value, unique ids. One error naming the file, line and field otherwise."""
@@ -85,12 +115,8 @@ def check_public(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         refuse_unphysical(row, where)
         if not str(row["url"]).startswith(("https://", "http://")):
             raise ReferenceDataError(f"{where}: url '{row['url']}' is not an http(s) address")
-        if len(str(row["quote"]).split()) > MAX_QUOTE_WORDS:
-            raise ReferenceDataError(f"{where}: quote has more than {MAX_QUOTE_WORDS} words")
-        if not quote_carries(str(row["quote"]), float(row["value"])):
-            raise ReferenceDataError(f"{where}: quote does not carry the value {row['value']}")
-    if frame["id"].duplicated().any():
-        raise ReferenceDataError(f"{source}: duplicate id(s) {frame.loc[frame['id'].duplicated(), 'id'].tolist()}")
+        check_quote(str(row["quote"]), row["value"], "quote", where)
+    refuse_duplicate_ids(frame, source)
     return frame
 
 

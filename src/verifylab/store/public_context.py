@@ -7,7 +7,6 @@ words (a table row) that carry each number. What the model fits on and what it h
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -16,10 +15,12 @@ import pandas as pd
 from verifylab.errors import ReferenceDataError
 from verifylab.iorw import file_exists
 from verifylab.store.public import (
-    MAX_QUOTE_WORDS,
     PROVENANCE,
-    quote_carries,
+    blank,
+    check_quote,
+    checked_number,
     read_reference_table,
+    refuse_duplicate_ids,
     refuse_speedup_past_chain,
 )
 
@@ -88,17 +89,17 @@ def check_public_context(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         raise ReferenceDataError(f"{source}: missing column(s) {', '.join(missing)}")
     for line, row in enumerate(frame.to_dict("records"), start=2):
         where = f"{source}: line {line} ({row.get('id') or '?'})"
-        empty = [c for c in COLUMNS if c not in OPTIONAL and _blank(row[c])]
+        empty = [c for c in COLUMNS if c not in OPTIONAL and blank(row[c])]
         if empty:
             raise ReferenceDataError(f"{where}: empty field(s) {', '.join(empty)}")
         for field, (low, high) in NUMBERS.items():
-            _number(row[field], field, low, high, where)
+            checked_number(row[field], field, low, high, where)
         for field, (low, high) in OPTIONAL_NUMBERS.items():
-            if not _blank(row[field]):
-                _number(row[field], field, low, high, where)
+            if not blank(row[field]):
+                checked_number(row[field], field, low, high, where)
         if not float(row["accept_low"]) <= float(row["accept_high"]) <= float(row["verify_tokens"]):
             raise ReferenceDataError(f"{where}: accept_low <= accept_high <= verify_tokens does not hold")
-        if not _blank(row["spec_tok_s"]):
+        if not blank(row["spec_tok_s"]):
             plain, spec = float(row["plain_tok_s"]), float(row["spec_tok_s"])
             refuse_speedup_past_chain(plain, spec, int(float(row["verify_tokens"])), where)
         if not PINNED.match(str(row["url"])):
@@ -112,15 +113,10 @@ def check_public_context(frame: pd.DataFrame, source: str) -> pd.DataFrame:
             ("quote_pool_plain", row["kv_pool_plain_tokens"]),
             ("quote_pool_spec", row["kv_pool_spec_tokens"]),
         ):
-            if _blank(value):
+            if blank(value):
                 continue
-            text = str(row[quote])
-            if len(text.split()) > MAX_QUOTE_WORDS:
-                raise ReferenceDataError(f"{where}: {quote} has more than {MAX_QUOTE_WORDS} words")
-            if not quote_carries(text, float(value)):
-                raise ReferenceDataError(f"{where}: {quote} does not carry the value {value}")
-    if frame["id"].duplicated().any():
-        raise ReferenceDataError(f"{source}: duplicate id(s) {frame.loc[frame['id'].duplicated(), 'id'].tolist()}")
+            check_quote(str(row[quote]), value, quote, where)
+    refuse_duplicate_ids(frame, source)
     if frame.duplicated(subset=["matrix", "context", "streams"]).any():
         raise ReferenceDataError(f"{source}: a matrix lists one context and stream count twice")
     for matrix, part in frame.groupby("matrix"):
@@ -128,20 +124,6 @@ def check_public_context(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         if varying:
             raise ReferenceDataError(f"{source}: matrix '{matrix}' changes {', '.join(varying)} between its rows")
     return frame
-
-
-def _blank(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
-
-
-def _number(raw: object, field: str, low: float, high: float, where: str) -> float:
-    try:
-        number = float(str(raw))
-    except ValueError:
-        raise ReferenceDataError(f"{where}: {field} {str(raw)[:20]!r} is not a number") from None
-    if not (math.isfinite(number) and low <= number <= high):
-        raise ReferenceDataError(f"{where}: {field} {number!r} is not a finite number in {low:g}..{high:g}")
-    return number
 
 
 def load_public_context(data_dir: Path | str) -> pd.DataFrame:

@@ -7,7 +7,6 @@ does with it: ``fit`` (the routing overlap is fitted on it), ``held out`` (anoth
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -15,10 +14,12 @@ import pandas as pd
 from verifylab.errors import ReferenceDataError
 from verifylab.iorw import file_exists
 from verifylab.store.public import (
-    MAX_QUOTE_WORDS,
     PROVENANCE,
-    quote_carries,
+    blank,
+    check_quote,
+    checked_number,
     read_reference_table,
+    refuse_duplicate_ids,
     refuse_speedup_past_chain,
 )
 
@@ -75,14 +76,14 @@ def check_public_speculation(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         raise ReferenceDataError(f"{source}: missing column(s) {', '.join(missing)}")
     for line, row in enumerate(frame.to_dict("records"), start=2):
         where = f"{source}: line {line} ({row.get('id') or '?'})"
-        empty = [c for c in COLUMNS if c not in ("spec_tok_s", "quote_spec", "note") and _blank(row[c])]
+        empty = [c for c in COLUMNS if c not in ("spec_tok_s", "quote_spec", "note") and blank(row[c])]
         if empty:
             raise ReferenceDataError(f"{where}: empty field(s) {', '.join(empty)}")
         for field, allowed in (("role", set(ROLES)), ("interconnect", INTERCONNECTS), ("drafter", DRAFTERS)):
             if row[field] not in allowed:
                 raise ReferenceDataError(f"{where}: {field} '{row[field]}' is not one of {sorted(allowed)}")
         for field, (low, high) in NUMBERS.items():
-            _number(row[field], field, low, high, where)
+            checked_number(row[field], field, low, high, where)
         if not float(row["accept_low"]) <= float(row["accept_high"]) <= float(row["verify_tokens"]):
             raise ReferenceDataError(f"{where}: accept_low <= accept_high <= verify_tokens does not hold")
         if (row["config"] == FAMILY_CONFIG) != (row["role"] == "family check"):
@@ -92,41 +93,22 @@ def check_public_speculation(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         if not str(row["url"]).startswith(("https://", "http://")):
             raise ReferenceDataError(f"{where}: url '{row['url']}' is not an http(s) address")
         for quote, value in (("quote_plain", row["plain_tok_s"]), ("quote_spec", row["spec_tok_s"])):
-            if quote == "quote_spec" and _blank(value):
+            if quote == "quote_spec" and blank(value):
                 continue
             if quote == "quote_spec":
-                spec = _number(value, "spec_tok_s", *NUMBERS["plain_tok_s"], where)
+                spec = checked_number(value, "spec_tok_s", *NUMBERS["plain_tok_s"], where)
                 refuse_speedup_past_chain(float(row["plain_tok_s"]), spec, int(float(row["verify_tokens"])), where)
-            text = str(row[quote])
-            if len(text.split()) > MAX_QUOTE_WORDS:
-                raise ReferenceDataError(f"{where}: {quote} has more than {MAX_QUOTE_WORDS} words")
-            if not quote_carries(text, float(value)):
-                raise ReferenceDataError(f"{where}: {quote} does not carry the value {value}")
-    if frame["id"].duplicated().any():
-        raise ReferenceDataError(f"{source}: duplicate id(s) {frame.loc[frame['id'].duplicated(), 'id'].tolist()}")
+            check_quote(str(row[quote]), value, quote, where)
+    refuse_duplicate_ids(frame, source)
     if frame.duplicated(subset=["curve", "streams"]).any():
         raise ReferenceDataError(f"{source}: a curve lists one stream count twice")
     for curve, part in frame.groupby("curve"):
         varying = [c for c in PER_CURVE if part[c].astype(str).nunique() > 1]
         if varying:
             raise ReferenceDataError(f"{source}: curve '{curve}' changes {', '.join(varying)} between its rows")
-        if part["spec_tok_s"].map(_blank).all():
+        if part["spec_tok_s"].map(blank).all():
             raise ReferenceDataError(f"{source}: curve '{curve}' has no speculative rate")
     return frame
-
-
-def _blank(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
-
-
-def _number(raw: object, field: str, low: float, high: float, where: str) -> float:
-    try:
-        number = float(str(raw))
-    except ValueError:
-        raise ReferenceDataError(f"{where}: {field} {str(raw)[:20]!r} is not a number") from None
-    if not (math.isfinite(number) and low <= number <= high):
-        raise ReferenceDataError(f"{where}: {field} {number!r} is not a finite number in {low:g}..{high:g}")
-    return number
 
 
 def load_public_speculation(data_dir: Path | str) -> pd.DataFrame:
