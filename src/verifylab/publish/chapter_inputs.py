@@ -28,37 +28,26 @@ def inputs_digest(source: Path, parameters: dict[str, Any], code: str, data: str
     return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _recorded(executed: Path) -> dict:
+    """The record an executed chapter carries in its metadata ({} for none to trust: no file, a failed or
+    unreadable one, one made before records were kept)."""
+    try:
+        notebook = json.loads(executed.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
+    return entry if isinstance(entry, dict) else {}
+
+
 def recorded_inputs(executed: Path) -> str | None:
-    """The inputs digest an executed chapter was made from; None when there is none to trust (no file, a failed
-    or unreadable one, one made before digests were recorded)."""
-    try:
-        notebook = json.loads(executed.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
-    digest = entry.get("inputs") if isinstance(entry, dict) else None
+    """The inputs digest an executed chapter was made from; None when there is none to trust."""
+    digest = _recorded(executed).get("inputs")
     return digest if isinstance(digest, str) else None
-
-
-def recorded_parts(executed: Path) -> dict[str, str] | None:
-    """Each part of the inputs an executed chapter was made from, by name (None: none recorded)."""
-    try:
-        notebook = json.loads(executed.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
-    parts = entry.get("parts") if isinstance(entry, dict) else None
-    return parts if isinstance(parts, dict) else None
 
 
 def recorded_reads(executed: Path) -> Reads | None:
     """What the executed chapter read of the data folder, as recorded (None: nothing recorded to trust)."""
-    try:
-        notebook = json.loads(executed.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    entry = notebook.get("metadata", {}).get(METADATA_KEY, {}) if isinstance(notebook, dict) else {}
-    return Reads.of_json(entry.get("reads")) if isinstance(entry, dict) else None
+    return Reads.of_json(_recorded(executed).get("reads"))
 
 
 @dataclass(frozen=True)
@@ -79,8 +68,9 @@ class ChapterInputs:
 
     def unchanged(self, executed: Path) -> bool:
         """Whether ``executed`` was made from these inputs and what it read is as it was."""
-        recorded, reads = recorded_inputs(executed), recorded_reads(executed)
-        return recorded is not None and reads is not None and recorded == self.digest(reads)
+        entry = _recorded(executed)  # the notebook read once
+        recorded, reads = entry.get("inputs"), Reads.of_json(entry.get("reads"))
+        return isinstance(recorded, str) and reads is not None and recorded == self.digest(reads)
 
     def parts(self, reads: Reads) -> dict[str, str]:
         """The digest's parts by name, as a rebuild names the ones that changed."""
@@ -101,8 +91,9 @@ class ChapterInputs:
         changed``), or that nothing was recorded to compare with."""
         if not executed.is_file():
             return ["never executed here"]
-        before, reads = recorded_parts(executed), recorded_reads(executed)
-        if before is None or reads is None:
+        entry = _recorded(executed)
+        before, reads = entry.get("parts"), Reads.of_json(entry.get("reads"))
+        if not isinstance(before, dict) or reads is None:
             return ["no record of its inputs"]
         now = self.parts(reads)
         return [f"{name} changed" for name in now if before.get(name) != now[name]] or ["its record changed"]
