@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +15,11 @@ from verifylab.chapters.registry import CHAPTERS, parameters_for
 from verifylab.errors import ParameterError
 from verifylab.store.evidence import Evidence
 
-_FIGURE_CELL = re.compile(r"^# %% mystnb=(\{.*\})\s*$")
 _MODULE = re.compile(r"^from verifylab\.chapters import (\w+) as chapter\s*$", re.M)
 
 
 @dataclass(frozen=True)
-class Exhibit:
+class ExhibitCall:
     """One exhibit: its name, the chapter notebook it is in, the chapter module and the call that makes it."""
 
     name: str
@@ -76,28 +74,26 @@ def _call(code: str, where: str) -> tuple[str, tuple[Any, ...]]:
     return node.func.attr, tuple(rest)
 
 
-def notebook_exhibits(notebook: Path) -> list[Exhibit]:
-    """The exhibits of one chapter notebook, in page order."""
-    text = notebook.read_text(encoding="utf-8")
-    module = _MODULE.search(text)
+def notebook_exhibits(notebook: Path) -> list[ExhibitCall]:
+    """The exhibits of one chapter notebook, in page order (its cells read by jupytext, as the build reads them)."""
+    import jupytext
+
+    module = _MODULE.search(notebook.read_text(encoding="utf-8"))
     if module is None:
         raise ParameterError(f"{notebook}: no 'from verifylab.chapters import ... as chapter' line")
-    lines = text.splitlines()
     found = []
-    for i, line in enumerate(lines):
-        match = _FIGURE_CELL.match(line)
-        if not match:
+    for cell in jupytext.read(notebook, fmt="py:percent").cells:
+        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
+        if name is None:
             continue
-        name = json.loads(match.group(1)).get("figure", {}).get("name")
-        code = next((c for c in lines[i + 1 :] if c.strip()), "")
-        function, arguments = _call(code, f"{notebook.name}, exhibit {name}")
-        found.append(Exhibit(name, notebook.stem, module.group(1), function, arguments, code.strip()))
+        function, arguments = _call(cell.source, f"{notebook.name}, exhibit {name}")
+        found.append(ExhibitCall(name, notebook.stem, module.group(1), function, arguments, cell.source.strip()))
     return found
 
 
-def book_exhibits(root: Path) -> dict[str, Exhibit]:
+def book_exhibits(root: Path) -> dict[str, ExhibitCall]:
     """Every exhibit of the book by name (names are unique across the chapters: Sphinx refers to them so)."""
-    out: dict[str, Exhibit] = {}
+    out: dict[str, ExhibitCall] = {}
     for chapter in CHAPTERS:
         for exhibit in notebook_exhibits(chapter.notebook(root)):
             if exhibit.name in out:
