@@ -97,7 +97,7 @@ def test_fusion_by_load_says_where_it_rests_on_prices_outside_their_sources(ship
     """#68 item 5: fusion's switch at a load whose fused or NCCL price lies past its sources is flagged with the
     distance, at the launch command's draft tokens; a load within them carries no flag."""
     from verifylab.model.answers.decision import fusion_extrapolation
-    from verifylab.publish.decision import fusion_at_chain_words
+    from verifylab.publish.first_screen import fusion_at_chain_words
     from verifylab.vocab import COMMAND_DRAFT_TOKENS
 
     answer = regime_answer(shipped, Regime.HEALTHY_P2P)
@@ -105,7 +105,7 @@ def test_fusion_by_load_says_where_it_rests_on_prices_outside_their_sources(ship
         c: w for c in LOAD_STREAMS if (w := fusion_extrapolation(shipped, Regime.HEALTHY_P2P, c))
     }
     assert 1 not in answer.fusion_extrapolated_by_load  # one stream's verify message: within the sources
-    from verifylab.publish.decision import undecided_words
+    from verifylab.publish.first_screen import undecided_words
 
     words = fusion_at_chain_words(answer, COMMAND_DRAFT_TOKENS)
     below = undecided_words(answer)

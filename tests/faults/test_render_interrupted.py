@@ -30,9 +30,9 @@ RENDER = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as under a terminal, even when started in the background
 from pathlib import Path
-import verifylab.publish.build as build
-build.jupyter_book_command = lambda: [sys.executable, sys.argv[2]]
-build.render_html(Path(sys.argv[1]))
+import verifylab.publish.html_render as html_render
+html_render.jupyter_book_command = lambda: [sys.executable, sys.argv[2]]
+html_render.render_html(Path(sys.argv[1]))
 """
 
 
