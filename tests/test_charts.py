@@ -9,8 +9,8 @@ def test_a_faceted_chart_draws_each_panel_from_its_own_rows(shipped):
     """#71 (Fig. 4.8): the case study's Pareto and the options chart facet one layer of data by regime; a layer with
     data of its own drew all three regimes in every panel (identical panels, lines zig-zagging between regimes).
     The Pareto's points at the loads the book prices are labelled with their streams."""
+    from verifylab.analysis.model_charts import PARETO_LABELLED_STREAMS
     from verifylab.chapters import ch04_fusion_vs_elimination as ch04
-    from verifylab.report.charts import PARETO_LABELLED_STREAMS
 
     for figure in (ch04.case_pareto_figure(shipped), ch04.options_figure(shipped)):
         spec = figure.spec()

@@ -8,6 +8,13 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.analysis import comm_campaign, context_views, engine_reads, public_curves
+from verifylab.analysis.model_charts import (
+    context_gain_chart,
+    error_profile_chart,
+    options_chart,
+    regime_curves_chart,
+    throughput_pareto_chart,
+)
 from verifylab.analysis.public_evidence import CONTEXT, public_evidence
 from verifylab.analysis.regime_finding import regime_finding_words
 from verifylab.chapters._base import shown_as_table
@@ -35,15 +42,7 @@ from verifylab.model.fits.overlap import fitted_overlap, public_check
 from verifylab.model.fits.pass_check import saving_check as check
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.pricing.floors import limits_table
-from verifylab.report.charts import (
-    Figure,
-    context_gain_chart,
-    error_profile_chart,
-    options_chart,
-    regime_curves_chart,
-    throughput_pareto_chart,
-    verify_components_chart,
-)
+from verifylab.report.charts import Figure, verify_components_chart
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
