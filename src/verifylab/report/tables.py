@@ -37,6 +37,7 @@ from verifylab.report.table_fit import (
 TABLE_MIME = "application/vnd.verifylab.table+json"
 EMPTY = "—"
 EMPTY_NOTE = f"{EMPTY}: no value (not measured, not applicable or not reported)."
+FOLD_AT_LEAST = 2  # a table one or two rows past a screen shows them: a fold hiding one row costs the reader a click
 UNITS = (  # column-name endings -> (unit shown in the header, decimals)
     ("_tokens_per_s", "tok/s", 1),
     ("tokens_per_s", "tok/s", 1),
@@ -316,9 +317,10 @@ def cells_html(
     cells: pd.DataFrame, listed: tuple[str, ...] = (), noted: tuple[str, ...] = (), spanned: str | None = None
 ) -> str:
     """The HTML of a table's cells (:meth:`Table.cells`): no word broken; rows past a screen folded under "Show
-    the other N rows" (header repeated); ``listed`` columns as listings below it, ``noted`` columns' long texts
-    as lettered notes, the ``spanned`` column as a full-width line under each row; the footnote when a cell is
-    empty."""
+    the other N rows" (header repeated, the rows in a box of at most a screen that scrolls, so the page keeps its
+    length when they are shown; a remainder of :data:`FOLD_AT_LEAST` rows or fewer is shown, not folded);
+    ``listed`` columns as listings below it, ``noted`` columns' long texts as lettered notes, the ``spanned``
+    column as a full-width line under each row; the footnote when a cell is empty."""
     everything = cells
     under = [str(v) for v in cells[spanned]] if spanned in cells.columns else None
     if under is not None:
@@ -335,6 +337,7 @@ def cells_html(
     classes = "verifylab-table wide" if len(cells.columns) > WIDE else "verifylab-table"
     classes += " v-spanned" if under is not None else ""
     shown = visible_rows(compact, limits, lines_under=under)
+    shown = len(cells) if len(cells) - shown <= FOLD_AT_LEAST else shown  # two rows more are shown, not folded
 
     def body(rows: slice) -> str:
         return _rows_html(cells.iloc[rows], limits, None if under is None else under[rows])
@@ -343,8 +346,8 @@ def cells_html(
     if shown < len(cells):
         out += (
             f'<details class="verifylab-more"><summary>Show the other {len(cells) - shown} rows of this table'
-            f'</summary><table class="{classes} v-more">{head}<tbody>{body(slice(shown, None))}</tbody></table>'
-            "</details>"
+            f'</summary><div class="v-rows"><table class="{classes} v-more">{head}<tbody>{body(slice(shown, None))}'
+            "</tbody></table></div></details>"
         )
     blank = (everything == EMPTY).to_numpy().any()
     note = f'<p class="verifylab-table-note">{html.escape(EMPTY_NOTE)}</p>' if blank else ""
