@@ -45,8 +45,8 @@ chapter.probe_agreement_finding(ev)
 # %% mystnb={"figure": {"caption": "The probe's NCCL curve against the campaign's on the same machine kind, per size (measured, 2 x H200)", "name": "tbl-probe-agreement"}}
 chapter.probe_agreement(ev)
 
-# %% [markdown]
-# ## Which versions can fuse on a PCIe SM120 box
+# %% [markdown] page="gates"
+# # Which versions can fuse on a PCIe SM120 box
 
 # %%
 chapter.pcie_sm120_finding(ev)
@@ -131,7 +131,22 @@ chapter.version_findings(ev, "sglang", "0.5.23")
 chapter.sm120_build_runs(ev)
 
 # %% [markdown]
-# ## The measured runs: hardware and software
+# ## What a gate is, and what it is not
+#
+# On the case-study box (8x RTX PRO 6000 Blackwell, **SM120**, PCIe) SGLang never used FlashInfer's
+# all-reduce fusion: the code only admitted SM90 (Hopper) and SM100 (B200/GB200). The case study opened it
+# with two `sed` one-liners against one SGLang version — a fix that breaks with every release, since the
+# gates move. `verifylab gates` finds them by parsing the source of whatever version is installed, opens
+# exactly those on the fusion and symmetric-memory paths, verifies the result and can revert it byte for
+# byte.
+#
+# A gate that admits the architecture does **not** prove that fusion runs. Other conditions keep it off all
+# the same: the FlashInfer JIT's own arch list, SGLang's workspace preflight that needs NVLink multicast
+# (a PCIe box has none), peer-to-peer access, the batch limit. Only fused kernels in a profile prove it
+# (chapter 3).
+
+# %% [markdown] page="runs"
+# # The measured runs, and this box in live mode
 #
 # Every measured figure in this book names its run; this table says what each run was measured on, read from
 # its manifest (`data/runs/<run id>/manifest.json`, which also holds its parameters, environment and notes).
@@ -149,18 +164,3 @@ chapter.run_hardware(ev)
 
 # %%
 chapter.live(params, ev)
-
-# %% [markdown]
-# ## What a gate is, and what it is not
-#
-# On the case-study box (8x RTX PRO 6000 Blackwell, **SM120**, PCIe) SGLang never used FlashInfer's
-# all-reduce fusion: the code only admitted SM90 (Hopper) and SM100 (B200/GB200). The case study opened it
-# with two `sed` one-liners against one SGLang version — a fix that breaks with every release, since the
-# gates move. `verifylab gates` finds them by parsing the source of whatever version is installed, opens
-# exactly those on the fusion and symmetric-memory paths, verifies the result and can revert it byte for
-# byte.
-#
-# A gate that admits the architecture does **not** prove that fusion runs. Other conditions keep it off all
-# the same: the FlashInfer JIT's own arch list, SGLang's workspace preflight that needs NVLink multicast
-# (a PCIe box has none), peer-to-peer access, the batch limit. Only fused kernels in a profile prove it
-# (chapter 3).

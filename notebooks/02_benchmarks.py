@@ -79,14 +79,15 @@ chapter.speculation_before_run(ev)
 # %% mystnb={"figure": {"caption": "Each grid run, the fit that prices it (its run, routing and fitted overlap) and the model's error on the sweeps it was fitted on and out of sample (measured, modelled)", "name": "tbl-speculation-fits"}}
 chapter.speculation_fits(ev)
 
-# %% [markdown]
-# ## Serving metrics under load
-#
-# What a user of each server sees as streams are added: time to first token and time per output token at p50 and
-# p99 over the requests, and goodput: the tok/s of the requests that met the SLO (stated in the finding).
+# %% [markdown] page="serving"
+# # Serving metrics under load
 
 # %%
 chapter.serving_finding(ev)
+
+# %% [markdown]
+# What a user of each server sees as streams are added: time to first token and time per output token at p50 and
+# p99 over the requests, and goodput: the tok/s of the requests that met the SLO (stated in the finding).
 
 # %% mystnb={"figure": {"caption": "Goodput per server against streams, under the stated SLO (measured, one H200)", "name": "fig-grid-goodput"}}
 chapter.serving_figure(ev)
@@ -103,8 +104,14 @@ chapter.serving_table(ev)
 # %% mystnb={"figure": {"caption": "What the reported figures resolve, and what they cannot (statistics on reported figures)", "name": "tbl-reported-comparisons"}}
 chapter.reported_comparisons(ev)
 
+# %% [markdown] page="servers"
+# # Measured on real SGLang servers
+#
+# Every figure on this page comes from a real SGLang server this project ran, each row naming its run; only the
+# first table's sweeps measure speed, the others show that each variant starts, serves and reports what it should.
+
 # %% [markdown]
-# ## Measured on a real server
+# ## The stored benchmarks
 #
 # Concurrency: the case study reports speculation turning into a liability from about 30 concurrent
 # requests (reported, seed 002). The harness finds that crossover from a sweep with its uncertainty: the

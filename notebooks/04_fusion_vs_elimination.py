@@ -87,6 +87,12 @@ chapter.speculation_by_routing_overlap(ev)
 # %% mystnb={"figure": {"caption": "Pareto view of the case study's box per regime: tok/s per user against total tok/s, plain decoding and EAGLE-3 (modelled)", "name": "fig-case-pareto"}}
 chapter.case_pareto_figure(ev)
 
+# %% [markdown] page="context"
+# # Context length, and what the engine reads
+
+# %%
+chapter.context_finding(ev)
+
 # %% [markdown]
 # ## What the engine really reads, measured on one H200
 #
@@ -117,9 +123,6 @@ chapter.engine_experts(ev)
 # matrix's own shortest-context row to every other context, and is checked on every cell it never saw: the speculative
 # cells, 128k and the page's historical matrix.
 
-# %%
-chapter.context_finding(ev)
-
 # %% mystnb={"figure": {"caption": "The context terms, fitted on the current matrix's plain cells, and what the fit assumed: the accept length (stated before it) and the KV pools (reported, public; modelled)", "name": "tbl-context-terms"}}
 chapter.context_terms_table(ev)
 
@@ -134,6 +137,12 @@ chapter.context_profiles(ev)
 
 # %% mystnb={"figure": {"caption": "Every cell of the public per-context matrices: plain and EAGLE-3 tok/s and the gain, reported beside predicted, with each cell's role (reported, public; modelled)", "name": "tbl-context-cells"}}
 chapter.context_cells(ev)
+
+# %% [markdown] page="options"
+# # What each option costs, by regime and load
+
+# %%
+chapter.options_finding(ev)
 
 # %% [markdown]
 # ## What one all-reduce costs in each regime
@@ -174,7 +183,7 @@ chapter.whatif_figure(ev, params)
 chapter.whatif(ev, params)
 
 # %% [markdown]
-# ### Floors and memory
+# ## Floors and memory
 #
 # The bytes the busiest GPU reads per pass (INT4 experts with their group scales, bf16 attention, shared expert,
 # dense layer and LM head, latent KV at the stated context: the inputs table) and the time to read them at the
@@ -190,8 +199,14 @@ chapter.floors(ev)
 # %% mystnb={"figure": {"caption": "Weights per GPU, KV room and requests held, per layout (modelled, GiB)", "name": "tbl-memory"}}
 chapter.memory(ev)
 
+# %% [markdown] page="measured"
+# # Fusion vs elimination, measured on two H200s
+
+# %%
+chapter.measured_finding(ev)
+
 # %% [markdown]
-# ## Fusion vs elimination, measured on two H200s
+# ## The synthetic verify pass and its variants
 #
 # The same synthetic verify pass (Kimi-K2 TP-8 shard shapes, 61 layers) with real communication between two
 # H200s: SGLang's unfused path (NCCL all-reduce, then one fused add+RMSNorm kernel), FlashInfer's fused
@@ -200,9 +215,6 @@ chapter.memory(ev)
 # "2 x H200 — mechanism, not Blackwell": the NVLink path is far faster than a PCIe box's, the host-memory and
 # socket paths are slower stand-ins, and fusion cannot run without P2P.
 
-# %%
-chapter.measured_finding(ev)
-
 # %% mystnb={"figure": {"caption": "The synthetic verify pass on 2 x H200 per communication variant and path (measured, SM90)", "name": "tbl-measured-passes"}}
 chapter.measured_table(ev)
 
@@ -210,7 +222,7 @@ chapter.measured_table(ev)
 chapter.measured_figure(ev)
 
 # %% [markdown]
-# ### The same passes, predicted (modelled)
+# ## The same passes, predicted (modelled)
 #
 # `verifylab model pass` predicts each variant from two inputs only: the pass without communication and the
 # latency curve of the all-reduce measured in isolation (interpolated at the pass's message size); the fused
@@ -237,6 +249,12 @@ chapter.saving_check(ev)
 
 # %% mystnb={"figure": {"caption": "The cycle account's inputs and where each comes from", "name": "tbl-account-inputs"}}
 chapter.model_inputs(ev)
+
+# %% [markdown] page="reconciliation"
+# # The case study's jump, reconciled
+
+# %%
+chapter.reconciliation_finding(ev)
 
 # %% [markdown]
 # ## Reconciliation of the reported figures
@@ -300,15 +318,16 @@ chapter.compute_check(ev)
 # check the server log says "AllReduce Fusion enabled": with a FlashInfer whose workspace needs NVLink
 # multicast (chapter 1's table) a PCIe box cannot run the fused kernels.
 
-# %% [markdown]
-# ## Public evidence
-#
-# The healthy-P2P prices, the regime bands and the host-memory hop come from public measurements on other
-# PCIe boxes. Every one is listed here with its source and the quote that carries its number, so a reviewer can
-# follow each price to where it was published.
+# %% [markdown] page="public"
+# # Public evidence
 
 # %%
 chapter.public_evidence_finding(ev)
+
+# %% [markdown]
+# The healthy-P2P prices, the regime bands and the host-memory hop come from public measurements on other
+# PCIe boxes. Every one is listed here with its source and the quote that carries its number, so a reviewer can
+# follow each price to where it was published.
 
 # %% mystnb={"figure": {"caption": "Every public figure the book reads, by regime: its source (a link), the quote that carries its number and what it prices (reported, public)", "name": "tbl-public-evidence"}}
 chapter.public_evidence_table(ev)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
-from verifylab.chapters.registry import CHAPTERS
+from verifylab.publish.pages import book_pages
 from verifylab.report.table_fit import PLAIN_WORD
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -22,14 +22,22 @@ SIDEWAYS = """() => {
     .slice(0, 3).map(e => e.tagName + '.' + String(e.className).slice(0, 30));
   return {scroll: root.scrollWidth, client: root.clientWidth, past};
 }"""
+LONGEST = (1400, 800, 15)  # no page longer than 15 screens of 1400 x 800 with every fold open (issue 71)
+UNFOLDED_SCREENS = """screen => {
+  const closed = [...document.querySelectorAll('details:not([open])')];
+  closed.forEach(d => d.open = true);
+  const screens = document.documentElement.scrollHeight / screen;
+  closed.forEach(d => d.open = false);
+  return {screens, folds: closed.length};
+}"""
 SCREEN_WIDTHS = (1400, 800)  # a laptop, and a narrow window (the text column is 736 px there)
 SCREEN_HEIGHT = 900  # "taller than 1.5 screens" is measured against this
 FIRST_SCREENS = ((1400, 800), (800, 1000))  # the decision page's first screen: a laptop, a narrow tall window
-# The pages read as a reader reads them (layout at each width, first screen, reading, glossary links): every chapter
-# of the registry, the decision page, the changes page and the methods appendix. Every other page of the book (a
-# run's page, the indexes) is opened for its console errors, its requests and its charts only.
+# The pages read as a reader reads them (layout at each width, first screen, reading, glossary links): every page
+# of every chapter of the registry, the decision page, the changes page and the methods appendix. Every other page
+# of the book (a run's page, the indexes) is opened for its console errors, its requests and its charts only.
 READ_PAGES = (
-    *(f"book/_generated/{c.name}.html" for c in CHAPTERS),
+    *(f"book/_generated/{page}.html" for page in book_pages(Path(__file__).resolve().parents[1])),
     "book/_generated/decision.html",
     "book/_generated/changes.html",
     "book/methods.html",

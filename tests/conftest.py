@@ -23,12 +23,14 @@ from .browsing import (
     GLOSSARY_TERMS,
     LAUNCH_ARGS,
     LAYOUT,
+    LONGEST,
     PHONE_WIDTH,
     READ_PAGES,
     READING,
     SCREEN_HEIGHT,
     SCREEN_WIDTHS,
     SIDEWAYS,
+    UNFOLDED_SCREENS,
     QuietHandler,
     Tab,
     offline_proxy,
@@ -225,6 +227,8 @@ def _visit(browser, book_url: str, built_book: Path) -> dict[str, dict]:
         seen[rel] = {"errors": errors, "blocked": blocked, "marks": page.evaluate(CHART_MARKS)}
         page.set_viewport_size({"width": PHONE_WIDTH, "height": SCREEN_HEIGHT})  # a phone: nothing scrolls sideways
         seen[rel]["sideways"] = page.evaluate(SIDEWAYS)
+        page.set_viewport_size({"width": LONGEST[0], "height": LONGEST[1]})  # a laptop, every fold open
+        seen[rel]["length"] = page.evaluate(UNFOLDED_SCREENS, LONGEST[1])
         page.set_viewport_size({"width": 1400, "height": 1000})
         if rel not in READ_PAGES:  # a run's page, an index: opened, not read (a third of the visit's CPU)
             continue

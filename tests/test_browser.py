@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .browsing import CHROMIUM, open_page, pages
+from .browsing import CHROMIUM, LONGEST, open_page, pages
 
 pytestmark = [
     pytest.mark.browser,
@@ -57,6 +57,17 @@ def test_no_page_scrolls_sideways_on_a_phone(visited):
         if seen["sideways"]["scroll"] > seen["sideways"]["client"] + 1
     }
     assert wide == {}, wide
+
+
+def test_no_page_is_longer_than_15_screens_with_every_fold_open(visited):
+    """Issue 71: a chapter too long for one page is read as several (``publish.pages``) and a long table's folded
+    rows scroll in their own box, so no page of the book, every fold open, passes 15 screens of 1400 x 800."""
+    width, height, most = LONGEST
+    lengths = {rel: seen["length"] for rel, seen in visited.items()}
+    assert sum(seen["folds"] for seen in lengths.values()) > 20  # the folds were found and opened
+    assert max(seen["screens"] for seen in lengths.values()) > 5  # and the lengths read
+    long = {rel: round(seen["screens"], 1) for rel, seen in lengths.items() if seen["screens"] > most}
+    assert long == {}, f"longer than {most} screens of {width} x {height}: {long}"
 
 
 def test_no_internal_link_is_broken(built_book):

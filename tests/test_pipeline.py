@@ -351,6 +351,7 @@ def test_a_render_after_only_replays_the_chapters_never_executed(repo_root, tmp_
     """A campaign split with --only: before the render, chapters with no executed copy are replayed from data/
     (marked as such) instead of leaving the book's table of contents pointing at missing pages."""
     from verifylab.publish.build import chapter_sources
+    from verifylab.publish.pages import source_pages
     from verifylab.publish.paths import GENERATED
     from verifylab.publish.pipeline import replay_missing_chapters
 
@@ -369,7 +370,9 @@ def test_a_render_after_only_replays_the_chapters_never_executed(repo_root, tmp_
     params = PipelineParams(mode="live", parameters={"label": "2x H200"})
     replayed = replay_missing_chapters(root, params)
     assert [(c.name, c.ok, c.replayed) for c in replayed] == [("01_environment_and_gates", True, True)]
-    assert {s.stem for s in chapter_sources(root)} == {p.stem for p in generated.glob("*.ipynb")}
+    written = {p.stem for p in generated.glob("*.ipynb")}
+    assert {s.stem for s in chapter_sources(root)} == {stem for stem in written if "-" not in stem}
+    assert set(source_pages(root / "notebooks" / "01_environment_and_gates.py")) <= written  # each of its pages
     assert all((generated / f"{name}.ipynb").read_text() == "{}" for name in executed)  # left as they were
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from verifylab.chapters.registry import CHAPTERS, chapter_named, table_of_contents
 from verifylab.errors import ParameterError
-from verifylab.publish.pdf import PAGES
+from verifylab.publish.pages import book_pages, source_pages
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "verifylab"
@@ -37,13 +37,19 @@ def test_no_other_source_file_lists_the_chapters():
     assert listing == {}
 
 
-def test_contents_and_pdfs_follow_the_registry():
+def test_contents_follow_the_registry_and_each_chapters_pages():
     toc = table_of_contents("decision", "book/_generated")
     files = [line.split("file: ")[1] for line in toc.splitlines() if "file: " in line]
     chapters = [f.rsplit("/", 1)[1] for f in files if f.startswith("book/_generated/0")]
     assert chapters == [c.name for c in CHAPTERS] and toc.startswith("format: jb-book\nroot: book/_generated/decision")
     assert "numbered: true" in toc and files[-1] == "book/_generated/changes"
-    assert ["decision", *(c.name for c in CHAPTERS)] == PAGES
+    pages = {c.name: source_pages(c.notebook(REPO)) for c in CHAPTERS}
+    paged = table_of_contents("decision", "book/_generated", pages=pages)
+    listed = [
+        line.split("file: book/_generated/")[1] for line in paged.splitlines() if "file: book/_generated/0" in line
+    ]
+    assert listed == book_pages(REPO) == [p for c in CHAPTERS for p in pages[c.name]]
+    assert "        sections:\n          - file: book/_generated/04_fusion_vs_elimination-context" in paged
 
 
 def test_a_chapter_is_found_by_number_or_name_and_an_unknown_one_lists_them():

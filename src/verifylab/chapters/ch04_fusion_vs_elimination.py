@@ -16,7 +16,7 @@ from verifylab.analysis.model_charts import (
     throughput_pareto_chart,
 )
 from verifylab.analysis.public_evidence import CONTEXT, public_evidence
-from verifylab.analysis.regime_finding import regime_finding_words
+from verifylab.analysis.regime_finding import options_by_load_words, reconciliation_words, regime_finding_words
 from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import FusionVsElimination as Params
 from verifylab.comm.bands import bands_from_public
@@ -251,6 +251,11 @@ def regime_figure(ev: Evidence) -> Figure:
     return regime_curves_chart(regime_curves_table(inputs(ev).curves))
 
 
+def options_finding(ev: Evidence) -> Prose:
+    """Finding: the fastest option per regime and load, as the decision names it."""
+    return Prose(options_by_load_words(ev))
+
+
 def options_at_load(ev: Evidence) -> Table:
     """Table: :func:`options_at_load_frame`, its conditions and reasons as lettered notes below it."""
     return Table(options_at_load_frame(ev), noted=("with EAGLE-3 in SGLang", "not priced because"))
@@ -352,6 +357,11 @@ def memory(ev: Evidence) -> pd.DataFrame:
 def model_inputs(ev: Evidence) -> pd.DataFrame:
     """Table: every input of the cycle account and the options, with its source."""
     return inputs_table(ev)
+
+
+def reconciliation_finding(ev: Evidence) -> Prose:
+    """Finding: what the reconciliation of the reported figures concludes (from the cycle account)."""
+    return Prose(reconciliation_words(ev))
 
 
 @shown_as_table

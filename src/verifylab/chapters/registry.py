@@ -72,13 +72,19 @@ def chapter_named(name_or_number: str) -> Chapter:
     raise ParameterError(f"no chapter '{name_or_number}'; chapters are {', '.join(CHAPTER_PARAMS)}")
 
 
-def table_of_contents(root_page: str, generated: str, runs: Sequence[str] = ()) -> str:
-    """The book's ``_toc.yml``: the root page, then each part's chapters in order, then the appendix, whose last
-    entry is the index of ``runs``' pages (one section each)."""
+def table_of_contents(
+    root_page: str, generated: str, runs: Sequence[str] = (), pages: dict[str, list[str]] | None = None
+) -> str:
+    """The book's ``_toc.yml``: the root page, then each part's chapters in order (a chapter's later ``pages``,
+    by name, as its sections), then the appendix, whose last entry is the index of ``runs``' pages (one section
+    each)."""
     lines = ["format: jb-book", f"root: {generated}/{root_page}", "parts:"]
     for part in dict.fromkeys(c.part for c in CHAPTERS):
         lines += [f"  - caption: {part}", *(["    numbered: true"] if part == "Chapters" else []), "    chapters:"]
-        lines += [f"      - file: {generated}/{c.name}" for c in CHAPTERS if c.part == part]
+        for chapter in (c for c in CHAPTERS if c.part == part):
+            lines.append(f"      - file: {generated}/{chapter.name}")
+            later = (pages or {}).get(chapter.name, [])[1:]
+            lines += ["        sections:", *(f"          - file: {generated}/{p}" for p in later)] if later else []
     lines += ["  - caption: Appendix", "    chapters:", *(f"      - file: {page}" for page in APPENDIX)]
     if runs:
         lines += [f"      - file: {generated}/runs/index", "        sections:"]

@@ -24,6 +24,7 @@ from verifylab.publish.chapter_reads import Reads, read_log
 from verifylab.publish.edition import archive, write_generated_pages
 from verifylab.publish.finding import Finding
 from verifylab.publish.html_render import render_html
+from verifylab.publish.pages import book_pages, discard_pages, write_pages
 from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.pdf import print_pdfs
 from verifylab.publish.render_key import changed_inputs, last_render, record_render, render_inputs
@@ -156,24 +157,24 @@ def execute_chapter(
                 kernel_manager_class=IpcKernelManager,  # no TCP port another process could take first
             )
         except interrupt.ChapterInterrupted as exc:
-            output.unlink(missing_ok=True)
+            discard_pages(output)
             return ChapterResult(source.stem, output, ok=False, error=str(exc), interrupted=True)
         except papermill.PapermillExecutionError as exc:
             if stop.requested.is_set() and exc.ename == "KeyboardInterrupt":
-                output.unlink(missing_ok=True)
+                discard_pages(output)
                 return ChapterResult(
                     source.stem, output, ok=False, error="interrupted (Ctrl-C) in a cell", interrupted=True
                 )
             secrets = secret_values(parameters)
             last_line = (exc.evalue or str(exc)).strip().splitlines()[-1:] or [str(exc)]
-            output.unlink(missing_ok=True)
+            discard_pages(output)
             if out_nb.exists():
                 write_without_secrets(out_nb, output.with_suffix(".failed.ipynb"), secrets)
             return ChapterResult(source.stem, output, ok=False, error=scrub(f"{exc.ename}: {last_line[0]}", secrets))
         reads = read_log(reads_log) if inputs is not None else None
         digest = inputs.digest(reads) if inputs is not None and reads is not None else None
         parts = inputs.parts(reads) if inputs is not None and reads is not None else None
-        write_without_secrets(out_nb, output, secret_values(parameters), digest, reads, parts)
+        write_without_secrets(out_nb, output, secret_values(parameters), digest, reads, parts, as_pages=True)
     return ChapterResult(source.stem, output, ok=True)
 
 
@@ -184,11 +185,13 @@ def write_without_secrets(
     inputs: str | None = None,
     reads: Reads | None = None,
     parts: dict[str, str] | None = None,
+    as_pages: bool = False,
 ) -> None:
     """Write an executed notebook where the book takes it, with the credentials its parameters carried (an
     ``--api-key`` in a live chapter's launch flags) replaced in every string: the injected parameters cell,
     papermill's record of the parameters, and the outputs. The kernel had the real values; the book never does.
-    ``inputs``: the digest of what it was made from, recorded in its metadata with ``reads``, what it read."""
+    ``inputs``: the digest of what it was made from, recorded in its metadata with ``reads``, what it read;
+    ``as_pages``: written as the chapter's pages (:mod:`publish.pages`), not as one file."""
     notebook = json.loads(executed.read_text(encoding="utf-8"))
     if inputs is not None:
         record: dict[str, Any] = {"inputs": inputs}
@@ -197,7 +200,10 @@ def write_without_secrets(
         if parts is not None:
             record["parts"] = parts
         notebook.setdefault("metadata", {})[METADATA_KEY] = record
-    atomic_write_text(target, json.dumps(scrub(notebook, secrets), indent=1, ensure_ascii=False) + "\n")
+    if as_pages:
+        write_pages(scrub(notebook, secrets), target)
+    else:
+        atomic_write_text(target, json.dumps(scrub(notebook, secrets), indent=1, ensure_ascii=False) + "\n")
 
 
 REPLAY_WORKERS = min(2, os.cpu_count() or 1)  # replayed chapters only read data: two run at once
@@ -339,7 +345,9 @@ def publish_book(root: Path, data_dir: Path, result: BookResult) -> BookResult:
     """The edition of the executed chapters in ``root`` (:func:`render_edition`) with its pages printed to PDF."""
     result = render_edition(root, data_dir, result)
     assert result.edition_dir is not None  # render_edition archives the edition
-    result.pdfs, result.pdf_note = print_pdfs(root / "_build" / "html", result.edition_dir / EXPORTS / "pdf")
+    result.pdfs, result.pdf_note = print_pdfs(
+        root / "_build" / "html", result.edition_dir / EXPORTS / "pdf", ["decision", *book_pages(root)]
+    )
     return result
 
 

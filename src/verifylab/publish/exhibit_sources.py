@@ -15,9 +15,10 @@ from typing import Any
 
 from docutils import nodes
 
+from verifylab.publish.pages import PAGE_STEM
 from verifylab.publish.paths import EDITION_FILE, EXPORTS, GENERATED, export_stem
 
-CHAPTER = re.compile(re.escape(GENERATED.as_posix()) + r"/(\d\d_[a-z_]+)$")
+CHAPTER = re.compile(re.escape(GENERATED.as_posix()) + "/" + PAGE_STEM.pattern + "$")  # a chapter's page
 TAG = re.compile(r"<[^>]*>")
 
 

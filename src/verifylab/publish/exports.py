@@ -17,6 +17,7 @@ import pandas as pd
 from verifylab.csv_cells import csv_text
 from verifylab.errors import BookBuildError
 from verifylab.iorw import atomic_write_json, atomic_write_text
+from verifylab.publish.pages import chapter_of_page, executed_pages
 from verifylab.publish.paths import export_stem
 from verifylab.report.charts import FIGURE_MIME, save_spec
 from verifylab.report.section import SECTION_MIME
@@ -36,7 +37,7 @@ class Exhibit:
 
 def exhibits(generated: Path) -> Iterator[Exhibit]:
     """Every numbered exhibit of the executed chapters in ``generated``, in page order."""
-    for notebook in sorted(generated.glob("[0-9][0-9]_*.ipynb")):
+    for notebook in executed_pages(generated):
         doc = json.loads(notebook.read_text(encoding="utf-8"))
         for cell in doc.get("cells", []):
             figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
@@ -46,7 +47,9 @@ def exhibits(generated: Path) -> Iterator[Exhibit]:
                 data = output.get("data", {})
                 for mime, kind in ((TABLE_MIME, "table"), (FIGURE_MIME, "figure"), (SECTION_MIME, "section")):
                     if mime in data:
-                        yield Exhibit(notebook.stem, figure["name"], figure["caption"], kind, data[mime])
+                        yield Exhibit(
+                            chapter_of_page(notebook.stem), figure["name"], figure["caption"], kind, data[mime]
+                        )
 
 
 def table_frame(cells: dict, edition: str) -> pd.DataFrame:

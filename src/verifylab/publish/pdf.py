@@ -7,26 +7,23 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from verifylab.chapters.registry import CHAPTERS
 from verifylab.iorw import atomic_path
 from verifylab.publish.paths import GENERATED
-
-PAGES = ["decision", *(chapter.name for chapter in CHAPTERS)]
 
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
-    """Print the pages of ``html_root/book/_generated`` into ``folder``; (the PDFs, or [] and why none). Runs
+def print_pdfs(html_root: Path, folder: Path, pages: list[str]) -> tuple[list[Path], str]:
+    """Print ``pages`` (stems) of ``html_root/book/_generated`` into ``folder``; (the PDFs, or [] and why none). Runs
     in its own thread: playwright's sync API refuses a thread that already runs an event loop (a notebook, a
     test session holding a browser)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(_print_pdfs, html_root, folder).result()
+        return pool.submit(_print_pdfs, html_root, folder, pages).result()
 
 
-def _print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
+def _print_pdfs(html_root: Path, folder: Path, pages: list[str]) -> tuple[list[Path], str]:
     executable = chromium()
     if executable is None:
         return [], (
@@ -47,7 +44,7 @@ def _print_pdfs(html_root: Path, folder: Path) -> tuple[list[Path], str]:
         try:
             page = browser.new_page()
             page.route("http*://**", lambda route: route.abort())  # offline: the book needs nothing remote
-            for name in PAGES:
+            for name in pages:
                 source = html_root / GENERATED / f"{name}.html"
                 if not source.is_file():
                     continue

@@ -5,6 +5,7 @@ A failing chapter is recorded with its error and rendered as such; later chapter
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from verifylab.chapters.registry import chapter_named, check_pipeline_chapters, parameters_for
 from verifylab.errors import ParameterError, VerifylabError, describe_error
-from verifylab.iorw import atomic_write_with
+from verifylab.iorw import atomic_write_text
 from verifylab.publish.build import (
     REPLAY_WORKERS,
     BookResult,
@@ -24,6 +25,7 @@ from verifylab.publish.build import (
     execute_stale_chapters,
     render_edition,
 )
+from verifylab.publish.pages import PAGE_KEY, source_pages, write_pages
 from verifylab.publish.paths import GENERATED
 from verifylab.report.section import md_text
 from verifylab.strict_yaml import read_strict_yaml_file
@@ -60,20 +62,29 @@ def load_params(path: Path) -> PipelineParams:
 
 
 def _failure_page(result: ChapterResult, root: Path) -> None:
-    """Render a failed chapter: its executed notebook (with the error) under a warning, or a stub."""
+    """Render a failed chapter: its executed notebook (with the error) as its pages, each under the warning, or
+    a stub for each page."""
     failed = result.output.with_suffix(".failed.ipynb")
-    note = nbformat.v4.new_markdown_cell(  # the error is free text (a server's words): escaped, never a code span
+    warning = (  # the error is free text (a server's words): escaped, never a code span
         f"```{{warning}}\nThis chapter failed in this run: {md_text(result.error or 'no error recorded')}. Later "
         "chapters ran on the data that exists. The cells below show where it stopped.\n```"
     )
+    note = nbformat.v4.new_markdown_cell(warning)
     if failed.is_file():
         nb = nbformat.read(failed, as_version=4)
         title = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
-        nb.cells.insert(title + 1, note)
+        starts = [i for i, c in enumerate(nb.cells) if PAGE_KEY in c.get("metadata", {})]  # each later page's title
+        for at in sorted({title, *starts}, reverse=True):
+            nb.cells.insert(at + 1, nbformat.v4.new_markdown_cell(warning))
         failed.unlink()
     else:
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {md_text(result.name)}"), note])
-    atomic_write_with(result.output, lambda tmp: nbformat.write(nb, tmp))  # the page whole or not at all
+    written = write_pages(json.loads(nbformat.writes(nb)), result.output)  # each page whole or not at all
+    source = root / "notebooks" / f"{result.name}.py"
+    for stem in source_pages(source) if source.is_file() else []:  # the pages it never reached: the note on each
+        if result.output.with_name(f"{stem}.ipynb") not in written:
+            stub = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {md_text(stem)}"), note])
+            atomic_write_text(result.output.with_name(f"{stem}.ipynb"), nbformat.writes(stub))
 
 
 def select_chapters(sources: list[Path], only: list[str] | None) -> list[Path]:

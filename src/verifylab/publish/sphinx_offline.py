@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verifylab.publish.paths import EDITION_FILE, GENERATED
+from verifylab.publish.paths import EDITION_FILE
 
 DROPPED_MARKERS = ("thebe",)
-RUNS_TABLE = ((GENERATED / "01_environment_and_gates").as_posix(), "tbl-run-hardware")  # the per-run hardware table
+RUNS_TABLE = "tbl-run-hardware"  # the per-run hardware table: the banner links it on whichever page holds it
 
 
 def _is_dropped(script: Any) -> bool:
@@ -38,8 +38,9 @@ def edition_banner(app, pagename, templatename, context, doctree) -> None:
     edition = json.loads(edition_file.read_text())
     count = len(edition.get("runs", []))
     runs = f"{count} measured run{'s' if count != 1 else ''}"
-    if count and RUNS_TABLE[0] in app.env.all_docs:
-        uri = app.builder.get_relative_uri(pagename, RUNS_TABLE[0]) + "#" + RUNS_TABLE[1]
+    held_by = app.env.get_domain("std").labels.get(RUNS_TABLE)  # (page, anchor, title) where the label is
+    if count and held_by:
+        uri = app.builder.get_relative_uri(pagename, held_by[0]) + "#" + held_by[1]
         runs = f'<a href="{html.escape(uri)}">{runs}: their hardware and software</a>'
     banner = (
         f'<div class="verifylab-edition" style="font-size:0.8em;color:#555;border-bottom:1px solid #ddd;'

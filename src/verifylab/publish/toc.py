@@ -8,8 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from verifylab.chapters.registry import table_of_contents
+from verifylab.chapters.registry import CHAPTERS, table_of_contents
 from verifylab.iorw import atomic_write_text
+from verifylab.publish.pages import source_pages
 from verifylab.publish.paths import GENERATED
 
 TOC_FILE = "_toc.yml"
@@ -23,9 +24,11 @@ def stored_runs(root: Path) -> list[str]:
 
 
 def toc_text(root: Path, runs: list[str] | None = None) -> str:
-    """What ``_toc.yml`` must say for ``root``: the registry's chapters, the appendix, a page per run (``runs``:
-    the pages a build wrote; default: the runs stored under ``root/data``)."""
-    return table_of_contents(ROOT_PAGE, GENERATED.as_posix(), stored_runs(root) if runs is None else runs)
+    """What ``_toc.yml`` must say for ``root``: the registry's chapters with their pages (read from their
+    sources), the appendix, a page per run (``runs``: the pages a build wrote; default: the runs stored under
+    ``root/data``)."""
+    pages = {c.name: source_pages(c.notebook(root)) for c in CHAPTERS if c.notebook(root).is_file()}
+    return table_of_contents(ROOT_PAGE, GENERATED.as_posix(), stored_runs(root) if runs is None else runs, pages)
 
 
 def write_toc(root: Path, runs: list[str] | None = None) -> Path:
