@@ -107,8 +107,9 @@ chapter.reported_comparisons(ev)
 # %% [markdown] page="servers"
 # # Measured on real SGLang servers
 #
-# Every figure on this page comes from a real SGLang server this project ran, each row naming its run; only the
-# first table's sweeps measure speed, the others show that each variant starts, serves and reports what it should.
+# Every figure on this page was measured on a real SGLang server this project ran, each row naming its run: first
+# the stored benchmarks and the crossovers their sweeps find, then two rounds that show each variant starting,
+# serving and reporting what it should (mechanics, not speed).
 
 # %% [markdown]
 # ## The stored benchmarks

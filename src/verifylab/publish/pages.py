@@ -109,7 +109,7 @@ def discard_pages(target: Path) -> None:
 
 def executed_pages(generated: Path) -> list[Path]:
     """Every executed chapter's pages in ``generated``, in book order: each chapter's first page, then the later
-    pages its metadata lists (a failed chapter's page lists none)."""
+    pages its metadata lists that exist (a page never written is left out, not an error)."""
     pages = []
     for first in sorted(p for p in generated.glob("[0-9][0-9]_*.ipynb") if PAGE_STEM.fullmatch(p.stem)):
         if "-" in first.stem:
