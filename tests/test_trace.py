@@ -510,3 +510,24 @@ def test_phase_of_marker(name, phase):
 
     assert re.match(DEFAULT_STEP_MARKER, name)
     assert phase_of_marker(name) == phase
+
+
+def test_the_collector_is_paused_while_a_rank_is_read_and_restored_whatever_happens():
+    import gc
+
+    from verifylab.trace.analyze import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError("a bad trace")
+    assert gc.isenabled()  # restored after an error
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
