@@ -11,12 +11,21 @@
 #
 # An 8-GPU box whose GPUs talk over PCIe (the case study: 8x RTX PRO 6000 Blackwell, SM120, PCIe Gen5,
 # no NVLink) serves Kimi-K2.5 with SGLang at tensor-parallel size 8 and EAGLE-3 speculative decoding.
-# The case study reports that EAGLE-3 first *lost* to plain decoding (54.1 vs 89.5 tok/s), that a verify
-# pass spent about 25 of its 30 ms in 122 NCCL all-reduces, and that after opening FlashInfer's
-# all-reduce fusion for SM120 — together with a CUDA 12.8 -> 13 upgrade and other patches — EAGLE-3
-# reached 96.1 tok/s. This book checks those claims, separates what each change could have carried, and
-# ends with what to deploy.
-#
+
+# %% tags=["parameters"]
+# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`
+# writes them here, with their defaults and what each does, when it converts this file for papermill.
+
+# %%
+from verifylab.chapters import ch00_introduction as chapter
+
+params = chapter.Params.from_notebook(globals())
+ev = params.evidence()
+
+# %%
+chapter.case_claims(ev)
+
+# %% [markdown]
 # Every number in it is one of three kinds, and every table and chart says which:
 #
 # - **measured** — a run in `data/runs/<run_id>/` with host, GPU, versions and commit (see the Methods
@@ -28,16 +37,6 @@
 # The chapters: (1) the architecture {term}`gates <gate>` that keep fusion off on SM120, (2) benchmarks at one stream
 # and under load, (3) where a verify pass spends its time, (4) fusion vs elimination of all-reduces,
 # (5) recommendations.
-
-# %% tags=["parameters"]
-# This chapter's parameters are its Params model (src/verifylab/chapters/params.py): `verifylab notebook`
-# writes them here, with their defaults and what each does, when it converts this file for papermill.
-
-# %%
-from verifylab.chapters import ch00_introduction as chapter
-
-params = chapter.Params.from_notebook(globals())
-ev = params.evidence()
 
 # %% [markdown]
 # ## What the case study reports

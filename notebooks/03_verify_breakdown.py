@@ -125,8 +125,8 @@ chapter.live_smoke_profile(ev)
 # %% [markdown]
 # ## How the analyzer counts
 #
-# The case study's key measurement: a verify pass of about 30 ms, of which about 25 ms went to 122 NCCL
-# all-reduces and about 5 ms to compute. This chapter shows the instrument that produces such a breakdown
+# The case study's key measurement splits a verify pass into its NCCL all-reduces and its compute (its figures:
+# {numref}`tbl-verify-reported`). This chapter shows the instrument that produces such a breakdown
 # from a profiler trace (`verifylab trace summarize`), what it finds on traces made here, and — in live
 # mode — on the GPU box's own SGLang server.
 #

@@ -30,8 +30,8 @@ chapter.finding(ev, params)
 # P2P off or unavailable), or the case study's own, **as reported** (P2P broken or staged: its verify pass's
 # all-reduces cost what host memory costs). `verifylab comm probe` tells which regime a box is in (chapter 1).
 # Each row: the 8-rank all-reduce of one stream's verify message that identifies the regime, plain decoding against EAGLE-3 at one stream, the fastest option by load, and where speculation stops
-# paying. Decoding on the case study's box is priced as healthy P2P: its 92.6 tok/s bounds its own all-reduces
-# well below the verify pass's.
+# paying. Decoding on the case study's box is priced as healthy P2P: its reported plain decode rate bounds its own
+# all-reduces well below the verify pass's.
 
 # %% mystnb={"figure": {"caption": "The decision per communication regime: the all-reduce band that identifies it, decoding vs EAGLE-3, the fastest option and the speculation crossover (modelled)", "name": "tbl-decision-regimes"}}
 chapter.decision_by_regime(ev)
@@ -270,7 +270,7 @@ chapter.reconciliation_summary(ev)
 chapter.reconciliation(ev)
 
 # %% [markdown]
-# ## What can carry 54.1 -> 96.1 tok/s
+# ## What can carry the reported jump
 #
 # Each hypothesis with the observations for and against it, how much of the removed cycle time it could explain
 # (computed from the regime curves, the measured probes and the account) and the one measurement on the

@@ -6,6 +6,7 @@ only, and its parameters cell is its chapter's ``Params`` written out."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,25 @@ def test_a_parameter_added_to_params_reaches_the_notebook_papermill_runs(monkeyp
     declared = papermill.inspect_notebook(str(converted))
     assert declared["settle_s"]["default"] == "1.5" and declared["settle_s"]["help"] == "seconds to settle"
     assert declared["settle_s"]["inferred_type_name"] == "float"  # papermill --help-notebook shows its type
+
+
+QUANTITY = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?(?:ms|µs|us|tok/s|GB/s|MB/s)(?![\w/])")
+
+
+def _markdown_quantities(source: str) -> list[str]:
+    import jupytext
+
+    cells = jupytext.reads(source, fmt="py:percent").cells
+    return [m.group(0) for c in cells if c.cell_type == "markdown" for m in QUANTITY.finditer(c.source)]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_notebooks_prose_types_no_quantity(notebook: Path):
+    """A number with a unit in a page's prose is formatted from the value that computes it (a chapter's finding or
+    caption cell), never typed in a notebook's markdown, where it would drift from the data."""
+    assert _markdown_quantities(notebook.read_text(encoding="utf-8")) == [], notebook.name
+
+
+def test_the_quantity_scan_finds_a_typed_one():
+    typed = "# %% [markdown]\n# A verify pass of about 30 ms, 92.6 tok/s and 2.7 GB/s; SGLang 0.5.9 and 8 GPUs.\n"
+    assert _markdown_quantities(typed) == ["30 ms", "92.6 tok/s", "2.7 GB/s"]

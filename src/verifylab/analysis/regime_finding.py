@@ -35,7 +35,7 @@ def regime_finding_words(ev: ModelSources, loads: Sequence[int]) -> str:
         "pass, "
         f"the fastest option is {best_one} at one stream and {best_load} at {max(loads)}, and speculation "
         f"{crossover_text(healthy)}; through host memory EAGLE-3 gives {host.eagle_tps.text(0, 'tok/s')} and "
-        f"fusion cannot run. The reported 54.1 -> 96.1 tok/s beat plain decoding by only "
+        f"fusion cannot run. The reported {a.jump_text()} beat plain decoding by only "
         f"{a.text('bottom_line_pct')}, and kernel fusion carries {a.text('kernel_fusion_ms')} of the "
         f"{a.text('removed_ms')} it removed per cycle. All modelled within physical floors; ranges span the "
         f"{a.draft_tokens[0]}-{a.draft_tokens[1]} draft tokens, the two measured rates before the jump and the "

@@ -54,6 +54,10 @@ class CycleAccount:
     drafter_tps: float = 60.0  # the rate reported with the 30 ms verify pass and accept ~2.0 (seed 000)
     notes: dict[str, str] = field(default_factory=dict, hash=False)  # said of the numbers, not one of them
 
+    def jump_text(self) -> str:
+        """The reported jump as prose shows it, from its two figures: ``54.1 -> 96.1 tok/s``."""
+        return f"{self.before_tps:g} -> {self.after_tps:g} tok/s"
+
     def over_readings(self, value) -> Span:
         return Span.of(*(value(r) for r in self.readings))
 

@@ -34,7 +34,7 @@ STEP_COMPUTE_FLOOR = "reported compute against its floor"
 STEP_PER_ALLREDUCE = "per all-reduce, compute at least its floor"
 
 
-STEP_CYCLE_REMOVED = "cycle time removed by 54.1 -> 96.1 tok/s"
+STEP_CYCLE_REMOVED = "cycle time removed by the reported jump"
 
 
 STEP_KERNEL_FUSION = "kernel fusion"
@@ -166,7 +166,7 @@ def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd
             a.cycle_before_ms.low,
             a.cycle_before_ms.high,
             "ms",
-            "two sessions measured 54.1 and 54.8 tok/s: a stated range; every line below spans it",
+            f"two sessions measured {a.text('before_tps')}: a stated range; every line below spans it",
         ),
         *_floor_steps(a, model),
         _step(
