@@ -113,10 +113,13 @@ chapter.reported_comparisons(ev)
 
 # %% [markdown]
 # ## The stored benchmarks
-#
-# Concurrency: the case study reports speculation turning into a liability from about 30 concurrent
-# requests (reported, seed 002). The harness finds that crossover from a sweep with its uncertainty: the
-# last concurrency where speculation is resolved faster and the first where it is resolved slower.
+
+# %%
+chapter.reported_liability(ev)
+
+# %% [markdown]
+# The harness finds that crossover from a sweep with its uncertainty: the last concurrency where speculation is
+# resolved faster and the first where it is resolved slower.
 
 # %% mystnb={"figure": {"caption": "Every stored benchmark of a real SGLang server: variant states, single stream, sweeps, crossovers (measured)", "name": "tbl-benchmark-runs"}}
 chapter.benchmark_section(ev)
@@ -147,10 +150,12 @@ chapter.live_smoke_benchmarks(ev)
 
 # %% [markdown]
 # ## Method
-#
-# The case study compared variants with a one-off script (2 warm-ups, 5 runs x 2048 tokens, one stream,
-# port 30000) and noted that from about 30 concurrent requests speculation becomes a liability. This chapter
-# runs the same comparison with a harness that makes it trustworthy: each variant's flags are checked
+
+# %%
+chapter.case_method(ev)
+
+# %% [markdown]
+# This chapter runs the same comparison with a harness that makes it trustworthy: each variant's flags are checked
 # against the installed SGLang's `--help` and chosen for its version (`--enforce-disable-flashinfer-allreduce-
 # fusion` on the baseline where it exists, because some versions auto-enable fusion for Kimi/DeepSeek); the
 # state *in effect* is recorded from `/server_info` and the log (a fusion variant at TP 1, or one whose

@@ -167,7 +167,9 @@ def test_a_parameter_added_to_params_reaches_the_notebook_papermill_runs(monkeyp
     assert declared["settle_s"]["inferred_type_name"] == "float"  # papermill --help-notebook shows its type
 
 
-QUANTITY = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?(?:ms|µs|us|tok/s|GB/s|MB/s)(?![\w/])")
+QUANTITY = re.compile(
+    r"(?<![\w.])\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?(?:ms|µs|us|tok/s|GB/s|MB/s|concurrent requests|warm-ups)(?![\w/])"
+)
 
 
 def _markdown_quantities(source: str) -> list[str]:
@@ -185,5 +187,5 @@ def test_a_notebooks_prose_types_no_quantity(notebook: Path):
 
 
 def test_the_quantity_scan_finds_a_typed_one():
-    typed = "# %% [markdown]\n# A verify pass of about 30 ms, 92.6 tok/s and 2.7 GB/s; SGLang 0.5.9 and 8 GPUs.\n"
-    assert _markdown_quantities(typed) == ["30 ms", "92.6 tok/s", "2.7 GB/s"]
+    typed = "# %% [markdown]\n# About 30 ms, 92.6 tok/s, 2.7 GB/s and 30 concurrent requests; SGLang 0.5.9, 8 GPUs.\n"
+    assert _markdown_quantities(typed) == ["30 ms", "92.6 tok/s", "2.7 GB/s", "30 concurrent requests"]
