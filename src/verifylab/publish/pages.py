@@ -79,8 +79,21 @@ def split_pages(notebook: dict[str, Any], chapter: str) -> Iterator[tuple[str, d
             page["metadata"] = copy.deepcopy(notebook.get("metadata", {}))
             page["metadata"][LATER_PAGES_KEY] = [page_stem(chapter, cells[i]["metadata"][PAGE_KEY]) for i in starts]
             slug = None
-        page["cells"] = cells[start:end]
+        page["cells"] = cells[start:end] + (
+            [_goes_on(chapter, page["metadata"][LATER_PAGES_KEY])] if starts and not n else []
+        )
         yield page_stem(chapter, slug), page
+
+
+def _goes_on(chapter: str, later: list[str]) -> dict[str, Any]:
+    """The first page's last cell: the chapter's later pages, each a link with its number and title."""
+    links = "\n".join(f"- {{doc}}`{stem}`" for stem in later)
+    return {
+        "cell_type": "markdown",
+        "id": f"{chapter}-pages",
+        "metadata": {},
+        "source": f"The chapter goes on:\n\n{links}",
+    }
 
 
 def write_pages(notebook: dict[str, Any], target: Path) -> list[Path]:
