@@ -96,8 +96,9 @@ chapter.context_finding(ev)
 # %% [markdown]
 # ## What the engine really reads, measured on one H200
 #
-# Two inputs the answers above price and no run had measured: how much a stream's context adds to a verify pass,
-# and how many experts a verify pass reads. Real SGLang 0.5.17 servers on one H200 (random weights, TP 1;
+# Two inputs the decision's answers price ({numref}`tbl-decision-regimes`) and no run had measured: how much a
+# stream's context adds to a verify pass, and how many experts a verify pass reads. Real SGLang 0.5.17 servers on one
+# H200 (random weights, TP 1;
 # `benchmarks/engine_reads`), each run beside the model's prediction committed before it ran. Labelled "1 x H200,
 # SM90": the kernels are those SGLang runs on Hopper with the Triton and FlashInfer backends, the ones it runs on
 # SM120 for these shapes.

@@ -150,7 +150,7 @@ def context_words(ev: ModelSources) -> str:
         f". The accept length ({matrix.accept.text(2)}) is derived from the page's server-reported accept rates and "
         "stated before the fit; its prompts share one prefix, so its KV pools never queued a cell and no capacity is "
         "priced on it. The pricer takes these terms for every box the book prices; SGLang's own Triton verify, "
-        "measured on one H200 above, costs far more per 1,000 tokens than this engine's: measure on the box before "
+        "measured on one H200 below, costs far more per 1,000 tokens than this engine's: measure on the box before "
         "trusting a long-context answer for SGLang."
     )
     return words

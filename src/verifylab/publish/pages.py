@@ -33,6 +33,11 @@ def page_stem(chapter: str, slug: str | None) -> str:
     return chapter if slug is None else f"{chapter}-{slug}"
 
 
+def page_label(stem: str) -> str:
+    """The target a later page's title carries: ``page-04_fusion_vs_elimination-context``."""
+    return f"page-{stem}"
+
+
 def chapter_of_page(stem: str) -> str:
     """The chapter a page belongs to: ``04_fusion_vs_elimination-context`` -> ``04_fusion_vs_elimination``."""
     match = PAGE_STEM.fullmatch(stem)
@@ -75,6 +80,10 @@ def split_pages(notebook: dict[str, Any], chapter: str) -> Iterator[tuple[str, d
         if n:
             page["metadata"] = {k: v for k, v in notebook.get("metadata", {}).items() if k != METADATA_KEY}
             slug = cells[start]["metadata"][PAGE_KEY]
+            title = copy.deepcopy(cells[start])  # labelled, so the first page can link it with its number
+            text = "".join(title["source"]) if isinstance(title["source"], list) else title["source"]
+            title["source"] = f"({page_label(page_stem(chapter, slug))})=\n{text}"
+            cells = [*cells[:start], title, *cells[start + 1 :]]
         else:
             page["metadata"] = copy.deepcopy(notebook.get("metadata", {}))
             page["metadata"][LATER_PAGES_KEY] = [page_stem(chapter, cells[i]["metadata"][PAGE_KEY]) for i in starts]
@@ -87,7 +96,7 @@ def split_pages(notebook: dict[str, Any], chapter: str) -> Iterator[tuple[str, d
 
 def _goes_on(chapter: str, later: list[str]) -> dict[str, Any]:
     """The first page's last cell: the chapter's later pages, each a link with its number and title."""
-    links = "\n".join(f"- {{doc}}`{stem}`" for stem in later)
+    links = "\n".join(f"- {{numref}}`{{number}}. {{name}} <{page_label(stem)}>`" for stem in later)
     return {
         "cell_type": "markdown",
         "id": f"{chapter}-pages",
