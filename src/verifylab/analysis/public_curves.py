@@ -84,8 +84,8 @@ def cells_view(table: pd.DataFrame) -> pd.DataFrame:
             "role": table["role"],
             "model": table["model"],
             "streams": table["streams"],
-            "plain_tok_s": table["plain_tok_s"],
-            "speculative_tok_s": table["spec_tok_s"],
+            "plain (tok/s)": table["plain_tok_s"],  # as the source gives them: 251 stays 251, never 251.0
+            "speculative (tok/s)": table["spec_tok_s"],
             "reported_gain": table["gain"].round(2),
             "predicted_gain": [
                 f"{lo:.2f}-{hi:.2f}" for lo, hi in zip(table["predicted_low"], table["predicted_high"], strict=True)
