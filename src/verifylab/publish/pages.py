@@ -69,29 +69,30 @@ def source_pages(source: Path) -> list[str]:
 
 
 def split_pages(notebook: dict[str, Any], chapter: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(page stem, notebook) for each page of an executed chapter: the cells from one page's start to the next;
-    every page keeps the notebook's metadata (kernel, language), only the first its record (:data:`METADATA_KEY`)."""
+    """(page stem, notebook) for each page of an executed chapter: the cells from one page's start to the next.
+    Every page keeps the notebook's metadata (kernel, language), only the first its record (:data:`METADATA_KEY`)
+    and the list of the later pages, whose numbered links end it; each later page's title is a target for them."""
     cells = notebook.get("cells", [])
     page_slugs(cells, chapter)  # refuses a bad or repeated name before anything is written
     starts = [i for i, c in enumerate(cells) if _slug(c, chapter) is not None]
-    bounds = [0, *starts, len(cells)]
-    for n, (start, end) in enumerate(itertools.pairwise(bounds)):
+    later = [page_stem(chapter, cells[i]["metadata"][PAGE_KEY]) for i in starts]
+    for n, (start, end) in enumerate(itertools.pairwise([0, *starts, len(cells)])):
         page = {k: v for k, v in notebook.items() if k != "cells"}
         if n:
+            stem = later[n - 1]
             page["metadata"] = {k: v for k, v in notebook.get("metadata", {}).items() if k != METADATA_KEY}
-            slug = cells[start]["metadata"][PAGE_KEY]
-            title = copy.deepcopy(cells[start])  # labelled, so the first page can link it with its number
-            text = "".join(title["source"]) if isinstance(title["source"], list) else title["source"]
-            title["source"] = f"({page_label(page_stem(chapter, slug))})=\n{text}"
-            cells = [*cells[:start], title, *cells[start + 1 :]]
+            page["cells"] = [_labelled(cells[start], page_label(stem)), *cells[start + 1 : end]]
         else:
-            page["metadata"] = copy.deepcopy(notebook.get("metadata", {}))
-            page["metadata"][LATER_PAGES_KEY] = [page_stem(chapter, cells[i]["metadata"][PAGE_KEY]) for i in starts]
-            slug = None
-        page["cells"] = cells[start:end] + (
-            [_goes_on(chapter, page["metadata"][LATER_PAGES_KEY])] if starts and not n else []
-        )
-        yield page_stem(chapter, slug), page
+            stem = chapter
+            page["metadata"] = copy.deepcopy(notebook.get("metadata", {})) | {LATER_PAGES_KEY: later}
+            page["cells"] = cells[start:end] + ([_goes_on(chapter, later)] if later else [])
+        yield stem, page
+
+
+def _labelled(cell: dict[str, Any], label: str) -> dict[str, Any]:
+    """A copy of a page's first cell (its title) with a MyST target before it."""
+    text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    return copy.deepcopy(cell) | {"source": f"({label})=\n{text}"}
 
 
 def _goes_on(chapter: str, later: list[str]) -> dict[str, Any]:
