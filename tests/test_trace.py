@@ -531,3 +531,18 @@ def test_the_collector_is_paused_while_a_rank_is_read_and_restored_whatever_happ
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+def test_an_event_whose_name_or_category_is_no_text_is_dropped_not_a_crash(tmp_path):
+    """A name or category that is a list, a mapping or a number (no dict key, no category the analysis knows) is
+    nothing the summary keeps: the trace's step and its one kernel are still counted."""
+    events = [
+        event("ProfilerStep#1", "user_annotation", 0.0, 100.0),
+        {**event("x", "cpu_op", 1.0, 2.0), "name": ["a", "b"]},
+        {**event("x", "cuda_runtime", 1.0, 2.0), "name": {"cudaGraphLaunch": 1}},
+        {**event("x", "kernel", 1.0, 2.0), "cat": ["kernel"]},
+        {**event("y", "kernel", 1.0, 2.0), "cat": 7},
+        event("k", "kernel", 3.0, 1.0, tid=7, pid=0, correlation=1),
+    ]
+    steps = summarize_traces([write_trace(tmp_path / "t.json", events)]).steps
+    assert steps["kernel_count"].tolist() == [1] and steps["phase"].tolist() == ["ProfilerStep"]

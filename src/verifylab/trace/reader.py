@@ -71,7 +71,7 @@ class RawEvent(msgspec.Struct, gc=False):
     tracked by the garbage collector (three times faster to decode)."""
 
     ph: Any = None
-    cat: Any = None
+    cat: str | None = None  # a list or a number here sends the chunk to the checked path, which drops it
     name: Any = None
     ts: Any = None
     dur: Any = None
@@ -93,9 +93,10 @@ def _record(obj: Any) -> RawEvent:
         if isinstance(args, dict)
         else None
     )
+    cat = obj.get("cat")
     return RawEvent(
         obj.get("ph"),
-        obj.get("cat"),
+        cat if isinstance(cat, str) else None,  # a category that is no text is none the analysis knows
         obj.get("name"),
         obj.get("ts"),
         obj.get("dur"),

@@ -81,24 +81,22 @@ def _event(obj: RawEvent, path: Path) -> Event:
         raise TraceError(f"{path}: {exc}") from None
 
 
-def _append_kernel(kernels: KernelColumnsBuilder, obj: RawEvent, path: Path) -> None:
+def _append_kernel(kernels: KernelColumnsBuilder, obj: RawEvent, cat: str, path: Path) -> None:
     ts, dur = obj.ts, obj.dur
     if not (type(ts) is float and type(dur) is float and dur >= 0 and ts - ts == 0 and dur - dur == 0):
         try:  # ints, strings, NaN or a negative duration: the checked path (one line naming the event)
             ts, dur = event_time(obj, "ts"), event_time(obj, "dur")
         except TraceError as exc:
             raise TraceError(f"{path}: {exc}") from None
-    kernels.append(str(obj.name if obj.name is not None else ""), obj.cat, ts, dur, correlation_of(obj))
+    kernels.append(str(obj.name if obj.name is not None else ""), cat, ts, dur, correlation_of(obj))
 
 
 _DROP, _MARKER, _COLLECTIVE, _BY_ARGS = range(4)  # what a CPU op is, by its name alone where that decides it
 
 
-def _cpu_op_kind(name: object, marker: re.Pattern) -> int:
+def _cpu_op_kind(name: str, marker: re.Pattern) -> int:
     """What a CPU op of this name is: a step marker, a collective, one its args decide (record_param_comms), or
     nothing the analysis keeps."""
-    if not isinstance(name, str):
-        return _DROP
     if marker.match(name):
         return _MARKER
     if name == "record_param_comms":
@@ -115,8 +113,8 @@ def load_rank_events(
     out = RankEvents(path, rank)
     kernels = KernelColumnsBuilder()
     codes, add_code, add_ts, add_dur, add_corr = kernels.appenders()
-    kind: dict[object, int] = {}  # a CPU op's name -> what it is (names repeat: decided once per name)
-    graph: dict[object, bool] = {}  # a runtime call's name -> whether it launches a CUDA graph
+    kind: dict[str, int] = {}  # a CPU op's name -> what it is (names repeat: decided once per name)
+    graph: dict[str, bool] = {}  # a runtime call's name -> whether it launches a CUDA graph
     by_cat: dict[object, dict[object, int]] = {}  # a kernel's category -> its name -> code (no tuple per kernel)
     markers, collectives, launches = out.markers, out.cpu_collectives, out.graph_launches
     count = 0
@@ -151,22 +149,24 @@ def load_rank_events(
                     add_dur(dur)
                     add_corr(corr)
                 else:
-                    _append_kernel(kernels, obj, path)
+                    _append_kernel(kernels, obj, cat, path)
             elif cat == "cuda_runtime":
-                launch = graph.get(obj.name)
+                name = obj.name  # a list or a mapping for a name (no dict key) launches no graph
+                launch = graph.get(name) if type(name) is str else False
                 if launch is None:
-                    launch = graph[obj.name] = isinstance(obj.name, str) and bool(GRAPH_LAUNCH.match(obj.name))
+                    launch = graph[name] = bool(GRAPH_LAUNCH.match(name))
                 if launch:
                     launches.append(_event(obj, path))
             elif cat in ("cpu_op", "user_annotation", "python_function"):
-                what = kind.get(obj.name)
+                name = obj.name  # a list or a mapping for a name (no dict key) is nothing the analysis keeps
+                what = kind.get(name) if type(name) is str else _DROP
                 if what is None:
-                    what = kind[obj.name] = _cpu_op_kind(obj.name, marker)
+                    what = kind[name] = _cpu_op_kind(name, marker)
                 if what == _MARKER:
                     markers.append(_event(obj, path))
                 elif what == _COLLECTIVE:
                     collectives.append(_event(obj, path))
-                elif what == _BY_ARGS and classify_cpu_collective(obj.name, (ev := _event(obj, path)).args):
+                elif what == _BY_ARGS and classify_cpu_collective(name, (ev := _event(obj, path)).args):
                     collectives.append(ev)
             elif cat == "gpu_user_annotation" and isinstance(obj.name, str) and marker.match(obj.name):
                 out.gpu_markers.append(_event(obj, path))
