@@ -27,6 +27,11 @@ def reported_value(figures: pd.DataFrame, figure_id: str) -> float:
     return float(match.iloc[0])
 
 
+def reported_text(figures: pd.DataFrame, figure_id: str) -> str:
+    """One reported figure as prose shows it: as its table gives it (``54.1``, ``30``; never ``30.0``)."""
+    return f"{reported_value(figures, figure_id):g}"
+
+
 @dataclass(frozen=True)
 class MeasuredRun:
     """One run: what identifies it and its tables by name (each loaded by ``load(name)`` on first use)."""

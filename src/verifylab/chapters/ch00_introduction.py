@@ -8,7 +8,7 @@ from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import Introduction as Params
 from verifylab.report.charts import Figure, reported_throughput_chart
 from verifylab.report.section import Prose
-from verifylab.sources import reported_value
+from verifylab.sources import reported_text
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_throughput
 
@@ -19,7 +19,7 @@ def case_claims(ev: Evidence) -> Prose:
     """The case study's claims this book checks, each number formatted from its reported figure."""
 
     def v(figure_id: str) -> str:
-        return f"{reported_value(ev.figures, figure_id):g}"
+        return reported_text(ev.figures, figure_id)
 
     return Prose(
         f"The case study reports that EAGLE-3 first *lost* to plain decoding ({v('eagle3_54_1')} vs "

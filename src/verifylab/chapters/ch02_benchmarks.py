@@ -21,7 +21,7 @@ from verifylab.report.intervals import single_stream_intervals
 from verifylab.report.section import Prose, Section
 from verifylab.report.tables import Table, as_table
 from verifylab.server.variants import BaseConfig
-from verifylab.sources import reported_value
+from verifylab.sources import reported_text
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params", "benchmark_section", "live_smoke_benchmarks"]  # shown as the analysis builds them
@@ -29,25 +29,23 @@ __all__ = ["Params", "benchmark_section", "live_smoke_benchmarks"]  # shown as t
 DEFAULT_RUN_ID = "live-benchmarks"
 
 
-def _reported(ev: Evidence, figure_id: str) -> str:
-    return f"{reported_value(ev.figures, figure_id):g}"
-
-
 def reported_liability(ev: Evidence) -> Prose:
     """Where the case study says speculation turns into a liability, formatted from its reported figure."""
     return Prose(
         "Concurrency: the case study reports speculation turning into a liability from about "
-        f"{_reported(ev, 'spec_liability_concurrency')} concurrent requests (reported, seed 002)."
+        f"{reported_text(ev.figures, 'spec_liability_concurrency')} concurrent requests (reported, seed 002)."
     )
 
 
 def case_method(ev: Evidence) -> Prose:
     """How the case study compared its variants, each number formatted from its reported figure."""
+    warmups, runs, tokens, liability = (
+        reported_text(ev.figures, f)
+        for f in ("bench_warmups", "bench_runs", "bench_tokens", "spec_liability_concurrency")
+    )
     return Prose(
-        f"The case study compared variants with a one-off script ({_reported(ev, 'bench_warmups')} warm-ups, "
-        f"{_reported(ev, 'bench_runs')} runs x {_reported(ev, 'bench_tokens')} tokens, one stream) and noted that "
-        f"from about {_reported(ev, 'spec_liability_concurrency')} concurrent requests speculation becomes a "
-        "liability."
+        f"The case study compared variants with a one-off script ({warmups} warm-ups, {runs} runs x {tokens} tokens, "
+        f"one stream) and noted that from about {liability} concurrent requests speculation becomes a liability."
     )
 
 
