@@ -5,27 +5,32 @@ changed executes none, and a changed run re-executes only the chapters that read
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifylab.iorw import sha256_bytes, sha256_of
 from verifylab.publish.chapter_reads import Reads, reads_digest
 
 METADATA_KEY = "verifylab"  # the executed notebook's metadata entry: {"inputs": digest}
 
 
+def _json_sha(value: object) -> str:
+    """The sha256 of a value as sorted JSON (what is not JSON, as its text)."""
+    return sha256_bytes(json.dumps(value, sort_keys=True, default=str).encode())
+
+
 def inputs_digest(source: Path, parameters: dict[str, Any], code: str, data: str, toolchain: dict[str, str]) -> str:
     """The digest of one chapter's inputs: its notebook's text, its parameters, the code, data and toolchain."""
     record = {
-        "notebook": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "notebook": sha256_of(source),
         "parameters": parameters,
         "code": code,
         "data": data,
         "toolchain": toolchain,
     }
-    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+    return _json_sha(record)
 
 
 def _recorded(executed: Path) -> dict:
@@ -74,16 +79,12 @@ class ChapterInputs:
 
     def parts(self, reads: Reads) -> dict[str, str]:
         """The digest's parts by name, as a rebuild names the ones that changed."""
-
-        def sha(value: object) -> str:
-            return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
-
         return {
-            "its notebook": hashlib.sha256(self.source.read_bytes()).hexdigest(),
-            "its parameters": sha(self.parameters),
+            "its notebook": sha256_of(self.source),
+            "its parameters": _json_sha(self.parameters),
             "verifylab's code": self.code,
             "the data it read": reads_digest(self.data_dir, reads, self.data_names),
-            "the toolchain": sha(self.toolchain),
+            "the toolchain": _json_sha(self.toolchain),
         }
 
     def changed(self, executed: Path) -> list[str]:

@@ -5,12 +5,11 @@ code, the data, the toolchain, the commit the edition is named after, and what p
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 from pathlib import Path
 
-from verifylab.iorw import atomic_write_json
+from verifylab.iorw import atomic_write_json, sha256_of
 from verifylab.publish.edition import git_head
 from verifylab.publish.paths import GENERATED
 from verifylab.publish.pdf import chromium
@@ -19,10 +18,6 @@ from verifylab.store.digests import code_digest, data_digest
 
 RECORD = Path("_build") / ".render-inputs.json"  # beside the HTML it describes: removed with it by make clean
 BOOK_SOURCES = ("_config.yml", "book/*.md", "book/_static/*", "book/editions.json")
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def render_inputs(root: Path, data_dir: Path, chapter_names: list[str]) -> dict[str, str]:
@@ -36,11 +31,11 @@ def render_inputs(root: Path, data_dir: Path, chapter_names: list[str]) -> dict[
     }
     for name in chapter_names:
         executed = root / GENERATED / f"{name}.ipynb"
-        inputs[f"chapter {name}"] = _sha(executed) if executed.is_file() else "missing"
+        inputs[f"chapter {name}"] = sha256_of(executed) if executed.is_file() else "missing"
     for pattern in BOOK_SOURCES:
         for path in sorted(root.glob(pattern)):
             if path.is_file():
-                inputs[path.relative_to(root).as_posix()] = _sha(path)
+                inputs[path.relative_to(root).as_posix()] = sha256_of(path)
     return inputs
 
 
