@@ -14,12 +14,11 @@ import json
 import os
 import shutil
 import sys
-import sysconfig
 from pathlib import Path
 
 from verifylab.iorw import atomic_write_text
 from verifylab.store.derived_disk import CACHE_ENV, cache_folder
-from verifylab.store.digests import code_digest, data_digest
+from verifylab.store.digests import code_digest, data_digest, installed_stamp
 
 FORMAT = 1
 PURE = {("model", "whatif"), ("model", "speculation"), ("model", "reconcile"), ("model", "pass")}
@@ -92,7 +91,6 @@ def answer_file(argv: list[str]) -> Path | None:
             if digest is None:
                 return None
             named[arg] = digest
-    purelib = Path(sysconfig.get_paths()["purelib"])
     record = [
         str(FORMAT),
         repr(argv),
@@ -101,7 +99,7 @@ def answer_file(argv: list[str]) -> Path | None:
         data_digest(data),
         code_digest(),
         sys.version,
-        str(purelib.stat().st_mtime_ns if purelib.is_dir() else ""),  # a package installed or removed
+        installed_stamp(),
         repr(sorted((k, v) for k, v in os.environ.items() if _keyed(k))),
         str(sys.stdout.isatty()),
         str(shutil.get_terminal_size() if sys.stdout.isatty() else ""),

@@ -16,7 +16,6 @@ import hashlib
 import os
 import pickle
 import sys
-import sysconfig
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 from verifylab.derived import DerivedCache
 from verifylab.errors import VerifylabError
 from verifylab.iorw import atomic_write_bytes
-from verifylab.store.digests import code_digest, data_digest
+from verifylab.store.digests import code_digest, data_digest, installed_stamp
 
 CACHE_ENV = "VERIFYLAB_CACHE"
 FORMAT = 1  # bumped when the file's layout changes
@@ -45,9 +44,7 @@ def cache_file(folder: Path, data_dir: Path) -> Path:
     """The file of ``data_dir``'s derived values under this code and these versions."""
     import pandas as pd
 
-    purelib = Path(sysconfig.get_paths()["purelib"])
-    installed = str(purelib.stat().st_mtime_ns) if purelib.is_dir() else ""  # a package installed or removed
-    key = "\0".join((str(FORMAT), data_digest(data_dir), code_digest(), sys.version, pd.__version__, installed))
+    key = "\0".join((str(FORMAT), data_digest(data_dir), code_digest(), sys.version, pd.__version__, installed_stamp()))
     return folder / "derived" / f"{hashlib.sha256(key.encode()).hexdigest()}.pickle"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sysconfig
 from pathlib import Path
 
 import verifylab
@@ -24,6 +25,13 @@ def code_digest(package: Path | None = None) -> str:
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def installed_stamp() -> str:
+    """When this Python's installed packages last changed (their folder's mtime: a package installed or removed),
+    or "" where there is no such folder."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    return str(purelib.stat().st_mtime_ns) if purelib.is_dir() else ""
 
 
 def data_files(data_dir: Path) -> list[Path]:
