@@ -20,6 +20,7 @@ from verifylab.errors import ModelInputError
 from verifylab.model.answers.box_plan import Slo, accept_at, choose
 from verifylab.model.fits.grid import first_grid_fit
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.server.variants import BaseConfig
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
@@ -30,7 +31,7 @@ TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
 
 @pytest.fixture(scope="module")
 def fitted():
-    fit = first_grid_fit(Evidence(DATA).measured)
+    fit = first_grid_fit(stored_runs(Evidence(DATA).measured))
     assert fit is not None
     return replace(fit.box, routing=Routing.UNIFORM), fit.overheads
 

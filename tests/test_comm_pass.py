@@ -12,6 +12,7 @@ from verifylab.cli import app
 from verifylab.errors import ModelInputError
 from verifylab.model.fits.pass_check import validate_against_run
 from verifylab.model.inputs.curves import load_curves, parse_nccl_tests
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.measured_pass import predict_pass
 from verifylab.store.runs import RunStore
 
@@ -123,7 +124,7 @@ def test_cli_model_pass_prices_in_pass_and_its_savings_meet_the_measured_ones(re
         assert row.measured_low_ms * 0.75 <= saving <= row.measured_high_ms * 1.25, row
         if row.path == "nvlink" and row.variant == "fused":
             factor = out["in_pass_factors"]["fused"]
-            assert factor == pytest.approx(fused_in_pass_fit(store).at(row.tokens * 7168 * 2))
+            assert factor == pytest.approx(fused_in_pass_fit(stored_runs(store)).at(row.tokens * 7168 * 2))
             alone = json.loads(CliRunner().invoke(app, [*args, "--isolated"]).output)
             assert alone["in_pass_factors"] == {}
             fused_alone = by_name(alone["variants"])["fused"]["allreduce_ms"]

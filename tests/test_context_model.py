@@ -21,6 +21,7 @@ from verifylab.model.fits.context import context_check, crossover_check, fit_att
 from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs
 from verifylab.model.inputs.context_matrix import context_matrices
 from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.attention import AttentionTerms, streams_held
 from verifylab.model.pricing.pricer import Box, Overheads, constant_curve, price_step, price_verify, scenarios
 from verifylab.model.pricing.speculation import UNPHYSICAL, gain_flag, gains
@@ -83,14 +84,14 @@ def test_the_fit_recovers_planted_terms():
 
 
 def test_every_held_out_crossover_to_64k_lies_in_a_range_no_wider_than_3x_and_falls_with_context(ev):
-    check = crossover_check(ev)
-    fitted = fitted_matrix(ev)[0].name
+    check = crossover_check(stored_inputs(ev))
+    fitted = fitted_matrix(stored_inputs(ev))[0].name
     for matrix, part in check.groupby("matrix"):
         held = part[part["role"] == "held out"].set_index("context_label").loc[["16k", "32k", "64k"]]
         assert held["inside"].tolist() == [True, True, True], (matrix, held)
         assert (held["width"] <= 3).all()
         assert held["predicted_high"].is_monotonic_decreasing and held["reported_stops"].is_monotonic_decreasing
-    cells = context_check(ev)
+    cells = context_check(stored_inputs(ev))
     held_cells = cells[cells["role"] == "held out"]
     misses = pd.concat([held_cells["plain_miss"], held_cells["spec_miss"].dropna()]).astype(float).abs()
     assert misses.median() <= 0.15
@@ -98,8 +99,8 @@ def test_every_held_out_crossover_to_64k_lies_in_a_range_no_wider_than_3x_and_fa
 
 
 def test_model_speculation_answers_from_the_matrix_at_the_owners_context(ev):
-    check = crossover_check(ev)
-    reported = check[check["matrix"] == fitted_matrix(ev)[0].name].set_index("context")
+    check = crossover_check(stored_inputs(ev))
+    reported = check[check["matrix"] == fitted_matrix(stored_inputs(ev))[0].name].set_index("context")
     previous = math.inf
     for context, label in CONTEXTS.items():
         result = CliRunner().invoke(
@@ -119,8 +120,8 @@ def test_model_speculation_answers_from_the_matrix_at_the_owners_context(ev):
 
 
 def test_box_plan_follows_the_context_and_its_crossovers_hold_the_held_out_ones(ev):
-    check = crossover_check(ev)
-    reported = check[check["matrix"] == fitted_matrix(ev)[0].name].set_index("context")["reported_stops"]
+    check = crossover_check(stored_inputs(ev))
+    reported = check[check["matrix"] == fitted_matrix(stored_inputs(ev))[0].name].set_index("context")["reported_stops"]
 
     def plan(context: int) -> str:
         result = CliRunner().invoke(

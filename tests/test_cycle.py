@@ -9,6 +9,7 @@ import pytest
 from verifylab.model.case.cycle import cycle_account
 from verifylab.model.case.reconcile import reconcile
 from verifylab.model.case.speculation import inputs
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.span import Span
 from verifylab.store.evidence import Evidence
 
@@ -29,7 +30,7 @@ def with_figures(ev: Evidence, **values: float) -> Evidence:
 
 
 def test_the_figures_are_paired_as_reported_and_the_before_rates_are_a_range(ev):
-    a = cycle_account(ev)
+    a = cycle_account(stored_inputs(ev))
     draft = 2.0 / 60 * 1e3 - 30  # the session that reported 30 ms, ~2.0 and 60 tok/s
     assert sorted(r.accept / r.cycle_before_ms * 1e3 for r in a.readings) == pytest.approx([54.1, 54.8])
     assert all(r.draft_ms == pytest.approx(draft) for r in a.readings)
@@ -40,7 +41,7 @@ def test_the_figures_are_paired_as_reported_and_the_before_rates_are_a_range(ev)
 
 
 def test_removed_kernel_fusion_upgrade_and_remainder(ev):
-    a = cycle_account(ev)
+    a = cycle_account(stored_inputs(ev))
     removed = [2.0 * (1 / before - 1 / 96.1) * 1e3 for before in (54.8, 54.1)]
     assert (a.removed_ms.low, a.removed_ms.high) == pytest.approx(tuple(removed))
     norm = ev.runs.read_table(ev.newest_with("norm_fusion"), "norm_fusion").set_index("tokens").loc[4, "fused_us"]
@@ -54,7 +55,10 @@ def test_removed_kernel_fusion_upgrade_and_remainder(ev):
 
 def test_nothing_is_solved_to_reproduce_the_gain(ev):
     """A different 'after' figure moves the removed time and the remainder, never the measured factors."""
-    base, other = cycle_account(ev), cycle_account(with_figures(ev, eagle3_fusion_96_1=80.0))
+    base, other = (
+        cycle_account(stored_inputs(ev)),
+        cycle_account(stored_inputs(with_figures(ev, eagle3_fusion_96_1=80.0))),
+    )
     assert other.removed_ms.high < base.removed_ms.high
     assert other.kernel_fusion_ms == base.kernel_fusion_ms and other.upgrade_ms == base.upgrade_ms
     assert other.remainder_ms.high == pytest.approx(other.removed_ms.high - other.kernel_fusion_ms)
@@ -62,7 +66,7 @@ def test_nothing_is_solved_to_reproduce_the_gain(ev):
 
 def test_the_reconciliation_follows_the_figures(ev):
     changed = with_figures(ev, verify_allreduce_ms=12.2)
-    table = reconcile(changed, cycle_account(changed), inputs(changed)).set_index("step")
+    table = reconcile(changed, cycle_account(stored_inputs(changed)), inputs(changed)).set_index("step")
     assert table.loc["latency per all-reduce in verify", "value"] == pytest.approx(100.0)
     assert table.loc["all-reduces per forward", "value"] == 122
     row = table.loc["unexplained remainder"]
@@ -84,7 +88,7 @@ def test_findings_reconciliation_and_account_carry_the_same_values(ev):
     from verifylab.publish.finding import FindingKey, by_key
     from verifylab.publish.findings import key_findings
 
-    a = cycle_account(ev)
+    a = cycle_account(stored_inputs(ev))
     found = by_key(key_findings(ev))
     assert found[FindingKey.CYCLE_TIME_REMOVED_MS].text == a.text("removed_ms")
     assert found[FindingKey.UNEXPLAINED_REMAINDER_MS].text == a.text("remainder_ms")

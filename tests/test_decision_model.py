@@ -16,6 +16,7 @@ from verifylab.model.case.options import GPUS, OPTIONS, Option
 from verifylab.model.case.speculation import account, inputs
 from verifylab.model.case.whatif import case_option_boxes, whatif_table
 from verifylab.model.inputs.model_costs import Layout, busiest_gpu_experts
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.floors import pass_bytes
 from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective, Price
 from verifylab.store.evidence import Evidence
@@ -201,7 +202,7 @@ def test_a_price_kept_by_the_model_follows_an_input_set_later(ev):
     anew, as the options' inputs set the reported range once the floor is known, drops what was kept."""
     from verifylab.model.fits.in_pass import regime_curves
 
-    curves = regime_curves(ev)
+    curves = regime_curves(stored_inputs(ev))
     message = 4 * KIMI_K2_HIDDEN * 2
     assert isinstance(curves.price(Regime.DEGRADED, Collective.NCCL, 8, message), str)  # no reported range yet
     curves.reported_allreduce = (150.0, 205.0, message)

@@ -12,6 +12,7 @@ import pytest
 from verifylab.derived import derived
 from verifylab.model.case.options import model_inputs
 from verifylab.model.case.speculation import account, inputs
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.store.evidence import Evidence
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "verifylab"
@@ -39,7 +40,7 @@ def test_inputs_are_keyed_by_the_account_they_are_given(ev):
     own = inputs(ev)
     assert inputs(ev) is own  # built once per evidence
     other_account = replace(account(ev), verify_ms=account(ev).verify_ms * 2)
-    other = model_inputs(ev, other_account)
+    other = model_inputs(stored_inputs(ev), other_account)
     assert other is not own and other.account == other_account
     assert inputs(ev).account == account(ev)
 

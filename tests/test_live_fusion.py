@@ -9,6 +9,7 @@ import pytest
 from verifylab.chapters import ch03_verify_breakdown as ch03
 from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.fits.live_fusion import live_fusion_check, live_fusion_finding
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.sources import MeasuredRuns
 from verifylab.store.evidence import Evidence
 
@@ -45,7 +46,7 @@ def test_the_pass_model_meets_every_stored_two_gpu_fused_saving_within_25_percen
     synthetic = saving_check(runs)
     fused = synthetic[synthetic["variant"] == "fused"]
     assert len(fused) >= 3 and (fused["error_pct"].abs() <= 25).all(), fused
-    fit = fused_in_pass_fit(runs)
+    fit = fused_in_pass_fit(stored_runs(runs))
     assert {p.kind for p in fit.points} == {"synthetic pass", "live SGLang pass"}
     assert fit.at(8192) < fit.at(57344)  # the live kernels ran below their isolated latency, the synthetic above
 
@@ -54,7 +55,7 @@ def test_the_chapter_states_measured_beside_predicted(shipped):
     ev = shipped
     check = live_fusion_check(ev.measured)
     assert len(check) >= 3 and (check["measured_saving_us"] > 0).all()
-    text = live_fusion_finding(check, fused_in_pass_fit(ev.measured))
+    text = live_fusion_finding(check, fused_in_pass_fit(stored_runs(ev.measured)))
     assert f"{check['measured_saving_us'].min():.1f}" in text and "custom all-reduce" in text
     assert str(ch03.live_fusion_finding_text(ev)) == text
     assert "measured saving (µs per pass)" in ch03.live_fusion_table(ev).frame.columns

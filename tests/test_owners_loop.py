@@ -23,6 +23,7 @@ from verifylab.errors import ParameterError
 from verifylab.model.answers.box_plan import Slo, choose
 from verifylab.model.fits.grid import first_grid_fit
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.span import Span
 from verifylab.store.evidence import Evidence
 
@@ -82,7 +83,7 @@ def test_an_slo_nothing_meets_prints_no_launch_command():
 
 @pytest.fixture(scope="module")
 def fitted():
-    fit = first_grid_fit(Evidence(DATA).measured)
+    fit = first_grid_fit(stored_runs(Evidence(DATA).measured))
     assert fit is not None
     return replace(fit.box, routing=Routing.UNIFORM), fit.overheads
 

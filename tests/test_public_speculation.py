@@ -13,6 +13,7 @@ from verifylab.chapters import ch04_fusion_vs_elimination as ch04
 from verifylab.errors import ReferenceDataError
 from verifylab.model.case.speculation import case_overlap
 from verifylab.model.fits.overlap import check_summary, fitted_overlap, public_check
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.sources import SourcesInMemory
 from verifylab.store.evidence import Evidence
 from verifylab.store.public_speculation import PUBLIC_SPECULATION_FILE, load_public_speculation
@@ -25,22 +26,24 @@ def _with(ev: Evidence, table: pd.DataFrame) -> SourcesInMemory:
 def test_the_family_check_never_moves_the_fit_and_the_fit_follows_its_curves(shipped):
     ev = shipped
     stored = ev.public_speculation
-    fit = fitted_overlap(ev)
+    fit = fitted_overlap(stored_inputs(ev))
     assert fit is not None and 0.0 <= fit.span.low <= fit.best <= fit.span.high <= 1.0
     family = stored["role"] == "family check"
     assert family.any() and set(stored.loc[family, "config"]) == {"kimi-k2.5"}
     doubled = stored.assign(spec_tok_s=stored["spec_tok_s"].where(~family, stored["spec_tok_s"] * 2))
-    assert fitted_overlap(_with(ev, doubled)) == fit  # the check's numbers are never read by the fit
+    assert fitted_overlap(stored_inputs(_with(ev, doubled))) == fit  # the check's numbers are never read by the fit
     fit_rows = stored["role"] == "fit"
     faster = stored.assign(spec_tok_s=stored["spec_tok_s"].where(~fit_rows, stored["spec_tok_s"] * 1.4))
-    assert fitted_overlap(_with(ev, faster)).best > fit.best  # gains the model underprices ask for shared experts
-    assert case_overlap(ev) == fit.span
+    assert (
+        fitted_overlap(stored_inputs(_with(ev, faster))).best > fit.best
+    )  # gains the model underprices ask for shared experts
+    assert case_overlap(stored_inputs(ev)) == fit.span
 
 
 def test_the_case_study_family_is_predicted_out_of_sample_within_its_range(shipped):
     """The family's public curve (Kimi-K2.6, 8 x RTX PRO 6000), never fitted on: median error at most 10 % and its
     reported crossover inside the predicted range's ends."""
-    summary = check_summary(public_check(shipped)).set_index("role")
+    summary = check_summary(public_check(stored_inputs(shipped))).set_index("role")
     family = summary.loc["family check"]
     assert family["median_error"] <= 0.10
     assert family["predicted_low_stops"] <= family["reported_stops"]
@@ -62,9 +65,9 @@ def test_chapter_4_shows_each_curve_with_its_role_source_and_the_overlap_it_gave
     assert len(cells) == ev.public_speculation["spec_tok_s"].notna().sum()
     by_overlap = ch04.speculation_by_routing_overlap(ev).frame
     fitted = by_overlap[by_overlap["overlap_source"].str.contains("fitted on the public curves")]
-    assert set(fitted["routing_overlap"]) == {fitted_overlap(ev).span.text(2)}
+    assert set(fitted["routing_overlap"]) == {fitted_overlap(stored_inputs(ev)).span.text(2)}
     words = str(ch04.public_speculation_finding(ev))
-    assert "never in a fit" in words and fitted_overlap(ev).span.text(2) in words
+    assert "never in a fit" in words and fitted_overlap(stored_inputs(ev)).span.text(2) in words
 
 
 def _write(tmp_path: Path, frame: pd.DataFrame) -> Path:
@@ -94,7 +97,7 @@ def test_a_malformed_public_curve_is_refused_by_name(repo_root, tmp_path, change
 def test_the_decision_cites_the_family_check_with_the_chapters_numbers(shipped):
     from verifylab.publish.decision import family_check_words
 
-    summary = check_summary(public_check(shipped)).set_index("role").loc["family check"]
+    summary = check_summary(public_check(stored_inputs(shipped))).set_index("role").loc["family check"]
     words = family_check_words(shipped)
     assert f"within a median {summary['median_error']:.0%}" in words and "{numref}`tbl-public-speculation`" in words
     assert family_check_words(_with(shipped, shipped.public_speculation.iloc[0:0])) == ""

@@ -6,6 +6,7 @@ from dataclasses import replace
 from verifylab.analysis.facts import DeploymentFacts as Facts
 from verifylab.analysis.recommend import recommend, recommendations_frame
 from verifylab.launch import LaunchTarget
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.server.variants import BaseConfig
 
 BASE = BaseConfig(model_path="/models/kimi", tp_size=8, draft_model_path="/models/eagle3")
@@ -74,7 +75,7 @@ def test_no_evidence_says_so_and_names_the_measurement():
 def test_reported_only_evidence_is_low_confidence(shipped):
     from verifylab.model.case.cycle import cycle_account
 
-    account = cycle_account(shipped)
+    account = cycle_account(stored_inputs(shipped))
     recs = by_topic(
         Facts(
             reported_liability_concurrency=30,

@@ -7,12 +7,13 @@ from __future__ import annotations
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
 from verifylab.model.answers.routing_overlap import OVERLAP_POINTS, speculation_by_overlap
 from verifylab.model.fits.overlap import fitted_overlap
+from verifylab.model.inputs.stored import stored_inputs
 
 
 def test_the_answer_by_overlap_names_its_sources_and_follows_the_bytes(shipped):
     ev = shipped
     table = speculation_by_overlap(ev)
-    fit = fitted_overlap(ev)
+    fit = fitted_overlap(stored_inputs(ev))
     assert fit is not None
     points = {f"{o:.2f}" for o in OVERLAP_POINTS}
     for _, rows in table.groupby("regime"):

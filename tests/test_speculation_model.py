@@ -19,6 +19,7 @@ from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import grid_routing
 from verifylab.model.inputs.known_models import QWEN3_30B_A3B
 from verifylab.model.inputs.model_costs import Layout, Routing, independent_draws
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.floors import pass_bytes
 from verifylab.model.pricing.pricer import Box, Overheads, price_cycle, price_step, scenarios
 from verifylab.model.pricing.speculation import crossings, gains
@@ -138,7 +139,7 @@ def test_a_fit_gives_back_known_overheads_and_predicts_the_accept_length_it_neve
     draft = costs_from_config({**QWEN3_MOE, "num_hidden_layers": 1, "num_experts": 0})
     box = Box(target, gpu_named("h200"), draft=draft, context=114.0, routing=Routing.COLLAPSED)
     runs = _synthetic_grid(2.5, 0.03, 2.4, 0.19, box)
-    fit = fit_grid(runs, "synthetic", Routing.COLLAPSED)
+    fit = fit_grid(stored_runs(runs), "synthetic", Routing.COLLAPSED)
     assert fit.fitted_on == {"host": "plain", "eagle3": "eagle3_d4_a2p00"}
     assert fit.overheads.host0_ms.low == pytest.approx(2.5, rel=1e-6) and fit.overheads.host1_ms == pytest.approx(0.03)
     assert fit.overheads.cycle[Drafter.EAGLE3] == pytest.approx((2.4, 0.19), rel=1e-6)
@@ -193,18 +194,20 @@ def test_the_spread_forced_grid_spread_plain_decoding_over_the_experts(stored):
     allows (the router spread), and uniform routing leaves no measured point below physics."""
     spread = SPREAD_RUN
     assert grid_routing(stored.measured, spread) is Routing.UNIFORM
-    assert not fit_grid(stored.measured, spread).below_physics
+    assert not fit_grid(stored_runs(stored.measured), spread).below_physics
     before = stored.measured.read_table(spread, "grid_prediction")
     floor = before[before["streams"] == 128]["spread_floor_ms"].iloc[0]
-    plain = dict(next(s for s in fit_grid(stored.measured, spread).sweeps if s.drafter is None).ms_per_token)
+    plain = dict(
+        next(s for s in fit_grid(stored_runs(stored.measured), spread).sweeps if s.drafter is None).ms_per_token
+    )
     assert plain[128] >= floor
 
 
 def test_uniform_routing_is_refused_by_physics_on_the_random_weight_runs(stored):
     """Plain decoding at high load was faster than reading every expert allows: the random-weight model's router
     did not spread its tokens (so the stored grid is fitted with collapsed routing)."""
-    assert fit_grid(stored.measured, GRID_RUN, Routing.UNIFORM).below_physics
-    assert not fit_grid(stored.measured, GRID_RUN, Routing.COLLAPSED).below_physics
+    assert fit_grid(stored_runs(stored.measured), GRID_RUN, Routing.UNIFORM).below_physics
+    assert not fit_grid(stored_runs(stored.measured), GRID_RUN, Routing.COLLAPSED).below_physics
 
 
 def test_case_study_box_regime_answers_and_the_reported_eagle3_rate(stored):

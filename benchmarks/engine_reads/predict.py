@@ -28,6 +28,7 @@ from make_models import DRAFT_TOKENS_PER_CYCLE, configs, kv_bytes_per_token  # n
 from verifylab.model.fits.overlap import fitted_overlap  # noqa: E402
 from verifylab.model.inputs.grids import measured_ceilings  # noqa: E402
 from verifylab.model.inputs.model_costs import expected_distinct_experts, independent_draws  # noqa: E402
+from verifylab.model.inputs.stored import stored_inputs  # noqa: E402
 from verifylab.store.evidence import Evidence  # noqa: E402
 
 ROOT = HERE.parents[1]
@@ -106,7 +107,7 @@ def main() -> None:
     ceilings = measured_ceilings(ev.measured, "h200")
     if ceilings is None:
         raise SystemExit("no measured H200 copy bandwidth in data/runs: the prediction needs it")
-    fit = fitted_overlap(ev)
+    fit = fitted_overlap(stored_inputs(ev))
     context = context_predictions(ceilings.copy_gbs)
     context["bandwidth_source"] = ceilings.source
     context.to_csv(HERE / "predicted-context.csv", index=False, float_format="%.4g")

@@ -16,6 +16,7 @@ from pathlib import Path
 from verifylab.iorw import atomic_write_text
 from verifylab.model.fits.grid import first_grid_fit, predict_sweeps
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.speculation import crossings
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import Drafter
@@ -29,7 +30,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("data"))
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("predicted-spread.csv"))
     args = parser.parse_args()
-    fit = first_grid_fit(Evidence(args.data).measured)
+    fit = first_grid_fit(stored_runs(Evidence(args.data).measured))
     if fit is None:
         raise SystemExit("no stored grid run can be fitted")
     table = predict_sweeps(fit, SERVERS, STREAMS, Routing.UNIFORM)

@@ -14,6 +14,7 @@ from verifylab.model.inputs.configs import costs_from_config
 from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import grid_runs, sweeps
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.pricer import Box
 from verifylab.sources import MeasuredRuns
 
@@ -28,9 +29,9 @@ def _grid(**fields) -> MeasuredRuns:
 
 def test_a_test_doubles_grid_is_never_fitted():
     double = _grid(mechanics_only=True)
-    assert grid_runs(double) == [] and first_grid_fit(double) is None
+    assert grid_runs(double) == [] and first_grid_fit(stored_runs(double)) is None
     real = _grid()
-    fit = first_grid_fit(real)
+    fit = first_grid_fit(stored_runs(real))
     assert fit is not None and fit.run_id == "synthetic"  # the fit names its run
 
 

@@ -13,6 +13,7 @@ from verifylab.errors import ModelInputError
 from verifylab.model.fits.grid import fit_grid
 from verifylab.model.inputs.grids import grid_routing, grid_runs
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.speculation import gains
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter
@@ -167,7 +168,7 @@ def _refit(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> dict[str, li
     fit = None
     for grid in reversed(grid_runs(runs)):
         if runs.run(grid).parameters.get("served_config") == served and grid_routing(runs, grid) is Routing.UNIFORM:
-            fit = fit_grid(runs, grid)
+            fit = fit_grid(stored_runs(runs), grid)
             break
     low, high = [], []
     configs = {c["variant"]: c for c in plan["configs"]}

@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from verifylab.model.fits.context import context_check, crossover_check, fitted_matrix
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.report.tables import Table, header
 from verifylab.sources import ModelSources
 
@@ -27,7 +28,7 @@ def _crossings(found: list[tuple[float, str]]) -> str:
 
 def fit_view(ev: ModelSources) -> pd.DataFrame:
     """The fitted terms and what the fit assumed: one row per term."""
-    found = fitted_matrix(ev)
+    found = fitted_matrix(stored_inputs(ev))
     if found is None:
         return pd.DataFrame()
     matrix, fit = found
@@ -52,7 +53,7 @@ def fit_view(ev: ModelSources) -> pd.DataFrame:
 def crossover_view(ev: ModelSources) -> pd.DataFrame:
     """Per matrix and context: every reported crossing of 1, where it stops paying for good, the predicted band,
     whether it holds the reported one."""
-    check = crossover_check(ev)
+    check = crossover_check(stored_inputs(ev))
     if check.empty:
         return pd.DataFrame()
     return pd.DataFrame(
@@ -80,7 +81,7 @@ def crossover_view(ev: ModelSources) -> pd.DataFrame:
 
 def cells_view(ev: ModelSources) -> pd.DataFrame:
     """Every cell beside its prediction: role, plain and EAGLE-3 tok/s, the gain, reported and predicted."""
-    cells = context_check(ev)
+    cells = context_check(stored_inputs(ev))
     if cells.empty:
         return pd.DataFrame()
     return pd.DataFrame(
@@ -106,7 +107,7 @@ def cells_view(ev: ModelSources) -> pd.DataFrame:
 
 def held_out_miss(ev: ModelSources, matrix: str | None = None) -> float | None:
     """The median relative miss of the middles on the held-out cells (plain and EAGLE-3), of one matrix or all."""
-    cells = context_check(ev)
+    cells = context_check(stored_inputs(ev))
     if cells.empty:
         return None
     held = cells[cells["role"] == "held out"]
@@ -119,7 +120,7 @@ def held_out_miss(ev: ModelSources, matrix: str | None = None) -> float | None:
 def context_words(ev: ModelSources) -> str:
     """The finding: the fitted terms, how the model meets what it never saw, what it assumed; every number quoted
     from :func:`fit_view` and :func:`crossover_view` or named here as the held-out miss."""
-    found = fitted_matrix(ev)
+    found = fitted_matrix(stored_inputs(ev))
     if found is None:
         return "No public per-context matrix is stored: context is priced as each stream's KV bytes read once per pass."
     matrix, fit = found

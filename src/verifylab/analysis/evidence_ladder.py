@@ -16,6 +16,7 @@ import pandas as pd
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
 from verifylab.model.fits.context import stops_for_good
 from verifylab.model.inputs.model_costs import ModelCosts
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
@@ -129,7 +130,9 @@ def band_answers(
 ) -> list[BandAnswer]:
     """The speculation answer per context band (:data:`BANDS`), each from the nearest evidence."""
     measured = {_nearest_band(c): (c, t, r) for c, t, r in _box_runs(ev.measured, spec)}
-    matched = matching_matrix(ev, spec.target, spec.gpu, spec.tp, spec.regime, Drafter.EAGLE3, spec.draft_tokens)
+    matched = matching_matrix(
+        stored_inputs(ev), spec.target, spec.gpu, spec.tp, spec.regime, Drafter.EAGLE3, spec.draft_tokens
+    )
     out = []
     for band, context in BANDS:
         if band in measured and (found := _measured_band(*measured[band], band, context)) is not None:

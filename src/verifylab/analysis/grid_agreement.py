@@ -10,6 +10,7 @@ import pandas as pd
 from verifylab.analysis.speculation_load import interval_miss
 from verifylab.model.fits.grid import fit_for
 from verifylab.model.inputs.grids import grid_routing, grid_runs, sweeps
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.boxes import calibrate_decode
 from verifylab.model.pricing.speculation import gain_flag, gains
 from verifylab.sources import MeasuredRuns
@@ -144,7 +145,7 @@ def calibration_effect(runs: MeasuredRuns) -> pd.DataFrame:
     the grid's measurements."""
     rows = []
     for run_id in grid_runs(runs):
-        fit = fit_for(runs, run_id)
+        fit = fit_for(stored_runs(runs), run_id)
         if fit is None or fit.run_id == run_id or grid_routing(runs, run_id) is not fit.routing:
             continue
         measured = sweeps(runs, run_id)

@@ -16,6 +16,7 @@ from verifylab.analysis.benchmarks import slo_limits
 from verifylab.derived import derived
 from verifylab.model.fits.grid import FIT_ACCEPT, fit_for
 from verifylab.model.inputs.grids import grid_requests, grid_routing, grid_runs, token_weighted_accept
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.speculation import crossover_streams, gain_flag, gains
 from verifylab.report.charts import Figure, legend_colour, tooltips
 from verifylab.sources import MeasuredRuns
@@ -73,7 +74,7 @@ def predicted_beside_measured(runs: MeasuredRuns) -> pd.DataFrame:
         return measured
     frames = []
     for run_id, part in measured.groupby("run_id"):
-        fit = fit_for(runs, str(run_id))
+        fit = fit_for(stored_runs(runs), str(run_id))
         if fit is None:
             continue
         keys = ["variant", "drafter", "draft_tokens", "accept_target"]

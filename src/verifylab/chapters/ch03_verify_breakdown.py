@@ -16,6 +16,7 @@ from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
 from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.fits.live_fusion import live_fusion_check, live_fusion_finding
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
 from verifylab.server.launch import launcher_help, serve
@@ -250,4 +251,4 @@ def live_fusion_table(ev: Evidence) -> pd.DataFrame:
 
 def live_fusion_finding_text(ev: Evidence) -> Prose:
     """What the live TP-2 check shows, in one paragraph formatted from its rows."""
-    return Prose(live_fusion_finding(live_fusion_check(ev.measured), fused_in_pass_fit(ev.measured)))
+    return Prose(live_fusion_finding(live_fusion_check(ev.measured), fused_in_pass_fit(stored_runs(ev.measured))))

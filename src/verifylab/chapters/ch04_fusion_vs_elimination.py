@@ -41,6 +41,7 @@ from verifylab.model.fits.context import context_check, error_profiles
 from verifylab.model.fits.overlap import fitted_overlap, public_check
 from verifylab.model.fits.pass_check import saving_check as check
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.floors import limits_table
 from verifylab.report.charts import Figure, verify_components_chart
 from verifylab.report.section import Prose
@@ -171,13 +172,13 @@ def speculation_by_routing_overlap(ev: Evidence) -> pd.DataFrame:
 def public_speculation_finding(ev: Evidence) -> Prose:
     """Finding: the routing overlap fitted on the public curves of other models, and how the model then meets the
     curves it was not fitted on, the case-study family's among them (formatted from the public table)."""
-    return Prose(public_curves.finding_words(fitted_overlap(ev), public_check(ev)))
+    return Prose(public_curves.finding_words(fitted_overlap(stored_inputs(ev)), public_check(stored_inputs(ev))))
 
 
 def public_speculation_curves(ev: Evidence) -> Table:
     """Table: each public curve, its role (fitted on, held out, family check), its box and source, the model's median
     error on it and where its gain crosses 1, reported beside predicted (reported, public; modelled)."""
-    view = public_curves.curves_view(public_check(ev))
+    view = public_curves.curves_view(public_check(stored_inputs(ev)))
     if view.empty:
         return Table(view)
     engine, accept, source = (view[c] for c in public_curves.CURVE_NOTES)
@@ -189,7 +190,7 @@ def public_speculation_curves(ev: Evidence) -> Table:
 
 def public_speculation_cells(ev: Evidence) -> Table:
     """Table: every public cell, reported gain beside the model's range at the fitted overlap (modelled)."""
-    return Table(public_curves.cells_view(public_check(ev)), spanned="source_and_quote")
+    return Table(public_curves.cells_view(public_check(stored_inputs(ev))), spanned="source_and_quote")
 
 
 def engine_attention_finding(ev: Evidence) -> Prose:
@@ -233,7 +234,7 @@ def context_crossovers(ev: Evidence) -> Table:
 
 def context_gain_figure(ev: Evidence) -> Figure:
     """Figure: the gain by streams per matrix and context, reported cells beside the predicted band."""
-    return context_gain_chart(context_check(ev))
+    return context_gain_chart(context_check(stored_inputs(ev)))
 
 
 def context_cells(ev: Evidence) -> Table:
@@ -243,7 +244,7 @@ def context_cells(ev: Evidence) -> Table:
 
 def context_profiles(ev: Evidence) -> Figure:
     """Figure: each context term's error profile across its range, the value used marked."""
-    return error_profile_chart(error_profiles(ev))
+    return error_profile_chart(error_profiles(stored_inputs(ev)))
 
 
 def regime_figure(ev: Evidence) -> Figure:

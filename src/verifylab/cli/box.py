@@ -131,6 +131,7 @@ def box_cmd(
         from verifylab.cli.box_check import PlanRequest, parse_overlap
         from verifylab.model.answers.box_plan import Slo
         from verifylab.model.fits.context import context_terms
+        from verifylab.model.inputs.stored import stored_inputs
         from verifylab.store.evidence import Evidence
 
         try:
@@ -154,7 +155,7 @@ def box_cmd(
                 probe,
                 sglang,
                 context,
-                context_terms(ev),
+                context_terms(stored_inputs(ev)),
             )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
@@ -166,6 +167,7 @@ def box_cmd(
     from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
     from verifylab.model.fits.context import context_terms
     from verifylab.model.inputs.model_costs import Routing
+    from verifylab.model.inputs.stored import stored_inputs
     from verifylab.publish.box_page import write_box_page
     from verifylab.store.evidence import Evidence
 
@@ -208,7 +210,7 @@ def box_cmd(
             float(context or 2048),
             expert_bits,
             ev.launch_target(sglang),
-            context_terms(ev),
+            context_terms(stored_inputs(ev)),
         )
         decision = decide_box(ev.measured, inputs)
         if accept is None:

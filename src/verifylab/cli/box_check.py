@@ -29,6 +29,7 @@ from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
 from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_curve
 from verifylab.model.pricing.collectives import RegimeCurves
@@ -140,7 +141,7 @@ def plan_box(
     matched = None
     if ev is not None and req.decode_tok_s is None and req.gpu is not None:
         key = next((k for k, v in REGIME_KEYS.items() if regime is not None and v == regime.value), None)
-        matched = matching_matrix(ev, target, req.gpu, req.tp, key, Drafter.EAGLE3, req.draft_tokens)
+        matched = matching_matrix(stored_inputs(ev), target, req.gpu, req.tp, key, Drafter.EAGLE3, req.draft_tokens)
     plan = _plan(runs, req, box, matched)
     p2p = regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)
     return replace(plan, collective="pcie_ipc" if req.tp > 1 and p2p else "nccl")
@@ -169,7 +170,7 @@ def _plan(
     """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given; with
     ``matched`` evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
     target, gpu = box.target, box.gpu
-    measured = measured_overheads(runs)
+    measured = measured_overheads(stored_runs(runs))
     calibrated = calibrate_decode(box, measured, req.decode_tok_s, "given (--decode-tok-s)")
     evidence: dict[str, str] = {}
     accept = req.accept if req.accept is not None else DEFAULT_ACCEPT

@@ -203,6 +203,7 @@ def model_speculation(
     from verifylab.model.inputs.gpus import gpu_named
     from verifylab.model.inputs.grids import measured_ceilings
     from verifylab.model.inputs.model_costs import Routing
+    from verifylab.model.inputs.stored import stored_inputs, stored_runs
     from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
     from verifylab.model.pricing.pricer import Box
     from verifylab.model.pricing.speculation import UNPHYSICAL, answer, gain_flag
@@ -243,7 +244,7 @@ def model_speculation(
             tp=tp,
             draft=draft if Drafter(chosen) is Drafter.EAGLE3 else None,
             context=float(context),
-            attention=context_terms(ev),
+            attention=context_terms(stored_inputs(ev)),
             mem_fraction=mem_fraction,
             routing=Routing(shape),
             allreduce_us=curve,
@@ -253,7 +254,7 @@ def model_speculation(
         own_box = latency is None and decode_tok_s is None and bandwidth_gbs is None and tflops is None
         regime_key = _regime_key(regime) if regime is not None else None
         matched = (
-            matching_matrix(ev, target, _gpu_key(gpu), tp, regime_key, Drafter(chosen), draft_tokens)
+            matching_matrix(stored_inputs(ev), target, _gpu_key(gpu), tp, regime_key, Drafter(chosen), draft_tokens)
             if own_box and Routing(shape) is Routing.UNIFORM
             else None
         )
@@ -266,7 +267,9 @@ def model_speculation(
                     "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix "
                     "ran this box, so none can stand in for it)"
                 )
-            calibrated = calibrate_decode(box, measured_overheads(runs), decode_tok_s, "given (--decode-tok-s)")
+            calibrated = calibrate_decode(
+                box, measured_overheads(stored_runs(runs)), decode_tok_s, "given (--decode-tok-s)"
+            )
             result = answer(box, calibrated, Drafter(chosen), accept, draft_tokens, counts)
             provenance, consistent = "modelled", str(calibrated.consistent).lower()
     except VerifylabError as exc:

@@ -24,6 +24,7 @@ from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
 from verifylab.model.inputs.configs import kimi_k25_costs
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.publish.finding import FindingKey, by_key
@@ -82,7 +83,7 @@ def liability_words(ev: Evidence) -> str:
 def family_check_words(ev: Evidence) -> str:
     """A sentence on the case-study family's public curve: where its gain fell below 1 as reported, and how near the
     model came to it given that box's plain decoding at every load (empty where none is stored)."""
-    table = public_check(ev)
+    table = public_check(stored_inputs(ev))
     if table.empty:
         return ""
     summary = check_summary(table)

@@ -22,6 +22,7 @@ from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named
 from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
 from verifylab.model.pricing.boxes import calibrate_decode, checked_decode_rate, latency_curve, layout_fits
 from verifylab.model.pricing.pass_cost import compare
@@ -148,7 +149,7 @@ def _fusion(
     by_impl = {c.impl: c for c in curves if c.path == path}
     if "fused" not in by_impl or "nccl" not in by_impl:
         return [FusionPrice(c, c * k, None, "no fused curve in the probe") for c in FUSION_STREAMS], "not measured"
-    fit = fused_in_pass_fit(runs)
+    fit = fused_in_pass_fit(stored_runs(runs))
     prices = []
     for streams in FUSION_STREAMS:
         tokens = streams * k
@@ -252,7 +253,7 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
     verdict, rank_map, policy, label, box = probed.verdict, probed.rank_map, probed.policy, probed.label, probed.box
     curves, path, target = probed.curves, probed.path, box.target
     regime, world = Regime(str(verdict["regime"])), int(verdict["world"])
-    calibrated = calibrate_decode(box, measured_overheads(runs), inputs.decode_tok_s, inputs.decode_source)
+    calibrated = calibrate_decode(box, measured_overheads(stored_runs(runs)), inputs.decode_tok_s, inputs.decode_source)
     spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
     one = spec.rows[0].gain
     fusion, fusion_answer = _fusion(runs, curves, path, box, calibrated.overheads, policy, inputs.draft_tokens)

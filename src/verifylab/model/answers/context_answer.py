@@ -15,8 +15,8 @@ from verifylab.model.fits.context import AttentionFit, context_fits, crossover_b
 from verifylab.model.inputs.context_matrix import ContextMatrix, context_matrices
 from verifylab.model.inputs.known_models import known_model
 from verifylab.model.inputs.model_costs import ModelCosts
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.speculation import SpeculationAnswer
-from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import Drafter
 
@@ -30,11 +30,17 @@ def same_shape(a: ModelCosts, b: ModelCosts) -> bool:
 
 
 def matching_matrix(
-    ev: ModelSources, target: ModelCosts, gpu: str, tp: int, regime: str | None, drafter: Drafter, draft_tokens: int
+    stored: StoredInputs,
+    target: ModelCosts,
+    gpu: str,
+    tp: int,
+    regime: str | None,
+    drafter: Drafter,
+    draft_tokens: int,
 ) -> tuple[ContextMatrix, AttentionFit] | None:
     """The stored matrix that ran this box (GPU key, count, model shape, regime, drafter, chain), with its fit."""
-    fits = context_fits(ev)
-    for matrix in context_matrices(ev.public_context):
+    fits = context_fits(stored)
+    for matrix in context_matrices(stored.public_context):
         if (
             matrix.name in fits
             and matrix.gpu == gpu

@@ -13,6 +13,7 @@ import pandas as pd
 from verifylab.model.answers.words import speculation_in_words
 from verifylab.model.case.speculation import speculation_case
 from verifylab.model.fits.overlap import OverlapFit, fitted_overlap
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.sources import ModelSources
 from verifylab.span import Span
@@ -28,7 +29,7 @@ def speculation_by_overlap(ev: ModelSources) -> pd.DataFrame:
     """Per regime and routing overlap (the points, and the fitted range as one row): EAGLE-3's gain at one stream and
     where it stops paying on the case study's box (TP 8, NCCL, its reported accept length, over its draft-token
     range; modelled)."""
-    fit = fitted_overlap(ev)
+    fit = fitted_overlap(stored_inputs(ev))
     points = [Span(o, o) for o in OVERLAP_POINTS]
     if fit is not None:
         points = sorted({*points, fit.span}, key=lambda s: (s.low, s.high))

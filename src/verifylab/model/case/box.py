@@ -4,15 +4,13 @@ pass's all-reduces priced in a regime, its plain decoding's in the regime decodi
 from __future__ import annotations
 
 from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs
-from verifylab.model.inputs.gpus import gpu_named
-from verifylab.model.inputs.grids import measured_ceilings
+from verifylab.model.inputs.gpus import Ceilings, gpu_named
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
 from verifylab.model.pricing.boxes import pcie_ipc_regime_curve, regime_curve
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective
-from verifylab.sources import MeasuredRuns
 from verifylab.vocab import Regime
 
 CASE_GPUS = 8
@@ -23,7 +21,7 @@ CASE_CONTEXT = 2048  # tokens of KV per stream (chapter 4's options use the same
 
 def case_study_box(
     curves: RegimeCurves,
-    runs: MeasuredRuns,
+    ceilings: Ceilings | None,
     regime: Regime,
     decode_regime: Regime,
     verify: tuple[AllreduceCurve, str] | None = None,
@@ -32,8 +30,9 @@ def case_study_box(
 ) -> Box:
     """The case study's box: Kimi-K2.5 (INT4 experts) over eight RTX PRO 6000 at TP 8, its verify pass's
     all-reduces priced in ``regime`` (``verify``: another collective's curve and source), its plain decoding's in
-    ``decode_regime``. Fusion covers the target's layers only (the draft stays on NCCL, and so does plain
-    decoding, the baseline); the PCIe-IPC all-reduce replaces the group's every all-reduce."""
+    ``decode_regime``; the GPU at ``ceilings`` where they are the RTX PRO 6000's. Fusion covers the target's layers
+    only (the draft stays on NCCL, and so does plain decoding, the baseline); the PCIe-IPC all-reduce replaces the
+    group's every all-reduce."""
     target = kimi_k25_costs()
     nccl, source = regime_curve(curves, regime, CASE_GPUS)
     verify_curve, source = verify or (nccl, source)
@@ -42,7 +41,7 @@ def case_study_box(
     if collective is Collective.PCIE_IPC:
         draft = verify_curve
         decode = (pcie_ipc_regime_curve(curves, decode_regime, CASE_GPUS) or (decode, ""))[0]
-    gpu = gpu_named("rtx-pro-6000", measured_ceilings(runs))
+    gpu = gpu_named("rtx-pro-6000", ceilings)
     return Box(
         target,
         gpu,

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 
 from verifylab.derived import derived
 from verifylab.errors import ModelInputError
-from verifylab.model.inputs.curves import norm_us_measured
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.pass_cost import PassCost, compare
-from verifylab.sources import ModelSources, reported_value
+from verifylab.sources import reported_value
 from verifylab.span import Span
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
@@ -166,9 +166,9 @@ class CycleAccount:
 
 
 @derived
-def cycle_account(ev: ModelSources) -> CycleAccount:
+def cycle_account(stored: StoredInputs) -> CycleAccount:
     """The account from the reported figures and the measured norm kernel (SGLang's fused add+RMSNorm)."""
-    v = lambda fid: reported_value(ev.figures, fid)  # noqa: E731
+    v = lambda fid: reported_value(stored.figures, fid)  # noqa: E731
     verify, share, accept = v("verify_total_ms"), v("verify_cycle_share_pct") / 100, v("accept_length")
     if not 0 < share <= 1:
         raise ModelInputError(f"verify_cycle_share_pct = {share * 100}: must be in (0, 100]")
@@ -179,7 +179,7 @@ def cycle_account(ev: ModelSources) -> CycleAccount:
         Reading(f"{tps:.1f} tok/s before ({seed})", accept, accept / tps * 1e3, draft)
         for tps, seed in ((v("eagle3_54_1"), "seed 002"), (v("eagle3_54_8"), "seed 001"))
     )
-    norm_us, source = sglang_norm_us(ev, DRAFT_TOKENS[0])
+    norm_us, source = sglang_norm_us(stored, DRAFT_TOKENS[0])
     return CycleAccount(
         verify_ms=verify,
         allreduce_ms=v("verify_allreduce_ms"),
@@ -201,11 +201,10 @@ def cycle_account(ev: ModelSources) -> CycleAccount:
 NORM_US_ASSUMED = 2.5  # one fused add+RMSNorm kernel at k x 7168, when no run measured it
 
 
-def sglang_norm_us(ev: ModelSources, tokens: int) -> tuple[float, str]:
+def sglang_norm_us(stored: StoredInputs, tokens: int) -> tuple[float, str]:
     """SGLang's unfused path runs FlashInfer's fused add+RMSNorm (one kernel) after each all-reduce: its cost,
     measured on an H200 where a run has it, else a labelled assumption."""
-    measured = norm_us_measured(ev.measured, tokens)
-    if measured is None:
+    norm = stored.runs.norm
+    if norm is None:
         return NORM_US_ASSUMED, "assumption (no run measured the norm kernel)"
-    us, source = measured
-    return us, f"{source}, H200, k={tokens}"
+    return norm.at(tokens), f"measured: run {norm.run_id} (FlashInfer fused add+RMSNorm), H200, k={tokens}"

@@ -36,13 +36,14 @@ from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import regime_curves
 from verifylab.model.inputs.curves import loglog_interpolate
 from verifylab.model.inputs.model_costs import Layout
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION
 from verifylab.model.pricing.boxes import calibrate_decode
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.floors import pass_floor_ms
 from verifylab.model.pricing.pricer import price_verify, scenarios
 from verifylab.shapes import KIMI_K2
-from verifylab.sources import ModelSources, reported_value
+from verifylab.sources import reported_value
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
 
@@ -150,21 +151,19 @@ class NormCurve:
         return loglog_interpolate(self.tokens, self.us, min(max(t, self.tokens[0]), self.tokens[-1]))
 
 
-def _norm(ev: ModelSources) -> tuple[Callable[[float], float], str]:
-    run_id = ev.measured.newest_with("norm_fusion")
-    if run_id is None:
-        raise ModelInputError(f"no run under {ev.measured.where} measured the norm kernel (table norm_fusion)")
-    n = ev.measured.read_table(run_id, "norm_fusion").sort_values("tokens")
-    xs, ys = tuple(float(x) for x in n["tokens"]), tuple(float(y) for y in n["fused_us"])
-    return NormCurve(xs, ys), f"measured, run {run_id} (H200)"
+def _norm(stored: StoredInputs) -> tuple[Callable[[float], float], str]:
+    norm = stored.runs.norm
+    if norm is None:
+        raise ModelInputError(f"no run under {stored.runs.where} measured the norm kernel (table norm_fusion)")
+    return NormCurve(norm.tokens, norm.us), f"measured, run {norm.run_id} (H200)"
 
 
 @derived
-def model_inputs(ev: ModelSources, account: CycleAccount) -> ModelInputs:
+def model_inputs(stored: StoredInputs, account: CycleAccount) -> ModelInputs:
     """The inputs of every option for this evidence (the reported regime from the account and the pricer)."""
-    norm, norm_source = _norm(ev)
-    partial = ModelInputs(regime_curves(ev), norm, norm_source, account)
-    partial.curves.reported_allreduce = reported_allreduce_range(ev, partial)
+    norm, norm_source = _norm(stored)
+    partial = ModelInputs(regime_curves(stored), norm, norm_source, account)
+    partial.curves.reported_allreduce = reported_allreduce_range(stored, partial)
     return partial
 
 
@@ -174,7 +173,7 @@ def reported_pass_floor(account: CycleAccount) -> Span:
     return Span.of(*(pass_floor_ms(k, Layout.TP, GPUS, CONTEXT_TOKENS) for k in account.draft_tokens))
 
 
-def reported_allreduce_range(ev: ModelSources, inputs: ModelInputs) -> tuple[float, float, float]:
+def reported_allreduce_range(stored: StoredInputs, inputs: ModelInputs) -> tuple[float, float, float]:
     """What one all-reduce of the case study's verify pass cost: the reported pass less what the pricer puts beside
     its all-reduces — the busiest GPU's bytes and arithmetic, and the host overhead calibrated to the reported plain
     decode rate (its all-reduces healthy: chapter 4) — over its all-reduces, at every end of the inputs' ranges
@@ -182,10 +181,10 @@ def reported_allreduce_range(ev: ModelSources, inputs: ModelInputs) -> tuple[flo
     a = inputs.account
     k = a.draft_tokens[0]
     box = case_study_box(
-        inputs.curves, ev.measured, Regime.HEALTHY_P2P, Regime.HEALTHY_P2P, attention=context_terms(ev)
+        inputs.curves, stored.runs.ceilings, Regime.HEALTHY_P2P, Regime.HEALTHY_P2P, attention=context_terms(stored)
     )
-    decode = reported_value(ev.figures, "baseline_92_6")
-    ov = calibrate_decode(box, measured_overheads(ev.measured), decode, "reported plain decoding").overheads
+    decode = reported_value(stored.figures, "baseline_92_6")
+    ov = calibrate_decode(box, measured_overheads(stored.runs), decode, "reported plain decoding").overheads
     priced = [
         price_verify(box, ov, tokens, 1, s, end)
         for tokens in a.draft_tokens

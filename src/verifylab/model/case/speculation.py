@@ -15,6 +15,7 @@ from verifylab.model.case.options import ModelInputs, model_inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.overlap import fitted_overlap
+from verifylab.model.inputs.stored import StoredInputs, stored_inputs
 from verifylab.model.pricing.boxes import (
     Calibrated,
     calibrate_decode,
@@ -33,12 +34,13 @@ from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime
 
 def account(ev: ModelSources) -> CycleAccount:
     """The cycle account of this evidence (built once per evidence)."""
-    return cycle_account(ev)
+    return cycle_account(stored_inputs(ev))
 
 
 def inputs(ev: ModelSources) -> ModelInputs:
     """What every option is priced from, with this evidence's own account (built once per evidence)."""
-    return model_inputs(ev, account(ev))
+    stored = stored_inputs(ev)
+    return model_inputs(stored, cycle_account(stored))
 
 
 @dataclass(frozen=True)
@@ -149,18 +151,18 @@ def cases_on(
 ) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime of ``model``'s curves with the verify passes' all-reduces on ``collective``,
     calibrated to ``decode_tps`` as :func:`speculation_cases` (None where the collective cannot run)."""
-    a, curves = model.account, model.curves
-    measured = measured_overheads(ev.measured)
-    overlap = case_overlap(ev)
+    a, curves, stored = model.account, model.curves, stored_inputs(ev)
+    measured = measured_overheads(stored.runs)
+    overlap = case_overlap(stored)
     out: dict[Regime, SpeculationCase | None] = {}
     for regime in curves.regimes():
         curve = None if collective is Collective.NCCL else _verify_curve(model, regime, collective)
         if collective is not Collective.NCCL and curve is None:
             out[regime] = None
             continue
-        terms = context_terms(ev)
+        terms = context_terms(stored)
         box = replace(
-            case_study_box(curves, ev.measured, regime, decode_regime(regime), curve, collective, terms),
+            case_study_box(curves, stored.runs.ceilings, regime, decode_regime(regime), curve, collective, terms),
             chain_overlap=overlap,
             context=context,
         )
@@ -168,7 +170,8 @@ def cases_on(
             box
             if curve is None
             else replace(
-                case_study_box(curves, ev.measured, regime, decode_regime(regime), attention=terms), context=context
+                case_study_box(curves, stored.runs.ceilings, regime, decode_regime(regime), attention=terms),
+                context=context,
             )
         )
         cal = calibrate_decode(nccl_box, measured, decode_tps, decode_source)  # the rate was measured on NCCL
@@ -180,11 +183,11 @@ def cases_on(
     return out
 
 
-def case_overlap(ev: ModelSources) -> Span:
+def case_overlap(stored: StoredInputs) -> Span:
     """The routing overlap of the case study's verify chains: the range fitted on the public curves of other models
     (:func:`verifylab.model.public_speculation.fitted_overlap`); 0 (every token its own experts) where none is
     stored."""
-    fit = fitted_overlap(ev)
+    fit = fitted_overlap(stored)
     return Span(0.0, 0.0) if fit is None else fit.span
 
 

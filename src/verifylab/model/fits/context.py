@@ -27,12 +27,11 @@ import pandas as pd
 from verifylab.derived import derived
 from verifylab.model.inputs.context_matrix import ContextMatrix, context_matrices
 from verifylab.model.inputs.gpus import gpu_named
-from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.known_models import known_model
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, AttentionTerms
 from verifylab.model.pricing.pricer import stream_read_ms
 from verifylab.model.pricing.speculation import GainRow, crossings
-from verifylab.sources import ModelSources
 from verifylab.span import Span
 
 FIT_CONTEXT_MAX = 65536  # the contexts answers are given for; longer ones are held out entirely
@@ -199,10 +198,10 @@ def crossover_band(
 
 
 @derived
-def context_fits(ev: ModelSources) -> dict[str, AttentionFit]:
+def context_fits(stored: StoredInputs) -> dict[str, AttentionFit]:
     """Each stored matrix's own fit (a matrix with too few plain cells inside its pools has none)."""
     out = {}
-    for matrix in context_matrices(ev.public_context):
+    for matrix in context_matrices(stored.public_context):
         try:
             out[matrix.name] = fit_attention(matrix)
         except ValueError:
@@ -210,27 +209,27 @@ def context_fits(ev: ModelSources) -> dict[str, AttentionFit]:
     return out
 
 
-def fitted_matrix(ev: ModelSources) -> tuple[ContextMatrix, AttentionFit] | None:
+def fitted_matrix(stored: StoredInputs) -> tuple[ContextMatrix, AttentionFit] | None:
     """The matrix the context terms are fitted on (the first with a fit and both pools stated) and its fit."""
-    fits = context_fits(ev)
-    for matrix in context_matrices(ev.public_context):
+    fits = context_fits(stored)
+    for matrix in context_matrices(stored.public_context):
         if matrix.name in fits and matrix.spec_pool_tokens is not None:
             return matrix, fits[matrix.name]
     return None
 
 
 @derived
-def context_check(ev: ModelSources) -> pd.DataFrame:
+def context_check(stored: StoredInputs) -> pd.DataFrame:
     """Every cell of every stored matrix beside its prediction from the fitted matrix's terms, transferred from the
     cell's own matrix's anchor row: role (anchor; plain fitted: its plain rate was fitted on, its speculative one never
     was; held out), reported and predicted plain and speculative tok/s
     and gain (ranges), the middle's relative miss."""
-    found = fitted_matrix(ev)
+    found = fitted_matrix(stored)
     if found is None:
         return pd.DataFrame()
     fitted, fit = found
     rows = []
-    for matrix in context_matrices(ev.public_context):
+    for matrix in context_matrices(stored.public_context):
         fitted_cells = set(fit.fit_cells) if matrix.name == fitted.name else set()
         for context in matrix.contexts:
             predicted = {r.streams: r for r in transferred(matrix, fit, context, matrix.streams)}
@@ -272,16 +271,16 @@ def context_check(ev: ModelSources) -> pd.DataFrame:
 
 
 @derived
-def crossover_check(ev: ModelSources) -> pd.DataFrame:
+def crossover_check(stored: StoredInputs) -> pd.DataFrame:
     """Per matrix and context: where speculation stops paying for good, as reported (every crossing, and the last)
     and as predicted (a band over the fit's and the accept length's ends), whether the band holds the reported one
     and how wide it is."""
-    found = fitted_matrix(ev)
+    found = fitted_matrix(stored)
     if found is None:
         return pd.DataFrame()
     fitted, fit = found
     rows = []
-    for matrix in context_matrices(ev.public_context):
+    for matrix in context_matrices(stored.public_context):
         for context in matrix.contexts:
             measured = [(s, matrix.spec[(context, s)] / matrix.plain[(context, s)]) for s in matrix.streams
                         if (context, s) in matrix.spec]  # fmt: skip
@@ -309,11 +308,11 @@ def crossover_check(ev: ModelSources) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def error_profiles(ev: ModelSources) -> pd.DataFrame:
+def error_profiles(stored: StoredInputs) -> pd.DataFrame:
     """Each fitted parameter across its range (the other refitted at each value) with the fit's root-mean-square
     relative miss on its cells, and the verify reads across theirs with the held-out speculative cells' median miss
     (no value fitted there: the mechanism's reads marked); a best value at a range's end is a bound."""
-    found = fitted_matrix(ev)
+    found = fitted_matrix(stored)
     if found is None:
         return pd.DataFrame()
     matrix, fit = found
@@ -369,18 +368,18 @@ def _spec_cells(matrix: ContextMatrix, fit: AttentionFit) -> list[dict]:
 
 
 @derived
-def context_terms(ev: ModelSources) -> AttentionTerms:
+def context_terms(stored: StoredInputs) -> AttentionTerms:
     """The fitted matrix's context terms as the pricer takes them (:class:`AttentionTerms`): its per-pass and
     per-stream growth over the time its box reads one stream's context once (the page's KV bytes at the box's
     bandwidth, the middle of the pricer's range), read once per query token; the bytes once per pass where no matrix
     is stored."""
-    found = fitted_matrix(ev)
+    found = fitted_matrix(stored)
     if found is None:
         return BYTES_ONCE_PER_PASS
     matrix, fit = found
     model = known_model(matrix.config)
     kv_scale = KV_BYTES.get(matrix.kv_dtype, 2.0) / 2.0  # the model's KV is priced in bf16
-    gpu = gpu_named(matrix.gpu, measured_ceilings(ev.measured))
+    gpu = gpu_named(matrix.gpu, stored.runs.ceilings)
     bandwidth = (gpu.bandwidth_gbs.low + gpu.bandwidth_gbs.high) / 2
     once_ms = stream_read_ms(model, PER, matrix.gpus, bandwidth) * kv_scale
     return AttentionTerms(

@@ -11,22 +11,12 @@ import pandas as pd
 from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.fits.overheads import fit_cycle, fit_host
-from verifylab.model.inputs.gpus import gpu_key_in, gpu_named
-from verifylab.model.inputs.grids import (
-    Sweep,
-    grid_routing,
-    grid_runs,
-    mean_context,
-    measured_ceilings,
-    same_box,
-    served_costs,
-    speculative_routing,
-    sweeps,
-)
+from verifylab.model.inputs.gpus import Gpu, gpu_named
+from verifylab.model.inputs.grids import GridRead, Sweep
 from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.stored import StoredRuns
 from verifylab.model.pricing.pricer import Box, Overheads, price_pass, scenarios
 from verifylab.model.pricing.speculation import gains
-from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
 from verifylab.vocab import Drafter
 
@@ -54,32 +44,32 @@ OVERLAPS = tuple(i / 10 for i in range(11))  # the routing overlaps a uniform-ro
 
 
 @derived
-def fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing | None = None) -> GridFit:
+def fit_grid(runs: StoredRuns, run_id: str, routing: Routing | None = None) -> GridFit:
     """Fit a grid run: the host overhead on its plain sweep, each drafter's cycle overhead on its sweep at
     :data:`FIT_ACCEPT` (the longest chain); every other sweep is left to predict. ``routing``: the run's own
-    (:func:`grid_routing`) unless given; under uniform routing the chain's overlap is fitted too, on the same sweeps
-    (the overlap of :data:`OVERLAPS` whose cycle fit misses least)."""
-    routing = grid_routing(runs, run_id) if routing is None else routing
+    (:func:`verifylab.model.inputs.grids.grid_routing`) unless given; under uniform routing the chain's overlap is
+    fitted too, on the same sweeps (the overlap of :data:`OVERLAPS` whose cycle fit misses least)."""
+    grid = runs.grid(run_id)
+    routing = grid.routing if routing is None else routing
+    gpu = gpu_named(grid.gpu_key, runs.grid_ceilings.get(grid.gpu_key))
     if routing is Routing.COLLAPSED:
-        return _fit_grid(runs, run_id, routing, 0.0)
-    fits = [_fit_grid(runs, run_id, routing, o) for o in OVERLAPS]
+        return _fit_grid(grid, gpu, routing, 0.0)
+    fits = [_fit_grid(grid, gpu, routing, o) for o in OVERLAPS]
     return min(fits, key=lambda f: max(f.overheads.cycle_miss.values(), default=0.0))
 
 
-def _fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing, overlap: float) -> GridFit:
-    all_sweeps = sweeps(runs, run_id)
+def _fit_grid(grid: GridRead, gpu: Gpu, routing: Routing, overlap: float) -> GridFit:
+    run_id, all_sweeps = grid.run_id, grid.sweeps
     plain = next((s for s in all_sweeps if s.drafter is None), None)
     if plain is None:
         raise ModelInputError(f"run {run_id} has no plain-decoding sweep: nothing to fit the host overhead on")
-    target, draft = served_costs(runs, run_id)
-    key = gpu_key_in(runs.run(run_id).gpu_name or runs.run(run_id).label) or "h200"
-    gpu = gpu_named(key, measured_ceilings(runs, key))
+    target, draft = grid.served_costs()
     box = Box(
         target,
         gpu,
         tp=1,
         draft=draft,
-        context=mean_context(runs, run_id),
+        context=grid.mean_context(),
         routing=routing,
         chain_overlap=Span(overlap, overlap),
     )
@@ -101,24 +91,25 @@ def _fit_grid(runs: MeasuredRuns, run_id: str, routing: Routing, overlap: float)
     return GridFit(run_id, box, overheads, fitted_on, host.below_physics, tuple(all_sweeps))
 
 
-def first_grid_fit(runs: MeasuredRuns, routing: Routing = Routing.COLLAPSED) -> GridFit | None:
+def first_grid_fit(runs: StoredRuns, routing: Routing = Routing.COLLAPSED) -> GridFit | None:
     """The fit of the oldest grid run of ``routing`` that holds what a fit needs (plain decoding and a drafter's
     sweep at :data:`FIT_ACCEPT`): the one fit the book and the model's other boxes share; None when no run does."""
-    for run_id in grid_runs(runs):
-        if grid_routing(runs, run_id) is not routing:
+    for grid in runs.grids:
+        if grid.routing is not routing:
             continue
-        fit = fit_grid(runs, run_id, routing)
+        fit = fit_grid(runs, grid.run_id, routing)
         if fit.overheads.cycle:
             return fit
     return None
 
 
-def fit_for(runs: MeasuredRuns, run_id: str) -> GridFit | None:
+def fit_for(runs: StoredRuns, run_id: str) -> GridFit | None:
     """The fit that prices grid run ``run_id``'s speculative servers: the oldest fittable run of its served model,
     GPU and speculative routing (itself, or one before it), fitted with that routing."""
-    for candidate in grid_runs(runs):
-        if same_box(runs, candidate, run_id):
-            fit = fit_grid(runs, candidate, speculative_routing(runs, candidate))
+    grid = runs.grid(run_id)
+    for candidate in runs.grids:
+        if candidate.same_box(grid):
+            fit = fit_grid(runs, candidate.run_id, candidate.speculative_routing)
             if fit.overheads.cycle:
                 return fit
     return None
@@ -159,7 +150,7 @@ def predict_sweeps(
     return pd.DataFrame(rows)
 
 
-def measured_overheads(runs: MeasuredRuns) -> Overheads:
+def measured_overheads(runs: StoredRuns) -> Overheads:
     """The overheads fitted on the first stored speculation grid (host per stream, each drafter's per cycle)."""
     fit = first_grid_fit(runs)
     if fit is not None:

@@ -14,10 +14,10 @@ import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.inputs.curves import in_pass_factors
-from verifylab.model.inputs.probes import box_probe, host_memory_curve
-from verifylab.model.inputs.traces import InPassPoint, live_points, synthetic_points
+from verifylab.model.inputs.stored import StoredInputs, StoredRuns, stored_runs
+from verifylab.model.inputs.traces import InPassPoint
 from verifylab.model.pricing.collectives import RegimeCurves
-from verifylab.sources import MeasuredRuns, ModelSources
+from verifylab.sources import MeasuredRuns
 
 
 @dataclass(frozen=True)
@@ -70,13 +70,12 @@ def fit_in_pass(points: list[InPassPoint] | tuple[InPassPoint, ...]) -> InPassFi
 
 
 @derived
-def fused_in_pass_fit(runs: MeasuredRuns, leave_out: str | None = None) -> InPassFit:
+def fused_in_pass_fit(runs: StoredRuns, leave_out: str | None = None) -> InPassFit:
     """The fit over every stored trace (``leave_out``: without that run's points, to predict it out of sample)."""
-    points = [p for p in (*synthetic_points(runs), *live_points(runs)) if p.run != leave_out]
-    return fit_in_pass(points)
+    return fit_in_pass([p for p in runs.in_pass_points if p.run != leave_out])
 
 
-def in_pass_fit_table(runs: MeasuredRuns) -> pd.DataFrame:
+def in_pass_fit_table(runs: StoredRuns) -> pd.DataFrame:
     """Each fitted point: measured factor, the fit's value at its size, and the value a fit without its run predicts."""
     fit = fused_in_pass_fit(runs)
     rows = []
@@ -98,16 +97,16 @@ def pass_factors(runs: MeasuredRuns, path: str, message_bytes: float) -> dict[st
     """Each implementation's cost inside a pass on ``path`` over its isolated latency: NCCL's from the synthetic
     traces of that path, the fused kernel's from the fit at ``message_bytes``."""
     factors = {impl: f for (where, impl), f in in_pass_factors(runs).items() if where == path and impl != "fused"}
-    fit = fused_in_pass_fit(runs)
+    fit = fused_in_pass_fit(stored_runs(runs))
     if fit.points:
         factors["fused"] = fit.at(message_bytes)
     return factors
 
 
-def regime_curves(ev: ModelSources, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
-    """The curves of one Evidence (public table, measured runs) and the reported regime's range."""
-    host, host_run = host_memory_curve(ev.measured)
-    fit = fused_in_pass_fit(ev.measured)
-    curves = RegimeCurves(ev.public, host, host_run, reported, fit, box_probe(ev.measured))
+def regime_curves(stored: StoredInputs, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
+    """The curves of one evidence's record (public table, measured runs) and the reported regime's range."""
+    host, host_run = stored.runs.host_memory
+    fit = fused_in_pass_fit(stored.runs)
+    curves = RegimeCurves(stored.public, host, host_run, reported, fit, stored.runs.probe)
     curves.notes["in_pass_fused"] = fit.source()
     return curves

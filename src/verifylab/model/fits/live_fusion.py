@@ -13,6 +13,7 @@ import pandas as pd
 from verifylab.errors import ModelInputError
 from verifylab.model.fits.in_pass import InPassFit, fused_in_pass_fit
 from verifylab.model.inputs.curves import in_pass_factors, load_curves
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.inputs.traces import LIVE_PATH, SYNTHETIC, LivePair, live_pairs
 from verifylab.model.pricing.measured_pass import fused_saving_us
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
@@ -30,11 +31,11 @@ def live_fusion_check(runs: MeasuredRuns) -> pd.DataFrame:
         raise ModelInputError(f"run {campaign} has no {LIVE_PATH} NCCL and fused curves to price the live passes with")
     fused_curve = next(c for c in curves if c.impl == "fused")
     nccl_factor = in_pass_factors(runs).get((LIVE_PATH, "nccl"), 1.0)
-    fit = fused_in_pass_fit(runs)
+    fit = fused_in_pass_fit(stored_runs(runs))
     rows = []
     for pair in live_pairs(runs):
         base, n_fused, size = pair.baseline, pair.fusion.fused, pair.baseline.message_bytes
-        left_out = fused_in_pass_fit(runs, leave_out=pair.run).at(size)
+        left_out = fused_in_pass_fit(stored_runs(runs), leave_out=pair.run).at(size)
 
         def saving(factor: float, unfused: float | None, pair: LivePair = pair) -> float:
             factors = {"nccl": nccl_factor, "fused": factor}

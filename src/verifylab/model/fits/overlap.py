@@ -18,17 +18,15 @@ from verifylab.errors import ModelInputError
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import regime_curves
 from verifylab.model.fits.overheads import fit_host
-from verifylab.model.inputs.curves import load_curves
 from verifylab.model.inputs.gpus import gpu_named
-from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.known_models import draft_for, known_model
 from verifylab.model.inputs.model_costs import Routing
-from verifylab.model.inputs.public_curves import PublicCurve, public_curves
+from verifylab.model.inputs.public_curves import PublicCurve
+from verifylab.model.inputs.stored import StoredInputs, StoredRuns
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads
 from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.model.pricing.speculation import crossings, crossover_streams, gains
-from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
 from verifylab.vocab import Drafter, Regime
 
@@ -38,29 +36,26 @@ OVERLAPS = tuple(round(i / 20, 2) for i in range(21))  # the routing overlaps th
 FIT_TOLERANCE = 0.02  # overlaps whose median error on the fit curves is within 2 points of the best form the range
 
 
-def _nvlink_curve(runs: MeasuredRuns) -> tuple[AllreduceCurve, str]:
+def _nvlink_curve(runs: StoredRuns) -> tuple[AllreduceCurve, str]:
     """NVLink's all-reduce from the newest stored run that timed one (2 x H200): from its fused one-shot kernel
     (what SGLang's and vLLM's custom all-reduce resemble) to NCCL."""
-    for run_id in reversed(runs.runs_with_table("allreduce_latency")):
-        curves = [c for c in load_curves(run_id, runs) if c.path == "nvlink"]
-        nccl = next((c for c in curves if c.impl == "nccl"), None)
-        fused = next((c for c in curves if c.impl == "fused"), None)
-        if nccl is None:
-            continue
-        low = fused if fused is not None else nccl
+    read = runs.nvlink
+    if read is None:
+        raise ModelInputError("no stored run timed an all-reduce over NVLink: the NVLink curves cannot be priced")
+    nccl = read.nccl
+    low = read.fused if read.fused is not None else nccl
 
-        def at(message: float, nccl=nccl, low=low) -> Span:
-            a, b = low.at(message), nccl.at(message)
-            return Span(min(a, b), max(a, b))
+    def at(message: float) -> Span:
+        a, b = low.at(message), nccl.at(message)
+        return Span(min(a, b), max(a, b))
 
-        return at, f"NVLink all-reduce of run {run_id} (2 x H200), from its fused one-shot kernel to NCCL"
-    raise ModelInputError("no stored run timed an all-reduce over NVLink: the NVLink curves cannot be priced")
+    return at, f"NVLink all-reduce of run {read.run_id} (2 x H200), from its fused one-shot kernel to NCCL"
 
 
 @derived
-def _regime_curves(ev: ModelSources) -> RegimeCurves:
+def _regime_curves(stored: StoredInputs) -> RegimeCurves:
     """Chapter 4's regime curves, built once per evidence for every PCIe curve's box (their prices memoized)."""
-    return regime_curves(ev)
+    return regime_curves(stored)
 
 
 @dataclass(frozen=True)
@@ -81,25 +76,25 @@ class PcieAllreduce:
         return Span(min(p.low_us for p in ends), max(p.high_us for p in ends))
 
 
-def _pcie_curve(ev: ModelSources, world: int) -> tuple[AllreduceCurve, str]:
+def _pcie_curve(stored: StoredInputs, world: int) -> tuple[AllreduceCurve, str]:
     """A healthy PCIe box's custom all-reduce at ``world`` ranks: from the public one-shot push curves (what vLLM's
     and SGLang's PCIe all-reduce are) to NCCL, as chapter 4 prices healthy P2P."""
-    at = PcieAllreduce(_regime_curves(ev), world)
+    at = PcieAllreduce(_regime_curves(stored), world)
     at(world * 2.0**14)
     return at, f"healthy P2P at {world} ranks: the public one-shot push curves to NCCL (chapter 4's curves)"
 
 
-def curve_box(ev: ModelSources, curve: PublicCurve, overlap: Span) -> Box:
+def curve_box(stored: StoredInputs, curve: PublicCurve, overlap: Span) -> Box:
     """The box a curve ran on, as the pricer sees it: a trained router (uniform routing) with ``overlap``."""
     target = known_model(curve.field("config"))
     gpus = int(curve.rows["gpus"].iloc[0])
     if curve.field("interconnect") == "nvlink":
-        allreduce, source = _nvlink_curve(ev.measured)
+        allreduce, source = _nvlink_curve(stored.runs)
     else:
-        allreduce, source = _pcie_curve(ev, gpus)
+        allreduce, source = _pcie_curve(stored, gpus)
     return Box(
         target,
-        gpu_named(curve.field("gpu"), measured_ceilings(ev.measured)),
+        gpu_named(curve.field("gpu"), stored.runs.ceilings),
         tp=gpus,
         draft=draft_for(curve.field("config"), curve.field("drafter")),
         context=float(curve.rows["context"].iloc[0]),
@@ -110,10 +105,10 @@ def curve_box(ev: ModelSources, curve: PublicCurve, overlap: Span) -> Box:
     )
 
 
-def curve_overheads(ev: ModelSources, curve: PublicCurve, box: Box) -> Overheads:
+def curve_overheads(stored: StoredInputs, curve: PublicCurve, box: Box) -> Overheads:
     """The case study's overheads on a curve's box: host fitted on its reported plain sweep, each cycle's drafting
     overhead as the H200 grid measured it."""
-    measured = measured_overheads(ev.measured)
+    measured = measured_overheads(stored.runs)
     host = fit_host(box, [(c, c * 1e3 / tps) for c, tps in sorted(curve.plain.items())])
     return Overheads(
         Span(host.intercept_ms, host.intercept_ms),
@@ -126,18 +121,18 @@ def curve_overheads(ev: ModelSources, curve: PublicCurve, box: Box) -> Overheads
 
 
 @derived
-def _priced_box(ev: ModelSources, name: str) -> tuple[PublicCurve, Box, Overheads]:
+def _priced_box(stored: StoredInputs, name: str) -> tuple[PublicCurve, Box, Overheads]:
     """A curve, its box (no overlap yet) and its overheads, built once per evidence (plain decoding's one token per
     stream makes the host fit the same at every overlap)."""
-    curve = next(c for c in public_curves(ev) if c.name == name)
-    box = curve_box(ev, curve, Span(0.0, 0.0))
-    return curve, box, curve_overheads(ev, curve, box)
+    curve = next(c for c in stored.public_curves if c.name == name)
+    box = curve_box(stored, curve, Span(0.0, 0.0))
+    return curve, box, curve_overheads(stored, curve, box)
 
 
 @derived
-def priced_curve(ev: ModelSources, name: str, overlap: Span) -> pd.DataFrame:
+def priced_curve(stored: StoredInputs, name: str, overlap: Span) -> pd.DataFrame:
     """One curve's reported gain beside the model's at ``overlap``, per stream count with a speculative rate."""
-    curve, box, ov = _priced_box(ev, name)
+    curve, box, ov = _priced_box(stored, name)
     box = replace(box, chain_overlap=overlap)
     k = int(curve.rows["verify_tokens"].iloc[0])
     streams = sorted(curve.spec)
@@ -188,14 +183,14 @@ class OverlapFit:
 
 
 @derived
-def fitted_overlap(ev: ModelSources) -> OverlapFit | None:
+def fitted_overlap(stored: StoredInputs) -> OverlapFit | None:
     """The overlap whose median |error| over every cell of the fit curves is least (None: no fit curve stored)."""
-    fit = [c for c in public_curves(ev) if c.role == "fit"]
+    fit = [c for c in stored.public_curves if c.role == "fit"]
     if not fit:
         return None
     errors = {}
     for o in OVERLAPS:
-        cells = pd.concat([priced_curve(ev, c.name, Span(o, o)) for c in fit])
+        cells = pd.concat([priced_curve(stored, c.name, Span(o, o)) for c in fit])
         errors[o] = float(cells["error"].abs().median())
     best = min(errors, key=lambda o: (errors[o], o))
     within = [o for o in OVERLAPS if errors[o] <= errors[best] + FIT_TOLERANCE]
@@ -203,15 +198,15 @@ def fitted_overlap(ev: ModelSources) -> OverlapFit | None:
 
 
 @derived
-def public_check(ev: ModelSources) -> pd.DataFrame:
+def public_check(stored: StoredInputs) -> pd.DataFrame:
     """Every public curve at the fitted overlap range: reported gain beside predicted, per stream count, with the
     curve's role, model, box, engine and source (empty: no curve or no fit curve stored)."""
-    fit = fitted_overlap(ev)
+    fit = fitted_overlap(stored)
     if fit is None:
         return pd.DataFrame()
     frames = []
-    for curve in public_curves(ev):
-        priced = priced_curve(ev, curve.name, fit.span)
+    for curve in stored.public_curves:
+        priced = priced_curve(stored, curve.name, fit.span)
         frames.append(
             priced.assign(
                 model=curve.field("model"),

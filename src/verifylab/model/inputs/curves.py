@@ -181,7 +181,7 @@ def load_curves(
     if file.exists():
         curves = _curves_from_file(file, path, hidden)
     elif runs is not None and runs.exists(latency):
-        curves = list(_stored_curves(runs, latency, hidden))
+        curves = list(stored_curves(runs, latency, hidden))
     else:
         where = f"no run of that name in {runs.where}" if runs is not None else "no runs given"
         raise ModelInputError(f"--latency {latency}: neither a file nor a stored run id ({where})")
@@ -192,8 +192,8 @@ def load_curves(
 
 
 @derived
-def _stored_curves(runs: MeasuredRuns, run_id: str, hidden: int) -> tuple[Curve, ...]:
-    """A stored run's curves (read and built once per set of runs)."""
+def stored_curves(runs: MeasuredRuns, run_id: str, hidden: int) -> tuple[Curve, ...]:
+    """A stored run's curves at a model's ``hidden`` size (read and built once per set of runs)."""
     table = runs.table_or_none(run_id, "allreduce_latency")
     if table is None:
         raise ModelInputError(f"run {run_id} has no allreduce_latency table")

@@ -15,7 +15,7 @@ from verifylab.model.inputs.configs import costs_from_config
 from verifylab.model.inputs.gpus import Ceilings, gpu_key_in
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.selection import newest_of_each_experiment
-from verifylab.sources import MeasuredRuns
+from verifylab.sources import MeasuredRun, MeasuredRuns
 from verifylab.span import Span
 from verifylab.vocab import SPECULATION_POINTS_TABLE, Drafter
 
@@ -74,7 +74,10 @@ def sweeps(runs: MeasuredRuns, run_id: str) -> tuple[Sweep, ...]:
     """The run's sweeps of servers that were active and held the accept length asked of them (within
     :data:`ACCEPT_TOLERANCE`: a server that ignored it is no sweep at that length), each with its mean ms per token
     by stream count."""
-    requests = _grid_requests(runs, run_id)
+    return _sweeps_of(run_id, _grid_requests(runs, run_id))
+
+
+def _sweeps_of(run_id: str, requests: pd.DataFrame) -> tuple[Sweep, ...]:
     out = []
     keys = ["variant", "drafter", "draft_tokens", "accept_target"]
     for (variant, drafter, k, target), part in requests.groupby(keys):
@@ -104,28 +107,26 @@ def token_weighted_accept(requests: pd.DataFrame) -> float | None:
     return float(counted["output_tokens"].sum() / counted["spec_verify_ct"].sum()) if not counted.empty else None
 
 
-def mean_context(runs: MeasuredRuns, run_id: str) -> float:
-    """Tokens of KV a stream attends over on average in a run: its prompt plus half its output."""
-    requests = _grid_requests(runs, run_id)
+def _mean_context_of(run_id: str, requests: pd.DataFrame) -> float:
     if requests.empty:
         raise ModelInputError(f"run {run_id}: no successful request to take the context from")
     return float((requests["prompt_tokens"] + requests["output_tokens"] / 2).mean())
 
 
-def served_costs(runs: MeasuredRuns, run_id: str) -> tuple[ModelCosts, ModelCosts | None]:
-    """The target (and draft) the run served, from the configs its manifest records."""
-    params = runs.run(run_id).parameters
+def _served_costs_of(run: MeasuredRun) -> tuple[ModelCosts, ModelCosts | None]:
+    params = run.parameters
     if not isinstance(params.get("served_config"), dict):
-        raise ModelInputError(f"run {run_id} records no served_config: its model cannot be priced")
-    target = costs_from_config(params["served_config"], f"run {run_id} served_config")
+        raise ModelInputError(f"run {run.run_id} records no served_config: its model cannot be priced")
+    target = costs_from_config(params["served_config"], f"run {run.run_id} served_config")
     draft = params.get("draft_config")
-    return target, costs_from_config(draft, f"run {run_id} draft_config") if isinstance(draft, dict) else None
+    return target, costs_from_config(draft, f"run {run.run_id} draft_config") if isinstance(draft, dict) else None
 
 
 def measured_ceilings(runs: MeasuredRuns, gpu: str | None = None) -> Ceilings | None:
     """The newest measured copy and matrix ceilings (of ``gpu`` when given): the copy bandwidth, and the matrix
     rate as the range over the runs of that GPU (a repeated experiment: its newest run)."""
-    measured = [r.run_id for r in newest_of_each_experiment(runs.run(r) for r in runs.runs_with_table("ceilings"))]
+    stored = [runs.run(r) for r in runs.runs_with_table("ceilings")]
+    measured = [r.run_id for r in newest_of_each_experiment(stored)]
     for run_id in sorted(measured, reverse=True):
         run = runs.run(run_id)
         key = gpu_key_in(run.gpu_name or run.label or run_id) or gpu_key_in(run_id)
@@ -143,22 +144,15 @@ def measured_ceilings(runs: MeasuredRuns, gpu: str | None = None) -> Ceilings | 
     return None
 
 
-def same_box(runs: MeasuredRuns, a: str, b: str) -> bool:
-    """Two grid runs of the same served model on the same GPU whose speculative servers routed alike (one's fit
-    prices the other's speculative cycles)."""
-    ra, rb = runs.run(a), runs.run(b)
-    return (
-        ra.parameters.get("served_config") == rb.parameters.get("served_config")
-        and ra.gpu_name == rb.gpu_name
-        and speculative_routing(runs, a) is speculative_routing(runs, b)
-    )
-
-
 def grid_routing(runs: MeasuredRuns, run_id: str) -> Routing:
     """How a grid run's random router routed plain decoding: uniform where its tokens diverged (requests sampled at
     a temperature > 0, speculative servers accepting the draft's own tokens), collapsed otherwise (greedy, one
     repeated token)."""
-    spec = runs.run(run_id).parameters.get("speculation")
+    return _routing_of(runs.run(run_id))
+
+
+def _routing_of(run: MeasuredRun) -> Routing:
+    spec = run.parameters.get("speculation")
     if not isinstance(spec, dict):
         return Routing.COLLAPSED
     temperature = spec.get("temperature", 0.0)
@@ -166,11 +160,78 @@ def grid_routing(runs: MeasuredRuns, run_id: str) -> Routing:
     return Routing.UNIFORM if spread else Routing.COLLAPSED
 
 
-def speculative_routing(runs: MeasuredRuns, run_id: str) -> Routing:
+def _speculative_routing_of(run: MeasuredRun) -> Routing:
     """How a grid run's speculative servers routed: collapsed where the draft model loaded random weights (its
     greedy picks repeat one token, and the simulated acceptance keeps them as the stream's tokens, whatever the
-    sampling), else as plain decoding did (:func:`grid_routing`)."""
-    base = runs.run(run_id).parameters.get("base")
+    sampling), else as plain decoding did."""
+    base = run.parameters.get("base")
     args = base.get("extra_args", []) if isinstance(base, dict) else []
     random_draft = any(a == "--speculative-draft-load-format" and b == "dummy" for a, b in pairwise(args))
-    return Routing.COLLAPSED if random_draft else grid_routing(runs, run_id)
+    return Routing.COLLAPSED if random_draft else _routing_of(run)
+
+
+@dataclass(frozen=True)
+class GridRead:
+    """One speculation grid run as read once: the GPU it ran on, how its routers routed, its sweeps, the models it
+    served and the context its streams held (a read that failed keeps its message, raised where the value is used)."""
+
+    run_id: str
+    gpu_key: str  # h200 where the run names no GPU
+    gpu_name: str | None
+    served_config: object
+    routing: Routing
+    speculative_routing: Routing
+    sweeps: tuple[Sweep, ...]
+    served: tuple[ModelCosts, ModelCosts | None] | None
+    served_error: str
+    context: float | None
+    context_error: str
+
+    def same_box(self, other: GridRead) -> bool:
+        """The same served model on the same GPU, its speculative servers routed alike (one's fit prices the
+        other's speculative cycles)."""
+        return (
+            self.served_config == other.served_config
+            and self.gpu_name == other.gpu_name
+            and self.speculative_routing is other.speculative_routing
+        )
+
+    def served_costs(self) -> tuple[ModelCosts, ModelCosts | None]:
+        """The target (and draft) the run served, or the error its manifest gave."""
+        if self.served is None:
+            raise ModelInputError(self.served_error)
+        return self.served
+
+    def mean_context(self) -> float:
+        """Tokens of KV a stream attended over on average, or the error its requests gave."""
+        if self.context is None:
+            raise ModelInputError(self.context_error)
+        return self.context
+
+
+def grid_read(runs: MeasuredRuns, run_id: str) -> GridRead:
+    """Grid run ``run_id`` read once: its manifest and its requests, and all the model takes from them."""
+    run, requests = runs.run(run_id), _grid_requests(runs, run_id)
+    served: tuple[ModelCosts, ModelCosts | None] | None
+    try:
+        served, served_error = _served_costs_of(run), ""
+    except ModelInputError as exc:
+        served, served_error = None, str(exc)
+    context: float | None
+    try:
+        context, context_error = _mean_context_of(run_id, requests), ""
+    except ModelInputError as exc:
+        context, context_error = None, str(exc)
+    return GridRead(
+        run_id=run_id,
+        gpu_key=gpu_key_in(run.gpu_name or run.label) or "h200",
+        gpu_name=run.gpu_name,
+        served_config=run.parameters.get("served_config"),
+        routing=_routing_of(run),
+        speculative_routing=_speculative_routing_of(run),
+        sweeps=_sweeps_of(run_id, requests),
+        served=served,
+        served_error=served_error,
+        context=context,
+        context_error=context_error,
+    )

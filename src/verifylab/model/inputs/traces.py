@@ -10,9 +10,9 @@ from typing import NamedTuple
 import pandas as pd
 
 from verifylab.derived import derived
-from verifylab.model.inputs.curves import load_curves
+from verifylab.model.inputs.curves import stored_curves
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
-from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS
+from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN
 
 LIVE_PATH = "nvlink"  # the live TP-2 runs' GPUs talk over NVLink, as the campaign's nvlink curves were measured
 
@@ -129,7 +129,8 @@ def live_points(runs: MeasuredRuns) -> tuple[InPassPoint, ...]:
     campaign = runs.newest_with(*COMM_CAMPAIGN_TABLES)
     if campaign is None:
         return ()
-    fused = next((c for c in load_curves(campaign, runs) if (c.path, c.impl) == (LIVE_PATH, "fused")), None)
+    curves = stored_curves(runs, campaign, KIMI_K2_HIDDEN)
+    fused = next((c for c in curves if (c.path, c.impl) == (LIVE_PATH, "fused")), None)
     if fused is None:
         return ()
     return tuple(

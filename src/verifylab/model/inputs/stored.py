@@ -1,0 +1,163 @@
+"""What the model fits and prices from, read once into one record: the stored runs' part (:class:`StoredRuns`: each
+speculation grid, the GPU ceilings, the norm kernel, the communication curves and probes, the in-pass points) and the
+evidence's (:class:`StoredInputs`: that, the public tables and the reported figures). The fits and the case study's
+pricing take a record; none of them reads the store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from verifylab.derived import DerivedCache, derived
+from verifylab.errors import ModelInputError, VerifylabError
+from verifylab.model.inputs.curves import BoxProbe, Curve, loglog_interpolate, stored_curves
+from verifylab.model.inputs.gpus import Ceilings
+from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
+from verifylab.model.inputs.probes import box_probe, host_memory_curve
+from verifylab.model.inputs.public_curves import PublicCurve, public_curves
+from verifylab.model.inputs.traces import InPassPoint, live_points, synthetic_points
+from verifylab.sources import MeasuredRuns, ModelSources
+from verifylab.vocab import KIMI_K2_HIDDEN
+
+
+@dataclass(frozen=True)
+class NormRead:
+    """The newest measured norm kernel (FlashInfer's fused add+RMSNorm): its µs by tokens, and the run."""
+
+    run_id: str
+    tokens: tuple[float, ...]
+    us: tuple[float, ...]
+
+    def at(self, tokens: float) -> float:
+        return loglog_interpolate(self.tokens, self.us, tokens)
+
+
+@dataclass(frozen=True)
+class NvlinkRead:
+    """NVLink's all-reduce curves from the newest stored run that timed one (2 x H200): NCCL's and the fused
+    one-shot kernel's."""
+
+    run_id: str
+    nccl: Curve
+    fused: Curve | None
+
+
+class _CachedRecord:
+    """A record the :func:`verifylab.derived.derived` functions key their values on: it lends the cache of the
+    evidence it was read from, which is never pickled with it (the interactive commands keep records on disk)."""
+
+    _cache: DerivedCache | None = None
+
+    @property
+    def derived_cache(self) -> DerivedCache:
+        if self._cache is None:
+            raise ModelInputError("a stored-inputs record is used before it was read from an evidence")
+        return self._cache
+
+    def lend(self, cache: DerivedCache) -> None:
+        object.__setattr__(self, "_cache", cache)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_cache", None)
+        return state
+
+
+@dataclass(frozen=True, eq=False)
+class StoredRuns(_CachedRecord):
+    """What the model takes from the stored runs, read once (:func:`stored_runs`)."""
+
+    where: str
+    grids: tuple[GridRead, ...]  # the grids that are evidence, oldest first (a grid measured again: its newest run)
+    other_grids: tuple[GridRead, ...]  # the runs of a grid measured again, and those marked mechanics only
+    ceilings: Ceilings | None  # the newest measured, of any GPU
+    grid_ceilings: Mapping[str, Ceilings | None]  # by the GPU key of every grid run read
+    norm: NormRead | None
+    host_memory: tuple[Curve | None, str | None]
+    probe: BoxProbe | None
+    in_pass_points: tuple[InPassPoint, ...]  # the synthetic passes', then the live ones'
+    nvlink: NvlinkRead | None
+
+    def grid(self, run_id: str) -> GridRead:
+        """Grid run ``run_id`` as read, or an error naming the grids there are."""
+        found = next((g for g in (*self.grids, *self.other_grids) if g.run_id == run_id), None)
+        if found is None:
+            have = ", ".join(g.run_id for g in self.grids) or "none"
+            raise ModelInputError(f"run {run_id} is no speculation grid under {self.where} (grids: {have})")
+        return found
+
+
+@dataclass(frozen=True, eq=False)
+class StoredInputs(_CachedRecord):
+    """What the model takes from one evidence, read once (:func:`stored_inputs`): the stored runs' part, the public
+    tables (measurements, speculation curves, per-context matrices) and the case study's reported figures."""
+
+    runs: StoredRuns
+    figures: pd.DataFrame
+    public: pd.DataFrame
+    public_curves: tuple[PublicCurve, ...]
+    public_context: pd.DataFrame = field(repr=False)
+
+
+def _norm_read(runs: MeasuredRuns) -> NormRead | None:
+    run_id = runs.newest_with("norm_fusion")
+    if run_id is None:
+        return None
+    table = runs.read_table(run_id, "norm_fusion").sort_values("tokens")
+    return NormRead(run_id, tuple(float(x) for x in table["tokens"]), tuple(float(y) for y in table["fused_us"]))
+
+
+def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
+    for run_id in reversed(runs.runs_with_table("allreduce_latency")):
+        curves = [c for c in stored_curves(runs, run_id, KIMI_K2_HIDDEN) if c.path == "nvlink"]
+        nccl = next((c for c in curves if c.impl == "nccl"), None)
+        if nccl is not None:
+            return NvlinkRead(run_id, nccl, next((c for c in curves if c.impl == "fused"), None))
+    return None
+
+
+@derived
+def _read_runs(runs: MeasuredRuns) -> StoredRuns:
+    evidence = grid_runs(runs)
+    read: dict[str, GridRead] = {}
+    for run_id in runs.runs_with_table(POINTS_TABLE):
+        try:
+            read[run_id] = grid_read(runs, run_id)
+        except VerifylabError:  # a grid that does not read is no evidence; naming it is an error at its use
+            if run_id in evidence:
+                raise
+    grids = tuple(read[r] for r in evidence)
+    return StoredRuns(
+        where=runs.where,
+        grids=grids,
+        other_grids=tuple(g for r, g in read.items() if r not in evidence),
+        ceilings=measured_ceilings(runs),
+        grid_ceilings={key: measured_ceilings(runs, key) for key in sorted({g.gpu_key for g in read.values()})},
+        norm=_norm_read(runs),
+        host_memory=host_memory_curve(runs),
+        probe=box_probe(runs),
+        in_pass_points=(*synthetic_points(runs), *live_points(runs)),
+        nvlink=_nvlink_read(runs),
+    )
+
+
+def stored_runs(runs: MeasuredRuns) -> StoredRuns:
+    """Everything the model takes from ``runs``, read once per set of runs."""
+    record = _read_runs(runs)
+    record.lend(runs.derived_cache)
+    return record
+
+
+@derived
+def _read_inputs(ev: ModelSources) -> StoredInputs:
+    return StoredInputs(stored_runs(ev.measured), ev.figures, ev.public, tuple(public_curves(ev)), ev.public_context)
+
+
+def stored_inputs(ev: ModelSources) -> StoredInputs:
+    """Everything the model takes from ``ev``, read once per evidence."""
+    record = _read_inputs(ev)
+    record.lend(ev.derived_cache)
+    record.runs.lend(ev.measured.derived_cache)
+    return record
