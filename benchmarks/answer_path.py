@@ -1,0 +1,180 @@
+"""How far an answer's data travels (#64): the files and function-to-function steps between the functions that read
+the stored runs and the public tables and the function that writes the answer's sentence.
+
+    python benchmarks/answer_path.py [--answer decision-speculation|box-plan|both] [--edges]
+
+The answer is computed once under a profiler with every derived value recomputed (a cache would hide the calls it
+saves); each call from one of verifylab's functions to another is an edge. The readers are the measured runs'
+methods (``sources.MeasuredRuns``) and the evidence's public tables and runs (``store.evidence.Evidence``); what lies
+below them is the store, not the way to the sentence. Counted: every function on a call path from the answer's root
+down to a reader, plus the root's call to the sentence's writer; steps are the distinct edges among them. A design
+measure, not a timing: it changes only when the code does.
+
+- ``decision-speculation``: the decision page's speculation answer, by context band from the nearest evidence
+  (``publish.decision.case_bands``) and the model's per regime (``model.case.speculation.speculation_case``), both
+  written by ``decision_markdown`` (``analysis.evidence_ladder.bands_words``).
+- ``box-plan``: ``verifylab box --plan`` as the README's second example runs it (Kimi-K2.5 INT4 at TP 8, healthy
+  P2P, 32k of context), from the command to ``cli.box_check.print_plan``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = str(ROOT / "src" / "verifylab")
+Node = tuple[str, str]  # (file under the package, qualified name)
+READER_FILES = {"sources.py": "MeasuredRuns.", "store/evidence.py": "Evidence."}
+STORE_READERS = {  # --count-store: the functions that open the stored files, the store's files then counted too
+    "store/runs.py": "RunStore.",
+    "store/public.py": "load_",
+    "store/public_context.py": "load_",
+    "store/public_speculation.py": "load_",
+    "store/figures.py": "load_",
+}
+TRANSPARENT = ("<lambda>", "<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>")
+
+
+def _node(frame) -> Node | str | None:
+    code = frame.f_code
+    if not code.co_filename.startswith(PACKAGE):
+        return None
+    name = getattr(code, "co_qualname", code.co_name)
+    path = os.path.relpath(code.co_filename, PACKAGE)
+    if path == "derived.py" or name.endswith(TRANSPARENT) or name.endswith(".cached"):
+        return "through"  # the cache's wrapper and comprehensions pass a call on to the function behind them
+    return (path, name)
+
+
+def call_edges(compute: Callable[[], object]) -> collections.Counter[tuple[Node, Node]]:
+    """Every call from one of verifylab's functions to another while ``compute`` runs, every derived value
+    recomputed."""
+    from verifylab import derived
+
+    edges: collections.Counter[tuple[Node, Node]] = collections.Counter()
+    stack: list[Node | None] = []
+
+    def profile(frame, event, arg) -> None:
+        if event == "call":
+            node = _node(frame)
+            if not isinstance(node, tuple):
+                stack.append(None)
+                return
+            caller = next((s for s in reversed(stack) if s is not None), None)
+            if caller is not None and caller != node:
+                edges[(caller, node)] += 1
+            stack.append(node)
+        elif event == "return" and stack:
+            stack.pop()
+
+    keep = derived.DerivedCache.value
+    derived.DerivedCache.value = lambda self, key, compute: compute()  # type: ignore[method-assign]
+    sys.setprofile(profile)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            compute()
+    finally:
+        sys.setprofile(None)
+        derived.DerivedCache.value = keep  # type: ignore[method-assign]
+    return edges
+
+
+def _is_reader(node: Node) -> bool:
+    prefix = READER_FILES.get(node[0])
+    return prefix is not None and node[1].startswith(prefix)
+
+
+def answer_path(edges, roots: set[Node], writer: tuple[Node, Node]) -> tuple[set[Node], set[tuple[Node, Node]]]:
+    """The functions on a call path from ``roots`` down to a reader, and the edges among them, plus ``writer``."""
+    edges = {(a, b) for a, b in edges if not _is_reader(a)}  # below a reader is the store
+    down, up = collections.defaultdict(set), collections.defaultdict(set)
+    for a, b in edges:
+        down[a].add(b)
+        up[b].add(a)
+
+    def reach(start: set[Node], graph) -> set[Node]:
+        seen, todo = set(start), list(start)
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    below = reach(roots, down)
+    readers = {n for n in below if _is_reader(n)}
+    on_path = below & reach(readers, up)
+    steps = {(a, b) for a, b in edges if a in on_path and b in on_path} | {writer}
+    return on_path | set(writer), steps
+
+
+def _decision_speculation() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
+    from verifylab.analysis.evidence_ladder import bands_words
+    from verifylab.model.case.speculation import speculation_case
+    from verifylab.publish.decision import case_bands
+    from verifylab.store.evidence import Evidence
+
+    def compute() -> object:
+        ev = Evidence(ROOT / "data")
+        return bands_words(case_bands(ev)), speculation_case(ev)
+
+    roots = {("publish/decision.py", "case_bands"), ("model/case/speculation.py", "speculation_case")}
+    writer = (("publish/decision.py", "decision_markdown"), ("analysis/evidence_ladder.py", "bands_words"))
+    return compute, roots, writer
+
+
+BOX_PLAN = ["box", "--plan", "--config", "examples/configs/kimi-k2.5-int4", "--gpu", "rtx-pro-6000", "--tp", "8",
+            "--regime", "healthy-p2p", "--context", "32768", "--data-dir", "data"]  # fmt: skip
+
+
+def _box_plan() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
+    from typer.testing import CliRunner
+
+    from verifylab.cli import app
+
+    def compute() -> object:
+        result = CliRunner().invoke(app, BOX_PLAN)
+        if result.exit_code != 0:
+            raise SystemExit(f"box --plan failed: {result.output[-400:]}")
+        return result.output
+
+    roots = {("cli/box.py", "_plan_and_verify")}
+    return compute, roots, (("cli/box.py", "_plan_and_verify"), ("cli/box_check.py", "print_plan"))
+
+
+ANSWERS = {"decision-speculation": _decision_speculation, "box-plan": _box_plan}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--answer", choices=[*ANSWERS, "both"], default="both")
+    parser.add_argument("--edges", action="store_true", help="list every step")
+    parser.add_argument(
+        "--count-store", action="store_true", help="start at the functions that open the stored files instead"
+    )
+    args = parser.parse_args()
+    if args.count_store:
+        READER_FILES.clear()
+        READER_FILES.update(STORE_READERS)
+    os.chdir(ROOT)
+    os.environ["VERIFYLAB_CACHE"] = "off"
+    for name in ANSWERS if args.answer == "both" else [args.answer]:
+        compute, roots, writer = ANSWERS[name]()
+        nodes, steps = answer_path(call_edges(compute), roots, writer)
+        files = sorted({n[0] for n in nodes})
+        print(f"{name}: {len(files)} files, {len(steps)} function-to-function steps")
+        for path in files:
+            print(f"  {path}: {', '.join(sorted(n[1] for n in nodes if n[0] == path))}")
+        if args.edges:
+            for a, b in sorted(steps):
+                print(f"    {a[0]}:{a[1]} -> {b[0]}:{b[1]}")
+
+
+if __name__ == "__main__":
+    main()

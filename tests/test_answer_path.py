@@ -1,0 +1,42 @@
+"""#64: the decision page's speculation answer travels a short way from the functions that read the stored runs and the
+public tables to the sentence that writes it: the model's inputs are read once into one record
+(``model/inputs/stored.py``) and the fits and the pricing take that record. Measured by ``benchmarks/answer_path.py``
+(every call while the answer is computed, no derived value kept)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def answer_path():
+    spec = importlib.util.spec_from_file_location("answer_path", ROOT / "benchmarks" / "answer_path.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_decision_pages_speculation_answer_passes_through_at_most_15_files_in_60_steps(answer_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("VERIFYLAB_CACHE", "off")
+    compute, roots, writer = answer_path.ANSWERS["decision-speculation"]()
+    nodes, steps = answer_path.answer_path(answer_path.call_edges(compute), roots, writer)
+    files = {path for path, _ in nodes}
+    assert len(files) <= 15 and len(steps) <= 60, (len(files), len(steps), sorted(files))
+    assert not any(path.startswith(("model/fits/", "model/pricing/", "model/case/box", "model/case/options"))
+                   for path in files)  # fmt: skip  # fits and pricing take the record: none reads
+
+
+def test_a_fit_that_reads_the_store_is_on_the_path(answer_path):
+    """The measure sees a planted reader: a function called below the root that reads a run is counted."""
+    a, b, reader = ("x.py", "root"), ("model/fits/grid.py", "fit"), ("sources.py", "MeasuredRuns.read_table")
+    nodes, steps = answer_path.answer_path({(a, b): 1, (b, reader): 1}, {a}, (a, ("w.py", "write")))
+    assert b in nodes and (b, reader) in steps
+    nodes, _ = answer_path.answer_path({(a, b): 1, (a, reader): 1}, {a}, (a, ("w.py", "write")))
+    assert b not in nodes  # a fit given what was read is not on the way
