@@ -5,8 +5,9 @@ pricing take a record; none of them reads the store."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -67,18 +68,20 @@ class _CachedRecord:
 
 @dataclass(frozen=True, eq=False)
 class StoredRuns(_CachedRecord):
-    """What the model takes from the stored runs, read once (:func:`stored_runs`)."""
+    """What the model takes from the stored runs, read once (:func:`stored_runs`). A part whose tables did not read
+    is kept as its error and raised where the part is used, so an answer that needs none of it is still given."""
 
     where: str
     grids: tuple[GridRead, ...]  # the grids that are evidence, oldest first (a grid measured again: its newest run)
     other_grids: tuple[GridRead, ...]  # the runs of a grid measured again, and those marked mechanics only
-    ceilings: Ceilings | None  # the newest measured, of any GPU
     grid_ceilings: Mapping[str, Ceilings | None]  # by the GPU key of every grid run read
-    norm: NormRead | None
-    host_memory: tuple[Curve | None, str | None]
-    probe: BoxProbe | None
-    in_pass_points: tuple[InPassPoint, ...]  # the synthetic passes', then the live ones'
-    nvlink: NvlinkRead | None
+    unread: Mapping[str, str]  # a part's name (:data:`PARTS`) -> why its tables did not read
+    _ceilings: Ceilings | None = None
+    _norm: NormRead | None = None
+    _host_memory: tuple[Curve | None, str | None] = (None, None)
+    _probe: BoxProbe | None = None
+    _in_pass_points: tuple[InPassPoint, ...] = ()
+    _nvlink: NvlinkRead | None = None
 
     def grid(self, run_id: str) -> GridRead:
         """Grid run ``run_id`` as read, or an error naming the grids there are."""
@@ -87,6 +90,54 @@ class StoredRuns(_CachedRecord):
             have = ", ".join(g.run_id for g in self.grids) or "none"
             raise ModelInputError(f"run {run_id} is no speculation grid under {self.where} (grids: {have})")
         return found
+
+    def _read(self, part: str) -> None:
+        if part in self.unread:
+            raise ModelInputError(f"{self.where}: {PARTS[part]} did not read: {self.unread[part]}")
+
+    @property
+    def ceilings(self) -> Ceilings | None:
+        """The newest measured GPU ceilings, of any GPU."""
+        self._read("ceilings")
+        return self._ceilings
+
+    @property
+    def norm(self) -> NormRead | None:
+        self._read("norm")
+        return self._norm
+
+    @property
+    def host_memory(self) -> tuple[Curve | None, str | None]:
+        self._read("host_memory")
+        return self._host_memory
+
+    @property
+    def probe(self) -> BoxProbe | None:
+        self._read("probe")
+        return self._probe
+
+    @property
+    def in_pass_points(self) -> tuple[InPassPoint, ...]:
+        """The synthetic passes' points, then the live ones'."""
+        self._read("in_pass_points")
+        return self._in_pass_points
+
+    @property
+    def nvlink(self) -> NvlinkRead | None:
+        self._read("nvlink")
+        return self._nvlink
+
+
+PARTS = {  # each part of the stored runs the model reads, and the tables it reads
+    "ceilings": "the GPU ceilings (table ceilings)",
+    "norm": "the norm kernel (table norm_fusion)",
+    "host_memory": "the curve through host memory (tables verdict, allreduce_latency)",
+    "probe": "the box's probe (tables verdict, allreduce_latency)",
+    "in_pass_points": "the in-pass points (tables verify_pass_trace, allreduce_latency, trace_steps)",
+    "nvlink": "the NVLink curves (table allreduce_latency)",
+}
+UNREADABLE = (VerifylabError, KeyError, ValueError, TypeError, IndexError)  # what a table that does not hold its
+# columns or values raises in a reader
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,18 +179,28 @@ def _read_runs(runs: MeasuredRuns) -> StoredRuns:
         except VerifylabError:  # a grid that does not read is no evidence; naming it is an error at its use
             if run_id in evidence:
                 raise
-    grids = tuple(read[r] for r in evidence)
+    readers: dict[str, Callable[[], object]] = {
+        "ceilings": lambda: measured_ceilings(runs),
+        "norm": lambda: _norm_read(runs),
+        "host_memory": lambda: host_memory_curve(runs),
+        "probe": lambda: box_probe(runs),
+        "in_pass_points": lambda: (*synthetic_points(runs), *live_points(runs)),
+        "nvlink": lambda: _nvlink_read(runs),
+    }
+    parts: dict[str, Any] = {}
+    unread: dict[str, str] = {}
+    for name, reader in readers.items():
+        try:
+            parts[f"_{name}"] = reader()
+        except UNREADABLE as exc:
+            unread[name] = f"{type(exc).__name__}: {exc}"
     return StoredRuns(
         where=runs.where,
-        grids=grids,
+        grids=tuple(read[r] for r in evidence),
         other_grids=tuple(g for r, g in read.items() if r not in evidence),
-        ceilings=measured_ceilings(runs),
         grid_ceilings={key: measured_ceilings(runs, key) for key in sorted({g.gpu_key for g in read.values()})},
-        norm=_norm_read(runs),
-        host_memory=host_memory_curve(runs),
-        probe=box_probe(runs),
-        in_pass_points=(*synthetic_points(runs), *live_points(runs)),
-        nvlink=_nvlink_read(runs),
+        unread=unread,
+        **parts,
     )
 
 
