@@ -207,4 +207,4 @@ def sglang_norm_us(stored: StoredInputs, tokens: int) -> tuple[float, str]:
     norm = stored.runs.norm
     if norm is None:
         return NORM_US_ASSUMED, "assumption (no run measured the norm kernel)"
-    return norm.at(tokens), f"measured: run {norm.run_id} (FlashInfer fused add+RMSNorm), H200, k={tokens}"
+    return norm.at(tokens), f"{norm.source}, H200, k={tokens}"

@@ -217,14 +217,36 @@ def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[Curve]:
     return [parse_nccl_tests(text, path, str(file))]
 
 
-def norm_us_measured(runs: MeasuredRuns, tokens: float) -> tuple[float, str] | None:
-    """The measured FlashInfer fused add+RMSNorm kernel (the one SGLang's unfused path runs) at ``tokens``."""
+@dataclass(frozen=True)
+class NormRead:
+    """The newest measured norm kernel (FlashInfer's fused add+RMSNorm, the one SGLang's unfused path runs): its µs by
+    tokens, and the run."""
+
+    run_id: str
+    tokens: tuple[float, ...]
+    us: tuple[float, ...]
+
+    def at(self, tokens: float) -> float:
+        return loglog_interpolate(self.tokens, self.us, tokens)
+
+    @property
+    def source(self) -> str:
+        return f"measured: run {self.run_id} (FlashInfer fused add+RMSNorm)"
+
+
+def norm_read(runs: MeasuredRuns) -> NormRead | None:
+    """The newest run's norm kernel (None: no run measured it)."""
     run_id = runs.newest_with("norm_fusion")
     if run_id is None:
         return None
     table = runs.read_table(run_id, "norm_fusion").sort_values("tokens")
-    us = loglog_interpolate(tuple(table["tokens"]), tuple(table["fused_us"]), tokens)
-    return us, f"measured: run {run_id} (FlashInfer fused add+RMSNorm)"
+    return NormRead(run_id, tuple(float(x) for x in table["tokens"]), tuple(float(y) for y in table["fused_us"]))
+
+
+def norm_us_measured(runs: MeasuredRuns, tokens: float) -> tuple[float, str] | None:
+    """The measured norm kernel at ``tokens``, and its source (None: no run measured it)."""
+    read = norm_read(runs)
+    return None if read is None else (read.at(tokens), read.source)
 
 
 def in_pass_factors(runs: MeasuredRuns, run_id: str | None = None) -> dict[tuple[str, str], float]:

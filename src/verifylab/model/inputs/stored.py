@@ -13,7 +13,7 @@ import pandas as pd
 
 from verifylab.derived import DerivedCache, derived
 from verifylab.errors import ModelInputError, VerifylabError
-from verifylab.model.inputs.curves import BoxProbe, Curve, loglog_interpolate, stored_curves
+from verifylab.model.inputs.curves import BoxProbe, Curve, NormRead, norm_read, stored_curves
 from verifylab.model.inputs.gpus import Ceilings
 from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
 from verifylab.model.inputs.probes import box_probe, host_memory_curve
@@ -21,18 +21,6 @@ from verifylab.model.inputs.public_curves import PublicCurve, public_curves
 from verifylab.model.inputs.traces import InPassPoint, live_points, synthetic_points
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.vocab import KIMI_K2_HIDDEN
-
-
-@dataclass(frozen=True)
-class NormRead:
-    """The newest measured norm kernel (FlashInfer's fused add+RMSNorm): its µs by tokens, and the run."""
-
-    run_id: str
-    tokens: tuple[float, ...]
-    us: tuple[float, ...]
-
-    def at(self, tokens: float) -> float:
-        return loglog_interpolate(self.tokens, self.us, tokens)
 
 
 @dataclass(frozen=True)
@@ -152,14 +140,6 @@ class StoredInputs(_CachedRecord):
     public_context: pd.DataFrame = field(repr=False)
 
 
-def _norm_read(runs: MeasuredRuns) -> NormRead | None:
-    run_id = runs.newest_with("norm_fusion")
-    if run_id is None:
-        return None
-    table = runs.read_table(run_id, "norm_fusion").sort_values("tokens")
-    return NormRead(run_id, tuple(float(x) for x in table["tokens"]), tuple(float(y) for y in table["fused_us"]))
-
-
 def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
     for run_id in reversed(runs.runs_with_table("allreduce_latency")):
         curves = [c for c in stored_curves(runs, run_id, KIMI_K2_HIDDEN) if c.path == "nvlink"]
@@ -181,7 +161,7 @@ def _read_runs(runs: MeasuredRuns) -> StoredRuns:
                 raise
     readers: dict[str, Callable[[], object]] = {
         "ceilings": lambda: measured_ceilings(runs),
-        "norm": lambda: _norm_read(runs),
+        "norm": lambda: norm_read(runs),
         "host_memory": lambda: host_memory_curve(runs),
         "probe": lambda: box_probe(runs),
         "in_pass_points": lambda: (*synthetic_points(runs), *live_points(runs)),
