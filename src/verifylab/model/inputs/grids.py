@@ -78,6 +78,7 @@ def sweeps(runs: MeasuredRuns, run_id: str) -> tuple[Sweep, ...]:
 
 
 def _sweeps_of(run_id: str, requests: pd.DataFrame) -> tuple[Sweep, ...]:
+    """The sweeps of a grid run's requests (:func:`sweeps`)."""
     out = []
     keys = ["variant", "drafter", "draft_tokens", "accept_target"]
     for (variant, drafter, k, target), part in requests.groupby(keys):
@@ -108,12 +109,14 @@ def token_weighted_accept(requests: pd.DataFrame) -> float | None:
 
 
 def _mean_context_of(run_id: str, requests: pd.DataFrame) -> float:
+    """Tokens of KV a stream attends over on average in a run: its prompt plus half its output."""
     if requests.empty:
         raise ModelInputError(f"run {run_id}: no successful request to take the context from")
     return float((requests["prompt_tokens"] + requests["output_tokens"] / 2).mean())
 
 
 def _served_costs_of(run: MeasuredRun) -> tuple[ModelCosts, ModelCosts | None]:
+    """The target (and draft) the run served, from the configs its manifest records."""
     params = run.parameters
     if not isinstance(params.get("served_config"), dict):
         raise ModelInputError(f"run {run.run_id} records no served_config: its model cannot be priced")
@@ -152,6 +155,7 @@ def grid_routing(runs: MeasuredRuns, run_id: str) -> Routing:
 
 
 def _routing_of(run: MeasuredRun) -> Routing:
+    """How the run's router routed plain decoding (:func:`grid_routing`)."""
     spec = run.parameters.get("speculation")
     if not isinstance(spec, dict):
         return Routing.COLLAPSED
