@@ -27,7 +27,6 @@ from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import gpu_named
-from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
@@ -116,7 +115,7 @@ def plan_box(
             "assumes one"
         )
     target = read_config(req.config, req.expert_bits) if req.config else kimi_k25_costs()
-    gpu = gpu_named(req.gpu, measured_ceilings(runs))
+    gpu = gpu_named(req.gpu, stored_runs(runs).ceilings)
     layout_fits(target, gpu, req.tp)
     draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
     curve, comm = None, "TP 1: no all-reduce"

@@ -201,7 +201,6 @@ def model_speculation(
     from verifylab.model.fits.grid import measured_overheads
     from verifylab.model.inputs.configs import eagle3_draft_for, read_config
     from verifylab.model.inputs.gpus import gpu_named
-    from verifylab.model.inputs.grids import measured_ceilings
     from verifylab.model.inputs.model_costs import Routing
     from verifylab.model.inputs.stored import stored_inputs, stored_runs
     from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
@@ -240,7 +239,7 @@ def model_speculation(
                 curve, comm_source = latency_curve(load_curves(str(latency), runs, path, target.hidden), path)
         box = Box(
             target,
-            gpu_named(gpu, measured_ceilings(runs), bandwidth_gbs, tflops),
+            gpu_named(gpu, stored_runs(runs).ceilings, bandwidth_gbs, tflops),
             tp=tp,
             draft=draft if Drafter(chosen) is Drafter.EAGLE3 else None,
             context=float(context),

@@ -20,7 +20,6 @@ from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
 from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named
-from verifylab.model.inputs.grids import measured_ceilings
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
@@ -224,7 +223,7 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
     world = int(verdict["world"])
     target = read_config(inputs.config, inputs.expert_bits) if inputs.config else kimi_k25_costs()
     names = {str(r.get("name") or "") for r in rank_map} - {""}
-    gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), measured_ceilings(runs))
+    gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), stored_runs(runs).ceilings)
     layout_fits(target, gpu, world if policy.tensor_parallel else 1)
     path = str(verdict["transport"])
     curves: list[Curve] = []
