@@ -196,83 +196,39 @@ def model_speculation(
 
     Example: `verifylab model speculation --config Qwen3-30B-A3B/config.json --gpu h100 --accept 2.5 --json`
     """
-    from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
-    from verifylab.model.fits.context import context_terms
-    from verifylab.model.fits.grid import measured_overheads
-    from verifylab.model.inputs.configs import eagle3_draft_for, read_config
-    from verifylab.model.inputs.gpus import gpu_named
+    from verifylab.model.answers.speculation_answer import SpeculationAsk, speculation_reply
     from verifylab.model.inputs.model_costs import Routing
-    from verifylab.model.inputs.stored import stored_inputs, stored_runs
-    from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
-    from verifylab.model.pricing.pricer import Box
-    from verifylab.model.pricing.speculation import UNPHYSICAL, answer, gain_flag
+    from verifylab.model.pricing.speculation import UNPHYSICAL, gain_flag
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Drafter
 
     try:
         chosen = _choice("--drafter", drafter, [d.value for d in Drafter])
-        shape = _choice("--routing", routing, [r.value for r in Routing])
-        counts = _stream_counts(streams)
-        ev = Evidence(data_dir, keep_derived=True)
-        runs = ev.measured
-        target = read_config(config, expert_bits)
-        draft = read_config(draft_config) if draft_config else eagle3_draft_for(target)
-        curve, comm_source = None, "TP 1: no all-reduce"
-        if tp > 1 or regime or latency:
-            if (regime is None) == (latency is None):
-                raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
-            if regime is not None:
-                from verifylab.model.case.speculation import inputs
-
-                curve, comm_source = regime_curve(inputs(ev).curves, _regime(regime), tp)
-            else:
-                from verifylab.model.inputs.curves import load_curves
-                from verifylab.model.inputs.probes import probed_world
-
-                if runs.exists(str(latency)) and runs.table_or_none(str(latency), "verdict") is not None:
-                    world = probed_world(runs, str(latency))
-                    if world != tp:
-                        raise ModelInputError(
-                            f"--latency {latency}: that probe measured {world} rank(s), not the {tp} of --tp {tp}: "
-                            f"probe {tp} GPUs, or give --tp {world}"
-                        )
-                curve, comm_source = latency_curve(load_curves(str(latency), runs, path, target.hidden), path)
-        box = Box(
-            target,
-            gpu_named(gpu, stored_runs(runs).ceilings, bandwidth_gbs, tflops),
+        ask = SpeculationAsk(
+            config=config,
+            gpu=_gpu_key(gpu),
             tp=tp,
-            draft=draft if Drafter(chosen) is Drafter.EAGLE3 else None,
-            context=float(context),
-            attention=context_terms(stored_inputs(ev)),
+            drafter=Drafter(chosen),
+            draft_tokens=draft_tokens,
+            accept=accept,
+            streams=_stream_counts(streams),
+            context=context,
             mem_fraction=mem_fraction,
-            routing=Routing(shape),
-            allreduce_us=curve,
-            comm_source=comm_source,
+            routing=Routing(_choice("--routing", routing, [r.value for r in Routing])),
+            regime=_regime(regime) if regime is not None else None,
+            latency=latency,
+            path=path,
+            decode_tok_s=decode_tok_s,
+            draft_config=draft_config,
+            expert_bits=expert_bits,
+            bandwidth_gbs=bandwidth_gbs,
+            tflops=tflops,
         )
-        layout_fits(target, box.gpu, tp)  # the same memory check as `box`
-        own_box = latency is None and decode_tok_s is None and bandwidth_gbs is None and tflops is None
-        regime_key = _regime_key(regime) if regime is not None else None
-        matched = (
-            matching_matrix(stored_inputs(ev), target, _gpu_key(gpu), tp, regime_key, Drafter(chosen), draft_tokens)
-            if own_box and Routing(shape) is Routing.UNIFORM
-            else None
-        )
-        if matched is not None:
-            result = anchored_answer(*matched, float(context), accept, counts)
-            provenance, consistent = "reported (public), transferred to your context and accept length", None
-        else:
-            if accept is None:
-                raise ModelInputError(
-                    "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix "
-                    "ran this box, so none can stand in for it)"
-                )
-            calibrated = calibrate_decode(
-                box, measured_overheads(stored_runs(runs)), decode_tok_s, "given (--decode-tok-s)"
-            )
-            result = answer(box, calibrated, Drafter(chosen), accept, draft_tokens, counts)
-            provenance, consistent = "modelled", str(calibrated.consistent).lower()
+        reply = speculation_reply(Evidence(data_dir, keep_derived=True), ask)
     except VerifylabError as exc:
         raise fail(exc) from None
+    result, target, provenance, consistent = reply.result, reply.target, reply.provenance, reply.consistent
+    counts = ask.streams
     low, high = result.crossover
     limit = accept if accept is not None else matched_accept_high(result)
     rows = [{**r.as_row(), "check": gain_flag(r.gain.high, limit)} for r in result.rows]

@@ -1,0 +1,128 @@
+"""``verifylab model speculation``'s answer for any served model and GPU: where a public per-context matrix ran the box
+(same GPUs, model shape, regime and chain), that matrix moved to the owner's context and accept length; else the
+model, its all-reduces from a regime's or the owner's curve, calibrated to the owner's plain decoding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifylab.errors import ModelInputError
+from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
+from verifylab.model.case.speculation import inputs
+from verifylab.model.fits.context import context_terms
+from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.inputs.configs import eagle3_draft_for, read_config
+from verifylab.model.inputs.curves import Curve, load_curves
+from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.model_costs import ModelCosts, Routing
+from verifylab.model.inputs.probes import probed_world
+from verifylab.model.inputs.stored import stored_inputs, stored_runs
+from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
+from verifylab.model.pricing.pricer import Box
+from verifylab.model.pricing.speculation import SpeculationAnswer, answer
+from verifylab.sources import ModelSources
+from verifylab.vocab import REGIME_KEYS, Drafter, Regime
+
+TRANSFERRED = "reported (public), transferred to your context and accept length"
+
+
+@dataclass(frozen=True)
+class SpeculationAsk:
+    """What the owner asks, parsed: the served model and its draft, the GPU (a key of the GPU table, its datasheet
+    overridable), the layout and the curve its all-reduces take (a regime's or a stored or given one), the traffic."""
+
+    config: Path
+    gpu: str
+    tp: int
+    drafter: Drafter
+    draft_tokens: int
+    accept: float | None
+    streams: list[int]
+    context: int
+    mem_fraction: float
+    routing: Routing
+    regime: Regime | None = None
+    latency: str | None = None
+    path: str | None = None
+    decode_tok_s: float | None = None
+    draft_config: Path | None = None
+    expert_bits: float | None = None
+    bandwidth_gbs: float | None = None
+    tflops: float | None = None
+
+
+@dataclass(frozen=True)
+class SpeculationReply:
+    """The answer, the model it priced, where it came from, and (modelled only) whether the owner's decode rate fits
+    the box's physics."""
+
+    result: SpeculationAnswer
+    target: ModelCosts
+    provenance: str
+    consistent: str | None
+
+
+def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply:
+    """The answer from the nearest evidence: the public matrix that ran this box where the owner gave nothing of
+    their own box (no curve, decode rate or datasheet override) and a trained router, else the model."""
+    runs = ev.measured
+    target = read_config(ask.config, ask.expert_bits)
+    draft = read_config(ask.draft_config) if ask.draft_config else eagle3_draft_for(target)
+    curve, comm_source = None, "TP 1: no all-reduce"
+    if ask.tp > 1 or ask.regime or ask.latency:
+        if (ask.regime is None) == (ask.latency is None):
+            raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
+        if ask.regime is not None:
+            curve, comm_source = regime_curve(inputs(ev).curves, ask.regime, ask.tp)
+        else:
+            curve, comm_source = latency_curve(_owners_curves(ev, ask, target.hidden), ask.path)
+    box = Box(
+        target,
+        gpu_named(ask.gpu, stored_runs(runs).ceilings, ask.bandwidth_gbs, ask.tflops),
+        tp=ask.tp,
+        draft=draft if ask.drafter is Drafter.EAGLE3 else None,
+        context=float(ask.context),
+        attention=context_terms(stored_inputs(ev)),
+        mem_fraction=ask.mem_fraction,
+        routing=ask.routing,
+        allreduce_us=curve,
+        comm_source=comm_source,
+    )
+    layout_fits(target, box.gpu, ask.tp)  # the same memory check as `box`
+    own_box = ask.latency is None and ask.decode_tok_s is None and ask.bandwidth_gbs is None and ask.tflops is None
+    key = None if ask.regime is None else next(k for k, v in REGIME_KEYS.items() if v == ask.regime.value)
+    matched = (
+        matching_matrix(stored_inputs(ev), target, ask.gpu, ask.tp, key, ask.drafter, ask.draft_tokens)
+        if own_box and ask.routing is Routing.UNIFORM
+        else None
+    )
+    if matched is not None:
+        result = anchored_answer(*matched, float(ask.context), ask.accept, ask.streams)
+        return SpeculationReply(
+            result, target, "reported (public), transferred to your context and accept length", None
+        )
+    if ask.accept is None:
+        raise ModelInputError(
+            "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix ran this "
+            "box, so none can stand in for it)"
+        )
+    calibrated = calibrate_decode(
+        box, measured_overheads(stored_runs(runs)), ask.decode_tok_s, "given (--decode-tok-s)"
+    )
+    result = answer(box, calibrated, ask.drafter, ask.accept, ask.draft_tokens, ask.streams)
+    return SpeculationReply(result, target, "modelled", str(calibrated.consistent).lower())
+
+
+def _owners_curves(ev: ModelSources, ask: SpeculationAsk, hidden: int) -> list[Curve]:
+    """The owner's ``--latency`` curves: a stored probe of ``--tp`` ranks (refused at another count), a stored run or a
+    file."""
+    runs, latency = ev.measured, str(ask.latency)
+    if runs.exists(latency) and runs.table_or_none(latency, "verdict") is not None:
+        world = probed_world(runs, latency)
+        if world != ask.tp:
+            raise ModelInputError(
+                f"--latency {latency}: that probe measured {world} rank(s), not the {ask.tp} of --tp {ask.tp}: "
+                f"probe {ask.tp} GPUs, or give --tp {world}"
+            )
+    return load_curves(latency, runs, ask.path, hidden)
