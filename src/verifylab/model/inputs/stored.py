@@ -62,9 +62,9 @@ class StoredRuns(_CachedRecord):
     where: str
     grids: tuple[GridRead, ...]  # the grids that are evidence, oldest first (a grid measured again: its newest run)
     other_grids: tuple[GridRead, ...]  # the runs of a grid measured again, and those marked mechanics only
-    grid_ceilings: Mapping[str, Ceilings | None]  # by the GPU key of every grid run read
-    unread: Mapping[str, str]  # a part's name (:data:`PARTS`) -> why its tables did not read
+    unread: Mapping[str, str]  # a part's name -> what it is and why its tables did not read
     _ceilings: Ceilings | None = None
+    _grid_ceilings: Mapping[str, Ceilings | None] = field(default_factory=dict)
     _norm: NormRead | None = None
     _host_memory: tuple[Curve | None, str | None] = (None, None)
     _probe: BoxProbe | None = None
@@ -81,13 +81,19 @@ class StoredRuns(_CachedRecord):
 
     def _read(self, part: str) -> None:
         if part in self.unread:
-            raise ModelInputError(f"{self.where}: {PARTS[part]} did not read: {self.unread[part]}")
+            raise ModelInputError(f"{self.where}: {self.unread[part]}")
 
     @property
     def ceilings(self) -> Ceilings | None:
         """The newest measured GPU ceilings, of any GPU."""
         self._read("ceilings")
         return self._ceilings
+
+    @property
+    def grid_ceilings(self) -> Mapping[str, Ceilings | None]:
+        """The measured ceilings by the GPU key of every grid run read."""
+        self._read("grid_ceilings")
+        return self._grid_ceilings
 
     @property
     def norm(self) -> NormRead | None:
@@ -116,14 +122,6 @@ class StoredRuns(_CachedRecord):
         return self._nvlink
 
 
-PARTS = {  # each part of the stored runs the model reads, and the tables it reads
-    "ceilings": "the GPU ceilings (table ceilings)",
-    "norm": "the norm kernel (table norm_fusion)",
-    "host_memory": "the curve through host memory (tables verdict, allreduce_latency)",
-    "probe": "the box's probe (tables verdict, allreduce_latency)",
-    "in_pass_points": "the in-pass points (tables verify_pass_trace, allreduce_latency, trace_steps)",
-    "nvlink": "the NVLink curves (table allreduce_latency)",
-}
 UNREADABLE = (VerifylabError, KeyError, ValueError, TypeError, IndexError)  # what a table that does not hold its
 # columns or values raises in a reader
 
@@ -159,26 +157,36 @@ def _read_runs(runs: MeasuredRuns) -> StoredRuns:
         except VerifylabError:  # a grid that does not read is no evidence; naming it is an error at its use
             if run_id in evidence:
                 raise
-    readers: dict[str, Callable[[], object]] = {
-        "ceilings": lambda: measured_ceilings(runs),
-        "norm": lambda: norm_read(runs),
-        "host_memory": lambda: host_memory_curve(runs),
-        "probe": lambda: box_probe(runs),
-        "in_pass_points": lambda: (*synthetic_points(runs), *live_points(runs)),
-        "nvlink": lambda: _nvlink_read(runs),
+    keys = sorted({g.gpu_key for g in read.values()})
+    readers: dict[str, tuple[str, Callable[[], object]]] = {  # each part: what it is (its tables), how it is read
+        "ceilings": ("the GPU ceilings (table ceilings)", lambda: measured_ceilings(runs)),
+        "grid_ceilings": (
+            "the ceilings of the grid runs' GPUs (table ceilings)",
+            lambda: {key: measured_ceilings(runs, key) for key in keys},
+        ),
+        "norm": ("the norm kernel (table norm_fusion)", lambda: norm_read(runs)),
+        "host_memory": (
+            "the curve through host memory (tables verdict, allreduce_latency)",
+            lambda: host_memory_curve(runs),
+        ),
+        "probe": ("the box's probe (tables verdict, allreduce_latency)", lambda: box_probe(runs)),
+        "in_pass_points": (
+            "the in-pass points (tables verify_pass_trace, allreduce_latency, trace_steps)",
+            lambda: (*synthetic_points(runs), *live_points(runs)),
+        ),
+        "nvlink": ("the NVLink curves (table allreduce_latency)", lambda: _nvlink_read(runs)),
     }
     parts: dict[str, Any] = {}
     unread: dict[str, str] = {}
-    for name, reader in readers.items():
+    for name, (what, reader) in readers.items():
         try:
             parts[f"_{name}"] = reader()
         except UNREADABLE as exc:
-            unread[name] = f"{type(exc).__name__}: {exc}"
+            unread[name] = f"{what} did not read: {type(exc).__name__}: {exc}"
     return StoredRuns(
         where=runs.where,
         grids=tuple(read[r] for r in evidence),
         other_grids=tuple(g for r, g in read.items() if r not in evidence),
-        grid_ceilings={key: measured_ceilings(runs, key) for key in sorted({g.gpu_key for g in read.values()})},
         unread=unread,
         **parts,
     )
