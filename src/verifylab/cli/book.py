@@ -255,6 +255,8 @@ def run_cmd(
         how = f" (replayed from {parameters.data_dir}/: never executed in this project)" if chapter.replayed else ""
         how = " (kept: its inputs are those it was executed from)" if chapter.reused else how
         console.print(f"{chapter.name}: {mark}{how}", highlight=False, soft_wrap=True)  # one line, whole
+        if chapter.kernel_log:  # its kernel died: what the kernel process itself printed last
+            console.print(f"[dim]the end of its kernel's log:\n{escape(chapter.kernel_log)}[/]", highlight=False)
     if render:
         console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
     if result.failed:

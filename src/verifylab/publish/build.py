@@ -52,6 +52,7 @@ class ChapterResult:
     reused: bool = False  # not executed: its inputs (notebook, parameters, code, data, toolchain) had not changed
     changed: list[str] = field(default_factory=list)  # executed because these inputs changed (ChapterInputs.changed)
     interrupted: bool = False  # Ctrl-C ended it (or kept it from starting)
+    kernel_log: str = ""  # the end of the kernel's own log, when the kernel died
 
 
 @dataclass
@@ -115,6 +116,7 @@ def execute_chapter(
     of what it was made from (``inputs`` and what its kernel read of the data folder, :mod:`chapter_reads`) in its
     metadata. ``on_cell(done, total)`` hears every finished cell."""
     import papermill
+    from nbclient.exceptions import DeadKernelError
 
     from verifylab.publish.cell_progress import ENGINE
     from verifylab.publish.ipc_kernel import IpcKernelManager
@@ -159,6 +161,12 @@ def execute_chapter(
         except interrupt.ChapterInterrupted as exc:
             discard_pages(output)
             return ChapterResult(source.stem, output, ok=False, error=str(exc), interrupted=True)
+        except (DeadKernelError, RuntimeError) as exc:  # the kernel died (a crash, a kill, or before its first cell)
+            if isinstance(exc, RuntimeError) and "kernel" not in str(exc).lower():
+                raise
+            discard_pages(output)
+            error, log = kernel_death(exc, secret_values(parameters))
+            return ChapterResult(source.stem, output, ok=False, error=error, kernel_log=log)
         except papermill.PapermillExecutionError as exc:
             if stop.requested.is_set() and exc.ename == "KeyboardInterrupt":
                 discard_pages(output)
@@ -176,6 +184,17 @@ def execute_chapter(
         parts = inputs.parts(reads) if inputs is not None and reads is not None else None
         write_without_secrets(out_nb, output, secret_values(parameters), digest, reads, parts, as_pages=True)
     return ChapterResult(source.stem, output, ok=True)
+
+
+def kernel_death(exc: Exception, secrets: set[str]) -> tuple[str, str]:
+    """A chapter's error when its kernel died (what the client saw, one line) and the end of the kernel's own log
+    (a crash's message is printed there, not in a cell's output), credentials removed from both."""
+    from verifylab.publish.ipc_kernel import last_kernel_log
+
+    said = str(exc).strip().splitlines()[:1] or [""]
+    log = last_kernel_log()
+    error = f"the kernel died ({type(exc).__name__}: {said[0]})" + ("" if log else "; it logged nothing")
+    return scrub(error, secrets), scrub(log, secrets)
 
 
 def write_without_secrets(
@@ -269,7 +288,8 @@ def build_book(
         raise BookInterrupted(result.chapters)  # nothing rendered: the build before stays as it was
     failed = next((c for c in result.chapters if not c.ok), None)
     if failed:
-        raise BookBuildError(f"chapter {failed.name} failed: {failed.error}")
+        log = f"\nthe end of the kernel's log:\n{failed.kernel_log}" if failed.kernel_log else ""
+        raise BookBuildError(f"chapter {failed.name} failed: {failed.error}{log}")
     data_dir = root / params["data_dir"]
     inputs_now = render_inputs(root, data_dir, [c.name for c in result.chapters])
     before = last_render(root)
