@@ -324,7 +324,7 @@ DIRECT_WRITES = {
     "comm/probe.py:_run_ranks:open-for-writing": "a rank's stderr in the probe's private work folder",
     "fleet/pack.py:pack_runs:open-for-writing": "a tar in memory (a BytesIO)",
     "publish/chapter_reads.py:track:open-for-writing": "a kernel's log of its reads, in the build's private folder",
-    "publish/ipc_kernel.py:_async_launch_kernel:open-for-writing": "the kernel process's own log, in its private folder",
+    "publish/ipc_kernel.py:_async_launch_kernel:open-for-writing": "the kernel's own log, in its private folder",
     "gates/matrix.py:unpack_sources:write_text": "a marker in a staging folder that is renamed in whole",
     "server/launch.py:start:open-for-writing": "the server's raw log, streamed by the server into a private folder",
     "synth/runner.py:_worker:open-for-writing": "a .partial file renamed when complete",
