@@ -1,5 +1,5 @@
-"""#64: the decision page's speculation answer travels a short way from the functions that read the stored runs and the
-public tables to the sentence that writes it: the model's inputs are read once into one record
+"""#64: the decision page's speculation answer and `box --plan`'s travel a short way from the functions that read the
+stored runs and the public tables to the sentence that writes them: the model's inputs are read once into one record
 (``model/inputs/stored.py``) and the fits and the pricing take that record. Measured by ``benchmarks/answer_path.py``
 (every call while the answer is computed, no derived value kept)."""
 
@@ -31,6 +31,18 @@ def test_the_decision_pages_speculation_answer_passes_through_at_most_15_files_i
     assert len(files) <= 15 and len(steps) <= 60, (len(files), len(steps), sorted(files))
     assert not any(path.startswith(("model/fits/", "model/pricing/", "model/case/box", "model/case/options"))
                    for path in files)  # fmt: skip  # fits and pricing take the record: none reads
+
+
+def test_box_plans_answer_passes_through_at_most_15_files_in_60_steps(answer_path, monkeypatch):
+    """The README's `box --plan` (Kimi-K2.5 INT4, TP 8, healthy P2P, 32k): the command parses, the plan's answer
+    (``model/answers/plan_answer.py``) reads the record once, and the command prints."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("VERIFYLAB_CACHE", "off")
+    compute, roots, writer = answer_path.ANSWERS["box-plan"]()
+    nodes, steps = answer_path.answer_path(answer_path.call_edges(compute), roots, writer)
+    files = {path for path, _ in nodes}
+    assert len(files) <= 15 and len(steps) <= 60, (len(files), len(steps), sorted(files))
+    assert not any(path.startswith(("model/fits/", "model/pricing/", "model/case/")) for path in files)
 
 
 def test_a_fit_that_reads_the_store_is_on_the_path(answer_path):

@@ -13,7 +13,7 @@ from verifylab.errors import ModelInputError, ParameterError, VerifylabError
 from verifylab.vocab import RECOMMENDED_STACK
 
 if TYPE_CHECKING:
-    from verifylab.cli.box_check import PlanRequest
+    from verifylab.model.answers.plan_answer import PlanRequest
     from verifylab.store.evidence import Evidence
 
 
@@ -128,8 +128,9 @@ def box_cmd(
             ParameterError(f"--gpus {gpus!r}: with --plan, the box's GPU count, a whole number of at least --tp ({tp})")
         )
     if plan or verify is not None:
-        from verifylab.cli.box_check import PlanRequest, parse_overlap
+        from verifylab.cli.box_check import parse_overlap
         from verifylab.model.answers.box_plan import Slo
+        from verifylab.model.answers.plan_answer import PlanRequest
         from verifylab.model.fits.context import context_terms
         from verifylab.model.inputs.stored import stored_inputs
         from verifylab.store.evidence import Evidence
@@ -241,15 +242,15 @@ def _plan_and_verify(
 ) -> None:
     """``--plan``: print the choice and its plan; ``--verify FILE``: then measure it on this box."""
     from verifylab.analysis.box_verify import loop_error_words
-    from verifylab.cli.box_check import plan_box, print_plan, verify_on_box
-    from verifylab.model.case.speculation import inputs
+    from verifylab.cli.box_check import print_plan, verify_on_box
+    from verifylab.model.answers.plan_answer import plan_box
     from verifylab.store.evidence import Evidence
     from verifylab.store.manifest import new_run_id
 
     try:
         ev = ev or Evidence(data_dir, keep_derived=True)
         target = ev.launch_target(req.sglang)
-        chosen = plan_box(ev.measured, req, inputs(ev).curves if req.tp > 1 else None, ev)
+        chosen = plan_box(ev, req)
         print_plan(chosen, target, loop_error_words(ev.measured))
         if verify is not None:
             verify_on_box(chosen, verify, data_dir, run_id or new_run_id("box-verify"), dry_run)

@@ -39,7 +39,11 @@ def account(ev: ModelSources) -> CycleAccount:
 
 def inputs(ev: ModelSources) -> ModelInputs:
     """What every option is priced from, with this evidence's own account (built once per evidence)."""
-    stored = stored_inputs(ev)
+    return inputs_of(stored_inputs(ev))
+
+
+def inputs_of(stored: StoredInputs) -> ModelInputs:
+    """What every option is priced from, with the record's own account (built once per record)."""
     return model_inputs(stored, cycle_account(stored))
 
 
