@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.slow  # starts kernels
-
-
 # The kernel process's own stderr, as a cell reaches it: ipykernel gives a cell's sys.stderr the process's stream
 # as its fileno() (what a subprocess inherits, where ipykernel logs); under pytest it swaps no descriptor (fd 2)
 OWN_STDERR = "try:\n    fd = sys.stderr.fileno()\nexcept Exception:\n    fd = 2\n"
@@ -20,6 +17,7 @@ def _chapter(tmp_path, name: str, body: str):
     return source
 
 
+@pytest.mark.slow  # starts a kernel
 def test_the_kernels_own_output_stays_off_the_terminal(tmp_path, capfd):
     from verifylab.publish.build import execute_chapter
 
@@ -29,6 +27,7 @@ def test_the_kernels_own_output_stays_off_the_terminal(tmp_path, capfd):
     assert "kernel-housekeeping" not in capfd.readouterr().err
 
 
+@pytest.mark.slow  # starts a kernel
 def test_a_dead_kernel_is_a_failed_chapter_with_its_last_words(tmp_path):
     from verifylab.publish.build import execute_chapter
 
@@ -42,6 +41,7 @@ def test_a_dead_kernel_is_a_failed_chapter_with_its_last_words(tmp_path):
     assert not (tmp_path / "out" / "dies.ipynb").exists()
 
 
+@pytest.mark.slow  # starts a kernel
 def test_book_says_which_chapter_lost_its_kernel_and_what_it_logged(repo_root, tmp_path):
     import subprocess
     import sys
@@ -66,3 +66,20 @@ def test_book_says_which_chapter_lost_its_kernel_and_what_it_logged(repo_root, t
     assert "chapter 01_environment_and_gates failed: the kernel died" in output, output
     assert "segfault-ish last words" in output and "Traceback" not in output
     assert not (root / "_build" / "html" / "index.html").exists()
+
+
+def test_a_new_kernel_forgets_the_log_of_the_kernel_before_it():
+    """A kernel that dies before its cleanup runs (it never started) must not report the log of the chapter this
+    thread ran before."""
+    import shutil
+    import threading
+
+    from verifylab.publish import interrupt, ipc_kernel
+
+    ipc_kernel._last_words[threading.get_ident()] = "the chapter before's housekeeping"
+    manager = ipc_kernel.IpcKernelManager(kernel_name="python3")
+    try:
+        assert ipc_kernel.last_kernel_log() == ""
+    finally:
+        interrupt.CURRENT.drop_kernel(manager)
+        shutil.rmtree(manager._sockets, ignore_errors=True)

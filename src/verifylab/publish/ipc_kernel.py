@@ -51,6 +51,8 @@ class IpcKernelManager(AsyncKernelManager):
         self._sockets = tempfile.mkdtemp(prefix="vl-kernel-", dir=_short_base())
         self._log: BinaryIO | None = None
         self._thread = threading.get_ident()  # the chapter's thread: papermill starts the kernel there
+        with _last_words_lock:  # the log of this thread's kernel before (a chapter that ended well) is not this one's
+            _last_words.pop(self._thread, None)
         super().__init__(transport="ipc", ip=os.path.join(self._sockets, "k"), **kwargs)
         interrupt.CURRENT.add_kernel(self)  # a second Ctrl-C reaches this kernel's running cell
 
