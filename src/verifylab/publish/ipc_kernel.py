@@ -57,6 +57,7 @@ class IpcKernelManager(AsyncKernelManager):
         interrupt.CURRENT.add_kernel(self)  # a second Ctrl-C reaches this kernel's running cell
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        """Start the kernel with its stdout and stderr going to ``kernel.log`` in its private folder."""
         if self._log is None:
             self._log = open(os.path.join(self._sockets, "kernel.log"), "ab")  # noqa: SIM115 - closed at cleanup
         await super()._async_launch_kernel(kernel_cmd, **{"stdout": self._log, "stderr": self._log, **kw})
@@ -78,8 +79,11 @@ class IpcKernelManager(AsyncKernelManager):
             return
         self._log.close()
         self._log = None
-        with open(os.path.join(self._sockets, "kernel.log"), "rb") as log:
-            log.seek(max(0, os.fstat(log.fileno()).st_size - LOG_TAIL_BYTES))
-            tail = log.read().decode(errors="replace").strip()
+        try:
+            with open(os.path.join(self._sockets, "kernel.log"), "rb") as log:
+                log.seek(max(0, os.fstat(log.fileno()).st_size - LOG_TAIL_BYTES))
+                tail = log.read().decode(errors="replace").strip()
+        except OSError as exc:  # the folder went first (a cleaner of the temporary folder): say so, never fail
+            tail = f"(the kernel's log could not be read: {exc.strerror or exc})"
         with _last_words_lock:
             _last_words[self._thread] = tail
