@@ -22,12 +22,17 @@ def answer_path():
     return module
 
 
-def test_the_decision_pages_speculation_answer_passes_through_at_most_15_files_in_60_steps(answer_path, monkeypatch):
+def _measured_path(answer_path, monkeypatch, answer: str) -> tuple[set[str], set]:
+    """The files and the steps of ``answer``'s path, measured from the checkout's data with no cache."""
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("VERIFYLAB_CACHE", "off")
-    compute, roots, writer = answer_path.ANSWERS["decision-speculation"]()
+    compute, roots, writer = answer_path.ANSWERS[answer]()
     nodes, steps = answer_path.answer_path(answer_path.call_edges(compute), roots, writer)
-    files = {path for path, _ in nodes}
+    return {path for path, _ in nodes}, steps
+
+
+def test_the_decision_pages_speculation_answer_passes_through_at_most_15_files_in_60_steps(answer_path, monkeypatch):
+    files, steps = _measured_path(answer_path, monkeypatch, "decision-speculation")
     assert len(files) <= 15 and len(steps) <= 60, (len(files), len(steps), sorted(files))
     assert not any(path.startswith(("model/fits/", "model/pricing/", "model/case/box", "model/case/options"))
                    for path in files)  # fmt: skip  # fits and pricing take the record: none reads
@@ -36,11 +41,7 @@ def test_the_decision_pages_speculation_answer_passes_through_at_most_15_files_i
 def test_box_plans_answer_passes_through_at_most_15_files_in_60_steps(answer_path, monkeypatch):
     """The README's `box --plan` (Kimi-K2.5 INT4, TP 8, healthy P2P, 32k): the command parses, the plan's answer
     (``model/answers/plan_answer.py``) reads the record once, and the command prints."""
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("VERIFYLAB_CACHE", "off")
-    compute, roots, writer = answer_path.ANSWERS["box-plan"]()
-    nodes, steps = answer_path.answer_path(answer_path.call_edges(compute), roots, writer)
-    files = {path for path, _ in nodes}
+    files, steps = _measured_path(answer_path, monkeypatch, "box-plan")
     assert len(files) <= 15 and len(steps) <= 60, (len(files), len(steps), sorted(files))
     assert not any(path.startswith(("model/fits/", "model/pricing/", "model/case/")) for path in files)
 

@@ -62,8 +62,6 @@ class IpcKernelManager(AsyncKernelManager):
             self._log = open(os.path.join(self._sockets, "kernel.log"), "ab")  # noqa: SIM115 - closed at cleanup
         await super()._async_launch_kernel(kernel_cmd, **{"stdout": self._log, "stderr": self._log, **kw})
 
-    _launch_kernel = _async_launch_kernel
-
     async def _ipc_cleanup_resources(self, restart: bool = False) -> None:
         await AsyncKernelManager.cleanup_resources(self, restart=restart)
         if not restart:
