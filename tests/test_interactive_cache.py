@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from verifylab.entry import answer_file, is_pure, page_folder
+from verifylab.entry import answer_name, is_pure, page_folder
+from verifylab.store.cache_folder import cache_folder_open
 
 ROOT = Path(__file__).resolve().parents[1]
 VERIFYLAB = Path(sys.executable).with_name("verifylab")
@@ -54,10 +55,13 @@ def test_a_kept_answer_is_the_computed_one_and_any_input_changed_computes_it_aga
     first = _run(project, str(cache), *PLAN)
     answers = sorted((cache / "answers").glob("*.json"))
     assert first.stdout == computed.stdout and len(answers) == 1
-    kept = json.loads(answers[0].read_text())
-    kept["stdout"] = "planted\n"  # a kept answer is what is given: change it and the next call gives the change
-    answers[0].write_text(json.dumps(kept))
+    with cache_folder_open(cache, "answers") as folder:  # a kept answer is what is given: rewrite it through the
+        kept = json.loads(folder.read(answers[0].name) or b"")  # cache and the next call gives the change
+        kept["stdout"] = "planted\n"
+        folder.write(answers[0].name, json.dumps(kept).encode())
     assert _run(project, str(cache), *PLAN).stdout == "planted\n"
+    answers[0].write_text(json.dumps(kept | {"stdout": "forged\n"}))  # written around the cache: not its own
+    assert _run(project, str(cache), *PLAN).stdout == computed.stdout
     config = project / "examples" / "configs" / "qwen3-30b-a3b" / "config.json"
     config.write_text(config.read_text().replace("{", '{"unused_field": 1, ', 1))  # a named file changed
     again = _run(project, str(cache), *PLAN)
@@ -67,15 +71,15 @@ def test_a_kept_answer_is_the_computed_one_and_any_input_changed_computes_it_aga
     (project / "data" / "reference" / "public_context.csv").write_text(
         (project / "data" / "reference" / "public_context.csv").read_text() + "\n"
     )
-    assert answer_file_in(project, cache, PLAN) != answers[0]  # the data changed: another key
+    assert answer_name_in(project, cache, PLAN) != answers[0].name  # the data changed: another key
 
 
-def answer_file_in(project: Path, cache: Path, argv: list[str]) -> Path | None:
+def answer_name_in(project: Path, cache: Path, argv: list[str]) -> str | None:
     here, before = Path.cwd(), os.environ.get("VERIFYLAB_CACHE")
     os.chdir(project)
     os.environ["VERIFYLAB_CACHE"] = str(cache)
     try:
-        return answer_file(argv)
+        return answer_name(argv)
     finally:
         os.chdir(here)
         os.environ["VERIFYLAB_CACHE"] = before or "off"
@@ -95,7 +99,7 @@ def test_a_kept_probe_answer_writes_its_page_again(tmp_path):
 
 def test_the_derived_values_are_kept_and_a_broken_file_is_computed_again(tmp_path, monkeypatch):
     from verifylab.model.case.speculation import inputs
-    from verifylab.store.derived_disk import cache_file
+    from verifylab.store.derived_disk import cache_key
     from verifylab.store.evidence import Evidence
 
     monkeypatch.setenv("VERIFYLAB_CACHE", str(tmp_path / "cache"))
@@ -104,8 +108,9 @@ def test_the_derived_values_are_kept_and_a_broken_file_is_computed_again(tmp_pat
     ev = Evidence(data, keep_derived=True)
     curves = inputs(ev).curves
     ev.derived_cache.save()
-    kept = cache_file(tmp_path / "cache", data)
-    assert kept.is_file() and any("model_inputs" in str(k[0]) for k in pickle.loads(kept.read_bytes()))
+    kept = tmp_path / "cache" / "derived" / cache_key(data)
+    with cache_folder_open(tmp_path / "cache", "derived") as folder:
+        assert kept.is_file() and any("model_inputs" in str(k[0]) for k in pickle.loads(folder.read(kept.name) or b""))
     again = Evidence(data, keep_derived=True)
     assert len(again.derived_cache) > 0  # read back before anything is asked
     assert inputs(again).curves.public_uses() == curves.public_uses()

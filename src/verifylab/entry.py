@@ -1,8 +1,10 @@
 """The ``verifylab`` console entry point. A pure command — ``model whatif|speculation|reconcile|pass``, ``box --plan``
 without ``--verify`` and ``box --probe RUN`` (with the page it writes) — gives an answer that is a function of its
 arguments, the files they name, the data folder, the code, the installed packages and the terminal; such an answer
-is kept on disk (``answers/`` in the cache folder of :mod:`verifylab.store.derived_disk`) and given again, without
-importing the model, while none of them changed. Everything else runs the typer app as it is.
+is kept on disk (``answers/`` in the cache folder of :mod:`verifylab.store.derived_disk`, read and written through
+:mod:`verifylab.store.cache_folder`: the folder checked, every entry authenticated) and given again, without
+importing the model, while none of them changed; what it prints is stripped of every terminal control sequence but
+colours, and it writes only its page's own files into the page's folder. Everything else runs the typer app as it is.
 ``VERIFYLAB_CACHE=off`` turns both caches off."""
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import sys
 from pathlib import Path
 
 from verifylab.iorw import atomic_write_text
-from verifylab.store.derived_disk import CACHE_ENV, cache_folder
+from verifylab.redact import strip_terminal_codes
+from verifylab.store.cache_folder import CacheFolder
+from verifylab.store.derived_disk import CACHE_ENV, cache_folder, open_cache
 from verifylab.store.digests import code_digest, data_digest, installed_stamp
 
-FORMAT = 1
+FORMAT = 2  # 2: authenticated entries
 PURE = {("model", "whatif"), ("model", "speculation"), ("model", "reconcile"), ("model", "pass")}
 ACTS = ("--verify", "--server", "--gpus", "--dry-run", "--run-id", "--help", "-h", "--install-completion", "--label")
 PAGE_FILES = ("decision.html", "decision.json")  # what `box --probe RUN` writes beside its answer
@@ -72,10 +76,10 @@ def _named_digest(path: Path) -> str | None:
     return h.hexdigest()
 
 
-def answer_file(argv: list[str]) -> Path | None:
-    """Where this call's answer is kept, keyed by everything it is made of; None where it is not to be kept."""
-    folder = cache_folder()
-    if folder is None or not is_pure(argv):
+def answer_name(argv: list[str]) -> str | None:
+    """The name this call's answer is kept under, keyed by everything it is made of; None where it is not to be
+    kept."""
+    if cache_folder() is None or not is_pure(argv):
         return None
     data = Path(_value(argv, "--data-dir") or "data")
     if not data.is_dir():
@@ -104,7 +108,21 @@ def answer_file(argv: list[str]) -> Path | None:
         str(sys.stdout.isatty()),
         str(shutil.get_terminal_size() if sys.stdout.isatty() else ""),
     ]
-    return folder / "answers" / f"{hashlib.sha256(chr(0).join(record).encode()).hexdigest()}.json"
+    return f"{hashlib.sha256(chr(0).join(record).encode()).hexdigest()}.json"
+
+
+def kept_answer(payload: bytes) -> tuple[str, dict[str, str]] | None:
+    """A kept answer as it may be given: its printed text stripped of every control sequence but colours, and only
+    its page's own files (:data:`PAGE_FILES`, by name); None where it does not read as one."""
+    try:
+        kept = json.loads(payload.decode("utf-8"))
+        stdout, files = kept["stdout"], kept["files"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(stdout, str) or not isinstance(files, dict):
+        return None
+    page = {name: files[name] for name in PAGE_FILES if isinstance(files.get(name), str)}
+    return strip_terminal_codes(stdout, keep_colour=True), page
 
 
 class _Tee(io.TextIOBase):
@@ -131,15 +149,14 @@ class _Tee(io.TextIOBase):
         return self.real.encoding
 
 
-def _keep(path: Path, answer: str, page: Path | None) -> None:
+def _keep(folder: CacheFolder, name: str, answer: str, page: Path | None) -> None:
     """Write the answer and its page's files (whole, then renamed into place); remove the oldest answers beyond
     :data:`KEPT_ANSWERS`."""
     try:
-        files = {name: (page / name).read_text(encoding="utf-8") for name in PAGE_FILES} if page else {}
-        atomic_write_text(path, json.dumps({"stdout": answer, "files": files}))
-        kept = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in kept[KEPT_ANSWERS:]:
-            old.unlink(missing_ok=True)
+        files = {each: (page / each).read_text(encoding="utf-8") for each in PAGE_FILES} if page else {}
+        folder.write(name, json.dumps({"stdout": answer, "files": files}).encode("utf-8"))
+        for old, _ in folder.entries(".json")[KEPT_ANSWERS:]:
+            folder.remove(old)
     except Exception:  # a cache that cannot be written costs the next call its time, nothing else
         pass
 
@@ -148,23 +165,27 @@ def main() -> None:
     """``verifylab``: a kept answer where there is one, else the app (a pure call's answer is then kept)."""
     argv = sys.argv[1:]
     try:
-        path = answer_file(argv)
+        name = answer_name(argv)
     except OSError:
-        path = None  # a named file that cannot be read: the command itself says so
+        name = None  # a named file that cannot be read: the command itself says so
+    folder = open_cache("answers") if name is not None else None
     page = page_folder(argv)
-    if path is not None and path.is_file():
+    payload = folder.read(name) if folder is not None and name is not None else None
+    answer = kept_answer(payload) if payload is not None else None
+    if answer is not None:
+        stdout, files = answer
         try:
-            kept = json.loads(path.read_text(encoding="utf-8"))
-            for name, text in kept["files"].items() if page is not None else ():  # the page first: the answer names it
-                atomic_write_text(page / name, text)
-            sys.stdout.write(kept["stdout"])
+            for each, text in files.items():  # the page first: the answer names it
+                if page is not None:
+                    atomic_write_text(page / each, text)
+            sys.stdout.write(stdout)
             sys.stdout.flush()
             return
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a kept answer that does not read back: computed again
+        except OSError:
+            pass  # the page cannot be written: the command computes it again and says what is wrong
     from verifylab.cli import app
 
-    if path is None:
+    if folder is None or name is None:
         app()
         return
     tee = _Tee(sys.stdout)
@@ -179,4 +200,5 @@ def main() -> None:
     finally:
         sys.stdout = tee.real
         if code in (0, None):
-            _keep(path, tee.copy.getvalue(), page)
+            _keep(folder, name, tee.copy.getvalue(), page)
+        folder.close()

@@ -81,6 +81,11 @@ class StorageError(VerifylabError, OSError):
         return self.strerror or super().__str__()
 
 
+class CacheFolderRefused(VerifylabError):
+    """A cache folder (or an entry name) that is not safe to use: another user owns or can write it or a folder
+    above it, or a link stands in its path. The command runs without the cache."""
+
+
 class SynthError(VerifylabError):
     """A rank of the synthetic verify pass failed, died or stopped making progress."""
 

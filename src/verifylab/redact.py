@@ -207,10 +207,25 @@ def scrub(obj: Any, secrets: set[str]) -> Any:
     return obj
 
 
-_TERMINAL_CODE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+# Every control sequence a terminal acts on: string commands (OSC, DCS, SOS, PM, APC: a clipboard write, a title,
+# a hyperlink) with their payload up to BEL or ST, CSI sequences (cursor moves, line erasure, colours), two-byte
+# escapes, their 8-bit (C1) forms, and the remaining C0 controls but tab and newline (a carriage return or backspace
+# that overprints a line).
+_STRING_COMMAND = r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)?"
+_CSI = r"(?:\x1b\[|\x9b)[0-?]{0,64}[ -/]{0,16}[@-~]?"
+_TERMINAL_CODE = re.compile(rf"{_STRING_COMMAND}|{_CSI}|\x1b[ -/]*[0-~]?|[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+_COLOUR = re.compile(r"\x1b\[[0-9;]{0,64}m")
 
 
-def strip_terminal_codes(text: str) -> str:
-    """``text`` without ANSI escape sequences (the colours ``nvidia-smi topo -m`` prints): what a run records is
-    plain text."""
-    return _TERMINAL_CODE.sub("", text)
+def strip_terminal_codes(text: str, keep_colour: bool = False) -> str:
+    """``text`` without any control sequence a terminal would act on (see ``_TERMINAL_CODE``): what a run records is
+    plain text, and what is printed back (a kept answer, a kernel's log) can move no cursor, write no clipboard and
+    erase no line. ``keep_colour``: SGR colour sequences (``ESC [ ... m``) are kept, nothing else."""
+    if not keep_colour:
+        return _TERMINAL_CODE.sub("", text)
+    out, at = [], 0
+    for colour in _COLOUR.finditer(text):
+        out += [_TERMINAL_CODE.sub("", text[at : colour.start()]), colour.group()]
+        at = colour.end()
+    out.append(_TERMINAL_CODE.sub("", text[at:]))
+    return "".join(out)

@@ -15,7 +15,7 @@ from verifylab.errors import ManifestError, ReferenceDataError
 from verifylab.iorw import file_exists
 from verifylab.launch import LaunchTarget
 from verifylab.sources import MeasuredRuns
-from verifylab.store.derived_disk import DiskDerivedCache, cache_file, cache_folder
+from verifylab.store.derived_disk import DiskDerivedCache, cache_key, open_cache
 from verifylab.store.public import load_public_measurements
 from verifylab.store.public_context import load_public_context
 from verifylab.store.public_speculation import load_public_speculation
@@ -40,14 +40,14 @@ class Evidence:
         if not self.data_dir.is_dir():
             raise ReferenceDataError(f"data folder {self.data_dir} does not exist")
         self.derived_cache = DerivedCache()  # what @derived functions computed from it
-        folder = cache_folder() if keep_derived else None
-        self._kept = cache_file(folder, self.data_dir) if folder is not None else None
+        self._kept = open_cache("derived") if keep_derived else None
+        self._kept_name = cache_key(self.data_dir) if self._kept is not None else ""
         if self._kept is not None:
-            self.derived_cache = self._on_disk(self._kept)
+            self.derived_cache = self._on_disk(self._kept_name)
 
-    @staticmethod
-    def _on_disk(path: Path) -> DiskDerivedCache:
-        disk = DiskDerivedCache(path)
+    def _on_disk(self, name: str) -> DiskDerivedCache:
+        assert self._kept is not None
+        disk = DiskDerivedCache(self._kept, name)
         atexit.register(disk.save)  # after the command printed its answer
         return disk
 
@@ -64,7 +64,7 @@ class Evidence:
         """The measured runs as the cost model reads them (each table read once)."""
         measured = self.runs.measured()
         if self._kept is not None:  # their own derived values (the grid's sweeps and fit) kept beside the others
-            measured.derived_cache = self._on_disk(self._kept.with_suffix(".measured.pickle"))
+            measured.derived_cache = self._on_disk(self._kept_name.replace(".pickle", ".measured.pickle"))
         return measured
 
     @cached_property
