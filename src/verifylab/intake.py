@@ -89,12 +89,27 @@ def read_outside_text(path: Path, kind: str, root: Path | None = None, limit: in
         raise OutsideFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def refuse_output_inside(output: Path, folder: Path, flag: str, what: str) -> None:
-    """An output folder inside ``folder`` (links resolved) is refused: ``what`` there belongs to verifylab alone
-    (the run store: a stray page would read as a run)."""
-    out, inside = Path(output).resolve(), Path(folder).resolve()
-    if out == inside or inside in out.parents:
-        raise OutsideFileError(f"{flag} {output}: inside {what} ({folder}); write it elsewhere")
+def is_evidence_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a verifylab data folder (it holds ``runs/`` and ``reference/``)."""
+    return (folder / "runs").is_dir() and (folder / "reference").is_dir()
+
+
+def refuse_write_into_data(
+    output: Path, flag: str, data_dir: Path | None = None, inputs: tuple[Path, ...] = ()
+) -> None:
+    """The one check on a file or folder a command writes where the user says (``--csv``, ``--out``): inside a data
+    folder (``data_dir``, or any evidence folder on the output's resolved path) only a run's own store methods write,
+    so an output there is refused with the path named; so is an output that is one of ``inputs``."""
+    out = Path(output).resolve()
+    protected = [Path(data_dir).resolve()] if data_dir is not None else []
+    protected += [folder for folder in (out, *out.parents) if is_evidence_folder(folder)]
+    for folder in protected:
+        if out == folder or folder in out.parents:
+            raise OutsideFileError(
+                f"{flag} {output}: inside the data folder {folder} (its inputs and runs are written only by the run "
+                f"store); write it elsewhere"
+            )
+    refuse_output_over_input(output, list(inputs), flag)
 
 
 def refuse_output_over_input(output: Path, inputs: list[Path], flag: str) -> None:

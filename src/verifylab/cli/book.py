@@ -285,6 +285,7 @@ def exhibit(
     """
     from verifylab.chapters.exhibits import book_exhibits
     from verifylab.csv_cells import csv_text
+    from verifylab.intake import refuse_write_into_data
     from verifylab.iorw import atomic_write_text
     from verifylab.publish.build import project_root
     from verifylab.report.charts import Figure
@@ -308,6 +309,13 @@ def exhibit(
             given = {"run_id": run.run_id, **run.parameters, **run.chapters.get(chosen.chapter, {})}
             data_dir = Path(run.data_dir)
         built = chosen.build(data_dir, parameters=given)
+    except VerifylabError as exc:
+        raise fail(exc) from None
+    try:  # before the table is printed: nothing half done
+        if isinstance(built, Table) and csv is not None:
+            refuse_write_into_data(csv, "--csv", data_dir, (params,) if params else ())
+        if isinstance(built, Figure):
+            refuse_write_into_data(out or Path(f"{name}.svg"), "--out", data_dir, (params,) if params else ())
     except VerifylabError as exc:
         raise fail(exc) from None
     if isinstance(built, Table):

@@ -164,7 +164,7 @@ def box_cmd(
             raise fail(exc) from None
         _plan_and_verify(request, verify, data_dir, run_id, dry_run, ev)
         return
-    from verifylab.intake import refuse_output_inside
+    from verifylab.intake import refuse_write_into_data
     from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
     from verifylab.model.fits.context import context_terms
     from verifylab.model.inputs.model_costs import Routing
@@ -174,7 +174,7 @@ def box_cmd(
 
     try:
         if out is not None:  # before a probe or a measurement runs: where the page goes is known now
-            refuse_output_inside(out, data_dir / "runs", "--out", "the run store")
+            refuse_write_into_data(out, "--out", data_dir)
         if decode_tok_s is not None and server is not None:
             raise ParameterError("give one of --decode-tok-s (your rate) or --server URL (measured now), not both")
         if probe is not None and gpus is not None:

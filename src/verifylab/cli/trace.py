@@ -57,14 +57,14 @@ def trace_summarize(
     Example: `verifylab trace summarize /tmp/sglang_profile/ --csv steps.csv`
     """
     from verifylab.csv_cells import csv_text
-    from verifylab.intake import refuse_output_over_input
+    from verifylab.intake import refuse_write_into_data
     from verifylab.iorw import atomic_write_text
     from verifylab.trace import summarize_traces
     from verifylab.trace.files import expand_paths
 
     try:
         if csv is not None:  # checked before reading: the traces are never overwritten by their own summary
-            refuse_output_over_input(csv, [*paths, *expand_paths(paths)], "--csv")
+            refuse_write_into_data(csv, "--csv", inputs=(*paths, *expand_paths(paths)))
         with bytes_progress("reading traces") as advance:
             summary = summarize_traces(paths, step_marker=step_marker, message_bytes=message_bytes, progress=advance)
         if csv is not None:
