@@ -145,6 +145,33 @@ chapter.sm120_build_runs(ev)
 # (a PCIe box has none), peer-to-peer access, the batch limit. Only fused kernels in a profile prove it
 # (chapter 3).
 
+# %% [markdown] page="verify"
+# # The verify path's gates
+
+# %%
+chapter.verify_path_finding(ev)
+
+# %% [markdown]
+# The fusion gates above decide how a verify pass communicates; gates of the same kind decide which attention
+# kernel verifies a chain, and at long context that kernel decides more than any all-reduce (chapter 4). Read
+# from each audited SGLang wheel and the FlashInfer it pins (`verifylab gates matrix`, data in
+# `data/gates/verify_path.csv`): the backend SGLang chooses when none is given, evaluated branch by branch for an
+# MLA and a dense model on SM90, SM100 and SM120 (an EAGLE-3 chain, FlashInfer installed); every condition on the
+# split-KV verify kernel; whether the code admits FlashInfer's MLA backend on SM120; and the options that choose
+# the backends. `admitted by the code; not run on SM120` is what the source allows, not a measurement.
+
+# %% mystnb={"figure": {"caption": "The verify path of SGLang 0.5.9 and its pinned FlashInfer (audited wheels)", "name": "tbl-verify-path-sglang-0-5-9"}}
+chapter.verify_path_gates(ev, "0.5.9")
+
+# %% mystnb={"figure": {"caption": "The verify path of SGLang 0.5.17 and its pinned FlashInfer (audited wheels)", "name": "tbl-verify-path-sglang-0-5-17"}}
+chapter.verify_path_gates(ev, "0.5.17")
+
+# %% mystnb={"figure": {"caption": "The verify path of SGLang 0.5.22 and its pinned FlashInfer (audited wheels)", "name": "tbl-verify-path-sglang-0-5-22"}}
+chapter.verify_path_gates(ev, "0.5.22")
+
+# %% mystnb={"figure": {"caption": "The verify path of SGLang 0.5.23 and its pinned FlashInfer (audited wheels)", "name": "tbl-verify-path-sglang-0-5-23"}}
+chapter.verify_path_gates(ev, "0.5.23")
+
 # %% [markdown] page="runs"
 # # The measured runs, and this box in live mode
 #

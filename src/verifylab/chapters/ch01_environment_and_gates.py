@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.analysis import comm_probe, live_tp2
+from verifylab.analysis import comm_probe, live_tp2, verify_path
 from verifylab.analysis import gates as gates_analysis
 from verifylab.analysis.hardware import run_hardware_table
 from verifylab.chapters._base import live_section, nothing_stored, shown_as_table
@@ -19,7 +19,7 @@ from verifylab.gates import apply, audit, default_root, parse_arch, verify
 from verifylab.gates.preflight import box_preflight
 from verifylab.launch import FUSION_OFF_FLAG
 from verifylab.report.section import Prose, Section
-from verifylab.report.tables import Table
+from verifylab.report.tables import Table, as_table
 from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence
 from verifylab.store.manifest import new_run_id
@@ -163,6 +163,23 @@ def fusion_off_flag_note(ev: Evidence, version: str) -> Prose:
         f"{'has' if has else 'has no'} `{FUSION_OFF_FLAG}` ({first}, read from each audited wheel's server options). "
         f'The case study\'s "baseline {baseline:g} vs fusion {fused:g}" may well compare fused with fused.'
     )
+
+
+VERIFY_PATH_MISSING = "No verify-path audit is stored: run `verifylab gates matrix` to read it from the wheels."
+
+
+def verify_path_finding(ev: Evidence) -> Prose:
+    """Finding: the attention backend an MLA model gets on SM120 in every audited SGLang, the kernel that verifies a
+    chain there, what keeps the split-KV verify off, and whether FlashInfer's MLA backend is admitted (audited)."""
+    return verify_path.verify_path_finding(ev.verify_path) if ev.has_verify_path else Prose(VERIFY_PATH_MISSING)
+
+
+def verify_path_gates(ev: Evidence, version: str) -> Table | Prose:
+    """Table: one audited SGLang version's verify path, beside its fusion gates: the default backend per model shape
+    and GPU, the split-KV verify's conditions, FlashInfer MLA on SM120, the verify options (file:line each)."""
+    if not ev.has_verify_path:
+        return Prose(VERIFY_PATH_MISSING)
+    return as_table(verify_path.verify_path_version_table(ev.verify_path, version))
 
 
 @shown_as_table

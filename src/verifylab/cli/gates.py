@@ -55,7 +55,7 @@ def gates_audit(
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        typer.echo(json.dumps({**result.to_json(), "verify_path": _verify_path_rows(target)}, indent=2))
         return
     table = Table(title=f"gates for sm{result.target} in {result.root} ({result.versions})")
     for col in ("status", "kind", "file:line", "function", "expression / note"):
@@ -74,6 +74,29 @@ def gates_audit(
         f"{len(result.closed)} closed gate(s). A patched gate does not prove fusion runs: only fused "
         "kernels in a profile do (chapter 3)."
     )
+    _print_verify_path(target)
+
+
+def _print_verify_path(target: Path) -> None:
+    """The verify path's gates of the tree (which attention backend and verify kernel run), or why none were read."""
+    from verifylab.gates.verify_path import tree_verify_path, verify_path_summary
+
+    try:
+        frame = tree_verify_path(target)
+    except VerifylabError as exc:
+        err_console.print(f"verify path: not read ({exc})", style="dim", highlight=False, markup=False)
+        return
+    print_frame(verify_path_summary(frame), title=f"the verify path's gates in {target} (file:line)")
+
+
+def _verify_path_rows(target: Path) -> list[dict] | str:
+    """The verify path's rows of the tree for ``--json``, or why none were read."""
+    from verifylab.gates.verify_path import tree_verify_path
+
+    try:
+        return tree_verify_path(target).to_dict("records")
+    except VerifylabError as exc:
+        return f"not read: {exc}"
 
 
 @gates_app.command("apply")
@@ -199,6 +222,10 @@ def gates_matrix(
     pairs: str = typer.Option(
         "0.5.9:0.6.4", help="Extra SGLang:FlashInfer pairs for the forensics (the case study ran 0.5.9 with 0.6.4)."
     ),
+    verify_versions: str = typer.Option(
+        "0.5.9,0.5.17,0.5.22,0.5.23",
+        help="SGLang versions whose verify path is audited (with the FlashInfer each pins), comma-separated.",
+    ),
     arch: str = typer.Option("sm120", help="Target architecture."),
     out: Path = typer.Option(Path("data/gates/gate_matrix.csv"), help="Where the version x gate table is stored."),
     cache: Path = typer.Option(Path(".cache"), help="Wheel cache (git-ignored)."),
@@ -208,8 +235,10 @@ def gates_matrix(
     (`flashinfer_pins.csv`) and, per pair, what in the wheels allows or blocks fusion on a PCIe SM120 box
     (`fusion_forensics.csv`: JIT arch list, SM12x guards, how the workspace is allocated, the multicast preflight),
     and every long option each SGLang server accepts (`sglang_flags.csv`, what a printed launch command may use),
-    the environment variables each wheel reads (`sglang_env.csv`, what a printed command may set) and each wheel's
-    sha256 (`sglang_wheels.csv`).
+    the environment variables each wheel reads (`sglang_env.csv`, what a printed command may set), each wheel's
+    sha256 (`sglang_wheels.csv`) and the verify path's gates of --verify-versions (`verify_path.csv`: the default
+    attention backend per model shape and GPU, the split-KV verify's conditions, FlashInfer MLA on SM120, the
+    verify-related options, each with file and line).
 
     Example: `verifylab gates matrix --versions 0.5.8,0.5.9,0.5.23 --out data/gates/gate_matrix.csv`
     """
@@ -218,6 +247,7 @@ def gates_matrix(
     from verifylab.gates.matrix import flashinfer_pins, gate_matrix, matrix_pivot
     from verifylab.gates.sglang_env import env_table
     from verifylab.gates.sglang_flags import flags_table
+    from verifylab.gates.verify_path import verify_path_summary, verify_path_table
     from verifylab.iorw import atomic_write_text
     from verifylab.store.evidence import (
         FLASHINFER_PINS_FILE,
@@ -225,6 +255,7 @@ def gates_matrix(
         SGLANG_ENV_FILE,
         SGLANG_FLAGS_FILE,
         SGLANG_WHEELS_FILE,
+        VERIFY_PATH_FILE,
     )
 
     wanted = {
@@ -242,6 +273,8 @@ def gates_matrix(
             flags = flags_table(wanted["sglang"], cache / "wheels")  # the wheels gate_matrix fetched
             status.update("reading the environment variables each wheel reads")
             env, wheels = env_table(wanted["sglang"], cache / "wheels")
+            status.update("reading the verify path of each wheel")
+            verify = verify_path_table([v for v in verify_versions.split(",") if v], cache / "wheels")
     except VerifylabError as exc:
         raise fail(exc) from None
     atomic_write_text(out, csv_text(frame, lineterminator="\n"))
@@ -250,7 +283,10 @@ def gates_matrix(
     atomic_write_text(out.with_name(SGLANG_FLAGS_FILE.name), csv_text(flags, lineterminator="\n"))
     atomic_write_text(out.with_name(SGLANG_ENV_FILE.name), csv_text(env, lineterminator="\n"))
     atomic_write_text(out.with_name(SGLANG_WHEELS_FILE.name), csv_text(wheels, lineterminator="\n"))
+    atomic_write_text(out.with_name(VERIFY_PATH_FILE.name), csv_text(verify, lineterminator="\n"))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
+    stored = out.with_name(VERIFY_PATH_FILE.name)
+    print_frame(verify_path_summary(verify), title=f"the verify path's gates (stored in {stored})")
 
 
 def _audit_hashes(path: Path) -> dict[str, str]:

@@ -16,7 +16,7 @@ import pandas as pd
 from verifylab.errors import GateError
 from verifylab.gates import audit
 from verifylab.gates.prefilter import may_hold_gates
-from verifylab.gates.wheel import open_wheel
+from verifylab.gates.wheel import WheelReader, open_wheel
 from verifylab.vocab import version_key
 
 DIST = {"sglang": "sglang", "flashinfer": "flashinfer-python"}
@@ -151,14 +151,28 @@ def gate_matrix(
     return pd.DataFrame(rows)
 
 
-def flashinfer_pin(unpacked: Path) -> str | None:
-    """The FlashInfer version an unpacked SGLang wheel requires (``Requires-Dist: flashinfer_python==X``)."""
-    for metadata in unpacked.glob("*.dist-info/METADATA"):
-        for line in metadata.read_text(encoding="utf-8", errors="replace").splitlines():
-            found = re.match(r"Requires-Dist:\s*flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*([^\s;,]+)", line, re.I)
-            if found:
-                return found.group(1)
+def pin_in_metadata(text: str) -> str | None:
+    """The FlashInfer version a wheel's METADATA requires (``Requires-Dist: flashinfer_python==X``), or None."""
+    for line in text.splitlines():
+        found = re.match(r"Requires-Dist:\s*flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*([^\s;,]+)", line, re.I)
+        if found:
+            return found.group(1)
     return None
+
+
+def flashinfer_pin(unpacked: Path) -> str | None:
+    """The FlashInfer version an unpacked SGLang wheel requires."""
+    for metadata in unpacked.glob("*.dist-info/METADATA"):
+        pin = pin_in_metadata(metadata.read_text(encoding="utf-8", errors="replace"))
+        if pin is not None:
+            return pin
+    return None
+
+
+def pinned_flashinfer(archive: WheelReader) -> str | None:
+    """The FlashInfer version an open SGLang wheel requires."""
+    metadata = next((n for n in archive.names() if n.endswith(".dist-info/METADATA")), None)
+    return pin_in_metadata(archive.read_text(metadata)) if metadata else None
 
 
 def flashinfer_pins(versions: list[str], cache: Path) -> pd.DataFrame:

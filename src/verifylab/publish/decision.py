@@ -11,6 +11,7 @@ from verifylab.analysis.evidence_ladder import BandAnswer, BoxSpec, band_answers
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.launch_command import stack_commands, wrapped_command
 from verifylab.analysis.recommendation import Topic
+from verifylab.analysis.verify_path import backend_line
 from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
 from verifylab.launch import AllReduce
 from verifylab.model.answers.decision import (
@@ -29,7 +30,7 @@ from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.publish.first_screen import engine_caveat, first_screen, undecided_words
-from verifylab.report.section import md_text
+from verifylab.report.section import inert_markdown, md_text
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import (
     CASE_STUDY_STACK,
@@ -168,8 +169,16 @@ def launch_section(ev: Evidence) -> str:
             f"**{c.title}** ({c.versions}; flags and variables checked against {md_text(c.checked_against)}):\n\n"
             f"```bash\n{wrapped_command(c.command)}\n```\n"
         )
-    return "## Launch it\n\nEAGLE-3 with 4 draft tokens at TP 8 (the chain the answers recommend):\n\n" + "\n".join(
-        blocks
+    backend = (
+        f"{inert_markdown(backend_line(ev.verify_path, recommended[0], 'Kimi-K2.5'))} (chapter 1, the verify path's "
+        "gates)\n\n"
+        if ev.has_verify_path
+        else ""
+    )
+    return (
+        "## Launch it\n\nEAGLE-3 with 4 draft tokens at TP 8 (the chain the answers recommend):\n\n"
+        + backend
+        + "\n".join(blocks)
     )
 
 

@@ -28,6 +28,7 @@ FORENSICS_FILE = Path("gates") / "fusion_forensics.csv"  # written next to the m
 SGLANG_FLAGS_FILE = Path("gates") / "sglang_flags.csv"  # written next to the matrix
 SGLANG_ENV_FILE = Path("gates") / "sglang_env.csv"  # the variables each audited wheel reads
 SGLANG_WHEELS_FILE = Path("gates") / "sglang_wheels.csv"  # each audited wheel's file name and sha256
+VERIFY_PATH_FILE = Path("gates") / "verify_path.csv"  # the verify path's gates per audited SGLang wheel
 
 
 class Evidence:
@@ -93,6 +94,12 @@ class Evidence:
         return self._gates_csv(GATE_MATRIX_FILE, keep_default_na=False)
 
     @cached_property
+    def verify_path(self) -> pd.DataFrame:
+        """The verify path's gates per audited SGLang wheel: default attention backend per model shape and GPU, the
+        split-KV verify's conditions, FlashInfer MLA on SM120, the verify-related options (file and line each)."""
+        return self._gates_csv(VERIFY_PATH_FILE, dtype={"version": str, "line": int}, keep_default_na=False)
+
+    @cached_property
     def flashinfer_pins(self) -> pd.DataFrame:
         """The FlashInfer version each audited SGLang wheel pins."""
         return self._gates_csv(FLASHINFER_PINS_FILE, dtype=str, keep_default_na=False)
@@ -126,6 +133,10 @@ class Evidence:
     @property
     def has_gate_matrix(self) -> bool:
         return file_exists(self.data_dir / GATE_MATRIX_FILE)
+
+    @property
+    def has_verify_path(self) -> bool:
+        return file_exists(self.data_dir / VERIFY_PATH_FILE)
 
     def newest_with(self, *tables: str) -> str | None:
         """The most recently created run holding every one of ``tables``, or None."""
