@@ -157,7 +157,7 @@ def test_chapter_one_and_the_decision_page_word_the_planted_audit(tmp_path):
     ev = Evidence(_planted(tmp_path / "a", "plantedbackend"))
     assert "`plantedbackend`" in str(chapter.verify_path_finding(ev))
     table = chapter.verify_path_gates(ev, RECOMMENDED_STACK[0]).cells()
-    row = table[table["gate"] == "default attention backend (MLA, SM120)"].iloc[0]
+    row = table[(table["gate"] == "default backend") & (table["model"] == "MLA") & (table["GPU"] == "SM120")].iloc[0]
     assert row["value"] == "plantedbackend" and row["file:line"].endswith(":4242")
     launch = launch_section(ev)
     assert f"SGLang {RECOMMENDED_STACK[0]} runs Kimi-K2.5 (MLA) on `plantedbackend`" in launch

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from verifylab.gates.verify_path import verify_path_summary
 from verifylab.report.section import Prose
 from verifylab.vocab import version_key
 
@@ -127,14 +126,36 @@ def verify_path_finding(frame: pd.DataFrame) -> Prose:
     return Prose(" ".join(parts))
 
 
+SHORT_GATE = {  # the audit's item names as a table's first column shows them
+    "default attention backend": "default backend",
+    "split-KV verify switch": "split-KV switch",
+    "split-KV verify refuses MLA": "split-KV MLA check",
+    "grouped-head shared-KV verify": "shared-KV verify",
+    "verify kernel (Triton)": "Triton verify kernel",
+    "flashinfer MLA backend admitted": "FlashInfer MLA admitted",
+    "flashinfer MLA kernel on SM120": "FlashInfer MLA kernel",
+    "flashinfer MLA JIT arch": "FlashInfer MLA JIT",
+    "verify option": "option",
+}
+
+
 def verify_path_version_table(frame: pd.DataFrame, version: str) -> pd.DataFrame:
     """Table: one audited SGLang version's verify path (and its pinned FlashInfer's MLA rows), with file:line."""
     sglang = frame[(frame["package"] == "sglang") & (frame["version"].astype(str) == version)]
     pinned = frame[(frame["package"] == "flashinfer") & frame["note"].eq(f"pinned by sglang {version}")]
-    shown = verify_path_summary(pd.concat([sglang, pinned]))
-    return shown.drop(columns=["version"]).rename(
-        columns={"what": "gate", "where": "file:line", "condition": "condition in the code"}
-    )
+    rows = pd.concat([sglang, pinned])
+    short = rows["file"].str.replace(r"^(sglang/srt/|sglang/)", "", regex=True)
+    return pd.DataFrame(
+        {
+            "gate": rows["item"].map(lambda item: SHORT_GATE.get(item, item)),
+            "model": rows["shape"],
+            "GPU": rows["gpu"],
+            "value": rows["value"],
+            "status": rows["status"],
+            "file:line": short + ":" + rows["line"].astype(str),
+            "condition in the code": rows["condition"],
+        }
+    ).reset_index(drop=True)
 
 
 def backend_line(frame: pd.DataFrame, version: str, model: str) -> Prose:
