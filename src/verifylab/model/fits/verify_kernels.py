@@ -1,0 +1,120 @@
+"""The serial verify kernel's rate, fitted on the stored engine runs (``benchmarks/engine_reads``: SGLang 0.5.17, one
+H200, Triton attention, EAGLE-3 with the accept length held): on the MLA target's cycle growth between its two
+shortest contexts up to :data:`FIT_CONTEXT_MAX` (per 1,000 tokens, per layer, per element of a token's key and value
+rows; the range over 1 and 4 streams) and on how much more 16 streams cost (the programs one SM runs at once). Every
+cell beyond it, and every cell of the dense target, is held out and predicted beside what was measured."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from verifylab.model.fits.engine_reads import context_cells
+from verifylab.model.inputs.gpus import GPU_TABLE
+from verifylab.model.pricing.verify_kernels import AttentionShape, SerialRate, attention_shape, waves
+from verifylab.sources import MeasuredRuns
+from verifylab.span import Span
+
+FIT_CONTEXT_MAX = 16384  # fitted on cells up to this context; longer ones are predicted
+FIT_SHAPE = "mla"
+MEASURED_ON = "h200"
+
+
+def _configs(runs: MeasuredRuns, run_ids: list[str]) -> dict[str, dict]:
+    """Each target shape's config as its run recorded it (``parameters.configs.<shape>.target``)."""
+    found: dict[str, dict] = {}
+    for run_id in run_ids:
+        for shape, pair in runs.run(run_id).parameters.get("configs", {}).items():
+            found.setdefault(shape, pair.get("target", pair))
+    return found
+
+
+def _spec_cells(runs: MeasuredRuns) -> pd.DataFrame:
+    cells = context_cells(runs)
+    if cells.empty:
+        return cells
+    return cells[(cells["backend"] == "triton") & (cells["mode"] == "eagle3")].copy()
+
+
+def serial_rate(runs: MeasuredRuns) -> tuple[SerialRate, dict[str, AttentionShape], dict[str, int]] | None:
+    """The fitted rate, each stored target's attention shape (TP 1) and layer count; None without the cells."""
+    cells = _spec_cells(runs)
+    if cells.empty:
+        return None
+    configs = _configs(runs, sorted(cells["run"].unique()))
+    shapes = {name: attention_shape(config, 1) for name, config in configs.items()}
+    layers = {name: int(config["num_hidden_layers"]) for name, config in configs.items()}
+    mine = cells[(cells["shape"] == FIT_SHAPE) & (cells["context"] <= FIT_CONTEXT_MAX)]
+    contexts = sorted(mine["context"].unique())
+    if len(contexts) < 2 or FIT_SHAPE not in shapes:
+        return None
+    low, high = contexts[0], contexts[-1]
+    cycle = mine.set_index(["context", "streams"])["cycle_ms"]
+
+    def growth(streams: int) -> float:
+        return float(cycle[(high, streams)] - cycle[(low, streams)]) / ((high - low) / 1000)
+
+    shape, depth = shapes[FIT_SHAPE], layers[FIT_SHAPE]
+    rates = [growth(s) / depth / shape.row_elements for s in (1, 4) if (high, s) in cycle.index]
+    sms = GPU_TABLE[MEASURED_ON].sms
+    per_sm = 1.0
+    if (high, 16) in cycle.index and (high, 1) in cycle.index:
+        ratio = growth(16) / growth(1)
+        per_sm = 16 * shape.q_heads / (sms * ratio) if ratio > 1 else 16 * shape.q_heads / sms
+    source = (
+        f"fitted on {', '.join(sorted(mine['run'].unique()))}: the {FIT_SHAPE.upper()} target's EAGLE-3 cycle growth "
+        f"between {low:,} and {high:,} tokens at 1 and 4 streams (per layer and key+value element), 16 streams for "
+        f"the programs an SM runs at once; measured on one H200 (SM90), SGLang 0.5.17"
+    )
+    return SerialRate(Span(min(rates), max(rates)), per_sm, MEASURED_ON, source), shapes, layers
+
+
+def held_out_cycles(runs: MeasuredRuns) -> pd.DataFrame:
+    """Every stored EAGLE-3 cell on Triton beside its prediction from the fitted rate: the cycle at the shape's
+    shortest context plus the serial kernel's growth to the cell's (``fitted`` says whether the fit saw the cell)."""
+    fitted = serial_rate(runs)
+    cells = _spec_cells(runs)
+    if fitted is None or cells.empty:
+        return pd.DataFrame()
+    rate, shapes, layers = fitted
+    sms = GPU_TABLE[MEASURED_ON].sms
+    rows = []
+    for (shape_name, streams), group in cells.groupby(["shape", "streams"]):
+        base = group.sort_values("context").iloc[0]
+        shape = shapes[shape_name]
+        for cell in group.itertuples():
+            added = (cell.context - base.context) / 1000 * shape.row_elements * layers[shape_name]
+            scale = added * waves(streams * shape.q_heads, sms, rate.programs_per_sm)
+            low, high = (
+                base.cycle_ms + rate.ms_per_1k_per_element.low * scale,
+                base.cycle_ms + (rate.ms_per_1k_per_element.high * scale),
+            )
+            rows.append(
+                {
+                    "shape": shape_name,
+                    "streams": int(streams),
+                    "context": int(cell.context),
+                    "measured_ms": float(cell.cycle_ms),
+                    "predicted_low_ms": low,
+                    "predicted_high_ms": high,
+                    "miss": ((low * high) ** 0.5) / float(cell.cycle_ms) - 1,
+                    "fitted": shape_name == FIT_SHAPE and cell.context <= FIT_CONTEXT_MAX,
+                    "run": cell.run,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def rate_words(rate: SerialRate) -> str:
+    """The fitted rate as a sentence's clause."""
+    r = rate.ms_per_1k_per_element
+    return (
+        f"{r.low * 1e6:.0f}-{r.high * 1e6:.0f} ns per 1,000 tokens per key+value element and layer, "
+        f"{rate.programs_per_sm:.2f} programs per SM at once ({rate.source})"
+    )
+
+
+def shape_json(shape: AttentionShape) -> str:
+    """A shape as one line of JSON (a prediction file's column)."""
+    return json.dumps(shape.__dict__, sort_keys=True)
