@@ -94,7 +94,9 @@ COMMON = {
     "tie_word_embeddings": False,
     "torch_dtype": "bfloat16",
 }
-TARGETS = {"dense": DENSE, "mla": MLA, "moe": MOE}
+# The same MLA layers, 36 deep (issue #83): a deep target's cycle, where the host's launches hide less of attention
+MLA36 = {**MLA, "num_hidden_layers": 36, "first_k_dense_replace": 36}
+TARGETS = {"dense": DENSE, "mla": MLA, "moe": MOE, "mla36": MLA36}
 
 
 def kv_bytes_per_token(config: dict) -> int:

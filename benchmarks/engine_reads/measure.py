@@ -225,21 +225,26 @@ def append(path: Path, row: dict) -> None:
         out.write(json.dumps(row) + "\n")
 
 
-def context_grid(models: Path, state: Path, deadline: float, only: list[str] | None) -> None:
+def context_grid(
+    models: Path,
+    state: Path,
+    deadline: float,
+    only: list[str] | None,
+    contexts: tuple[int, ...] = CONTEXTS,
+    streams_grid: tuple[int, ...] = STREAMS,
+    shapes: tuple[str, ...] = ("dense", "mla"),
+) -> None:
     out = state / "context.jsonl"
     done = done_cells(out)
     plans = [
-        (shape, backend, spec)
-        for backend in ("triton", "flashinfer")
-        for shape in ("dense", "mla")
-        for spec in (False, True)
+        (shape, backend, spec) for backend in ("triton", "flashinfer") for shape in shapes for spec in (False, True)
     ]
     for shape, backend, spec in plans:
         mode = "eagle3" if spec else "plain"
         server_id = f"{shape}-{backend}-{mode}"
         if only and not any(server_id.startswith(o) for o in only):
             continue
-        cells = [(server_id, length, streams) for length in CONTEXTS for streams in STREAMS]
+        cells = [(server_id, length, streams) for length in contexts for streams in streams_grid]
         todo = [c for c in cells if c not in done]
         if not todo:
             continue
@@ -252,7 +257,7 @@ def context_grid(models: Path, state: Path, deadline: float, only: list[str] | N
             shape,
             backend,
             spec,
-            ("--cuda-graph-bs", *map(str, STREAMS), "--cuda-graph-max-bs", "16"),
+            ("--cuda-graph-bs", *map(str, streams_grid), "--cuda-graph-max-bs", "16"),
             env,
             max_running=16,
         )
@@ -421,13 +426,24 @@ def main() -> None:
     parser.add_argument("--state", type=Path, required=True, help="folder kept across calls (results, logs)")
     parser.add_argument("--deadline-s", type=float, default=520.0, help="stop starting work after this many seconds")
     parser.add_argument("--only", nargs="*", help="context: only servers whose id starts with one of these")
+    parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="context: prompt lengths")
+    parser.add_argument("--streams", default=",".join(map(str, STREAMS)), help="context: stream counts")
+    parser.add_argument("--shapes", default="dense,mla", help="context: targets of make_models.py (mla36: 36 layers)")
     args = parser.parse_args()
     args.state.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.deadline_s
     if args.what.startswith("experts"):
         expert_count(args.models, args.state, deadline)
     if args.what.endswith("context"):
-        context_grid(args.models, args.state, deadline, args.only)
+        context_grid(
+            args.models,
+            args.state,
+            deadline,
+            args.only,
+            tuple(int(x) for x in args.contexts.split(",")),
+            tuple(int(x) for x in args.streams.split(",")),
+            tuple(args.shapes.split(",")),
+        )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ attention shape, context and stream count, one layer's verify attention on one H
 ``verifylab.model.pricing.verify_kernels`` with the serial rate fitted on the stored engine runs
 (``verifylab.model.fits.verify_kernels``) and the H200's measured copy bandwidth.
 
-    python benchmarks/verify_kernels/predict.py            # writes benchmarks/verify_kernels/predicted.csv
+    python benchmarks/verify_kernels/predict.py   # writes predicted.csv (kernels) and predicted-engine.csv (servers)
 """
 
 from __future__ import annotations
@@ -82,11 +82,51 @@ def predictions(ev: Evidence) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+ENGINE_CONTEXTS = (2048, 65536)
+ENGINE_SHAPES = {"mla": 12, "mla36": 36}  # benchmarks/engine_reads/make_models.py's MLA targets and their depths
+ENGINE_KERNEL = {"triton": "serial", "flashinfer": "flashinfer"}  # what verifies a chain on each backend (0.5.17)
+
+
+def engine_predictions(ev: Evidence) -> pd.DataFrame:
+    """The engine-level minimum grid: how much an EAGLE-3 cycle of one stream grows from 2k to 64k tokens of
+    context (ms) per backend and target depth: every layer's verify attention priced by its kernel (the draft's own
+    small attention left out)."""
+    fitted = serial_rate(ev.measured)
+    if fitted is None:
+        sys.exit("no stored engine-context runs: nothing to fit the serial rate on")
+    rate, stored_shapes, _ = fitted
+    ceilings = stored_inputs(ev).runs.ceilings
+    gpu = gpu_named("h200", ceilings if ceilings is not None and ceilings.gpu == "h200" else None)
+    sms, shape = GPU_TABLE["h200"].sms, stored_shapes["mla"]
+    rows = []
+    for name, layers in ENGINE_SHAPES.items():
+        for backend, kernel in ENGINE_KERNEL.items():
+            low, high = (verify_layer_ms(VerifyKernel(kernel), shape, c, 1, gpu, sms, rate) for c in ENGINE_CONTEXTS)
+            rows.append(
+                {
+                    "shape": name,
+                    "layers": layers,
+                    "backend": backend,
+                    "mode": "eagle3",
+                    "streams": 1,
+                    "context_low": ENGINE_CONTEXTS[0],
+                    "context_high": ENGINE_CONTEXTS[1],
+                    "growth_low_ms": round((high.low - low.high) * layers, 4),
+                    "growth_high_ms": round((high.high - low.low) * layers, 4),
+                    "kernel": kernel,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
-    frame = predictions(Evidence(ROOT / "data"))
-    target = HERE / "predicted.csv"
-    frame.to_csv(target, index=False, lineterminator="\n")
-    print(f"{len(frame)} predictions -> {target}")
+    ev = Evidence(ROOT / "data")
+    for frame, target in (
+        (predictions(ev), HERE / "predicted.csv"),
+        (engine_predictions(ev), HERE / "predicted-engine.csv"),
+    ):
+        frame.to_csv(target, index=False, lineterminator="\n")
+        print(f"{len(frame)} predictions -> {target}")
 
 
 if __name__ == "__main__":
