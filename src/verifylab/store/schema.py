@@ -330,6 +330,36 @@ TABLES: tuple[TableSpec, ...] = (
         key=("streams", "forward_pass", "stream"),
     ),
     TableSpec(
+        "verify_kernel_cells",
+        "One attention layer's verify of an EAGLE-3 chain per kernel, shape, context and streams: its output against "
+        "an fp32 reference at every draft position (worst relative error, unwritten elements, the verdict), then its "
+        "median time where it passed.",
+        _columns(
+            "shape:str kernel:str context:int streams:int k:int verdict:str worst_rel_error:float unwritten:int "
+            "tolerance:float ms:float repeats:int note:str"
+        ),
+        key=("shape", "kernel", "context", "streams"),
+    ),
+    TableSpec(
+        "verify_kernel_prediction",
+        "The model's per-kernel price of one layer's verify attention, committed before the run (predicted.csv).",
+        _columns(
+            "shape:str kernel:str context:int streams:int query_tokens:int q_heads:int kv_heads:int qk_dim:int "
+            "v_dim:int predicted_low_ms:float predicted_high_ms:float model_kernel:str"
+        ),
+        key=("shape", "kernel", "context", "streams"),
+    ),
+    TableSpec(
+        "engine_growth_prediction",
+        "The model's growth of an EAGLE-3 cycle between two contexts per backend and target depth, committed before "
+        "the run (predicted-engine.csv).",
+        _columns(
+            "shape:str layers:int backend:str mode:str streams:int context_low:int context_high:int "
+            "growth_low_ms:float growth_high_ms:float kernel:str"
+        ),
+        key=("shape", "backend", "mode", "streams"),
+    ),
+    TableSpec(
         "context_prediction",
         "The model's prediction of attention's growth with context, committed before the run.",
         _columns(

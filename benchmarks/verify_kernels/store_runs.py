@@ -1,0 +1,120 @@
+"""Store what the verify-kernel calls brought back (``cells.jsonl`` and ``box.json`` of ``device_run.sh measure``) as a
+run of the run store: ``verify_kernel_cells`` (each kernel's correctness verdict and time), the prediction committed
+before the run as the table ``verify_kernel_prediction`` and, byte for byte, as ``prediction/predicted.csv`` with the
+commit it was read at (``parameters.prediction``: file, commit; ``tests/test_run_predictions.py`` checks both).
+
+    python benchmarks/verify_kernels/store_runs.py --lease DIR --commit SHA --predicted-at SHA [--note "..."]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+from verifylab.intake import read_outside_bytes  # noqa: E402
+from verifylab.iorw import atomic_write_bytes  # noqa: E402
+from verifylab.store.manifest import Manifest, Versions  # noqa: E402
+from verifylab.store.runs import RunStore  # noqa: E402
+
+PREDICTION = "benchmarks/verify_kernels/predicted.csv"
+ENVIRONMENT = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+COLUMNS = ["shape", "kernel", "context", "streams", "k", "verdict", "worst_rel_error", "unwritten", "tolerance", "ms",
+           "repeats", "note"]  # fmt: skip
+
+
+def committed_bytes(commit: str, path: str) -> bytes:
+    """``path`` as committed in ``commit`` (the prediction must be the file at that commit, not the working copy)."""
+    done = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{path} is not in commit {commit}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def cells(lease: Path) -> pd.DataFrame:
+    """The measured cells, a later line of a (shape, kernel, context, streams) winning."""
+    text = read_outside_bytes(lease / "cells.jsonl", "record").decode("utf-8")
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    frame = frame.drop_duplicates(["shape", "kernel", "context", "streams"], keep="last")
+    frame["note"] = frame["note"].fillna("").astype(str)
+    for column in ("unwritten", "repeats"):
+        frame[column] = frame[column].fillna(-1).astype(int)
+    return frame.reset_index(drop=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lease", type=Path, required=True, help="folder holding cells.jsonl and box.json")
+    parser.add_argument("--commit", required=True, help="the commit the run's code was at")
+    parser.add_argument("--predicted-at", required=True, help="the commit the prediction file was read at")
+    parser.add_argument("--note", default="")
+    args = parser.parse_args()
+    box = json.loads(read_outside_bytes(args.lease / "box.json", "record"))
+    name, capability, driver, _memory = (part.strip() for part in box["nvidia_smi"].split(","))
+    started = datetime.fromisoformat(box["started"])
+    run_id = f"{started.strftime('%Y%m%d-%H%M%S')}-h200-verify-kernels"
+    predicted = committed_bytes(args.predicted_at, PREDICTION)
+    measured = cells(args.lease)
+    verdicts = measured.groupby(["shape", "kernel"])["verdict"].agg(lambda v: ",".join(sorted(set(v))))
+    notes = [
+        args.note,
+        f"the model's prediction (verify_kernel_prediction) is {PREDICTION} as committed in {args.predicted_at} before "
+        f"the run, stored here unchanged (also byte for byte as prediction/predicted.csv)",
+        "one attention layer per call, on the same random bf16 KV and draft queries for every kernel; each kernel's "
+        "output checked against an fp32 torch reference at every draft position before it was timed (CUDA events, "
+        "median of the repeats)",
+        "split-kv: SGLang 0.5.17's verify_splitkv_fwd called directly on NVIDIA (SGLang switches it on for AMD gfx95 "
+        "only); no port: the same Triton source, the NVIDIA launch arguments the file chooses",
+        "flashinfer-fa2 is the MLA kernel FlashInfer picks on SM120; fa3 what it picks on SM90; measured here on SM90, "
+        "never run on SM120 (about 100 KB of shared memory per block against 228 KB changes Triton's launch configs)",
+        "verdicts per shape and kernel: " + "; ".join(f"{s}/{k}: {v}" for (s, k), v in verdicts.items()),
+    ]
+    manifest = Manifest(
+        run_id=run_id,
+        label="1 x NVIDIA H200 (SM90), SGLang 0.5.17 and FlashInfer 0.6.15.post1 verify kernels, one attention layer",
+        purpose="issue #83: SGLang's verify measured per kernel: correct first, then timed",
+        created=started,
+        host="vm",
+        gpu_name=name,
+        compute_capability=capability,
+        gpu_count=box["gpu_count"],
+        interconnect="single GPU",
+        driver=driver,
+        cuda=box["cuda"],
+        versions=Versions(
+            torch=box["torch"],
+            sglang=box["sglang"],
+            flashinfer=box["flashinfer"],
+            cuda=box["cuda"],
+            verifylab=f"0.1.0+g{args.commit}",
+        ),
+        git_commit=args.commit,
+        campaign="verify-kernels",
+        parameters={
+            "prediction": {"file": PREDICTION, "commit": args.predicted_at},
+            "triton": box["triton"],
+            "sms": box.get("sms"),
+        },
+        environment=ENVIRONMENT,
+        notes=[n for n in notes if n],
+    )
+    store = RunStore(ROOT / "data" / "runs")
+    store.create(manifest)
+    store.write_table(run_id, "verify_kernel_cells", measured)
+    store.write_table(run_id, "verify_kernel_prediction", pd.read_csv(io.BytesIO(predicted)))
+    atomic_write_bytes(store.path(run_id) / "prediction" / "predicted.csv", predicted)
+    print(run_id)
+
+
+if __name__ == "__main__":
+    main()
