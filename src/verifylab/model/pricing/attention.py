@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from verifylab.errors import ModelInputError
 from verifylab.model.inputs.gpus import Gpu
 from verifylab.model.inputs.model_costs import ModelCosts
 
@@ -58,14 +59,41 @@ def stream_reads(terms: AttentionTerms, tokens: float, streams: float) -> float:
     return terms.per_pass + terms.per_stream * streams * reads
 
 
-def kv_pool_tokens(target: ModelCosts, draft: ModelCosts | None, gpu: Gpu, tp: int, mem_fraction: float) -> int:
-    """Tokens of context the KV pool holds on each GPU once the weights of the target (and the draft) are placed in
-    ``mem_fraction`` of its memory (a token costs its KV in every model); 0 when the weights do not fit."""
-    room = mem_fraction * gpu.memory_bytes - target.weights_bytes(tp) - (draft.weights_bytes(tp) if draft else 0.0)
-    per_token = stream_context_bytes(target, 1.0, tp) + (stream_context_bytes(draft, 1.0, tp) if draft else 0.0)
-    return max(math.floor(room / per_token), 0) if per_token > 0 else 0
+def kv_pool_tokens(
+    target: ModelCosts,
+    draft: ModelCosts | None,
+    gpu: Gpu,
+    tp: int,
+    mem_fraction: float,
+    workspace_bytes: float = 0.0,
+    kv_bytes: float = 2.0,
+    stages: int = 1,
+) -> int:
+    """Tokens of context the KV pool holds on each GPU once the weights of the target (and the draft) and a
+    collective's workspace are placed in ``mem_fraction`` of its memory, the KV in ``kv_bytes`` bytes an element (2:
+    bf16, 1: fp8; a token costs its KV in every model). ``stages`` pipeline stages each hold their share of the
+    target's layers (weights and KV); the draft runs whole on the last. Weights that do not fit are refused, naming
+    the shortfall."""
+    weights = target.weights_bytes(tp) / stages + (draft.weights_bytes(tp) if draft else 0.0)
+    budget = mem_fraction * gpu.memory_bytes
+    room = budget - weights - workspace_bytes
+    if room <= 0:
+        raise ModelInputError(
+            f"{target.name} does not fit {gpu.name} at TP {tp}"
+            + (f" x PP {stages}" if stages > 1 else "")
+            + f": {weights / 1e9:.1f} GB of weights per GPU"
+            + (" (the draft's included)" if draft else "")
+            + (f" and {workspace_bytes / 1e9:.2f} GB of collective workspace" if workspace_bytes else "")
+            + f" against {mem_fraction:g} x {gpu.memory_bytes / 1e9:.1f} GB = {budget / 1e9:.1f} GB: short by "
+            f"{-room / 1e9:.1f} GB (raise --tp or --mem-fraction)"
+        )
+    scale = kv_bytes / 2.0  # the models price their KV in bf16
+    per_token = scale * (
+        stream_context_bytes(target, 1.0, tp) + (stream_context_bytes(draft, 1.0, tp) if draft else 0.0)
+    )
+    return math.floor(room / per_token) if per_token > 0 else 0
 
 
 def streams_held(pool_tokens: int, context: float) -> int:
-    """Streams of ``context`` tokens the pool runs at once (at least one: a longer one runs alone, if it fits)."""
-    return max(math.floor(pool_tokens / max(context, 1.0)), 1)
+    """Distinct streams of ``context`` tokens the pool holds at once (0: not even one fits)."""
+    return math.floor(pool_tokens / max(context, 1.0))

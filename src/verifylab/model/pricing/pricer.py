@@ -83,8 +83,8 @@ class Box:
         """Tokens of context the KV pool holds without and with the draft model (None: capacity not priced)."""
         if self.mem_fraction is None:
             return None
-        plain = kv_pool_tokens(self.target, None, self.gpu, self.tp, self.mem_fraction)
-        return plain, kv_pool_tokens(self.target, self.draft, self.gpu, self.tp, self.mem_fraction)
+        plain = kv_pool_tokens(self.target, None, self.gpu, self.tp, self.mem_fraction, stages=self.stages)
+        return plain, kv_pool_tokens(self.target, self.draft, self.gpu, self.tp, self.mem_fraction, stages=self.stages)
 
     def allreduces_per_pass(self, model: ModelCosts) -> int:
         """Two per layer (after attention, after the MLP/MoE) at TP > 1."""

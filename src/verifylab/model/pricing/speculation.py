@@ -70,6 +70,11 @@ def gains(
         ends = ("low",) if ov.decode_ms is not None or ov.host0_ms.low == ov.host0_ms.high else ("low", "high")
         held_plain = c if pools is None else min(c, streams_held(pools[0], box.context))  # the rest queue
         held_spec = c if pools is None else min(c, streams_held(pools[1], box.context))
+        if min(held_plain, held_spec) < 1:
+            raise ModelInputError(
+                f"the KV pool holds no stream of {box.context:,.0f} tokens ({pools[0] if pools else 0:,} tokens per "
+                f"GPU without the draft, {pools[1] if pools else 0:,} with it): shorten the context or raise --tp"
+            )
         for s, host in product(scenarios(box), ends):
             step = price_step(box, ov, held_plain, s, host)
             cycle = price_cycle(box, ov, drafter, draft_tokens, held_spec, s, host)
