@@ -11,8 +11,10 @@ cell prefilled its prompts in a round of its own) is left out and named in the r
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import shutil
+import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +26,8 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 from make_models import DRAFT_TOKENS_PER_CYCLE, configs, kv_bytes_per_token  # noqa: E402
 
+from verifylab.iorw import atomic_write_bytes  # noqa: E402
+from verifylab.model.inputs.gpus import gpu_key  # noqa: E402
 from verifylab.store.manifest import Manifest, Versions  # noqa: E402
 from verifylab.store.runs import RunStore  # noqa: E402
 
@@ -38,14 +42,21 @@ SETUP = {
 
 
 def manifest(
-    run_id: str, box: dict, campaign: str, label: str, parameters: dict, notes: list[str], commit: str
+    run_id: str,
+    box: dict,
+    campaign: str,
+    label: str,
+    parameters: dict,
+    notes: list[str],
+    commit: str,
+    purpose: str = "issue #72: what SGLang really reads, measured on one H200 (random weights)",
 ) -> Manifest:
     """A run's manifest from the box's facts (box.json, written by device_run.sh when its lease began)."""
     name, capability, driver, _memory = (part.strip() for part in box["nvidia_smi"].split(","))
     return Manifest(
         run_id=run_id,
         label=label,
-        purpose="issue #72: what SGLang really reads, measured on one H200 (random weights)",
+        purpose=purpose,
         created=datetime.fromisoformat(box["started"]),
         host="vm",
         gpu_name=name,
@@ -140,9 +151,24 @@ def copy_logs(folder: Path, target: Path, servers: list[str]) -> None:
             shutil.copyfile(source, target / "logs" / source.name)
 
 
-def store_lease(store: RunStore, folder: Path, commit: str, note: str) -> list[str]:
+def committed_bytes(commit: str, path: str) -> bytes:
+    """``path`` as committed in ``commit`` (a prediction is the file at that commit, never the working copy)."""
+    done = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{path} is not in commit {commit}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def store_lease(
+    store: RunStore, folder: Path, commit: str, note: str, prediction: tuple[str, str] | None = None
+) -> list[str]:
+    """The lease's runs. ``prediction`` (file, commit): the prediction committed before this lease's runs, stored as
+    its table and byte for byte under ``prediction/`` (default: issue #72's context prediction, as committed in
+    :data:`PREDICTIONS_COMMIT`)."""
     box = json.loads((folder / "box.json").read_text())
     stamp = datetime.fromisoformat(box["started"]).strftime("%Y%m%d-%H%M%S")
+    gpu_name = box["nvidia_smi"].split(",")[0].strip()
+    gpu = gpu_key(gpu_name)
     made = []
     lines = (
         [json.loads(x) for x in (folder / "context.jsonl").read_text().splitlines() if x.strip()]
@@ -150,30 +176,42 @@ def store_lease(store: RunStore, folder: Path, commit: str, note: str) -> list[s
         else []
     )
     if lines:
-        run_id = f"{stamp}-h200-engine-context"
+        run_id = f"{stamp}-{gpu}-engine-context"
         cells, left = context_cells(lines)
         servers = sorted({f"{r['shape']}-{r['backend']}-{r['mode']}" for r in cells.to_dict("records")})
+        shapes = sorted(set(cells["shape"]))
+        file, at = prediction or ("benchmarks/engine_reads/predicted-context.csv", PREDICTIONS_COMMIT)
+        table = "engine_growth_prediction" if file.endswith("predicted-engine.csv") else "context_prediction"
         notes = [
             note,
-            f"the model's prediction (context_prediction) is benchmarks/engine_reads/predicted-context.csv as "
-            f"committed in {PREDICTIONS_COMMIT} before the run, stored here unchanged",
+            f"the model's prediction ({table}) is {file} as committed in {at} before the run, stored here unchanged"
+            + (" (also byte for byte under prediction/)" if prediction else ""),
             "a cell's step (plain) or cycle (EAGLE-3) time: the window from the last stream's first token to the "
             "first stream's last, divided by the tokens each stream made in it (a cycle: times the accept length "
             "SGLang reports, spec_verify_ct)",
             *[f"left out: {x}" for x in left],
         ]
-        parameters = {**SETUP, "servers": servers, "configs": {k: v for k, v in configs().items() if k != "moe"}}
-        label = (
-            "1 x NVIDIA H200, TP 1, random-weight dense (Llama-3-8B-shaped, 4 layers) and MLA "
-            "(DeepSeek-V2-Lite-shaped, 12 layers) targets, SGLang 0.5.17"
+        targets = {k: v for k, v in configs().items() if k in shapes}
+        parameters = {**SETUP, "servers": servers, "configs": targets}
+        if prediction:
+            parameters["prediction"] = {"file": file, "commit": at}
+        depth = ", ".join(f"{k} {v['target']['num_hidden_layers']} layers" for k, v in targets.items())
+        label = f"1 x {gpu_name}, TP 1, random-weight targets ({depth}), SGLang {box['sglang']}"
+        purpose = (
+            f"issue #83: SGLang's verify on a deep target, measured on one {gpu_name} (random weights)"
+            if prediction
+            else "issue #72: what SGLang really reads, measured on one H200 (random weights)"
         )
-        store.create(manifest(run_id, box, "engine-context", label, parameters, notes, commit))
+        store.create(manifest(run_id, box, "engine-context", label, parameters, notes, commit, purpose))
         store.write_table(run_id, "context_cells", cells)
-        store.write_table(run_id, "context_prediction", pd.read_csv(HERE / "predicted-context.csv"))
+        predicted = committed_bytes(at, file)
+        store.write_table(run_id, table, pd.read_csv(io.BytesIO(predicted)))
+        if prediction:
+            atomic_write_bytes(store.path(run_id) / "prediction" / Path(file).name, predicted)
         copy_logs(folder, store.path(run_id), servers)
         made.append(run_id)
     if (folder / "experts.csv").exists():
-        run_id = f"{stamp}-h200-engine-experts"
+        run_id = f"{stamp}-{gpu}-engine-experts"
         counts, chains = expert_tables(folder)
         notes = [
             note,
@@ -206,10 +244,12 @@ def main() -> None:
     parser.add_argument("--commit", action="append", required=True, help="the commit that lease's calls ran")
     parser.add_argument("--note", action="append", required=True, help="how that lease ran (one line)")
     parser.add_argument("--data", type=Path, default=ROOT / "data" / "runs")
+    parser.add_argument("--prediction", help="FILE@COMMIT: the prediction these leases' runs were made against")
     args = parser.parse_args()
     store = RunStore(args.data)
+    prediction = tuple(args.prediction.rsplit("@", 1)) if args.prediction else None
     for folder, commit, note in zip(args.lease, args.commit, args.note, strict=True):
-        for run_id in store_lease(store, folder, commit, note):
+        for run_id in store_lease(store, folder, commit, note, prediction):
             print(f"stored {run_id}")
 
 

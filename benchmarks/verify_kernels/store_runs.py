@@ -23,6 +23,7 @@ ROOT = HERE.parents[1]
 
 from verifylab.intake import read_outside_bytes  # noqa: E402
 from verifylab.iorw import atomic_write_bytes  # noqa: E402
+from verifylab.model.inputs.gpus import gpu_key  # noqa: E402
 from verifylab.store.manifest import Manifest, Versions  # noqa: E402
 from verifylab.store.runs import RunStore  # noqa: E402
 
@@ -46,7 +47,7 @@ def cells(lease: Path) -> pd.DataFrame:
     rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     frame = pd.DataFrame(rows).reindex(columns=COLUMNS)
     frame = frame.drop_duplicates(["shape", "kernel", "context", "streams"], keep="last")
-    frame["note"] = frame["note"].fillna("").astype(str)
+    frame["note"] = frame["note"].astype(object).where(frame["note"].notna(), "").astype(str)
     for column in ("unwritten", "repeats"):
         frame[column] = frame[column].fillna(-1).astype(int)
     return frame.reset_index(drop=True)
@@ -62,7 +63,8 @@ def main() -> None:
     box = json.loads(read_outside_bytes(args.lease / "box.json", "record"))
     name, capability, driver, _memory = (part.strip() for part in box["nvidia_smi"].split(","))
     started = datetime.fromisoformat(box["started"])
-    run_id = f"{started.strftime('%Y%m%d-%H%M%S')}-h200-verify-kernels"
+    gpu = gpu_key(name)  # the GPU the lease gave (an H100 or an H200), never assumed
+    run_id = f"{started.strftime('%Y%m%d-%H%M%S')}-{gpu}-verify-kernels"
     predicted = committed_bytes(args.predicted_at, PREDICTION)
     measured = cells(args.lease)
     verdicts = measured.groupby(["shape", "kernel"])["verdict"].agg(lambda v: ",".join(sorted(set(v))))
@@ -77,11 +79,16 @@ def main() -> None:
         "only); no port: the same Triton source, the NVIDIA launch arguments the file chooses",
         "flashinfer-fa2 is the MLA kernel FlashInfer picks on SM120; fa3 what it picks on SM90; measured here on SM90, "
         "never run on SM120 (about 100 KB of shared memory per block against 228 KB changes Triton's launch configs)",
+        f"the prediction priced an H200 (its measured copy bandwidth); the lease gave {name}: the once-per-pass "
+        "kernels' predictions assume about 1.4 times this GPU's bandwidth, the serial kernel's rate its SM count",
         "verdicts per shape and kernel: " + "; ".join(f"{s}/{k}: {v}" for (s, k), v in verdicts.items()),
     ]
     manifest = Manifest(
         run_id=run_id,
-        label="1 x NVIDIA H200 (SM90), SGLang 0.5.17 and FlashInfer 0.6.15.post1 verify kernels, one attention layer",
+        label=(
+            f"1 x {name} (SM{capability.replace('.', '')}), SGLang {box['sglang']} and FlashInfer "
+            f"{box['flashinfer']} verify kernels, one attention layer"
+        ),
         purpose="issue #83: SGLang's verify measured per kernel: correct first, then timed",
         created=started,
         host="vm",
