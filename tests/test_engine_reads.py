@@ -113,7 +113,7 @@ def test_draws_invert_the_union():
 
 
 def _numbers(text: str) -> list[str]:
-    return re.findall(r"\d[\d,]*(?:\.\d+)?", text)
+    return re.findall(r"(?<![\w-])-?\d[\d,]*(?:\.\d+)?", text)  # a sign is part of the value quoted
 
 
 @pytest.mark.parametrize("which", ["attention", "experts"])

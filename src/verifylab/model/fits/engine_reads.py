@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from verifylab.model.inputs.gpus import gpu_key_in
 from verifylab.sources import MeasuredRuns
 
 CONTEXT_CELLS = "context_cells"
@@ -19,17 +20,21 @@ EXPERT_COUNTS = "expert_counts"
 VERIFY_CHAINS = "verify_chains"
 EXPERT_PREDICTION = "expert_prediction"
 RESOLVED = 0.2  # attention's growth is read only where the step at the longer context is this much slower
-KEY = ["shape", "backend", "mode", "context", "streams"]
+KEY = ["gpu", "shape", "backend", "mode", "context", "streams"]
 
 
 def _stacked(runs: MeasuredRuns, table: str) -> pd.DataFrame:
-    """Every run's ``table`` with its run id (a later run's row wins on the table's key)."""
-    frames = [runs.read_table(r, table).assign(run=r) for r in runs.runs_with_table(table)]
+    """Every run's ``table`` with its run id and its GPU (``h200``, ``h100``: a later run's row wins on the table's key,
+    never over another GPU's)."""
+    frames = [
+        runs.read_table(r, table).assign(run=r, gpu=gpu_key_in(runs.run(r).gpu_name) or runs.run(r).gpu_name)
+        for r in runs.runs_with_table(table)
+    ]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def context_cells(runs: MeasuredRuns) -> pd.DataFrame:
-    """The measured context cells of every run, one per shape, backend, mode, context and streams."""
+    """The measured context cells of every run, one per GPU, shape, backend, mode, context and streams."""
     cells = _stacked(runs, CONTEXT_CELLS)
     return cells if cells.empty else cells.drop_duplicates(KEY, keep="last").reset_index(drop=True)
 
@@ -50,16 +55,17 @@ def attention_growth(runs: MeasuredRuns) -> pd.DataFrame:
     cells = context_cells(runs)
     if cells.empty:
         return pd.DataFrame()
-    predicted = _stacked(runs, CONTEXT_PREDICTION).drop_duplicates(["shape", "mode"], keep="last")
-    predicted = predicted.set_index(["shape", "mode"])
+    predicted = _stacked(runs, CONTEXT_PREDICTION).drop_duplicates(["gpu", "shape", "mode"], keep="last")
+    predicted = predicted.set_index(["gpu", "shape", "mode"])  # a GPU's cells beside the prediction made for it
     rows = []
-    for (shape, backend, streams), group in cells.groupby(["shape", "backend", "streams"], sort=True):
+    for (gpu, shape, backend, streams), group in cells.groupby(["gpu", "shape", "backend", "streams"], sort=True):
         modes = {m: g for m, g in group.groupby("mode")}
         shared = sorted(set.intersection(*(set(g["context"]) for g in modes.values())))
         if len(shared) < 2:
             continue
         low, high = shared[-2], shared[-1]
         row = {
+            "gpu": gpu,
             "shape": shape,
             "backend": backend,
             "streams": int(streams),
@@ -76,8 +82,8 @@ def attention_growth(runs: MeasuredRuns) -> pd.DataFrame:
             row["verify_tokens"] = tokens
             row["cycle_per_verified_token_us_per_1k"] = row["cycle_us_per_1k"] / tokens
         for mode in ("plain", "eagle3"):
-            if (shape, mode) in predicted.index:
-                p = predicted.loc[(shape, mode)]
+            if (gpu, shape, mode) in predicted.index:
+                p = predicted.loc[(gpu, shape, mode)]
                 row[f"predicted_{mode}_once_per_pass_us_per_1k"] = float(p["once_per_pass_us_per_1k"])
                 row[f"predicted_{mode}_once_per_token_us_per_1k"] = float(p["once_per_token_us_per_1k"])
         row["kv_pool_tokens"] = int(group["kv_pool_tokens"].min())

@@ -34,7 +34,7 @@ def _spec_cells(runs: MeasuredRuns) -> pd.DataFrame:
     cells = context_cells(runs)
     if cells.empty:
         return cells
-    return cells[(cells["backend"] == "triton") & (cells["mode"] == "eagle3")].copy()
+    return cells[(cells["backend"] == "triton") & (cells["mode"] == "eagle3") & (cells["gpu"] == MEASURED_ON)].copy()
 
 
 def serial_rate(runs: MeasuredRuns) -> tuple[SerialRate, dict[str, AttentionShape], dict[str, int]] | None:
