@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.analysis import comm_campaign, context_views, engine_reads, public_curves
+from verifylab.analysis import verify_kernels as kernels
 from verifylab.analysis.model_charts import (
     context_gain_chart,
     error_profile_chart,
@@ -197,6 +198,26 @@ def engine_attention_finding(ev: Evidence) -> Prose:
     """Finding: what a stream's context adds to SGLang's verify pass on one H200, per backend, beside the model's
     prediction committed before the run (formatted from the runs' tables)."""
     return Prose(engine_reads.attention_words(ev.measured))
+
+
+def verify_kernels_finding(ev: Evidence) -> Prose:
+    """Finding: each verify kernel's correctness and its time per layer at long context beside its price."""
+    return Prose(kernels.kernel_words(ev.measured))
+
+
+def verify_kernels(ev: Evidence) -> Table:
+    """Table: one layer's verify per kernel and shape (one stream): verdict, worst error, time, the model's price."""
+    return Table(kernels.kernel_view(ev.measured), noted=("run",))
+
+
+def verify_kernel_refit_finding(ev: Evidence) -> Prose:
+    """Finding: the serial kernel's model refitted on the kernel cells, what it fitted and what it held out."""
+    return Prose(kernels.refit_words(ev.measured))
+
+
+def verify_kernel_refit(ev: Evidence) -> Table:
+    """Table: the serial kernel's held-out cells at the longest context, measured beside the refitted model."""
+    return Table(kernels.refit_view(ev.measured), noted=("run",))
 
 
 def engine_experts_finding(ev: Evidence) -> Prose:

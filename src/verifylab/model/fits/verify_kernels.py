@@ -11,7 +11,7 @@ import json
 import pandas as pd
 
 from verifylab.model.fits.engine_reads import context_cells
-from verifylab.model.inputs.gpus import GPU_TABLE
+from verifylab.model.inputs.gpus import GPU_TABLE, gpu_key_in
 from verifylab.model.pricing.verify_kernels import AttentionShape, SerialRate, attention_shape, waves
 from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
@@ -118,3 +118,97 @@ def rate_words(rate: SerialRate) -> str:
 def shape_json(shape: AttentionShape) -> str:
     """A shape as one line of JSON (a prediction file's column)."""
     return json.dumps(shape.__dict__, sort_keys=True)
+
+
+KERNEL_CELLS = "verify_kernel_cells"
+KERNEL_PREDICTION = "verify_kernel_prediction"
+KERNEL_FIT_SHAPES = ("mla16", "dense")  # two row widths: the per-token and per-element costs
+# The shapes the kernel runs measured (benchmarks/verify_kernels/predict.py): heads on one GPU and key+value row width
+KERNEL_SHAPES = {
+    "mla16": AttentionShape(True, 16, 1, 576, 512, 1152.0),
+    "mla8-kimi": AttentionShape(True, 8, 1, 576, 512, 1152.0),
+    "dense": AttentionShape(False, 32, 8, 128, 128, 4096.0),
+}
+
+
+def kernel_cells(runs: MeasuredRuns) -> pd.DataFrame:
+    """Every stored verify-kernel cell beside the prediction its run stores, with its run and GPU."""
+    frames = []
+    for run_id in runs.runs_with_table(KERNEL_CELLS):
+        cells = runs.read_table(run_id, KERNEL_CELLS)
+        predicted = runs.table_or_none(run_id, KERNEL_PREDICTION)
+        if predicted is not None:
+            cells = cells.merge(
+                predicted[["shape", "kernel", "context", "streams", "predicted_low_ms", "predicted_high_ms"]],
+                on=["shape", "kernel", "context", "streams"],
+                how="left",
+            )
+        gpu = gpu_key_in(runs.run(run_id).gpu_name) or runs.run(run_id).gpu_name
+        frames.append(cells.assign(run=run_id, gpu=gpu))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def serial_kernel_fit(runs: MeasuredRuns) -> tuple[SerialRate, pd.DataFrame] | None:
+    """The serial kernel refitted on the stored kernel cells: one program's cost per 1,000 tokens as a fixed part plus
+    a part per key+value element, from the growth between the two shortest contexts up to :data:`FIT_CONTEXT_MAX` of
+    two shapes of different widths at one stream, and the programs an SM runs at once from the wider-headed shape at 16
+    streams; every other cell (longer contexts, 4 streams, the third shape) held out. Returns the rate and each cell
+    predicted (from the cell's own shortest context) beside what was measured."""
+    cells = kernel_cells(runs)
+    if cells.empty:
+        return None
+    serial = cells[(cells["kernel"] == "serial") & (cells["verdict"] == "pass")]
+    gpu = str(serial["gpu"].iloc[0]) if not serial.empty else ""
+    serial = serial[serial["gpu"] == gpu]
+    short = serial[serial["context"] <= FIT_CONTEXT_MAX]
+    contexts = sorted(short["context"].unique())
+    if len(contexts) < 2 or not set(KERNEL_FIT_SHAPES) <= set(serial["shape"]):
+        return None
+    low, high = contexts[0], contexts[-1]
+    at = serial.set_index(["shape", "context", "streams"])["ms"]
+
+    def per_1k(shape: str, streams: int) -> float:
+        return float(at[(shape, high, streams)] - at[(shape, low, streams)]) / ((high - low) / 1000)
+
+    wide, narrow = (KERNEL_SHAPES[s] for s in KERNEL_FIT_SHAPES)
+    per_element = (per_1k(KERNEL_FIT_SHAPES[0], 1) - per_1k(KERNEL_FIT_SHAPES[1], 1)) / (
+        wide.row_elements - narrow.row_elements
+    )
+    fixed = per_1k(KERNEL_FIT_SHAPES[1], 1) - per_element * narrow.row_elements
+    sms = GPU_TABLE[gpu].sms if gpu in GPU_TABLE else 132
+    ratio = per_1k(KERNEL_FIT_SHAPES[1], 16) / per_1k(KERNEL_FIT_SHAPES[1], 1)
+    per_sm = 16 * narrow.q_heads / (sms * ratio) if ratio > 1 else 16 * narrow.q_heads / sms
+    runs_used = ", ".join(sorted(serial["run"].unique()))
+    rate = SerialRate(
+        Span(per_element, per_element),
+        per_sm,
+        gpu,
+        f"refitted on {runs_used}: the serial kernel's growth between {low:,} and {high:,} tokens of the "
+        f"{' and '.join(KERNEL_FIT_SHAPES)} layers at 1 stream, and of {KERNEL_FIT_SHAPES[1]} at 16 streams",
+        ms_per_1k_fixed=fixed,
+    )
+    fitted = {(s, c, n) for s in KERNEL_FIT_SHAPES for c in (low, high) for n in (1,)} | {
+        (KERNEL_FIT_SHAPES[1], c, 16) for c in (low, high)
+    }
+    rows = []
+    for cell in serial.itertuples():
+        shape = KERNEL_SHAPES.get(str(cell.shape))
+        if shape is None or (cell.shape, low, cell.streams) not in at.index:
+            continue
+        base = float(at[(cell.shape, low, cell.streams)])
+        loop = rate.ms_per_1k(shape)
+        added = (cell.context - low) / 1000 * waves(cell.streams * shape.q_heads, sms, per_sm)
+        predicted = base + loop.low * added
+        rows.append(
+            {
+                "shape": cell.shape,
+                "streams": int(cell.streams),
+                "context": int(cell.context),
+                "measured_ms": float(cell.ms),
+                "predicted_ms": predicted,
+                "miss": predicted / float(cell.ms) - 1,
+                "fitted": (cell.shape, cell.context, cell.streams) in fitted or cell.context == low,
+                "run": cell.run,
+            }
+        )
+    return rate, pd.DataFrame(rows)

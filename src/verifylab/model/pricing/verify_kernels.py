@@ -74,12 +74,21 @@ def attention_shape(config: dict, tp: int, kv_dtype: str = "bf16") -> AttentionS
 @dataclass(frozen=True)
 class SerialRate:
     """The serial extend kernel's loop: ms per 1,000 tokens of one stream's context per element of a token's key and
-    value rows (one program), how many programs one SM runs at once, the GPU it was measured on and the cells."""
+    value rows (one program), plus a cost per 1,000 tokens whatever the row's width (``ms_per_1k_fixed``), how many
+    programs one SM runs at once, the GPU it was measured on and the cells."""
 
     ms_per_1k_per_element: Span
     programs_per_sm: float
     measured_on: str
     source: str
+    ms_per_1k_fixed: float = 0.0
+
+    def ms_per_1k(self, shape: AttentionShape) -> Span:
+        """One program's loop over 1,000 tokens of ``shape``'s rows (ms)."""
+        r = self.ms_per_1k_per_element
+        return Span(
+            self.ms_per_1k_fixed + r.low * shape.row_elements, self.ms_per_1k_fixed + r.high * shape.row_elements
+        )
 
 
 def waves(programs: float, sms: int, per_sm: float) -> float:
@@ -100,9 +109,9 @@ def verify_layer_ms(
     if kernel is VerifyKernel.SERIAL:
         if serial is None:
             raise ModelInputError("the serial verify kernel is priced from a measured rate: none is stored")
-        programs = streams * shape.q_heads
-        scale = context / PER * shape.row_elements * waves(programs, sms, serial.programs_per_sm)
-        return Span(serial.ms_per_1k_per_element.low * scale, serial.ms_per_1k_per_element.high * scale)
+        loop = serial.ms_per_1k(shape)
+        scale = context / PER * waves(streams * shape.q_heads, sms, serial.programs_per_sm)
+        return Span(loop.low * scale, loop.high * scale)
     read = context * streams * shape.kv_bytes_per_token  # each stream's KV once per pass
     fixed = ONCE_FIXED_MS[kernel.value]
     return Span(read / (gpu.bandwidth_gbs.high * 1e6) + fixed.low, read / (gpu.bandwidth_gbs.low * 1e6) + fixed.high)
