@@ -36,8 +36,8 @@ def kernel_view(runs: MeasuredRuns) -> pd.DataFrame:
     one = cells[(cells["streams"] == 1) & cells["context"].isin(SHOWN_CONTEXTS)]
     rows = []
     for r in one.sort_values(["shape", "context"]).itertuples():
-        low, high = getattr(r, "predicted_low_ms", None), getattr(r, "predicted_high_ms", None)
-        priced = low is not None and high is not None
+        low, high = float(getattr(r, "predicted_low_ms", "nan")), float(getattr(r, "predicted_high_ms", "nan"))
+        priced = low == low and high == high  # not NaN: the run stored its prediction
         rows.append(
             {
                 "layer": SHAPE_WORDS.get(r.shape, r.shape),
