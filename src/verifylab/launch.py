@@ -91,6 +91,15 @@ class SglangLaunch(BaseModel):
         )
 
 
+def option_of(field: str) -> str:
+    """The command-line option a field of :class:`SglangLaunch` becomes (``attention_backend`` -> its flag)."""
+    extra = SglangLaunch.model_fields[field].json_schema_extra
+    option = extra.get("flag") if isinstance(extra, dict) else None
+    if not isinstance(option, str):
+        raise KeyError(f"SglangLaunch.{field} is no command-line option")
+    return option
+
+
 def flags_of(help_text: str) -> frozenset[str]:
     """The long options a launcher's ``--help`` lists."""
     return frozenset(re.findall(r"(--[a-z0-9][a-z0-9-]*)", help_text))

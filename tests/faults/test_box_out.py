@@ -23,5 +23,5 @@ def test_box_out_inside_the_run_store_is_refused(tmp_path):
     out = data / "runs" / "my-box-page"
     args = ["box", "--probe", SHM, "--decode-tok-s", "60", "--data-dir", str(data), "--out", str(out)]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code != 0 and "inside the run store" in result.output, result.output
+    assert result.exit_code != 0 and "inside the data folder" in result.output, result.output
     assert sorted(p.name for p in (data / "runs").iterdir()) == before and not out.exists()

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from verifylab.launch import option_of
 from verifylab.report.section import Prose
 from verifylab.vocab import version_key
 
 NOT_RUN = "admitted by the code; not run on SM120"
-BACKEND_FLAG = "--attention-backend"
+BACKEND_FLAG = option_of("attention_backend")
 
 
 def _versions(frame: pd.DataFrame) -> list[str]:

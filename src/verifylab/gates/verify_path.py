@@ -17,7 +17,10 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import GateError
-from verifylab.gates.wheel import WheelReader, parse_python
+from verifylab.gates.inventory import package_version
+from verifylab.gates.matrix import download_wheel, pinned_flashinfer
+from verifylab.gates.sglang_flags import PARSER_SOURCES, flags_in_source, flags_in_wheel
+from verifylab.gates.wheel import WheelReader, open_wheel, parse_python
 
 GPUS = ("SM90", "SM100", "SM120")
 SHAPES = ("MLA", "dense")
@@ -448,9 +451,6 @@ def _wheel_reader(archive: WheelReader) -> Read:
 def verify_path_table(versions: list[str], cache: Path) -> pd.DataFrame:
     """Every verify-path row of each SGLang version's published wheel and the FlashInfer wheel it pins (fetched into
     ``cache`` once)."""
-    from verifylab.gates.matrix import download_wheel, pinned_flashinfer
-    from verifylab.gates.sglang_flags import flags_in_wheel
-    from verifylab.gates.wheel import open_wheel
 
     rows: list[VerifyGate] = []
     for version in versions:
@@ -471,8 +471,6 @@ def verify_path_table(versions: list[str], cache: Path) -> pd.DataFrame:
 def tree_verify_path(root: Path) -> pd.DataFrame:
     """The verify-path rows of an installed tree (``root`` holds ``sglang/`` and maybe ``flashinfer/``); the flags
     are read from its parser sources as from a wheel's."""
-    from verifylab.gates.inventory import package_version
-    from verifylab.gates.sglang_flags import PARSER_SOURCES, flags_in_source
 
     read, names = tree_reader(root)
     flags: set[str] = set()
