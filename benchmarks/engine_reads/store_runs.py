@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -26,6 +26,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 from make_models import DRAFT_TOKENS_PER_CYCLE, configs, kv_bytes_per_token  # noqa: E402
 
+from verifylab.intake import read_outside_bytes, read_outside_text, unpack_archive  # noqa: E402
 from verifylab.iorw import atomic_write_bytes  # noqa: E402
 from verifylab.model.inputs.gpus import gpu_key  # noqa: E402
 from verifylab.store.manifest import Manifest, Versions  # noqa: E402
@@ -120,13 +121,13 @@ def context_cells(lines: list[dict]) -> tuple[pd.DataFrame, list[str]]:
 
 
 def expert_tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    counts = pd.read_csv(folder / "experts.csv")
+    counts = pd.read_csv(io.BytesIO(read_outside_bytes(folder / "experts.csv", "table", root=folder)))
     counts["mode"] = counts["server"].map(lambda s: "eagle3_verify" if s.endswith("eagle3") else "plain")
     counts = counts.rename(columns={"pass": "forward_pass"})[
         ["mode", "streams", "forward_pass", "layer", "tokens", "distinct_tokens", "distinct_experts"]
     ]
     chains = []
-    for line in (folder / "expert_chains.jsonl").read_text().splitlines():
+    for line in read_outside_text(folder / "expert_chains.jsonl", "record", root=folder).splitlines():
         record = json.loads(line)
         ids = record["input_ids"]
         for stream in range(len(ids) // DRAFT_TOKENS_PER_CYCLE):
@@ -143,12 +144,20 @@ def expert_tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return counts, pd.DataFrame(chains)
 
 
-def copy_logs(folder: Path, target: Path, servers: list[str]) -> None:
-    (target / "logs").mkdir(parents=True, exist_ok=True)
+def read_logs(folder: Path, servers: list[str]) -> dict[str, bytes]:
+    """Each named server's log, read as a file from outside (a regular file inside the lease's folder through no
+    link, within its size) before anything is stored; nothing else of the folder is read."""
+    logs = {}
     for server in servers:
         source = folder / "logs" / f"{server}.log"
-        if source.exists():
-            shutil.copyfile(source, target / "logs" / source.name)
+        if source.exists() or source.is_symlink():
+            logs[source.name] = read_outside_bytes(source, "record", root=folder)
+    return logs
+
+
+def write_logs(target: Path, logs: dict[str, bytes]) -> None:
+    for name, data in logs.items():
+        atomic_write_bytes(target / "logs" / name, data)
 
 
 def committed_bytes(commit: str, path: str) -> bytes:
@@ -165,13 +174,17 @@ def store_lease(
     """The lease's runs. ``prediction`` (file, commit): the prediction committed before this lease's runs, stored as
     its table and byte for byte under ``prediction/`` (default: issue #72's context prediction, as committed in
     :data:`PREDICTIONS_COMMIT`)."""
-    box = json.loads((folder / "box.json").read_text())
+    box = json.loads(read_outside_text(folder / "box.json", "record", root=folder))
     stamp = datetime.fromisoformat(box["started"]).strftime("%Y%m%d-%H%M%S")
     gpu_name = box["nvidia_smi"].split(",")[0].strip()
     gpu = gpu_key(gpu_name)
     made = []
     lines = (
-        [json.loads(x) for x in (folder / "context.jsonl").read_text().splitlines() if x.strip()]
+        [
+            json.loads(x)
+            for x in read_outside_text(folder / "context.jsonl", "record", root=folder).splitlines()
+            if x.strip()
+        ]
         if (folder / "context.jsonl").exists()
         else []
     )
@@ -202,13 +215,14 @@ def store_lease(
             if prediction
             else "issue #72: what SGLang really reads, measured on one H200 (random weights)"
         )
+        logs = read_logs(folder, servers)  # read (and refused) before the run is created: nothing half stored
         store.create(manifest(run_id, box, "engine-context", label, parameters, notes, commit, purpose))
         store.write_table(run_id, "context_cells", cells)
         predicted = committed_bytes(at, file)
         store.write_table(run_id, table, pd.read_csv(io.BytesIO(predicted)))
         if prediction:
             atomic_write_bytes(store.path(run_id) / "prediction" / Path(file).name, predicted)
-        copy_logs(folder, store.path(run_id), servers)
+        write_logs(store.path(run_id), logs)
         made.append(run_id)
     if (folder / "experts.csv").exists():
         run_id = f"{stamp}-{gpu}-engine-experts"
@@ -229,18 +243,21 @@ def store_lease(
         ]
         parameters = {**SETUP, "config": configs()["moe"]}
         label = "1 x NVIDIA H200, TP 1, random-weight MoE (Qwen3-30B-A3B-shaped, 8 layers), SGLang 0.5.17"
+        logs = read_logs(folder, ["moe-triton-plain", "moe-triton-eagle3"])
         store.create(manifest(run_id, box, "engine-experts", label, parameters, notes, commit))
         store.write_table(run_id, "expert_counts", counts)
         store.write_table(run_id, "verify_chains", chains)
         store.write_table(run_id, "expert_prediction", pd.read_csv(HERE / "predicted-experts.csv"))
-        copy_logs(folder, store.path(run_id), ["moe-triton-plain", "moe-triton-eagle3"])
+        write_logs(store.path(run_id), logs)
         made.append(run_id)
     return made
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lease", type=Path, action="append", required=True, help="an unpacked reads.tar.gz")
+    parser.add_argument(
+        "--lease", type=Path, action="append", required=True, help="a call's reads.tar.gz (or its unpacked folder)"
+    )
     parser.add_argument("--commit", action="append", required=True, help="the commit that lease's calls ran")
     parser.add_argument("--note", action="append", required=True, help="how that lease ran (one line)")
     parser.add_argument("--data", type=Path, default=ROOT / "data" / "runs")
@@ -248,9 +265,11 @@ def main() -> None:
     args = parser.parse_args()
     store = RunStore(args.data)
     prediction = tuple(args.prediction.rsplit("@", 1)) if args.prediction else None
-    for folder, commit, note in zip(args.lease, args.commit, args.note, strict=True):
-        for run_id in store_lease(store, folder, commit, note, prediction):
-            print(f"stored {run_id}")
+    for lease, commit, note in zip(args.lease, args.commit, args.note, strict=True):
+        with tempfile.TemporaryDirectory(prefix="lease-") as tmp:  # an archive is unpacked here, checked, then gone
+            folder = unpack_archive(lease, Path(tmp) / "lease") if lease.is_file() else lease
+            for run_id in store_lease(store, folder, commit, note, prediction):
+                print(f"stored {run_id}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ LIMITS = {  # the most a file of each kind may hold (bytes): far above any real 
     "manifest": 4 * MIB,
     "table": 256 * MIB,
     "record": 64 * MIB,
+    "archive": 1024 * MIB,
 }
 
 
@@ -87,6 +88,52 @@ def read_outside_text(path: Path, kind: str, root: Path | None = None, limit: in
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise OutsideFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+ARCHIVE_MEMBERS = 2000  # a device run's archive holds a few dozen files
+ARCHIVE_BYTES = 512 * MIB  # unpacked, in all
+
+
+def unpack_archive(archive: Path, into: Path, members: int = ARCHIVE_MEMBERS, total: int = ARCHIVE_BYTES) -> Path:
+    """Unpack a tar archive from outside (a device run's ``reads.tar.gz``) into the new folder ``into``: only regular
+    files and folders (no link, device or FIFO), no member outside ``into`` (the tar ``data`` filter), at most
+    ``members`` members and ``total`` bytes, counted from the archive's headers before a byte is written and again as
+    each member is written. Anything else is :class:`OutsideFileError` naming the member; ``into`` is removed."""
+    import shutil
+    import tarfile
+
+    if not hasattr(tarfile, "data_filter"):  # Python < 3.11.4
+        raise OutsideFileError(f"{archive}: this Python has no tar data filter (3.11.4 or newer is needed)")
+    checked_file(Path(archive), "archive")
+    into = Path(into)
+    into.mkdir(parents=True, exist_ok=False)
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            infos, size = [], 0
+            for info in tar:
+                if len(infos) >= members:
+                    raise OutsideFileError(f"{archive}: more than {members} members: refused")
+                if not (info.isreg() or info.isdir()):
+                    raise OutsideFileError(f"{archive}: member {info.name!r} is not a regular file or folder: refused")
+                parts = Path(info.name).parts
+                if Path(info.name).is_absolute() or ".." in parts or not parts:
+                    raise OutsideFileError(f"{archive}: member {info.name!r} names a path outside the archive: refused")
+                size += info.size
+                if size > total:
+                    raise OutsideFileError(f"{archive}: more than {total} bytes unpacked: refused")
+                infos.append(info)
+            for info in infos:
+                try:
+                    tar.extract(info, into, filter="data")
+                except tarfile.FilterError as exc:
+                    raise OutsideFileError(f"{archive}: member {info.name!r}: {exc}") from None
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        shutil.rmtree(into, ignore_errors=True)
+        raise OutsideFileError(f"{archive}: not a readable tar archive ({exc})") from None
+    except BaseException:
+        shutil.rmtree(into, ignore_errors=True)
+        raise
+    return into
 
 
 def is_evidence_folder(folder: Path) -> bool:
