@@ -180,6 +180,8 @@ def main() -> None:
                     atomic_write_text(page / each, text)
             sys.stdout.write(stdout)
             sys.stdout.flush()
+            if folder is not None:
+                folder.close()
             return
         except OSError:
             pass  # the page cannot be written: the command computes it again and says what is wrong

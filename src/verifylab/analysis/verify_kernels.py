@@ -4,6 +4,8 @@ fitted and what it held out (:mod:`verifylab.model.fits.verify_kernels`). Every 
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from verifylab.model.fits.verify_kernels import kernel_cells, serial_kernel_fit
@@ -37,7 +39,7 @@ def kernel_view(runs: MeasuredRuns) -> pd.DataFrame:
     rows = []
     for r in one.sort_values(["shape", "context"]).itertuples():
         low, high = float(getattr(r, "predicted_low_ms", "nan")), float(getattr(r, "predicted_high_ms", "nan"))
-        priced = low == low and high == high  # not NaN: the run stored its prediction
+        priced = math.isfinite(low) and math.isfinite(high)  # the run stored its prediction
         rows.append(
             {
                 "layer": SHAPE_WORDS.get(r.shape, r.shape),

@@ -88,9 +88,8 @@ def kv_pool_tokens(
             f"{-room / 1e9:.1f} GB (raise --tp or --mem-fraction)"
         )
     scale = kv_bytes / 2.0  # the models price their KV in bf16
-    per_token = scale * (
-        stream_context_bytes(target, 1.0, tp) + (stream_context_bytes(draft, 1.0, tp) if draft else 0.0)
-    )
+    draft_kv = stream_context_bytes(draft, 1.0, tp) if draft else 0.0
+    per_token = scale * (stream_context_bytes(target, 1.0, tp) / stages + draft_kv)
     return math.floor(room / per_token) if per_token > 0 else 0
 
 
