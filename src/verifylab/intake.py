@@ -109,7 +109,8 @@ def unpack_archive(archive: Path, into: Path, members: int = ARCHIVE_MEMBERS, to
     into.mkdir(parents=True, exist_ok=False)
     try:
         with tarfile.open(archive, "r:*") as tar:
-            infos, size = [], 0
+            infos: list[tarfile.TarInfo] = []
+            size = 0
             for info in tar:
                 if len(infos) >= members:
                     raise OutsideFileError(f"{archive}: more than {members} members: refused")
