@@ -43,6 +43,22 @@ device_env() {  # every process on the box: NVLink multicast off (the real prote
   export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the box has no internet: never try the Hub
 }
 
+write_box_facts() {  # FILE: what the box is (GPU, driver, versions, SMs), once per lease
+  [ -f "$1" ] && return 0
+  python3 - "$1" <<'PY'
+import json, subprocess, sys, datetime, torch, sglang, flashinfer, triton
+smi = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version,memory.total",
+                      "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+facts = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(), "nvidia_smi": smi,
+         "torch": torch.__version__, "cuda": torch.version.cuda, "sglang": sglang.__version__,
+         "flashinfer": flashinfer.__version__, "triton": triton.__version__,
+         "gpu_name": torch.cuda.get_device_name(0), "gpu_count": torch.cuda.device_count(),
+         "sms": torch.cuda.get_device_properties(0).multi_processor_count}
+json.dump(facts, open(sys.argv[1], "w"), indent=2)
+print(facts)
+PY
+}
+
 stash_parts() {  # XFER (carried folder) DEST: keep this call's parts in /tmp, which outlives the call
   mkdir -p "$2/parts"
   cp -f "$1"/*/part.* "$1"/*/SHA256 "$1"/*/jit-cache.tar.gz "$2/parts/" 2>/dev/null

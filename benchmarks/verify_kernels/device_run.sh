@@ -15,20 +15,7 @@ stash_parts .live/reads/xfer "$S"
 [ "${1:-}" = stash ] && exit 0
 unpack_parts "$S" || exit 2
 export PYTHONPATH="$PWD/src/verifylab/guard/site:$PWD/src:$S/site"
-if [ ! -f "$S/vk/box.json" ]; then
-  python3 - "$S/vk/box.json" <<'PY'
-import json, subprocess, sys, datetime, torch, sglang, flashinfer, triton
-smi = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version,memory.total",
-                      "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-facts = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(), "nvidia_smi": smi,
-         "torch": torch.__version__, "cuda": torch.version.cuda, "sglang": sglang.__version__,
-         "flashinfer": flashinfer.__version__, "triton": triton.__version__,
-         "gpu_name": torch.cuda.get_device_name(0), "gpu_count": torch.cuda.device_count(),
-         "sms": torch.cuda.get_device_properties(0).multi_processor_count}
-json.dump(facts, open(sys.argv[1], "w"), indent=2)
-print(facts)
-PY
-fi
+write_box_facts "$S/vk/box.json"
 case "${1:-}" in
   measure)
     timeout $((${LIMIT_S:-570} - SECONDS)) python3 benchmarks/verify_kernels/measure.py --out "$S/vk/cells.jsonl" \

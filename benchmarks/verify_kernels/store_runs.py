@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -20,25 +19,17 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent / "engine_reads"))
+from store_runs import committed_bytes, manifest  # noqa: E402  (the engine runs' store script: one of each)
 
 from verifylab.intake import read_outside_bytes  # noqa: E402
 from verifylab.iorw import atomic_write_bytes  # noqa: E402
 from verifylab.model.inputs.gpus import gpu_key  # noqa: E402
-from verifylab.store.manifest import Manifest, Versions  # noqa: E402
 from verifylab.store.runs import RunStore  # noqa: E402
 
 PREDICTION = "benchmarks/verify_kernels/predicted.csv"
-ENVIRONMENT = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 COLUMNS = ["shape", "kernel", "context", "streams", "k", "verdict", "worst_rel_error", "unwritten", "tolerance", "ms",
            "repeats", "note"]  # fmt: skip
-
-
-def committed_bytes(commit: str, path: str) -> bytes:
-    """``path`` as committed in ``commit`` (the prediction must be the file at that commit, not the working copy)."""
-    done = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, check=False)
-    if done.returncode != 0:
-        sys.exit(f"{path} is not in commit {commit}: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout
 
 
 def cells(lease: Path) -> pd.DataFrame:
@@ -61,7 +52,7 @@ def main() -> None:
     parser.add_argument("--note", default="")
     args = parser.parse_args()
     box = json.loads(read_outside_bytes(args.lease / "box.json", "record"))
-    name, capability, driver, _memory = (part.strip() for part in box["nvidia_smi"].split(","))
+    name, capability, _driver, _memory = (part.strip() for part in box["nvidia_smi"].split(","))
     started = datetime.fromisoformat(box["started"])
     gpu = gpu_key(name)  # the GPU the lease gave (an H100 or an H200), never assumed
     run_id = f"{started.strftime('%Y%m%d-%H%M%S')}-{gpu}-verify-kernels"
@@ -83,40 +74,19 @@ def main() -> None:
         "kernels' predictions assume about 1.4 times this GPU's bandwidth, the serial kernel's rate its SM count",
         "verdicts per shape and kernel: " + "; ".join(f"{s}/{k}: {v}" for (s, k), v in verdicts.items()),
     ]
-    manifest = Manifest(
-        run_id=run_id,
-        label=(
-            f"1 x {name} (SM{capability.replace('.', '')}), SGLang {box['sglang']} and FlashInfer "
-            f"{box['flashinfer']} verify kernels, one attention layer"
-        ),
-        purpose="issue #83: SGLang's verify measured per kernel: correct first, then timed",
-        created=started,
-        host="vm",
-        gpu_name=name,
-        compute_capability=capability,
-        gpu_count=box["gpu_count"],
-        interconnect="single GPU",
-        driver=driver,
-        cuda=box["cuda"],
-        versions=Versions(
-            torch=box["torch"],
-            sglang=box["sglang"],
-            flashinfer=box["flashinfer"],
-            cuda=box["cuda"],
-            verifylab=f"0.1.0+g{args.commit}",
-        ),
-        git_commit=args.commit,
-        campaign="verify-kernels",
-        parameters={
-            "prediction": {"file": PREDICTION, "commit": args.predicted_at},
-            "triton": box["triton"],
-            "sms": box.get("sms"),
-        },
-        environment=ENVIRONMENT,
-        notes=[n for n in notes if n],
+    parameters = {
+        "prediction": {"file": PREDICTION, "commit": args.predicted_at},
+        "triton": box["triton"],
+        "sms": box.get("sms"),
+    }
+    label = (
+        f"1 x {name} (SM{capability.replace('.', '')}), SGLang {box['sglang']} and FlashInfer {box['flashinfer']} "
+        "verify kernels, one attention layer"
     )
+    purpose = "issue #83: SGLang's verify measured per kernel: correct first, then timed"
+    run = manifest(run_id, box, "verify-kernels", label, parameters, [n for n in notes if n], args.commit, purpose)
     store = RunStore(ROOT / "data" / "runs")
-    store.create(manifest)
+    store.create(run)
     store.write_table(run_id, "verify_kernel_cells", measured)
     store.write_table(run_id, "verify_kernel_prediction", pd.read_csv(io.BytesIO(predicted)))
     atomic_write_bytes(store.path(run_id) / "prediction" / "predicted.csv", predicted)

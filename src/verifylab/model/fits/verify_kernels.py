@@ -6,8 +6,6 @@ cell beyond it, and every cell of the dense target, is held out and predicted be
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from verifylab.model.fits.engine_reads import context_cells
@@ -68,56 +66,6 @@ def serial_rate(runs: MeasuredRuns) -> tuple[SerialRate, dict[str, AttentionShap
         f"the programs an SM runs at once; measured on one H200 (SM90), SGLang 0.5.17"
     )
     return SerialRate(Span(min(rates), max(rates)), per_sm, MEASURED_ON, source), shapes, layers
-
-
-def held_out_cycles(runs: MeasuredRuns) -> pd.DataFrame:
-    """Every stored EAGLE-3 cell on Triton beside its prediction from the fitted rate: the cycle at the shape's
-    shortest context plus the serial kernel's growth to the cell's (``fitted`` says whether the fit saw the cell)."""
-    fitted = serial_rate(runs)
-    cells = _spec_cells(runs)
-    if fitted is None or cells.empty:
-        return pd.DataFrame()
-    rate, shapes, layers = fitted
-    sms = GPU_TABLE[MEASURED_ON].sms
-    rows = []
-    for (shape_name, streams), group in cells.groupby(["shape", "streams"]):
-        base = group.sort_values("context").iloc[0]
-        shape = shapes[shape_name]
-        for cell in group.itertuples():
-            added = (cell.context - base.context) / 1000 * shape.row_elements * layers[shape_name]
-            scale = added * waves(streams * shape.q_heads, sms, rate.programs_per_sm)
-            low, high = (
-                base.cycle_ms + rate.ms_per_1k_per_element.low * scale,
-                base.cycle_ms + (rate.ms_per_1k_per_element.high * scale),
-            )
-            rows.append(
-                {
-                    "shape": shape_name,
-                    "streams": int(streams),
-                    "context": int(cell.context),
-                    "measured_ms": float(cell.cycle_ms),
-                    "predicted_low_ms": low,
-                    "predicted_high_ms": high,
-                    "miss": ((low * high) ** 0.5) / float(cell.cycle_ms) - 1,
-                    "fitted": shape_name == FIT_SHAPE and cell.context <= FIT_CONTEXT_MAX,
-                    "run": cell.run,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def rate_words(rate: SerialRate) -> str:
-    """The fitted rate as a sentence's clause."""
-    r = rate.ms_per_1k_per_element
-    return (
-        f"{r.low * 1e6:.0f}-{r.high * 1e6:.0f} ns per 1,000 tokens per key+value element and layer, "
-        f"{rate.programs_per_sm:.2f} programs per SM at once ({rate.source})"
-    )
-
-
-def shape_json(shape: AttentionShape) -> str:
-    """A shape as one line of JSON (a prediction file's column)."""
-    return json.dumps(shape.__dict__, sort_keys=True)
 
 
 KERNEL_CELLS = "verify_kernel_cells"

@@ -13,7 +13,6 @@ The shapes come from a model's config and the TP: an MLA layer holds one latent 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -115,25 +114,3 @@ def verify_layer_ms(
     read = context * streams * shape.kv_bytes_per_token  # each stream's KV once per pass
     fixed = ONCE_FIXED_MS[kernel.value]
     return Span(read / (gpu.bandwidth_gbs.high * 1e6) + fixed.low, read / (gpu.bandwidth_gbs.low * 1e6) + fixed.high)
-
-
-def verify_pass_ms(
-    kernel: VerifyKernel,
-    shape: AttentionShape,
-    layers: int,
-    context: float,
-    streams: int,
-    gpu: Gpu,
-    sms: int,
-    serial: SerialRate | None = None,
-) -> Span:
-    """Every layer's verify attention of one pass on one GPU (ms)."""
-    one = verify_layer_ms(kernel, shape, context, streams, gpu, sms, serial)
-    return Span(one.low * layers, one.high * layers)
-
-
-def serial_over_once(shape: AttentionShape, context: float, gpu: Gpu, sms: int, serial: SerialRate) -> float:
-    """How many times a KV read once per pass the serial kernel costs at one stream (its middle values)."""
-    s = verify_layer_ms(VerifyKernel.SERIAL, shape, context, 1, gpu, sms, serial)
-    o = verify_layer_ms(VerifyKernel.FLASHINFER, shape, context, 1, gpu, sms)
-    return math.sqrt(s.low * s.high) / math.sqrt(o.low * o.high)
