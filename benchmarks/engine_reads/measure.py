@@ -67,7 +67,7 @@ def server_command(
         host="127.0.0.1",
         port=PORT,
         mem_fraction_static=0.85,
-        attention_backend=backend,
+        attention_backend=backend.split("-")[0],  # triton-splitkv: Triton, its split-KV gate lifted (site/)
         max_running_requests=max_running,
         extra_args=(
             "--load-format",
@@ -93,6 +93,8 @@ def server_command(
     for name in command.unset:
         environment.pop(name, None)
     environment["PYTHONPATH"] = os.pathsep.join([str(SITE), environment.get("PYTHONPATH", "")])
+    if backend == "triton-splitkv":  # the fixture's switch (site/sitecustomize.py), not an SGLang variable
+        environment["VERIFYLAB_READS_SPLITKV"] = "1"
     return command.argv([sys.executable, "-m", "sglang.launch_server"]), environment
 
 
@@ -233,6 +235,7 @@ def context_grid(
     contexts: tuple[int, ...] = CONTEXTS,
     streams_grid: tuple[int, ...] = STREAMS,
     shapes: tuple[str, ...] = ("dense", "mla"),
+    backends: tuple[str, ...] = ("triton", "flashinfer"),
 ) -> None:
     out = state / "context.jsonl"
     done = done_cells(out)
@@ -429,6 +432,9 @@ def main() -> None:
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="context: prompt lengths")
     parser.add_argument("--streams", default=",".join(map(str, STREAMS)), help="context: stream counts")
     parser.add_argument("--shapes", default="dense,mla", help="context: targets of make_models.py (mla36: 36 layers)")
+    parser.add_argument(
+        "--backends", default="triton,flashinfer", help="context: triton, flashinfer, triton-splitkv (the gate lifted)"
+    )
     args = parser.parse_args()
     args.state.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.deadline_s
@@ -443,6 +449,7 @@ def main() -> None:
             tuple(int(x) for x in args.contexts.split(",")),
             tuple(int(x) for x in args.streams.split(",")),
             tuple(args.shapes.split(",")),
+            tuple(args.backends.split(",")),
         )
 
 

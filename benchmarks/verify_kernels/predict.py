@@ -84,7 +84,7 @@ def predictions(ev: Evidence) -> pd.DataFrame:
 
 ENGINE_CONTEXTS = (2048, 65536)
 ENGINE_SHAPES = {"mla": 12, "mla36": 36}  # benchmarks/engine_reads/make_models.py's MLA targets and their depths
-ENGINE_KERNEL = {"triton": "serial", "flashinfer": "flashinfer"}  # what verifies a chain on each backend (0.5.17)
+ENGINE_KERNEL = {"triton": "serial", "flashinfer": "flashinfer", "triton-splitkv": "split-kv"}  # what verifies a chain
 
 
 def engine_predictions(ev: Evidence) -> pd.DataFrame:
