@@ -239,9 +239,7 @@ def context_grid(
 ) -> None:
     out = state / "context.jsonl"
     done = done_cells(out)
-    plans = [
-        (shape, backend, spec) for backend in ("triton", "flashinfer") for shape in shapes for spec in (False, True)
-    ]
+    plans = [(shape, backend, spec) for backend in backends for shape in shapes for spec in (False, True)]
     for shape, backend, spec in plans:
         mode = "eagle3" if spec else "plain"
         server_id = f"{shape}-{backend}-{mode}"
