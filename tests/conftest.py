@@ -58,6 +58,14 @@ tempfile.tempdir = None  # tempfile reads TMPDIR again
 # caches turn them on in a folder of their own.
 os.environ["VERIFYLAB_CACHE"] = "off"
 
+# The property-based tests (hypothesis) generate hostile inputs for the boundaries: their verdicts are behaviour, never
+# time (no deadline: CI's two loaded cores must not fail them), the same examples every run (derandomized: a failure
+# reproduces), and no example database written into the checkout.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("verifylab", deadline=None, database=None, derandomize=True)
+_hypothesis_settings.load_profile("verifylab")
+
 
 def leftovers(folder: Path) -> list[str]:
     """What a test session left in its temporary folder besides pytest's own folders; an xdist worker's folder
