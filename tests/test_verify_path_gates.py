@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from verifylab.errors import GateError
+from verifylab.gates.default_backend import default_backend_gates
 from verifylab.gates.verify_path import (
     VERIFY_FLAGS,
-    default_backend_gates,
     tree_verify_path,
     verify_path_frame,
     verify_path_table,

@@ -4,7 +4,9 @@ symmetric-memory all-reduce) off for an architecture, in an installed SGLang (an
 ``root`` is a folder holding the ``sglang/`` package (site-packages or an unpacked wheel), optionally
 ``flashinfer/`` too. Nothing is written by ``audit`` or ``verify``; ``apply`` changes all files or none and
 keeps backups and hashes in ``root/.verifylab-gates/`` so that ``revert`` restores them byte for byte.
-Finding lives in ``inventory``, opening and checking in ``opening``, the journal and revert in ``state``.
+Finding lives in ``inventory``, opening and checking in ``opening``, the journal and revert in ``state``. The verify
+path's gates (which attention backend and verify kernel run) are read by ``verify_path``, the default backend by
+``default_backend``, both on ``verify_gate``'s rows.
 """
 
 from verifylab.errors import GateError

@@ -10,28 +10,23 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
-from verifylab.errors import GateError
+from verifylab.gates.default_backend import default_backend_gates
 from verifylab.gates.inventory import package_version
 from verifylab.gates.matrix import download_wheel, pinned_flashinfer
 from verifylab.gates.sglang_flags import PARSER_SOURCES, flags_in_source, flags_in_wheel
-from verifylab.gates.wheel import WheelReader, open_wheel, parse_python
+from verifylab.gates.verify_gate import Read, VerifyGate, functions_in, name_of, parse
+from verifylab.gates.wheel import WheelReader, open_wheel
 
-GPUS = ("SM90", "SM100", "SM120")
-SHAPES = ("MLA", "dense")
-Read = Callable[[str], str | None]  # a tree's file by its path under the tree (sglang/..., flashinfer/...)
-
-DEFAULT_FUNCTIONS = ("_get_default_attn_backend", "get_default_attn_backend")
 TRITON = "sglang/srt/layers/attention/triton_backend.py"
 SPLITKV = "sglang/kernels/ops/attention/verify_splitkv.py"
 ENVIRON = "sglang/srt/environ.py"
 REGISTRY = "sglang/srt/layers/attention/attention_registry.py"
-SERVER_ARGS = "sglang/srt/server_args.py"
 MLA_CHOICE = "flashinfer/utils.py"
 MLA_POLICY = "flashinfer/mla/_batch_mla/_auto_policy.py"  # 0.7.2+: the auto backend's order per architecture
 MLA_JIT = "flashinfer/jit/attention/modules.py"
@@ -55,182 +50,9 @@ VERIFY_FLAGS = {
 }
 
 
-@dataclass(frozen=True)
-class VerifyGate:
-    """One thing on the verify path: what it is, for which model shape and GPU, where, the condition, the value."""
-
-    package: str
-    version: str
-    item: str
-    shape: str
-    gpu: str
-    file: str
-    line: int
-    function: str
-    condition: str
-    value: str
-    status: str  # closed (keeps the fast path off on SM120), open, info
-    note: str = ""
-
-
-class _Unknown(GateError):
-    pass
-
-
-def _name(node: ast.AST) -> str:
-    """The last name of a call, attribute or name (``get_platform().is_sm100`` -> ``is_sm100``)."""
-    if isinstance(node, ast.Call):
-        return _name(node.func)
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
-
-
-def _truths(shape: str, gpu: str) -> dict[str, bool]:
-    """What each predicate of a default-backend function is for an EAGLE-3 chain (topk 1) on an NVIDIA GPU of
-    ``gpu`` with FlashInfer installed, for a model of ``shape``."""
-    return {
-        "use_mla_backend": shape == "MLA",
-        "is_hopper_with_cuda_12_3": gpu == "SM90",
-        "is_sm90_supported": gpu == "SM90",
-        "is_sm90": gpu == "SM90",
-        "is_sm100_supported": gpu == "SM100",
-        "is_sm100": gpu == "SM100",
-        "is_sm120_supported": gpu == "SM120",
-        "is_sm120": gpu == "SM120",
-        **dict.fromkeys(("is_hip", "is_mps", "is_out_of_tree", "is_npu", "is_xpu", "is_cpu", "is_musa"), False),
-        "is_no_spec_infer_or_topk_one": True,
-        "is_flashinfer_available": True,
-        "has_flashinfer": True,
-        "has_attention_sinks": False,
-        "has_asymmetric_kv": False,
-        "speculative_algorithm": True,  # set: an EAGLE-3 server
-        "speculative_eagle_topk": True,  # set: 1
-        "_forces_eagle_topk_one": False,  # DFLASH only (0.5.23): not EAGLE-3
-    }
-
-
-def _truth(node: ast.expr, truths: dict[str, bool], source: str) -> bool:
-    if isinstance(node, ast.BoolOp):
-        values = [_truth(v, truths, source) for v in node.values]
-        return all(values) if isinstance(node.op, ast.And) else any(values)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return not _truth(node.operand, truths, source)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        left, op, right = node.left, node.ops[0], node.comparators[0]
-        if isinstance(right, ast.Constant) and right.value is None and isinstance(op, ast.Is | ast.IsNot):
-            is_set = _truth(left, truths, source)
-            return not is_set if isinstance(op, ast.Is) else is_set
-        if isinstance(op, ast.In) and isinstance(left, ast.Constant) and isinstance(left.value, str):
-            return False  # a named architecture (Whisper) in the model's list: not the models this audit asks about
-    name = _name(node)
-    if name in truths and isinstance(node, ast.Call | ast.Attribute | ast.Name):
-        return truths[name]
-    raise _Unknown(f"cannot evaluate {ast.get_source_segment(source, node) or ast.dump(node)[:80]}")
-
-
-def _backend(node: ast.expr, truths: dict[str, bool], source: str) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.IfExp):
-        branch = node.body if _truth(node.test, truths, source) else node.orelse
-        return _backend(branch, truths, source)
-    raise _Unknown(f"cannot evaluate {ast.get_source_segment(source, node) or ast.dump(node)[:80]}")
-
-
-def _sets_backend(stmt: ast.stmt) -> bool:
-    """A ``return <backend>``, or an assignment to ``attention_backend`` (0.5.9's inline block)."""
-    if isinstance(stmt, ast.Return):
-        return stmt.value is not None
-    return isinstance(stmt, ast.Assign) and any(_name(t) == "attention_backend" for t in stmt.targets)
-
-
-def _choose(body: list[ast.stmt], truths: dict[str, bool], source: str, taken: list[str]) -> tuple[str, int] | None:
-    """Walk a default-backend body: the backend it returns (or assigns to ``attention_backend``) and the line."""
-    for stmt in body:
-        if isinstance(stmt, ast.If):
-            holds = _truth(stmt.test, truths, source)
-            taken.append(f"{' '.join((ast.get_source_segment(source, stmt.test) or '').split())} = {holds}")
-            found = _choose(stmt.body if holds else stmt.orelse, truths, source, taken)
-            if found is not None:
-                return found
-        elif _sets_backend(stmt):
-            assert isinstance(stmt, ast.Return | ast.Assign) and stmt.value is not None
-            return _backend(stmt.value, truths, source), stmt.lineno
-    return None
-
-
-def _functions(tree: ast.AST) -> Iterable[ast.FunctionDef]:
-    return (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
-
-
-def _parse(text: str, where: str) -> ast.AST:
-    return parse_python(text, where)
-
-
-def default_backend_gates(read: Read, names: Iterable[str], version: str) -> list[VerifyGate]:
-    """The default attention backend per model shape and GPU family, from the version's default-backend function
-    (or, before it was one, the block of ``_handle_attention_backend_compatibility`` that runs when none is given)."""
-    candidates = [n for n in names if n.startswith("sglang/srt/") and n.endswith(".py")]
-    for rel in [SERVER_ARGS, *sorted(c for c in candidates if "arg_groups" in c)]:
-        text = read(rel)
-        if text is None or not any(f in text for f in (*DEFAULT_FUNCTIONS, "attention_backend is None")):
-            continue
-        tree = _parse(text, rel)
-        for fn in _functions(tree):
-            body: list[ast.stmt] | None = None
-            if fn.name in DEFAULT_FUNCTIONS:
-                body = fn.body
-            elif fn.name == "_handle_attention_backend_compatibility":
-                body = next(
-                    (
-                        s.body
-                        for s in ast.walk(fn)
-                        if isinstance(s, ast.If)
-                        and isinstance(s.test, ast.Compare)
-                        and _name(s.test.left) == "attention_backend"
-                        and isinstance(s.test.ops[0], ast.Is)
-                    ),
-                    None,
-                )
-            if body is None:
-                continue
-            rows = []
-            for shape in SHAPES:
-                for gpu in GPUS:
-                    taken: list[str] = []
-                    try:
-                        found = _choose(body, _truths(shape, gpu), text, taken)
-                    except _Unknown as exc:
-                        raise GateError(f"sglang {version} {rel}:{fn.name}: {exc}") from None
-                    if found is None:
-                        raise GateError(f"sglang {version} {rel}:{fn.name}: no backend chosen for {shape} on {gpu}")
-                    backend, line = found
-                    rows.append(
-                        VerifyGate(
-                            "sglang",
-                            version,
-                            "default attention backend",
-                            shape,
-                            gpu,
-                            rel,
-                            line,
-                            fn.name,
-                            "; ".join(taken),
-                            backend,
-                            "closed" if shape == "MLA" and gpu == "SM120" and backend == "triton" else "info",
-                            "EAGLE-3 chain (topk 1), FlashInfer installed, no --attention-backend given",
-                        )
-                    )
-            return rows
-    raise GateError(f"sglang {version}: no default attention backend function found ({', '.join(DEFAULT_FUNCTIONS)})")
-
-
 def _assignment(tree: ast.AST, attr: str) -> ast.Assign | None:
     return next(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and any(_name(t) == attr for t in n.targets)), None
+        (n for n in ast.walk(tree) if isinstance(n, ast.Assign) and any(name_of(t) == attr for t in n.targets)), None
     )
 
 
@@ -246,7 +68,7 @@ def splitkv_gates(read: Read, version: str) -> list[VerifyGate]:
     text = read(TRITON)
     if text is None:
         return []
-    tree = _parse(text, TRITON)
+    tree = parse(text, TRITON)
     rows: list[VerifyGate] = []
     switch = _assignment(tree, "use_verify_splitkv")
     if switch is None:
@@ -271,12 +93,12 @@ def splitkv_gates(read: Read, version: str) -> list[VerifyGate]:
                        "TritonAttnBackend.__init__", source, value, status, note)
         )  # fmt: skip
     rows += _can_handle(read, version)
-    shared = next((f for f in _functions(tree) if f.name == "_should_use_verify_shared_kv"), None)
+    shared = next((f for f in functions_in(tree) if f.name == "_should_use_verify_shared_kv"), None)
     if shared is not None:
         first = shared.body[0]
         condition = ast.get_source_segment(text, first.test) if isinstance(first, ast.If) else ""
         mla = next((ast.get_source_segment(text, s.body[0]) for s in ast.walk(shared) if isinstance(s, ast.If)
-                    and _name(s.test) == "use_mla"), "")  # fmt: skip
+                    and name_of(s.test) == "use_mla"), "")  # fmt: skip
         rows.append(
             VerifyGate("sglang", version, "grouped-head shared-KV verify", "MLA", "SM120", TRITON, shared.lineno,
                        shared.name, f"{condition}; MLA: {mla}", "False on every NVIDIA GPU", "closed",
@@ -290,7 +112,7 @@ def splitkv_gates(read: Read, version: str) -> list[VerifyGate]:
                        "extend_attention_fwd (serial over each stream's prefix)", "info",
                        "one program per (stream, head, query block) walks the whole prefix: time grows with one "
                        "stream's context"
-                       + ("" if _name(call.func) == "extend_attention_fwd" else f" (through {_name(call.func)})"))
+                       + ("" if name_of(call.func) == "extend_attention_fwd" else f" (through {name_of(call.func)})"))
         )  # fmt: skip
     return rows
 
@@ -298,18 +120,18 @@ def splitkv_gates(read: Read, version: str) -> list[VerifyGate]:
 def _extend_call(tree: ast.AST) -> ast.Call | None:
     """The call in ``forward_extend`` that runs ``extend_attention_fwd``: directly, or through a method of the class
     that calls it (0.5.22+: ``_forward_extend_kernel``)."""
-    functions = {f.name: f for f in _functions(tree)}
+    functions = {f.name: f for f in functions_in(tree)}
     reaches = {"extend_attention_fwd"} | {
         name
         for name, fn in functions.items()
-        if any(isinstance(c, ast.Call) and _name(c.func) == "extend_attention_fwd" for c in ast.walk(fn))
+        if any(isinstance(c, ast.Call) and name_of(c.func) == "extend_attention_fwd" for c in ast.walk(fn))
         and name != "forward_extend"
     }
     forward = functions.get("forward_extend")
     if forward is None:
         return None
     return next(
-        (c for c in ast.walk(forward) if isinstance(c, ast.Call) and _name(c.func) in reaches),
+        (c for c in ast.walk(forward) if isinstance(c, ast.Call) and name_of(c.func) in reaches),
         None,
     )
 
@@ -318,8 +140,8 @@ def _can_handle(read: Read, version: str) -> list[VerifyGate]:
     text = read(SPLITKV)
     if text is None:
         return []
-    tree = _parse(text, SPLITKV)
-    fn = next((f for f in _functions(tree) if f.name == "can_handle"), None)
+    tree = parse(text, SPLITKV)
+    fn = next((f for f in functions_in(tree) if f.name == "can_handle"), None)
     if fn is None:
         return []
     for node in ast.walk(fn):
@@ -345,10 +167,10 @@ def flashinfer_mla_gates(read: Read, version: str, flashinfer: str, fi_read: Rea
     rows: list[VerifyGate] = []
     text = read(REGISTRY)
     if text is not None:
-        tree = _parse(text, REGISTRY)
-        fn = next((f for f in _functions(tree) if f.name == "create_flashinfer_backend"), None)
+        tree = parse(text, REGISTRY)
+        fn = next((f for f in functions_in(tree) if f.name == "create_flashinfer_backend"), None)
         if fn is not None:
-            checks = sorted({_name(n) for n in ast.walk(fn) if ARCH_NAMES.fullmatch(_name(n) or "-")})
+            checks = sorted({name_of(n) for n in ast.walk(fn) if ARCH_NAMES.fullmatch(name_of(n) or "-")})
             rows.append(
                 VerifyGate("sglang", version, "flashinfer MLA backend admitted", "MLA", "SM120", REGISTRY, fn.lineno,
                            fn.name, "runner.use_mla_backend -> FlashInferMLAAttnBackend",
