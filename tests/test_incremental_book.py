@@ -73,6 +73,28 @@ def test_a_file_that_appears_outside_the_run_store_changes_every_chapter_s_reads
     assert reads_digest(tmp_path, listed, names) != one  # a run appears in a folder the chapter listed
 
 
+def test_what_lands_while_a_chapter_runs_is_not_recorded_as_read(tmp_path):
+    """#77: a chapter's reads are digested from the data as it was when the chapter began, so a run (or a changed
+    table) that lands while it executes leaves the recorded digest unlike the data after: the next build sees the
+    difference and executes the chapter again. Digested from the data as it is after (the code before), it matched."""
+    from verifylab.publish.chapter_reads import Reads, data_snapshot, reads_digest
+
+    (tmp_path / "runs" / "r1").mkdir(parents=True)
+    (tmp_path / "runs" / "r1" / "manifest.json").write_text("{}")
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "table.csv").write_text("x\n1\n")
+    reads = Reads(files=("reference/table.csv", "runs/r2/manifest.json"), dirs=("runs",))
+    names = ["reference/table.csv", "runs/r1/manifest.json"]
+    began = data_snapshot(tmp_path)
+    at_start = reads_digest(tmp_path, reads, names)
+    (tmp_path / "runs" / "r2").mkdir()  # a run lands while the chapter executes
+    (tmp_path / "runs" / "r2" / "manifest.json").write_text("{}")
+    (tmp_path / "reference" / "table.csv").write_text("x\n2\n")
+    recorded = reads_digest(tmp_path, reads, names, began)
+    assert recorded == at_start  # what the chapter could have read
+    assert recorded != reads_digest(tmp_path, reads, names)  # the next build's view differs: it runs again
+
+
 def test_an_executed_copy_without_a_digest_or_unreadable_is_never_trusted(tmp_path):
     copy = tmp_path / "01.ipynb"
     assert recorded_inputs(copy) is None

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from verifylab.iorw import sha256_bytes, sha256_of
-from verifylab.publish.chapter_reads import Reads, reads_digest
+from verifylab.publish.chapter_reads import DataSnapshot, Reads, reads_digest
 
 METADATA_KEY = "verifylab"  # the executed notebook's metadata entry: {"inputs": digest}
 
@@ -66,9 +66,9 @@ class ChapterInputs:
     data_dir: Path
     data_names: list[str]  # the data folder's files, relative (the names a chapter may ask about)
 
-    def digest(self, reads: Reads) -> str:
-        """The inputs digest once the chapter read ``reads``."""
-        data = reads_digest(self.data_dir, reads, self.data_names)
+    def digest(self, reads: Reads, snapshot: DataSnapshot | None = None) -> str:
+        """The inputs digest once the chapter read ``reads`` (from ``snapshot``: the data as it began; else now)."""
+        data = reads_digest(self.data_dir, reads, self.data_names, snapshot)
         return inputs_digest(self.source, self.parameters, self.code, data, self.toolchain)
 
     def unchanged(self, executed: Path) -> bool:
@@ -77,13 +77,13 @@ class ChapterInputs:
         recorded, reads = entry.get("inputs"), Reads.of_json(entry.get("reads"))
         return isinstance(recorded, str) and reads is not None and recorded == self.digest(reads)
 
-    def parts(self, reads: Reads) -> dict[str, str]:
+    def parts(self, reads: Reads, snapshot: DataSnapshot | None = None) -> dict[str, str]:
         """The digest's parts by name, as a rebuild names the ones that changed."""
         return {
             "its notebook": sha256_of(self.source),
             "its parameters": _json_sha(self.parameters),
             "verifylab's code": self.code,
-            "the data it read": reads_digest(self.data_dir, reads, self.data_names),
+            "the data it read": reads_digest(self.data_dir, reads, self.data_names, snapshot),
             "the toolchain": _json_sha(self.toolchain),
         }
 

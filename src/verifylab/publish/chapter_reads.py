@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from verifylab.iorw import EXISTS_EVENT, is_temp_file
+from verifylab.store.digests import data_files
 from verifylab.store.runs import NOT_DATA_FILES
 
 LISTING_EVENTS = ("os.listdir", "os.scandir")
@@ -94,23 +95,49 @@ def _listing(folder: Path) -> list[str]:
         return ["<absent>"]
 
 
-def reads_digest(data_dir: Path, reads: Reads, data_names: list[str]) -> str:
-    """sha256 over what ``reads`` name as they are now: each file's bytes (absent: said so), each folder's
-    names, and ``data_names`` outside the run store (the data folder's files, relative, from
-    :func:`verifylab.publish.edition.data_files`)."""
+@dataclass(frozen=True)
+class DataSnapshot:
+    """The data folder as it was when a chapter began: each file's sha256 and each folder's names, by path relative to
+    the folder. A chapter's reads are digested from it, so a run that lands while the chapter executes is not recorded
+    as read (the next build sees it and executes the chapter again)."""
+
+    files: dict[str, bytes]
+    dirs: dict[str, list[str]]
+
+
+def data_snapshot(data_dir: Path) -> DataSnapshot:
+    """The data folder's files and listings now (taken right before a chapter executes)."""
+    files, dirs = {}, {}
+    for path in data_files(data_dir):
+        rel = path.relative_to(data_dir).as_posix()
+        with open(path, "rb") as fh:
+            files[rel] = hashlib.file_digest(fh, "sha256").digest()
+    for folder, _, _ in os.walk(data_dir, followlinks=True):
+        rel = Path(folder).relative_to(data_dir).as_posix()
+        dirs[rel] = _listing(Path(folder))
+    return DataSnapshot(files, dirs)
+
+
+def reads_digest(data_dir: Path, reads: Reads, data_names: list[str], snapshot: DataSnapshot | None = None) -> str:
+    """sha256 over what ``reads`` name — as they are now, or as ``snapshot`` holds them (what the chapter could have
+    read when it began): each file's bytes (absent: said so), each folder's names, and ``data_names`` outside the run
+    store (the data folder's files, relative, from :func:`verifylab.publish.edition.data_files`)."""
     h = hashlib.sha256()
     for rel in reads.files:
         if Path(rel).name in NOT_DATA_FILES:
             continue
         path = data_dir / rel
         h.update(b"file\0" + rel.encode() + b"\0")
-        if path.is_file():
+        if snapshot is not None:
+            h.update(snapshot.files.get(Path(rel).as_posix(), b"<absent>"))
+        elif path.is_file():
             with open(path, "rb") as fh:
                 h.update(hashlib.file_digest(fh, "sha256").digest())
         else:
             h.update(b"<absent>")
     for rel in reads.dirs:
-        h.update(b"dir\0" + rel.encode() + b"\0" + "\0".join(_listing(data_dir / rel)).encode())
+        listing = snapshot.dirs.get(Path(rel).as_posix(), ["<absent>"]) if snapshot else _listing(data_dir / rel)
+        h.update(b"dir\0" + rel.encode() + b"\0" + "\0".join(listing).encode())
     outside = [n for n in data_names if not n.startswith(RUN_STORE + "/")]
     h.update(b"names\0" + "\0".join(sorted(outside)).encode())
     return h.hexdigest()
