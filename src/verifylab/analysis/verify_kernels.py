@@ -32,7 +32,10 @@ PROVENANCE = "measured (run); modelled (the price committed before the run)"
 def kernel_view(runs: MeasuredRuns) -> pd.DataFrame:
     """One row per shape, kernel and context shown (one stream): the verdict, the worst error, the time per layer and
     the model's price."""
-    cells = kernel_cells(runs)
+    return _view(kernel_cells(runs))
+
+
+def _view(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame()
     one = cells[(cells["streams"] == 1) & cells["context"].isin(SHOWN_CONTEXTS)]
@@ -74,7 +77,7 @@ def kernel_words(runs: MeasuredRuns) -> str:
     cells = kernel_cells(runs)
     if cells.empty:
         return "No verify-kernel run is stored: the verify pass's kernels are priced, not measured."
-    view = kernel_view(runs)
+    view = _view(cells)
     passed, total = int((cells["verdict"] == "pass").sum()), len(cells)
     gpu = gpu_title(str(cells["gpu"].iloc[0]))
     worst = Table(pd.DataFrame({"worst_error": [cells["worst_rel_error"].max()]})).cells().iloc[0, 0]

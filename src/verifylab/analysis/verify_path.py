@@ -51,11 +51,9 @@ class VerifyBackend:
     backend: str
     chosen_at: str  # file:line of the default's branch
     verify_kernel: str  # what verifies a chain on that backend ("" where the audit does not say)
-    verify_at: str
     flashinfer_admitted: bool
     admitted_at: str
     splitkv_gate: str  # the condition that keeps the split-KV verify off ("" where it is absent)
-    splitkv_at: str
     mla_refused_at: str  # can_handle's MLA refusal ("" where absent)
 
     def change_flag(self) -> str:
@@ -83,11 +81,9 @@ def verify_backend(frame: pd.DataFrame, version: str, shape: str = "MLA", gpu: s
         backend=str(default["value"]),
         chosen_at=_where(default),
         verify_kernel=str(kernel["value"]) if kernel is not None and default["value"] == "triton" else "",
-        verify_at=_where(kernel) if kernel is not None else "",
         flashinfer_admitted=admitted is not None and str(admitted["value"]) == NOT_RUN,
         admitted_at=_where(admitted) if admitted is not None else "",
         splitkv_gate=str(switch.iloc[0]["condition"]) if not switch.empty else "",
-        splitkv_at=_where(switch.iloc[0]) if not switch.empty else "",
         mla_refused_at=_where(refused) if refused is not None and refused["status"] == "closed" else "",
     )
 

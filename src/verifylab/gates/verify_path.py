@@ -182,17 +182,18 @@ def flashinfer_mla_gates(read: Read, version: str, flashinfer: str, fi_read: Rea
     choice, policy = fi_read(MLA_CHOICE) or "", fi_read(MLA_POLICY) or ""
     found = re.search(r"def determine_mla_backend\([^)]*\)[^:]*:\s*\n\s*return ([^\n]+)", choice)
     ordered = re.search(r'def ordered_sm12x_backends\([^)]*\)[^:]*:(?:\s*""".*?""")?\s*return ([^\n]+)', policy, re.S)
+    chosen = None
     if found:
-        rows.append(
-            VerifyGate("flashinfer", flashinfer, "flashinfer MLA kernel on SM120", "MLA", "SM120", MLA_CHOICE,
-                       choice[: found.start()].count("\n") + 1, "determine_mla_backend", found.group(1).strip(),
-                       "fa2 (fa3 needs sm90a)", "open", f"pinned by sglang {version}")
-        )  # fmt: skip
+        chosen = (MLA_CHOICE, choice, found, "determine_mla_backend", "fa2 (fa3 needs sm90a)")
     elif ordered:
+        order = "fa2 first (the auto policy's order on SM120/SM121)"
+        chosen = (MLA_POLICY, policy, ordered, "ordered_sm12x_backends", order)
+    if chosen is not None:
+        file, text, match, function, value = chosen
         rows.append(
-            VerifyGate("flashinfer", flashinfer, "flashinfer MLA kernel on SM120", "MLA", "SM120", MLA_POLICY,
-                       policy[: ordered.start()].count("\n") + 1, "ordered_sm12x_backends", ordered.group(1).strip(),
-                       "fa2 first (the auto policy's order on SM120/SM121)", "open", f"pinned by sglang {version}")
+            VerifyGate("flashinfer", flashinfer, "flashinfer MLA kernel on SM120", "MLA", "SM120", file,
+                       text[: match.start()].count("\n") + 1, function, match.group(1).strip(), value, "open",
+                       f"pinned by sglang {version}")
         )  # fmt: skip
     jit = fi_read(MLA_JIT) or ""
     core = fi_read(JIT_CORE) or ""
