@@ -131,6 +131,15 @@ chapter.verify_kernel_refit_finding(ev)
 chapter.verify_kernel_refit(ev)
 
 # %%
+chapter.verify_growth_finding(ev)
+
+# %% mystnb={"figure": {"caption": "An EAGLE-3 cycle's growth from 2k to 64k tokens of one stream's context inside SGLang per verify kernel and target depth, measured beside the growth predicted before the run (measured, 1 x H100, SM90, random weights; modelled)", "name": "tbl-verify-growth-check"}}
+chapter.verify_growth_check(ev)
+
+# %% mystnb={"figure": {"caption": "Every engine cell above 16k tokens, held out of the refit: measured beside the range refitted on its own series' shorter contexts (measured, 1 x H100 and 1 x H200, SM90; modelled)", "name": "tbl-verify-growth-fit"}}
+chapter.verify_growth_fit(ev)
+
+# %%
 chapter.engine_experts_finding(ev)
 
 # %% mystnb={"figure": {"caption": "Distinct experts per layer a verify pass of C streams x 4 tokens reads, counted by SGLang's recorder, against independent tokens and one draw per chain, beside the model's predictions (measured, 1 x H200, random weights; modelled)", "name": "tbl-engine-experts"}}

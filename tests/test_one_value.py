@@ -97,6 +97,7 @@ def computed(shipped) -> set[str]:
             for finding in (
                 ch04.measured_finding, ch04.prediction_finding, ch04.engine_attention_finding,
                 ch04.engine_experts_finding, ch04.verify_kernels_finding, ch04.verify_kernel_refit_finding,
+                ch04.verify_growth_finding,
                 ch04.context_finding, ch04.options_finding, ch04.reconciliation_finding,
                 ch04.compute_check_finding, ch04.public_evidence_finding, ch04.public_speculation_finding,
                 ch04.hypotheses_order,

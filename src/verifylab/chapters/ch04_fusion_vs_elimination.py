@@ -220,6 +220,24 @@ def verify_kernel_refit(ev: Evidence) -> Table:
     return Table(kernels.refit_view(ev.measured), noted=("run",))
 
 
+def verify_growth_finding(ev: Evidence) -> Prose:
+    """Finding: a verify cycle's growth with context inside SGLang per kernel, predicted before the runs and refitted
+    on the shorter contexts with the longer ones held out."""
+    return Prose(kernels.growth_words(ev.measured))
+
+
+def verify_growth_check(ev: Evidence) -> Table:
+    """Table: an EAGLE-3 cycle's growth from 2k to 64k per kernel and target depth, measured beside the prediction
+    committed before the run."""
+    return Table(kernels.growth_check_view(ev.measured), noted=("run",))
+
+
+def verify_growth_fit(ev: Evidence) -> Table:
+    """Table: every engine cell above the fitted contexts, measured beside the range refitted on its series'
+    shorter contexts."""
+    return Table(kernels.growth_fit_view(ev.measured), noted=("run",))
+
+
 def engine_experts_finding(ev: Evidence) -> Prose:
     """Finding: the experts SGLang's verify pass reads, counted by its recorder, beside the model's overlaps."""
     return Prose(engine_reads.experts_words(ev.measured))

@@ -1,0 +1,108 @@
+"""How a verify cycle (and a plain step) grows with one stream's context inside SGLang, per verify kernel, from the
+stored engine runs (``benchmarks/engine_reads``): the growth each run's prediction file gave before it ran beside the
+growth measured, and the growth refitted on the cells up to :data:`FIT_CONTEXT_MAX` with every longer cell held out
+and predicted (a range from the slopes between the fitted contexts) beside what was measured."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from verifylab.model.fits.engine_reads import context_cells
+from verifylab.model.inputs.gpus import gpu_key_in
+from verifylab.sources import MeasuredRuns
+
+FIT_CONTEXT_MAX = 16384  # fitted on cells up to this context; every longer one is held out
+GROWTH_PREDICTION = "engine_growth_prediction"
+SERIES = ["gpu", "shape", "backend", "mode", "streams"]
+# The kernel that verifies a chain (EAGLE-3) or decodes a token (plain) per backend of the engine runs
+KERNEL_OF = {
+    ("triton", "eagle3"): "serial",
+    ("triton-splitkv", "eagle3"): "split-kv",
+    ("flashinfer", "eagle3"): "flashinfer",
+    ("triton", "plain"): "decode",
+    ("triton-splitkv", "plain"): "decode",
+    ("flashinfer", "plain"): "decode",
+}
+
+
+def _timed(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells with one time column: a verify cycle for EAGLE-3, a step for plain decoding (ms)."""
+    cycle = cells["cycle_ms"] if "cycle_ms" in cells else pd.Series(float("nan"), index=cells.index)
+    return cells.assign(ms=cycle.where(cells["mode"] == "eagle3", cells["step_ms"]))
+
+
+def context_growth_fit(runs: MeasuredRuns) -> pd.DataFrame:
+    """Every held-out cell (context above :data:`FIT_CONTEXT_MAX`) of a series (GPU, target, backend, mode, streams)
+    with at least two fitted contexts: predicted from the series' longest fitted cell plus the context added times the
+    slopes between consecutive fitted contexts (their lowest to highest), beside what was measured. ``miss`` is the
+    range's midpoint over the measured time, less one; ``width`` its high over its low."""
+    cells = context_cells(runs)
+    if cells.empty:
+        return pd.DataFrame()
+    rows = []
+    for key, series in _timed(cells).groupby(SERIES, sort=True):
+        series = series.dropna(subset=["ms"]).sort_values("context")
+        fitted, held = series[series["context"] <= FIT_CONTEXT_MAX], series[series["context"] > FIT_CONTEXT_MAX]
+        if len(fitted) < 2 or held.empty:
+            continue
+        thousands = fitted["context"].to_numpy() / 1000
+        times = fitted["ms"].to_numpy()
+        slopes = [(times[i + 1] - times[i]) / (thousands[i + 1] - thousands[i]) for i in range(len(times) - 1)]
+        base_at, base_ms = thousands[-1], float(times[-1])
+        gpu, shape, backend, mode, streams = key
+        for cell in held.itertuples():
+            added = cell.context / 1000 - base_at
+            low, high = sorted((base_ms + min(slopes) * added, base_ms + max(slopes) * added))
+            rows.append(
+                {
+                    "gpu": gpu,
+                    "shape": shape,
+                    "backend": backend,
+                    "mode": mode,
+                    "kernel": KERNEL_OF.get((backend, mode), backend),
+                    "streams": int(streams),
+                    "context": int(cell.context),
+                    "fitted_contexts": ", ".join(f"{int(c):,}" for c in fitted["context"]),
+                    "measured_ms": float(cell.ms),
+                    "predicted_low_ms": low,
+                    "predicted_high_ms": high,
+                    "miss": (low + high) / 2 / float(cell.ms) - 1,
+                    "width": high / low if low > 0 else float("inf"),
+                    "run": cell.run,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def stored_growth_check(runs: MeasuredRuns) -> pd.DataFrame:
+    """Each growth a run's prediction file gave before it ran (an EAGLE-3 cycle between two contexts per backend and
+    target depth) beside the growth that run's GPU measured between the same contexts (the newest run of the GPU
+    that stores the prediction wins)."""
+    cells = context_cells(runs)
+    if cells.empty:
+        return pd.DataFrame()
+    at = _timed(cells).set_index([*SERIES, "context"])["ms"]
+    rows = {}
+    for run_id in runs.runs_with_table(GROWTH_PREDICTION):
+        gpu = gpu_key_in(runs.run(run_id).gpu_name) or runs.run(run_id).gpu_name
+        for p in runs.read_table(run_id, GROWTH_PREDICTION).itertuples():
+            series = (gpu, p.shape, p.backend, p.mode, int(p.streams))
+            low, high = (*series, int(p.context_low)), (*series, int(p.context_high))
+            if low not in at.index or high not in at.index:
+                continue
+            measured = float(at[high] - at[low])
+            rows[series] = {
+                "gpu": gpu,
+                "shape": p.shape,
+                "layers": int(p.layers),
+                "backend": p.backend,
+                "kernel": p.kernel,
+                "streams": int(p.streams),
+                "context_low": int(p.context_low),
+                "context_high": int(p.context_high),
+                "predicted_low_ms": float(p.growth_low_ms),
+                "predicted_high_ms": float(p.growth_high_ms),
+                "measured_ms": measured,
+                "prediction_run": run_id,
+            }
+    return pd.DataFrame(list(rows.values()))
