@@ -106,7 +106,8 @@ def test_model_speculation_answers_from_the_matrix_at_the_owners_context(ev):
         result = CliRunner().invoke(
             app,
             ["model", "speculation", "--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime",
-             "healthy-p2p", "--context", str(context), "--data-dir", str(ROOT / "data"), "--json"],
+             "healthy-p2p", "--context", str(context), "--data-dir", str(ROOT / "data"), "--json",
+             "--engine", "vllm", "--shared-prefix"],  # the page's own engine, its prompts sharing one prefix
         )  # fmt: skip
         assert result.exit_code == 0, result.output
         payload = json.loads(result.output)

@@ -164,12 +164,37 @@ def model_speculation(
         help="Tokens of KV each stream attends over. Where a public per-context matrix ran your box (same GPUs, model "
         "shape, regime and chain), the answer is that matrix moved to this context (chapter 4).",
     ),
-    mem_fraction: float = typer.Option(
-        0.90,
+    mem_fraction: float | None = typer.Option(
+        None,
         min=0.05,
         max=0.99,
         help="Of each GPU's memory, what your server gives weights and KV (SGLang's --mem-fraction-static): the KV "
-        "pool it leaves caps the streams that run at once at --context; the rest queue.",
+        "pool it leaves caps the distinct streams that run at once at --context; the rest queue. Default: the pool "
+        "a matching public page states (at its KV dtype), else 0.9.",
+    ),
+    engine: str = typer.Option(
+        "sglang",
+        help="sglang or vllm: the engine you serve with. A public matrix ran vLLM; for SGLang its verify is "
+        "re-priced as SGLang's kernel runs it. vllm answers are the matrices' own prices.",
+    ),
+    attention_backend: str | None = typer.Option(
+        None,
+        help="SGLang's --attention-backend: triton or flashinfer (default: what SGLang picks for the model's shape "
+        "on --gpu, chapter 1: triton for MLA on SM120).",
+    ),
+    verify_kernel: str | None = typer.Option(
+        None,
+        help="Triton's verify kernel: serial (SGLang's, the default) or split-kv (needs a patched SGLang: priced, "
+        "never in a launch line).",
+    ),
+    kv_cache_dtype: str | None = typer.Option(
+        None, help="KV dtype: bf16, fp8, ... (default: the matching public matrix's, else bf16)."
+    ),
+    shared_prefix: bool = typer.Option(
+        False,
+        "--shared-prefix",
+        help="Your streams share one prompt prefix (the pool holds it once): no cap on streams by the KV pool. "
+        "Default: distinct sessions, each holding its --context tokens.",
     ),
     routing: str = typer.Option(
         "uniform",
@@ -223,6 +248,11 @@ def model_speculation(
             expert_bits=expert_bits,
             bandwidth_gbs=bandwidth_gbs,
             tflops=tflops,
+            engine=engine,
+            attention_backend=attention_backend,
+            verify_kernel=verify_kernel,
+            kv_cache_dtype=kv_cache_dtype,
+            shared_prefix=shared_prefix,
         )
         reply = speculation_reply(Evidence(data_dir, keep_derived=True), ask)
     except VerifylabError as exc:
@@ -238,6 +268,7 @@ def model_speculation(
             "rows": rows,
             "crossover_streams_low": low,
             "crossover_streams_high": high,
+            "stream_cap": result.stream_cap,
             "provenance": provenance,
             "inputs": inputs_used,
         }
@@ -264,10 +295,14 @@ def model_speculation(
     def where(value: float | None) -> str:
         return f"beyond {last}" if value is None else ("never" if value <= counts[0] else f"{value:.1f}")
 
-    console.print(
-        f"speculation stops paying at {where(low)} (pessimistic) to {where(high)} (optimistic) streams",
-        highlight=False,
-    )
+    capped = result.stream_cap is not None and result.stream_cap <= last
+    if low is None and high is None:
+        limit_words = f"speculation pays at every stream count priced, up to {last}" + (
+            " (the KV pool's distinct streams at this context)" if capped else ""
+        )
+    else:
+        limit_words = f"speculation stops paying at {where(low)} (pessimistic) to {where(high)} (optimistic) streams"
+    console.print(limit_words, highlight=False)
     for name, value in inputs_used.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)
     if any(flags):

@@ -6,16 +6,17 @@ transferred to the owner's context and accept length by the context terms fitted
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from verifylab.errors import ModelInputError
 from verifylab.model.answers.box_plan import Configuration, RateSource
-from verifylab.model.fits.context import AttentionFit, context_fits, crossover_band, transferred
+from verifylab.model.fits.context import AttentionFit, VerifyGrowth, context_fits, crossover_band, transferred
 from verifylab.model.inputs.context_matrix import ContextMatrix, context_matrices
 from verifylab.model.inputs.known_models import known_model
 from verifylab.model.inputs.model_costs import ModelCosts
 from verifylab.model.inputs.stored import StoredInputs
+from verifylab.model.pricing.attention import streams_held
 from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.span import Span
 from verifylab.vocab import Drafter
@@ -54,14 +55,42 @@ def matching_matrix(
     return None
 
 
+@dataclass(frozen=True)
+class PoolCap:
+    """The KV pool that caps distinct streams at a context: its tokens and where they come from."""
+
+    tokens: int
+    source: str
+
+    def streams(self, context: float) -> int:
+        return streams_held(self.tokens, context)
+
+
 def anchored_answer(
-    matrix: ContextMatrix, fit: AttentionFit, context: float, accept: float | None, streams: list[int]
+    matrix: ContextMatrix,
+    fit: AttentionFit,
+    context: float,
+    accept: float | None,
+    streams: list[int],
+    verify: VerifyGrowth | None = None,
+    engine: tuple[str, str] | None = None,
+    pool: PoolCap | None = None,
 ) -> SpeculationAnswer:
-    """The matrix's anchor row at ``context`` and ``accept`` (None: the page's own): every stream count the row spans,
-    the crossover where speculation stops paying for good (a band over the fit's and the page's accept length's
-    ends), the inputs."""
-    rows = transferred(matrix, fit, context, streams, accept)
-    crossover = crossover_band(matrix, fit, context, [r.streams for r in rows], accept)
+    """The matrix's anchor row at ``context`` and ``accept`` (None: the page's own): every stream count the row spans
+    that the KV ``pool`` holds as distinct sessions, the crossover where speculation stops paying for good (a band
+    over the fit's, the page's accept length's and the verify's ends), the inputs. ``verify`` and ``engine`` (its
+    words and its growth's source): another engine's verify in place of the page's (:mod:`.engine_answer`)."""
+    cap = pool.streams(context) if pool is not None else None
+    if cap == 0:
+        assert pool is not None
+        raise ModelInputError(
+            f"--context {context:g}: not one stream of it fits the KV pool ({pool.tokens:,} tokens: {pool.source})"
+        )
+    within = [s for s in streams if cap is None or s <= cap]
+    if cap is not None and streams and cap < max(streams) and cap not in within:
+        within.append(cap)  # the pool's own limit is a stream count the answer prices
+    rows = transferred(matrix, fit, context, within, accept, verify)
+    crossover = crossover_band(matrix, fit, context, [r.streams for r in rows], accept, verify)
     inputs: dict[str, Any] = {
         "evidence": f"public, the same GPUs and model family: {matrix.model} on {matrix.gpus} x {matrix.gpu} "
         f"({matrix.interconnect}), {matrix.engine}, attention {matrix.attention}, KV {matrix.kv_dtype}; "
@@ -80,7 +109,15 @@ def anchored_answer(
         if rows
         else "none",
     }
-    return SpeculationAnswer(rows, crossover, inputs)
+    if engine is not None:
+        inputs["engine"], inputs["verify"] = engine
+    if pool is not None and cap is not None:
+        dropped = [s for s in streams if s > cap]
+        inputs["kv_cap"] = (
+            f"{cap} distinct streams of {context:,.0f} tokens ({pool.tokens:,} tokens: {pool.source})"
+            + (f"; {', '.join(map(str, dropped))} streams would queue, not shown" if dropped else "")
+        )
+    return SpeculationAnswer(rows, crossover, inputs, cap)
 
 
 def transfer_rates(matrix: ContextMatrix, fit: AttentionFit, context: float, own_accept: bool = False) -> RateSource:

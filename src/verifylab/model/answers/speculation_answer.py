@@ -8,19 +8,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifylab.errors import ModelInputError
-from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
+from verifylab.model.answers.context_answer import PoolCap, anchored_answer, matching_matrix
+from verifylab.model.answers.engine_answer import Engine, EngineChoice, engine_choice, growth_source, verify_growth
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
-from verifylab.model.inputs.configs import eagle3_draft_for, read_config
+from verifylab.model.fits.verify_growth import splitkv_rate
+from verifylab.model.fits.verify_kernels import serial_rate
+from verifylab.model.inputs.configs import eagle3_draft_for, read_config, read_config_json
+from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.curves import Curve, load_curves
-from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.model.inputs.probes import probed_world
 from verifylab.model.inputs.stored import stored_inputs, stored_runs
+from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION, kv_pool_tokens
 from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
 from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.speculation import SpeculationAnswer, answer
+from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES, attention_shape
 from verifylab.sources import ModelSources
 from verifylab.vocab import REGIME_KEYS, Drafter, Regime
 
@@ -40,7 +46,7 @@ class SpeculationAsk:
     accept: float | None
     streams: list[int]
     context: int
-    mem_fraction: float
+    mem_fraction: float | None  # None: a matched page's own pool, else the book's default
     routing: Routing
     regime: Regime | None = None
     latency: str | None = None
@@ -50,6 +56,11 @@ class SpeculationAsk:
     expert_bits: float | None = None
     bandwidth_gbs: float | None = None
     tflops: float | None = None
+    engine: str = Engine.SGLANG.value
+    attention_backend: str | None = None
+    verify_kernel: str | None = None
+    kv_cache_dtype: str | None = None
+    shared_prefix: bool = False  # the streams share one prompt prefix: the pool holds it once, no cap
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         draft=draft if ask.drafter is Drafter.EAGLE3 else None,
         context=float(ask.context),
         attention=context_terms(stored_inputs(ev)),
-        mem_fraction=ask.mem_fraction,
+        mem_fraction=ask.mem_fraction if ask.mem_fraction is not None else DEFAULT_MEM_FRACTION,
         routing=ask.routing,
         allreduce_us=curve,
         comm_source=comm_source,
@@ -97,11 +108,36 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         if own_box and ask.routing is Routing.UNIFORM
         else None
     )
+    sheet = GPU_TABLE.get(ask.gpu)
+    raw = read_config_json(ask.config)
+    mla = bool(raw.get("text_config", raw).get("kv_lora_rank"))
+    choice = engine_choice(
+        ask.engine,
+        ask.attention_backend,
+        ask.verify_kernel,
+        ask.kv_cache_dtype,
+        mla=mla,
+        arch=sheet.arch if sheet else "",
+        matrix_kv=matched[0].kv_dtype if matched is not None else None,
+    )
     if matched is not None:
-        result = anchored_answer(*matched, float(ask.context), ask.accept, ask.streams)
-        return SpeculationReply(
-            result, target, "reported (public), transferred to your context and accept length", None
+        matrix, fit = matched
+        serial, split = serial_rate(runs), splitkv_rate(runs)
+        growth = verify_growth(
+            choice,
+            attention_shape(raw, ask.tp, choice.kv_dtype),
+            target.layers,
+            box.gpu,
+            sheet.sms if sheet else 0,
+            float(matrix.anchor),
+            serial[0] if serial else None,
+            split[0] if split else None,
         )
+        words = (choice.words(), growth_source(choice, serial[0] if serial else None, split[1] if split else None))
+        pool = None if ask.shared_prefix else matrix_pool(matrix, choice, ask, target, draft, box)
+        result = anchored_answer(matrix, fit, float(ask.context), ask.accept, ask.streams, growth, words, pool)
+        provenance = TRANSFERRED if growth is None else f"{TRANSFERRED}, its verify priced as {choice.words()}"
+        return SpeculationReply(result, target, provenance, None)
     if ask.accept is None:
         raise ModelInputError(
             "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix ran this "
@@ -111,7 +147,32 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         box, measured_overheads(stored_runs(runs)), ask.decode_tok_s, "given (--decode-tok-s)"
     )
     result = answer(box, calibrated, ask.drafter, ask.accept, ask.draft_tokens, ask.streams)
+    result.inputs["engine"] = (
+        f"{choice.words()}; modelled: attention priced by the fitted context terms above (a verify kernel re-prices "
+        "a public matrix's transfer only)"
+    )
     return SpeculationReply(result, target, "modelled", str(calibrated.consistent).lower())
+
+
+def matrix_pool(
+    matrix: ContextMatrix, choice: EngineChoice, ask: SpeculationAsk, target: ModelCosts, draft: ModelCosts, box: Box
+) -> PoolCap:
+    """The pool that caps distinct streams in a matrix's transfer: the page's own (with speculation) where the owner
+    named no memory fraction and runs the page's KV dtype; else the pool priced from the GPU's memory, the weights
+    per GPU (target and draft), ``--mem-fraction`` and the KV dtype (weights that do not fit are refused)."""
+    if ask.mem_fraction is None and choice.kv_dtype == matrix.kv_dtype and matrix.spec_pool_tokens:
+        return PoolCap(
+            matrix.spec_pool_tokens, f"the page's own pool with speculation, KV {matrix.kv_dtype}; {matrix.source}"
+        )
+    fraction = ask.mem_fraction if ask.mem_fraction is not None else DEFAULT_MEM_FRACTION
+    drafted = draft if ask.drafter is Drafter.EAGLE3 else None
+    tokens = kv_pool_tokens(target, drafted, box.gpu, ask.tp, fraction, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
+    return PoolCap(
+        tokens,
+        f"priced: {fraction:g} of each GPU's memory less the weights per GPU"
+        + (" (the draft's included)" if drafted else "")
+        + f", KV {choice.kv_dtype}",
+    )
 
 
 def _owners_curves(ev: ModelSources, ask: SpeculationAsk, hidden: int) -> list[Curve]:

@@ -17,7 +17,7 @@ its KV pool never queues a cell, so no capacity is priced on it; the pools it st
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise, product
 
@@ -147,13 +147,22 @@ def _plain_rate(matrix: ContextMatrix, a0: float, a1: float, context: float, str
     return streams * 1e3 / (step + _added(matrix, context) * (a0 + a1 * streams))
 
 
+VerifyGrowth = Callable[[float, int], Span]  # (context, streams) -> what a verify adds to a cycle from the anchor
+
+
 def transferred(
-    matrix: ContextMatrix, fit: AttentionFit, context: float, streams: Sequence[int], accept: float | None = None
+    matrix: ContextMatrix,
+    fit: AttentionFit,
+    context: float,
+    streams: Sequence[int],
+    accept: float | None = None,
+    verify: VerifyGrowth | None = None,
 ) -> list[GainRow]:
     """Plain and speculative aggregate tok/s and the gain at ``context`` and each stream count the anchor row spans,
     transferred from the matrix's anchor row: each a range over the fit's band and the page's accept range (the
     anchor's cycle time is its speculative rate at that accept length); ``accept``: the owner's (default: the
-    page's, each end priced with itself)."""
+    page's, each end priced with itself). ``verify``: the verify's growth as another engine's kernel runs it, in
+    place of the page's (its verified tokens each reading the context; the draft's reads stay the page's)."""
     rows = []
     for c in streams:
         step = _interpolated(matrix.plain, matrix.anchor, c)
@@ -161,10 +170,17 @@ def transferred(
         if step is None or rate is None:
             continue
         plain, spec, gain = [], [], []
-        for (a0, a1), page_accept in product(fit.ends(), (matrix.accept.low, matrix.accept.high)):
-            added = _added(matrix, context)
+        added = _added(matrix, context)
+        own = verify(context, c) if verify is not None else None
+        verify_ends = (None,) if own is None else (own.low, own.high)
+        for (a0, a1), page_accept, verify_ms in product(
+            fit.ends(), (matrix.accept.low, matrix.accept.high), verify_ends
+        ):
             step_ms = step + added * (a0 + a1 * c)
-            cycle_ms = page_accept * rate + added * (a0 + fit.reads_per_cycle * a1 * c)  # rate: ms per token
+            if verify_ms is None:
+                cycle_ms = page_accept * rate + added * (a0 + fit.reads_per_cycle * a1 * c)  # rate: ms per token
+            else:
+                cycle_ms = page_accept * rate + added * (a0 + fit.draft_reads * a1 * c) + verify_ms
             yields = page_accept if accept is None else accept
             plain.append(c * 1e3 / step_ms)
             spec.append(c * yields * 1e3 / cycle_ms)
@@ -183,16 +199,23 @@ def stops_for_good(points: Sequence[tuple[float, float]]) -> float | None:
 
 
 def crossover_band(
-    matrix: ContextMatrix, fit: AttentionFit, context: float, streams: Sequence[int], accept: float | None = None
+    matrix: ContextMatrix,
+    fit: AttentionFit,
+    context: float,
+    streams: Sequence[int],
+    accept: float | None = None,
+    verify: VerifyGrowth | None = None,
 ) -> tuple[float | None, float | None]:
     """Where speculation stops paying for good (:func:`stops_for_good`) at each end the predictions are taken over:
-    the earliest and the latest (None: beyond the streams given at that end)."""
+    the earliest and the latest (None: beyond the streams given at that end); ``verify`` as :func:`transferred`."""
     ends = []
     for (a0, a1), page_accept in product(fit.ends(), (matrix.accept.low, matrix.accept.high)):
         one_fit = AttentionFit(**{**fit.__dict__, "per_pass": a0, "per_stream": a1, "jackknife": ()})
         one_matrix = ContextMatrix(**{**matrix.__dict__, "accept": Span(page_accept, page_accept)})
-        rows = transferred(one_matrix, one_fit, context, streams, accept)
+        rows = transferred(one_matrix, one_fit, context, streams, accept, verify)
         ends.append(stops_for_good([(r.streams, r.gain.low) for r in rows]))
+        if verify is not None:
+            ends.append(stops_for_good([(r.streams, r.gain.high) for r in rows]))
     found = [e for e in ends if e is not None]
     return (min(found) if found else None), (None if None in ends else max(found))
 

@@ -188,6 +188,12 @@ def _bits_to_bytes(bits: float) -> float:
 def read_config(path: Path, expert_bits: float | None = None) -> ModelCosts:
     """A model's costs from ``config.json`` (or the folder holding it); one line naming the file otherwise."""
     file = path / "config.json" if path.is_dir() else path
+    return costs_from_config(read_config_json(path), str(file), expert_bits)
+
+
+def read_config_json(path: Path) -> dict[str, Any]:
+    """``config.json`` (or the folder holding it) as its object; one line naming the file otherwise."""
+    file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
         raise ModelInputError(f"--config {path}: no config.json there (give the file or the model's folder)")
     if file.stat().st_size > 4_000_000:
@@ -198,7 +204,7 @@ def read_config(path: Path, expert_bits: float | None = None) -> ModelCosts:
         raise ModelInputError(f"--config {file}: not JSON ({str(exc)[:80]})") from None
     if not isinstance(raw, dict):
         raise ModelInputError(f"--config {file}: a config.json holds an object, this holds {type(raw).__name__}")
-    return costs_from_config(raw, str(file), expert_bits)
+    return raw
 
 
 # Kimi-K2.5's published quantization: INT4 routed experts in groups of 32, attention and shared layers left bf16

@@ -32,6 +32,7 @@ class GpuSheet:
     source: str
     public_tflops: tuple[Span, str] | None = None
     sms: int = 0  # streaming multiprocessors (datasheet / whitepaper): how many programs of a kernel run at once
+    arch: str = ""  # the compute capability as SGLang's gates name it (SM90, SM120)
 
 
 GPU_TABLE: dict[str, GpuSheet] = {
@@ -39,11 +40,11 @@ GPU_TABLE: dict[str, GpuSheet] = {
     for sheet in (
         GpuSheet(
             "h200", "H200", "H200", 4800.0, 989.0, 141e9,
-            "NVIDIA H200 SXM datasheet: 4.8 TB/s, 989 dense bf16 TFLOP/s, 141 GB", sms=132,
+            "NVIDIA H200 SXM datasheet: 4.8 TB/s, 989 dense bf16 TFLOP/s, 141 GB", sms=132, arch="SM90",
         ),
         GpuSheet(
             "h100", "H100", "H100", 3350.0, 989.0, 80e9,
-            "NVIDIA H100 SXM datasheet: 3.35 TB/s, 989 dense bf16 TFLOP/s, 80 GB", sms=132,
+            "NVIDIA H100 SXM datasheet: 3.35 TB/s, 989 dense bf16 TFLOP/s, 80 GB", sms=132, arch="SM90",
         ),
         GpuSheet(
             "rtx-pro-6000", "RTX PRO 6000", "RTX PRO 6000 Blackwell", RTX_PRO_6000_BLACKWELL_GBS, None,
@@ -56,6 +57,7 @@ GPU_TABLE: dict[str, GpuSheet] = {
                 "417.34 TFLOPS' on a Server Edition (same repository, issue 162, 2026-04-09)",
             ),
             sms=188,  # 24,064 CUDA cores at 128 per SM (NVIDIA datasheet)
+            arch="SM120",
         ),
     )
 }  # fmt: skip

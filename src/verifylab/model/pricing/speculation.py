@@ -148,6 +148,7 @@ class SpeculationAnswer:
     rows: list[GainRow]
     crossover: tuple[float | None, float | None]
     inputs: dict[str, str]
+    stream_cap: int | None = None  # distinct streams of the context the KV pool holds (None: not applied)
 
 
 def pool_words(box: Box) -> str:

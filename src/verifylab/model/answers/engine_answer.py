@@ -1,0 +1,159 @@
+"""The engine an answer is for, and what its verify kernel adds to a cycle.
+
+A public per-context matrix ran one engine (vLLM, its ``TRITON_MLA`` verify reading each stream's context once per
+verified token). The owner may run SGLang: its attention backend is the one the audited code picks for the model's
+shape on the GPU (:data:`SGLANG_DEFAULT_BACKEND`, chapter 1) unless the owner names one, and the kernel that verifies
+a chain follows from it: Triton's serial extend (a loop over each stream's whole prefix per layer, priced from the
+stored engine runs' growth scaled by layers and heads per GPU), Triton's split-KV (needs a patched SGLang: priced
+from its stored growth, never in a launch line) or FlashInfer's (each stream's KV read once per pass at the GPU's
+bandwidth). The transfer keeps everything of the matrix but its verify's growth with context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from verifylab.errors import ModelInputError
+from verifylab.model.fits.context import VerifyGrowth
+from verifylab.model.inputs.gpus import Gpu
+from verifylab.model.pricing.verify_kernels import (
+    KV_DTYPE_BYTES,
+    AttentionShape,
+    SerialRate,
+    VerifyKernel,
+    verify_layer_ms,
+)
+from verifylab.span import Span
+
+
+class Engine(StrEnum):
+    """The serving engine an answer is for."""
+
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+
+ATTENTION_BACKENDS = ("triton", "flashinfer")  # the SGLang backends the verify is priced for
+# SGLang's default attention backend for an EAGLE-3 chain (topk 1) with FlashInfer installed and no
+# --attention-backend, per model shape and GPU: the audited code of SGLang 0.5.9 to 0.5.23 (data/gates/verify_path.csv,
+# 'default attention backend'; a test holds this table to the stored one). fa3 and trtllm_mha read the KV once per pass.
+SGLANG_DEFAULT_BACKEND = {
+    ("MLA", "SM90"): "fa3",
+    ("MLA", "SM100"): "flashinfer",
+    ("MLA", "SM120"): "triton",
+    ("dense", "SM90"): "fa3",
+    ("dense", "SM100"): "trtllm_mha",
+    ("dense", "SM120"): "flashinfer",
+}
+NEEDS_PATCH = "needs a patched SGLang (its split-KV gate opens on AMD gfx95 only): priced, never in a launch line"
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine, attention backend, verify kernel and KV dtype an answer prices, and how each was chosen."""
+
+    engine: Engine
+    backend: str
+    kernel: VerifyKernel | None  # None: the matrix's own verify (vLLM)
+    kv_dtype: str
+    said: str
+
+    def words(self) -> str:
+        if self.engine is Engine.VLLM:
+            return f"vLLM as the public matrix ran it ({self.said})"
+        kernel = "" if self.kernel is None else f", verify kernel {self.kernel.value}"
+        patched = f"; {NEEDS_PATCH}" if self.kernel is VerifyKernel.SPLIT_KV else ""
+        return f"SGLang, attention backend {self.backend}{kernel}, KV {self.kv_dtype} ({self.said}){patched}"
+
+
+def engine_choice(
+    engine: str,
+    backend: str | None,
+    kernel: str | None,
+    kv_dtype: str | None,
+    *,
+    mla: bool,
+    arch: str,
+    matrix_kv: str | None,
+) -> EngineChoice:
+    """What the owner named, the rest by default: SGLang's default backend for the shape and GPU, its serial kernel on
+    Triton, the matrix's KV dtype where one matched (else bf16). One line naming the flag that cannot be priced."""
+    if engine not in {e.value for e in Engine}:
+        raise ModelInputError(f"--engine {engine!r}: choose sglang or vllm")
+    if kv_dtype is not None and kv_dtype not in KV_DTYPE_BYTES:
+        raise ModelInputError(f"--kv-cache-dtype {kv_dtype!r}: choose {', '.join(sorted(KV_DTYPE_BYTES))}")
+    kv = kv_dtype or matrix_kv or "bf16"
+    kv_said = "KV as given" if kv_dtype else ("KV as the matrix ran it" if matrix_kv else "KV bf16 by default")
+    if Engine(engine) is Engine.VLLM:
+        if backend is not None or kernel is not None:
+            raise ModelInputError(
+                "--engine vllm: its answers are the public matrices' own prices; --attention-backend and "
+                "--verify-kernel choose SGLang's verify"
+            )
+        return EngineChoice(Engine.VLLM, "the matrix's", None, kv, kv_said)
+    shape = "MLA" if mla else "dense"
+    default = SGLANG_DEFAULT_BACKEND.get((shape, arch))
+    if backend is not None and backend not in ATTENTION_BACKENDS:
+        raise ModelInputError(f"--attention-backend {backend!r}: choose {' or '.join(ATTENTION_BACKENDS)}")
+    chosen = backend or default or "triton"
+    said = "backend as given" if backend else f"SGLang's default for {shape} on {arch or 'this GPU'} (chapter 1)"
+    if kernel is not None and kernel not in {k.value for k in VerifyKernel}:
+        raise ModelInputError(f"--verify-kernel {kernel!r}: choose {', '.join(k.value for k in VerifyKernel)}")
+    if chosen != "triton":
+        if kernel is not None and kernel != VerifyKernel.FLASHINFER.value:
+            raise ModelInputError(
+                f"--verify-kernel {kernel}: the {chosen} backend verifies with its own kernel (read once per pass); "
+                "the serial and split-KV kernels are Triton's (--attention-backend triton)"
+            )
+        return EngineChoice(Engine.SGLANG, chosen, VerifyKernel.FLASHINFER, kv, f"{said}; {kv_said}")
+    if kernel == VerifyKernel.FLASHINFER.value:
+        raise ModelInputError("--verify-kernel flashinfer: give --attention-backend flashinfer")
+    verify = VerifyKernel(kernel) if kernel else VerifyKernel.SERIAL
+    return EngineChoice(Engine.SGLANG, "triton", verify, kv, f"{said}; {kv_said}")
+
+
+def verify_growth(
+    choice: EngineChoice,
+    shape: AttentionShape,
+    layers: int,
+    gpu: Gpu,
+    sms: int,
+    anchor: float,
+    serial: SerialRate | None,
+    splitkv: Span | None,
+) -> VerifyGrowth | None:
+    """What the chosen kernel's verify adds to a cycle between the matrix's anchor context and ``context`` at
+    ``streams`` streams (ms, over every layer); None for vLLM (the matrix's own). A kernel with no stored
+    measurement to price it from is refused in one line."""
+    kernel = choice.kernel
+    if kernel is None:
+        return None
+    if kernel is VerifyKernel.SERIAL and serial is None:
+        raise ModelInputError("--verify-kernel serial: no stored engine run measured the serial kernel's growth")
+    if kernel is VerifyKernel.SPLIT_KV and splitkv is None:
+        raise ModelInputError("--verify-kernel split-kv: no stored engine run measured the split-KV kernel")
+
+    def growth(context: float, streams: int) -> Span:
+        if kernel is VerifyKernel.SPLIT_KV:
+            assert splitkv is not None
+            per = (context - anchor) / 1000 * streams * layers
+            return Span(splitkv.low * per, splitkv.high * per)
+        at = verify_layer_ms(kernel, shape, context, streams, gpu, sms, serial)
+        base = verify_layer_ms(kernel, shape, anchor, streams, gpu, sms, serial)
+        return Span(max(at.low - base.low, 0.0) * layers, max(at.high - base.high, 0.0) * layers)
+
+    return growth
+
+
+def growth_source(choice: EngineChoice, serial: SerialRate | None, splitkv_source: str | None) -> str:
+    """Where the verify's growth comes from, in words."""
+    if choice.kernel is VerifyKernel.SERIAL and serial is not None:
+        return (
+            f"SGLang's serial extend verify: {serial.source}; scaled by the target's layers and its heads per GPU, "
+            "run as measured on SM90 (SM120's smaller shared memory per block is not priced)"
+        )
+    if choice.kernel is VerifyKernel.SPLIT_KV and splitkv_source:
+        return f"Triton's split-KV verify, {splitkv_source}"
+    if choice.kernel is VerifyKernel.FLASHINFER:
+        return "a verify reading each stream's KV once per pass at the GPU's bandwidth, plus a launch per layer"
+    return "the matrix's own verify"
