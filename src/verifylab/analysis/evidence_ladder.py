@@ -14,6 +14,7 @@ from enum import Enum
 import pandas as pd
 
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
+from verifylab.model.answers.engine_answer import EngineBands
 from verifylab.model.fits.context import stops_for_good
 from verifylab.model.inputs.model_costs import ModelCosts
 from verifylab.model.inputs.stored import stored_inputs
@@ -61,6 +62,7 @@ class BandAnswer:
     gain_one: Span | None
     stops: tuple[float | None, float | None]
     last: int
+    cap: int | None = None  # distinct streams the KV pool holds at this context (None: not capped)
 
     @property
     def decisive(self) -> bool:
@@ -78,6 +80,8 @@ class BandAnswer:
         if self.gain_one is not None and self.gain_one.high < 1.0:
             return "EAGLE-3 off (it loses from one stream)"
         if low is None and high is None:
+            if self.cap is not None and self.last >= self.cap:
+                return f"EAGLE-3 on at every load the KV pool holds ({self.cap} distinct streams)"
             return f"EAGLE-3 on at every load to {self.last} streams"
         if self.decisive and low is not None and high is not None:
             span = f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
@@ -126,9 +130,14 @@ def _nearest_band(context: int) -> str:
 
 
 def band_answers(
-    ev: ModelSources, spec: BoxSpec, model_answer: Callable[[float], SpeculationAnswer] | None = None
+    ev: ModelSources,
+    spec: BoxSpec,
+    model_answer: Callable[[float], SpeculationAnswer] | None = None,
+    engine: EngineBands | None = None,
 ) -> list[BandAnswer]:
-    """The speculation answer per context band (:data:`BANDS`), each from the nearest evidence."""
+    """The speculation answer per context band (:data:`BANDS`), each from the nearest evidence; ``engine``: a public
+    matrix's transfer re-priced for the owner's engine (its verify, the KV pool's cap on distinct streams) and
+    widened by the transfer's out-of-sample error."""
     measured = {_nearest_band(c): (c, t, r) for c, t, r in _box_runs(ev.measured, spec)}
     matched = matching_matrix(
         stored_inputs(ev), spec.target, spec.gpu, spec.tp, spec.regime, Drafter.EAGLE3, spec.draft_tokens
@@ -140,19 +149,35 @@ def band_answers(
             continue
         if matched is not None:
             matrix, fit = matched
-            answer = anchored_answer(matrix, fit, context, spec.accept, matrix.streams)
-            out.append(_from_answer(band, context, Rung.PUBLIC, matrix.source, answer))
+            if engine is None:
+                answer = anchored_answer(matrix, fit, context, spec.accept, matrix.streams)
+                out.append(_from_answer(band, context, Rung.PUBLIC, matrix.source, answer))
+                continue
+            answer = anchored_answer(
+                matrix, fit, context, spec.accept, matrix.streams, engine.verify, None, engine.pool
+            )
+            found = _from_answer(band, context, Rung.PUBLIC, matrix.source, answer)
+            out.append(_widened(found, engine.widen))
             continue
         if model_answer is not None:
             out.append(_from_answer(band, context, Rung.MODEL, "the speculation model", model_answer(context)))
     return out
 
 
+def _widened(answer: BandAnswer, widen: float) -> BandAnswer:
+    """``answer`` with its crossover band widened by ``widen`` at each end (a band no narrower than the error)."""
+    low, high = answer.stops
+    stops = (None if low is None else low / (1 + widen), None if high is None else high * (1 + widen))
+    return BandAnswer(
+        answer.band, answer.context, answer.rung, answer.source, answer.gain_one, stops, answer.last, answer.cap
+    )
+
+
 def _from_answer(band: str, context: int, rung: Rung, source: str, answer: SpeculationAnswer) -> BandAnswer:
     rows = answer.rows
     one = next((r.gain for r in rows if r.streams == 1), None)
     last = max(r.streams for r in rows) if rows else 0
-    return BandAnswer(band, context, rung, source, one, answer.crossover, last)
+    return BandAnswer(band, context, rung, source, one, answer.crossover, last, answer.stream_cap)
 
 
 def bands_words(answers: Sequence[BandAnswer]) -> str:

@@ -21,6 +21,7 @@ from verifylab.model.answers.decision import (
     fusion_by_load_words,
     regime_answer,
 )
+from verifylab.model.answers.engine_answer import engine_bands, engine_choice
 from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
@@ -31,6 +32,7 @@ from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.publish.first_screen import engine_caveat, first_screen, undecided_words
 from verifylab.report.section import inert_markdown, md_text
+from verifylab.shapes import KIMI_K2
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import (
     CASE_STUDY_STACK,
@@ -128,9 +130,17 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
 CHAIN = COMMAND_DRAFT_TOKENS  # the chain the answers recommend: the public evidence's, and the case study's shortest
 
 
-def case_bands(ev: Evidence) -> list[BandAnswer]:
+# The case study's attention as a config.json states it (Kimi-K2's published config: 64 MLA heads, latent 512 + 64)
+CASE_ATTENTION = {"num_attention_heads": KIMI_K2.heads, "kv_lora_rank": KIMI_K2.kv_lora_rank,
+                  "qk_rope_head_dim": KIMI_K2.qk_rope_dim}  # fmt: skip
+# The engines the bands are given for: SGLang as it runs by default on SM120, SGLang with the best backend the audited
+# code admits there, and vLLM as the public matrix ran it
+CASE_ENGINES = (("sglang", None), ("sglang", "flashinfer"), ("vllm", None))
+
+
+def case_bands(ev: Evidence, engine: str = "sglang", backend: str | None = None) -> list[BandAnswer]:
     """The case study's box (Kimi-K2.5 INT4 over 8 x RTX PRO 6000, healthy P2P) per context band, from the nearest
-    evidence; the model's answer at that context where none is stored."""
+    evidence, for ``engine`` with ``backend`` (default: SGLang's own); the model's answer where none is stored."""
     spec = BoxSpec(kimi_k25_costs(), "rtx-pro-6000", 8, "healthy-p2p", CHAIN)
 
     def modelled(context: float) -> SpeculationAnswer:
@@ -139,7 +149,19 @@ def case_bands(ev: Evidence) -> list[BandAnswer]:
         assert case is not None
         return case.by_draft_tokens[CHAIN]
 
-    return band_answers(ev, spec, modelled)
+    choice = engine_choice(engine, backend, None, None, mla=True, arch="SM120", matrix_kv="fp8")
+    repriced = engine_bands(ev, choice, CASE_ATTENTION, spec.target, spec.gpu, spec.tp, "healthy-p2p")
+    return band_answers(ev, spec, modelled, repriced)
+
+
+def engine_band_lines(ev: Evidence) -> str:
+    """One line per engine of :data:`CASE_ENGINES`: its bands and how its verify was priced."""
+    lines = []
+    for engine, backend in CASE_ENGINES:
+        choice = engine_choice(engine, backend, None, None, mla=True, arch="SM120", matrix_kv="fp8")
+        flag = f" (`--attention-backend {backend}`)" if backend else ""
+        lines.append(f"  - {md_text(choice.words())}{flag}: {bands_words(case_bands(ev, engine, backend))}")
+    return "\n".join(lines)
 
 
 def launch_section(ev: Evidence) -> str:
@@ -262,7 +284,10 @@ answer:
   (P2P works: "{Regime.NCCL_SLOW.value}", where PCIe-IPC applies) or its P2P is staged or broken (the
   platform is the fix, and PCIe-IPC cannot run): `verifylab comm probe` tells them apart by each pair's peer access
   and copy bandwidth.
-- **Turn speculation off under load?** By context band, from the nearest evidence: {bands_words(bands)}
+- **Turn speculation off under load?** By context band, from the nearest evidence, for each engine (distinct
+  sessions, capped by the KV pool; each band widened by the transfer's error between the two public matrices):
+{engine_band_lines(ev)}
+
   ({{numref}}`tbl-context-crossovers`, {{numref}}`fig-context-gain`). The model of the case study's own box, at its
   reported accept length and {CASE_CONTEXT:,} tokens of context ({speculation[0]} confidence): healthy P2P
   {healthy["speculation_off_from"]}; "{case_title}", {reported["speculation_off_from"]}

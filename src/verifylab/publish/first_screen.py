@@ -96,14 +96,15 @@ def undecided_words(answer: RegimeAnswer) -> str:
 
 
 def engine_caveat(bands: list[BandAnswer]) -> str:
-    """Where the answers' public evidence ran another engine than SGLang: what differs, and the one command that
-    settles it on the box (empty where no public evidence answered)."""
+    """Which engine the bands answer for where public evidence ran another (vLLM): SGLang as it runs on SM120 by
+    default, its verify re-priced from the stored engine runs (empty where no public evidence answered)."""
     public = [b for b in bands if b.rung is Rung.PUBLIC]
     if not public:
         return ""
     longest = public[-1]
     return (
-        f"The public evidence ran vLLM's Triton MLA attention; SGLang's own Triton verify, measured on one H200, grows "
-        f"far faster with context ({{numref}}`tbl-engine-attention`): for SGLang at long context, "
-        f"{settle_command(longest.context)}."
+        "These bands are SGLang's as it runs on SM120 by default (Triton attention): the public evidence ran vLLM's "
+        "Triton MLA attention, and SGLang's serial verify, measured on SM90, grows far faster with context "
+        "({numref}`tbl-verify-growth-fit`); SGLang with `--attention-backend flashinfer` and vLLM are answered "
+        f"below (Each answer in full). To settle it on the box: {settle_command(longest.context)}."
     )

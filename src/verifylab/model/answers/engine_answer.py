@@ -14,16 +14,27 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from verifylab.errors import ModelInputError
+from verifylab.model.answers.context_answer import PoolCap, matching_matrix
 from verifylab.model.fits.context import VerifyGrowth
-from verifylab.model.inputs.gpus import Gpu
+from verifylab.model.fits.matrix_holdout import holdout_miss
+from verifylab.model.fits.verify_growth import splitkv_rate
+from verifylab.model.fits.verify_kernels import serial_rate
+from verifylab.model.inputs.configs import eagle3_draft_for
+from verifylab.model.inputs.gpus import GPU_TABLE, Gpu, gpu_named
+from verifylab.model.inputs.model_costs import ModelCosts
+from verifylab.model.inputs.stored import stored_inputs
+from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION, kv_pool_tokens
 from verifylab.model.pricing.verify_kernels import (
     KV_DTYPE_BYTES,
     AttentionShape,
     SerialRate,
     VerifyKernel,
+    attention_shape,
     verify_layer_ms,
 )
+from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
+from verifylab.vocab import Drafter
 
 
 class Engine(StrEnum):
@@ -157,3 +168,57 @@ def growth_source(choice: EngineChoice, serial: SerialRate | None, splitkv_sourc
     if choice.kernel is VerifyKernel.FLASHINFER:
         return "a verify reading each stream's KV once per pass at the GPU's bandwidth, plus a launch per layer"
     return "the matrix's own verify"
+
+
+def engine_verify(
+    runs: MeasuredRuns, choice: EngineChoice, config: dict, tp: int, layers: int, gpu: Gpu, gpu_key: str, anchor: float
+) -> tuple[VerifyGrowth | None, str]:
+    """The chosen engine's verify growth over a matrix anchored at ``anchor`` tokens for ``config`` (a config.json's
+    object) at TP ``tp`` on ``gpu``, from the stored engine runs, and its source in words."""
+    serial, split = serial_rate(runs), splitkv_rate(runs)
+    sheet = GPU_TABLE.get(gpu_key)
+    growth = verify_growth(
+        choice,
+        attention_shape(config, tp, choice.kv_dtype),
+        layers,
+        gpu,
+        sheet.sms if sheet else 0,
+        anchor,
+        serial[0] if serial else None,
+        split[0] if split else None,
+    )
+    return growth, growth_source(choice, serial[0] if serial else None, split[1] if split else None)
+
+
+@dataclass(frozen=True)
+class EngineBands:
+    """How a public matrix's bands are re-priced for an engine: its verify's growth (None: the matrix's own), the
+    pool capping distinct streams (None: not capped) and the relative error each crossover band is widened by."""
+
+    label: str
+    verify: VerifyGrowth | None
+    pool: PoolCap | None
+    widen: float
+
+
+def engine_bands(
+    ev: ModelSources, choice: EngineChoice, config: dict, target: ModelCosts, gpu_key: str, tp: int, regime: str
+) -> EngineBands | None:
+    """The re-pricing of the public matrix that ran this box (None: none did) for ``choice``: its verify from the
+    stored engine runs, the page's own pool (its KV dtype; else the pool the book's memory fraction leaves) and the
+    leave-one-matrix-out error of the crossovers."""
+    stored = stored_inputs(ev)
+    matched = matching_matrix(stored, target, gpu_key, tp, regime, Drafter.EAGLE3, 4)
+    if matched is None:
+        return None
+    matrix, _ = matched
+    gpu = gpu_named(gpu_key, stored.runs.ceilings)
+    growth, _source = engine_verify(ev.measured, choice, config, tp, target.layers, gpu, gpu_key, float(matrix.anchor))
+    if choice.kv_dtype == matrix.kv_dtype and matrix.spec_pool_tokens:
+        pool = PoolCap(matrix.spec_pool_tokens, f"the page's own pool with speculation, KV {matrix.kv_dtype}")
+    else:
+        tokens = kv_pool_tokens(
+            target, eagle3_draft_for(target), gpu, tp, DEFAULT_MEM_FRACTION, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype]
+        )
+        pool = PoolCap(tokens, f"priced at {DEFAULT_MEM_FRACTION:g} of each GPU's memory, KV {choice.kv_dtype}")
+    return EngineBands(choice.words(), growth, pool, holdout_miss(stored))

@@ -9,12 +9,10 @@ from pathlib import Path
 
 from verifylab.errors import ModelInputError
 from verifylab.model.answers.context_answer import PoolCap, anchored_answer, matching_matrix
-from verifylab.model.answers.engine_answer import Engine, EngineChoice, engine_choice, growth_source, verify_growth
+from verifylab.model.answers.engine_answer import Engine, EngineChoice, engine_choice, engine_verify
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
-from verifylab.model.fits.verify_growth import splitkv_rate
-from verifylab.model.fits.verify_kernels import serial_rate
 from verifylab.model.inputs.configs import eagle3_draft_for, read_config, read_config_json
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.curves import Curve, load_curves
@@ -26,7 +24,7 @@ from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION, kv_pool_toke
 from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
 from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.speculation import SpeculationAnswer, answer
-from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES, attention_shape
+from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import ModelSources
 from verifylab.vocab import REGIME_KEYS, Drafter, Regime
 
@@ -122,18 +120,8 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     )
     if matched is not None:
         matrix, fit = matched
-        serial, split = serial_rate(runs), splitkv_rate(runs)
-        growth = verify_growth(
-            choice,
-            attention_shape(raw, ask.tp, choice.kv_dtype),
-            target.layers,
-            box.gpu,
-            sheet.sms if sheet else 0,
-            float(matrix.anchor),
-            serial[0] if serial else None,
-            split[0] if split else None,
-        )
-        words = (choice.words(), growth_source(choice, serial[0] if serial else None, split[1] if split else None))
+        growth, source = engine_verify(runs, choice, raw, ask.tp, target.layers, box.gpu, ask.gpu, float(matrix.anchor))
+        words = (choice.words(), source)
         pool = None if ask.shared_prefix else matrix_pool(matrix, choice, ask, target, draft, box)
         result = anchored_answer(matrix, fit, float(ask.context), ask.accept, ask.streams, growth, words, pool)
         provenance = TRANSFERRED if growth is None else f"{TRANSFERRED}, its verify priced as {choice.words()}"
