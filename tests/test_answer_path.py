@@ -38,11 +38,13 @@ def test_the_decision_pages_speculation_answer_passes_through_at_most_15_files_i
                    for path in files)  # fmt: skip  # fits and pricing take the record: none reads
 
 
-def test_box_plans_answer_passes_through_at_most_15_files_in_60_steps(answer_path, monkeypatch):
+def test_box_plans_answer_passes_through_at_most_15_files_in_64_steps(answer_path, monkeypatch):
     """The README's `box --plan` (Kimi-K2.5 INT4, TP 8, healthy P2P, 32k): the command parses, the plan's answer
-    (``model/answers/plan_answer.py``) reads the record once, and the command prints."""
+    (``model/answers/plan_answer.py``) reads the record once, and the command prints. (60 steps until the plan
+    re-priced its verify for the engine served: the engine runs' cells are one more part of the record, read by one
+    reader in three reads, 4 steps.)"""
     files, steps = _measured_path(answer_path, monkeypatch, "box-plan")
-    assert len(files) <= 15 and len(steps) <= 60, (len(files), len(steps), sorted(files))
+    assert len(files) <= 15 and len(steps) <= 64, (len(files), len(steps), sorted(files))
     assert not any(path.startswith(("model/fits/", "model/pricing/", "model/case/")) for path in files)
 
 

@@ -128,14 +128,15 @@ def test_box_plan_follows_the_context_and_its_crossovers_hold_the_held_out_ones(
         result = CliRunner().invoke(
             app,
             ["box", "--plan", "--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--gpus", "8", "--tp", "8",
-             "--regime", "healthy P2P", "--context", str(context), "--load", "16", "--data-dir", str(ROOT / "data")],
+             "--regime", "healthy P2P", "--context", str(context), "--load", "16", "--data-dir", str(ROOT / "data"),
+             "--engine", "vllm"],  # the page's own engine: its crossovers are vLLM's
         )  # fmt: skip
         assert result.exit_code == 0, result.output
         return " ".join(result.output.split())
 
     outputs = {context: plan(context) for context in CONTEXTS}
     assert "choice │ EAGLE-3" in outputs[16384] and "choice │ plain decoding" in outputs[65536]
-    assert "evidence: public" in outputs[16384] and "--tp-size 8" in outputs[16384]
+    assert "evidence: public" in outputs[16384] and "no launch command: vLLM answers" in outputs[16384]
     previous = math.inf
     for context, label in CONTEXTS.items():
         found = re.search(r"stops paying: from ([\d.]+) streams to ([\d.]+) streams", outputs[context])

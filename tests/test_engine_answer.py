@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -19,6 +21,7 @@ from verifylab.model.fits import verify_kernels
 from verifylab.model.inputs.configs import read_config, read_config_json
 from verifylab.model.inputs.context_matrix import context_matrices
 from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.attention import kv_pool_tokens
 from verifylab.model.pricing.verify_kernels import VerifyKernel, attention_shape, waves
 from verifylab.store.evidence import Evidence
@@ -28,8 +31,8 @@ KIMI = ROOT / "examples" / "configs" / "kimi-k2.5-int4" / "config.json"
 BOX = ["--config", str(KIMI), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p"]
 
 
-def _speculation(*extra: str) -> tuple[int, dict | str]:
-    result = CliRunner().invoke(app, ["model", "speculation", *BOX, "--data-dir", str(ROOT / "data"), *extra])
+def _speculation(*extra: str, data: Path = ROOT / "data") -> tuple[int, dict | str]:
+    result = CliRunner().invoke(app, ["model", "speculation", *BOX, "--data-dir", str(data), *extra])
     return result.exit_code, (json.loads(result.output) if result.exit_code == 0 else result.output)
 
 
@@ -59,8 +62,7 @@ def test_sglang_on_sm120_verifies_kimi_with_the_serial_kernel_by_default():
 
 
 def test_the_serial_growth_is_the_stored_rate_scaled_by_layers_and_heads_per_gpu():
-    runs = Evidence(ROOT / "data").measured
-    serial = verify_kernels.serial_rate(runs)
+    serial = verify_kernels.serial_rate(stored_runs(Evidence(ROOT / "data").measured).engine)
     assert serial is not None
     rate = serial[0]
     shape = attention_shape(read_config_json(KIMI), 8)
@@ -75,22 +77,21 @@ def test_the_serial_growth_is_the_stored_rate_scaled_by_layers_and_heads_per_gpu
         assert growth(context, streams).high == pytest.approx(expected)
 
 
-def test_the_sglang_default_answer_at_32k_and_64k_moves_with_the_stored_serial_growth(monkeypatch):
-    stored = verify_kernels.context_cells
-    before = {c: _speculation("--context", str(c), "--json")[1] for c in (32768, 65536)}
-
-    def steeper(runs):  # every stored MLA cycle grows twice as fast from its shortest context
-        cells = stored(runs).copy()
+def test_the_sglang_default_answer_at_32k_and_64k_moves_with_the_stored_serial_growth(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIFYLAB_CACHE", "off")
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data", data)
+    before = {c: _speculation("--context", str(c), "--json", data=data)[1] for c in (32768, 65536)}
+    for table in data.glob("runs/*/context_cells.parquet"):  # every stored MLA cycle grows twice as fast
+        cells = pd.read_parquet(table)
         mla = (cells["shape"] == "mla") & (cells["mode"] == "eagle3")
-        for _, part in cells[mla].groupby(["gpu", "backend", "streams"]):
+        for _, part in cells[mla].groupby(["backend", "streams"]):
             base = part.loc[part["context"].idxmin(), "cycle_ms"]
             cells.loc[part.index, "cycle_ms"] = base + 2 * (part["cycle_ms"] - base)
-        return cells
-
-    monkeypatch.setattr(verify_kernels, "context_cells", steeper)
+        cells.to_parquet(table)
     for context, answer in before.items():
-        code, after = _speculation("--context", str(context), "--json")
-        assert code == 0 and isinstance(after, dict) and isinstance(answer, dict)
+        code, after = _speculation("--context", str(context), "--json", data=data)
+        assert code == 0 and isinstance(after, dict) and isinstance(answer, dict), after
         assert "serial" in after["inputs"]["engine"]
         for old, new in zip(answer["rows"], after["rows"], strict=True):
             assert new["plain_tokens_per_s_low"] == old["plain_tokens_per_s_low"]
@@ -113,3 +114,22 @@ def test_the_pool_caps_distinct_streams_at_32k_and_mem_fraction_moves_it():
     assert code != 0 and "short by" in str(refused)
     code, shared = _speculation("--context", "32768", "--shared-prefix", "--json")
     assert code == 0 and isinstance(shared, dict) and shared["stream_cap"] is None
+
+
+def _plan(*extra: str) -> tuple[int, str]:
+    argv = ["box", "--plan", *BOX, "--context", "2048", "--load", "4", "--slo-tpot-ms", "200"]
+    result = CliRunner().invoke(app, [*argv, "--data-dir", str(ROOT / "data"), *extra])
+    return result.exit_code, result.output
+
+
+def test_box_plan_names_the_backend_it_priced_and_refuses_a_launch_it_cannot_serve(tmp_path):
+    code, default = _plan()
+    assert code == 0 and "--attention-backend triton" in default and "verify kernel serial" in default
+    code, flashinfer = _plan("--attention-backend", "flashinfer")
+    assert code == 0 and "--attention-backend flashinfer" in flashinfer
+    code, vllm = _plan("--engine", "vllm")
+    assert code == 0 and "no launch command: vLLM answers" in vllm and "sglang.launch_server" not in vllm
+    code, split = _plan("--verify-kernel", "split-kv")
+    assert code == 0 and "no launch command" in split and "patched SGLang" in split
+    code, refused = _plan("--engine", "vllm", "--verify", str(tmp_path / "box.yaml"))
+    assert code != 0 and "--engine vllm --verify" in refused

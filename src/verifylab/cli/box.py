@@ -90,6 +90,22 @@ def box_cmd(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="--verify: print what would start, where and in which order; start nothing."
     ),
+    engine: str = typer.Option(
+        "sglang",
+        help="--plan: sglang or vllm. A public matrix ran vLLM; for SGLang its verify is re-priced as SGLang's kernel "
+        "runs it. vllm plans are the matrices' prices only (no launch line; --verify refused).",
+    ),
+    attention_backend: str | None = typer.Option(
+        None,
+        help="--plan: SGLang's --attention-backend, triton or flashinfer (default: SGLang's own for the model's shape "
+        "on --gpu: triton for MLA on SM120). The launch line names it.",
+    ),
+    verify_kernel: str | None = typer.Option(
+        None, help="--plan: Triton's verify kernel, serial (SGLang's) or split-kv (a patched SGLang: no launch line)."
+    ),
+    kv_cache_dtype: str | None = typer.Option(
+        None, help="--plan: the KV dtype, bf16 or fp8 (default: the matching public matrix's, else bf16)."
+    ),
     sglang: str = typer.Option(
         RECOMMENDED_STACK[0],
         help="The SGLang version the printed launch command is built for, its flags checked against that version's "
@@ -157,7 +173,16 @@ def box_cmd(
                 sglang,
                 context,
                 context_terms(stored_inputs(ev)),
+                measured=verify is not None,
+                engine=engine,
+                attention_backend=attention_backend,
+                verify_kernel=verify_kernel,
+                kv_cache_dtype=kv_cache_dtype,
             )
+            if verify is not None and engine == "vllm":
+                raise ParameterError(
+                    "--engine vllm --verify: vLLM answers are the public matrices' prices only; --verify serves SGLang"
+                )
         except ModelInputError as exc:
             raise fail(ParameterError(str(exc))) from None
         except VerifylabError as exc:

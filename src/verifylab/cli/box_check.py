@@ -4,6 +4,7 @@ the model's error."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from rich.table import Table
@@ -48,9 +49,14 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
         )
     console.print(table)
     servers = len(plan.measured_configs)
+    over = (
+        f", over the {plan.budget_minutes:g} allowed: --verify needs --budget-minutes {math.ceil(plan.minutes)}"
+        if plan.minutes > plan.budget_minutes
+        else f" of the {plan.budget_minutes:g} minutes of GPU time allowed"
+    )
     console.print(
         f"plan: {servers} servers one after another, each at {', '.join(map(str, plan.streams))} streams: about "
-        f"{plan.minutes:.1f} of the {plan.budget_minutes:g} minutes of GPU time allowed",
+        f"{plan.minutes:.1f}{' minutes of GPU time' if plan.minutes > plan.budget_minutes else ''}{over}",
         highlight=False,
     )
     for name, value in plan.inputs.items():
@@ -73,7 +79,12 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
             highlight=False,
             markup=False,
         )
-    command = launch_words(plan.chosen, plan.tp, target, collective=plan.collective)
+    if plan.launch_refusal is not None:
+        console.print(f"no launch command: {plan.launch_refusal}", highlight=False, markup=False)
+        return
+    command = launch_words(
+        plan.chosen, plan.tp, target, collective=plan.collective, attention_backend=plan.attention_backend
+    )
     console.print(f"  launch the choice: {command}", highlight=False, markup=False, soft_wrap=True)
     console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
 
@@ -85,11 +96,15 @@ def launch_words(
     model_path: str = "<model-path>",
     draft_path: str = "<EAGLE-3-draft-path>",
     collective: str = "nccl",
+    attention_backend: str | None = None,
 ) -> str:
     """The command that serves a configuration at TP ``tp``, built for ``target`` and shell-quoted (why not, where the
-    target cannot run it); ``collective`` ``pcie_ipc``: SGLang's PCIe-IPC all-reduce where the target runs it."""
+    target cannot run it); ``collective`` ``pcie_ipc``: SGLang's PCIe-IPC all-reduce where the target runs it;
+    ``attention_backend``: the backend the answer priced, named."""
     c = priced.config
     settings: dict = {"model_path": model_path, "tp_size": tp, "max_running_requests": c.max_running}
+    if attention_backend is not None:
+        settings["attention_backend"] = attention_backend
     if collective == "pcie_ipc" and tp > 1 and target.has_pcie_ipc:
         settings["allreduce"] = AllReduce.PCIE_IPC
     launch = (

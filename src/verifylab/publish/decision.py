@@ -21,7 +21,7 @@ from verifylab.model.answers.decision import (
     fusion_by_load_words,
     regime_answer,
 )
-from verifylab.model.answers.engine_answer import engine_bands, engine_choice
+from verifylab.model.answers.engine_answer import KIMI_ATTENTION, engine_bands, engine_choice
 from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
@@ -32,7 +32,6 @@ from verifylab.model.pricing.speculation import SpeculationAnswer
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.publish.first_screen import engine_caveat, first_screen, undecided_words
 from verifylab.report.section import inert_markdown, md_text
-from verifylab.shapes import KIMI_K2
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import (
     CASE_STUDY_STACK,
@@ -130,9 +129,6 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
 CHAIN = COMMAND_DRAFT_TOKENS  # the chain the answers recommend: the public evidence's, and the case study's shortest
 
 
-# The case study's attention as a config.json states it (Kimi-K2's published config: 64 MLA heads, latent 512 + 64)
-CASE_ATTENTION = {"num_attention_heads": KIMI_K2.heads, "kv_lora_rank": KIMI_K2.kv_lora_rank,
-                  "qk_rope_head_dim": KIMI_K2.qk_rope_dim}  # fmt: skip
 # The engines the bands are given for: SGLang as it runs by default on SM120, SGLang with the best backend the audited
 # code admits there, and vLLM as the public matrix ran it
 CASE_ENGINES = (("sglang", None), ("sglang", "flashinfer"), ("vllm", None))
@@ -150,7 +146,7 @@ def case_bands(ev: Evidence, engine: str = "sglang", backend: str | None = None)
         return case.by_draft_tokens[CHAIN]
 
     choice = engine_choice(engine, backend, None, None, mla=True, arch="SM120", matrix_kv="fp8")
-    repriced = engine_bands(ev, choice, CASE_ATTENTION, spec.target, spec.gpu, spec.tp, "healthy-p2p")
+    repriced = engine_bands(ev, choice, KIMI_ATTENTION, spec.target, spec.gpu, spec.tp, "healthy-p2p")
     return band_answers(ev, spec, modelled, repriced)
 
 

@@ -104,6 +104,8 @@ class BoxPlan:
     inputs: dict[str, str] = field(default_factory=dict)
     tp: int = 1  # the tensor-parallel size the plan was priced at (its command carries it)
     collective: str = "nccl"  # the all-reduce its command asks for: "pcie_ipc" where P2P works, else NCCL
+    attention_backend: str | None = None  # the attention backend its command names (the answer's)
+    launch_refusal: str | None = None  # why no SGLang command serves the answer (vLLM's prices, a patched kernel)
 
     @property
     def measured_configs(self) -> list[Configuration]:
@@ -236,10 +238,11 @@ def choose(
     startup_s: float = STARTUP_S,
     rates: RateSource | None = None,
     chains: Sequence[int] = DRAFT_TOKENS,
+    refuse_over_budget: bool = True,
 ) -> BoxPlan:
     """The configuration with the most goodput under ``slo`` at ``load`` streams, the runner-up (the best of another
     drafter or chain), plain decoding, and the plan that measures the three; refused when the plan does not fit
-    ``budget_minutes`` (the error names the minutes it needs)."""
+    ``budget_minutes`` and it is to be measured (``refuse_over_budget``; the error names the minutes it needs)."""
     if not 1 <= load <= MAX_STREAMS:
         raise ModelInputError(f"--load {load!r}: the concurrent streams you serve, 1 to {MAX_STREAMS}")
     streams = plan_streams(load)
@@ -259,7 +262,7 @@ def choose(
     runner_up = next(p for p in ordered if (p.config.drafter, p.config.draft_tokens) != kind)
     plain = max((p for p in priced if p.config.drafter is None), key=rank)
     minutes = plan_minutes([p.cells for p in _unique((chosen, runner_up, plain))], output_tokens, startup_s)
-    if minutes > budget_minutes:
+    if refuse_over_budget and minutes > budget_minutes:
         raise ModelInputError(
             f"--budget-minutes {budget_minutes:g}: measuring the choice, the runner-up and plain decoding at "
             f"{', '.join(map(str, streams))} streams needs about {math.ceil(minutes)} minutes of GPU time "

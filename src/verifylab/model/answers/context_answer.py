@@ -120,7 +120,13 @@ def anchored_answer(
     return SpeculationAnswer(rows, crossover, inputs, cap)
 
 
-def transfer_rates(matrix: ContextMatrix, fit: AttentionFit, context: float, own_accept: bool = False) -> RateSource:
+def transfer_rates(
+    matrix: ContextMatrix,
+    fit: AttentionFit,
+    context: float,
+    own_accept: bool = False,
+    verify: VerifyGrowth | None = None,
+) -> RateSource:
     """A plan's rates from the matrix moved to ``context``: plain decoding, and EAGLE-3 at the matrix's chain with
     the configuration's accept length (``own_accept``: the page's own, a range; other chains have no evidence here
     and are not offered)."""
@@ -129,7 +135,7 @@ def transfer_rates(matrix: ContextMatrix, fit: AttentionFit, context: float, own
         if config.drafter is not None and config.draft_tokens != matrix.verify_tokens:
             raise ModelInputError(f"{config.words()}: {matrix.name} measured {matrix.verify_tokens} tokens per verify")
         accept = None if config.drafter is None or own_accept else config.accept
-        rows = transferred(matrix, fit, context, list(running), accept)
+        rows = transferred(matrix, fit, context, list(running), accept, verify)
         return {r.streams: r.plain_tokens_per_s if config.drafter is None else r.spec_tokens_per_s for r in rows}
 
     return rates

@@ -22,7 +22,7 @@ from verifylab.model.fits.verify_kernels import serial_rate
 from verifylab.model.inputs.configs import eagle3_draft_for
 from verifylab.model.inputs.gpus import GPU_TABLE, Gpu, gpu_named
 from verifylab.model.inputs.model_costs import ModelCosts
-from verifylab.model.inputs.stored import stored_inputs
+from verifylab.model.inputs.stored import StoredRuns, stored_inputs
 from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION, kv_pool_tokens
 from verifylab.model.pricing.verify_kernels import (
     KV_DTYPE_BYTES,
@@ -32,7 +32,8 @@ from verifylab.model.pricing.verify_kernels import (
     attention_shape,
     verify_layer_ms,
 )
-from verifylab.sources import MeasuredRuns, ModelSources
+from verifylab.shapes import KIMI_K2
+from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import Drafter
 
@@ -56,6 +57,10 @@ SGLANG_DEFAULT_BACKEND = {
     ("dense", "SM100"): "trtllm_mha",
     ("dense", "SM120"): "flashinfer",
 }
+# Kimi-K2's attention as its published config.json states it (64 MLA heads, latent 512 + rope 64): the case study's
+# model where no config is given
+KIMI_ATTENTION = {"num_attention_heads": KIMI_K2.heads, "kv_lora_rank": KIMI_K2.kv_lora_rank,
+                  "qk_rope_head_dim": KIMI_K2.qk_rope_dim}  # fmt: skip
 NEEDS_PATCH = "needs a patched SGLang (its split-KV gate opens on AMD gfx95 only): priced, never in a launch line"
 
 
@@ -68,6 +73,15 @@ class EngineChoice:
     kernel: VerifyKernel | None  # None: the matrix's own verify (vLLM)
     kv_dtype: str
     said: str
+
+    @property
+    def launch_refusal(self) -> str | None:
+        """Why no SGLang launch line serves this choice (None: one does)."""
+        if self.engine is Engine.VLLM:
+            return "vLLM answers are the public matrices' prices only: no SGLang command serves them"
+        if self.kernel is VerifyKernel.SPLIT_KV:
+            return f"the split-KV verify {NEEDS_PATCH}"
+        return None
 
     def words(self) -> str:
         if self.engine is Engine.VLLM:
@@ -171,11 +185,11 @@ def growth_source(choice: EngineChoice, serial: SerialRate | None, splitkv_sourc
 
 
 def engine_verify(
-    runs: MeasuredRuns, choice: EngineChoice, config: dict, tp: int, layers: int, gpu: Gpu, gpu_key: str, anchor: float
+    runs: StoredRuns, choice: EngineChoice, config: dict, tp: int, layers: int, gpu: Gpu, gpu_key: str, anchor: float
 ) -> tuple[VerifyGrowth | None, str]:
     """The chosen engine's verify growth over a matrix anchored at ``anchor`` tokens for ``config`` (a config.json's
-    object) at TP ``tp`` on ``gpu``, from the stored engine runs, and its source in words."""
-    serial, split = serial_rate(runs), splitkv_rate(runs)
+    object) at TP ``tp`` on ``gpu``, from the record's engine runs, and its source in words."""
+    serial, split = serial_rate(runs.engine), splitkv_rate(runs.engine)
     sheet = GPU_TABLE.get(gpu_key)
     growth = verify_growth(
         choice,
@@ -213,7 +227,7 @@ def engine_bands(
         return None
     matrix, _ = matched
     gpu = gpu_named(gpu_key, stored.runs.ceilings)
-    growth, _source = engine_verify(ev.measured, choice, config, tp, target.layers, gpu, gpu_key, float(matrix.anchor))
+    growth, _source = engine_verify(stored.runs, choice, config, tp, target.layers, gpu, gpu_key, float(matrix.anchor))
     if choice.kv_dtype == matrix.kv_dtype and matrix.spec_pool_tokens:
         pool = PoolCap(matrix.spec_pool_tokens, f"the page's own pool with speculation, KV {matrix.kv_dtype}")
     else:

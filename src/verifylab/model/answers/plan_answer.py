@@ -6,17 +6,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from verifylab.errors import ParameterError
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
 from verifylab.model.answers.box_plan import DRAFT_TOKENS, BoxPlan, RateSource, Slo, choose, startup_seconds
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
+from verifylab.model.answers.engine_answer import KIMI_ATTENTION, engine_choice, engine_verify
 from verifylab.model.case.speculation import inputs_of
-from verifylab.model.fits.context import AttentionFit
+from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import measured_overheads
-from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
+from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config, read_config_json
 from verifylab.model.inputs.context_matrix import ContextMatrix
-from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import StoredInputs, stored_inputs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
@@ -53,6 +55,11 @@ class PlanRequest:
     sglang: str = RECOMMENDED_STACK[0]  # the SGLang version the printed command is built for
     context: int | None = None  # tokens of KV a stream holds while it decodes (None: prompt + half the output)
     attention: AttentionTerms = BYTES_ONCE_PER_PASS  # attention over context (the evidence's terms, where stored)
+    measured: bool = True  # the plan is to be measured (--verify): refused when it does not fit the budget
+    engine: str = "sglang"  # the engine served: a public matrix's verify is re-priced for SGLang's kernel
+    attention_backend: str | None = None  # SGLang's --attention-backend (None: its default for the shape and GPU)
+    verify_kernel: str | None = None  # Triton's verify kernel (None: serial, SGLang's)
+    kv_cache_dtype: str | None = None  # None: the matching matrix's, else bf16
 
     @property
     def decode_context(self) -> float:
@@ -113,9 +120,30 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     if req.decode_tok_s is None:
         key = next((k for k, v in REGIME_KEYS.items() if regime is not None and v == regime.value), None)
         matched = matching_matrix(record, target, req.gpu, req.tp, key, Drafter.EAGLE3, req.draft_tokens)
-    plan = _plan(record, req, box, matched)
+    raw: dict[str, Any] = read_config_json(req.config) if req.config else dict(KIMI_ATTENTION)
+    sheet = GPU_TABLE.get(req.gpu)
+    choice = engine_choice(
+        req.engine,
+        req.attention_backend,
+        req.verify_kernel,
+        req.kv_cache_dtype,
+        mla=bool(raw.get("text_config", raw).get("kv_lora_rank")),
+        arch=sheet.arch if sheet else "",
+        matrix_kv=matched[0].kv_dtype if matched is not None else None,
+    )
+    verify: tuple[VerifyGrowth | None, str] = (None, "")
+    if matched is not None:
+        verify = engine_verify(record.runs, choice, raw, req.tp, target.layers, gpu, req.gpu, float(matched[0].anchor))
+    plan = _plan(record, req, box, matched, verify[0])
     p2p = regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)
-    return replace(plan, collective="pcie_ipc" if req.tp > 1 and p2p else "nccl")
+    engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
+    return replace(
+        plan,
+        collective="pcie_ipc" if req.tp > 1 and p2p else "nccl",
+        attention_backend=choice.backend if choice.launch_refusal is None else None,
+        launch_refusal=choice.launch_refusal,
+        inputs={**plan.inputs, **engine_inputs},
+    )
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
@@ -136,7 +164,11 @@ def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
 
 
 def _plan(
-    record: StoredInputs, req: PlanRequest, box: Box, matched: tuple[ContextMatrix, AttentionFit] | None = None
+    record: StoredInputs,
+    req: PlanRequest,
+    box: Box,
+    matched: tuple[ContextMatrix, AttentionFit] | None = None,
+    verify: VerifyGrowth | None = None,
 ) -> BoxPlan:
     """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given; with
     ``matched`` evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
@@ -149,8 +181,9 @@ def _plan(
     chains: tuple[int, ...] = DRAFT_TOKENS
     if matched is not None:
         matrix, fit = matched
-        rates, chains = transfer_rates(matrix, fit, box.context, own_accept=req.accept is None), (matrix.verify_tokens,)
-        answer = anchored_answer(matrix, fit, box.context, req.accept, matrix.streams)
+        rates = transfer_rates(matrix, fit, box.context, own_accept=req.accept is None, verify=verify)
+        chains = (matrix.verify_tokens,)
+        answer = anchored_answer(matrix, fit, box.context, req.accept, matrix.streams, verify)
         accept = req.accept if req.accept is not None else (matrix.accept.low + matrix.accept.high) / 2
         low, high = answer.crossover
         evidence = {
@@ -174,6 +207,7 @@ def _plan(
         startup_seconds(target.weights_bytes(box.tp)),
         rates=rates,
         chains=chains,
+        refuse_over_budget=req.measured,
     )
     inputs = {
         "model": target.name,

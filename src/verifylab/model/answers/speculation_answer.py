@@ -120,7 +120,9 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     )
     if matched is not None:
         matrix, fit = matched
-        growth, source = engine_verify(runs, choice, raw, ask.tp, target.layers, box.gpu, ask.gpu, float(matrix.anchor))
+        growth, source = engine_verify(
+            stored_runs(runs), choice, raw, ask.tp, target.layers, box.gpu, ask.gpu, float(matrix.anchor)
+        )
         words = (choice.words(), source)
         pool = None if ask.shared_prefix else matrix_pool(matrix, choice, ask, target, draft, box)
         result = anchored_answer(matrix, fit, float(ask.context), ask.accept, ask.streams, growth, words, pool)

@@ -11,32 +11,25 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from verifylab.model.inputs.gpus import gpu_key_in
+from verifylab.model.inputs.engine_cells import read_engine_cells, stacked
 from verifylab.sources import MeasuredRuns
 
-CONTEXT_CELLS = "context_cells"
 CONTEXT_PREDICTION = "context_prediction"
 EXPERT_COUNTS = "expert_counts"
 VERIFY_CHAINS = "verify_chains"
 EXPERT_PREDICTION = "expert_prediction"
 RESOLVED = 0.2  # attention's growth is read only where the step at the longer context is this much slower
-KEY = ["gpu", "shape", "backend", "mode", "context", "streams"]
 
 
 def _stacked(runs: MeasuredRuns, table: str) -> pd.DataFrame:
-    """Every run's ``table`` with its run id and its GPU (``h200``, ``h100``: a later run's row wins on the table's key,
-    never over another GPU's)."""
-    frames = [
-        runs.read_table(r, table).assign(run=r, gpu=gpu_key_in(runs.run(r).gpu_name) or runs.run(r).gpu_name)
-        for r in runs.runs_with_table(table)
-    ]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    """Every run's ``table`` with its run id and its GPU (a later run's row wins on the table's key, never over another
+    GPU's)."""
+    return stacked(runs, table)
 
 
 def context_cells(runs: MeasuredRuns) -> pd.DataFrame:
     """The measured context cells of every run, one per GPU, shape, backend, mode, context and streams."""
-    cells = _stacked(runs, CONTEXT_CELLS)
-    return cells if cells.empty else cells.drop_duplicates(KEY, keep="last").reset_index(drop=True)
+    return read_engine_cells(runs).cells
 
 
 def _per_1k(cells: pd.DataFrame, column: str, low: int, high: int, streams: int) -> tuple[float, bool]:

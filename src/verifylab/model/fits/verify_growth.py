@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.model.fits.engine_reads import context_cells
+from verifylab.model.inputs.engine_cells import EngineCells
 from verifylab.model.inputs.gpus import gpu_key_in
 from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
@@ -109,21 +110,20 @@ def stored_growth_check(runs: MeasuredRuns) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
-def splitkv_rate(runs: MeasuredRuns) -> tuple[Span, str] | None:
+def splitkv_rate(engine: EngineCells) -> tuple[Span, str] | None:
     """What Triton's split-KV verify (its gate lifted: a patched SGLang) adds to an EAGLE-3 cycle per layer, per stream
     and per 1,000 tokens of each stream's context (ms), from the slopes of the deepest stored target's split-KV series
     between its contexts up to :data:`FIT_CONTEXT_MAX` at every stream count measured (their lowest to highest), and
     the cells it came from; None where no such series is stored."""
-    cells = context_cells(runs)
+    cells = engine.cells
     if cells.empty:
         return None
     split = _timed(cells[(cells["backend"] == "triton-splitkv") & (cells["mode"] == "eagle3")])
-    split = split[split["context"] <= FIT_CONTEXT_MAX]
-    layers = _layers(runs, sorted(split["run"].unique()))
-    split = split[split["shape"].map(layers).notna()]
+    split = split[(split["context"] <= FIT_CONTEXT_MAX) & split["shape"].map(engine.layers).notna()]
     if split.empty:
         return None
-    deepest = max(split["shape"].unique(), key=lambda s: layers[s])
+    deepest = max(split["shape"].unique(), key=lambda s: engine.layers(s) or 0)
+    layers = engine.layers(deepest) or 1
     rates = []
     for (gpu, streams), series in split[split["shape"] == deepest].groupby(["gpu", "streams"]):
         series = series.sort_values("context")
@@ -131,25 +131,14 @@ def splitkv_rate(runs: MeasuredRuns) -> tuple[Span, str] | None:
             continue
         grown = float(series["ms"].iloc[-1] - series["ms"].iloc[0])
         added = (int(series["context"].iloc[-1]) - int(series["context"].iloc[0])) / 1000
-        rates.append((grown / added / layers[deepest] / int(streams), gpu))
+        rates.append((grown / added / layers / int(streams), gpu))
     if not rates:
         return None
     runs_used = ", ".join(sorted(split[split["shape"] == deepest]["run"].unique()))
     gpus = ", ".join(sorted({g.upper() for _, g in rates}))
     source = (
-        f"measured: the {layers[deepest]}-layer MLA target's EAGLE-3 cycle on Triton's split-KV verify, its growth "
+        f"measured: the {layers}-layer MLA target's EAGLE-3 cycle on Triton's split-KV verify, its growth "
         f"per layer, stream and 1,000 tokens up to {FIT_CONTEXT_MAX:,} tokens ({runs_used}; {gpus}, SM90; SGLang "
         "0.5.17 with its gfx95 gate lifted)"
     )
     return Span(min(r for r, _ in rates), max(r for r, _ in rates)), source
-
-
-def _layers(runs: MeasuredRuns, run_ids: list[str]) -> dict[str, int]:
-    """Each stored target shape's layer count as its run recorded its config."""
-    found: dict[str, int] = {}
-    for run_id in run_ids:
-        for shape, pair in runs.run(run_id).parameters.get("configs", {}).items():
-            target = pair.get("target", pair)
-            if "num_hidden_layers" in target:
-                found.setdefault(shape, int(target["num_hidden_layers"]))
-    return found

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.model.fits.engine_reads import context_cells
+from verifylab.model.inputs.engine_cells import EngineCells
 from verifylab.model.inputs.gpus import GPU_TABLE, gpu_key_in
 from verifylab.model.pricing.verify_kernels import AttentionShape, SerialRate, attention_shape, waves
 from verifylab.sources import MeasuredRuns
@@ -19,28 +19,19 @@ FIT_SHAPE = "mla"
 MEASURED_ON = "h200"
 
 
-def _configs(runs: MeasuredRuns, run_ids: list[str]) -> dict[str, dict]:
-    """Each target shape's config as its run recorded it (``parameters.configs.<shape>.target``)."""
-    found: dict[str, dict] = {}
-    for run_id in run_ids:
-        for shape, pair in runs.run(run_id).parameters.get("configs", {}).items():
-            found.setdefault(shape, pair.get("target", pair))
-    return found
-
-
-def _spec_cells(runs: MeasuredRuns) -> pd.DataFrame:
-    cells = context_cells(runs)
+def _spec_cells(engine: EngineCells) -> pd.DataFrame:
+    cells = engine.cells
     if cells.empty:
         return cells
     return cells[(cells["backend"] == "triton") & (cells["mode"] == "eagle3") & (cells["gpu"] == MEASURED_ON)].copy()
 
 
-def serial_rate(runs: MeasuredRuns) -> tuple[SerialRate, dict[str, AttentionShape], dict[str, int]] | None:
+def serial_rate(engine: EngineCells) -> tuple[SerialRate, dict[str, AttentionShape], dict[str, int]] | None:
     """The fitted rate, each stored target's attention shape (TP 1) and layer count; None without the cells."""
-    cells = _spec_cells(runs)
+    cells = _spec_cells(engine)
     if cells.empty:
         return None
-    configs = _configs(runs, sorted(cells["run"].unique()))
+    configs = {shape: engine.configs[shape] for shape in sorted(cells["shape"].unique()) if shape in engine.configs}
     shapes = {name: attention_shape(config, 1) for name, config in configs.items()}
     layers = {name: int(config["num_hidden_layers"]) for name, config in configs.items()}
     mine = cells[(cells["shape"] == FIT_SHAPE) & (cells["context"] <= FIT_CONTEXT_MAX)]

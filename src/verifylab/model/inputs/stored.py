@@ -14,6 +14,7 @@ import pandas as pd
 from verifylab.derived import DerivedCache, derived
 from verifylab.errors import ModelInputError, VerifylabError
 from verifylab.model.inputs.curves import BoxProbe, Curve, NormRead, norm_read, stored_curves
+from verifylab.model.inputs.engine_cells import EngineCells, read_engine_cells
 from verifylab.model.inputs.gpus import Ceilings
 from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
 from verifylab.model.inputs.probes import box_probe, host_memory_curve
@@ -70,6 +71,7 @@ class StoredRuns(_CachedRecord):
     _probe: BoxProbe | None = None
     _in_pass_points: tuple[InPassPoint, ...] = ()
     _nvlink: NvlinkRead | None = None
+    _engine: EngineCells | None = None
 
     def grid(self, run_id: str) -> GridRead:
         """Grid run ``run_id`` as read, or an error naming the grids there are."""
@@ -120,6 +122,12 @@ class StoredRuns(_CachedRecord):
     def nvlink(self) -> NvlinkRead | None:
         self._read("nvlink")
         return self._nvlink
+
+    @property
+    def engine(self) -> EngineCells:
+        """The engine runs' context cells and target configs (empty where none is stored)."""
+        self._read("engine")
+        return self._engine if self._engine is not None else EngineCells(pd.DataFrame())
 
 
 UNREADABLE = (VerifylabError, KeyError, ValueError, TypeError, IndexError)  # what a table that does not hold its
@@ -175,6 +183,7 @@ def _read_runs(runs: MeasuredRuns) -> StoredRuns:
             lambda: (*synthetic_points(runs), *live_points(runs)),
         ),
         "nvlink": ("the NVLink curves (table allreduce_latency)", lambda: _nvlink_read(runs)),
+        "engine": ("the engine runs' cells (table context_cells)", lambda: read_engine_cells(runs)),
     }
     parts: dict[str, Any] = {}
     unread: dict[str, str] = {}
