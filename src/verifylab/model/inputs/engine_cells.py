@@ -41,7 +41,8 @@ def stacked(runs: MeasuredRuns, table: str) -> pd.DataFrame:
 
 def read_engine_cells(runs: MeasuredRuns) -> EngineCells:
     """The engine runs' cells and configs, read once."""
-    frames, configs = [], {}
+    frames: list[pd.DataFrame] = []
+    configs: dict[str, dict] = {}
     for run_id in runs.runs_with_table(CONTEXT_CELLS):
         run = runs.run(run_id)
         frames.append(
