@@ -56,14 +56,17 @@ class SglangLaunch(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model_path: str = flag("--model-path", "<model-path>")
+    trust_remote_code: bool = flag("--trust-remote-code", False)
     tp_size: int = flag("--tp-size", 1, ge=1)
     host: str | None = flag("--host")
     port: int | None = flag("--port", ge=1, le=65535)
     mem_fraction_static: float | None = flag("--mem-fraction-static", gt=0, le=1)
     attention_backend: str | None = flag("--attention-backend", pattern=r"^[a-z0-9_]+$")
+    kv_cache_dtype: str | None = flag("--kv-cache-dtype", pattern=r"^[a-z0-9_]+$")
     allreduce: AllReduce = AllReduce.NCCL  # its flags and environment depend on the version (:func:`build_command`)
     disable_custom_all_reduce: bool = flag(NO_CUSTOM_ALLREDUCE, False)
     max_running_requests: int | None = flag("--max-running-requests", ge=1)
+    cuda_graph_max_bs: int | None = Field(None, ge=1)  # the version's decode CUDA-graph cap flag (build_command)
     speculative_algorithm: str | None = flag("--speculative-algorithm")
     speculative_draft_model_path: str | None = flag("--speculative-draft-model-path")
     speculative_num_steps: int | None = flag("--speculative-num-steps", ge=1)
@@ -168,10 +171,26 @@ class LaunchCommand:
         sets, then the launcher and the arguments, each quoted."""
         return shell_command([*(f"{k}={v}" for k, v in self.env), *self.argv(launcher)], self.unset)
 
+    def reasons(self) -> list[tuple[str, str]]:
+        """Each flag whose reason is not obvious and why it stands in the command (:data:`FLAG_REASONS`), in order."""
+        return [(a, FLAG_REASONS[a]) for a in self.args if a in FLAG_REASONS]
+
     def value_of(self, name: str) -> str | None:
         """The value the command gives ``name`` (None where it gives none)."""
         args = list(self.args)
         return args[args.index(name) + 1] if name in args[:-1] else None
+
+
+FLAG_REASONS = {  # a launch line's flags whose reason a reader would ask for
+    "--trust-remote-code": "the model's config.json names remote code (auto_map): SGLang refuses to load it without",
+    "--attention-backend": "the backend the answer priced (its verify kernel sets the long-context answer, chapter 1)",
+    "--kv-cache-dtype": "the KV dtype the answer's pool assumes (fp8 holds twice the tokens of bf16)",
+    FUSION_OFF_FLAG: "all-reduce fusion stays off where the answer priced it off: this version turns it on by itself "
+    "once its gates open",
+    "--max-running-requests": "the running-request cap the plan chose under your SLO and load",
+    "--cuda-graph-max-bs-decode": "CUDA graphs cover every running request up to the cap",
+    "--cuda-graph-max-bs": "CUDA graphs cover every running request up to the cap",
+}
 
 
 def setting_args(**settings: Any) -> list[str]:
@@ -197,6 +216,17 @@ def _field_args(launch: SglangLaunch, switches: list[str], only: str | None = No
     return args
 
 
+GRAPH_FLAGS = ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")  # 0.5.14+ has the first; 0.5.20 drops the second
+
+
+def _graph_args(launch: SglangLaunch, flags: frozenset[str]) -> list[str]:
+    """The decode CUDA-graph batch cap as the version spells it (its first of :data:`GRAPH_FLAGS`)."""
+    if launch.cuda_graph_max_bs is None:
+        return []
+    option = next((f for f in GRAPH_FLAGS if f in flags), GRAPH_FLAGS[-1])
+    return [option, str(launch.cuda_graph_max_bs)]
+
+
 def _allreduce_args(launch: SglangLaunch, flags: frozenset[str]) -> tuple[list[str], dict[str, str]]:
     """The flags and environment that put the server on ``launch.allreduce`` in a version with ``flags``."""
     if launch.allreduce is AllReduce.FUSED:
@@ -216,7 +246,7 @@ def build_command(launch: SglangLaunch, target: LaunchTarget) -> LaunchCommand:
     if eagle and not launch.speculative_draft_model_path:
         raise LaunchError(f"{launch.speculative_algorithm} needs a draft model (--speculative-draft-model-path)")
     switches, env = _allreduce_args(launch, accepted)
-    args = [*_field_args(launch, switches), *launch.extra_args]
+    args = [*_field_args(launch, switches), *_graph_args(launch, accepted), *launch.extra_args]
     unknown = [a.split("=")[0] for a in args if a.startswith("--") and a.split("=")[0] not in accepted]
     if unknown:
         raise LaunchError(f"{checked_against} does not accept {', '.join(dict.fromkeys(unknown))}")

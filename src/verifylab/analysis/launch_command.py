@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.recommendation import Recommendation, Topic
@@ -93,22 +94,30 @@ class StackCommand:
     versions: str
     command: str
     checked_against: str
+    reasons: tuple[tuple[str, str], ...] = ()  # each flag that needs one and why it stands there
 
 
-def stack_commands(targets: Sequence[tuple[str, str, LaunchTarget, AllReduce]], tp: int = 8) -> list[StackCommand]:
+def stack_commands(
+    targets: Sequence[tuple[str, str, LaunchTarget, AllReduce]], tp: int = 8, **answer: Any
+) -> list[StackCommand]:
     """EAGLE-3 with 4 draft tokens at TP ``tp`` on each (title, versions, target, all-reduce), built by the one
     builder and checked against the target's audited flags and the variables its wheel reads (a stack the builder
-    refuses is named with why)."""
+    refuses is named with why); ``answer``: the settings the answer priced (attention backend, KV dtype, remote
+    code)."""
     out = []
     for title, versions, target, allreduce in targets:
         launch = SglangLaunch.speculative(
-            "EAGLE3", 4, DRAFT_PLACEHOLDER, model_path="<model-path>", tp_size=tp, allreduce=allreduce
+            "EAGLE3", 4, DRAFT_PLACEHOLDER, model_path="<model-path>", tp_size=tp, allreduce=allreduce, **answer
         )
         try:
             built = build_command(launch, target)
             out.append(
                 StackCommand(
-                    title, versions, built.shell(REPLAY_LAUNCHER), f"the audited SGLang {target.version} wheel"
+                    title,
+                    versions,
+                    built.shell(REPLAY_LAUNCHER),
+                    f"the audited SGLang {target.version} wheel",
+                    tuple(built.reasons()),
                 )
             )
         except LaunchError as exc:

@@ -155,9 +155,9 @@ def verify_path_version_table(frame: pd.DataFrame, version: str) -> pd.DataFrame
     ).reset_index(drop=True)
 
 
-def backend_line(frame: pd.DataFrame, version: str, model: str) -> Prose:
+def backend_line(frame: pd.DataFrame, version: str, model: str, chosen: str | None = None) -> Prose:
     """The decision page's line: the backend SGLang ``version`` runs for ``model`` (MLA) on SM120, its verify kernel,
-    and the flag that changes it, from the audit."""
+    and the flag that changes it, from the audit; ``chosen``: the backend the launch lines name (the answer's)."""
     answer = verify_backend(frame, version)
     if answer is None:
         return Prose(f"SGLang {version}'s verify path is not audited: run `verifylab gates matrix`.")
@@ -167,8 +167,10 @@ def backend_line(frame: pd.DataFrame, version: str, model: str) -> Prose:
         f"(`{answer.chosen_at}`){kernel if answer.verify_kernel else ''}."
     )
     if answer.change_flag():
-        line += (
-            f" `{answer.change_flag()}` changes it ({NOT_RUN}: `{answer.admitted_at}`); the launch lines below keep "
-            f"the default, which the measured runs priced."
+        keep = (
+            f"the launch lines below name `{chosen}`, the backend on which the answers found EAGLE-3 paying"
+            if chosen and chosen != answer.backend
+            else "the launch lines below keep the default, which the measured runs priced"
         )
+        line += f" `{answer.change_flag()}` changes it ({NOT_RUN}: `{answer.admitted_at}`); {keep}."
     return Prose(line)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -82,10 +83,19 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
     if plan.launch_refusal is not None:
         console.print(f"no launch command: {plan.launch_refusal}", highlight=False, markup=False)
         return
-    command = launch_words(
-        plan.chosen, plan.tp, target, collective=plan.collective, attention_backend=plan.attention_backend
+    command, reasons = launch_words(
+        plan.chosen,
+        plan.tp,
+        target,
+        collective=plan.collective,
+        attention_backend=plan.attention_backend,
+        trust_remote_code=plan.trust_remote_code,
+        kv_cache_dtype=plan.kv_cache_dtype,
+        with_reasons=True,
     )
     console.print(f"  launch the choice: {command}", highlight=False, markup=False, soft_wrap=True)
+    for flag, reason in reasons:
+        console.print(f"    {flag}: {reason}", highlight=False, markup=False)
     console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
 
 
@@ -97,14 +107,24 @@ def launch_words(
     draft_path: str = "<EAGLE-3-draft-path>",
     collective: str = "nccl",
     attention_backend: str | None = None,
-) -> str:
+    trust_remote_code: bool = False,
+    kv_cache_dtype: str | None = None,
+    with_reasons: bool = False,
+) -> Any:
     """The command that serves a configuration at TP ``tp``, built for ``target`` and shell-quoted (why not, where the
     target cannot run it); ``collective`` ``pcie_ipc``: SGLang's PCIe-IPC all-reduce where the target runs it;
-    ``attention_backend``: the backend the answer priced, named."""
+    ``attention_backend`` and ``kv_cache_dtype``: what the answer priced, named; CUDA graphs up to the running cap.
+    ``with_reasons``: the command and why each flag that needs one stands there."""
     c = priced.config
-    settings: dict = {"model_path": model_path, "tp_size": tp, "max_running_requests": c.max_running}
-    if attention_backend is not None:
-        settings["attention_backend"] = attention_backend
+    settings: dict = {
+        "model_path": model_path,
+        "tp_size": tp,
+        "max_running_requests": c.max_running,
+        "cuda_graph_max_bs": c.max_running,
+        "trust_remote_code": trust_remote_code,
+        "attention_backend": attention_backend,
+        "kv_cache_dtype": kv_cache_dtype,
+    }
     if collective == "pcie_ipc" and tp > 1 and target.has_pcie_ipc:
         settings["allreduce"] = AllReduce.PCIE_IPC
     launch = (
@@ -113,9 +133,10 @@ def launch_words(
         else SglangLaunch.speculative(c.drafter.algorithm, c.draft_tokens, draft_path, **settings)
     )
     try:
-        return build_command(launch, target).shell()
+        built = build_command(launch, target)
     except LaunchError as exc:
-        return f"no command: {exc}"
+        return (f"no command: {exc}", []) if with_reasons else f"no command: {exc}"
+    return (built.shell(), built.reasons()) if with_reasons else built.shell()
 
 
 def _port_free(host: str, port: int) -> bool:

@@ -21,11 +21,17 @@ from verifylab.model.answers.decision import (
     fusion_by_load_words,
     regime_answer,
 )
-from verifylab.model.answers.engine_answer import KIMI_ATTENTION, engine_bands, engine_choice
+from verifylab.model.answers.engine_answer import (
+    KIMI_ATTENTION,
+    SGLANG_DEFAULT_BACKEND,
+    SGLANG_KV_DTYPE,
+    engine_bands,
+    engine_choice,
+)
 from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
-from verifylab.model.inputs.configs import kimi_k25_costs
+from verifylab.model.inputs.configs import kimi_k25_costs, needs_remote_code
 from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.regimes import REGIME_TITLE
 from verifylab.model.pricing.speculation import SpeculationAnswer
@@ -150,6 +156,17 @@ def case_bands(ev: Evidence, engine: str = "sglang", backend: str | None = None)
     return band_answers(ev, spec, modelled, repriced)
 
 
+def answer_backend(ev: Evidence) -> str:
+    """The attention backend the launch lines name: SGLang's default where EAGLE-3 pays at some band on it, else the
+    first backend of :data:`CASE_ENGINES` on which it does (the default where none)."""
+    for engine, backend in CASE_ENGINES:
+        if engine != "sglang":
+            continue
+        if any(not b.setting.startswith("EAGLE-3 off") for b in case_bands(ev, engine, backend)):
+            return backend or SGLANG_DEFAULT_BACKEND[("MLA", "SM120")]
+    return SGLANG_DEFAULT_BACKEND[("MLA", "SM120")]
+
+
 def engine_band_lines(ev: Evidence) -> str:
     """One line per engine of :data:`CASE_ENGINES`: its bands and how its verify was priced."""
     lines = []
@@ -165,6 +182,7 @@ def launch_section(ev: Evidence) -> str:
     case study's own stack for a box that cannot upgrade, each built by the one builder and checked against the
     audited wheel's flags and the variables it reads."""
     recommended, case = RECOMMENDED_STACK, CASE_STUDY_STACK
+    chosen = answer_backend(ev)
     commands = stack_commands(
         [
             (
@@ -179,16 +197,21 @@ def launch_section(ev: Evidence) -> str:
                 ev.launch_target(case[0]),
                 AllReduce.NCCL,
             ),
-        ]
+        ],
+        trust_remote_code=needs_remote_code(KIMI_ATTENTION),
+        attention_backend=chosen,
+        kv_cache_dtype=SGLANG_KV_DTYPE["fp8"],  # the page's pool the stream limits assume
     )
     blocks = []
     for c in commands:
+        why = "".join(f"- `{flag}`: {md_text(reason)}\n" for flag, reason in c.reasons)  # flags: [a-z-] only
         blocks.append(
             f"**{c.title}** ({c.versions}; flags and variables checked against {md_text(c.checked_against)}):\n\n"
-            f"```bash\n{wrapped_command(c.command)}\n```\n"
+            f"```bash\n{wrapped_command(c.command)}\n```\n\n" + (f"Why its flags:\n\n{why}" if why else "")
         )
     backend = (
-        f"{inert_markdown(backend_line(ev.verify_path, recommended[0], 'Kimi-K2.5'))} (chapter 1, the verify path's "
+        f"{inert_markdown(backend_line(ev.verify_path, recommended[0], 'Kimi-K2.5', chosen))} (chapter 1, the verify "
+        "path's "
         "gates)\n\n"
         if ev.has_verify_path
         else ""

@@ -106,6 +106,8 @@ class BoxPlan:
     collective: str = "nccl"  # the all-reduce its command asks for: "pcie_ipc" where P2P works, else NCCL
     attention_backend: str | None = None  # the attention backend its command names (the answer's)
     launch_refusal: str | None = None  # why no SGLang command serves the answer (vLLM's prices, a patched kernel)
+    trust_remote_code: bool = False  # the model's config names remote code (auto_map)
+    kv_cache_dtype: str | None = None  # SGLang's --kv-cache-dtype where the answer assumes one other than bf16
 
     @property
     def measured_configs(self) -> list[Configuration]:

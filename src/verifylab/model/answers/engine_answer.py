@@ -57,10 +57,13 @@ SGLANG_DEFAULT_BACKEND = {
     ("dense", "SM100"): "trtllm_mha",
     ("dense", "SM120"): "flashinfer",
 }
-# Kimi-K2's attention as its published config.json states it (64 MLA heads, latent 512 + rope 64): the case study's
-# model where no config is given
+# Kimi-K2.5's config.json as published, the fields the answers read: its attention (Kimi-K2's: 64 MLA heads, latent
+# 512 + rope 64) and its remote code (auto_map); the case study's model where no config is given
 KIMI_ATTENTION = {"num_attention_heads": KIMI_K2.heads, "kv_lora_rank": KIMI_K2.kv_lora_rank,
-                  "qk_rope_head_dim": KIMI_K2.qk_rope_dim}  # fmt: skip
+                  "qk_rope_head_dim": KIMI_K2.qk_rope_dim,
+                  "auto_map": {"AutoConfig": "configuration_kimi_k25.KimiK25Config"}}  # fmt: skip
+# SGLang's --kv-cache-dtype for a KV dtype the answers price (bf16: its default, no flag)
+SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
 NEEDS_PATCH = "needs a patched SGLang (its split-KV gate opens on AMD gfx95 only): priced, never in a launch line"
 
 

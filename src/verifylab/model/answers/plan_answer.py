@@ -12,11 +12,17 @@ from verifylab.errors import ParameterError
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
 from verifylab.model.answers.box_plan import DRAFT_TOKENS, BoxPlan, RateSource, Slo, choose, startup_seconds
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
-from verifylab.model.answers.engine_answer import KIMI_ATTENTION, engine_choice, engine_verify
+from verifylab.model.answers.engine_answer import KIMI_ATTENTION, SGLANG_KV_DTYPE, engine_choice, engine_verify
 from verifylab.model.case.speculation import inputs_of
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import measured_overheads
-from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config, read_config_json
+from verifylab.model.inputs.configs import (
+    eagle3_draft_for,
+    kimi_k25_costs,
+    needs_remote_code,
+    read_config,
+    read_config_json,
+)
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named
 from verifylab.model.inputs.model_costs import Routing
@@ -142,6 +148,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         collective="pcie_ipc" if req.tp > 1 and p2p else "nccl",
         attention_backend=choice.backend if choice.launch_refusal is None else None,
         launch_refusal=choice.launch_refusal,
+        trust_remote_code=needs_remote_code(raw),
+        kv_cache_dtype=SGLANG_KV_DTYPE.get(choice.kv_dtype),
         inputs={**plan.inputs, **engine_inputs},
     )
 

@@ -191,6 +191,12 @@ def read_config(path: Path, expert_bits: float | None = None) -> ModelCosts:
     return costs_from_config(read_config_json(path), str(file), expert_bits)
 
 
+def needs_remote_code(config: dict[str, Any]) -> bool:
+    """Whether a config.json names remote code (``auto_map``, at its top or in its text config): SGLang loads such a
+    model only with ``--trust-remote-code``."""
+    return bool(config.get("auto_map")) or bool(_text_config(config).get("auto_map"))
+
+
 def read_config_json(path: Path) -> dict[str, Any]:
     """``config.json`` (or the folder holding it) as its object; one line naming the file otherwise."""
     file = path / "config.json" if path.is_dir() else path
