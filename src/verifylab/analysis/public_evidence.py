@@ -8,7 +8,7 @@ import pandas as pd
 
 from verifylab.comm.bands import Band
 
-REGIME_ORDER = ("healthy P2P", "degraded", "host-memory fallback", "socket")
+REGIME_ORDER = ("healthy P2P", "NCCL slow, P2P works", "degraded", "host-memory fallback", "socket")
 CONTEXT = "context only (prices nothing)"
 
 

@@ -179,3 +179,39 @@ def classify_reading(
         f"{limit.basis}){seen}",
         limit,
     )
+
+
+P2P_KERNELS = ("pcie_ipc", "custom_pcie")  # all-reduce kernels that run only where every pair's P2P works
+TIME_UNITS_US = {"us": 1.0, "ms": 1e3}
+
+
+def regime_label_problems(public: pd.DataFrame) -> list[str]:
+    """Each public NCCL all-reduce row whose regime label the book's own rules contradict: a row labelled healthy P2P
+    slower than :func:`healthy_limit` at its world size (the healthy band of the other sources' rows within 4x of its
+    message x :data:`HEALTHY_TOLERANCE`), and a row labelled degraded (P2P staged or broken) from a source whose same
+    host ran a P2P kernel (:data:`P2P_KERNELS`: its P2P works, so its NCCL is slow). One line per row, naming it."""
+    if public is None or public.empty:
+        return []
+    problems = []
+    scale = public["unit"].map(TIME_UNITS_US)
+    values = pd.to_numeric(public["value"], errors="coerce") * scale
+    sizes = pd.to_numeric(public["message_bytes"], errors="coerce")
+    nccl = public["implementation"].astype(str).str.startswith("nccl") & (public["transport"] == "P2P")
+    p2p_sources = set(public.loc[public["implementation"].isin(P2P_KERNELS), "url"])
+    for i in public.index[nccl & values.notna() & sizes.notna()]:
+        row = public.loc[i]
+        if row["regime"] == Regime.HEALTHY_P2P.value:
+            others = bands_from_public(public[public["url"] != row["url"]], float(sizes[i]))  # other sources
+            same = [b for b in others if b.regime is Regime.HEALTHY_P2P and b.world == int(row["world_size"])]
+            if same and values[i] > same[0].high_us * HEALTHY_TOLERANCE:
+                problems.append(
+                    f"{row['id']}: labelled {Regime.HEALTHY_P2P.value} at {values[i]:.1f} us, slower than the healthy "
+                    f"limit {same[0].high_us * HEALTHY_TOLERANCE:.1f} us at {int(row['world_size'])} ranks "
+                    f"({', '.join(same[0].evidence)} x {HEALTHY_TOLERANCE:g})"
+                )
+        elif row["regime"] == Regime.DEGRADED.value and row["url"] in p2p_sources:
+            problems.append(
+                f"{row['id']}: labelled {Regime.DEGRADED.value} (P2P staged or broken) but its source ran a P2P "
+                f"kernel on the same box: {Regime.NCCL_SLOW.value}"
+            )
+    return problems

@@ -16,6 +16,7 @@ import pandas as pd
 from verifylab.errors import ReferenceDataError
 from verifylab.intake import OutsideFileError, read_outside_text
 from verifylab.iorw import file_exists
+from verifylab.vocab import Regime
 
 PUBLIC_FILE = Path("reference") / "public_measurements.csv"
 PROVENANCE = "reported (public)"
@@ -39,7 +40,7 @@ COLUMNS = [
     "note",
 ]
 REQUIRED = [c for c in COLUMNS if c not in ("message_bytes", "software", "note")]  # the rest may be empty
-REGIMES = {"healthy P2P", "host-memory fallback", "socket", "degraded"}
+REGIMES = {r.value for r in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW, Regime.DEGRADED, Regime.HOST_MEMORY, Regime.SOCKET)}
 TRANSPORTS = {"P2P", "SHM", "NET"}
 UNITS = {"us", "GB/s", "tok/s", "ms"}
 MAX_QUOTE_WORDS = 30
