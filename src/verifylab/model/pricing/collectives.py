@@ -43,6 +43,10 @@ from verifylab.model.pricing.regimes import (
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
 Method = TypeVar("Method", bound=Callable[..., Any])
+# Rows of the hidden size PCIe-IPC's workspace holds where SGLang cannot read the server's decode config (0.5.22's
+# _FALLBACK_DECODE_WIDTH; a server's own is its decode CUDA graph's largest batch x draft tokens): a reduction past it
+# is handed to NCCL
+PCIE_IPC_WORKSPACE_ROWS = 64
 
 
 def _memoized(method: Method) -> Method:
@@ -335,11 +339,24 @@ class RegimeCurves:
         return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (fitted on the H200 traces)")
 
     def _pcie_ipc(self, regime: Regime, world: int, message: float) -> Price | str:
-        """SGLang's PCIe-IPC all-reduce (0.5.21+, FlashInfer >= 0.7.0) from its own public curve, times the measured
-        in-pass factor of a push kernel; it needs peer writes, so it runs only where P2P works (healthy P2P, and a
-        probed box whose NCCL is slow while its P2P works)."""
+        """SGLang's PCIe-IPC all-reduce (0.5.21+, FlashInfer >= 0.7.0) from its own public curve, as its source measured
+        it (no in-pass factor was measured for this kernel, so none is applied); it needs peer writes, so it runs only
+        where P2P works (healthy P2P, and a probed box whose NCCL is slow while its P2P works). Its workspace is sized
+        for decode (:data:`PCIE_IPC_WORKSPACE_ROWS` rows of the hidden size): SGLang hands a larger reduction to NCCL
+        (``should_pcie_ipc_ar``), so there the price is NCCL's, and says so."""
         if regime is not Regime.HEALTHY_P2P:
             return "needs working P2P (the kernel writes into the peers' memory): fix P2P first"
+        if message > PCIE_IPC_WORKSPACE_ROWS * KIMI_K2_HIDDEN * 2:
+            nccl = self._nccl(regime, world, message)
+            if isinstance(nccl, str):
+                return nccl
+            return Price(
+                nccl.low_us,
+                nccl.high_us,
+                f"NCCL: a reduction past PCIe-IPC's decode-sized workspace ({PCIE_IPC_WORKSPACE_ROWS} rows) is handed "
+                f"to NCCL ({nccl.basis})",
+                extrapolated=nccl.extrapolated,
+            )
         curves = self._curves(world, ("pcie_ipc",))
         if not curves:
             return f"no public PCIe-IPC curve at {world} ranks"
@@ -347,11 +364,9 @@ class RegimeCurves:
         values = [c.priced_at(message, wire) for c in self._around(curves, message)]
         sources = "; ".join(c.source for c in curves)
         beyond = extrapolation([c.message_bytes for c in curves], message)
-        base = Price(
+        return Price(
             min(values), max(values), f"public PCIe-IPC curve at {world} ranks: {sources}", extrapolated=beyond
         )
-        low, high = self.in_pass_fused.range_at(message)
-        return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (fitted on the H200 traces)")
 
     def _all_to_all(self, regime: Regime, world: int, per_gpu_bytes: float) -> Price | str:
         if regime is Regime.HEALTHY_P2P:
