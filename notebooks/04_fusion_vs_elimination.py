@@ -109,36 +109,6 @@ chapter.engine_attention_finding(ev)
 # %% mystnb={"figure": {"caption": "What 1,000 tokens of a stream's context add to a plain step and to an EAGLE-3 verify cycle (4 tokens), per target, attention backend and streams, beside the model's growth (measured, 1 x H200; modelled)", "name": "tbl-engine-attention"}}
 chapter.engine_attention(ev)
 
-# %% [markdown]
-# ## The verify kernels, one by one
-#
-# Which kernel verifies a chain is a gate of its own (chapter 1): SGLang's Triton backend runs the serial extend kernel
-# unless the split-KV one is switched on, which only AMD gfx95 does; FlashInfer's MLA backend runs `fa3` on SM90 and
-# `fa2` elsewhere, SM120 included. Each kernel was called on one attention layer as SGLang and FlashInfer call it,
-# on the same random KV and draft queries, its output checked against an fp32 reference at every draft position
-# before it was timed (`benchmarks/verify_kernels`), beside the price the model gave it before the run.
-
-# %%
-chapter.verify_kernels_finding(ev)
-
-# %% mystnb={"figure": {"caption": "One attention layer's verify of a 4-token chain per kernel, one stream: correctness against fp32, time, and the model's price made before the run (measured, 1 x H100, SM90; modelled)", "name": "tbl-verify-kernels"}}
-chapter.verify_kernels(ev)
-
-# %%
-chapter.verify_kernel_refit_finding(ev)
-
-# %% mystnb={"figure": {"caption": "The serial verify kernel at 64k tokens, every cell held out of the refit: measured beside the refitted model (measured, 1 x H100; modelled)", "name": "tbl-verify-kernel-refit"}}
-chapter.verify_kernel_refit(ev)
-
-# %%
-chapter.verify_growth_finding(ev)
-
-# %% mystnb={"figure": {"caption": "An EAGLE-3 cycle's growth from 2k to 64k tokens of one stream's context inside SGLang per verify kernel and target depth, measured beside the growth predicted before the run (measured, 1 x H100, SM90, random weights; modelled)", "name": "tbl-verify-growth-check"}}
-chapter.verify_growth_check(ev)
-
-# %% mystnb={"figure": {"caption": "Every engine cell above 16k tokens, held out of the refit: measured beside the range refitted on its own series' shorter contexts (measured, 1 x H100 and 1 x H200, SM90; modelled)", "name": "tbl-verify-growth-fit"}}
-chapter.verify_growth_fit(ev)
-
 # %%
 chapter.engine_experts_finding(ev)
 
@@ -168,6 +138,38 @@ chapter.context_profiles(ev)
 
 # %% mystnb={"figure": {"caption": "Every cell of the public per-context matrices: plain and EAGLE-3 tok/s and the gain, reported beside predicted, with each cell's role (reported, public; modelled)", "name": "tbl-context-cells"}}
 chapter.context_cells(ev)
+
+# %% [markdown] page="kernels"
+# # The verify kernels, measured one by one
+#
+# Which kernel verifies a chain is a gate of its own (chapter 1): SGLang's Triton backend runs the serial extend kernel
+# unless the split-KV one is switched on, which only AMD gfx95 does; FlashInfer's MLA backend runs `fa3` on SM90 and
+# `fa2` elsewhere, SM120 included. Each kernel was called on one attention layer as SGLang and FlashInfer call it,
+# on the same random KV and draft queries, its output checked against an fp32 reference at every draft position
+# before it was timed (`benchmarks/verify_kernels`), beside the price the model gave it before the run; then each
+# kernel inside SGLang's own server, a deep target's verify cycle from 2k to 64k tokens of context
+# (`benchmarks/engine_reads`).
+
+# %%
+chapter.verify_kernels_finding(ev)
+
+# %% mystnb={"figure": {"caption": "One attention layer's verify of a 4-token chain per kernel, one stream: correctness against fp32, time, and the model's price made before the run (measured, 1 x H100, SM90; modelled)", "name": "tbl-verify-kernels"}}
+chapter.verify_kernels(ev)
+
+# %%
+chapter.verify_kernel_refit_finding(ev)
+
+# %% mystnb={"figure": {"caption": "The serial verify kernel at 64k tokens, every cell held out of the refit: measured beside the refitted model (measured, 1 x H100; modelled)", "name": "tbl-verify-kernel-refit"}}
+chapter.verify_kernel_refit(ev)
+
+# %%
+chapter.verify_growth_finding(ev)
+
+# %% mystnb={"figure": {"caption": "An EAGLE-3 cycle's growth from 2k to 64k tokens of one stream's context inside SGLang per verify kernel and target depth, measured beside the growth predicted before the run (measured, 1 x H100, SM90, random weights; modelled)", "name": "tbl-verify-growth-check"}}
+chapter.verify_growth_check(ev)
+
+# %% mystnb={"figure": {"caption": "Every engine cell above 16k tokens, held out of the refit: measured beside the range refitted on its own series' shorter contexts (measured, 1 x H100 and 1 x H200, SM90; modelled)", "name": "tbl-verify-growth-fit"}}
+chapter.verify_growth_fit(ev)
 
 # %% [markdown] page="options"
 # # What each option costs, by regime and load

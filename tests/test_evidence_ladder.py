@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from verifylab.analysis.evidence_ladder import BANDS, BandAnswer, BoxSpec, Rung, band_answers, bands_words
+from verifylab.analysis.evidence_ladder import (
+    BANDS,
+    CASE_BOX_OPTIONS,
+    BandAnswer,
+    BoxSpec,
+    Rung,
+    band_answers,
+    bands_words,
+)
 from verifylab.model.inputs.configs import kimi_k25_costs
 from verifylab.model.pricing.speculation import GainRow, SpeculationAnswer
 from verifylab.sources import MeasuredRuns, SourcesInMemory
@@ -75,7 +83,9 @@ def test_a_box_with_neither_answers_from_the_model_and_says_so():
 def test_a_band_that_does_not_decide_names_the_one_command_that_settles_it():
     wide = BandAnswer("32k", 32768, Rung.MODEL, "m", Span(1.1, 1.3), (2.0, 40.0), 128)
     assert not wide.decisive
-    assert wide.setting.startswith("measure first: `verifylab box --plan --context 32768 --verify FILE`")
+    assert wide.setting.startswith(
+        f"measure first: `verifylab box --plan {CASE_BOX_OPTIONS} --context 32768 --verify FILE`"
+    )
     assert "GPU minutes" in wide.setting
     off = BandAnswer("64k+", 65536, Rung.MODEL, "m", Span(0.7, 0.9), (1.0, 1.0), 128)
     assert off.decisive and off.setting == "EAGLE-3 off (it loses from one stream)"

@@ -89,10 +89,15 @@ class BandAnswer:
         return settle_command(self.context)
 
 
-def settle_command(context: int) -> str:
-    """The one command that settles an answer on the box, with its minutes."""
+CASE_BOX_OPTIONS = "--config examples/configs/kimi-k2.5-int4 --gpu rtx-pro-6000 --tp 8 --regime healthy-p2p"
+
+
+def settle_command(context: int, box: str = CASE_BOX_OPTIONS) -> str:
+    """The one command that settles an answer on the box (``box``: its options; the case study's by default), with
+    its minutes; FILE is the YAML of how SGLang starts there (benchmarks/box/)."""
     return (
-        f"measure first: `verifylab box --plan --context {context} --verify FILE` (about {SETTLE_MINUTES} GPU minutes)"
+        f"measure first: `verifylab box --plan {box} --context {context} --verify FILE` (about {SETTLE_MINUTES} GPU "
+        "minutes)"
     )
 
 

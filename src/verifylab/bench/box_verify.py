@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifylab.bench.prompts import Prompt, context_prompts
 from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
 from verifylab.model.answers.box_plan import BoxPlan, CellPrediction, Configuration
@@ -79,6 +80,8 @@ def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
         "streams": list(plan.streams),
         "minutes": plan.minutes,
         "budget_minutes": plan.budget_minutes,
+        "context_tokens": plan.context_tokens,
+        "stream_cap": plan.stream_cap,
         "configs": configs,
         "inputs": plan.inputs,
     }
@@ -106,14 +109,23 @@ def run_verify(
     base = settings.base.model_copy(update={"extra_args": _without_cap(settings.base.extra_args)})
     points = [point_of(c, settings) for c in plan.measured_configs]
     parameters = {"base": base.model_dump(), "box_plan": plan_record(plan, settings), "verify": settings.model_dump()}
+    prompts = verify_prompts(plan)
     return run_points(
         base,
         points,
-        SweepPlan(list(plan.streams), settings.output_tokens, None, settings.temperature),
+        SweepPlan(list(plan.streams), settings.output_tokens, None, settings.temperature, tuple(prompts)),
         RunTarget(data_dir, run_id, settings.label or "box --verify", parameters, points_table=POINTS),
         health_timeout_s,
         progress,
     )
+
+
+def verify_prompts(plan: BoxPlan) -> list[Prompt]:
+    """What the check sends: at a stated context, prompts of exactly that many tokens with prefixes of their own (as
+    many as the largest cell sends, so no two requests share a cached prefix); else the shipped prompt set (empty)."""
+    if plan.context_tokens is None:
+        return []
+    return context_prompts(max(2 * max(plan.streams), 8), plan.context_tokens)
 
 
 def _without_cap(args: list[str]) -> list[str]:

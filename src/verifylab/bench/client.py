@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -241,15 +242,23 @@ class Client:
         await asyncio.gather(*(touch() for _ in range(connections)))
 
     async def generate(
-        self, prompt: str, max_tokens: int, prompt_id: str = "", category: str = "", stream: bool = True
+        self,
+        prompt: str,
+        max_tokens: int,
+        prompt_id: str = "",
+        category: str = "",
+        stream: bool = True,
+        input_ids: Sequence[int] = (),
     ) -> RequestResult:
-        """One request; failures are returned as ``ok=False`` with the error, never raised."""
+        """One request (``input_ids``: sent as token ids instead of ``prompt``'s text); failures are returned as
+        ``ok=False`` with the error, never raised."""
         assert self.session
         result = RequestResult(prompt_id, category, ok=False)
+        given: dict[str, object] = {"input_ids": list(input_ids)} if input_ids else {"text": prompt}
         if self.api == "generate":
             path = "/generate"
             body = {
-                "text": prompt,
+                **given,
                 "stream": stream,
                 "sampling_params": {"max_new_tokens": max_tokens, "temperature": self.temperature, "ignore_eos": True},
             }
@@ -257,7 +266,7 @@ class Client:
             path = "/v1/completions"
             body = {
                 "model": "default",
-                "prompt": prompt,
+                "prompt": list(input_ids) if input_ids else prompt,
                 "max_tokens": max_tokens,
                 "temperature": self.temperature,
                 "stream": True,

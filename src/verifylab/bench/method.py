@@ -51,12 +51,13 @@ async def single_stream(
     """Warm-ups (discarded), then ``runs`` sequential requests; returns results and the server's accept length
     measured over exactly these runs (/flush_cache first)."""
     for i in range(cfg.warmup):
-        await client.generate(prompts[i % len(prompts)].text, min(cfg.max_tokens, 128), "warmup", "warmup")
+        warm = prompts[i % len(prompts)]
+        await client.generate(warm.text, min(cfg.max_tokens, 128), "warmup", "warmup", input_ids=warm.input_ids)
     await client.post("/flush_cache")
     results = []
     for i in range(cfg.runs):
         p = prompts[i % len(prompts)]
-        results.append(await client.generate(p.text, cfg.max_tokens, p.id, p.category))
+        results.append(await client.generate(p.text, cfg.max_tokens, p.id, p.category, input_ids=p.input_ids))
         if progress:
             progress(i + 1, cfg.runs)
     return results, await server_accept_length(client)
@@ -81,7 +82,7 @@ async def sweep_cell(
             i = counter["next"]
             counter["next"] += 1
             p = prompts[i % len(prompts)]
-            results.append(await client.generate(p.text, max_tokens, p.id, p.category))
+            results.append(await client.generate(p.text, max_tokens, p.id, p.category, input_ids=p.input_ids))
             counter["done"] += 1
             if progress:
                 progress(counter["done"], requests)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,27 @@ class Prompt:
     id: str
     category: str
     text: str
+    input_ids: tuple[int, ...] = ()  # sent as token ids instead of the text (a prompt of an exact length)
+
+
+SYNTHETIC_IDS = (1000, 31000)  # token ids every served tokenizer has (vocabularies of 32k and more), none special
+PREFIX_TOKENS = 16  # the first tokens of a synthetic prompt: its own, so no two share a cached prefix
+
+
+def context_prompts(count: int, tokens: int, seed: int = 0) -> list[Prompt]:
+    """``count`` prompts of exactly ``tokens`` token ids each, every one with a prefix of its own (distinct sessions:
+    no prefix cache is shared between them), drawn from :data:`SYNTHETIC_IDS`."""
+    if count < 1 or tokens < PREFIX_TOKENS:
+        raise BenchmarkError(f"synthetic prompts: {count} of {tokens} tokens (at least 1 of {PREFIX_TOKENS})")
+    low, high = SYNTHETIC_IDS
+    out = []
+    for i in range(count):
+        rng = random.Random(seed * 1_000_003 + i)
+        prefix = [low + (i * PREFIX_TOKENS + k) % (high - low) for k in range(PREFIX_TOKENS)]
+        body = [rng.randrange(low, high) for _ in range(tokens - PREFIX_TOKENS)]
+        out.append(Prompt(f"context-{tokens}-{i}", "synthetic context", f"<{tokens} token ids, prefix {i}>",
+                          tuple(prefix + body)))  # fmt: skip
+    return out
 
 
 def load_prompts(path: Path | None = None) -> list[Prompt]:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from verifylab.bench.client import Client
 from verifylab.bench.method import server_accept_length
+from verifylab.bench.prompts import Prompt
 from verifylab.bench.runner import RunPlace, mark_complete, open_recorder, run_sweep
 from verifylab.bench.speculation_grid import SpecPoint, SpeculationGrid
 from verifylab.errors import BenchmarkError, ServerError
@@ -81,6 +82,7 @@ class SweepPlan:
     tokens: int
     requests_per_cell: int | None = None
     temperature: float = 0.0
+    prompts: tuple[Prompt, ...] = ()  # what each request sends (default: the shipped prompt set)
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ def run_points(
                         variant=point.name,
                         progress=_cells_to(say),
                         temperature=sweep.temperature,
+                        prompts=list(sweep.prompts) or None,
                     )
                     if point.drafter is not None:  # the server's own running average, a cross-check of the target
                         row["server_accept_length"] = run_coroutine(_server_accept(server.url))

@@ -159,6 +159,13 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     )
     for n, config in enumerate(plan.measured_configs, start=1):
         console.print(f"  [{n}] {config.words()}", highlight=False, markup=False)
+    prompts = (
+        f"{plan.context_tokens:,}-token prompts (synthetic token ids, each with a prefix of its own: distinct sessions)"
+        if plan.context_tokens is not None
+        else "the shipped prompt set (short prompts: give --context for prompts of your length)"
+    )
+    cap = f"; the KV pool holds {plan.stream_cap:,} distinct streams of that context" if plan.stream_cap else ""
+    console.print(f"  prompts: {prompts}{cap}", highlight=False, markup=False)
 
 
 def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str, dry_run: bool = False) -> None:

@@ -144,7 +144,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
     params = body.get("sampling_params") or {}
     max_new = int(params.get("max_new_tokens", 16))
     prompt = body.get("text") or ""
-    prompt_tokens = max(1, len(str(prompt).split()))
+    ids = body.get("input_ids")
+    prompt_tokens = len(ids) if isinstance(ids, list) and ids else max(1, len(str(prompt).split()))
     stream = bool(body.get("stream"))
     start = time.perf_counter()
     schedule = tokens_per_step(state, max_new)

@@ -108,6 +108,8 @@ class BoxPlan:
     launch_refusal: str | None = None  # why no SGLang command serves the answer (vLLM's prices, a patched kernel)
     trust_remote_code: bool = False  # the model's config names remote code (auto_map)
     kv_cache_dtype: str | None = None  # SGLang's --kv-cache-dtype where the answer assumes one other than bf16
+    context_tokens: int | None = None  # the owner's stated context: --verify sends prompts of that length
+    stream_cap: int | None = None  # distinct streams of that context the KV pool holds (the sweep stays within)
 
     @property
     def measured_configs(self) -> list[Configuration]:
@@ -241,13 +243,20 @@ def choose(
     rates: RateSource | None = None,
     chains: Sequence[int] = DRAFT_TOKENS,
     refuse_over_budget: bool = True,
+    stream_cap: int | None = None,
 ) -> BoxPlan:
     """The configuration with the most goodput under ``slo`` at ``load`` streams, the runner-up (the best of another
     drafter or chain), plain decoding, and the plan that measures the three; refused when the plan does not fit
-    ``budget_minutes`` and it is to be measured (``refuse_over_budget``; the error names the minutes it needs)."""
+    ``budget_minutes`` and it is to be measured (``refuse_over_budget``; the error names the minutes it needs).
+    ``stream_cap``: the distinct streams the KV pool holds at the context (the load and the sweep capped at it)."""
     if not 1 <= load <= MAX_STREAMS:
         raise ModelInputError(f"--load {load!r}: the concurrent streams you serve, 1 to {MAX_STREAMS}")
     streams = plan_streams(load)
+    if stream_cap is not None:  # distinct sessions beyond the pool would queue: the sweep stays within it
+        if stream_cap < 1:
+            raise ModelInputError("the KV pool holds not one stream of the stated context: raise --tp or shorten it")
+        streams = tuple(sorted({min(s, stream_cap) for s in streams}))
+        load = min(load, stream_cap)
     priced = []
     for config in candidates(load, accept, stated_for, chains):
         cells = price(box, ov, config, sorted({load, *streams}), slo, prompt_tokens, output_tokens, rates)

@@ -10,7 +10,15 @@ from typing import Any
 
 from verifylab.errors import ParameterError
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
-from verifylab.model.answers.box_plan import DRAFT_TOKENS, BoxPlan, RateSource, Slo, choose, startup_seconds
+from verifylab.model.answers.box_plan import (
+    DRAFT_TOKENS,
+    BoxPlan,
+    RateSource,
+    Slo,
+    choose,
+    plan_streams,
+    startup_seconds,
+)
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
 from verifylab.model.answers.engine_answer import KIMI_ATTENTION, SGLANG_KV_DTYPE, engine_choice, engine_verify
 from verifylab.model.case.speculation import inputs_of
@@ -27,10 +35,17 @@ from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import StoredInputs, stored_inputs
-from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
+from verifylab.model.pricing.attention import (
+    BYTES_ONCE_PER_PASS,
+    DEFAULT_MEM_FRACTION,
+    AttentionTerms,
+    kv_pool_tokens,
+    streams_held,
+)
 from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_curve
 from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.regimes import PRICED_REGIMES
+from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
 from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named
@@ -140,7 +155,9 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     verify: tuple[VerifyGrowth | None, str] = (None, "")
     if matched is not None:
         verify = engine_verify(record.runs, choice, raw, req.tp, target.layers, gpu, req.gpu, float(matched[0].anchor))
-    plan = _plan(record, req, box, matched, verify[0])
+    pool = kv_pool_tokens(target, draft, gpu, req.tp, DEFAULT_MEM_FRACTION, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
+    cap = streams_held(pool, req.decode_context)
+    plan = _plan(record, req, box, matched, verify[0], cap)
     p2p = regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
@@ -150,7 +167,15 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         launch_refusal=choice.launch_refusal,
         trust_remote_code=needs_remote_code(raw),
         kv_cache_dtype=SGLANG_KV_DTYPE.get(choice.kv_dtype),
-        inputs={**plan.inputs, **engine_inputs},
+        inputs={
+            **plan.inputs,
+            **engine_inputs,
+            "kv pool": f"{pool:,} tokens at {DEFAULT_MEM_FRACTION:g} of each GPU's memory, KV {choice.kv_dtype}: "
+            f"{cap:,} distinct streams of {req.decode_context:,.0f} tokens"
+            + (f" (the load and the sweep capped at {cap})" if cap < max(plan_streams(req.load)) else ""),
+        },
+        context_tokens=req.context,
+        stream_cap=cap,
     )
 
 
@@ -177,6 +202,7 @@ def _plan(
     box: Box,
     matched: tuple[ContextMatrix, AttentionFit] | None = None,
     verify: VerifyGrowth | None = None,
+    stream_cap: int | None = None,
 ) -> BoxPlan:
     """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given; with
     ``matched`` evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
@@ -216,6 +242,7 @@ def _plan(
         rates=rates,
         chains=chains,
         refuse_over_budget=req.measured,
+        stream_cap=stream_cap,
     )
     inputs = {
         "model": target.name,
