@@ -39,16 +39,26 @@ class RunPlace:
     campaign: str = ""
 
 
+BENCH_PURPOSE = "benchmark of an SGLang server"  # what a benchmark's runs say they are (their manifest's purpose)
+
+
 def open_recorder(
     data_dir: Path, run_id: str, label: str, parameters: dict, mechanics_only: bool = False, campaign: str = ""
 ) -> BenchRecorder:
-    """The run to write into: resumed when it exists, created (status partial) otherwise."""
+    """The run to write into: resumed when it exists and a benchmark made it, created (status partial) otherwise; a
+    stored run another command made (a probe, a grid, a check) is refused, naming it: a benchmark never writes into
+    it, nor marks it a test double."""
     store = RunStore(Path(data_dir) / "runs")
+    if store.exists(run_id) and store.manifest(run_id).purpose != BENCH_PURPOSE:
+        raise BenchmarkError(
+            f"--run-id {run_id}: a stored run that a benchmark did not make ({store.manifest(run_id).purpose}): "
+            "measure into a new run id"
+        )
     store.open_or_create(
         run_id,
         label,
         parameters,
-        "benchmark of an SGLang server",
+        BENCH_PURPOSE,
         status="partial",
         with_torch=False,
         mechanics_only=mechanics_only,

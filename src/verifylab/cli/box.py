@@ -74,7 +74,9 @@ def box_cmd(
     load: int = typer.Option(32, min=1, max=1024, help="Concurrent streams you serve (the plan's load)."),
     slo_ttft_ms: float = typer.Option(2000.0, help="SLO: time to first token, ms."),
     slo_tpot_ms: float = typer.Option(50.0, help="SLO: time per output token, ms."),
-    tp: int = typer.Option(1, min=1, max=64, help="--plan: the tensor-parallel size."),
+    tp: int | None = typer.Option(
+        None, min=1, max=64, help="--plan: the tensor-parallel size (default 1; with --probe, the probe's)."
+    ),
     regime: str | None = typer.Option(
         None,
         help="--plan at TP > 1 before the box is probed: its communication regime ('healthy P2P', 'host-memory "
@@ -139,6 +141,7 @@ def box_cmd(
     Modelled from measured inputs (every input is listed on the page, Table 5). The probe's verdict and policy are
     the ones `verifylab comm probe` gives; the speculation model is chapter 2's, fitted on the stored H200 grid.
     """
+    tp_given, tp = tp is not None, tp if tp is not None else 1
     if (plan or verify is not None) and gpus is not None and (not gpus.isdigit() or int(gpus) < tp):
         raise fail(
             ParameterError(f"--gpus {gpus!r}: with --plan, the box's GPU count, a whole number of at least --tp ({tp})")
@@ -174,6 +177,7 @@ def box_cmd(
                 context,
                 context_terms(stored_inputs(ev)),
                 measured=verify is not None,
+                tp_given=tp_given,
                 engine=engine,
                 attention_backend=attention_backend,
                 verify_kernel=verify_kernel,

@@ -336,7 +336,9 @@ def _regime_key(text: str) -> str:
 
 def _gpu_key(name: str) -> str:
     """``RTX_PRO_6000`` -> ``rtx-pro-6000``: the GPU table's key as ``--gpu`` spells it."""
-    return name.lower().replace("_", "-").replace(" ", "-")
+    from verifylab.model.inputs.gpus import option_key
+
+    return option_key(name)
 
 
 def _choice(option: str, value: str, allowed: list[str]) -> str:

@@ -32,7 +32,7 @@ from verifylab.model.inputs.configs import (
     read_config_json,
 )
 from verifylab.model.inputs.context_matrix import ContextMatrix
-from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named
+from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import StoredInputs, stored_inputs
 from verifylab.model.pricing.attention import (
@@ -77,6 +77,7 @@ class PlanRequest:
     context: int | None = None  # tokens of KV a stream holds while it decodes (None: prompt + half the output)
     attention: AttentionTerms = BYTES_ONCE_PER_PASS  # attention over context (the evidence's terms, where stored)
     measured: bool = True  # the plan is to be measured (--verify): refused when it does not fit the budget
+    tp_given: bool = False  # --tp was given (with --probe, it must be the probe's)
     engine: str = "sglang"  # the engine served: a public matrix's verify is re-priced for SGLang's kernel
     attention_backend: str | None = None  # SGLang's --attention-backend (None: its default for the shape and GPU)
     verify_kernel: str | None = None  # Triton's verify kernel (None: serial, SGLang's)
@@ -104,8 +105,16 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     is probed). Where a public per-context matrix ran this box, the plan's rates are that matrix moved to the owner's
     context."""
     record = stored_inputs(ev)
+    if req.gpu is not None:  # the table's key whatever its spelling: the public evidence is keyed on it
+        req = replace(req, gpu=option_key(req.gpu))
     if req.probe is not None:
-        return _plan(record, req, _from_probe(ev.measured, req))
+        box = _from_probe(ev.measured, req)
+        if req.tp_given and req.tp != box.tp:
+            raise ParameterError(
+                f"--tp {req.tp}: probe {req.probe} prices TP {box.tp} (the ranks it measured, as its policy allows): "
+                f"drop --tp, give --tp {box.tp}, or probe {req.tp} GPUs"
+            )
+        return _plan(record, req, box)
     if req.tp > 1 and req.regime is None:
         regimes = ", ".join(repr(r.value) for r in PRICED_REGIMES)
         raise ParameterError(f"--tp {req.tp}: name the box's communication regime with --regime ({regimes})")

@@ -79,6 +79,11 @@ def gpu_key_in(text: str) -> str | None:
     return None
 
 
+def option_key(name: str) -> str:
+    """``--gpu`` as the table keys it, whatever its case and separators (``RTX_PRO 6000`` -> ``rtx-pro-6000``)."""
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
 def gpu_key(name: str) -> str:
     """``NVIDIA H200`` -> ``h200``: the key of a GPU name as NVML or nvidia-smi report it; one line when it names none
     of the table's."""
@@ -115,7 +120,7 @@ def gpu_named(
 ) -> Gpu:
     """A GPU by key (``h200``, ``h100``, ``rtx-pro-6000``): measured ceilings where ``ceilings`` is of this GPU, else
     its datasheet scaled by the fraction of the datasheet that the measured GPU reached; a value given wins."""
-    key = name.lower().replace("_", "-").replace(" ", "-")
+    key = option_key(name)
     if key not in GPU_TABLE:
         raise ModelInputError(f"--gpu {name!r}: known GPUs are {', '.join(GPU_TABLE)} (or give --bandwidth-gbs)")
     sheet = GPU_TABLE[key]
