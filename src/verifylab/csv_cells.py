@@ -15,21 +15,30 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
+# A spreadsheet that splits on ``;`` or a tab (a locale's CSV) starts a cell after each: a formula start there, or an
+# apostrophe (kept exact), gets an apostrophe of its own
+_INNER_START = re.compile(r"([;\t])(?=['=+\-@])")
+_INNER_NEUTRAL = re.compile(r"([;\t])'(?=['=+\-@])")
+
+
 def neutral_cell(value: object) -> object:
     """``value`` as a spreadsheet may read it safely: a text starting a formula (or an apostrophe) gets a leading
-    ``'``."""
-    if isinstance(value, str) and (
-        (value.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value)) or value.startswith("'")
-    ):
+    ``'``, and so does every part a ``;``- or tab-splitting spreadsheet would start after its separator."""
+    if not isinstance(value, str):
+        return value
+    value = _INNER_START.sub(r"\1'", value)
+    if (value.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value)) or value.startswith("'"):
         return "'" + value
     return value
 
 
 def restore_cell(value: object) -> object:
     """The cell :func:`neutral_cell` was given (a CSV verifylab wrote, read again); any other value unchanged."""
-    if isinstance(value, str) and value.startswith("'") and value[1:2] in (*FORMULA_START, "'"):
-        return value[1:]
-    return value
+    if not isinstance(value, str):
+        return value
+    if value.startswith("'") and value[1:2] in (*FORMULA_START, "'"):
+        value = value[1:]
+    return _INNER_NEUTRAL.sub(r"\1", value)
 
 
 def csv_text(frame: pd.DataFrame, lineterminator: str = "\r\n") -> str:

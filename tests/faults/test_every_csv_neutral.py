@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from verifylab.cli import app
@@ -48,3 +51,22 @@ def test_a_run_table_and_a_gate_table_read_back_exactly_what_was_written(tmp_pat
     assert "=1+1" not in text.replace("'=1+1", "")
     back = restored(pd.read_csv(io.StringIO(text), dtype={"flag": str}))
     pd.testing.assert_frame_equal(back, frame)
+
+
+def _fields_a_spreadsheet_starts(line: str) -> list[str]:
+    """Every cell a spreadsheet that splits on commas, semicolons or tabs (quotes honoured) starts in one CSV line."""
+    return [field for sep in ",;\t" for row in csv.reader([line], delimiter=sep) for field in row]
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet=st.sampled_from(list("x;=+-@'\t,|1. ")), max_size=24))
+def test_no_separator_a_spreadsheet_splits_on_starts_a_formula_and_every_cell_reads_back(text):
+    """#77: a cell such as ``x;=cmd|...`` is safe in a spreadsheet that splits on ``;`` or a tab too, and
+    :func:`restore_cell` gives every text back exactly."""
+    from verifylab.csv_cells import csv_text, neutral_cell, restore_cell
+
+    assert restore_cell(neutral_cell(text)) == text
+    written = csv_text(pd.DataFrame({"cell": [text]}), lineterminator="\n").splitlines()[1:]
+    for line in written:
+        for field in _fields_a_spreadsheet_starts(line):
+            assert not field.startswith(("=", "+", "-", "@")) or re.fullmatch(r"[+-]?[\d.]+", field), (text, line)
