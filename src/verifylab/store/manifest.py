@@ -224,6 +224,32 @@ def _format_validation(path: Path, exc: ValidationError) -> str:
     return f"{path}: field '{field}': {message}" + (f" (and {more} more)" if more else "")
 
 
+MAX_JSON_DEPTH = 64  # a manifest nests a few levels (parameters of parameters); a deeper one is refused unread
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of objects and arrays in JSON ``text`` (strings skipped), found without parsing it: a
+    parser recurses once per level, so depth is checked first."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def read_manifest(path: Path) -> Manifest:
     """Load and validate one manifest file; errors name the file and the field."""
     if not file_exists(path) and not path.exists() and not path.is_symlink():
@@ -232,6 +258,8 @@ def read_manifest(path: Path) -> Manifest:
         raw = read_outside_text(path, "manifest", root=path.parent)
     except OutsideFileError as exc:
         raise ManifestError(str(exc)) from None
+    if (depth := json_depth(raw)) > MAX_JSON_DEPTH:
+        raise ManifestError(f"{path}: nests {depth} levels deep (a manifest holds at most {MAX_JSON_DEPTH})")
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
