@@ -33,17 +33,22 @@ Example: bash install/gpu-box.sh "$(command -v python)"   # run inside the activ
 EOF_USAGE
 }
 TARGET_EXTRA="[book]"
-case "${1:-}" in
-  -h | --help) usage; exit 0 ;;
-  --box-only) TARGET_EXTRA=""; shift ;;
+positional=()
+for arg in "$@"; do  # options anywhere on the line: a trailing --box-only counts, -h never installs
+  case "$arg" in
+    -h | --help) usage; exit 0 ;;
+    --box-only) TARGET_EXTRA="" ;;
+    -*) usage >&2; echo "gpu-box.sh: unknown option $arg; nothing was changed" >&2; exit 2 ;;
+    *) positional+=("$arg") ;;
+  esac
+done
+case ${#positional[@]} in
+  0) usage >&2; echo "gpu-box.sh: PYTHON is required (the interpreter that runs sglang); nothing was changed" >&2; exit 2 ;;
+  1 | 2) ;;
+  *) usage >&2; echo "gpu-box.sh: at most PYTHON and VERIFYLAB_SOURCE, got ${#positional[@]} arguments; nothing was changed" >&2; exit 2 ;;
 esac
-case "${1:-}" in
-  -h | --help) usage; exit 0 ;;
-  "") usage >&2; echo "gpu-box.sh: PYTHON is required (the interpreter that runs sglang); nothing was changed" >&2; exit 2 ;;
-  -*) usage >&2; echo "gpu-box.sh: unknown option $1; nothing was changed" >&2; exit 2 ;;
-esac
-PY=$1
-SRC=${2:-$(cd "$(dirname "$0")/.." && pwd)}
+PY=${positional[0]}
+SRC=${positional[1]:-$(cd "$(dirname "$0")/.." && pwd)}
 MIN_PYTHON="3.11"  # pyproject.toml's requires-python
 
 refuse() { echo "gpu-box.sh: $*; nothing was changed" >&2; exit 2; }
