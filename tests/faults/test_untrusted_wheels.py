@@ -106,3 +106,25 @@ def test_a_wheel_within_the_limits_is_audited(tmp_path):
     _zip(cache / "wheels" / f"sglang-{VERSION}-py3-none-any.whl", {**BASE, "sglang/srt/fusion.py": GATE})
     frame = gate_matrix({"sglang": [VERSION]}, cache)
     assert list(frame["file"].unique()) == ["sglang/srt/fusion.py"]
+
+
+def test_a_wheel_without_a_flashinfer_pin_never_asks_pip_for_none(tmp_path, monkeypatch):
+    """#77: an SGLang wheel whose METADATA pins no FlashInfer is left out of the forensics, never downloaded as
+    ``flashinfer-python==None``."""
+    import pandas as pd
+
+    from verifylab.gates import forensics
+
+    asked: list[tuple[str, str]] = []
+
+    def refuse(package: str, version: str, cache: Path) -> Path:
+        asked.append((package, version))
+        raise AssertionError(f"asked pip for {package}=={version}")
+
+    monkeypatch.setattr(forensics, "download_wheel", refuse)
+    pins = pd.DataFrame({"sglang": ["0.5.99", "0.5.98"], "flashinfer_pin": [None, "None"]})
+    frame = forensics.fusion_forensics(pd.DataFrame(columns=["package", "version", "kind", "status"]), pins, tmp_path)
+    assert asked == [] and frame.empty
+    assert [forensics.version_or_none(v) for v in ("0.7.1", "0.6.11.post1", "None", float("nan"))] == [
+        "0.7.1", "0.6.11.post1", None, None,
+    ]  # fmt: skip

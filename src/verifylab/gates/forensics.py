@@ -97,6 +97,13 @@ def sglang_workspace_api(wheel: Path) -> str:
     return "none"
 
 
+def version_or_none(value: object) -> str | None:
+    """A version as a wheel's METADATA pins it (``0.6.4``, ``0.7.1.post2``), or None for a missing pin (None, NaN,
+    ``"None"``, anything not a version): never asked of pip as ``flashinfer-python==None``."""
+    text = "" if value is None or (isinstance(value, float) and value != value) else str(value).strip()
+    return text if re.fullmatch(r"\d+(\.\d+)*([.-]?(post|rc|a|b|dev)\d*)?", text) else None
+
+
 def fusion_forensics(
     matrix: pd.DataFrame, pins: pd.DataFrame, cache: Path, extra_pairs: list[tuple[str, str]] | None = None
 ) -> pd.DataFrame:
@@ -104,7 +111,8 @@ def fusion_forensics(
     multicast preflight and the arch gates (from the audited matrix), and whether fusion could run on a PCIe SM120
     box with P2P working."""
     rows = []
-    pairs = [(str(p.sglang), str(p.flashinfer_pin)) for p in pins.itertuples()] + list(extra_pairs or [])
+    pairs = [(str(p.sglang), pin) for p in pins.itertuples() if (pin := version_or_none(p.flashinfer_pin))]
+    pairs += list(extra_pairs or [])
     for sglang, fi in pairs:
         facts = flashinfer_facts(download_wheel("flashinfer", fi, cache / "wheels"), fi)
         api = sglang_workspace_api(download_wheel("sglang", sglang, cache / "wheels"))
@@ -149,4 +157,4 @@ def fusion_forensics(
         "blocks_fusion_on_pcie_sm120",
         "provenance",
     ]
-    return pd.DataFrame(rows)[columns].rename(columns={"version": "flashinfer"})
+    return pd.DataFrame(rows, columns=columns)[columns].rename(columns={"version": "flashinfer"})

@@ -12,8 +12,11 @@ FUSION_TEXT = re.compile(r"allreduce.?fusion|all-?reduce fusion", re.I)
 # defines no arch predicate
 SCAN_TOKENS = ("is_sm", "supported_major_versions", "FUSE_ALLREDUCE", "MiB", "MULTIMEM", "Skipping allreduce fusion")
 # a capability table's assignment in lower-cased source, ``torch_symm_mem_..._sizes = {`` (parentheses, a line
-# break or a comment may sit before the brace): its name is what ``scan.TABLE_NAME`` looks for, in any case
-TABLE_ASSIGNMENT = re.compile(r"(?:symm|multimem|all_?reduce)\w*[ \t]*=[\s(\\]*(?:#[^\n]*\n[\s(\\]*)*\{")
+# break or a comment may sit before the brace): its name is what ``scan.TABLE_NAME`` looks for, in any case; every
+# repeat is bounded, so a hostile source (a name repeated for megabytes) is scanned in linear time
+TABLE_ASSIGNMENT = re.compile(
+    r"(?:symm|multimem|all_?reduce)\w{0,80}[ \t]{0,16}=[\s(\\]{0,64}(?:#[^\n]{0,400}\n[\s(\\]{0,64}){0,8}\{"
+)
 
 
 def may_hold_gates(source: str) -> bool:

@@ -58,7 +58,7 @@ def _assignment(tree: ast.AST, attr: str) -> ast.Assign | None:
 
 def _env_default(read: Read, variable: str) -> str:
     text = read(ENVIRON) or ""
-    found = re.search(rf"^\s*{variable}\s*=\s*(\w+)\(([^)]*)\)", text, re.M)
+    found = re.search(rf"^[ \t]*{variable}[ \t]*=[ \t]*(\w+)\(([^)\n]*)\)", text, re.M)  # one line: linear
     return f"{found.group(1)}({found.group(2)})" if found else "not declared"
 
 

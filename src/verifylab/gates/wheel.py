@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 from verifylab.errors import GateError
 
 MAX_MEMBERS = 60_000  # SGLang's and FlashInfer's wheels hold under 10,000 files
-MAX_MEMBER_BYTES = 16 << 20  # their largest source or header is under 2 MiB
-MAX_READ_BYTES = 512 << 20  # what one audit may decompress from one wheel in all
+MAX_MEMBER_BYTES = 4 << 20  # their largest source or header is under 2 MiB: parsing one stays within memory
+MAX_READ_BYTES = 128 << 20  # what one audit may decompress from one wheel in all
 REMEDY = "delete it from the wheel cache and run again (it is downloaded afresh)"
 
 
