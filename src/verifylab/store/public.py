@@ -49,7 +49,11 @@ MAX_QUOTE_WORDS = 30
 # an all-reduce would use is slower than a second plus 10 MB/s; no box decodes a million tokens a second.
 WIRE_BYTES_PER_S = 900e9
 MIN_LATENCY_US = 0.1
-SLOWEST_SECONDS, SLOWEST_BYTES_PER_S = 1.0, 10e6
+# Over PCIe (a P2P or SHM row on a box without NVLink): no write reaches a peer in under 0.3 µs (the public one-way
+# latency is 0.36-0.45 µs), no all-reduce beats a round trip of two, and none moves its bytes faster than a PCIe 5.0
+# x16 link (64 GB/s a direction)
+PCIE_ONE_WAY_US, PCIE_BYTES_PER_S = 0.3, 64e9
+SLOWEST_SECONDS, SLOWEST_BYTES_PER_S = 0.05, 10e6  # no transport takes 50 ms over its bytes at 10 MB/s
 MAX_TOK_S = 1e6
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
@@ -121,13 +125,18 @@ def check_public(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame
 
 
-def latency_bounds_us(world_size: int, message_bytes: float | None) -> tuple[float, float]:
+def latency_bounds_us(
+    world_size: int, message_bytes: float | None, pcie: bool = False, round_trip: bool = False
+) -> tuple[float, float]:
     """The fastest and slowest an all-reduce of ``message_bytes`` among ``world_size`` GPUs can physically take, in
-    µs: each GPU moves 2(n-1)/n of the message through a link no faster than NVLink 5 (and no signal is quicker than
+    µs: each GPU moves 2(n-1)/n of the message through a link no faster than NVLink 5 (``pcie``: a PCIe 5.0 x16 link,
+    and never under a PCIe write, or two for a ``round_trip``; else no signal is quicker than
     :data:`MIN_LATENCY_US`); no transport is slower than :data:`SLOWEST_SECONDS` plus :data:`SLOWEST_BYTES_PER_S`."""
     size = message_bytes or 0.0
     moved = 2 * (world_size - 1) / world_size * size if world_size > 1 else size
-    floor = max(MIN_LATENCY_US, moved / WIRE_BYTES_PER_S * 1e6)
+    pcie_floor = PCIE_ONE_WAY_US * (2 if round_trip else 1)
+    wire, signal = (PCIE_BYTES_PER_S, pcie_floor) if pcie else (WIRE_BYTES_PER_S, MIN_LATENCY_US)
+    floor = max(signal, moved / wire * 1e6)
     return floor, (SLOWEST_SECONDS + size / SLOWEST_BYTES_PER_S) * 1e6
 
 
@@ -139,7 +148,9 @@ def refuse_unphysical(row: dict, where: str) -> None:
     size = None if raw_bytes is None or str(raw_bytes).strip() == "" or pd.isna(raw_bytes) else float(raw_bytes)
     if unit in ("us", "ms"):
         us = value * (1000.0 if unit == "ms" else 1.0)
-        low, high = latency_bounds_us(int(float(row["world_size"])), size)
+        pcie = str(row.get("transport")) in ("P2P", "SHM") and "nvlink" not in str(row.get("hardware", "")).lower()
+        collective = str(row.get("implementation")) != "gpu_to_gpu_latency"  # an all-reduce: a round trip at least
+        low, high = latency_bounds_us(int(float(row["world_size"])), size, pcie, collective)
         if not low <= us <= high:
             side = "below the wire's floor" if us < low else "above the slowest transport's ceiling"
             raise ReferenceDataError(
@@ -152,6 +163,16 @@ def refuse_unphysical(row: dict, where: str) -> None:
         )
     elif unit == "tok/s" and value > MAX_TOK_S:
         raise ReferenceDataError(f"{where}: {value:g} tok/s is more than any box decodes ({MAX_TOK_S:g})")
+
+
+def refuse_speedup_past_accept(plain_tok_s: float, spec_tok_s: float, accept: float, where: str) -> None:
+    """A cycle emits ``accept`` tokens on average and costs at least a plain step: a speedup past the accept length
+    the row states is one error naming the row."""
+    if spec_tok_s > accept * plain_tok_s:
+        raise ReferenceDataError(
+            f"{where}: speculation at {spec_tok_s:g} tok/s against {plain_tok_s:g} plain is a "
+            f"{spec_tok_s / plain_tok_s:.2f}x speedup, past the accept length {accept:g} it states: not physical"
+        )
 
 
 def refuse_speedup_past_chain(plain_tok_s: float, spec_tok_s: float, verify_tokens: int, where: str) -> None:

@@ -21,6 +21,7 @@ from verifylab.store.public import (
     checked_number,
     read_reference_table,
     refuse_duplicate_ids,
+    refuse_speedup_past_accept,
     refuse_speedup_past_chain,
 )
 
@@ -102,6 +103,7 @@ def check_public_context(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         if not blank(row["spec_tok_s"]):
             plain, spec = float(row["plain_tok_s"]), float(row["spec_tok_s"])
             refuse_speedup_past_chain(plain, spec, int(float(row["verify_tokens"])), where)
+            refuse_speedup_past_accept(plain, spec, float(row["accept_high"]), where)
         if not PINNED.match(str(row["url"])):
             raise ReferenceDataError(f"{where}: url '{row['url']}' is not a GitHub file pinned to a commit")
         for field in ("published", "retrieved"):
