@@ -27,7 +27,7 @@ _SECRET_NAME = re.compile(
 _ASSIGNMENT = re.compile(
     r"""(?P<name>["']?(?P<bare>[A-Za-z][A-Za-z0-9_-]*)["']?\s*[=:]\s*)(?P<value>'[^']*'|"[^"]*"|[^\s,)}\]]+)"""
 )
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]+):(?P<password>[^/\s@]+)@")
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^/\s@]+)@")
 _URL_TOKEN = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<password>[^/\s:@]+)@")  # https://tok@host
 # Tokens known by their shape wherever they stand (a label, a note, an unknown variable): each vendor's prefix and
 # enough random characters after it that no word, path or flag name matches.
@@ -42,7 +42,15 @@ _TOKEN_SHAPE = re.compile(
     r"|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}"  # npm, PyPI
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API key
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
+    r"|dckr_pat_[A-Za-z0-9_-]{20,}"  # Docker personal access token
+    r"|https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}"  # Slack webhook
+    r"|-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----[\s\S]{0,16384}?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY"
+    r"( BLOCK)?-----|\Z)"  # a private key block, to its end (or the text's, when cut)
     r")"
+)
+# key=value pairs of connection strings whose value is a credential (Azure's AccountKey, SharedAccessKey, a SAS sig)
+_CONNECTION_SECRET = re.compile(
+    r"(?i)(?P<name>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|sig|Password|Pwd)=)(?P<value>[^;\s&\"']{6,})"
 )
 # English words that name a secret only in a key (SMTP_PASS=..., "token": ...), not in prose ("verify pass: fused")
 _PROSE_WORDS = frozenset(
@@ -111,6 +119,7 @@ def redact_text(text: str) -> str:
     text = _URL_TOKEN.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group('kind')}{m.group('gap')}{REDACTED}", text)
     text = _TOKEN_SHAPE.sub(REDACTED, text)
+    text = _CONNECTION_SECRET.sub(lambda m: f"{m.group('name')}{REDACTED}", text)
     return _ASSIGNMENT.sub(assignment, text)
 
 

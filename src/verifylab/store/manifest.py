@@ -33,6 +33,20 @@ def campaign_in_run_id(run_id: str) -> str:
     return next((c for c in SCHEMA_1_CAMPAIGNS if f"-{c}" in run_id), "")
 
 
+# Typed fields: a value of its type is kept as it is; any other text goes through the secret detector (its hashes and
+# words kept, a credential of any shape redacted), so what reaches a page is a version, a number or detector-clean text
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+_-]{0,63}")  # 2.11.0+cu130, 0.6.15.post1, 13.0
+_DOTTED = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,6}){0,3}")  # a driver (580.159.04) or a CUDA release (13.0)
+_COMMIT = re.compile(r"[0-9a-f]{7,40}(?:-dirty)?")  # a git commit, as `git describe --dirty` may mark it
+
+
+def typed_text(value: object, pattern: re.Pattern[str]) -> object:
+    """``value`` if it is text of ``pattern``'s type (or not text), else the text with every secret redacted."""
+    if not isinstance(value, str) or pattern.fullmatch(value):
+        return value
+    return redact_text(strip_terminal_codes(value))
+
+
 class Versions(BaseModel):
     """Software versions that decide the results."""
 
@@ -45,11 +59,30 @@ class Versions(BaseModel):
     cuda: str | None = None
     verifylab: str | None = None
 
+    @model_validator(mode="after")
+    def _versions_or_redacted(self) -> Versions:
+        for name, value in self.__dict__.items():
+            object.__setattr__(self, name, typed_text(value, _VERSION))
+        extra = self.model_extra or {}
+        for name, value in extra.items():
+            extra[name] = typed_text(value, _VERSION)
+        return self
+
 
 class Manifest(BaseModel):
     """The schema of ``manifest.json``. ``label`` is what every chart shows next to the numbers."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("git_commit")
+    @classmethod
+    def _commit_or_redacted(cls, value: object) -> object:
+        return typed_text(value, _COMMIT)
+
+    @field_validator("driver", "cuda")
+    @classmethod
+    def _dotted_or_redacted(cls, value: object) -> object:
+        return typed_text(value, _DOTTED)
 
     schema_version: int = Field(SCHEMA_VERSION, strict=True, ge=1)  # "2" or 2.0 is refused: no guess at a schema
     run_id: str
