@@ -69,3 +69,18 @@ def test_provenance_survives_redaction():
     for table in (ev.public, ev.public_context, ev.public_speculation):
         for url in set(table["url"]):
             assert redact_text(url) == url
+
+
+def test_a_dead_chapters_log_is_printed_without_credentials_or_control_sequences(monkeypatch):
+    """#77: the end of a dead kernel's log reaches the terminal with every credential the detector finds redacted
+    (not only the chapter's own parameters) and no clipboard write, title or line erasure."""
+    from verifylab.publish import build, ipc_kernel
+
+    hostile = (
+        "Traceback: redis://:hunter2hunter2@cache:6379/0 failed\n"
+        "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07\x1b[2K\x1b]0;owned\x07dckr_pat_2b3e36beeb386dfdaacb9b46004ccb7c"
+    )
+    monkeypatch.setattr(ipc_kernel, "last_kernel_log", lambda: hostile)
+    error, log = build.kernel_death(RuntimeError("kernel died"), set())
+    assert "hunter2hunter2" not in log and "2b3e36beeb386dfdaacb9b46004ccb7c" not in log
+    assert "\x1b" not in log and "\x07" not in log and "Traceback" in log

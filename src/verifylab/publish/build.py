@@ -29,7 +29,7 @@ from verifylab.publish.paths import EXPORTS, GENERATED
 from verifylab.publish.pdf import print_pdfs
 from verifylab.publish.render_key import changed_inputs, last_render, record_render, render_inputs
 from verifylab.publish.toolchain import toolchain_versions
-from verifylab.redact import scrub, secret_values
+from verifylab.redact import redact_text, scrub, secret_values, strip_terminal_codes
 from verifylab.store.digests import code_digest, data_files
 from verifylab.store.evidence import Evidence
 
@@ -179,7 +179,8 @@ def execute_chapter(
             discard_pages(output)
             if out_nb.exists():
                 write_without_secrets(out_nb, output.with_suffix(".failed.ipynb"), secrets)
-            return ChapterResult(source.stem, output, ok=False, error=scrub(f"{exc.ename}: {last_line[0]}", secrets))
+            error = printable(f"{exc.ename}: {last_line[0]}", secrets)
+            return ChapterResult(source.stem, output, ok=False, error=error)
         reads = read_log(reads_log) if inputs is not None else None
         digest = inputs.digest(reads, before) if inputs is not None and reads is not None else None
         parts = inputs.parts(reads, before) if inputs is not None and reads is not None else None
@@ -195,7 +196,14 @@ def kernel_death(exc: Exception, secrets: set[str]) -> tuple[str, str]:
     said = str(exc).strip().splitlines()[:1] or [""]
     log = last_kernel_log()
     error = f"the kernel died ({type(exc).__name__}: {said[0]})" + ("" if log else "; it logged nothing")
-    return scrub(error, secrets), scrub(log, secrets)
+    return printable(error, secrets), printable(log, secrets)
+
+
+def printable(text: str, secrets: set[str]) -> str:
+    """Text a chapter's process wrote, safe to print and to keep: the chapter's own secret values scrubbed, every
+    credential the detector finds redacted (a log holds more than the parameters), terminal control sequences
+    (clipboard writes, line erasure, titles) stripped."""
+    return redact_text(strip_terminal_codes(scrub(text, secrets)))
 
 
 def write_without_secrets(
