@@ -38,7 +38,8 @@ from verifylab.model.case.reconcile import CONCLUSIONS
 from verifylab.model.case.speculation import inputs, speculation_case
 from verifylab.model.case.whatif import case_option_boxes, inputs_table, options_at_loads, reconcile_table, whatif_table
 from verifylab.model.fits.compute_check import compute_validation, compute_validation_finding
-from verifylab.model.fits.context import context_check, error_profiles
+from verifylab.model.fits.context import context_check
+from verifylab.model.fits.context_profiles import error_profiles
 from verifylab.model.fits.overlap import fitted_overlap, public_check
 from verifylab.model.fits.pass_check import saving_check as check
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS

@@ -21,16 +21,15 @@ Every price is a :class:`Price` with a low and a high end and the sources it cam
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
 from verifylab.comm.bands import host_hop_us
 from verifylab.model.inputs.curves import BoxProbe, Curve, monotone
 from verifylab.model.inputs.probes import BOX_WORLD
+from verifylab.model.pricing.memo import memoized as _memoized
 from verifylab.model.pricing.regimes import (
     AS_ISOLATED,
     PRICED_REGIMES,
@@ -42,25 +41,10 @@ from verifylab.model.pricing.regimes import (
 )
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
-Method = TypeVar("Method", bound=Callable[..., Any])
 # Rows of the hidden size PCIe-IPC's workspace holds where SGLang cannot read the server's decode config (0.5.22's
 # _FALLBACK_DECODE_WIDTH; a server's own is its decode CUDA graph's largest batch x draft tokens): a reduction past it
 # is handed to NCCL
 PCIE_IPC_WORKSPACE_ROWS = 64
-
-
-def _memoized(method: Method) -> Method:
-    """A method whose result is kept per instance and arguments, until an input is set anew: one book page asks
-    for the same price hundreds of times, each a pandas filter of the public table."""
-
-    @functools.wraps(method)
-    def kept(self: RegimeCurves, *args: Any, **kwargs: Any) -> Any:
-        key = (method.__name__, args, tuple(sorted(kwargs.items())))
-        if key not in self.memo:
-            self.memo[key] = method(self, *args, **kwargs)
-        return self.memo[key]
-
-    return kept  # type: ignore[return-value]
 
 
 @dataclass
