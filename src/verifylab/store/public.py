@@ -16,6 +16,7 @@ import pandas as pd
 from verifylab.errors import ReferenceDataError
 from verifylab.intake import OutsideFileError, read_outside_text
 from verifylab.iorw import file_exists
+from verifylab.redact import redact_text, strip_terminal_codes
 from verifylab.vocab import Regime
 
 PUBLIC_FILE = Path("reference") / "public_measurements.csv"
@@ -197,13 +198,25 @@ def read_reference_table(path: Path, **read_csv: Any) -> pd.DataFrame:
         raise ReferenceDataError(f"{path}: unreadable ({' '.join(str(exc).split())[:160]})") from None
 
 
+def without_secrets(frame: pd.DataFrame, numeric: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
+    """A checked public table with every text cell through the one detector (``redact.redact_text``): a row's
+    hardware, software, method, note, quote or URL reaches no page, export or PDF with a credential in it; numbers,
+    the row's id and a pinned URL read the same."""
+    out = frame.copy()
+    for column in out.columns:
+        if column in numeric or not (out[column].dtype == object or pd.api.types.is_string_dtype(out[column])):
+            continue
+        out[column] = out[column].map(lambda v: redact_text(strip_terminal_codes(v)) if isinstance(v, str) else v)
+    return out
+
+
 def load_public_measurements(data_dir: Path | str) -> pd.DataFrame:
     """The checked public table with ``provenance='reported (public)'``; empty (with its columns) where absent."""
     path = Path(data_dir) / PUBLIC_FILE
     if not file_exists(path):
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
     frame = read_reference_table(path, keep_default_na=False, na_values={"value": [""], "message_bytes": [""]})
-    frame = check_public(frame, str(path))
+    frame = without_secrets(check_public(frame, str(path)), {"value", "message_bytes", "world_size"})
     frame["value"] = pd.to_numeric(frame["value"])
     frame["message_bytes"] = pd.to_numeric(frame["message_bytes"])
     frame["provenance"] = PROVENANCE

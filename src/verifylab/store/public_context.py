@@ -23,6 +23,7 @@ from verifylab.store.public import (
     refuse_duplicate_ids,
     refuse_speedup_past_accept,
     refuse_speedup_past_chain,
+    without_secrets,
 )
 
 PUBLIC_CONTEXT_FILE = Path("reference") / "public_context.csv"
@@ -134,6 +135,7 @@ def load_public_context(data_dir: Path | str) -> pd.DataFrame:
     if not file_exists(path):
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
     frame = check_public_context(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
+    frame = without_secrets(frame, set([*NUMBERS, *OPTIONAL_NUMBERS]))
     for column in [*NUMBERS, *OPTIONAL_NUMBERS]:
         frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
     for column in ("gpus", "dcp", "verify_tokens", "context", "streams"):

@@ -21,6 +21,7 @@ from verifylab.store.public import (
     read_reference_table,
     refuse_duplicate_ids,
     refuse_speedup_past_chain,
+    without_secrets,
 )
 
 PUBLIC_SPECULATION_FILE = Path("reference") / "public_speculation.csv"
@@ -117,6 +118,7 @@ def load_public_speculation(data_dir: Path | str) -> pd.DataFrame:
     if not file_exists(path):
         return pd.DataFrame(columns=[*COLUMNS, "provenance"])
     frame = check_public_speculation(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
+    frame = without_secrets(frame, set([*NUMBERS, "spec_tok_s"]))
     for column in [*NUMBERS, "spec_tok_s"]:
         frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
     for column in ("gpus", "verify_tokens", "streams"):
