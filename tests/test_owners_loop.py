@@ -127,7 +127,7 @@ def test_a_run_the_check_did_not_create_is_refused_before_anything_starts(tmp_pa
 def test_a_server_that_ignores_the_accept_length_is_refused_with_its_cells_named(tmp_path, fitted):
     box, overheads = fitted
     plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
-    liar = r"eagle3_\w+: the server reported accept length 1\.00 against the [\d.]+ planned"
+    liar = r"eagle3_\w+: (the server reported accept length 1\.00 against|\d+ request\(s\) accepted 1\.00 tokens)"
     with pytest.raises(CheckError, match=liar):
         verify_on_box(plan, _settings(tmp_path, "--ignore-accept"), tmp_path / "data", "liar")
 
@@ -198,3 +198,20 @@ def test_a_busy_port_is_refused_before_anything_starts(tmp_path, fitted):
         with pytest.raises(ParameterError, match="is in use: stop the production server first"):
             verify_on_box(plan, file, tmp_path / "data", "busy")
     assert not (tmp_path / "data" / "runs" / "busy").exists()
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
+@pytest.mark.parametrize(
+    ("liar", "said"),
+    [
+        (("--lie-after", "22"), r"request\(s\) accepted 1\.00 tokens per verify against the [\d.]+ held"),
+        (("--no-verify-count",), r"request\(s\) reported no accept length"),
+    ],
+)
+def test_every_request_of_a_held_server_is_checked_not_its_average(tmp_path, fitted, liar, said):
+    """#77: a server that honours the held accept length through its warm-up and then stops, or that reports no verify
+    count at all, is refused with its requests counted (the server's own running average hid both)."""
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    with pytest.raises(CheckError, match=said):
+        verify_on_box(plan, _settings(tmp_path, *liar), tmp_path / "data", "late-liar")

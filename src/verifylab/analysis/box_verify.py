@@ -246,6 +246,31 @@ def loop_error_words(runs: MeasuredRuns) -> str:
 ACCEPT_TOLERANCE = 0.05  # a speculative server whose reported accept length misses the plan's by more is refused
 
 
+def _request_accept_problem(runs: MeasuredRuns, run_id: str, variant: str, target: float) -> str:
+    """Why a held server's requests cannot be trusted (empty where they can): one that reported no verify count, or
+    whose verify passes miss its tokens over the held accept length by more than one pass (a whole count's rounding)
+    and :data:`ACCEPT_TOLERANCE`, warm-up or not."""
+    names = [t for t in runs.run(run_id).tables if t.startswith(f"sweep-{variant}-c")]
+    for name in names:
+        requests = runs.read_table(run_id, name)
+        ok = requests[requests["ok"].astype(bool)] if "ok" in requests else requests
+        if ok.empty:
+            continue
+        verifies = pd.to_numeric(ok.get("spec_verify_ct"), errors="coerce")
+        if verifies.isna().any() or (verifies <= 0).any():
+            return f"{int(verifies.isna().sum() + (verifies <= 0).sum())} request(s) reported no accept length"
+        tokens = pd.to_numeric(ok["output_tokens"], errors="coerce")
+        expected = tokens / target  # a request's verify count is whole: one pass either way is its rounding
+        off = (verifies - expected).abs() > 1.0 + ACCEPT_TOLERANCE * expected
+        if off.any():
+            worst = float((tokens / verifies)[off].iloc[0])
+            return (
+                f"{int(off.sum())} request(s) accepted {worst:.2f} tokens per verify against the {target:.2f} held "
+                f"(more than one verify pass and {ACCEPT_TOLERANCE:.0%} off)"
+            )
+    return ""
+
+
 def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tuple[list[str], set[str]]:
     """What a check cannot trust, in lines naming the cells, and the servers (variants) whose cells are refused: a
     server that failed or left cells unmeasured (died, would not start), and a speculative server whose reported
@@ -253,6 +278,7 @@ def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tup
     lines: list[str] = []
     refused: set[str] = set()
     points = runs.table_or_none(run_id, POINTS)
+    held = bool(runs.run(run_id).parameters.get("verify", {}).get("hold_accept"))
     if points is not None:
         for row in points.to_dict("records"):
             failure = str(row.get("failure") or "").strip()
@@ -260,6 +286,12 @@ def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tup
             if failure or failed:
                 lines.append(f"{row['variant']}: {failure or f'{failed} cell(s) failed'}")
             target, reported = float(row.get("accept_target") or 1.0), row.get("server_accept_length")
+            if held and target > 1.0:  # every request of a held server checked, not only the server's own average
+                problem = _request_accept_problem(runs, run_id, str(row["variant"]), target)
+                if problem:
+                    refused.add(str(row["variant"]))
+                    lines.append(f"{row['variant']}: {problem}: its cells are refused")
+                    continue
             known = target > 1.0 and reported is not None and np.isfinite(reported)
             if known and abs(float(reported) / target - 1.0) > ACCEPT_TOLERANCE:
                 refused.add(str(row["variant"]))

@@ -56,6 +56,8 @@ FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--startup-ms": True,
     "--connect-ms": True,  # the first request on each new connection waits this long (a client's cold start)
     "--ignore-accept": False,  # a liar: ignores SGLANG_SIMULATE_ACC_LEN and accepts one token per verify
+    "--lie-after": True,  # a later liar: honours the accept length for N requests, then accepts one token per verify
+    "--no-verify-count": False,  # reports no spec_verify_ct: its accept length cannot be checked
 }
 
 
@@ -87,6 +89,8 @@ class State:
             self.simulated_accept = None
         self.fault = args.fault
         self.fault_after = int(args.fault_after or 0)
+        self.lie_after = int(args.lie_after) if args.lie_after else None
+        self.reports_verifies = not args.no_verify_count
         self.requests = 0
         self.accepted = 0
         self.verifies = 0
@@ -113,7 +117,8 @@ class State:
 def tokens_per_step(state: State, max_new: int) -> list[int]:
     """How many tokens each step of a request yields: ``tokens_per_step`` each, or under a simulated accept length
     A the floor or ceiling of A so that the running mean stays on A (the last step takes what is left)."""
-    per_step = state.simulated_accept or float(state.per_step)
+    lying = state.lie_after is not None and state.requests > state.lie_after
+    per_step = 1.0 if lying and state.simulated_accept else state.simulated_accept or float(state.per_step)
     out: list[int] = []
     while sum(out) < max_new:
         due = int((len(out) + 1) * per_step + 1e-9) - int(len(out) * per_step + 1e-9)
@@ -129,7 +134,7 @@ def _meta(state: State, prompt_tokens: int, completion: int, steps: int, finishe
         "cached_tokens": 0,
         "finish_reason": {"type": "length", "length": completion} if finished else None,
     }
-    if state.server_args["speculative_algorithm"]:
+    if state.server_args["speculative_algorithm"] and state.reports_verifies:
         meta["spec_verify_ct"] = steps
     return meta
 
