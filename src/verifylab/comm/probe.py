@@ -12,6 +12,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -253,6 +254,10 @@ def run_probe(cfg: ProbeConfig, work: Path, progress: Progress | None = None) ->
     )
 
 
+# A rank whose rendezvous timed out waiting for the others (torch's store): initialisation that never completed
+STORE_TIMEOUT = re.compile(r"DistStoreError|Timed out after .* waiting for clients|timed out .* rendezvous", re.I)
+
+
 def _run_ranks(
     spec: RankSpec, spec_path: Path, env: dict[str, str], cfg: ProbeConfig, progress: Progress | None
 ) -> list[dict]:
@@ -283,9 +288,15 @@ def _run_ranks(
             failed = [r for r, c in enumerate(codes) if c not in (None, 0)]
             if failed:
                 r = failed[0]
+                error = _last_error(work, r)
+                if states[r][0] in ("init", "start-up") and STORE_TIMEOUT.search(error):
+                    raise CommProbeError(  # its rendezvous gave up first: the same answer as the probe's clock
+                        f"comm probe: NCCL initialisation did not complete within --timeout {cfg.timeout:g} s (rank "
+                        f"{r} in phase '{states[r][0]}': {error}); all ranks ended (NCCL's log: {work}/nccl.rank*.log)"
+                    )
                 raise CommProbeError(
                     f"comm probe: rank {r} failed in phase '{states[r][0]}' (exit {codes[r]}): "
-                    f"{_last_error(work, r)}; all ranks ended (output in {work})"
+                    f"{error}; all ranks ended (output in {work})"
                 )
             if all(c == 0 for c in codes):
                 break
