@@ -1,4 +1,5 @@
-"""What every command group shares: the consoles, one error exit, a table printer, a progress bar."""
+"""What every command group shares: the consoles, one error exit, a table printer, a progress bar, the options that
+name the engine an answer is for."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -113,3 +115,28 @@ class ChapterProgress:
 
     def finish(self, words: str, chapters: int) -> None:
         self._progress.update(self._task, description=words, completed=chapters, total=chapters)
+
+
+def engine_options(scope: str = "") -> dict[str, Any]:
+    """The options that name the engine, attention backend, verify kernel and KV dtype an answer is for (``model
+    speculation``, ``box --plan``), their help prefixed with ``scope`` (``"--plan: "``), by parameter name."""
+    return {
+        "engine": typer.Option(
+            "sglang",
+            help=f"{scope}sglang or vllm: the engine you serve with. A public matrix ran vLLM; for SGLang its verify "
+            "is re-priced as SGLang's kernel runs it. vllm answers are the matrices' own prices (no launch line).",
+        ),
+        "attention_backend": typer.Option(
+            None,
+            help=f"{scope}SGLang's --attention-backend, triton or flashinfer (default: what SGLang picks for the "
+            "model's shape on --gpu, chapter 1: triton for MLA on SM120). A launch line names it.",
+        ),
+        "verify_kernel": typer.Option(
+            None,
+            help=f"{scope}Triton's verify kernel: serial (SGLang's, the default) or split-kv (needs a patched "
+            "SGLang: priced, never in a launch line).",
+        ),
+        "kv_cache_dtype": typer.Option(
+            None, help=f"{scope}KV dtype: bf16, fp8, ... (default: the matching public matrix's, else bf16)."
+        ),
+    }

@@ -8,13 +8,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from verifylab.cli._shared import console, err_console, fail
+from verifylab.cli._shared import console, engine_options, err_console, fail
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
 from verifylab.vocab import RECOMMENDED_STACK
 
 if TYPE_CHECKING:
     from verifylab.model.answers.plan_answer import PlanRequest
     from verifylab.store.evidence import Evidence
+
+
+_PLAN_ENGINE = engine_options("--plan: ")
 
 
 def box_cmd(
@@ -92,22 +95,10 @@ def box_cmd(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="--verify: print what would start, where and in which order; start nothing."
     ),
-    engine: str = typer.Option(
-        "sglang",
-        help="--plan: sglang or vllm. A public matrix ran vLLM; for SGLang its verify is re-priced as SGLang's kernel "
-        "runs it. vllm plans are the matrices' prices only (no launch line; --verify refused).",
-    ),
-    attention_backend: str | None = typer.Option(
-        None,
-        help="--plan: SGLang's --attention-backend, triton or flashinfer (default: SGLang's own for the model's shape "
-        "on --gpu: triton for MLA on SM120). The launch line names it.",
-    ),
-    verify_kernel: str | None = typer.Option(
-        None, help="--plan: Triton's verify kernel, serial (SGLang's) or split-kv (a patched SGLang: no launch line)."
-    ),
-    kv_cache_dtype: str | None = typer.Option(
-        None, help="--plan: the KV dtype, bf16 or fp8 (default: the matching public matrix's, else bf16)."
-    ),
+    engine: str = _PLAN_ENGINE["engine"],
+    attention_backend: str | None = _PLAN_ENGINE["attention_backend"],
+    verify_kernel: str | None = _PLAN_ENGINE["verify_kernel"],
+    kv_cache_dtype: str | None = _PLAN_ENGINE["kv_cache_dtype"],
     sglang: str = typer.Option(
         RECOMMENDED_STACK[0],
         help="The SGLang version the printed launch command is built for, its flags checked against that version's "

@@ -9,12 +9,15 @@ from typing import Any
 
 import typer
 
-from verifylab.cli._shared import console, fail, print_frame
+from verifylab.cli._shared import console, engine_options, fail, print_frame
 from verifylab.errors import ModelInputError, VerifylabError
 
 model_app = typer.Typer(
     help="Cost model: what-ifs (fusion vs substitution vs elimination), reconciliation.", no_args_is_help=True
 )
+
+
+_SPECULATION_ENGINE = engine_options()
 
 
 @model_app.command("whatif")
@@ -172,24 +175,10 @@ def model_speculation(
         "pool it leaves caps the distinct streams that run at once at --context; the rest queue. Default: the pool "
         "a matching public page states (at its KV dtype), else 0.9.",
     ),
-    engine: str = typer.Option(
-        "sglang",
-        help="sglang or vllm: the engine you serve with. A public matrix ran vLLM; for SGLang its verify is "
-        "re-priced as SGLang's kernel runs it. vllm answers are the matrices' own prices.",
-    ),
-    attention_backend: str | None = typer.Option(
-        None,
-        help="SGLang's --attention-backend: triton or flashinfer (default: what SGLang picks for the model's shape "
-        "on --gpu, chapter 1: triton for MLA on SM120).",
-    ),
-    verify_kernel: str | None = typer.Option(
-        None,
-        help="Triton's verify kernel: serial (SGLang's, the default) or split-kv (needs a patched SGLang: priced, "
-        "never in a launch line).",
-    ),
-    kv_cache_dtype: str | None = typer.Option(
-        None, help="KV dtype: bf16, fp8, ... (default: the matching public matrix's, else bf16)."
-    ),
+    engine: str = _SPECULATION_ENGINE["engine"],
+    attention_backend: str | None = _SPECULATION_ENGINE["attention_backend"],
+    verify_kernel: str | None = _SPECULATION_ENGINE["verify_kernel"],
+    kv_cache_dtype: str | None = _SPECULATION_ENGINE["kv_cache_dtype"],
     shared_prefix: bool = typer.Option(
         False,
         "--shared-prefix",

@@ -25,8 +25,8 @@ from verifylab.model.answers.engine_answer import (
     KIMI_ATTENTION,
     SGLANG_DEFAULT_BACKEND,
     SGLANG_KV_DTYPE,
+    choice_for,
     engine_bands,
-    engine_choice,
 )
 from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.speculation import cases_on, decode_rate, inputs
@@ -137,13 +137,14 @@ CHAIN = COMMAND_DRAFT_TOKENS  # the chain the answers recommend: the public evid
 
 # The engines the bands are given for: SGLang as it runs by default on SM120, SGLang with the best backend the audited
 # code admits there, and vLLM as the public matrix ran it
+CASE_GPU = "rtx-pro-6000"  # the case study's GPU (SM120)
 CASE_ENGINES = (("sglang", None), ("sglang", "flashinfer"), ("vllm", None))
 
 
 def case_bands(ev: Evidence, engine: str = "sglang", backend: str | None = None) -> list[BandAnswer]:
     """The case study's box (Kimi-K2.5 INT4 over 8 x RTX PRO 6000, healthy P2P) per context band, from the nearest
     evidence, for ``engine`` with ``backend`` (default: SGLang's own); the model's answer where none is stored."""
-    spec = BoxSpec(kimi_k25_costs(), "rtx-pro-6000", 8, "healthy-p2p", CHAIN)
+    spec = BoxSpec(kimi_k25_costs(), CASE_GPU, 8, "healthy-p2p", CHAIN)
 
     def modelled(context: float) -> SpeculationAnswer:
         cases = cases_on(ev, inputs(ev), *decode_rate(ev), context=context)
@@ -151,7 +152,7 @@ def case_bands(ev: Evidence, engine: str = "sglang", backend: str | None = None)
         assert case is not None
         return case.by_draft_tokens[CHAIN]
 
-    choice = engine_choice(engine, backend, None, None, mla=True, arch="SM120", matrix_kv="fp8")
+    choice = choice_for(engine, backend, None, None, KIMI_ATTENTION, CASE_GPU, "fp8")
     repriced = engine_bands(ev, choice, KIMI_ATTENTION, spec.target, spec.gpu, spec.tp, "healthy-p2p")
     return band_answers(ev, spec, modelled, repriced)
 
@@ -171,7 +172,7 @@ def engine_band_lines(ev: Evidence) -> str:
     """One line per engine of :data:`CASE_ENGINES`: its bands and how its verify was priced."""
     lines = []
     for engine, backend in CASE_ENGINES:
-        choice = engine_choice(engine, backend, None, None, mla=True, arch="SM120", matrix_kv="fp8")
+        choice = choice_for(engine, backend, None, None, KIMI_ATTENTION, CASE_GPU, "fp8")
         flag = f" (`--attention-backend {backend}`)" if backend else ""
         lines.append(f"  - {md_text(choice.words())}{flag}: {bands_words(case_bands(ev, engine, backend))}")
     return "\n".join(lines)

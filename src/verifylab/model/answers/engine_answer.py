@@ -140,6 +140,24 @@ def engine_choice(
     return EngineChoice(Engine.SGLANG, "triton", verify, kv, f"{said}; {kv_said}")
 
 
+def choice_for(
+    engine: str,
+    backend: str | None,
+    kernel: str | None,
+    kv_dtype: str | None,
+    config: dict,
+    gpu_key: str,
+    matrix_kv: str | None,
+) -> EngineChoice:
+    """:func:`engine_choice` for a model's ``config.json`` object (MLA where it has a KV latent) on GPU ``gpu_key``
+    (its architecture from the GPU table)."""
+    sheet = GPU_TABLE.get(gpu_key)
+    mla = bool(config.get("text_config", config).get("kv_lora_rank"))
+    return engine_choice(
+        engine, backend, kernel, kv_dtype, mla=mla, arch=sheet.arch if sheet else "", matrix_kv=matrix_kv
+    )
+
+
 def verify_growth(
     choice: EngineChoice,
     shape: AttentionShape,

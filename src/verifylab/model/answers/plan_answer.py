@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from verifylab.errors import ParameterError
 from verifylab.model.answers.box_decision import BoxInputs, probed_box
@@ -20,7 +19,7 @@ from verifylab.model.answers.box_plan import (
     startup_seconds,
 )
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
-from verifylab.model.answers.engine_answer import KIMI_ATTENTION, SGLANG_KV_DTYPE, engine_choice, engine_verify
+from verifylab.model.answers.engine_answer import KIMI_ATTENTION, SGLANG_KV_DTYPE, choice_for, engine_verify
 from verifylab.model.case.speculation import inputs_of
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import measured_overheads
@@ -29,10 +28,10 @@ from verifylab.model.inputs.configs import (
     kimi_k25_costs,
     needs_remote_code,
     read_config,
-    read_config_json,
+    read_config_and_json,
 )
 from verifylab.model.inputs.context_matrix import ContextMatrix
-from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named, option_key
+from verifylab.model.inputs.gpus import gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import StoredInputs, stored_inputs
 from verifylab.model.pricing.attention import (
@@ -123,7 +122,9 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             "--gpu: name the box's GPU (h200, h100, rtx-pro-6000), or give --probe RUN of the box: a plan never "
             "assumes one"
         )
-    target = read_config(req.config, req.expert_bits) if req.config else kimi_k25_costs()
+    target, raw = (
+        read_config_and_json(req.config, req.expert_bits) if req.config else (kimi_k25_costs(), KIMI_ATTENTION)
+    )
     gpu = gpu_named(req.gpu, record.runs.ceilings)
     layout_fits(target, gpu, req.tp)
     draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
@@ -150,16 +151,14 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     if req.decode_tok_s is None:
         key = next((k for k, v in REGIME_KEYS.items() if regime is not None and v == regime.value), None)
         matched = matching_matrix(record, target, req.gpu, req.tp, key, Drafter.EAGLE3, req.draft_tokens)
-    raw: dict[str, Any] = read_config_json(req.config) if req.config else dict(KIMI_ATTENTION)
-    sheet = GPU_TABLE.get(req.gpu)
-    choice = engine_choice(
+    choice = choice_for(
         req.engine,
         req.attention_backend,
         req.verify_kernel,
         req.kv_cache_dtype,
-        mla=bool(raw.get("text_config", raw).get("kv_lora_rank")),
-        arch=sheet.arch if sheet else "",
-        matrix_kv=matched[0].kv_dtype if matched is not None else None,
+        raw,
+        req.gpu,
+        matched[0].kv_dtype if matched is not None else None,
     )
     verify: tuple[VerifyGrowth | None, str] = (None, "")
     if matched is not None:

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from verifylab.errors import ModelInputError
 from verifylab.model.answers.context_answer import PoolCap, anchored_answer, matching_matrix
-from verifylab.model.answers.engine_answer import Engine, EngineChoice, engine_choice, engine_verify
+from verifylab.model.answers.engine_answer import Engine, EngineChoice, choice_for, engine_verify
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
-from verifylab.model.inputs.configs import eagle3_draft_for, read_config, read_config_json
+from verifylab.model.inputs.configs import eagle3_draft_for, read_config, read_config_and_json
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.curves import Curve, load_curves
-from verifylab.model.inputs.gpus import GPU_TABLE, gpu_named
+from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.model.inputs.probes import probed_world
 from verifylab.model.inputs.stored import stored_inputs, stored_runs
@@ -76,7 +76,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     """The answer from the nearest evidence: the public matrix that ran this box where the owner gave nothing of
     their own box (no curve, decode rate or datasheet override) and a trained router, else the model."""
     runs = ev.measured
-    target = read_config(ask.config, ask.expert_bits)
+    target, raw = read_config_and_json(ask.config, ask.expert_bits)
     draft = read_config(ask.draft_config) if ask.draft_config else eagle3_draft_for(target)
     curve, comm_source = None, "TP 1: no all-reduce"
     if ask.tp > 1 or ask.regime or ask.latency:
@@ -106,17 +106,14 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         if own_box and ask.routing is Routing.UNIFORM
         else None
     )
-    sheet = GPU_TABLE.get(ask.gpu)
-    raw = read_config_json(ask.config)
-    mla = bool(raw.get("text_config", raw).get("kv_lora_rank"))
-    choice = engine_choice(
+    choice = choice_for(
         ask.engine,
         ask.attention_backend,
         ask.verify_kernel,
         ask.kv_cache_dtype,
-        mla=mla,
-        arch=sheet.arch if sheet else "",
-        matrix_kv=matched[0].kv_dtype if matched is not None else None,
+        raw,
+        ask.gpu,
+        matched[0].kv_dtype if matched is not None else None,
     )
     if matched is not None:
         matrix, fit = matched

@@ -21,12 +21,6 @@ EXPERT_PREDICTION = "expert_prediction"
 RESOLVED = 0.2  # attention's growth is read only where the step at the longer context is this much slower
 
 
-def _stacked(runs: MeasuredRuns, table: str) -> pd.DataFrame:
-    """Every run's ``table`` with its run id and its GPU (a later run's row wins on the table's key, never over another
-    GPU's)."""
-    return stacked(runs, table)
-
-
 def context_cells(runs: MeasuredRuns) -> pd.DataFrame:
     """The measured context cells of every run, one per GPU, shape, backend, mode, context and streams."""
     return read_engine_cells(runs).cells
@@ -48,7 +42,7 @@ def attention_growth(runs: MeasuredRuns) -> pd.DataFrame:
     cells = context_cells(runs)
     if cells.empty:
         return pd.DataFrame()
-    predicted = _stacked(runs, CONTEXT_PREDICTION).drop_duplicates(["gpu", "shape", "mode"], keep="last")
+    predicted = stacked(runs, CONTEXT_PREDICTION).drop_duplicates(["gpu", "shape", "mode"], keep="last")
     predicted = predicted.set_index(["gpu", "shape", "mode"])  # a GPU's cells beside the prediction made for it
     rows = []
     for (gpu, shape, backend, streams), group in cells.groupby(["gpu", "shape", "backend", "streams"], sort=True):

@@ -187,8 +187,14 @@ def _bits_to_bytes(bits: float) -> float:
 
 def read_config(path: Path, expert_bits: float | None = None) -> ModelCosts:
     """A model's costs from ``config.json`` (or the folder holding it); one line naming the file otherwise."""
+    return read_config_and_json(path, expert_bits)[0]
+
+
+def read_config_and_json(path: Path, expert_bits: float | None = None) -> tuple[ModelCosts, dict[str, Any]]:
+    """A model's costs and its ``config.json`` object, the file read once."""
     file = path / "config.json" if path.is_dir() else path
-    return costs_from_config(read_config_json(path), str(file), expert_bits)
+    raw = read_config_json(path)
+    return costs_from_config(raw, str(file), expert_bits), raw
 
 
 def needs_remote_code(config: dict[str, Any]) -> bool:
