@@ -2,6 +2,12 @@
 the stored runs and the public tables and the function that writes the answer's sentence.
 
     python benchmarks/answer_path.py [--answer decision-speculation|box-plan|both] [--edges]
+    python benchmarks/answer_path.py --walk [--answer ...|model-speculation] [--edges]
+
+``--walk`` (#78) follows the evidence's values instead of the calls: what a reader returns is the evidence's, a
+function called with one (or a record holding one a level down) is a stay and what it returns is the evidence's too;
+a room is a stay's file. It counts every function the values pass, not only those on a path to a reader, and adds
+the README's ``model speculation`` (Kimi-K2.5 INT4, TP 8, healthy P2P, 32k).
 
 The answer is computed once under a profiler with every derived value recomputed (a cache would hide the calls it
 saves); each call from one of verifylab's functions to another is an edge. The readers are the measured runs'
@@ -86,6 +92,69 @@ def call_edges(compute: Callable[[], object]) -> collections.Counter[tuple[Node,
     return edges
 
 
+def _carries(value: object, tainted: set[int]) -> bool:
+    """Whether ``value`` is one of the evidence's values, or holds one a level down (a tuple's item, a mapping's
+    value, a record's field)."""
+    if id(value) in tainted:
+        return True
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return any(id(v) in tainted for v in value)
+    if isinstance(value, dict):
+        return any(id(v) in tainted for v in value.values())
+    fields = getattr(value, "__dict__", None)
+    if isinstance(fields, dict) and type(value).__module__.startswith("verifylab"):
+        return any(id(v) in tainted for v in fields.values())
+    return False
+
+
+def evidence_walk(compute: Callable[[], object]) -> tuple[set[Node], set[str]]:
+    """The functions the evidence's values pass through while ``compute`` runs, every derived value recomputed:
+    what a reader returns is the evidence's; a function called with one (or a record holding one) is a stay, and what
+    it returns is the evidence's too. Returns the stays and their rooms (files)."""
+    from verifylab import derived
+
+    keep_alive: list[object] = []  # a value's id stays its own while the walk runs
+    tainted: set[int] = set()
+    stays: set[Node] = set()
+    stack: list[tuple[Node | None, bool, bool]] = []  # (function, returns the evidence's, inside a reader)
+
+    def taint(value: object) -> None:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return  # a plain number is a value anyone could have typed: followed through its holder
+        keep_alive.append(value)
+        tainted.add(id(value))
+
+    def profile(frame, event, arg) -> None:
+        if event == "call":
+            below = bool(stack) and stack[-1][2]
+            node = _node(frame)
+            if below or not isinstance(node, tuple):  # below a reader is the store
+                stack.append((None, False, below))
+                return
+            reader = _is_reader(node)
+            code = frame.f_code
+            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+            carried = not reader and any(_carries(frame.f_locals.get(n), tainted) for n in names)
+            if carried:
+                stays.add(node)
+            stack.append((node, reader or carried, reader))
+        elif event == "return" and stack:
+            _, passes, _ = stack.pop()
+            if passes:
+                taint(arg)
+
+    keep = derived.DerivedCache.value
+    derived.DerivedCache.value = lambda self, key, compute: compute()  # type: ignore[method-assign]
+    sys.setprofile(profile)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            compute()
+    finally:
+        sys.setprofile(None)
+        derived.DerivedCache.value = keep  # type: ignore[method-assign]
+    return stays, {path for path, _ in stays}
+
+
 def _is_reader(node: Node) -> bool:
     prefix = READER_FILES.get(node[0])
     return prefix is not None and node[1].startswith(prefix)
@@ -148,13 +217,38 @@ def _box_plan() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
     return compute, roots, (("cli/box.py", "_plan_and_verify"), ("cli/box_check.py", "print_plan"))
 
 
+MODEL_SPECULATION = ["model", "speculation", "--config", "examples/configs/kimi-k2.5-int4", "--gpu", "rtx-pro-6000",
+                     "--tp", "8", "--regime", "healthy-p2p", "--context", "32768", "--data-dir", "data"]  # fmt: skip
+
+
+def _model_speculation() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
+    from typer.testing import CliRunner
+
+    from verifylab.cli import app
+
+    def compute() -> object:
+        result = CliRunner().invoke(app, MODEL_SPECULATION)
+        if result.exit_code != 0:
+            raise SystemExit(f"model speculation failed: {result.output[-400:]}")
+        return result.output
+
+    root = ("cli/model.py", "speculation")
+    return compute, {root}, (root, root)
+
+
 ANSWERS = {"decision-speculation": _decision_speculation, "box-plan": _box_plan}
+WALKS = {**ANSWERS, "model-speculation": _model_speculation}  # --walk: the README's `model speculation` too
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--answer", choices=[*ANSWERS, "both"], default="both")
+    parser.add_argument("--answer", choices=[*WALKS, "both"], default="both")
     parser.add_argument("--edges", action="store_true", help="list every step")
+    parser.add_argument(
+        "--walk",
+        action="store_true",
+        help="follow the evidence's values through every function they pass (stays) and file (rooms) instead",
+    )
     parser.add_argument(
         "--count-store", action="store_true", help="start at the functions that open the stored files instead"
     )
@@ -164,8 +258,16 @@ def main() -> None:
         READER_FILES.update(STORE_READERS)
     os.chdir(ROOT)
     os.environ["VERIFYLAB_CACHE"] = "off"
-    for name in ANSWERS if args.answer == "both" else [args.answer]:
-        compute, roots, writer = ANSWERS[name]()
+    every = WALKS if args.walk else ANSWERS
+    for name in every if args.answer == "both" else [args.answer]:
+        compute, roots, writer = every[name]()
+        if args.walk:
+            stays, rooms = evidence_walk(compute)
+            print(f"{name}: the evidence's values stay in {len(stays)} functions in {len(rooms)} rooms")
+            if args.edges:
+                for path, qualname in sorted(stays):
+                    print(f"    {path}:{qualname}")
+            continue
         nodes, steps = answer_path(call_edges(compute), roots, writer)
         files = sorted({n[0] for n in nodes})
         print(f"{name}: {len(files)} files, {len(steps)} function-to-function steps")

@@ -55,3 +55,34 @@ def test_a_fit_that_reads_the_store_is_on_the_path(answer_path):
     assert b in nodes and (b, reader) in steps
     nodes, _ = answer_path.answer_path({(a, b): 1, (a, reader): 1}, {a}, (a, ("w.py", "write")))
     assert b not in nodes  # a fit given what was read is not on the way
+
+
+# #78: the evidence's walk (``answer_path.py --walk``) as it stood before the model had one door, at 6d078c1: the
+# functions the evidence's values pass through (stays) per answer. A change may only shorten it.
+WALK_BEFORE = {"decision-speculation": 150, "box-plan": 129, "model-speculation": 110}
+
+
+@pytest.mark.parametrize("answer", sorted(WALK_BEFORE))
+def test_the_evidence_walks_no_further_than_before_the_door(answer_path, monkeypatch, answer):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("VERIFYLAB_CACHE", "off")
+    compute, _, _ = answer_path.WALKS[answer]()
+    stays, rooms = answer_path.evidence_walk(compute)
+    assert len(stays) <= WALK_BEFORE[answer], (len(stays), len(rooms))
+
+
+def test_the_walk_follows_a_readers_value_and_not_a_typed_one(answer_path):
+    """A function given what a reader returned (or a record holding it) is a stay, and so is what it hands on; one
+    given only numbers anyone could type is not."""
+    namespace: dict = {}
+    source = (
+        "class MeasuredRuns:\n"
+        "    def table(self):\n        return [1.0, 2.0]\n"
+        "def total(rows):\n    return {'rows': rows}\n"
+        "def halve(record):\n    return [record]\n"
+        "def typed(x):\n    return x * 2\n"
+        "def compute():\n    rows = MeasuredRuns().table()\n    halve(total(rows))\n    typed(3.0)\n"
+    )
+    exec(compile(source, answer_path.PACKAGE + "/sources.py", "exec"), namespace)  # a reader where readers live
+    stays, rooms = answer_path.evidence_walk(namespace["compute"])
+    assert {name for _, name in stays} == {"total", "halve"} and rooms == {"sources.py"}
