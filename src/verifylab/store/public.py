@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,10 @@ from verifylab.vocab import Regime
 
 PUBLIC_FILE = Path("reference") / "public_measurements.csv"
 PROVENANCE = "reported (public)"
+RATE_COLUMNS = (  # a public speculation table's cell: plain and speculative tok/s at a stream count, where, the quotes
+    "streams", "plain_tok_s", "spec_tok_s", "published", "retrieved", "url", "quote_plain", "quote_spec",
+    "quote_accept",
+)  # fmt: skip
 COLUMNS = [
     "id",
     "value",
@@ -219,6 +224,27 @@ def load_public_measurements(data_dir: Path | str) -> pd.DataFrame:
     frame = without_secrets(check_public(frame, str(path)), {"value", "message_bytes", "world_size"})
     frame["value"] = pd.to_numeric(frame["value"])
     frame["message_bytes"] = pd.to_numeric(frame["message_bytes"])
+    frame["provenance"] = PROVENANCE
+    return frame
+
+
+def load_rate_table(
+    path: Path,
+    columns: list[str],
+    check: Callable[[pd.DataFrame, str], pd.DataFrame],
+    numbers: list[str],
+    whole: tuple[str, ...],
+) -> pd.DataFrame:
+    """A public speculation table at ``path`` read as text, checked by ``check``, its text through the one detector,
+    ``numbers`` as numbers (``whole`` as integers) and ``provenance='reported (public)'``; empty where absent."""
+    if not file_exists(path):
+        return pd.DataFrame(columns=[*columns, "provenance"])
+    frame = check(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
+    frame = without_secrets(frame, set(numbers))
+    for column in numbers:
+        frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
+    for column in whole:
+        frame[column] = frame[column].astype(int)
     frame["provenance"] = PROVENANCE
     return frame
 

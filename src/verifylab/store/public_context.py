@@ -13,17 +13,15 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import ReferenceDataError
-from verifylab.iorw import file_exists
 from verifylab.store.public import (
-    PROVENANCE,
+    RATE_COLUMNS,
     blank,
     check_quote,
     checked_number,
-    read_reference_table,
+    load_rate_table,
     refuse_duplicate_ids,
     refuse_speedup_past_accept,
     refuse_speedup_past_chain,
-    without_secrets,
 )
 
 PUBLIC_CONTEXT_FILE = Path("reference") / "public_context.csv"
@@ -48,15 +46,7 @@ COLUMNS = [
     "kv_pool_spec_tokens",
     "context",
     "context_label",
-    "streams",
-    "plain_tok_s",
-    "spec_tok_s",
-    "published",
-    "retrieved",
-    "url",
-    "quote_plain",
-    "quote_spec",
-    "quote_accept",
+    *RATE_COLUMNS,
     "quote_pool_plain",
     "quote_pool_spec",
     "note",
@@ -131,14 +121,10 @@ def check_public_context(frame: pd.DataFrame, source: str) -> pd.DataFrame:
 
 def load_public_context(data_dir: Path | str) -> pd.DataFrame:
     """The checked table with numbers as numbers and ``provenance='reported (public)'``; empty where absent."""
-    path = Path(data_dir) / PUBLIC_CONTEXT_FILE
-    if not file_exists(path):
-        return pd.DataFrame(columns=[*COLUMNS, "provenance"])
-    frame = check_public_context(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
-    frame = without_secrets(frame, set([*NUMBERS, *OPTIONAL_NUMBERS]))
-    for column in [*NUMBERS, *OPTIONAL_NUMBERS]:
-        frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
-    for column in ("gpus", "dcp", "verify_tokens", "context", "streams"):
-        frame[column] = frame[column].astype(int)
-    frame["provenance"] = PROVENANCE
-    return frame
+    return load_rate_table(
+        Path(data_dir) / PUBLIC_CONTEXT_FILE,
+        COLUMNS,
+        check_public_context,
+        [*NUMBERS, *OPTIONAL_NUMBERS],
+        ("gpus", "dcp", "verify_tokens", "context", "streams"),
+    )

@@ -12,17 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from verifylab.errors import ReferenceDataError
-from verifylab.iorw import file_exists
-from verifylab.store.public import (
-    PROVENANCE,
-    blank,
-    check_quote,
-    checked_number,
-    read_reference_table,
-    refuse_duplicate_ids,
-    refuse_speedup_past_chain,
-    without_secrets,
-)
+from verifylab.store import public
 
 PUBLIC_SPECULATION_FILE = Path("reference") / "public_speculation.csv"
 COLUMNS = [
@@ -41,15 +31,7 @@ COLUMNS = [
     "accept_high",
     "accept_note",
     "context",
-    "streams",
-    "plain_tok_s",
-    "spec_tok_s",
-    "published",
-    "retrieved",
-    "url",
-    "quote_plain",
-    "quote_spec",
-    "quote_accept",
+    *public.RATE_COLUMNS,
     "note",
 ]
 ROLES = ("fit", "held out", "family check")
@@ -77,14 +59,14 @@ def check_public_speculation(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         raise ReferenceDataError(f"{source}: missing column(s) {', '.join(missing)}")
     for line, row in enumerate(frame.to_dict("records"), start=2):
         where = f"{source}: line {line} ({row.get('id') or '?'})"
-        empty = [c for c in COLUMNS if c not in ("spec_tok_s", "quote_spec", "note") and blank(row[c])]
+        empty = [c for c in COLUMNS if c not in ("spec_tok_s", "quote_spec", "note") and public.blank(row[c])]
         if empty:
             raise ReferenceDataError(f"{where}: empty field(s) {', '.join(empty)}")
         for field, allowed in (("role", set(ROLES)), ("interconnect", INTERCONNECTS), ("drafter", DRAFTERS)):
             if row[field] not in allowed:
                 raise ReferenceDataError(f"{where}: {field} '{row[field]}' is not one of {sorted(allowed)}")
         for field, (low, high) in NUMBERS.items():
-            checked_number(row[field], field, low, high, where)
+            public.checked_number(row[field], field, low, high, where)
         if not float(row["accept_low"]) <= float(row["accept_high"]) <= float(row["verify_tokens"]):
             raise ReferenceDataError(f"{where}: accept_low <= accept_high <= verify_tokens does not hold")
         if (row["config"] == FAMILY_CONFIG) != (row["role"] == "family check"):
@@ -94,34 +76,31 @@ def check_public_speculation(frame: pd.DataFrame, source: str) -> pd.DataFrame:
         if not str(row["url"]).startswith(("https://", "http://")):
             raise ReferenceDataError(f"{where}: url '{row['url']}' is not an http(s) address")
         for quote, value in (("quote_plain", row["plain_tok_s"]), ("quote_spec", row["spec_tok_s"])):
-            if quote == "quote_spec" and blank(value):
+            if quote == "quote_spec" and public.blank(value):
                 continue
             if quote == "quote_spec":
-                spec = checked_number(value, "spec_tok_s", *NUMBERS["plain_tok_s"], where)
-                refuse_speedup_past_chain(float(row["plain_tok_s"]), spec, int(float(row["verify_tokens"])), where)
-            check_quote(str(row[quote]), value, quote, where)
-    refuse_duplicate_ids(frame, source)
+                spec = public.checked_number(value, "spec_tok_s", *NUMBERS["plain_tok_s"], where)
+                chain = int(float(row["verify_tokens"]))
+                public.refuse_speedup_past_chain(float(row["plain_tok_s"]), spec, chain, where)
+            public.check_quote(str(row[quote]), value, quote, where)
+    public.refuse_duplicate_ids(frame, source)
     if frame.duplicated(subset=["curve", "streams"]).any():
         raise ReferenceDataError(f"{source}: a curve lists one stream count twice")
     for curve, part in frame.groupby("curve"):
         varying = [c for c in PER_CURVE if part[c].astype(str).nunique() > 1]
         if varying:
             raise ReferenceDataError(f"{source}: curve '{curve}' changes {', '.join(varying)} between its rows")
-        if part["spec_tok_s"].map(blank).all():
+        if part["spec_tok_s"].map(public.blank).all():
             raise ReferenceDataError(f"{source}: curve '{curve}' has no speculative rate")
     return frame
 
 
 def load_public_speculation(data_dir: Path | str) -> pd.DataFrame:
     """The checked table with numbers as numbers and ``provenance='reported (public)'``; empty where absent."""
-    path = Path(data_dir) / PUBLIC_SPECULATION_FILE
-    if not file_exists(path):
-        return pd.DataFrame(columns=[*COLUMNS, "provenance"])
-    frame = check_public_speculation(read_reference_table(path, dtype=str, keep_default_na=False), str(path))
-    frame = without_secrets(frame, set([*NUMBERS, "spec_tok_s"]))
-    for column in [*NUMBERS, "spec_tok_s"]:
-        frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
-    for column in ("gpus", "verify_tokens", "streams"):
-        frame[column] = frame[column].astype(int)
-    frame["provenance"] = PROVENANCE
-    return frame
+    return public.load_rate_table(
+        Path(data_dir) / PUBLIC_SPECULATION_FILE,
+        COLUMNS,
+        check_public_speculation,
+        [*NUMBERS, "spec_tok_s"],
+        ("gpus", "verify_tokens", "streams"),
+    )
