@@ -17,8 +17,9 @@ down to a reader, plus the root's call to the sentence's writer; steps are the d
 measure, not a timing: it changes only when the code does.
 
 - ``decision-speculation``: the decision page's speculation answer, by context band from the nearest evidence
-  (``publish.decision.case_bands``) and the model's per regime (``model.case.speculation.speculation_case``), both
-  written by ``decision_markdown`` (``analysis.evidence_ladder.bands_words``).
+  (``model.answers.case_answers.case_bands``) and the model's per regime
+  (``model.case.speculation.speculation_case``), both written by ``decision_markdown``
+  (``model.answers.evidence_ladder.bands_words``).
 - ``box-plan``: ``verifylab box --plan`` as the README's second example runs it (Kimi-K2.5 INT4 at TP 8, healthy
   P2P, 32k of context), from the command to ``cli.box_check.print_plan``.
 """
@@ -155,14 +156,22 @@ def evidence_walk(compute: Callable[[], object]) -> tuple[set[Node], set[str]]:
     return stays, {path for path, _ in stays}
 
 
-def _is_reader(node: Node) -> bool:
+# Since #78 the record reads each part on its first use: a fit that asks the record for a part reaches the readers
+# through it. For the path measure the record's accessors are where reading starts (what lies below them is the
+# record reading itself); the walk (--walk) still starts at the readers themselves.
+RECORD_ACCESSORS = ("Part.", "FromEvidence.", "StoredRuns.", "StoredInputs.", "stored_runs", "stored_inputs")
+
+
+def _is_reader(node: Node, record: bool = False) -> bool:
+    if record and node[0] == "model/inputs/stored.py" and node[1].startswith(RECORD_ACCESSORS):
+        return True
     prefix = READER_FILES.get(node[0])
     return prefix is not None and node[1].startswith(prefix)
 
 
 def answer_path(edges, roots: set[Node], writer: tuple[Node, Node]) -> tuple[set[Node], set[tuple[Node, Node]]]:
     """The functions on a call path from ``roots`` down to a reader, and the edges among them, plus ``writer``."""
-    edges = {(a, b) for a, b in edges if not _is_reader(a)}  # below a reader is the store
+    edges = {(a, b) for a, b in edges if not _is_reader(a, record=True)}  # below a reader is the store
     down, up = collections.defaultdict(set), collections.defaultdict(set)
     for a, b in edges:
         down[a].add(b)
@@ -177,24 +186,24 @@ def answer_path(edges, roots: set[Node], writer: tuple[Node, Node]) -> tuple[set
         return seen
 
     below = reach(roots, down)
-    readers = {n for n in below if _is_reader(n)}
+    readers = {n for n in below if _is_reader(n, record=True)}
     on_path = below & reach(readers, up)
     steps = {(a, b) for a, b in edges if a in on_path and b in on_path} | {writer}
     return on_path | set(writer), steps
 
 
 def _decision_speculation() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
-    from verifylab.analysis.evidence_ladder import bands_words
+    from verifylab.model.answers.case_answers import case_bands
+    from verifylab.model.answers.evidence_ladder import bands_words
     from verifylab.model.case.speculation import speculation_case
-    from verifylab.publish.decision import case_bands
     from verifylab.store.evidence import Evidence
 
     def compute() -> object:
         ev = Evidence(ROOT / "data")
         return bands_words(case_bands(ev)), speculation_case(ev)
 
-    roots = {("publish/decision.py", "case_bands"), ("model/case/speculation.py", "speculation_case")}
-    writer = (("publish/decision.py", "decision_markdown"), ("analysis/evidence_ladder.py", "bands_words"))
+    roots = {("model/answers/case_answers.py", "case_bands"), ("model/case/speculation.py", "speculation_case")}
+    writer = (("publish/decision.py", "decision_markdown"), ("model/answers/evidence_ladder.py", "bands_words"))
     return compute, roots, writer
 
 

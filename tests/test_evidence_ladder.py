@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from verifylab.analysis.evidence_ladder import (
+from verifylab.model.answers.evidence_ladder import (
     BANDS,
     CASE_BOX_OPTIONS,
     BandAnswer,

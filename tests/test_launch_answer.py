@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from verifylab.cli import app
 from verifylab.launch import SglangLaunch, build_command
-from verifylab.publish.decision import answer_backend, launch_section
+from verifylab.model.answers.case_answers import answer_backend
+from verifylab.publish.decision import launch_section
 from verifylab.store.evidence import Evidence
 
 ROOT = Path(__file__).resolve().parents[1]

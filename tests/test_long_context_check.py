@@ -14,9 +14,9 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from tests.test_bench import free_port
-from verifylab.analysis.evidence_ladder import settle_command
 from verifylab.bench.prompts import PREFIX_TOKENS, context_prompts
 from verifylab.cli import app
+from verifylab.model.answers.evidence_ladder import settle_command
 from verifylab.store.evidence import Evidence
 
 ROOT = Path(__file__).resolve().parents[1]

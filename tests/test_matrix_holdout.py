@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verifylab.model.answers.case_answers import CASE_ENGINES, case_bands
 from verifylab.model.fits.matrix_holdout import HOLDOUT_CONTEXT_MAX, holdout_miss, leave_one_matrix_out
 from verifylab.model.inputs.context_matrix import context_matrices
 from verifylab.model.inputs.stored import stored_inputs
-from verifylab.publish.decision import CASE_ENGINES, case_bands
 from verifylab.store.evidence import Evidence
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,11 +10,7 @@ import numpy as np
 import pandas as pd
 
 from verifylab.errors import ModelInputError
-from verifylab.model.fits.grid import fit_grid
-from verifylab.model.inputs.grids import grid_routing, grid_runs
-from verifylab.model.inputs.model_costs import Routing
-from verifylab.model.inputs.stored import stored_runs
-from verifylab.model.pricing.speculation import gains
+from verifylab.model.views import Routing, fit_grid, gains, grid_routing, grid_runs, stored_runs
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from verifylab.model.fits.pass_check import validate_against_run
+from verifylab.model.views import validate_against_run
 from verifylab.report.charts import Figure, tokens_axis
 from verifylab.report.section import Prose
 from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns

@@ -8,8 +8,7 @@ import math
 
 import pandas as pd
 
-from verifylab.model.fits.context import context_check, crossover_check, fitted_matrix
-from verifylab.model.inputs.stored import stored_inputs
+from verifylab.model.views import context_check, crossover_check, fitted_matrix, stored_inputs
 from verifylab.report.tables import Table, header
 from verifylab.sources import ModelSources
 

@@ -8,8 +8,7 @@ import math
 
 import pandas as pd
 
-from verifylab.model.fits.engine_reads import attention_growth, context_cells, expert_reads
-from verifylab.model.inputs.gpus import gpu_title
+from verifylab.model.views import attention_growth, context_cells, expert_reads, gpu_title
 from verifylab.report.tables import Table, cell_text, header
 from verifylab.sources import MeasuredRuns
 

@@ -15,8 +15,7 @@ from verifylab.analysis.live_smoke import mechanics_runs
 from verifylab.errors import VerifylabError
 from verifylab.launch import LaunchError, LaunchTarget
 from verifylab.model.answers.decision import regime_answer, thresholds
-from verifylab.model.case.cycle import CycleAccount
-from verifylab.model.case.speculation import account, inputs
+from verifylab.model.views import CycleAccount, account, inputs
 from verifylab.server.variants import BaseConfig
 from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence

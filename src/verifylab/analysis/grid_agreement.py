@@ -8,11 +8,16 @@ import numpy as np
 import pandas as pd
 
 from verifylab.analysis.speculation_load import interval_miss
-from verifylab.model.fits.grid import fit_for
-from verifylab.model.inputs.grids import grid_routing, grid_runs, sweeps
-from verifylab.model.inputs.stored import stored_runs
-from verifylab.model.pricing.boxes import calibrate_decode
-from verifylab.model.pricing.speculation import gain_flag, gains
+from verifylab.model.views import (
+    calibrate_decode,
+    fit_for,
+    gain_flag,
+    gains,
+    grid_routing,
+    grid_runs,
+    stored_runs,
+    sweeps,
+)
 from verifylab.sources import MeasuredRuns
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from verifylab.model.fits.overlap import OverlapFit, check_summary
+from verifylab.model.views import OverlapFit, check_summary
 
 CURVE_NOTES = ("engine", "accept_source", "source")  # long texts shown as lettered notes below the curves' table
 

@@ -13,7 +13,7 @@ from verifylab.analysis.facts import DeploymentFacts
 from verifylab.analysis.launch_command import launch_command
 from verifylab.analysis.recommendation import Recommendation, Topic, no_evidence
 from verifylab.model.answers.decision import crossover_text, fusion_at_one_stream, fusion_by_load_words
-from verifylab.model.pricing.regimes import REGIME_TITLE
+from verifylab.model.views import REGIME_TITLE
 from verifylab.report.section import Prose
 from verifylab.vocab import (
     COMMAND_DRAFT_TOKENS,

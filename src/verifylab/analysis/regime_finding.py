@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verifylab.model.answers.decision import crossover_text, decision_table, regime_answer, thresholds
-from verifylab.model.case.options import reported_pass_floor
-from verifylab.model.case.speculation import account, inputs
+from verifylab.model.views import account, inputs, reported_pass_floor
 from verifylab.sources import ModelSources
 from verifylab.vocab import Regime
 

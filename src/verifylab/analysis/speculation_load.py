@@ -14,10 +14,18 @@ import pandas as pd
 
 from verifylab.analysis.benchmarks import slo_limits
 from verifylab.derived import derived
-from verifylab.model.fits.grid import FIT_ACCEPT, fit_for
-from verifylab.model.inputs.grids import grid_requests, grid_routing, grid_runs, token_weighted_accept
-from verifylab.model.inputs.stored import stored_runs
-from verifylab.model.pricing.speculation import crossover_streams, gain_flag, gains
+from verifylab.model.views import (
+    FIT_ACCEPT,
+    crossover_streams,
+    fit_for,
+    gain_flag,
+    gains,
+    grid_requests,
+    grid_routing,
+    grid_runs,
+    stored_runs,
+    token_weighted_accept,
+)
 from verifylab.report.charts import Figure, legend_colour, tooltips
 from verifylab.sources import MeasuredRuns
 from verifylab.stats import DEFAULT_SLO, compare

@@ -8,9 +8,14 @@ import math
 
 import pandas as pd
 
-from verifylab.model.fits.verify_growth import FIT_CONTEXT_MAX, context_growth_fit, stored_growth_check
-from verifylab.model.fits.verify_kernels import kernel_cells, serial_kernel_fit
-from verifylab.model.inputs.gpus import gpu_title
+from verifylab.model.views import (
+    FIT_CONTEXT_MAX,
+    context_growth_fit,
+    gpu_title,
+    kernel_cells,
+    serial_kernel_fit,
+    stored_growth_check,
+)
 from verifylab.report.tables import Table, header
 from verifylab.sources import MeasuredRuns
 

@@ -14,9 +14,7 @@ from verifylab.analysis.live_smoke import live_smoke_profile
 from verifylab.chapters._base import live_section, nothing_stored, shown_as_table
 from verifylab.chapters.params import VerifyBreakdown as Params
 from verifylab.errors import ServerError
-from verifylab.model.fits.in_pass import fused_in_pass_fit
-from verifylab.model.fits.live_fusion import live_fusion_check, live_fusion_finding
-from verifylab.model.inputs.stored import stored_runs
+from verifylab.model.views import fused_in_pass_fit, live_fusion_check, live_fusion_finding, stored_runs
 from verifylab.report.charts import Figure, step_breakdown_chart
 from verifylab.report.section import Prose, Section
 from verifylab.server.launch import launcher_help, serve

@@ -25,26 +25,36 @@ from verifylab.derived import derived
 from verifylab.errors import ManifestError
 from verifylab.model.answers.decision import REFERENCE_MESSAGE, decision_table, fusion_by_load, speculation_by_accept
 from verifylab.model.answers.routing_overlap import speculation_by_overlap
-from verifylab.model.case.hypotheses import ORDER_RULE, deciding_between_top_two, ranked_hypotheses
-from verifylab.model.case.option_tables import (
+from verifylab.model.views import (
+    CONCLUSIONS,
+    OPTIONS,
+    ORDER_RULE,
+    RTX_PRO_6000_BLACKWELL_GBS,
+    Option,
+    case_option_boxes,
     components_long,
+    compute_validation,
+    compute_validation_finding,
+    context_check,
+    deciding_between_top_two,
+    error_profiles,
+    fitted_overlap,
     floors_table,
+    inputs,
+    inputs_table,
+    limits_table,
     memory_table,
+    options_at_loads,
     plain_decoding,
+    public_check,
+    ranked_hypotheses,
+    reconcile_table,
     regime_curves_table,
+    speculation_case,
+    stored_inputs,
+    whatif_table,
 )
-from verifylab.model.case.options import OPTIONS, Option
-from verifylab.model.case.reconcile import CONCLUSIONS
-from verifylab.model.case.speculation import inputs, speculation_case
-from verifylab.model.case.whatif import case_option_boxes, inputs_table, options_at_loads, reconcile_table, whatif_table
-from verifylab.model.fits.compute_check import compute_validation, compute_validation_finding
-from verifylab.model.fits.context import context_check
-from verifylab.model.fits.context_profiles import error_profiles
-from verifylab.model.fits.overlap import fitted_overlap, public_check
-from verifylab.model.fits.pass_check import saving_check as check
-from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
-from verifylab.model.inputs.stored import stored_inputs
-from verifylab.model.pricing.floors import limits_table
+from verifylab.model.views import saving_check as check
 from verifylab.report.charts import Figure, verify_components_chart
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table

@@ -140,9 +140,8 @@ def box_cmd(
     if plan or verify is not None:
         from verifylab.cli.box_check import parse_overlap
         from verifylab.model.answers.box_plan import Slo
+        from verifylab.model.answers.context_answer import evidence_context_terms
         from verifylab.model.answers.plan_answer import PlanRequest
-        from verifylab.model.fits.context import context_terms
-        from verifylab.model.inputs.stored import stored_inputs
         from verifylab.store.evidence import Evidence
 
         try:
@@ -166,7 +165,7 @@ def box_cmd(
                 probe,
                 sglang,
                 context,
-                context_terms(stored_inputs(ev)),
+                evidence_context_terms(ev),
                 measured=verify is not None,
                 tp_given=tp_given,
                 engine=engine,
@@ -186,9 +185,8 @@ def box_cmd(
         return
     from verifylab.intake import refuse_write_into_data
     from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
-    from verifylab.model.fits.context import context_terms
-    from verifylab.model.inputs.model_costs import Routing
-    from verifylab.model.inputs.stored import stored_inputs
+    from verifylab.model.answers.context_answer import evidence_context_terms
+    from verifylab.model.answers.speculation_answer import ROUTINGS, Routing
     from verifylab.publish.box_page import write_box_page
     from verifylab.store.evidence import Evidence
 
@@ -199,8 +197,8 @@ def box_cmd(
             raise ParameterError("give one of --decode-tok-s (your rate) or --server URL (measured now), not both")
         if probe is not None and gpus is not None:
             raise ParameterError("--probe decides from a stored probe; --gpus probes now: give one of them")
-        if routing not in [r.value for r in Routing]:
-            raise ParameterError(f"--routing {routing!r}: choose {', '.join(r.value for r in Routing)}")
+        if routing not in ROUTINGS:
+            raise ParameterError(f"--routing {routing!r}: choose {', '.join(ROUTINGS)}")
         if probe is None and decode_tok_s is None and server is None:
             raise ParameterError(_NO_RATE)
         if probe is None:
@@ -231,7 +229,7 @@ def box_cmd(
             float(context or 2048),
             expert_bits,
             ev.launch_target(sglang),
-            context_terms(stored_inputs(ev)),
+            evidence_context_terms(ev),
         )
         decision = decide_box(ev.measured, inputs)
         if accept is None:

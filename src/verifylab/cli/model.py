@@ -53,43 +53,21 @@ def model_whatif(
 
     Example: `verifylab model whatif --batch 8 --latency 20261201-101500-probe-8gpu --decode-tok-s 80`
     """
+    from verifylab.model.answers.model_commands import whatif_answer
     from verifylab.model.answers.words import crossover_words
-    from verifylab.model.case.box import CASE_CONTEXT
-    from verifylab.model.case.option_prices import option_boxes
-    from verifylab.model.case.option_tables import options_table
-    from verifylab.model.case.speculation import decode_rate, inputs, speculation_case, speculation_cases
-    from verifylab.model.case.whatif import inputs_for_box, whatif_table
-    from verifylab.model.inputs.probes import reader_box
     from verifylab.store.evidence import Evidence
-    from verifylab.vocab import Regime
 
     try:
-        ev = Evidence(data_dir, keep_derived=True)
-        decode, decode_source = decode_rate(ev, decode_tok_s)
-        model = inputs(ev) if latency is None else inputs_for_box(ev, reader_box(ev.measured, latency, path))
-        own = decode_tok_s is None and latency is None and context is None  # the book's own numbers: kept
-        at = float(context) if context is not None else CASE_CONTEXT
-        boxes = None if own else option_boxes(ev, model, decode, decode_source, at)
-        frame = (whatif_table(ev, batch) if boxes is None else options_table(boxes, batch)).copy()
-        cases = speculation_case(ev) if own else speculation_cases(ev, model, decode, decode_source, at)
-        gains = {regime.value: case.gain_at(batch) for regime, case in cases.items()}
+        answer = whatif_answer(Evidence(data_dir, keep_derived=True), batch, latency, path, decode_tok_s, context)
     except VerifylabError as exc:
         raise fail(exc) from None
-    box = model.curves.box
-    box_words = (
-        f"{box.source} ({box.label}), regime {box.regime.value}"
-        if box is not None
-        else f"none: no 8-GPU probe in {data_dir / 'runs'} and no --latency"
+    frame, box_words, cases, gains, decode_source = (
+        answer.table,
+        answer.box_words,
+        answer.cases,
+        answer.gains,
+        answer.decode_source,
     )
-    nccl = frame["key"] == "tp8_nccl"  # the speculation model prices EAGLE-3 against plain decoding on TP 8, NCCL
-    frame["eagle3_gain_low"] = [gains[r].low if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
-    frame["eagle3_gain_high"] = [gains[r].high if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
-    frame["speculation_off_from"] = [
-        crossover_words(cases[Regime(r)].crossover, cases[Regime(r)].consistent) if n else None
-        for r, n in zip(frame["regime_key"], nccl, strict=True)
-    ]
-    frame["decode_calibrated_to"] = [decode_source if n else None for n in nccl]
-    frame["box_curve"] = [box_words if r == Regime.MEASURED.value else None for r in frame["regime_key"]]
     if as_json:
         typer.echo(frame.to_json(orient="records", indent=2))
         return
@@ -210,9 +188,13 @@ def model_speculation(
 
     Example: `verifylab model speculation --config Qwen3-30B-A3B/config.json --gpu h100 --accept 2.5 --json`
     """
-    from verifylab.model.answers.speculation_answer import SpeculationAsk, speculation_reply
-    from verifylab.model.inputs.model_costs import Routing
-    from verifylab.model.pricing.speculation import UNPHYSICAL, gain_flag
+    from verifylab.model.answers.speculation_answer import (
+        ROUTINGS,
+        UNPHYSICAL_WORDS,
+        Routing,
+        SpeculationAsk,
+        speculation_reply,
+    )
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Drafter
 
@@ -228,7 +210,7 @@ def model_speculation(
             streams=_stream_counts(streams),
             context=context,
             mem_fraction=mem_fraction,
-            routing=Routing(_choice("--routing", routing, [r.value for r in Routing])),
+            routing=Routing(_choice("--routing", routing, list(ROUTINGS))),
             regime=_regime(regime) if regime is not None else None,
             latency=latency,
             path=path,
@@ -247,13 +229,13 @@ def model_speculation(
     except VerifylabError as exc:
         raise fail(exc) from None
     result, target, provenance, consistent = reply.result, reply.target, reply.provenance, reply.consistent
-    counts = ask.streams
-    low, high = result.crossover
+    counts, decision = ask.streams, reply.decision
+    low, high = result.crossover if decision is None else decision.stops
     limit = accept if accept is not None else matched_accept_high(result)
-    rows = [{**r.as_row(), "check": gain_flag(r.gain.high, limit)} for r in result.rows]
+    rows = [{**r.as_row(), "check": flag} for r, flag in zip(result.rows, reply.checks(limit), strict=True)]
     inputs_used = {**result.inputs, **({"consistent": consistent} if consistent is not None else {})}
     if as_json:
-        payload = {
+        payload: dict[str, Any] = {
             "rows": rows,
             "crossover_streams_low": low,
             "crossover_streams_high": high,
@@ -261,6 +243,10 @@ def model_speculation(
             "provenance": provenance,
             "inputs": inputs_used,
         }
+        if decision is not None:  # the crossover above is the decision's; the transfer's own at your stream counts
+            payload["decision"] = decision.setting
+            payload["crossover_widened_by"] = decision.widened
+            payload["transfer_crossover_streams"] = list(result.crossover)
         typer.echo(json.dumps(payload, indent=2))
         return
     import pandas as pd
@@ -274,7 +260,7 @@ def model_speculation(
         }
     )
     yields = accept if accept is not None else matched_accept_high(result)
-    flags = [gain_flag(r.gain.high, yields) for r in result.rows]
+    flags = reply.checks(yields)
     if any(flags):
         shown["check"] = ["unphysical: see below" if f else "" for f in flags]
     accept_words = f"accept {accept:g}" if accept is not None else "the evidence's accept length"
@@ -285,7 +271,15 @@ def model_speculation(
         return f"beyond {last}" if value is None else ("never" if value <= counts[0] else f"{value:.1f}")
 
     capped = result.stream_cap is not None and result.stream_cap <= last
-    if low is None and high is None:
+    if decision is not None:
+        t_low, t_high = result.crossover
+        limit_words = (
+            f"decision: {decision.setting} ({decision.rung.value}, over the {decision.last} streams its matrix spans; "
+            f"where it stops paying widened by the transfers' out-of-sample miss, {decision.widened:.0%}: the decision "
+            f"page's band)\n  the transfer itself at your stream counts: it stops paying at {where(t_low)} to "
+            f"{where(t_high)} streams"
+        )
+    elif low is None and high is None:
         limit_words = f"speculation pays at every stream count priced, up to {last}" + (
             " (the KV pool's distinct streams at this context)" if capped else ""
         )
@@ -295,7 +289,7 @@ def model_speculation(
     for name, value in inputs_used.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)
     if any(flags):
-        console.print(f"check: {UNPHYSICAL}", highlight=False, markup=False)
+        console.print(f"check: {UNPHYSICAL_WORDS}", highlight=False, markup=False)
 
 
 def matched_accept_high(result: Any) -> float:
@@ -325,9 +319,9 @@ def _regime_key(text: str) -> str:
 
 def _gpu_key(name: str) -> str:
     """``RTX_PRO_6000`` -> ``rtx-pro-6000``: the GPU table's key as ``--gpu`` spells it."""
-    from verifylab.model.inputs.gpus import option_key
+    from verifylab.model.answers.speculation_answer import gpu_key
 
-    return option_key(name)
+    return gpu_key(name)
 
 
 def _choice(option: str, value: str, allowed: list[str]) -> str:
@@ -381,30 +375,17 @@ def model_pass(
 
     Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency curve.csv --path shm --json`
     """
-    from verifylab.model.fits.in_pass import pass_factors
-    from verifylab.model.inputs.curves import load_curves, norm_us_measured
-    from verifylab.model.pricing.measured_pass import predict_pass
+    from verifylab.model.answers.model_commands import pass_answer
     from verifylab.store.runs import RunStore
-    from verifylab.vocab import allreduce_message_bytes
 
     try:
         store = RunStore(data_dir / "runs").measured() if (data_dir / "runs").is_dir() else None
-        curves = load_curves(latency, store, path, hidden)
-        if norm_us is None:
-            found = norm_us_measured(store, tokens) if store else None
-            if found is None:
-                raise ModelInputError(
-                    f"no measured norm kernel under {data_dir / 'runs'}: give --norm-us (µs of one add+RMSNorm)"
-                )
-            norm_us, norm_source = found
-        else:
-            norm_source = "given (--norm-us)"
-        factors: dict[str, float] = {}
-        if not isolated and store is not None:
-            factors = pass_factors(store, path, allreduce_message_bytes(tokens, hidden))
-        variants = predict_pass(compute_ms, tokens, curves, path, norm_us, allreduces, hidden, factors, unfused_us)
+        answer = pass_answer(
+            store, compute_ms, tokens, latency, path, hidden, allreduces, norm_us, isolated, unfused_us
+        )
     except VerifylabError as exc:
         raise fail(exc) from None
+    variants, norm_us, norm_source, factors = answer.variants, answer.norm_us, answer.norm_source, answer.factors
     if as_json:
         payload = {
             "variants": variants,
@@ -436,11 +417,11 @@ def model_reconcile(
 
     Example: `verifylab model reconcile`
     """
-    from verifylab.model.case.whatif import reconcile_table
+    from verifylab.model.answers.model_commands import reconcile_answer
     from verifylab.store.evidence import Evidence
 
     try:
-        frame = reconcile_table(Evidence(data_dir, keep_derived=True))
+        frame = reconcile_answer(Evidence(data_dir, keep_derived=True))
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:

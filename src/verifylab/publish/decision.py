@@ -7,13 +7,24 @@ model objects the exhibits show."""
 from __future__ import annotations
 
 from verifylab.analysis.benchmarks import reported_liability_concurrency
-from verifylab.analysis.evidence_ladder import BandAnswer, BoxSpec, band_answers, bands_words
 from verifylab.analysis.gates import pcie_sm120_outlook, upgrade_target
 from verifylab.analysis.launch_command import stack_commands, wrapped_command
 from verifylab.analysis.recommendation import Topic
 from verifylab.analysis.verify_path import backend_line
 from verifylab.comm.bands import bands_from_public, healthy_limit, host_hop_us
 from verifylab.launch import AllReduce
+from verifylab.model.answers.case_answers import (
+    CASE_CONTEXT,
+    CASE_ENGINES,
+    CHAIN,
+    KIMI_REMOTE_CODE,
+    REGIME_TITLE,
+    answer_backend,
+    case_bands,
+    engine_choice_words,
+    family_check,
+    probed_box,
+)
 from verifylab.model.answers.decision import (
     REFERENCE_MESSAGE,
     decision_table,
@@ -21,27 +32,14 @@ from verifylab.model.answers.decision import (
     fusion_by_load_words,
     regime_answer,
 )
-from verifylab.model.answers.engine_answer import (
-    KIMI_ATTENTION,
-    SGLANG_DEFAULT_BACKEND,
-    SGLANG_KV_DTYPE,
-    choice_for,
-    engine_bands,
-)
-from verifylab.model.case.box import CASE_CONTEXT
-from verifylab.model.case.speculation import cases_on, decode_rate, inputs
-from verifylab.model.fits.overlap import check_summary, public_check
-from verifylab.model.inputs.configs import kimi_k25_costs, needs_remote_code
-from verifylab.model.inputs.stored import stored_inputs
-from verifylab.model.pricing.regimes import REGIME_TITLE
-from verifylab.model.pricing.speculation import SpeculationAnswer
+from verifylab.model.answers.engine_answer import SGLANG_KV_DTYPE
+from verifylab.model.answers.evidence_ladder import bands_words
 from verifylab.publish.finding import FindingKey, by_key
 from verifylab.publish.first_screen import engine_caveat, first_screen, undecided_words
 from verifylab.report.section import inert_markdown, md_text
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import (
     CASE_STUDY_STACK,
-    COMMAND_DRAFT_TOKENS,
     PCIE_IPC_FLASHINFER,
     PCIE_IPC_SGLANG,
     RECOMMENDED_STACK,
@@ -70,7 +68,7 @@ def _upgrade(ev: Evidence) -> tuple[str, str] | None:
 def _box_line(ev: Evidence, rows: dict[str, dict]) -> str:
     """A bullet for a stored probe of the reader's own box: its regime and where its own prices are shown."""
 
-    box = inputs(ev).curves.box
+    box = probed_box(ev)
     if box is None:
         return ""
     row = rows[Regime.MEASURED.value]
@@ -91,14 +89,9 @@ def liability_words(ev: Evidence) -> str:
 def family_check_words(ev: Evidence) -> str:
     """A sentence on the case-study family's public curve: where its gain fell below 1 as reported, and how near the
     model came to it given that box's plain decoding at every load (empty where none is stored)."""
-    table = public_check(stored_inputs(ev))
-    if table.empty:
+    r = family_check(ev)
+    if r is None:
         return ""
-    summary = check_summary(table)
-    family = summary[summary["role"] == "family check"]
-    if family.empty:
-        return ""
-    r = family.iloc[0]
     return (
         f" The case-study family's public curve ({md_text(r['model'])} with EAGLE-3 on {md_text(r['hardware'])}, "
         f"never in a fit): as reported, it {md_text(r['reported'])} streams; given that box's plain decoding at every "
@@ -132,49 +125,13 @@ def regime_rules(ev: Evidence, healthy: dict, host: dict) -> str:
     )
 
 
-CHAIN = COMMAND_DRAFT_TOKENS  # the chain the answers recommend: the public evidence's, and the case study's shortest
-
-
-# The engines the bands are given for: SGLang as it runs by default on SM120, SGLang with the best backend the audited
-# code admits there, and vLLM as the public matrix ran it
-CASE_GPU = "rtx-pro-6000"  # the case study's GPU (SM120)
-CASE_ENGINES = (("sglang", None), ("sglang", "flashinfer"), ("vllm", None))
-
-
-def case_bands(ev: Evidence, engine: str = "sglang", backend: str | None = None) -> list[BandAnswer]:
-    """The case study's box (Kimi-K2.5 INT4 over 8 x RTX PRO 6000, healthy P2P) per context band, from the nearest
-    evidence, for ``engine`` with ``backend`` (default: SGLang's own); the model's answer where none is stored."""
-    spec = BoxSpec(kimi_k25_costs(), CASE_GPU, 8, "healthy-p2p", CHAIN)
-
-    def modelled(context: float) -> SpeculationAnswer:
-        cases = cases_on(ev, inputs(ev), *decode_rate(ev), context=context)
-        case = cases[Regime.HEALTHY_P2P]
-        assert case is not None
-        return case.by_draft_tokens[CHAIN]
-
-    choice = choice_for(engine, backend, None, None, KIMI_ATTENTION, CASE_GPU, "fp8")
-    repriced = engine_bands(ev, choice, KIMI_ATTENTION, spec.target, spec.gpu, spec.tp, "healthy-p2p")
-    return band_answers(ev, spec, modelled, repriced)
-
-
-def answer_backend(ev: Evidence) -> str:
-    """The attention backend the launch lines name: SGLang's default where EAGLE-3 pays at some band on it, else the
-    first backend of :data:`CASE_ENGINES` on which it does (the default where none)."""
-    for engine, backend in CASE_ENGINES:
-        if engine != "sglang":
-            continue
-        if any(not b.setting.startswith("EAGLE-3 off") for b in case_bands(ev, engine, backend)):
-            return backend or SGLANG_DEFAULT_BACKEND[("MLA", "SM120")]
-    return SGLANG_DEFAULT_BACKEND[("MLA", "SM120")]
-
-
 def engine_band_lines(ev: Evidence) -> str:
     """One line per engine of :data:`CASE_ENGINES`: its bands and how its verify was priced."""
     lines = []
     for engine, backend in CASE_ENGINES:
-        choice = choice_for(engine, backend, None, None, KIMI_ATTENTION, CASE_GPU, "fp8")
         flag = f" (`--attention-backend {backend}`)" if backend else ""
-        lines.append(f"  - {md_text(choice.words())}{flag}: {bands_words(case_bands(ev, engine, backend))}")
+        words = engine_choice_words(engine, backend)
+        lines.append(f"  - {md_text(words)}{flag}: {bands_words(case_bands(ev, engine, backend))}")
     return "\n".join(lines)
 
 
@@ -199,7 +156,7 @@ def launch_section(ev: Evidence) -> str:
                 AllReduce.NCCL,
             ),
         ],
-        trust_remote_code=needs_remote_code(KIMI_ATTENTION),
+        trust_remote_code=KIMI_REMOTE_CODE,
         attention_backend=chosen,
         kv_cache_dtype=SGLANG_KV_DTYPE["fp8"],  # the page's pool the stream limits assume
     )

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from verifylab.analysis.facts import case_study_facts
 from verifylab.analysis.recommend import recommend
+from verifylab.model.answers.case_answers import reported_pass
 from verifylab.model.answers.decision import regime_answer, thresholds
-from verifylab.model.case.options import reported_pass_floor
-from verifylab.model.case.speculation import account, inputs
 from verifylab.publish.finding import Finding, FindingKey
 from verifylab.span import Span
 from verifylab.store.evidence import Evidence
@@ -30,7 +29,7 @@ _COMPUTE = {1: FindingKey.H200_COMPUTE_K1_MS, 16: FindingKey.H200_COMPUTE_K16_MS
 
 def key_findings(ev: Evidence) -> list[Finding]:
     """The figures and recommendations a reader would cite (compared across editions by key)."""
-    cycle = account(ev)
+    cycle = reported_pass(ev).account
     found = []
     for key, (quantity, label) in _ACCOUNT.items():
         span, unit, digits = cycle.quantities()[quantity]
@@ -94,9 +93,8 @@ def _span_finding(
 def _model_findings(ev: Evidence) -> list[Finding]:
     """The regime-level numbers the decision page cites (modelled within floors)."""
 
-    a = account(ev)
-    low, high, _ = inputs(ev).curves.reported_allreduce or (0.0, 0.0, 0.0)
-    floor = reported_pass_floor(a)
+    reported = reported_pass(ev)
+    floor, allreduce = reported.floor_ms, reported.allreduce_us
     bands = thresholds(ev)
     healthy, host = bands[Regime.HEALTHY_P2P.value], bands[Regime.HOST_MEMORY.value]
     gain = regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_ms
@@ -112,7 +110,7 @@ def _model_findings(ev: Evidence) -> list[Finding]:
         _span_finding(
             FindingKey.ALLREDUCE_AS_REPORTED_US,
             "verify all-reduce as reported, compute at its floor (us)",
-            Span(low, high),
+            allreduce,
             "µs",
             0,
             "modelled from reported figures",

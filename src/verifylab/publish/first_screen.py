@@ -4,10 +4,9 @@ the public evidence ran another engine, and why a fastest or fusion's switch is 
 
 from __future__ import annotations
 
-from verifylab.analysis.evidence_ladder import BandAnswer, Rung, bands_words, settle_command
-from verifylab.model.answers.decision import RegimeAnswer, fusion_switch
+from verifylab.model.answers.decision import Option, RegimeAnswer, fusion_switch
+from verifylab.model.answers.evidence_ladder import BandAnswer, Rung, bands_words, settle_command
 from verifylab.model.answers.words import fastest_words
-from verifylab.model.case.options import Option
 
 
 def fusion_at_chain_words(answer: RegimeAnswer, chain: int) -> str:

@@ -11,13 +11,21 @@ from typing import Any
 
 from verifylab.errors import ModelInputError
 from verifylab.model.answers.box_plan import Configuration, RateSource
-from verifylab.model.fits.context import AttentionFit, VerifyGrowth, context_fits, crossover_band, transferred
+from verifylab.model.fits.context import (
+    AttentionFit,
+    VerifyGrowth,
+    context_fits,
+    context_terms,
+    crossover_band,
+    transferred,
+)
 from verifylab.model.inputs.context_matrix import ContextMatrix, context_matrices
 from verifylab.model.inputs.known_models import known_model
 from verifylab.model.inputs.model_costs import ModelCosts
-from verifylab.model.inputs.stored import StoredInputs
-from verifylab.model.pricing.attention import streams_held
+from verifylab.model.inputs.stored import StoredInputs, stored_inputs
+from verifylab.model.pricing.attention import AttentionTerms, streams_held
 from verifylab.model.pricing.speculation import SpeculationAnswer
+from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import Drafter
 
@@ -139,3 +147,9 @@ def transfer_rates(
         return {r.streams: r.plain_tokens_per_s if config.drafter is None else r.spec_tokens_per_s for r in rows}
 
     return rates
+
+
+def evidence_context_terms(ev: ModelSources) -> AttentionTerms:
+    """What context costs on any box, fitted once per evidence on its public per-context matrix (where the
+    evidence holds none, the bytes once per pass): the terms ``box --plan`` and ``box`` price attention with."""
+    return context_terms(stored_inputs(ev))

@@ -23,6 +23,7 @@ from verifylab.model.answers.engine_answer import KIMI_ATTENTION, SGLANG_KV_DTYP
 from verifylab.model.case.speculation import inputs_of
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.fits.in_pass import regime_curves
 from verifylab.model.inputs.configs import (
     eagle3_draft_for,
     kimi_k25_costs,
@@ -133,7 +134,9 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     if req.tp > 1 and regime is not None:
         if regime not in PRICED_REGIMES:
             raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
-        curve, comm = regime_curve(inputs_of(record).curves, regime, req.tp)
+        # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
+        curves = inputs_of(record).curves if regime is Regime.DEGRADED else regime_curves(record)
+        curve, comm = regime_curve(curves, regime, req.tp)
     box = Box(
         target,
         gpu,

@@ -9,26 +9,35 @@ from pathlib import Path
 
 from verifylab.errors import ModelInputError
 from verifylab.model.answers.context_answer import PoolCap, anchored_answer, matching_matrix
-from verifylab.model.answers.engine_answer import Engine, EngineChoice, choice_for, engine_verify
+from verifylab.model.answers.engine_answer import Engine, EngineBands, EngineChoice, choice_for, engine_verify
+from verifylab.model.answers.evidence_ladder import BandAnswer, transfer_band
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.inputs.configs import eagle3_draft_for, read_config, read_config_and_json
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.curves import Curve, load_curves
-from verifylab.model.inputs.gpus import gpu_named
+from verifylab.model.inputs.gpus import Gpu, gpu_named, option_key
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.model.inputs.probes import probed_world
 from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION, kv_pool_tokens
 from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
 from verifylab.model.pricing.pricer import Box
-from verifylab.model.pricing.speculation import SpeculationAnswer, answer
+from verifylab.model.pricing.speculation import UNPHYSICAL, SpeculationAnswer, answer, gain_flag
 from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import ModelSources
 from verifylab.vocab import REGIME_KEYS, Drafter, Regime
 
 TRANSFERRED = "reported (public), transferred to your context and accept length"
+ROUTINGS = tuple(r.value for r in Routing)  # what --routing may name
+UNPHYSICAL_WORDS = UNPHYSICAL  # the line under a table with a gain past what its accept length can yield
+
+
+def gpu_key(name: str) -> str:
+    """``RTX_PRO_6000`` -> ``rtx-pro-6000``: the GPU table's key as ``--gpu`` spells it."""
+    return option_key(name)
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,11 @@ class SpeculationReply:
     target: ModelCosts
     provenance: str
     consistent: str | None
+    decision: BandAnswer | None = None  # where a public matrix answers: the band the decision page gives this box
+
+    def checks(self, accept_high: float) -> list[str]:
+        """Per row, why its gain is past what ``accept_high`` tokens per cycle can yield ("" where it is not)."""
+        return [gain_flag(r.gain.high, accept_high) for r in self.result.rows]
 
 
 def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply:
@@ -78,27 +92,10 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     runs = ev.measured
     target, raw = read_config_and_json(ask.config, ask.expert_bits)
     draft = read_config(ask.draft_config) if ask.draft_config else eagle3_draft_for(target)
-    curve, comm_source = None, "TP 1: no all-reduce"
-    if ask.tp > 1 or ask.regime or ask.latency:
-        if (ask.regime is None) == (ask.latency is None):
-            raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
-        if ask.regime is not None:
-            curve, comm_source = regime_curve(inputs(ev).curves, ask.regime, ask.tp)
-        else:
-            curve, comm_source = latency_curve(_owners_curves(ev, ask, target.hidden), ask.path)
-    box = Box(
-        target,
-        gpu_named(ask.gpu, stored_runs(runs).ceilings, ask.bandwidth_gbs, ask.tflops),
-        tp=ask.tp,
-        draft=draft if ask.drafter is Drafter.EAGLE3 else None,
-        context=float(ask.context),
-        attention=context_terms(stored_inputs(ev)),
-        mem_fraction=ask.mem_fraction if ask.mem_fraction is not None else DEFAULT_MEM_FRACTION,
-        routing=ask.routing,
-        allreduce_us=curve,
-        comm_source=comm_source,
-    )
-    layout_fits(target, box.gpu, ask.tp)  # the same memory check as `box`
+    if (ask.tp > 1 or ask.regime or ask.latency) and (ask.regime is None) == (ask.latency is None):
+        raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
+    gpu = gpu_named(ask.gpu, stored_runs(runs).ceilings, ask.bandwidth_gbs, ask.tflops)
+    layout_fits(target, gpu, ask.tp)  # the same memory check as `box`
     own_box = ask.latency is None and ask.decode_tok_s is None and ask.bandwidth_gbs is None and ask.tflops is None
     key = None if ask.regime is None else next(k for k, v in REGIME_KEYS.items() if v == ask.regime.value)
     matched = (
@@ -118,18 +115,37 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     if matched is not None:
         matrix, fit = matched
         growth, source = engine_verify(
-            stored_runs(runs), choice, raw, ask.tp, target.layers, box.gpu, ask.gpu, float(matrix.anchor)
+            stored_runs(runs), choice, raw, ask.tp, target.layers, gpu, ask.gpu, float(matrix.anchor)
         )
         words = (choice.words(), source)
-        pool = None if ask.shared_prefix else matrix_pool(matrix, choice, ask, target, draft, box)
+        pool = None if ask.shared_prefix else matrix_pool(matrix, choice, ask, target, draft, gpu)
         result = anchored_answer(matrix, fit, float(ask.context), ask.accept, ask.streams, growth, words, pool)
         provenance = TRANSFERRED if growth is None else f"{TRANSFERRED}, its verify priced as {choice.words()}"
-        return SpeculationReply(result, target, provenance, None)
+        engine = EngineBands(choice.words(), growth, pool, holdout_miss(stored_inputs(ev)))
+        decision = transfer_band(ask.context, matrix, fit, ask.accept, engine)
+        return SpeculationReply(result, target, provenance, None, decision)
     if ask.accept is None:
         raise ModelInputError(
             "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix ran this "
             "box, so none can stand in for it)"
         )
+    curve, comm_source = None, "TP 1: no all-reduce"
+    if ask.regime is not None:
+        curve, comm_source = regime_curve(inputs(ev).curves, ask.regime, ask.tp)
+    elif ask.latency is not None:
+        curve, comm_source = latency_curve(_owners_curves(ev, ask, target.hidden), ask.path)
+    box = Box(
+        target,
+        gpu,
+        tp=ask.tp,
+        draft=draft if ask.drafter is Drafter.EAGLE3 else None,
+        context=float(ask.context),
+        attention=context_terms(stored_inputs(ev)),
+        mem_fraction=ask.mem_fraction if ask.mem_fraction is not None else DEFAULT_MEM_FRACTION,
+        routing=ask.routing,
+        allreduce_us=curve,
+        comm_source=comm_source,
+    )
     calibrated = calibrate_decode(
         box, measured_overheads(stored_runs(runs)), ask.decode_tok_s, "given (--decode-tok-s)"
     )
@@ -142,7 +158,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
 
 
 def matrix_pool(
-    matrix: ContextMatrix, choice: EngineChoice, ask: SpeculationAsk, target: ModelCosts, draft: ModelCosts, box: Box
+    matrix: ContextMatrix, choice: EngineChoice, ask: SpeculationAsk, target: ModelCosts, draft: ModelCosts, gpu: Gpu
 ) -> PoolCap:
     """The pool that caps distinct streams in a matrix's transfer: the page's own (with speculation) where the owner
     named no memory fraction and runs the page's KV dtype; else the pool priced from the GPU's memory, the weights
@@ -153,7 +169,7 @@ def matrix_pool(
         )
     fraction = ask.mem_fraction if ask.mem_fraction is not None else DEFAULT_MEM_FRACTION
     drafted = draft if ask.drafter is Drafter.EAGLE3 else None
-    tokens = kv_pool_tokens(target, drafted, box.gpu, ask.tp, fraction, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
+    tokens = kv_pool_tokens(target, drafted, gpu, ask.tp, fraction, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
     return PoolCap(
         tokens,
         f"priced: {fraction:g} of each GPU's memory less the weights per GPU"

@@ -30,7 +30,8 @@ from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.known_models import known_model
 from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, AttentionTerms
-from verifylab.model.pricing.pricer import stream_read_ms
+from verifylab.model.pricing.pass_cost import compare
+from verifylab.model.pricing.pricer import price_moved_cycle, price_moved_step, stream_read_ms
 from verifylab.model.pricing.speculation import GainRow, crossings
 from verifylab.span import Span
 
@@ -176,15 +177,17 @@ def transferred(
         for (a0, a1), page_accept, verify_ms in product(
             fit.ends(), (matrix.accept.low, matrix.accept.high), verify_ends
         ):
-            step_ms = step + added * (a0 + a1 * c)
-            if verify_ms is None:
-                cycle_ms = page_accept * rate + added * (a0 + fit.reads_per_cycle * a1 * c)  # rate: ms per token
+            moved_step = price_moved_step(step, added * (a0 + a1 * c), c)
+            if verify_ms is None:  # rate: ms per token
+                moved_cycle = price_moved_cycle(page_accept * rate, added * (a0 + fit.reads_per_cycle * a1 * c), 0.0, c)
             else:
-                cycle_ms = page_accept * rate + added * (a0 + fit.draft_reads * a1 * c) + verify_ms
+                moved_cycle = price_moved_cycle(
+                    page_accept * rate, added * (a0 + fit.draft_reads * a1 * c), verify_ms, c
+                )
             yields = page_accept if accept is None else accept
-            plain.append(c * 1e3 / step_ms)
-            spec.append(c * yields * 1e3 / cycle_ms)
-            gain.append(spec[-1] / plain[-1])
+            plain.append(c * 1e3 / moved_step.total_ms)
+            spec.append(c * yields * 1e3 / moved_cycle.total_ms)
+            gain.append(compare(moved_step, moved_cycle, yields).speedup)
         rows.append(GainRow(c, Span(min(plain), max(plain)), Span(min(spec), max(spec)), Span(min(gain), max(gain))))
     return rows
 

@@ -1,13 +1,14 @@
-"""What the model fits and prices from, read once into one record: the stored runs' part (:class:`StoredRuns`: each
-speculation grid, the GPU ceilings, the norm kernel, the communication curves and probes, the in-pass points) and the
-evidence's (:class:`StoredInputs`: that, the public tables and the reported figures). The fits and the case study's
-pricing take a record; none of them reads the store."""
+"""What the model fits and prices from, one record read lazily (each part on its first use, once per evidence): the
+stored runs' part (:class:`StoredRuns`: each speculation grid, the GPU ceilings, the norm kernel, the communication
+curves and probes, the in-pass points, the engine runs' cells) and the evidence's (:class:`StoredInputs`: that, the
+public tables and the reported figures). The fits and the case study's pricing take a record; none of them reads the
+store."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import pandas as pd
 
@@ -34,44 +35,53 @@ class NvlinkRead:
     fused: Curve | None
 
 
-class _CachedRecord:
-    """A record the :func:`verifylab.derived.derived` functions key their values on: it lends the cache of the
-    evidence it was read from, which is never pickled with it (the interactive commands keep records on disk)."""
+T = TypeVar("T")
 
-    _cache: DerivedCache | None = None
 
-    @property
-    def derived_cache(self) -> DerivedCache:
-        if self._cache is None:
-            raise ModelInputError("a stored-inputs record is used before it was read from an evidence")
-        return self._cache
+class Part(Generic[T]):
+    """A part of the stored runs' record, read on its first use, once per set of runs, by its reader in
+    :data:`PARTS` (:func:`_read_part`): the record's one accessor."""
 
-    def lend(self, cache: DerivedCache) -> None:
-        object.__setattr__(self, "_cache", cache)
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state.pop("_cache", None)
-        return state
+    @overload
+    def __get__(self, record: None, owner: type) -> Part[T]: ...
+
+    @overload
+    def __get__(self, record: StoredRuns, owner: type) -> T: ...
+
+    def __get__(self, record: StoredRuns | None, owner: type) -> Part[T] | T:
+        if record is None:
+            return self
+        part: T = _read_part(record._runs, self.name)
+        return part
 
 
 @dataclass(frozen=True, eq=False)
-class StoredRuns(_CachedRecord):
-    """What the model takes from the stored runs, read once (:func:`stored_runs`). A part whose tables did not read
-    is kept as its error and raised where the part is used, so an answer that needs none of it is still given."""
+class StoredRuns:
+    """What the model takes from the stored runs (:func:`stored_runs`), each part read on its first use and once per
+    set of runs (kept with the runs' derived values). A part whose tables do not read raises where it is used, naming
+    what it is and why, so an answer that needs none of it is still given."""
 
     where: str
-    grids: tuple[GridRead, ...]  # the grids that are evidence, oldest first (a grid measured again: its newest run)
-    other_grids: tuple[GridRead, ...]  # the runs of a grid measured again, and those marked mechanics only
-    unread: Mapping[str, str]  # a part's name -> what it is and why its tables did not read
-    _ceilings: Ceilings | None = None
-    _grid_ceilings: Mapping[str, Ceilings | None] = field(default_factory=dict)
-    _norm: NormRead | None = None
-    _host_memory: tuple[Curve | None, str | None] = (None, None)
-    _probe: BoxProbe | None = None
-    _in_pass_points: tuple[InPassPoint, ...] = ()
-    _nvlink: NvlinkRead | None = None
-    _engine: EngineCells | None = None
+    _runs: MeasuredRuns = field(repr=False)
+
+    grids = Part[tuple[GridRead, ...]]()  # the grids that are evidence, oldest first (measured again: the newest)
+    other_grids = Part[tuple[GridRead, ...]]()  # the runs of a grid measured again, and those marked mechanics only
+    ceilings = Part[Ceilings | None]()  # the newest measured GPU ceilings, of any GPU
+    grid_ceilings = Part[Mapping[str, Ceilings | None]]()  # the measured ceilings by the GPU key of every grid run
+    norm = Part[NormRead | None]()
+    host_memory = Part[tuple[Curve | None, str | None]]()
+    probe = Part[BoxProbe | None]()
+    in_pass_points = Part[tuple[InPassPoint, ...]]()  # the synthetic passes' points, then the live ones'
+    nvlink = Part[NvlinkRead | None]()
+    engine = Part[EngineCells]()  # the engine runs' context cells and target configs (empty where none is stored)
+
+    @property
+    def derived_cache(self) -> DerivedCache:
+        """The runs' cache: a value derived from this record is kept with the runs it was read from."""
+        return self._runs.derived_cache
 
     def grid(self, run_id: str) -> GridRead:
         """Grid run ``run_id`` as read, or an error naming the grids there are."""
@@ -81,69 +91,50 @@ class StoredRuns(_CachedRecord):
             raise ModelInputError(f"run {run_id} is no speculation grid under {self.where} (grids: {have})")
         return found
 
-    def _read(self, part: str) -> None:
-        if part in self.unread:
-            raise ModelInputError(f"{self.where}: {self.unread[part]}")
-
-    @property
-    def ceilings(self) -> Ceilings | None:
-        """The newest measured GPU ceilings, of any GPU."""
-        self._read("ceilings")
-        return self._ceilings
-
-    @property
-    def grid_ceilings(self) -> Mapping[str, Ceilings | None]:
-        """The measured ceilings by the GPU key of every grid run read."""
-        self._read("grid_ceilings")
-        return self._grid_ceilings
-
-    @property
-    def norm(self) -> NormRead | None:
-        self._read("norm")
-        return self._norm
-
-    @property
-    def host_memory(self) -> tuple[Curve | None, str | None]:
-        self._read("host_memory")
-        return self._host_memory
-
-    @property
-    def probe(self) -> BoxProbe | None:
-        self._read("probe")
-        return self._probe
-
-    @property
-    def in_pass_points(self) -> tuple[InPassPoint, ...]:
-        """The synthetic passes' points, then the live ones'."""
-        self._read("in_pass_points")
-        return self._in_pass_points
-
-    @property
-    def nvlink(self) -> NvlinkRead | None:
-        self._read("nvlink")
-        return self._nvlink
-
-    @property
-    def engine(self) -> EngineCells:
-        """The engine runs' context cells and target configs (empty where none is stored)."""
-        self._read("engine")
-        return self._engine if self._engine is not None else EngineCells(pd.DataFrame())
-
 
 UNREADABLE = (VerifylabError, KeyError, ValueError, TypeError, IndexError)  # what a table that does not hold its
 # columns or values raises in a reader
 
 
+@derived
+def _public_curves(ev: ModelSources) -> tuple[PublicCurve, ...]:
+    return tuple(public_curves(ev))
+
+
+class FromEvidence(Generic[T]):
+    """A table of the evidence as the record gives it: read by the evidence itself on its first use."""
+
+    def __init__(self, read: Callable[[ModelSources], T]) -> None:
+        self.read = read
+
+    @overload
+    def __get__(self, record: None, owner: type) -> FromEvidence[T]: ...
+
+    @overload
+    def __get__(self, record: StoredInputs, owner: type) -> T: ...
+
+    def __get__(self, record: StoredInputs | None, owner: type) -> FromEvidence[T] | T:
+        return self if record is None else self.read(record._ev)
+
+
 @dataclass(frozen=True, eq=False)
-class StoredInputs(_CachedRecord):
-    """What the model takes from one evidence, read once (:func:`stored_inputs`): the stored runs' part, the public
-    tables (measurements, speculation curves, per-context matrices) and the case study's reported figures."""
+class StoredInputs:
+    """What the model takes from one evidence (:func:`stored_inputs`): the stored runs' part, the public tables
+    (measurements, speculation curves, per-context matrices) and the case study's reported figures, each read on
+    its first use."""
 
     runs: StoredRuns
-    figures: pd.DataFrame
-    public: pd.DataFrame
-    public_curves: tuple[PublicCurve, ...]
-    public_context: pd.DataFrame = field(repr=False)
+    _ev: ModelSources = field(repr=False)
+
+    figures = FromEvidence[pd.DataFrame](lambda ev: ev.figures)  # the case study's reported figures
+    public = FromEvidence[pd.DataFrame](lambda ev: ev.public)  # public all-reduce measurements by transport
+    public_curves = FromEvidence[tuple[PublicCurve, ...]](lambda ev: _public_curves(ev))  # read once per evidence
+    public_context = FromEvidence[pd.DataFrame](lambda ev: ev.public_context)  # public per-context matrices
+
+    @property
+    def derived_cache(self) -> DerivedCache:
+        """The evidence's cache: a value derived from this record is kept with the evidence it was read from."""
+        return self._ev.derived_cache
 
 
 def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
@@ -156,66 +147,60 @@ def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
 
 
 @derived
-def _read_runs(runs: MeasuredRuns) -> StoredRuns:
+def _grids(runs: MeasuredRuns) -> tuple[tuple[GridRead, ...], tuple[GridRead, ...]]:
+    """The grids that are evidence, and the other grid runs (a grid that does not read is no evidence; naming it is
+    an error at its use)."""
     evidence = grid_runs(runs)
     read: dict[str, GridRead] = {}
     for run_id in runs.runs_with_table(POINTS_TABLE):
         try:
             read[run_id] = grid_read(runs, run_id)
-        except VerifylabError:  # a grid that does not read is no evidence; naming it is an error at its use
+        except VerifylabError:
             if run_id in evidence:
                 raise
-    keys = sorted({g.gpu_key for g in read.values()})
-    readers: dict[str, tuple[str, Callable[[], object]]] = {  # each part: what it is (its tables), how it is read
-        "ceilings": ("the GPU ceilings (table ceilings)", lambda: measured_ceilings(runs)),
-        "grid_ceilings": (
-            "the ceilings of the grid runs' GPUs (table ceilings)",
-            lambda: {key: measured_ceilings(runs, key) for key in keys},
-        ),
-        "norm": ("the norm kernel (table norm_fusion)", lambda: norm_read(runs)),
-        "host_memory": (
-            "the curve through host memory (tables verdict, allreduce_latency)",
-            lambda: host_memory_curve(runs),
-        ),
-        "probe": ("the box's probe (tables verdict, allreduce_latency)", lambda: box_probe(runs)),
-        "in_pass_points": (
-            "the in-pass points (tables verify_pass_trace, allreduce_latency, trace_steps)",
-            lambda: (*synthetic_points(runs), *live_points(runs)),
-        ),
-        "nvlink": ("the NVLink curves (table allreduce_latency)", lambda: _nvlink_read(runs)),
-        "engine": ("the engine runs' cells (table context_cells)", lambda: read_engine_cells(runs)),
-    }
-    parts: dict[str, Any] = {}
-    unread: dict[str, str] = {}
-    for name, (what, reader) in readers.items():
-        try:
-            parts[f"_{name}"] = reader()
-        except UNREADABLE as exc:
-            unread[name] = f"{what} did not read: {type(exc).__name__}: {exc}"
-    return StoredRuns(
-        where=runs.where,
-        grids=tuple(read[r] for r in evidence),
-        other_grids=tuple(g for r, g in read.items() if r not in evidence),
-        unread=unread,
-        **parts,
-    )
+    return tuple(read[r] for r in evidence), tuple(g for r, g in read.items() if r not in evidence)
 
 
-def stored_runs(runs: MeasuredRuns) -> StoredRuns:
-    """Everything the model takes from ``runs``, read once per set of runs."""
-    record = _read_runs(runs)
-    record.lend(runs.derived_cache)
-    return record
+def _grid_ceilings(runs: MeasuredRuns) -> dict[str, Ceilings | None]:
+    grids, others = _grids(runs)
+    return {key: measured_ceilings(runs, key) for key in sorted({g.gpu_key for g in (*grids, *others)})}
+
+
+PARTS: dict[str, tuple[str, Callable[[MeasuredRuns], object]]] = {  # each part: what it is (its tables), its reader
+    "grids": ("the speculation grids (table points)", lambda runs: _grids(runs)[0]),
+    "other_grids": ("the speculation grids (table points)", lambda runs: _grids(runs)[1]),
+    "ceilings": ("the GPU ceilings (table ceilings)", measured_ceilings),
+    "grid_ceilings": ("the ceilings of the grid runs' GPUs (table ceilings)", _grid_ceilings),
+    "norm": ("the norm kernel (table norm_fusion)", norm_read),
+    "host_memory": ("the curve through host memory (tables verdict, allreduce_latency)", host_memory_curve),
+    "probe": ("the box's probe (tables verdict, allreduce_latency)", box_probe),
+    "in_pass_points": (
+        "the in-pass points (tables verify_pass_trace, allreduce_latency, trace_steps)",
+        lambda runs: (*synthetic_points(runs), *live_points(runs)),
+    ),
+    "nvlink": ("the NVLink curves (table allreduce_latency)", _nvlink_read),
+    "engine": ("the engine runs' cells (table context_cells)", read_engine_cells),
+}
 
 
 @derived
-def _read_inputs(ev: ModelSources) -> StoredInputs:
-    return StoredInputs(stored_runs(ev.measured), ev.figures, ev.public, tuple(public_curves(ev)), ev.public_context)
+def _read_part(runs: MeasuredRuns, name: str) -> Any:
+    """Part ``name`` of the record, read from ``runs`` once; a part whose tables do not read is one error naming
+    it (the grids' own errors pass as they are: a grid that is evidence and does not read names itself)."""
+    what, reader = PARTS[name]
+    if name in ("grids", "other_grids"):
+        return reader(runs)
+    try:
+        return reader(runs)
+    except UNREADABLE as exc:
+        raise ModelInputError(f"{runs.where}: {what} did not read: {type(exc).__name__}: {exc}") from None
+
+
+def stored_runs(runs: MeasuredRuns) -> StoredRuns:
+    """Everything the model takes from ``runs``, each part read on its first use, once per set of runs."""
+    return StoredRuns(runs.where, runs)
 
 
 def stored_inputs(ev: ModelSources) -> StoredInputs:
-    """Everything the model takes from ``ev``, read once per evidence."""
-    record = _read_inputs(ev)
-    record.lend(ev.derived_cache)
-    record.runs.lend(ev.measured.derived_cache)
-    return record
+    """Everything the model takes from ``ev``, each part read on its first use, once per evidence."""
+    return StoredInputs(stored_runs(ev.measured), ev)

@@ -238,6 +238,18 @@ def price_prefill(box: Box, ov: Overheads, prompt_tokens: int, s: Scenario, host
     return replace(price_pass(box, box.target, prompt_tokens, 1, s), host_pass_ms=_host0_ms(box, ov, s, host_end))
 
 
+def price_moved_step(measured_ms: float, kv_ms: float, streams: float) -> PassCost:
+    """A plain step measured on a public box and moved to another context: what it took there plus the KV reads the
+    context adds (or saves: negative)."""
+    return PassCost(tokens=streams, streams=streams, measured_ms=measured_ms, memory_ms=kv_ms, kv_ms=kv_ms)
+
+
+def price_moved_cycle(measured_ms: float, kv_ms: float, verify_ms: float, streams: float) -> PassCost:
+    """A speculative cycle measured on a public box and moved to another context: what it took there plus the KV
+    reads the context adds to its draft and verify, and (another engine's kernel) that engine's verify growth."""
+    return PassCost(tokens=streams, streams=streams, measured_ms=measured_ms + verify_ms, memory_ms=kv_ms, kv_ms=kv_ms)
+
+
 def price_cycle(
     box: Box, ov: Overheads, drafter: Drafter, draft_tokens: int, streams: float, s: Scenario, host_end: str = "low"
 ) -> PassCost:

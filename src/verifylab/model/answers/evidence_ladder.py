@@ -15,7 +15,8 @@ import pandas as pd
 
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
 from verifylab.model.answers.engine_answer import EngineBands
-from verifylab.model.fits.context import stops_for_good
+from verifylab.model.fits.context import AttentionFit, stops_for_good
+from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.model_costs import ModelCosts
 from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.speculation import SpeculationAnswer
@@ -26,6 +27,15 @@ from verifylab.vocab import Drafter
 BANDS: tuple[tuple[str, int], ...] = (("short", 1024), ("16k", 16384), ("32k", 32768), ("64k+", 65536))
 DECIDES = 3.0  # a crossover range decides when its ends are within this factor
 SETTLE_MINUTES = 10  # `box --plan --verify`'s default budget: three servers, each swept at three loads
+
+
+class Setting(Enum):
+    """What a band's answer sets: speculation off, on at every load, on up to a stream count, or measure first."""
+
+    OFF = "off"
+    ON = "on"
+    ON_UP_TO = "on up to"
+    MEASURE = "measure"
 
 
 class Rung(Enum):
@@ -63,6 +73,7 @@ class BandAnswer:
     stops: tuple[float | None, float | None]
     last: int
     cap: int | None = None  # distinct streams the KV pool holds at this context (None: not capped)
+    widened: float = 0.0  # the relative error each end of ``stops`` was widened by (a transfer's out-of-sample miss)
 
     @property
     def decisive(self) -> bool:
@@ -74,16 +85,33 @@ class BandAnswer:
         return low is not None and high is not None and low > 0 and high / low <= DECIDES
 
     @property
-    def setting(self) -> str:
-        """``EAGLE-3 on up to 30-40 streams`` / ``off`` / ``on at every load to 128 streams`` / the command."""
+    def kind(self) -> Setting:
+        """The answer as a value: off, on at every load, on up to a stream count, or measure first."""
         low, high = self.stops
         if self.gain_one is not None and self.gain_one.high < 1.0:
-            return "EAGLE-3 off (it loses from one stream)"
+            return Setting.OFF
         if low is None and high is None:
+            return Setting.ON
+        if self.decisive and low is not None and high is not None:
+            return Setting.ON_UP_TO
+        return Setting.MEASURE
+
+    @property
+    def pays(self) -> bool:
+        """Whether EAGLE-3 may pay at some load of this band (every answer but off)."""
+        return self.kind is not Setting.OFF
+
+    @property
+    def setting(self) -> str:
+        """``EAGLE-3 on up to 30-40 streams`` / ``off`` / ``on at every load to 128 streams`` / the command."""
+        low, high, kind = *self.stops, self.kind
+        if kind is Setting.OFF:
+            return "EAGLE-3 off (it loses from one stream)"
+        if kind is Setting.ON:
             if self.cap is not None and self.last >= self.cap:
                 return f"EAGLE-3 on at every load the KV pool holds ({self.cap} distinct streams)"
             return f"EAGLE-3 on at every load to {self.last} streams"
-        if self.decisive and low is not None and high is not None:
+        if kind is Setting.ON_UP_TO and low is not None and high is not None:
             span = f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
             return f"EAGLE-3 on up to {span} streams, off beyond"
         return settle_command(self.context)
@@ -158,15 +186,23 @@ def band_answers(
                 answer = anchored_answer(matrix, fit, context, spec.accept, matrix.streams)
                 out.append(_from_answer(band, context, Rung.PUBLIC, matrix.source, answer))
                 continue
-            answer = anchored_answer(
-                matrix, fit, context, spec.accept, matrix.streams, engine.verify, None, engine.pool
-            )
-            found = _from_answer(band, context, Rung.PUBLIC, matrix.source, answer)
-            out.append(_widened(found, engine.widen))
+            out.append(transfer_band(context, matrix, fit, spec.accept, engine))
             continue
         if model_answer is not None:
             out.append(_from_answer(band, context, Rung.MODEL, "the speculation model", model_answer(context)))
     return out
+
+
+def transfer_band(
+    context: int, matrix: ContextMatrix, fit: AttentionFit, accept: float | None, engine: EngineBands
+) -> BandAnswer:
+    """The speculation answer at ``context`` from the public matrix that ran the box, re-priced for the engine (its
+    verify, the pool capping distinct streams) over the stream counts the matrix spans, its crossover widened by the
+    transfer's out-of-sample error: the one computation the decision page's bands, ``model speculation`` and
+    ``box --plan`` give for this question."""
+    answer = anchored_answer(matrix, fit, context, accept, matrix.streams, engine.verify, None, engine.pool)
+    found = _from_answer(_nearest_band(context), context, Rung.PUBLIC, matrix.source, answer)
+    return _widened(found, engine.widen)
 
 
 def _widened(answer: BandAnswer, widen: float) -> BandAnswer:
@@ -174,7 +210,7 @@ def _widened(answer: BandAnswer, widen: float) -> BandAnswer:
     low, high = answer.stops
     stops = (None if low is None else low / (1 + widen), None if high is None else high * (1 + widen))
     return BandAnswer(
-        answer.band, answer.context, answer.rung, answer.source, answer.gain_one, stops, answer.last, answer.cap
+        answer.band, answer.context, answer.rung, answer.source, answer.gain_one, stops, answer.last, answer.cap, widen
     )
 
 
@@ -195,7 +231,7 @@ def bands_words(answers: Sequence[BandAnswer]) -> str:
         mine = [a for a in answers if a.rung is rung]
         if not mine:
             continue
-        limited = [a for a in mine if a.setting.startswith("EAGLE-3 on up to")]
+        limited = [a for a in mine if a.kind is Setting.ON_UP_TO]
         if len(limited) == len(mine):  # one verb for the lot: "EAGLE-3 on up to: short 97-100 streams, 16k 30-40"
             spans = [a.setting.removeprefix("EAGLE-3 on up to ").removesuffix(" streams, off beyond") for a in mine]
             listed = ", ".join(f"{a.band} {s}" + (" streams" if i == 0 else "") for i, (a, s) in
