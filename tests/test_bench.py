@@ -130,6 +130,28 @@ def test_faults_are_recorded_and_finished_cells_kept(tmp_path, help_text, fault,
     assert expected in cells["errors"].iloc[0]
 
 
+def test_a_request_past_its_deadline_fails_named_and_a_stall_is_said_while_it_lasts(tmp_path, help_text):
+    """#77: `box --verify` gives each request a deadline (a slow stream past it fails as a deadline, not as a stall)
+    and says, while requests wait for a token, how many and how long, before the stall limit fails them."""
+    slow = base("--step-ms", "300")  # the last --step-ms wins; 12 tokens: 3.6 s, each token well within the stall limit
+    with serve(slow, DEFAULT_VARIANTS["baseline"], tmp_path / "slow", help_text=help_text) as (server, _):
+
+        async def one(deadline_s: float):
+            async with Client(server.url, timeout_s=deadline_s, stall_s=5.0) as client:
+                return await client.generate("p", 12)
+
+        late = asyncio.run(one(1.0))
+        assert not late.ok and late.error == "deadline: the request did not finish within 1 s"
+        assert asyncio.run(one(30.0)).ok
+    lines: list[str] = []
+    stalling = base("--fault", "stall", "--fault-after", "0")
+    with serve(stalling, DEFAULT_VARIANTS["baseline"], tmp_path / "stall", help_text=help_text) as (server, _):
+        result = run_sweep(server.url, [1], 12, requests_per_cell=1, stall_s=2.0, stalled=lines.append)
+    assert result["failed_cells"] and "timeout: the server stalled" in result["failed_cells"][0]["errors"][0]
+    assert lines and all("server C=1: 1 request(s) waiting for a token" in line for line in lines), lines
+    assert "(a request fails at 2 s without one)" in lines[-1]
+
+
 def test_unknown_flag_and_port_in_use_are_reported_before_start(tmp_path, help_text):
     with (
         pytest.raises(ServerError, match=r"the installed SGLang \(its --help\) does not accept --no-such-flag"),

@@ -36,6 +36,13 @@ class VerifySettings(BaseModel):
     )
     token_mode: TokenMode = Field("real-draft-token", description="with hold_accept: which tokens are accepted")
     label: str = Field("", description="the hardware and model, as the run page names them")
+    request_deadline_s: float = Field(
+        600.0,
+        ge=10.0,
+        le=86400.0,
+        description="each request must finish within this many seconds (its prefill and output tokens at the plan's "
+        "slowest rate take far less); past it the request fails, named, and its cell is measured again on resume",
+    )
 
 
 def point_of(config: Configuration, settings: VerifySettings) -> SpecPoint:
@@ -113,7 +120,14 @@ def run_verify(
     return run_points(
         base,
         points,
-        SweepPlan(list(plan.streams), settings.output_tokens, None, settings.temperature, tuple(prompts)),
+        SweepPlan(
+            list(plan.streams),
+            settings.output_tokens,
+            None,
+            settings.temperature,
+            tuple(prompts),
+            settings.request_deadline_s,
+        ),
         RunTarget(data_dir, run_id, settings.label or "box --verify", parameters, points_table=POINTS),
         health_timeout_s,
         progress,

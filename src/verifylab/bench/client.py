@@ -188,7 +188,8 @@ class Client:
             raise BenchmarkError(f"--api {api!r}: use 'generate' (SGLang native) or 'openai'")
         if not 0.0 <= temperature <= 2.0:
             raise BenchmarkError(f"temperature {temperature!r}: give 0 (greedy) to 2")
-        self.url, self.api, self.stall_s = url.rstrip("/"), api, stall_s
+        self.url, self.api, self.stall_s, self.deadline_s = url.rstrip("/"), api, stall_s, timeout_s
+        self.waiting: dict[int, float] = {}  # a request in flight -> when it last had a token (or started)
         self.temperature = temperature  # every request's sampling temperature (> 0: streams diverge)
         self.timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=stall_s)
         self.session: aiohttp.ClientSession | None = None
@@ -254,6 +255,24 @@ class Client:
         ``ok=False`` with the error, never raised."""
         assert self.session
         result = RequestResult(prompt_id, category, ok=False)
+        key = id(result)
+        self.waiting[key] = time.perf_counter()
+        try:
+            return await self._generate(result, prompt, max_tokens, stream, input_ids)
+        finally:
+            self.waiting.pop(key, None)
+
+    def stalled(self, longer_than_s: float) -> tuple[int, float]:
+        """How many requests in flight have had no token for more than ``longer_than_s`` seconds, and the longest
+        wait (s)."""
+        now = time.perf_counter()
+        waits = [now - last for last in self.waiting.values() if now - last > longer_than_s]
+        return len(waits), max(waits, default=0.0)
+
+    async def _generate(
+        self, result: RequestResult, prompt: str, max_tokens: int, stream: bool, input_ids: Sequence[int]
+    ) -> RequestResult:
+        assert self.session
         given: dict[str, object] = {"input_ids": list(input_ids)} if input_ids else {"text": prompt}
         if self.api == "generate":
             path = "/generate"
@@ -294,7 +313,10 @@ class Client:
                     result.error = f"short answer: {result.output_tokens} of {max_tokens} tokens"
                 return result
         except TimeoutError:
-            result.error = f"timeout: the server stalled (no token within {self.stall_s:g} s)"
+            if time.perf_counter() - start >= self.deadline_s:
+                result.error = f"deadline: the request did not finish within {self.deadline_s:g} s"
+            else:
+                result.error = f"timeout: the server stalled (no token within {self.stall_s:g} s)"
         except aiohttp.ClientPayloadError as exc:
             result.error = f"connection dropped mid-stream ({exc.__class__.__name__})"
         except aiohttp.ClientError as exc:
@@ -335,6 +357,7 @@ class Client:
                     last = chunk
                 if len(result.chunk_times) > chunks:  # a chunk with tokens (OpenAI chunks do not count them)
                     last_token = now
+                    self.waiting[id(result)] = start + now
                     result.chunk_batched.append(len(result.chunk_times) - 1 > read_before)
                 self._check_count(result, before, chunk, max_tokens)
             if done:

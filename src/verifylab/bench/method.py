@@ -70,9 +70,12 @@ async def sweep_cell(
     max_tokens: int,
     prompts: list[Prompt],
     progress: Progress | None = None,
+    stalled: Callable[[int, float], None] | None = None,
 ) -> tuple[list[RequestResult], float]:
     """Closed loop: ``concurrency`` requests in flight until ``requests`` have finished; returns them and wall s.
-    The client is warmed first with as many connections as the cell holds (not timed, not recorded)."""
+    The client is warmed first with as many connections as the cell holds (not timed, not recorded). ``stalled``:
+    told, every quarter of the client's stall limit while any request waits that long for a token, how many wait
+    and for how long (a line for the reader before the request fails)."""
     await client.warm(concurrency)
     counter = {"next": 0, "done": 0}
     results: list[RequestResult] = []
@@ -87,8 +90,20 @@ async def sweep_cell(
             if progress:
                 progress(counter["done"], requests)
 
+    async def watch() -> None:
+        every = client.stall_s / 4
+        while True:
+            await asyncio.sleep(every)
+            waiting, longest = client.stalled(every)
+            if waiting and stalled is not None:
+                stalled(waiting, longest)
+
     start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    watcher = asyncio.create_task(watch())
+    try:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    finally:
+        watcher.cancel()
     return results, time.perf_counter() - start
 
 

@@ -126,10 +126,13 @@ def run_sweep(
     progress: Progress | None = None,
     stall_s: float = 60.0,
     temperature: float = 0.0,
+    deadline_s: float = 600.0,
+    stalled: Callable[[str], None] | None = None,
 ) -> dict:
     """Closed-loop cells at each concurrency; stored cells are skipped (resume); returns the cells and which of
     them failed (a request failed: stored with its errors, not a result, measured again on resume). ``temperature``:
-    every request's sampling temperature (0: greedy)."""
+    every request's sampling temperature (0: greedy); ``deadline_s``: each request's (past it, it fails, named);
+    ``stalled``: a line while requests wait for a token, before the stall limit fails them."""
     if recorder:
         recorder.check_names(variant, concurrency)
     ensure_open_files(max(concurrency))
@@ -137,7 +140,7 @@ def run_sweep(
     cells, skipped = [], []
 
     async def go() -> None:
-        async with Client(url, api, stall_s=stall_s, temperature=temperature) as client:
+        async with Client(url, api, timeout_s=deadline_s, stall_s=stall_s, temperature=temperature) as client:
             for c in concurrency:
                 if recorder and recorder.has_cell(variant, c):
                     skipped.append(c)
@@ -150,6 +153,7 @@ def run_sweep(
                     max_tokens,
                     prompts,
                     partial(progress, f"{variant} C={c}") if progress else None,
+                    partial(_stalled_line, stalled, f"{variant} C={c}", stall_s) if stalled else None,
                 )
                 summary = cell_summary(results, wall, c)
                 cells.append(summary)
@@ -162,6 +166,13 @@ def run_sweep(
         run_coroutine(go())
     failed = [c for c in cells if c.get("failed")]
     return {"cells": cells, "skipped_concurrency": skipped, "failed_cells": failed}
+
+
+def _stalled_line(say: Callable[[str], None], cell: str, stall_s: float, waiting: int, longest: float) -> None:
+    say(
+        f"  {cell}: {waiting} request(s) waiting for a token, the longest {longest:.0f} s (a request fails at "
+        f"{stall_s:g} s without one)"
+    )
 
 
 def failure_line(cells: list[dict]) -> str:

@@ -83,6 +83,7 @@ class SweepPlan:
     requests_per_cell: int | None = None
     temperature: float = 0.0
     prompts: tuple[Prompt, ...] = ()  # what each request sends (default: the shipped prompt set)
+    deadline_s: float = 600.0  # each request's: past it, it fails, named
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,8 @@ def run_points(
                         progress=_cells_to(say),
                         temperature=sweep.temperature,
                         prompts=list(sweep.prompts) or None,
+                        deadline_s=sweep.deadline_s,
+                        stalled=say,
                     )
                     if point.drafter is not None:  # the server's own running average, a cross-check of the target
                         row["server_accept_length"] = run_coroutine(_server_accept(server.url))
