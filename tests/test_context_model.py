@@ -138,10 +138,19 @@ def test_box_plan_follows_the_context_and_its_crossovers_hold_the_held_out_ones(
     assert "choice │ EAGLE-3" in outputs[16384] and "choice │ plain decoding" in outputs[65536]
     assert "evidence: public" in outputs[16384] and "no launch command: vLLM answers" in outputs[16384]
     previous = math.inf
-    for context, label in CONTEXTS.items():
-        found = re.search(r"stops paying: from ([\d.]+) streams to ([\d.]+) streams", outputs[context])
+    for context, label in CONTEXTS.items():  # the decision page's band (#78): widened by the transfers' miss, and
+        # capped by the distinct streams the page's pool holds (its own cells shared one prefix, so ran past it)
+        capped = re.search(
+            r"speculation: EAGLE-3 on at every load the KV pool holds \((\d+) distinct", outputs[context]
+        )
+        if capped:
+            cap = int(capped.group(1))
+            assert cap <= previous * 1.05 and (label is None or reported.loc[context] >= cap), outputs[context]
+            previous = cap
+            continue
+        found = re.search(r"speculation: EAGLE-3 on up to (\d+)(?:-(\d+))? streams, off beyond", outputs[context])
         assert found, outputs[context]
-        low, high = float(found.group(1)), float(found.group(2))
+        low, high = float(found.group(1)), float(found.group(2) or found.group(1))
         assert high / low <= 3 and high <= previous * 1.05
         previous = high
         if label is not None:

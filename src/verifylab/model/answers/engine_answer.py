@@ -20,6 +20,7 @@ from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.fits.verify_growth import splitkv_rate
 from verifylab.model.fits.verify_kernels import serial_rate
 from verifylab.model.inputs.configs import eagle3_draft_for
+from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import GPU_TABLE, Gpu, gpu_named
 from verifylab.model.inputs.model_costs import ModelCosts
 from verifylab.model.inputs.stored import StoredRuns, stored_inputs
@@ -249,11 +250,32 @@ def engine_bands(
     matrix, _ = matched
     gpu = gpu_named(gpu_key, stored.runs.ceilings)
     growth, _source = engine_verify(stored.runs, choice, config, tp, target.layers, gpu, gpu_key, float(matrix.anchor))
-    if choice.kv_dtype == matrix.kv_dtype and matrix.spec_pool_tokens:
-        pool = PoolCap(matrix.spec_pool_tokens, f"the page's own pool with speculation, KV {matrix.kv_dtype}")
-    else:
-        tokens = kv_pool_tokens(
-            target, eagle3_draft_for(target), gpu, tp, DEFAULT_MEM_FRACTION, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype]
-        )
-        pool = PoolCap(tokens, f"priced at {DEFAULT_MEM_FRACTION:g} of each GPU's memory, KV {choice.kv_dtype}")
+    pool = matrix_pool(matrix, choice, target, eagle3_draft_for(target), gpu, tp)
     return EngineBands(choice.words(), growth, pool, holdout_miss(stored))
+
+
+def matrix_pool(
+    matrix: ContextMatrix,
+    choice: EngineChoice,
+    target: ModelCosts,
+    draft: ModelCosts | None,
+    gpu: Gpu,
+    tp: int,
+    mem_fraction: float | None = None,
+) -> PoolCap:
+    """The KV pool that caps distinct streams in a matrix's transfer, one rule for the decision page, ``model
+    speculation`` and ``box --plan``: the page's own (with speculation) where no memory fraction is named and the
+    engine runs the page's KV dtype; else priced from the GPU's memory, the weights per GPU (target and ``draft``),
+    ``mem_fraction`` (default: the book's) and the KV dtype (weights that do not fit are refused)."""
+    if mem_fraction is None and choice.kv_dtype == matrix.kv_dtype and matrix.spec_pool_tokens:
+        return PoolCap(
+            matrix.spec_pool_tokens, f"the page's own pool with speculation, KV {matrix.kv_dtype}; {matrix.source}"
+        )
+    fraction = mem_fraction if mem_fraction is not None else DEFAULT_MEM_FRACTION
+    tokens = kv_pool_tokens(target, draft, gpu, tp, fraction, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
+    return PoolCap(
+        tokens,
+        f"priced: {fraction:g} of each GPU's memory less the weights per GPU"
+        + (" (the draft's included)" if draft is not None else "")
+        + f", KV {choice.kv_dtype}",
+    )

@@ -18,12 +18,21 @@ from verifylab.model.answers.box_plan import (
     plan_streams,
     startup_seconds,
 )
-from verifylab.model.answers.context_answer import anchored_answer, matching_matrix, transfer_rates
-from verifylab.model.answers.engine_answer import KIMI_ATTENTION, SGLANG_KV_DTYPE, choice_for, engine_verify
+from verifylab.model.answers.context_answer import PoolCap, anchored_answer, matching_matrix, transfer_rates
+from verifylab.model.answers.engine_answer import (
+    KIMI_ATTENTION,
+    SGLANG_KV_DTYPE,
+    EngineBands,
+    choice_for,
+    engine_verify,
+    matrix_pool,
+)
+from verifylab.model.answers.evidence_ladder import transfer_band
 from verifylab.model.case.speculation import inputs_of
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import regime_curves
+from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.inputs.configs import (
     eagle3_draft_for,
     kimi_k25_costs,
@@ -40,7 +49,6 @@ from verifylab.model.pricing.attention import (
     DEFAULT_MEM_FRACTION,
     AttentionTerms,
     kv_pool_tokens,
-    streams_held,
 )
 from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_curve
 from verifylab.model.pricing.pricer import Box
@@ -166,9 +174,16 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     verify: tuple[VerifyGrowth | None, str] = (None, "")
     if matched is not None:
         verify = engine_verify(record.runs, choice, raw, req.tp, target.layers, gpu, req.gpu, float(matched[0].anchor))
-    pool = kv_pool_tokens(target, draft, gpu, req.tp, DEFAULT_MEM_FRACTION, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
-    cap = streams_held(pool, req.decode_context)
-    plan = _plan(record, req, box, matched, verify[0], cap)
+    if matched is not None:  # the pool the decision page's band for this box assumes: one rule
+        pool = matrix_pool(matched[0], choice, target, draft, gpu, req.tp)
+    else:
+        tokens = kv_pool_tokens(
+            target, draft, gpu, req.tp, DEFAULT_MEM_FRACTION, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype]
+        )
+        pool = PoolCap(tokens, f"at {DEFAULT_MEM_FRACTION:g} of each GPU's memory, KV {choice.kv_dtype}")
+    cap = pool.streams(req.decode_context)
+    engine = EngineBands(choice.words(), verify[0], pool, holdout_miss(record)) if matched is not None else None
+    plan = _plan(record, req, box, matched, verify[0], cap, engine)
     p2p = regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
@@ -181,8 +196,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         inputs={
             **plan.inputs,
             **engine_inputs,
-            "kv pool": f"{pool:,} tokens at {DEFAULT_MEM_FRACTION:g} of each GPU's memory, KV {choice.kv_dtype}: "
-            f"{cap:,} distinct streams of {req.decode_context:,.0f} tokens"
+            "kv pool": f"{pool.tokens:,} tokens ({pool.source}): {cap:,} distinct streams of "
+            f"{req.decode_context:,.0f} tokens"
             + (f" (the load and the sweep capped at {cap})" if cap < max(plan_streams(req.load)) else ""),
         },
         context_tokens=req.context,
@@ -214,6 +229,7 @@ def _plan(
     matched: tuple[ContextMatrix, AttentionFit] | None = None,
     verify: VerifyGrowth | None = None,
     stream_cap: int | None = None,
+    engine: EngineBands | None = None,
 ) -> BoxPlan:
     """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given; with
     ``matched`` evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
@@ -230,13 +246,18 @@ def _plan(
         chains = (matrix.verify_tokens,)
         answer = anchored_answer(matrix, fit, box.context, req.accept, matrix.streams, verify)
         accept = req.accept if req.accept is not None else (matrix.accept.low + matrix.accept.high) / 2
-        low, high = answer.crossover
+        band = transfer_band(int(box.context), matrix, fit, req.accept, engine) if engine is not None else None
         evidence = {
             "evidence": answer.inputs["evidence"],
             "transfer": answer.inputs["transfer"],
-            "speculation stops paying": f"from {_streams_words(low, matrix)} to {_streams_words(high, matrix)} at "
-            f"{box.context:g} tokens of context (EAGLE-3, {matrix.verify_tokens} tokens per verify, accept "
-            + (f"{req.accept:g})" if req.accept is not None else f"{matrix.accept.text(2)}: the page's own)"),
+            "speculation": (band.setting if band is not None else "not decided")
+            + f" at {box.context:g} tokens of context (EAGLE-3, {matrix.verify_tokens} tokens per verify, accept "
+            + (f"{req.accept:g}" if req.accept is not None else f"{matrix.accept.text(2)}: the page's own")
+            + (
+                f"; the decision page's band, widened by the transfers' out-of-sample miss {band.widened:.0%})"
+                if band is not None
+                else ")"
+            ),
             "other chains": "not offered: no evidence measured them at your context",
         }
     plan = choose(
@@ -267,7 +288,3 @@ def _plan(
         **plan.inputs,
     }
     return replace(plan, inputs=inputs, tp=box.tp)
-
-
-def _streams_words(value: float | None, matrix: ContextMatrix) -> str:
-    return f"beyond {max(matrix.streams)} streams" if value is None else f"{value:.1f} streams"

@@ -8,25 +8,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifylab.errors import ModelInputError
-from verifylab.model.answers.context_answer import PoolCap, anchored_answer, matching_matrix
-from verifylab.model.answers.engine_answer import Engine, EngineBands, EngineChoice, choice_for, engine_verify
+from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
+from verifylab.model.answers.engine_answer import Engine, EngineBands, choice_for, engine_verify, matrix_pool
 from verifylab.model.answers.evidence_ladder import BandAnswer, transfer_band
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.inputs.configs import eagle3_draft_for, read_config, read_config_and_json
-from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.curves import Curve, load_curves
-from verifylab.model.inputs.gpus import Gpu, gpu_named, option_key
+from verifylab.model.inputs.gpus import gpu_named, option_key
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.model.inputs.probes import probed_world
 from verifylab.model.inputs.stored import stored_inputs, stored_runs
-from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION, kv_pool_tokens
+from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION
 from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
 from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.speculation import UNPHYSICAL, SpeculationAnswer, answer, gain_flag
-from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import ModelSources
 from verifylab.vocab import REGIME_KEYS, Drafter, Regime
 
@@ -118,7 +116,10 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
             stored_runs(runs), choice, raw, ask.tp, target.layers, gpu, ask.gpu, float(matrix.anchor)
         )
         words = (choice.words(), source)
-        pool = None if ask.shared_prefix else matrix_pool(matrix, choice, ask, target, draft, gpu)
+        drafted = draft if ask.drafter is Drafter.EAGLE3 else None
+        pool = (
+            None if ask.shared_prefix else matrix_pool(matrix, choice, target, drafted, gpu, ask.tp, ask.mem_fraction)
+        )
         result = anchored_answer(matrix, fit, float(ask.context), ask.accept, ask.streams, growth, words, pool)
         provenance = TRANSFERRED if growth is None else f"{TRANSFERRED}, its verify priced as {choice.words()}"
         engine = EngineBands(choice.words(), growth, pool, holdout_miss(stored_inputs(ev)))
@@ -155,27 +156,6 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         "a public matrix's transfer only)"
     )
     return SpeculationReply(result, target, "modelled", str(calibrated.consistent).lower())
-
-
-def matrix_pool(
-    matrix: ContextMatrix, choice: EngineChoice, ask: SpeculationAsk, target: ModelCosts, draft: ModelCosts, gpu: Gpu
-) -> PoolCap:
-    """The pool that caps distinct streams in a matrix's transfer: the page's own (with speculation) where the owner
-    named no memory fraction and runs the page's KV dtype; else the pool priced from the GPU's memory, the weights
-    per GPU (target and draft), ``--mem-fraction`` and the KV dtype (weights that do not fit are refused)."""
-    if ask.mem_fraction is None and choice.kv_dtype == matrix.kv_dtype and matrix.spec_pool_tokens:
-        return PoolCap(
-            matrix.spec_pool_tokens, f"the page's own pool with speculation, KV {matrix.kv_dtype}; {matrix.source}"
-        )
-    fraction = ask.mem_fraction if ask.mem_fraction is not None else DEFAULT_MEM_FRACTION
-    drafted = draft if ask.drafter is Drafter.EAGLE3 else None
-    tokens = kv_pool_tokens(target, drafted, gpu, ask.tp, fraction, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
-    return PoolCap(
-        tokens,
-        f"priced: {fraction:g} of each GPU's memory less the weights per GPU"
-        + (" (the draft's included)" if drafted else "")
-        + f", KV {choice.kv_dtype}",
-    )
 
 
 def _owners_curves(ev: ModelSources, ask: SpeculationAsk, hidden: int) -> list[Curve]:
