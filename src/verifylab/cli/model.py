@@ -54,7 +54,6 @@ def model_whatif(
     Example: `verifylab model whatif --batch 8 --latency 20261201-101500-probe-8gpu --decode-tok-s 80`
     """
     from verifylab.model.answers.model_commands import whatif_answer
-    from verifylab.model.answers.words import crossover_words
     from verifylab.store.evidence import Evidence
 
     try:
@@ -86,11 +85,10 @@ def model_whatif(
     ]
     print_frame(shown, title=f"options at {batch} stream(s) per regime (modelled, ranges)")
     console.print(f"this box: {box_words}", highlight=False, markup=False)
-    for regime, case in cases.items():
+    for regime in cases:
         console.print(
             f"EAGLE-3 vs plain decoding (TP 8, NCCL), {regime.value}: gain {gains[regime.value].text(2)} at {batch} "
-            f"stream(s); {crossover_words(case.crossover, case.consistent)}; calibrated to {decode_source} "
-            "(verifylab model speculation)",
+            f"stream(s); {answer.off_words[regime]}; calibrated to {decode_source} (verifylab model speculation)",
             highlight=False,
             markup=False,
         )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from verifylab.model.answers.words import crossover_words, recrossing_words, signed_text, speculation_in_words
+from verifylab.model.answers.words import case_recrossing, crossover_words, signed_text, speculation_in_words
 from verifylab.model.case.options import GPUS, OPTIONS, Option
 from verifylab.model.case.speculation import (
     SpeculationCase,
@@ -168,7 +168,7 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         None if ipc is None else ipc.plain_at(1),
         None if ipc is None else ipc.gain_at(1),
         None if ipc is None else ipc.crossover,
-        next((w for a in case.by_draft_tokens.values() if (w := recrossing_words(a.rows))), ""),
+        case_recrossing(case),
         caveats,
         {c: words for c in LOAD_STREAMS if (words := fusion_extrapolation(ev, regime, c))},
     )

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from verifylab.errors import ModelInputError
-from verifylab.model.answers.words import crossover_words
+from verifylab.model.answers.words import case_off_words
 from verifylab.model.case.box import CASE_CONTEXT
 from verifylab.model.case.option_prices import option_boxes
 from verifylab.model.case.option_tables import options_table
@@ -36,6 +36,7 @@ class WhatifAnswer:
     decode_source: str
     cases: dict[Regime, SpeculationCase]
     gains: dict[str, Span]
+    off_words: dict[Regime, str]  # where speculation stops paying per regime (and pays again), as Table 4.1 words it
 
 
 def whatif_answer(
@@ -65,13 +66,13 @@ def whatif_answer(
     nccl = frame["key"] == "tp8_nccl"  # the speculation model prices EAGLE-3 against plain decoding on TP 8, NCCL
     frame["eagle3_gain_low"] = [gains[r].low if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
     frame["eagle3_gain_high"] = [gains[r].high if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)]
+    off_words = {regime: case_off_words(case) for regime, case in cases.items()}
     frame["speculation_off_from"] = [
-        crossover_words(cases[Regime(r)].crossover, cases[Regime(r)].consistent) if n else None
-        for r, n in zip(frame["regime_key"], nccl, strict=True)
+        off_words[Regime(r)] if n else None for r, n in zip(frame["regime_key"], nccl, strict=True)
     ]
     frame["decode_calibrated_to"] = [decode_source if n else None for n in nccl]
     frame["box_curve"] = [box_words if r == Regime.MEASURED.value else None for r in frame["regime_key"]]
-    return WhatifAnswer(batch, frame, box_words, decode_source, cases, gains)
+    return WhatifAnswer(batch, frame, box_words, decode_source, cases, gains, off_words)
 
 
 @dataclass(frozen=True)

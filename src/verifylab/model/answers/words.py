@@ -76,6 +76,17 @@ def crossover_words(crossover: tuple[float | None, float | None], consistent: bo
     return text
 
 
+def case_recrossing(case: SpeculationCase) -> str:
+    """Where the case's gain pays again after it stopped, over its draft-token range (the first chain that does)."""
+    return next((w for a in case.by_draft_tokens.values() if (w := recrossing_words(a.rows))), "")
+
+
+def case_off_words(case: SpeculationCase) -> str:
+    """Where speculation stops paying on the case's box and where it pays again: the decision page's Table 4.1 cell
+    and ``model whatif``'s, one sentence."""
+    return crossover_words(case.crossover, case.consistent) + case_recrossing(case)
+
+
 def recrossing_words(rows: Sequence[GainRow]) -> str:
     """Where a gain that fell below 1 comes back to 1 or above at more streams, as a clause to follow
     :func:`crossover_words`: ``", and pays again from about 90 streams"`` when both ends of its range come back,
