@@ -13,6 +13,7 @@ from verifylab.model.answers.evidence_ladder import (
     BandAnswer,
     BoxSpec,
     Rung,
+    Setting,
     band_answers,
     bands_words,
 )
@@ -91,3 +92,26 @@ def test_a_band_that_does_not_decide_names_the_one_command_that_settles_it():
     assert off.decisive and off.setting == "EAGLE-3 off (it loses from one stream)"
     always = BandAnswer("short", 1024, Rung.PUBLIC, "p", Span(1.2, 1.3), (None, None), 128)
     assert always.setting == "EAGLE-3 on at every load to 128 streams"
+
+
+def _gains(ends: list[tuple[float, float]], crossover=(20.0, 25.0)):
+    """A constructed model answer with these gains at 1, 2, 4, 8, 16 and 32 streams."""
+    rows = [GainRow(c, Span(1, 1), Span(1, 1), Span(*g)) for c, g in zip((1, 2, 4, 8, 16, 32), ends, strict=True)]
+    return lambda context: SpeculationAnswer(rows, crossover, {})
+
+
+def test_a_gain_that_loses_at_one_stream_and_pays_under_load_is_on_between_not_off():
+    """#78: the decision page said "off (it loses from one stream)" for a band whose own evidence paid 1.2x at 16
+    streams; it is off below where both ends of the gain reach 1, on from there to where they stop."""
+    pays_between = [(0.8, 0.85), (0.9, 0.95), (1.05, 1.1), (1.2, 1.25), (1.1, 1.15), (0.9, 0.95)]
+    (short, *_) = band_answers(_sources(EMPTY), _spec(), _gains(pays_between))
+    assert short.kind is Setting.ON_BETWEEN and short.pays
+    assert (
+        short.setting == "EAGLE-3 off below 3 streams (it loses at one), on from there up to 20-25 streams, off beyond"
+    )
+    optimistic_only = [(0.8, 0.85), (0.9, 0.95), (0.95, 1.1), (0.98, 1.25), (0.9, 1.15), (0.8, 0.95)]
+    (short, *_) = band_answers(_sources(EMPTY), _spec(), _gains(optimistic_only))
+    assert short.kind is Setting.MEASURE and short.setting.startswith("measure first")
+    never = [(0.8, 0.85), (0.8, 0.9), (0.7, 0.9), (0.6, 0.8), (0.5, 0.7), (0.4, 0.6)]
+    (short, *_) = band_answers(_sources(EMPTY), _spec(), _gains(never, (1.0, 1.0)))
+    assert short.kind is Setting.OFF and short.setting == "EAGLE-3 off (it loses from one stream)"

@@ -33,11 +33,13 @@ Key = tuple[str, str]  # (engine, band)
 def canonical(setting: str) -> str:
     """A band's answer as a value: ``off``, ``pays to the pool's N``, ``pays to N``, ``a-b`` or ``measure``."""
     setting = " ".join(setting.split())
+    if found := re.match(r"EAGLE-3 off below (\d+(?:-\d+)?) streams \(it loses at one\), on from there (.*)", setting):
+        return f"from {found.group(1)} " + canonical(f"EAGLE-3 on {found.group(2)}")
     if setting.startswith("EAGLE-3 off"):
         return "off"
     if found := re.match(r"EAGLE-3 on at every load the KV pool holds \((\d+) distinct streams\)", setting):
         return f"pays to the pool's {found.group(1)}"
-    if found := re.match(r"EAGLE-3 on at every load to (\d+) streams", setting):
+    if found := re.match(r"EAGLE-3 on (?:at every load )?to (?:every load the evidence spans \()?(\d+) streams", setting):
         return f"pays to {found.group(1)}"
     if found := re.match(r"EAGLE-3 on up to (\d+(?:-\d+)?) streams", setting):
         return found.group(1)

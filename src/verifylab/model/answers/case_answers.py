@@ -49,14 +49,15 @@ def case_bands(ev: ModelSources, engine: str = "sglang", backend: str | None = N
 
 
 def answer_backend(ev: ModelSources) -> str:
-    """The attention backend the launch lines name: SGLang's default where EAGLE-3 pays at some band on it, else the
-    first backend of :data:`CASE_ENGINES` on which it does (the default where none)."""
-    for engine, backend in CASE_ENGINES:
-        if engine != "sglang":
-            continue
-        if any(b.pays for b in case_bands(ev, engine, backend)):
-            return backend or SGLANG_DEFAULT_BACKEND[("MLA", "SM120")]
-    return SGLANG_DEFAULT_BACKEND[("MLA", "SM120")]
+    """The attention backend the launch lines name: of SGLang's backends in :data:`CASE_ENGINES`, the one on which
+    EAGLE-3 pays at the most context bands (SGLang's default on a tie, and where it pays at none)."""
+    default = SGLANG_DEFAULT_BACKEND[("MLA", "SM120")]
+    paying = {
+        backend or default: sum(b.pays for b in case_bands(ev, engine, backend))
+        for engine, backend in CASE_ENGINES
+        if engine == "sglang"
+    }
+    return max(paying, key=lambda b: (paying[b], b == default))
 
 
 def engine_choice_words(engine: str, backend: str | None) -> str:

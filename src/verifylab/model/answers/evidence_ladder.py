@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import pandas as pd
@@ -19,7 +19,7 @@ from verifylab.model.fits.context import AttentionFit, stops_for_good
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.model_costs import ModelCosts
 from verifylab.model.inputs.stored import stored_inputs
-from verifylab.model.pricing.speculation import SpeculationAnswer
+from verifylab.model.pricing.speculation import SpeculationAnswer, crossings
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
 from verifylab.vocab import Drafter
@@ -35,6 +35,7 @@ class Setting(Enum):
     OFF = "off"
     ON = "on"
     ON_UP_TO = "on up to"
+    ON_BETWEEN = "on between"  # it loses at one stream, pays from a load on (and up to one)
     MEASURE = "measure"
 
 
@@ -74,22 +75,28 @@ class BandAnswer:
     last: int
     cap: int | None = None  # distinct streams the KV pool holds at this context (None: not capped)
     widened: float = 0.0  # the relative error each end of ``stops`` was widened by (a transfer's out-of-sample miss)
+    # where a gain that loses at one stream first pays: (earliest end, latest end); None: that end never pays
+    starts: tuple[float | None, float | None] = (None, None)
 
     @property
     def decisive(self) -> bool:
         low, high = self.stops
-        if self.gain_one is not None and self.gain_one.high < 1.0:
-            return True  # off from one stream
         if low is None and high is None:
-            return True  # pays at every load the evidence spans
+            return True  # pays at every load the evidence spans, once it pays
         return low is not None and high is not None and low > 0 and high / low <= DECIDES
 
     @property
     def kind(self) -> Setting:
-        """The answer as a value: off, on at every load, on up to a stream count, or measure first."""
+        """The answer as a value: off, on at every load, on up to a stream count, on between two (it loses at one
+        stream, pays from a load on), or measure first."""
         low, high = self.stops
         if self.gain_one is not None and self.gain_one.high < 1.0:
-            return Setting.OFF
+            early, late = self.starts
+            if early is None:
+                return Setting.OFF  # no end of the gain pays at any load the evidence spans
+            if late is not None and late / early <= DECIDES and self.decisive:
+                return Setting.ON_BETWEEN
+            return Setting.MEASURE
         if low is None and high is None:
             return Setting.ON
         if self.decisive and low is not None and high is not None:
@@ -112,8 +119,15 @@ class BandAnswer:
                 return f"EAGLE-3 on at every load the KV pool holds ({self.cap} distinct streams)"
             return f"EAGLE-3 on at every load to {self.last} streams"
         if kind is Setting.ON_UP_TO and low is not None and high is not None:
-            span = f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
-            return f"EAGLE-3 on up to {span} streams, off beyond"
+            return f"EAGLE-3 on up to {Span(low, high).text(0)} streams, off beyond"
+        early, late = self.starts
+        if kind is Setting.ON_BETWEEN and early is not None and late is not None:
+            beyond = (
+                f"up to {Span(low, high).text(0)} streams, off beyond"
+                if low is not None and high is not None
+                else f"to every load the evidence spans ({self.last} streams)"
+            )
+            return f"EAGLE-3 off below {Span(early, late).text(0)} streams (it loses at one), on from there {beyond}"
         return settle_command(self.context)
 
 
@@ -153,9 +167,25 @@ def _measured_band(context: int, table: pd.DataFrame, run_id: str, band: str, ba
         return None
     stops = stops_for_good(points)
     gain_one = Span(points[0][1], points[0][1]) if points[0][0] == 1 else None
+    start = _first_pays(points)
     return BandAnswer(
-        band, band_context, Rung.BOX, f"run {run_id} (context {context})", gain_one, (stops, stops), points[-1][0]
+        band,
+        band_context,
+        Rung.BOX,
+        f"run {run_id} (context {context})",
+        gain_one,
+        (stops, stops),
+        points[-1][0],
+        starts=(start, start),
     )
+
+
+def _first_pays(points: Sequence[tuple[float, float]]) -> float | None:
+    """Where a gain curve that loses at its first stream count first reaches 1 (None: it never does, or it pays from
+    the first)."""
+    if not points or sorted(points)[0][1] >= 1.0:
+        return None
+    return next((at for at, direction in crossings(points) if direction == "pays"), None)
 
 
 def _nearest_band(context: int) -> str:
@@ -209,16 +239,19 @@ def _widened(answer: BandAnswer, widen: float) -> BandAnswer:
     """``answer`` with its crossover band widened by ``widen`` at each end (a band no narrower than the error)."""
     low, high = answer.stops
     stops = (None if low is None else low / (1 + widen), None if high is None else high * (1 + widen))
-    return BandAnswer(
-        answer.band, answer.context, answer.rung, answer.source, answer.gain_one, stops, answer.last, answer.cap, widen
-    )
+    early, late = answer.starts
+    starts = (None if early is None else early / (1 + widen), None if late is None else late * (1 + widen))
+    return replace(answer, stops=stops, widened=widen, starts=starts)
 
 
 def _from_answer(band: str, context: int, rung: Rung, source: str, answer: SpeculationAnswer) -> BandAnswer:
     rows = answer.rows
     one = next((r.gain for r in rows if r.streams == 1), None)
     last = max(r.streams for r in rows) if rows else 0
-    return BandAnswer(band, context, rung, source, one, answer.crossover, last, answer.stream_cap)
+    optimistic = _first_pays([(r.streams, r.gain.high) for r in rows])
+    pessimistic = _first_pays([(r.streams, r.gain.low) for r in rows])
+    starts = (optimistic, pessimistic) if optimistic is not None else (None, None)
+    return BandAnswer(band, context, rung, source, one, answer.crossover, last, answer.stream_cap, starts=starts)
 
 
 def bands_words(answers: Sequence[BandAnswer]) -> str:

@@ -60,7 +60,7 @@ def inputs_for_box(ev: ModelSources, box: BoxProbe) -> ModelInputs:
     """This evidence's inputs with ``box`` as the reader's own box (its curve prices the row 'this box'), in
     place of the newest stored 8-GPU probe."""
     base = inputs(ev)
-    curves = replace(base.curves, box=box, notes=dict(base.curves.notes))
+    curves = replace(base.curves, box=box)
     return replace(base, curves=curves)
 
 
@@ -97,7 +97,7 @@ def inputs_table(ev: ModelSources) -> pd.DataFrame:
         (
             "fused kernel inside a pass",
             f"{fused_low:.2f}-{fused_high:.2f} x isolated at one token's message",
-            f"modelled: {m.curves.notes.get('in_pass_fused', '')}",
+            f"modelled: {m.curves.in_pass_fused.source()}",
         ),
         ("host-memory curve", f"run {m.curves.host_run}", "measured (2 x H200, NCCL_P2P_DISABLE=1): the low end"),
         (

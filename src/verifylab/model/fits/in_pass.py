@@ -103,10 +103,21 @@ def pass_factors(runs: MeasuredRuns, path: str, message_bytes: float) -> dict[st
     return factors
 
 
+@dataclass(frozen=True, eq=False)
+class InPassFitOf:
+    """The fused kernel's in-pass fit of a record, fitted on the first price that asks for it: an answer that prices
+    no fused kernel never reads the traces."""
+
+    runs: StoredRuns
+
+    def range_at(self, message_bytes: float) -> tuple[float, float]:
+        return fused_in_pass_fit(self.runs).range_at(message_bytes)
+
+    def source(self) -> str:
+        return fused_in_pass_fit(self.runs).source()
+
+
 def regime_curves(stored: StoredInputs, reported: tuple[float, float, float] | None = None) -> RegimeCurves:
     """The curves of one evidence's record (public table, measured runs) and the reported regime's range."""
     host, host_run = stored.runs.host_memory
-    fit = fused_in_pass_fit(stored.runs)
-    curves = RegimeCurves(stored.public, host, host_run, reported, fit, stored.runs.probe)
-    curves.notes["in_pass_fused"] = fit.source()
-    return curves
+    return RegimeCurves(stored.public, host, host_run, reported, InPassFitOf(stored.runs), stored.runs.probe)

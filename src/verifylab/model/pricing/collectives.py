@@ -57,7 +57,6 @@ class RegimeCurves:
     reported_allreduce: tuple[float, float, float] | None = None  # (low us, high us, message bytes) as reported
     in_pass_fused: InPassFactor = field(default_factory=lambda: AS_ISOLATED)  # fused kernel in a pass / isolated
     box: BoxProbe | None = None
-    notes: dict[str, str] = field(default_factory=dict)
     memo: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False, compare=False)  # see _memoized
 
     def __setattr__(self, name: str, value: Any) -> None:  # an input set anew drops every result kept

@@ -107,12 +107,19 @@ class InPassFactor(Protocol):
 
     def range_at(self, message_bytes: float) -> tuple[float, float]: ...
 
+    def source(self) -> str:
+        """What the factor was fitted on, for an inputs table."""
+        ...
+
 
 class _AsIsolated:
     """No trace measured the kernel inside a pass: its isolated latency is its price."""
 
     def range_at(self, message_bytes: float) -> tuple[float, float]:
         return 1.0, 1.0
+
+    def source(self) -> str:
+        return "no trace of a fused pass: isolated latency used"
 
 
 AS_ISOLATED: InPassFactor = _AsIsolated()
