@@ -28,7 +28,7 @@ def _scaled(curves, implementations: tuple[str, ...], factor: float):
     public = curves.public.copy()
     rows = public["implementation"].astype(str).str.startswith(implementations) & (public["unit"] == "us")
     public.loc[rows, "value"] = public.loc[rows, "value"] * factor
-    return replace(curves, public=public, notes=dict(curves.notes))
+    return replace(curves, public=public)
 
 
 @pytest.mark.parametrize("collective", list(OWN_ROWS))

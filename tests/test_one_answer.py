@@ -39,7 +39,9 @@ def canonical(setting: str) -> str:
         return "off"
     if found := re.match(r"EAGLE-3 on at every load the KV pool holds \((\d+) distinct streams\)", setting):
         return f"pays to the pool's {found.group(1)}"
-    if found := re.match(r"EAGLE-3 on (?:at every load )?to (?:every load the evidence spans \()?(\d+) streams", setting):
+    if found := re.match(
+        r"EAGLE-3 on (?:at every load )?to (?:every load the evidence spans \()?(\d+) streams", setting
+    ):
         return f"pays to {found.group(1)}"
     if found := re.match(r"EAGLE-3 on up to (\d+(?:-\d+)?) streams", setting):
         return found.group(1)

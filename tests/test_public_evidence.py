@@ -123,9 +123,7 @@ def test_the_host_memory_price_uses_the_sm120_figure(shipped):
     assert price.high_us >= 7 * 39  # seven ring steps, each at least the SM120 10 KB all-reduce
     public = curves.public.copy()
     public.loc[public["id"].isin(["pub-63", "pub-64"]), "value"] *= 2
-    slower = replace(curves, public=public, notes=dict(curves.notes)).price(
-        Regime.HOST_MEMORY, Collective.NCCL, 8, message
-    )
+    slower = replace(curves, public=public).price(Regime.HOST_MEMORY, Collective.NCCL, 8, message)
     assert slower.high_us == pytest.approx(2 * price.high_us, rel=0.05) and slower.low_us == price.low_us
     uses = curves.public_uses()
     assert {"pub-63", "pub-64", "pub-65"} <= set(uses)

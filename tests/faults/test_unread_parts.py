@@ -1,6 +1,7 @@
-"""The model's inputs are read once into one record (``model/inputs/stored.py``); a part whose stored tables do not
-hold what its reader needs (here a trace without its communication column) is kept as its error: an answer that needs
-none of it is still given, and one that does names the part, its tables and what was missing, without a traceback."""
+"""The model's inputs are one record (``model/inputs/stored.py``), each part read on its first use; a part whose stored
+tables do not hold what its reader needs (here a trace without its communication column) raises where it is used: an
+answer that needs none of it is still given, and one that does names the part, its tables and what was missing,
+without a traceback."""
 
 from __future__ import annotations
 
@@ -44,11 +45,15 @@ def test_a_plan_that_needs_no_trace_is_given_and_one_that_does_names_the_part(da
          "--tp", "8", "--regime", "healthy-p2p", "--data-dir", str(data_without_comm)],
     )  # fmt: skip
     assert matched.exit_code == 0, matched.output
-    priced = CliRunner().invoke(  # no matrix ran 8 x H200: the model prices the regime's curve, in-pass factor too
+    unfused = CliRunner().invoke(  # no matrix ran 8 x H200: the model prices NCCL there, no fused kernel (#78)
         app,
         ["model", "speculation", "--config", str(ROOT / "examples/configs/kimi-k2.5-int4"), "--gpu", "h200",
          "--tp", "8", "--regime", "healthy-p2p", "--accept", "2", "--data-dir", str(data_without_comm)],
     )  # fmt: skip
+    assert unfused.exit_code == 0, unfused.output
+    priced = CliRunner().invoke(  # every option, fusion too: the fused kernel's in-pass factor is its trace's
+        app, ["model", "whatif", "--data-dir", str(data_without_comm)]
+    )
     assert priced.exit_code != 0
     words = " ".join(priced.output.split())
     assert "the in-pass points (tables verify_pass_trace" in words and "comm_us" in words, words
