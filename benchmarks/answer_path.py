@@ -112,8 +112,16 @@ def evidence_walk(compute: Callable[[], object]) -> tuple[set[Node], set[str]]:
     """The functions the evidence's values pass through while ``compute`` runs, every derived value recomputed:
     what a reader returns is the evidence's; a function called with one (or a record holding one) is a stay, and what
     it returns is the evidence's too. Returns the stays and their rooms (files)."""
+    _, stays = profile_answer(compute)
+    return stays, {path for path, _ in stays}
+
+
+def profile_answer(compute: Callable[[], object]) -> tuple[collections.Counter[tuple[Node, Node]], set[Node]]:
+    """One profiled run of ``compute`` (every derived value recomputed): every call from one of verifylab's functions
+    to another (the path measure's edges), and the stays of the evidence's walk."""
     from verifylab import derived
 
+    edges: collections.Counter[tuple[Node, Node]] = collections.Counter()
     keep_alive: list[object] = []  # a value's id stays its own while the walk runs
     tainted: set[int] = set()
     stays: set[Node] = set()
@@ -127,10 +135,16 @@ def evidence_walk(compute: Callable[[], object]) -> tuple[set[Node], set[str]]:
 
     def profile(frame, event, arg) -> None:
         if event == "call":
-            below = bool(stack) and stack[-1][2]
             node = _node(frame)
-            if below or not isinstance(node, tuple):  # below a reader is the store
-                stack.append((None, False, below))
+            if not isinstance(node, tuple):
+                stack.append((None, False, bool(stack) and stack[-1][2]))
+                return
+            caller = next((s[0] for s in reversed(stack) if s[0] is not None), None)
+            if caller is not None and caller != node:
+                edges[(caller, node)] += 1
+            below = bool(stack) and stack[-1][2]
+            if below:  # below a reader is the store: no stay there
+                stack.append((node, False, True))
                 return
             reader = _is_reader(node)
             code = frame.f_code
@@ -153,7 +167,7 @@ def evidence_walk(compute: Callable[[], object]) -> tuple[set[Node], set[str]]:
     finally:
         sys.setprofile(None)
         derived.DerivedCache.value = keep  # type: ignore[method-assign]
-    return stays, {path for path, _ in stays}
+    return edges, stays
 
 
 # Since #78 the record reads each part on its first use: a fit that asks the record for a part reaches the readers

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("answer-path")  # one worker profiles each answer once for every test here
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +23,24 @@ def answer_path():
     return module
 
 
+PROFILED: dict[str, tuple] = {}  # answer -> (edges, stays): each answer profiled once per session, both measures
+
+
+def _profiled(answer_path, monkeypatch, answer: str) -> tuple:
+    """``answer`` computed once under the profiler from the checkout's data with no cache: its calls and its stays."""
+    if answer not in PROFILED:
+        monkeypatch.chdir(ROOT)
+        monkeypatch.setenv("VERIFYLAB_CACHE", "off")
+        compute, _, _ = answer_path.WALKS[answer]()
+        PROFILED[answer] = answer_path.profile_answer(compute)
+    return PROFILED[answer]
+
+
 def _measured_path(answer_path, monkeypatch, answer: str) -> tuple[set[str], set]:
     """The files and the steps of ``answer``'s path, measured from the checkout's data with no cache."""
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("VERIFYLAB_CACHE", "off")
-    compute, roots, writer = answer_path.ANSWERS[answer]()
-    nodes, steps = answer_path.answer_path(answer_path.call_edges(compute), roots, writer)
+    _, roots, writer = answer_path.ANSWERS[answer]()
+    edges, _ = _profiled(answer_path, monkeypatch, answer)
+    nodes, steps = answer_path.answer_path(edges, roots, writer)
     return {path for path, _ in nodes}, steps
 
 
@@ -73,11 +86,8 @@ WALK_AFTER = {"decision-speculation": 151, "box-plan": 113, "model-speculation":
 
 @pytest.mark.parametrize("answer", sorted(WALK_AFTER))
 def test_the_evidence_walks_no_further_than_after_the_door(answer_path, monkeypatch, answer):
-    monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("VERIFYLAB_CACHE", "off")
-    compute, _, _ = answer_path.WALKS[answer]()
-    stays, rooms = answer_path.evidence_walk(compute)
-    assert len(stays) <= WALK_AFTER[answer], (len(stays), len(rooms))
+    _, stays = _profiled(answer_path, monkeypatch, answer)
+    assert len(stays) <= WALK_AFTER[answer], len(stays)
     if answer == "model-speculation":
         assert len(stays) <= 0.65 * WALK_BEFORE[answer]
 
