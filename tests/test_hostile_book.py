@@ -1,6 +1,6 @@
 """#77's hostile book build: secrets of every shape the issue names, planted in every field of a run's manifest, in
-a public row and in the environment of the build, reach none of the book's HTML, CSV, JSON or text outputs; every run
-id, commit and commit-pinned URL of the shipped data still appears."""
+a public row and in the environment of the build, reach none of the book's HTML, CSV, JSON, text or PDF outputs;
+every run id, commit and commit-pinned URL of the shipped data still appears."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import re
 from pathlib import Path
 
 import pytest
+from pypdf import PdfReader
 from typer.testing import CliRunner
 
 from tests.projects import project_copy
 from verifylab.cli import app
+from verifylab.publish.pdf import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow  # a whole book build
@@ -69,6 +71,12 @@ def test_a_hostile_build_publishes_no_secret_and_keeps_every_provenance(tmp_path
         if path.is_file() and path.suffix in (".html", ".csv", ".json", ".txt", ".ipynb", ".js")
     ]
     assert texts
+    pdfs = sorted((root / "_build").rglob("*.pdf"))
+    if chromium() is not None:  # the build prints the decision page and the chapters where a browser is installed
+        assert pdfs, "a build with Chromium printed no PDF"
+    for pdf in pdfs:  # a PDF's text is wrapped at its page's width: compared with its whitespace taken out
+        text = "".join(page.extract_text() or "" for page in PdfReader(pdf).pages)
+        texts.append((pdf, re.sub(r"\s+", "", text)))
     for secret in SECRETS.values():
         leaked = [str(p.relative_to(root)) for p, text in texts if secret in text]
         assert leaked == [], (secret, leaked[:5])
