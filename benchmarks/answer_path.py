@@ -255,7 +255,7 @@ def _model_speculation() -> tuple[Callable[[], object], set[Node], tuple[Node, N
             raise SystemExit(f"model speculation failed: {result.output[-400:]}")
         return result.output
 
-    root = ("cli/model.py", "speculation")
+    root = ("cli/model.py", "model_speculation")
     return compute, {root}, (root, root)
 
 

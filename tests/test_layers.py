@@ -491,8 +491,8 @@ DIRECT_WRITES = {
     "gates/matrix.py:unpack_sources:write_text": "a marker in a staging folder that is renamed in whole",
     "server/launch.py:start:open-for-writing": "the server's raw log, streamed by the server into a private folder",
     "synth/runner.py:_worker:open-for-writing": "a .partial file renamed when complete",
-    "testing/server.py:write_fake_trace:open-for-writing": "the test double's fake traces",
-    "testing/server.py:write_fake_trace:dump": "the test double's fake traces",
+    "testing/fake_trace.py:write_fake_trace:open-for-writing": "the test double's fake traces",
+    "testing/fake_trace.py:write_fake_trace:dump": "the test double's fake traces",
 }
 
 

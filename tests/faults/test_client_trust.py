@@ -10,7 +10,8 @@ import json
 import pytest
 from aiohttp import web
 
-from verifylab.bench.client import Client, sse_events
+from verifylab.bench.client import Client
+from verifylab.bench.sse import sse_events
 
 
 def test_sse_events_follow_the_format():
@@ -75,7 +76,7 @@ def test_what_the_server_says_is_checked(chunks, kwargs, max_tokens, ok, error):
 
 # --- round two (#27 item 5) -----------------------------------------------------------------------------------------
 def test_events_fed_in_any_pieces_are_the_events_of_the_whole_stream():
-    from verifylab.bench.client import SSEParser
+    from verifylab.bench.sse import SSEParser
 
     stream = b'data: {"a":\r\ndata: 1}\r\n\r\n: c\r\rdata: ' + b"x" * 300_000 + b"\n\ndata: [DONE]\r\n\r\n"
     whole, _ = sse_events(stream)

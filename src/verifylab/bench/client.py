@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+from verifylab.bench.sse import SSEParser
 from verifylab.errors import BenchmarkError
 
 SPEC_FIELDS = (
@@ -108,26 +109,6 @@ def plausible_verify_count(verify_ct: object, output_tokens: int) -> bool:
     return 1 <= verify_ct <= max(output_tokens, 1)
 
 
-def sse_events(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """Split a Server-Sent-Events byte stream into the data of its complete events and the unfinished rest.
-
-    As the SSE format defines it: lines end in CRLF, LF or CR; an event ends at a blank line; ``data:`` lines of
-    one event are joined with a newline (one optional space after the colon is dropped); comment lines (``:``)
-    and other fields (``event:``, ``id:``, ``retry:``) carry no data. An event without data yields nothing."""
-    text = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    *complete, rest = text.split(b"\n\n")
-    events = []
-    for block in complete:
-        data = []
-        for line in block.split(b"\n"):
-            if line.startswith(b"data:"):
-                value = line[5:]
-                data.append(value[1:] if value.startswith(b" ") else value)
-        if data:
-            events.append(b"\n".join(data))
-    return events, rest
-
-
 def token_count(value: object) -> int:
     """A token count as the server reported it: a whole number >= 0 ("two", NaN or -3 is refused in one line)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0 or value % 1:
@@ -145,32 +126,6 @@ def _refuse_redirect(url: str, resp: aiohttp.ClientResponse) -> None:
         raise BenchmarkError(
             f"{url}: HTTP {resp.status} redirect to {target[:200]}: not followed (measure that server)"
         )
-
-
-class SSEParser:
-    """Server-Sent Events fed as bytes arrive: each ``feed`` scans only the new bytes for an event's end, so a
-    long event costs its length once, not once per read (re-splitting the whole buffer was quadratic)."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._scanned = 0  # bytes of the buffer already searched for an event's end
-        self._cr = False  # the last byte fed was a CR: a LF that follows belongs to it
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """The data of every event completed by ``data`` (see :func:`sse_events` for the format)."""
-        if self._cr and data.startswith(b"\n"):
-            data = data[1:]
-        self._cr = data.endswith(b"\r")
-        self._buffer += data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        end = self._buffer.find(b"\n\n", max(self._scanned - 1, 0))
-        if end < 0:
-            self._scanned = len(self._buffer)
-            return []
-        last = self._buffer.rfind(b"\n\n") + 2
-        events, _ = sse_events(bytes(self._buffer[:last]))
-        del self._buffer[:last]
-        self._scanned = len(self._buffer)
-        return events
 
 
 class Client:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from verifylab.cli._shared import console, engine_options, fail, print_frame
-from verifylab.errors import ModelInputError, VerifylabError
+from verifylab.cli.model_options import choice, gpu_key, matched_accept_high, regime_of, stream_counts
+from verifylab.errors import VerifylabError
 
 model_app = typer.Typer(
     help="Cost model: what-ifs (fusion vs substitution vs elimination), reconciliation.", no_args_is_help=True
@@ -197,19 +197,19 @@ def model_speculation(
     from verifylab.vocab import Drafter
 
     try:
-        chosen = _choice("--drafter", drafter, [d.value for d in Drafter])
+        chosen = choice("--drafter", drafter, [d.value for d in Drafter])
         ask = SpeculationAsk(
             config=config,
-            gpu=_gpu_key(gpu),
+            gpu=gpu_key(gpu),
             tp=tp,
             drafter=Drafter(chosen),
             draft_tokens=draft_tokens,
             accept=accept,
-            streams=_stream_counts(streams),
+            streams=stream_counts(streams),
             context=context,
             mem_fraction=mem_fraction,
-            routing=Routing(_choice("--routing", routing, list(ROUTINGS))),
-            regime=_regime(regime) if regime is not None else None,
+            routing=Routing(choice("--routing", routing, list(ROUTINGS))),
+            regime=regime_of(regime) if regime is not None else None,
             latency=latency,
             path=path,
             decode_tok_s=decode_tok_s,
@@ -288,55 +288,6 @@ def model_speculation(
         console.print(f"  {name}: {value}", highlight=False, markup=False)
     if any(flags):
         console.print(f"check: {UNPHYSICAL_WORDS}", highlight=False, markup=False)
-
-
-def matched_accept_high(result: Any) -> float:
-    """The highest accept length an answer from a public matrix assumed (its inputs name the page's range)."""
-    text = str(result.inputs.get("accept_length", ""))
-    numbers = [float(n) for n in re.findall(r"\d+\.\d+", text.split("(")[0])]
-    return max(numbers) if numbers else float("inf")
-
-
-def _regime(text: str):
-    """``--regime`` in either spelling (``healthy-p2p`` or ``healthy P2P``), refused in one line otherwise."""
-    from verifylab.vocab import regime_named
-
-    try:
-        return regime_named(text)
-    except ValueError as exc:
-        raise ModelInputError(str(exc)) from None
-
-
-def _regime_key(text: str) -> str:
-    """The command line's key of ``--regime`` (``healthy-p2p``), whichever spelling was given."""
-    from verifylab.vocab import REGIME_KEYS
-
-    value = _regime(text).value
-    return next(k for k, v in REGIME_KEYS.items() if v == value)
-
-
-def _gpu_key(name: str) -> str:
-    """``RTX_PRO_6000`` -> ``rtx-pro-6000``: the GPU table's key as ``--gpu`` spells it."""
-    from verifylab.model.answers.speculation_answer import gpu_key
-
-    return gpu_key(name)
-
-
-def _choice(option: str, value: str, allowed: list[str]) -> str:
-    if value not in allowed:
-        raise ModelInputError(f"{option} {value!r}: choose {', '.join(allowed)}")
-    return value
-
-
-def _stream_counts(text: str) -> list[int]:
-    """``1,2,4`` as sorted, distinct stream counts (each 1 to 100000)."""
-    try:
-        counts = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise ModelInputError(f"--streams {text!r}: whole numbers separated by commas, e.g. 1,2,4,8") from None
-    if not counts or counts[0] < 1 or counts[-1] > 100_000:
-        raise ModelInputError(f"--streams {text!r}: stream counts from 1 to 100000")
-    return counts
 
 
 @model_app.command("pass")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
 import json
 import os
 import sys
@@ -23,6 +22,8 @@ import weakref
 from pathlib import Path
 
 from aiohttp import web
+
+from verifylab.testing.fake_trace import write_fake_trace
 
 FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--model-path": True,
@@ -266,64 +267,6 @@ async def start_profile(request: web.Request) -> web.Response:
         for rank in range(state.server_args["tp_size"]):
             write_fake_trace(Path(folder) / f"test-double-TP-{rank}.trace.json.gz", steps, fused=fused)
     return web.Response(text="Start profiling.")
-
-
-NCCL_KERNEL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-FUSED_KERNEL = (
-    "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 2, true>"
-    "(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)"
-)
-
-
-def write_fake_trace(path: Path, steps: int, layers: int = 2, fused: bool = False) -> None:
-    """A test-double trace: per step one cudaGraphLaunch, 2 all-reduces and 2 GEMMs per layer. ``fused``: as
-    SGLang fuses a Qwen3-MoE layer stack, every all-reduce but the last layer's MLP one is FlashInfer's kernel."""
-    events, ts, corr = [], 0.0, 1
-    for _ in range(steps):
-        events.append(
-            {
-                "ph": "X",
-                "cat": "cuda_runtime",
-                "name": "cudaGraphLaunch",
-                "pid": 1,
-                "tid": 1,
-                "ts": ts,
-                "dur": 5.0,
-                "args": {"correlation": corr},
-            }
-        )
-        for site in range(layers * 2):
-            kernel = FUSED_KERNEL if fused and site < layers * 2 - 1 else NCCL_KERNEL
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "name": "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT",
-                    "pid": 0,
-                    "tid": 7,
-                    "ts": ts + 10,
-                    "dur": 20.0,
-                    "args": {"correlation": corr},
-                }
-            )
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "pid": 0,
-                    "tid": 7,
-                    "ts": ts + 35,
-                    "dur": 15.0,
-                    "name": kernel,
-                    "args": {"correlation": corr},
-                }
-            )
-            ts += 50
-        corr += 1
-        ts += 100
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt") as fh:
-        json.dump({"schemaVersion": 1, "traceEvents": events}, fh)
 
 
 TEST_DOUBLE_HEADER = "X-Verifylab-Test-Double"

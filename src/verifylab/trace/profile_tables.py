@@ -9,7 +9,7 @@ import pandas as pd
 
 from verifylab.errors import ParameterError
 from verifylab.store.runs import RunStore
-from verifylab.trace.analyze import allreduce_kernels_per_pass, summarize_traces
+from verifylab.trace.analyze import TraceSummary, summarize_traces
 
 PROFILE_TABLES = ("trace_steps", "trace_kernels", "allreduce_kernels", "profile_state")
 
@@ -41,3 +41,26 @@ def resummarize_profiles(store: RunStore, run_id: str, message_bytes: int | None
     for table, frames in gathered.items():
         store.write_table(run_id, table, pd.concat(frames, ignore_index=True), fmt="csv")
     return variants
+
+
+ALLREDUCE_KERNEL_COLUMNS = ["phase", "impl", "kernel", "per_pass", "passes"]
+
+
+def allreduce_kernels_per_pass(summary: TraceSummary) -> pd.DataFrame:
+    """Per phase (target, draft, ...): all-reduce kernels per pass by implementation (NCCL, SGLang custom,
+    FlashInfer fused) and emitted name, averaged over the phase's passes and the ranks."""
+    colls = summary.collectives
+    if colls.empty or "kind" not in colls or not (colls["kind"] == "allreduce").any():
+        return pd.DataFrame(columns=ALLREDUCE_KERNEL_COLUMNS)
+    steps = summary.steps[["rank", "step", "phase"]]
+    passes = steps.groupby(["rank", "phase"]).size().rename("passes").reset_index()
+    found = colls[colls["kind"] == "allreduce"].merge(steps, on=["rank", "step"])
+    counts = found.groupby(["rank", "phase", "impl", "name"]).size().rename("count").reset_index()
+    counts = counts.merge(passes, on=["rank", "phase"])
+    counts["per_pass"] = counts["count"] / counts["passes"]
+    out = counts.groupby(["phase", "impl", "name"], as_index=False).agg(
+        per_pass=("per_pass", "mean"), passes=("passes", "max")
+    )
+    return out.rename(columns={"name": "kernel"})[ALLREDUCE_KERNEL_COLUMNS].sort_values(
+        ["phase", "per_pass"], ascending=[True, False], ignore_index=True
+    )
