@@ -10,6 +10,8 @@ from pathlib import Path
 from verifylab.iorw import atomic_path
 from verifylab.publish.paths import GENERATED
 
+UNFOLD = "document.querySelectorAll('details').forEach(d => { d.open = true; })"
+
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
@@ -49,6 +51,7 @@ def _print_pdfs(html_root: Path, folder: Path, pages: list[str]) -> tuple[list[P
                 if not source.is_file():
                     continue
                 page.goto(source.resolve().as_uri())  # a file URI needs an absolute path
+                page.evaluate(UNFOLD)  # paper cannot be clicked: a folded table's rows are printed
                 target = folder / f"{name}.pdf"
                 with atomic_path(target) as tmp:
                     page.pdf(path=str(tmp), format="A4", print_background=True)
