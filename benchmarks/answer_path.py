@@ -225,19 +225,25 @@ BOX_PLAN = ["box", "--plan", "--config", "examples/configs/kimi-k2.5-int4", "--g
             "--regime", "healthy-p2p", "--context", "32768", "--data-dir", "data"]  # fmt: skip
 
 
-def _box_plan() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
-    from typer.testing import CliRunner
-
-    from verifylab.cli import app
+def _command(argv: list[str]) -> Callable[[], object]:
+    """``verifylab ARGV`` run in this process, its output returned (a failure ends the measure, named)."""
 
     def compute() -> object:
-        result = CliRunner().invoke(app, BOX_PLAN)
+        from typer.testing import CliRunner
+
+        from verifylab.cli import app
+
+        result = CliRunner().invoke(app, argv)
         if result.exit_code != 0:
-            raise SystemExit(f"box --plan failed: {result.output[-400:]}")
+            raise SystemExit(f"{' '.join(argv[:2])} failed: {result.output[-400:]}")
         return result.output
 
+    return compute
+
+
+def _box_plan() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
     roots = {("cli/box.py", "_plan_and_verify")}
-    return compute, roots, (("cli/box.py", "_plan_and_verify"), ("cli/box_check.py", "print_plan"))
+    return _command(BOX_PLAN), roots, (("cli/box.py", "_plan_and_verify"), ("cli/box_check.py", "print_plan"))
 
 
 MODEL_SPECULATION = ["model", "speculation", "--config", "examples/configs/kimi-k2.5-int4", "--gpu", "rtx-pro-6000",
@@ -245,18 +251,8 @@ MODEL_SPECULATION = ["model", "speculation", "--config", "examples/configs/kimi-
 
 
 def _model_speculation() -> tuple[Callable[[], object], set[Node], tuple[Node, Node]]:
-    from typer.testing import CliRunner
-
-    from verifylab.cli import app
-
-    def compute() -> object:
-        result = CliRunner().invoke(app, MODEL_SPECULATION)
-        if result.exit_code != 0:
-            raise SystemExit(f"model speculation failed: {result.output[-400:]}")
-        return result.output
-
     root = ("cli/model.py", "model_speculation")
-    return compute, {root}, (root, root)
+    return _command(MODEL_SPECULATION), {root}, (root, root)
 
 
 ANSWERS = {"decision-speculation": _decision_speculation, "box-plan": _box_plan}
