@@ -252,18 +252,28 @@ def _request_accept_problem(runs: MeasuredRuns, run_id: str, variant: str, targe
         ok = requests[requests["ok"].astype(bool)] if "ok" in requests else requests
         if ok.empty:
             continue
-        verifies = pd.to_numeric(ok.get("spec_verify_ct"), errors="coerce")
-        if verifies.isna().any() or (verifies <= 0).any():
-            return f"{int(verifies.isna().sum() + (verifies <= 0).sum())} request(s) reported no accept length"
-        tokens = pd.to_numeric(ok["output_tokens"], errors="coerce")
-        expected = tokens / target  # a request's verify count is whole: one pass either way is its rounding
-        off = (verifies - expected).abs() > 1.0 + ACCEPT_TOLERANCE * expected
-        if off.any():
-            worst = float((tokens / verifies)[off].iloc[0])
-            return (
-                f"{int(off.sum())} request(s) accepted {worst:.2f} tokens per verify against the {target:.2f} held "
-                f"(more than one verify pass and {ACCEPT_TOLERANCE:.0%} off)"
-            )
+        problem = held_accept_problem(ok.get("output_tokens"), ok.get("spec_verify_ct"), target)
+        if problem:
+            return problem
+    return ""
+
+
+def held_accept_problem(output_tokens: object, verify_counts: object, target: float) -> str:
+    """The one check of every answered request of a server held at accept length ``target``: empty where each
+    request's verify passes are its tokens over ``target`` within one pass (a whole count's rounding) and
+    :data:`ACCEPT_TOLERANCE`; else why not (a request that reported no verify count, or one that missed)."""
+    verifies = pd.to_numeric(pd.Series(verify_counts, dtype=object), errors="coerce")
+    if verifies.isna().any() or (verifies <= 0).any():
+        return f"{int(verifies.isna().sum() + (verifies <= 0).sum())} request(s) reported no accept length"
+    tokens = pd.to_numeric(pd.Series(output_tokens, dtype=object), errors="coerce")
+    expected = tokens / target  # a request's verify count is whole: one pass either way is its rounding
+    off = ~((verifies - expected).abs() <= 1.0 + ACCEPT_TOLERANCE * expected)  # a token count that is no number: off
+    if off.any():
+        worst = float((tokens / verifies)[off].iloc[0])
+        return (
+            f"{int(off.sum())} request(s) accepted {worst:.2f} tokens per verify against the {target:.2f} held "
+            f"(more than one verify pass and {ACCEPT_TOLERANCE:.0%} off)"
+        )
     return ""
 
 
