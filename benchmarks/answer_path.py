@@ -60,11 +60,25 @@ def _node(frame) -> Node | str | None:
     return (path, name)
 
 
+def _profiled_run(compute: Callable[[], object], profile: Callable) -> None:
+    """``compute`` run once under ``profile`` (a ``sys.setprofile`` hook), every derived value recomputed (a cache
+    would hide the calls it saves), its printing swallowed."""
+    from verifylab import derived
+
+    keep = derived.DerivedCache.value
+    derived.DerivedCache.value = lambda self, key, compute: compute()  # type: ignore[method-assign]
+    sys.setprofile(profile)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            compute()
+    finally:
+        sys.setprofile(None)
+        derived.DerivedCache.value = keep  # type: ignore[method-assign]
+
+
 def call_edges(compute: Callable[[], object]) -> collections.Counter[tuple[Node, Node]]:
     """Every call from one of verifylab's functions to another while ``compute`` runs, every derived value
     recomputed."""
-    from verifylab import derived
-
     edges: collections.Counter[tuple[Node, Node]] = collections.Counter()
     stack: list[Node | None] = []
 
@@ -81,15 +95,7 @@ def call_edges(compute: Callable[[], object]) -> collections.Counter[tuple[Node,
         elif event == "return" and stack:
             stack.pop()
 
-    keep = derived.DerivedCache.value
-    derived.DerivedCache.value = lambda self, key, compute: compute()  # type: ignore[method-assign]
-    sys.setprofile(profile)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            compute()
-    finally:
-        sys.setprofile(None)
-        derived.DerivedCache.value = keep  # type: ignore[method-assign]
+    _profiled_run(compute, profile)
     return edges
 
 
@@ -119,8 +125,6 @@ def evidence_walk(compute: Callable[[], object]) -> tuple[set[Node], set[str]]:
 def profile_answer(compute: Callable[[], object]) -> tuple[collections.Counter[tuple[Node, Node]], set[Node]]:
     """One profiled run of ``compute`` (every derived value recomputed): every call from one of verifylab's functions
     to another (the path measure's edges), and the stays of the evidence's walk."""
-    from verifylab import derived
-
     edges: collections.Counter[tuple[Node, Node]] = collections.Counter()
     keep_alive: list[object] = []  # a value's id stays its own while the walk runs
     tainted: set[int] = set()
@@ -158,15 +162,7 @@ def profile_answer(compute: Callable[[], object]) -> tuple[collections.Counter[t
             if passes:
                 taint(arg)
 
-    keep = derived.DerivedCache.value
-    derived.DerivedCache.value = lambda self, key, compute: compute()  # type: ignore[method-assign]
-    sys.setprofile(profile)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            compute()
-    finally:
-        sys.setprofile(None)
-        derived.DerivedCache.value = keep  # type: ignore[method-assign]
+    _profiled_run(compute, profile)
     return edges, stays
 
 
