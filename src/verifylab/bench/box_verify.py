@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifylab.bench.client import REQUEST_DEADLINE_S
 from verifylab.bench.prompts import Prompt, context_prompts
 from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
@@ -37,7 +38,7 @@ class VerifySettings(BaseModel):
     token_mode: TokenMode = Field("real-draft-token", description="with hold_accept: which tokens are accepted")
     label: str = Field("", description="the hardware and model, as the run page names them")
     request_deadline_s: float = Field(
-        600.0,
+        REQUEST_DEADLINE_S,
         ge=10.0,
         le=86400.0,
         description="each request must finish within this many seconds (its prefill and output tokens at the plan's "

@@ -116,6 +116,7 @@ def token_count(value: object) -> int:
     return int(value)
 
 
+REQUEST_DEADLINE_S = 600.0  # a request that has not finished by then fails, named (every sweep's default)
 TEST_DOUBLE_HEADER = "X-Verifylab-Test-Double"  # what verifylab.testing.server puts on every answer
 
 
@@ -135,7 +136,7 @@ class Client:
         self,
         url: str,
         api: str = "generate",
-        timeout_s: float = 600.0,
+        timeout_s: float = REQUEST_DEADLINE_S,
         stall_s: float = 60.0,
         temperature: float = 0.0,
     ) -> None:

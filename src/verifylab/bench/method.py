@@ -95,15 +95,16 @@ async def sweep_cell(
         while True:
             await asyncio.sleep(every)
             waiting, longest = client.stalled(every)
-            if waiting and stalled is not None:
+            if waiting and stalled is not None:  # (mypy: the watcher runs only with one)
                 stalled(waiting, longest)
 
     start = time.perf_counter()
-    watcher = asyncio.create_task(watch())
+    watcher = asyncio.create_task(watch()) if stalled is not None else None
     try:
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     finally:
-        watcher.cancel()
+        if watcher is not None:
+            watcher.cancel()
     return results, time.perf_counter() - start
 
 

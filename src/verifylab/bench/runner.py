@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from verifylab.bench.client import Client
+from verifylab.bench.client import REQUEST_DEADLINE_S, Client
 from verifylab.bench.method import (
     BenchRecorder,
     SingleStreamConfig,
@@ -126,7 +126,7 @@ def run_sweep(
     progress: Progress | None = None,
     stall_s: float = 60.0,
     temperature: float = 0.0,
-    deadline_s: float = 600.0,
+    deadline_s: float = REQUEST_DEADLINE_S,
     stalled: Callable[[str], None] | None = None,
 ) -> dict:
     """Closed-loop cells at each concurrency; stored cells are skipped (resume); returns the cells and which of

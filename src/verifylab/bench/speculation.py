@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from verifylab.bench.client import Client
+from verifylab.bench.client import REQUEST_DEADLINE_S, Client
 from verifylab.bench.method import server_accept_length
 from verifylab.bench.prompts import Prompt
 from verifylab.bench.runner import RunPlace, mark_complete, open_recorder, run_sweep
@@ -83,7 +83,7 @@ class SweepPlan:
     requests_per_cell: int | None = None
     temperature: float = 0.0
     prompts: tuple[Prompt, ...] = ()  # what each request sends (default: the shipped prompt set)
-    deadline_s: float = 600.0  # each request's: past it, it fails, named
+    deadline_s: float = REQUEST_DEADLINE_S  # each request's: past it, it fails, named
 
 
 @dataclass(frozen=True)
