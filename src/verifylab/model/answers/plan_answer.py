@@ -172,9 +172,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         matched[0].kv_dtype if matched is not None else None,
     )
     verify: tuple[VerifyGrowth | None, str] = (None, "")
-    if matched is not None:
+    if matched is not None:  # the verify and the pool the decision page's band for this box assumes: one rule
         verify = engine_verify(record.runs, choice, raw, req.tp, target.layers, gpu, req.gpu, float(matched[0].anchor))
-    if matched is not None:  # the pool the decision page's band for this box assumes: one rule
         pool = matrix_pool(matched[0], choice, target, draft, gpu, req.tp)
     else:
         tokens = kv_pool_tokens(

@@ -17,6 +17,7 @@ from verifylab.model.inputs.curves import in_pass_factors
 from verifylab.model.inputs.stored import StoredInputs, StoredRuns, stored_runs
 from verifylab.model.inputs.traces import InPassPoint
 from verifylab.model.pricing.collectives import RegimeCurves
+from verifylab.model.pricing.regimes import AS_ISOLATED_WORDS
 from verifylab.sources import MeasuredRuns
 
 
@@ -46,7 +47,7 @@ class InPassFit:
     def source(self) -> str:
         """The runs fitted on, by kind (for an inputs table)."""
         if not self.points:
-            return "no trace of a fused pass: isolated latency used"
+            return AS_ISOLATED_WORDS
         by_kind: dict[str, list[str]] = {}
         for p in self.points:
             by_kind.setdefault(p.kind, []).append(f"{p.run} ({p.message_bytes:,.0f} B)")

@@ -101,6 +101,9 @@ def max_oneshot_tokens(hidden: int, ranks: int, itemsize: int = 2) -> int:
     return ONESHOT_MAX_BYTES[ranks] // (hidden * 2 * ranks * itemsize)
 
 
+AS_ISOLATED_WORDS = "no trace of a fused pass: isolated latency used"
+
+
 class InPassFactor(Protocol):
     """What a push kernel costs inside a pass over its isolated latency at a message (low, high): a fit of the stored
     traces (:class:`verifylab.model.fits.in_pass.InPassFit`), or :data:`AS_ISOLATED`."""
@@ -119,7 +122,7 @@ class _AsIsolated:
         return 1.0, 1.0
 
     def source(self) -> str:
-        return "no trace of a fused pass: isolated latency used"
+        return AS_ISOLATED_WORDS
 
 
 AS_ISOLATED: InPassFactor = _AsIsolated()
