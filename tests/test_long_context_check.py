@@ -40,7 +40,8 @@ def test_synthetic_prompts_have_the_stated_length_and_prefixes_of_their_own():
     assert len({p.input_ids[:PREFIX_TOKENS] for p in prompts}) == 12
 
 
-def test_the_pages_long_context_check_runs_as_printed_with_dry_run(tmp_path):
+def test_the_pages_long_context_check_runs_as_printed_with_dry_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the page prints it to run from the checkout (its config path is the checkout's)
     printed = re.search(r"`(verifylab box [^`]+)`", settle_command(65536)).group(1)
     argv = shlex.split(printed.replace("FILE", str(_settings(tmp_path, free_port()))))[1:]
     result = CliRunner().invoke(app, [*argv, "--dry-run", "--data-dir", str(ROOT / "data")])
