@@ -20,7 +20,7 @@ from verifylab.errors import BookBuildError, VerifylabError
 from verifylab.iorw import atomic_write_text
 from verifylab.publish import interrupt
 from verifylab.publish.chapter_inputs import METADATA_KEY, ChapterInputs
-from verifylab.publish.chapter_reads import Reads, data_snapshot, read_log
+from verifylab.publish.chapter_reads import Reads, read_log
 from verifylab.publish.edition import archive, write_generated_pages
 from verifylab.publish.finding import Finding
 from verifylab.publish.html_render import render_html
@@ -139,7 +139,7 @@ def execute_chapter(
             track = f"from verifylab.publish.chapter_reads import track; track({where})"
             kernel_arguments.append(f"--IPKernelApp.exec_lines={track}")
         to_notebook(source, src_nb)
-        before = data_snapshot(inputs.data_dir) if inputs is not None else None  # what the chapter can read
+        begun = inputs.begin() if inputs is not None else None  # what the chapter can read, fixed before it runs
         try:
             papermill.execute_notebook(
                 str(src_nb),
@@ -181,9 +181,8 @@ def execute_chapter(
                 write_without_secrets(out_nb, output.with_suffix(".failed.ipynb"), secrets)
             error = printable(f"{exc.ename}: {last_line[0]}", secrets)
             return ChapterResult(source.stem, output, ok=False, error=error)
-        reads = read_log(reads_log) if inputs is not None else None
-        digest = inputs.digest(reads, before) if inputs is not None and reads is not None else None
-        parts = inputs.parts(reads, before) if inputs is not None and reads is not None else None
+        reads = read_log(reads_log) if begun is not None else None
+        digest, parts = begun.record(reads) if begun is not None and reads is not None else (None, None)
         write_without_secrets(out_nb, output, secret_values(parameters), digest, reads, parts, as_pages=True)
     return ChapterResult(source.stem, output, ok=True)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from verifylab.iorw import sha256_bytes, sha256_of
-from verifylab.publish.chapter_reads import DataSnapshot, Reads, reads_digest
+from verifylab.publish.chapter_reads import DataSnapshot, Reads, data_snapshot, reads_digest
 
 METADATA_KEY = "verifylab"  # the executed notebook's metadata entry: {"inputs": digest}
 
@@ -71,6 +71,11 @@ class ChapterInputs:
         data = reads_digest(self.data_dir, reads, self.data_names, snapshot)
         return inputs_digest(self.source, self.parameters, self.code, data, self.toolchain)
 
+    def begin(self) -> BegunChapter:
+        """The boundary of a chapter's reads: the data folder fixed right before the chapter executes, so what it
+        read is digested as it could have read it, and a run landing while it executes is seen by the next build."""
+        return BegunChapter(self, data_snapshot(self.data_dir))
+
     def unchanged(self, executed: Path) -> bool:
         """Whether ``executed`` was made from these inputs and what it read is as it was."""
         entry = _recorded(executed)  # the notebook read once
@@ -98,3 +103,15 @@ class ChapterInputs:
             return ["no record of its inputs"]
         now = self.parts(reads)
         return [f"{name} changed" for name in now if before.get(name) != now[name]] or ["its record changed"]
+
+
+@dataclass(frozen=True)
+class BegunChapter:
+    """A chapter's inputs with the data folder as it was when the chapter began (:meth:`ChapterInputs.begin`)."""
+
+    inputs: ChapterInputs
+    began: DataSnapshot
+
+    def record(self, reads: Reads) -> tuple[str, dict[str, str]]:
+        """The digest and its parts to record for a chapter that read ``reads``: of the data as it began."""
+        return self.inputs.digest(reads, self.began), self.inputs.parts(reads, self.began)
