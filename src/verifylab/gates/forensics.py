@@ -60,7 +60,7 @@ def flashinfer_facts(wheel: Path, version: str) -> FlashInferFacts:
         fused_cuh = _read(zf, "flashinfer/data/include/flashinfer/comm/trtllm_allreduce_fusion.cuh")
         plain_cuh = _read(zf, "flashinfer/data/include/flashinfer/comm/trtllm_allreduce.cuh")
     gen = _function(jit, "gen_trtllm_comm_module")
-    majors = re.findall(r"supported_major_versions\s*=\s*\[([^\]]*)\]", gen)
+    majors = re.findall(r"supported_major_versions\s*=\s*\[([^\]]{0,2000})\]", gen)  # bounded: linear
     major_list = [int(m) for m in re.findall(r"\d+", majors[-1])] if majors else []
     legacy = _function(trtllm_ar, "trtllm_create_ipc_workspace_for_all_reduce_fusion")
     default_symm = re.search(r"use_symm_dev_mem\s*:\s*bool\s*=\s*True", legacy) is not None

@@ -161,6 +161,16 @@ def _can_handle(read: Read, version: str) -> list[VerifyGate]:
     ]  # fmt: skip
 
 
+DEFINITION_CHARS = 20_000  # how far past ``def name(`` a pattern reads: its signature, docstring and first line
+
+
+def _definition(text: str, pattern: str) -> re.Match[str] | None:
+    """``pattern`` (starting ``def name(``) matched at the first definition of that name, read at most
+    ``DEFINITION_CHARS`` on: one start and a bounded window, so a name repeated for megabytes costs linear time."""
+    at = text.find(pattern[: pattern.index("\\(")] + "(")
+    return re.compile(pattern, re.S).match(text, at, at + DEFINITION_CHARS) if at >= 0 else None
+
+
 def flashinfer_mla_gates(read: Read, version: str, flashinfer: str, fi_read: Read | None) -> list[VerifyGate]:
     """Whether the code admits ``--attention-backend flashinfer`` for an MLA model on SM120: SGLang's backend
     factory (any architecture check on its MLA branch) and the pinned FlashInfer's MLA backend choice and JIT."""
@@ -180,8 +190,8 @@ def flashinfer_mla_gates(read: Read, version: str, flashinfer: str, fi_read: Rea
     if fi_read is None:
         return rows
     choice, policy = fi_read(MLA_CHOICE) or "", fi_read(MLA_POLICY) or ""
-    found = re.search(r"def determine_mla_backend\([^)]*\)[^:]*:\s*\n\s*return ([^\n]+)", choice)
-    ordered = re.search(r'def ordered_sm12x_backends\([^)]*\)[^:]*:(?:\s*""".*?""")?\s*return ([^\n]+)', policy, re.S)
+    found = _definition(choice, r"def determine_mla_backend\([^)]*\)[^:]*:\s*\n\s*return ([^\n]+)")
+    ordered = _definition(policy, r'def ordered_sm12x_backends\([^)]*\)[^:]*:(?:\s*""".*?""")?\s*return ([^\n]+)')
     chosen = None
     if found:
         chosen = (MLA_CHOICE, choice, found, "determine_mla_backend", "fa2 (fa3 needs sm90a)")
@@ -220,7 +230,7 @@ def flag_gates(read: Read, names: Iterable[str], version: str, flags: set[str]) 
         field = flag[2:].replace("-", "_")
         for rel in sources:
             text = read(rel) or ""
-            hit = re.search(rf'"{re.escape(flag)}"|^\s+{field}\s*:', text, re.M)
+            hit = re.search(rf'"{re.escape(flag)}"|^[ \t]+{field}[ \t]*:', text, re.M)  # one line: linear
             if hit:
                 where, line = rel, text[: hit.start()].count("\n") + 1
                 break
