@@ -206,14 +206,33 @@ def own_pass_prices(src: Path = SRC) -> set[str]:
     return found
 
 
+READ_BACK = {"startswith", "endswith", "split", "partition", "removeprefix", "find", "index"}
+
+
+def answers_read_back(src: Path = SRC) -> set[str]:
+    """``file:line`` wherever an answer's words (an attribute or name ending ``_answer``) are taken apart to decide
+    something: a decision travels as its typed setting, its words only say it."""
+    found = set()
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = node.func.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else ""
+            if node.func.attr in READ_BACK and name.endswith("_answer"):
+                found.add(f"{path.relative_to(src).as_posix()}:{node.lineno}")
+    return found
+
+
 def layer_violations(src: Path = SRC) -> set[str]:
     """Everything the layers' rules refuse: a forbidden import not in :data:`KNOWN`, a module imported by name, a
-    fault switch read from the environment, a pass priced beside the pricer."""
+    fault switch read from the environment, a pass priced beside the pricer, an answer read back from its words."""
     return (
         (broken_rules(src) - KNOWN)
         | {f"dynamic import {d}" for d in dynamic_imports(src)}
         | {f"fault switch {f}" for f in fault_switches(src)}
         | {f"own pass price {p}" for p in own_pass_prices(src)}
+        | {f"answer read back {a}" for a in answers_read_back(src)}
     )
 
 
@@ -237,6 +256,10 @@ PLANTED_VIOLATIONS = {  # file -> (what is planted at its end, the violation it 
         "def _gain(step, rate, added):\n    step_ms = step + added\n    cycle_ms = rate * 3 + added\n"
         "    return (3 / cycle_ms) / (1 / step_ms)",
         "own pass price model/fits/context.py:_gain",
+    ),
+    "publish/box_page.py": (
+        "def _headline(d):\n    return 'on' if d.speculation_answer.startswith('on') else 'off'",
+        "answer read back publish/box_page.py:",
     ),
 }
 

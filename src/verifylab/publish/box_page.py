@@ -70,10 +70,7 @@ def box_page_html(d: BoxDecision) -> str:
         for r in d.rank_map
     ]
     inputs_rows = sorted(d.inputs.items())
-    finding = (
-        f"{d.world} x {d.gpu}: {d.regime.value}. Fusion {d.fusion_answer.split(':')[0]}; EAGLE-3 "
-        f"{d.speculation_answer.split(':')[0].split(' (')[0]}. Fix first: {d.fix_first}"
-    )
+    finding = d.finding()
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>The decision for this box: {_e(d.label)}</title><style>{STYLE}</style></head><body>",

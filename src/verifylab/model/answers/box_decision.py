@@ -8,6 +8,7 @@ what to fix first. Modelled from measured inputs; every input is named."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from verifylab.comm.policy import Policy, policy_from_probe
@@ -32,6 +33,24 @@ from verifylab.span import Span
 from verifylab.vocab import Drafter, Regime
 
 FUSION_STREAMS = (1, 8, 32)  # the verify pass priced with and without fusion at these stream counts
+
+
+class Switch(Enum):
+    """What one answer of a box sets, as a value (the words beside it only say it): on, off, not resolved by the
+    price's range (measure it), or not priced at all."""
+
+    ON = "on"
+    OFF = "off"
+    MEASURE = "not resolved"
+    NOT_PRICED = "not priced"
+
+
+SPECULATION_SUMMARY = {  # EAGLE-3's setting in the page's one-line finding
+    Switch.ON: "on at light load",
+    Switch.OFF: "off",
+    Switch.MEASURE: "not resolved at one stream",
+    Switch.NOT_PRICED: "not priced",
+}
 
 
 @dataclass(frozen=True)
@@ -91,12 +110,21 @@ class BoxDecision:
     model: str
     gpu: str
     fusion: list[FusionPrice]
+    fusion_setting: Switch
     fusion_answer: str
     speculation: SpeculationAnswer
+    speculation_setting: Switch
     speculation_answer: str
     gain_one_stream: Span
     launch_command: str
     inputs: dict[str, str] = field(default_factory=dict)
+
+    def finding(self) -> str:
+        """The page's one-line finding, from the settings (never read back from their words)."""
+        return (
+            f"{self.world} x {self.gpu}: {self.regime.value}. Fusion {self.fusion_setting.value}; EAGLE-3 "
+            f"{SPECULATION_SUMMARY[self.speculation_setting]}. Fix first: {self.fix_first}"
+        )
 
 
 def _text(value: object) -> str:
@@ -138,16 +166,18 @@ def _probe(runs: MeasuredRuns, run_id: str) -> tuple[dict, list[dict], Policy, s
 
 def _fusion(
     runs: MeasuredRuns, curves: list[Curve], path: str, box: Box, ov: Overheads, policy: Policy, k: int
-) -> tuple[list[FusionPrice], str]:
+) -> tuple[list[FusionPrice], Switch, str]:
     """Fusion's saving per verify pass: the box's verify pass on its own NCCL curve against the same pass with each
     all-reduce on its own fused curve (times the fused kernel's in-pass factor) less the norm kernel the fused kernel
     does; with the policy's reason where it cannot run."""
     if not policy.fusion_allowed:
         why = next((r for r in policy.reasons if r.startswith("fusion off")), "the probe's policy rules it out")
-        return [FusionPrice(c, c * k, None, why) for c in FUSION_STREAMS], f"off: {why.removeprefix('fusion off: ')}"
+        prices = [FusionPrice(c, c * k, None, why) for c in FUSION_STREAMS]
+        return prices, Switch.OFF, f"off: {why.removeprefix('fusion off: ')}"
     by_impl = {c.impl: c for c in curves if c.path == path}
     if "fused" not in by_impl or "nccl" not in by_impl:
-        return [FusionPrice(c, c * k, None, "no fused curve in the probe") for c in FUSION_STREAMS], "not measured"
+        unmeasured = [FusionPrice(c, c * k, None, "no fused curve in the probe") for c in FUSION_STREAMS]
+        return unmeasured, Switch.NOT_PRICED, "not measured"
     fit = fused_in_pass_fit(stored_runs(runs))
     prices = []
     for streams in FUSION_STREAMS:
@@ -168,12 +198,34 @@ def _fusion(
         prices.append(FusionPrice(streams, tokens, Span.of(*saved)))
     one = prices[0].saving_ms
     if one is None:
-        return prices, "not priced"
+        return prices, Switch.NOT_PRICED, "not priced"
     if one.low > 0:
-        return prices, f"on: it saves {one.text(2)} ms per verify pass at one stream"
+        return prices, Switch.ON, f"on: it saves {one.text(2)} ms per verify pass at one stream"
     if one.high < 0:
-        return prices, f"off: it costs {Span(-one.high, -one.low).text(2)} ms per verify pass at one stream"
-    return prices, f"not resolved: {one.text(2)} ms per verify pass at one stream (measure it on this box)"
+        return prices, Switch.OFF, f"off: it costs {Span(-one.high, -one.low).text(2)} ms per verify pass at one stream"
+    return (
+        prices,
+        Switch.MEASURE,
+        f"not resolved: {one.text(2)} ms per verify pass at one stream (measure it on this box)",
+    )
+
+
+def _speculation(spec: SpeculationAnswer, consistent: bool, decode_tok_s: float) -> tuple[Switch, str]:
+    """EAGLE-3's setting from its gain at one stream, and its words (where it stops paying, from the crossover)."""
+    one = spec.rows[0].gain
+    words = crossover_words(spec.crossover) + recrossing_words(spec.rows)
+    if not consistent:
+        why = "is faster than this model's bytes and this box's all-reduces allow"
+        why += " (check --decode-tok-s, --config and --gpu)"
+        return Switch.NOT_PRICED, f"not priced: {decode_tok_s:g} tok/s {why}"
+    if one.high < 1:
+        return Switch.OFF, f"off: EAGLE-3 loses even at one stream (gain {one.text(2)})"
+    if one.low < 1:
+        return (
+            Switch.MEASURE,
+            f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 here; at best it {words}",
+        )
+    return Switch.ON, f"on at light load (gain {one.text(2)} at one stream); it {words}"
 
 
 def box_launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> SglangLaunch:
@@ -255,19 +307,10 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
     calibrated = calibrate_decode(box, measured_overheads(stored_runs(runs)), inputs.decode_tok_s, inputs.decode_source)
     spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
     one = spec.rows[0].gain
-    fusion, fusion_answer = _fusion(runs, curves, path, box, calibrated.overheads, policy, inputs.draft_tokens)
-    words = crossover_words(spec.crossover) + recrossing_words(spec.rows)
-    if not calibrated.consistent:
-        spec_answer = (
-            f"not priced: {inputs.decode_tok_s:g} tok/s is faster than this model's bytes and this box's all-reduces "
-            "allow (check --decode-tok-s, --config and --gpu)"
-        )
-    elif one.high < 1:
-        spec_answer = f"off: EAGLE-3 loses even at one stream (gain {one.text(2)})"
-    elif one.low < 1:
-        spec_answer = f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 here; at best it {words}"
-    else:
-        spec_answer = f"on at light load (gain {one.text(2)} at one stream); it {words}"
+    fusion, fusion_setting, fusion_answer = _fusion(
+        runs, curves, path, box, calibrated.overheads, policy, inputs.draft_tokens
+    )
+    spec_setting, spec_answer = _speculation(spec, calibrated.consistent, inputs.decode_tok_s)
     fix = _text(verdict["fix_hypothesis"])
     us = verdict.get("allreduce_us")
     return BoxDecision(
@@ -285,12 +328,14 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         model=target.name,
         gpu=box.gpu.name,
         fusion=fusion,
+        fusion_setting=fusion_setting,
         fusion_answer=fusion_answer,
         speculation=spec,
+        speculation_setting=spec_setting,
         speculation_answer=spec_answer,
         gain_one_stream=one,
         launch_command=_launch_command(
-            inputs, box_launch(inputs, policy, fusion_answer.startswith("on"), spec_answer.startswith("on"))
+            inputs, box_launch(inputs, policy, fusion_setting is Switch.ON, spec_setting is Switch.ON)
         ),
         inputs={
             **spec.inputs,
