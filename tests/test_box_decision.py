@@ -22,7 +22,7 @@ QWEN = ROOT / "tests" / "data" / "spec_models" / "target" / "config.json"
 
 @pytest.fixture(scope="module")
 def runs():
-    return Evidence(ROOT / "data").measured
+    return Evidence(ROOT / "data")  # what decide_box reads: the stored runs and the public evidence
 
 
 TARGET = Evidence(ROOT / "data").launch_target(RECOMMENDED_STACK[0])  # the command's SGLang, its audited flags
@@ -118,7 +118,7 @@ def test_the_box_page_brackets_the_crossovers_measured_on_the_same_engine(runs, 
     measured = crossovers(speculation_view(Evidence(ROOT / "data")))
     row = measured[(measured["drafter"] == "eagle3") & (measured["draft_tokens"] == 4)]
     point = float(row[row["accept_target"] == accept]["measured"].iloc[0])
-    rate, source = stored_decode_rate(runs, LIVE)
+    rate, source = stored_decode_rate(runs.measured, LIVE)
     inputs = BoxInputs(
         LIVE,
         rate,
@@ -141,3 +141,34 @@ def test_a_layout_whose_weights_do_not_fit_is_refused(runs):
 
     with pytest.raises(ModelInputError, match=r"at TP 2 needs \d+ GB of weights per GPU; a h200 holds 141 GB"):
         decide_box(runs, BoxInputs(P2P, 60.0, "given", 2.4))
+
+
+@pytest.fixture(scope="module")
+def probed_case_box(tmp_path_factory):
+    """A scratch data folder with an 8 x RTX PRO 6000 probe of the case study's box (a test double)."""
+    import shutil
+
+    from verifylab.testing.probe_double import write_probe_double
+
+    data = tmp_path_factory.mktemp("case-box") / "data"
+    shutil.copytree(ROOT / "data", data)
+    return Evidence(data), write_probe_double(data)
+
+
+@pytest.mark.parametrize(("context", "setting"), [(1024, "on under load"), (32768, "off")])
+def test_a_probe_of_a_box_a_public_matrix_ran_takes_its_band_the_model_beside_it(probed_case_box, context, setting):
+    """#78: the probe measured no speculation, so EAGLE-3's answer is the decision page's band for the box (the public
+    matrix moved to the context), the model on the box's own curve and decode rate beside it, labelled; the launch
+    line speculates only where the band is on at light load."""
+    from verifylab.model.answers.box_switch import Switch
+
+    ev, run_id = probed_case_box
+    kimi = ROOT / "examples" / "configs" / "kimi-k2.5-int4"
+    d = decide_box(ev, BoxInputs(run_id, 50.0, "given", 2.0, config=kimi, target=TARGET, context=float(context),
+                                 accept_stated=False))  # fmt: skip
+    assert d.speculation_setting is Switch(setting)
+    assert "(public, the same GPUs and model family" in d.speculation_answer
+    assert "beside it, modelled on this box's own curve and decode rate: on at light load" in d.speculation_answer
+    assert "--speculative-algorithm" not in d.launch_command  # neither is on at light load
+    other = decide_box(ev, BoxInputs(P2P, 60.0, "given", 2.4, config=QWEN, target=TARGET))
+    assert "public" not in other.speculation_answer  # no public matrix ran two H200s: the model answers

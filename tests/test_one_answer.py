@@ -2,8 +2,9 @@
 EAGLE-3 with 4 draft tokens, the page's accept length), the question "up to how many streams does speculation pay?"
 keyed by engine and context band has one answer on the rendered decision page, from ``model speculation`` and from
 ``box --plan`` at the four contexts of the bands; the model's answer per regime has one answer in the decision
-page's export and ``model whatif``. A second computation planted in one command, a stream apart, is found. (Not yet:
-``box --probe`` on an 8-GPU probe fixture; no such fixture is stored.)"""
+page's export and ``model whatif``; ``box --probe`` and ``box --plan --probe`` give the same band for an 8-GPU probe of
+that box (a test double in a scratch copy of the data folder: the probe measured no speculation, so the page's band
+is its nearest evidence). A second computation planted in one command, a stream apart, is found."""
 
 from __future__ import annotations
 
@@ -78,6 +79,44 @@ def _page_text(built_book: Path) -> str:
     return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
 
 
+@pytest.fixture(scope="module")
+def probe_data(tmp_path_factory) -> Path:
+    """A scratch copy of the data folder holding an 8 x RTX PRO 6000 probe of the case box (a test double)."""
+    import shutil
+
+    from verifylab.testing.probe_double import write_probe_double
+
+    data = tmp_path_factory.mktemp("probe-double") / "data"
+    shutil.copytree(ROOT / "data", data)
+    write_probe_double(data)
+    return data
+
+
+def _speculation_line(output: str) -> str:
+    words = " ".join(output.split())
+    found = re.search(r"speculation: (.*?) at [\d,]+ tokens of context", words)
+    assert found, words
+    return canonical(found.group(1))
+
+
+def probe_bands(runner: CliRunner, data: Path) -> dict[str, dict[Key, str]]:
+    """``box --probe`` (its speculation line) and ``box --plan --probe`` on the probe double, per engine and band."""
+    from verifylab.testing.probe_double import RUN_ID
+
+    out: dict[str, dict[Key, str]] = {"box --probe": {}, "box --plan --probe": {}}
+    for engine, options in ENGINES.items():
+        for context, band in CONTEXTS.items():
+            common = ["--config", KIMI, "--context", str(context), *options, "--data-dir", str(data)]
+            probed = runner.invoke(app, ["box", "--probe", RUN_ID, "--decode-tok-s", "50", "--out",
+                                         str(data.parent / "page"), *common])  # fmt: skip
+            assert probed.exit_code == 0, probed.output
+            out["box --probe"][(engine, band)] = _speculation_line(probed.output)
+            planned = runner.invoke(app, ["box", "--plan", "--probe", RUN_ID, *common])
+            assert planned.exit_code == 0, planned.output
+            out["box --plan --probe"][(engine, band)] = _speculation_line(planned.output)
+    return out
+
+
 def command_bands(runner: CliRunner) -> dict[str, dict[Key, str]]:
     """``model speculation`` (its decision) and ``box --plan`` (its speculation line) per engine and band."""
     out: dict[str, dict[Key, str]] = {"model speculation": {}, "box --plan": {}}
@@ -93,10 +132,7 @@ def command_bands(runner: CliRunner) -> dict[str, dict[Key, str]]:
                 app, ["box", "--plan", *CASE_BOX, "--context", str(context), *options, "--data-dir", str(ROOT / "data")]
             )
             assert plan.exit_code == 0, plan.output
-            words = " ".join(plan.output.split())
-            found = re.search(r"speculation: (.*?) at \d+ tokens of context", words)
-            assert found, words
-            out["box --plan"][(engine, band)] = canonical(found.group(1))
+            out["box --plan"][(engine, band)] = _speculation_line(plan.output)
     return out
 
 
@@ -109,13 +145,19 @@ def disagreements(sources: dict[str, dict[Key, str]]) -> dict[Key, dict[str, str
     return {key: given for key, given in by_key.items() if len(set(given.values())) > 1}
 
 
-def test_one_value_per_question_key_across_the_page_and_the_commands(built_book):
-    sources = {"decision page": page_bands(_page_text(built_book)), **command_bands(CliRunner())}
+def test_one_value_per_question_key_across_the_page_and_the_commands(built_book, probe_data):
+    runner = CliRunner()
+    sources = {
+        "decision page": page_bands(_page_text(built_book)),
+        **command_bands(runner),
+        **probe_bands(runner, probe_data),
+    }
     assert len(sources["decision page"]) == len(ENGINES) * len(CONTEXTS), sources["decision page"]
+    assert all(len(answers) == len(ENGINES) * len(CONTEXTS) for answers in sources.values())
     assert disagreements(sources) == {}
 
 
-def test_a_second_computation_a_stream_apart_is_found(built_book, monkeypatch):
+def test_a_second_computation_a_stream_apart_is_found(built_book, probe_data, monkeypatch):
     """The command's band computed again beside the page's, its crossover moved by one stream at each end."""
     from verifylab.model.answers import evidence_ladder, speculation_answer
 
@@ -127,11 +169,18 @@ def test_a_second_computation_a_stream_apart_is_found(built_book, monkeypatch):
         stops = (None if low is None else low + 1, None if high is None else high + 1)
         return evidence_ladder.BandAnswer(**{**band.__dict__, "stops": stops})
 
-    monkeypatch.setattr(speculation_answer, "transfer_band", moved)
-    sources = {"decision page": page_bands(_page_text(built_book)), **command_bands(CliRunner())}
+    monkeypatch.setattr(speculation_answer, "transfer_band", moved)  # model speculation's, and box --probe's through it
+    runner = CliRunner()
+    sources = {
+        "decision page": page_bands(_page_text(built_book)),
+        **command_bands(runner),
+        **probe_bands(runner, probe_data),
+    }
     found = disagreements(sources)
-    assert found and all(set(given) == {"decision page", "model speculation", "box --plan"} for given in found.values())
-    assert all(given["model speculation"] != given["decision page"] == given["box --plan"] for given in found.values())
+    assert found and all(len(given) == len(sources) for given in found.values())
+    for given in found.values():
+        assert given["model speculation"] == given["box --probe"] != given["decision page"]
+        assert given["decision page"] == given["box --plan"] == given["box --plan --probe"]
 
 
 def test_the_models_answer_per_regime_is_one_on_the_page_and_in_whatif(built_book):

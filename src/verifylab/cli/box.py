@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from verifylab.store.evidence import Evidence
 
 
-_PLAN_ENGINE = engine_options("--plan: ")
+_PLAN_ENGINE = engine_options("--plan and --probe: ")
 
 
 def box_cmd(
@@ -230,8 +230,13 @@ def box_cmd(
             expert_bits,
             ev.launch_target(sglang),
             evidence_context_terms(ev),
+            accept_stated=accept is not None,
+            engine=engine,
+            attention_backend=attention_backend,
+            verify_kernel=verify_kernel,
+            kv_cache_dtype=kv_cache_dtype,
         )
-        decision = decide_box(ev.measured, inputs)
+        decision = decide_box(ev, inputs)
         if accept is None:
             decision.inputs["accept"] += " (the default: give --accept from your traffic)"
         page = write_box_page(decision, out or Path("box") / probe)
@@ -243,7 +248,7 @@ def box_cmd(
     for question, text in (
         ("fix first", decision.fix_first),
         ("fusion", decision.fusion_answer),
-        ("EAGLE-3", decision.speculation_answer),
+        ("speculation", decision.speculation_answer),
     ):
         console.print(f"  {question}: {text}", highlight=False, markup=False)
     console.print(f"  launch: {decision.launch_command}", highlight=False, markup=False, soft_wrap=True)

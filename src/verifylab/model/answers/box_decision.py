@@ -8,19 +8,21 @@ what to fix first. Modelled from measured inputs; every input is named."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from verifylab.comm.policy import Policy, policy_from_probe
 from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
 from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
-from verifylab.model.answers.words import crossover_words, recrossing_words
+from verifylab.model.answers.box_switch import SPECULATION_SUMMARY, Switch, banded_speculation, modelled_speculation
+from verifylab.model.answers.engine_answer import choice_for, served_model
+from verifylab.model.answers.evidence_ladder import BandAnswer
+from verifylab.model.answers.speculation_answer import SpeculationAsk, public_band
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
 from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
-from verifylab.model.inputs.gpus import gpu_key, gpu_named
+from verifylab.model.inputs.gpus import gpu_key, gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import stored_runs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
@@ -28,29 +30,11 @@ from verifylab.model.pricing.boxes import calibrate_decode, checked_decode_rate,
 from verifylab.model.pricing.pass_cost import compare
 from verifylab.model.pricing.pricer import Box, Overheads, price_verify, scenarios
 from verifylab.model.pricing.speculation import DEFAULT_STREAMS, SpeculationAnswer, answer
-from verifylab.sources import MeasuredRuns
+from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
 from verifylab.vocab import Drafter, Regime
 
 FUSION_STREAMS = (1, 8, 32)  # the verify pass priced with and without fusion at these stream counts
-
-
-class Switch(Enum):
-    """What one answer of a box sets, as a value (the words beside it only say it): on, off, not resolved by the
-    price's range (measure it), or not priced at all."""
-
-    ON = "on"
-    OFF = "off"
-    MEASURE = "not resolved"
-    NOT_PRICED = "not priced"
-
-
-SPECULATION_SUMMARY = {  # EAGLE-3's setting in the page's one-line finding
-    Switch.ON: "on at light load",
-    Switch.OFF: "off",
-    Switch.MEASURE: "not resolved at one stream",
-    Switch.NOT_PRICED: "not priced",
-}
 
 
 @dataclass(frozen=True)
@@ -72,6 +56,11 @@ class BoxInputs:
     expert_bits: float | None = None  # the routed experts' width; None: what the config's quantization_config says
     target: LaunchTarget | None = None  # the SGLang the launch command is built for (None: no command)
     attention: AttentionTerms = BYTES_ONCE_PER_PASS  # attention over context (the evidence's terms, where stored)
+    accept_stated: bool = True  # False: ``accept`` is the default, and a public matrix's own accept length stands
+    engine: str = "sglang"  # the engine served (a public matrix's verify is re-priced for it)
+    attention_backend: str | None = None  # SGLang's --attention-backend (None: its default for the shape and GPU)
+    verify_kernel: str | None = None  # Triton's verify kernel (None: serial, SGLang's)
+    kv_cache_dtype: str | None = None  # None: the matching matrix's, else bf16
 
     def __post_init__(self) -> None:
         checked_decode_rate(self.decode_tok_s, "decode rate")
@@ -210,24 +199,6 @@ def _fusion(
     )
 
 
-def _speculation(spec: SpeculationAnswer, consistent: bool, decode_tok_s: float) -> tuple[Switch, str]:
-    """EAGLE-3's setting from its gain at one stream, and its words (where it stops paying, from the crossover)."""
-    one = spec.rows[0].gain
-    words = crossover_words(spec.crossover) + recrossing_words(spec.rows)
-    if not consistent:
-        why = "is faster than this model's bytes and this box's all-reduces allow"
-        why += " (check --decode-tok-s, --config and --gpu)"
-        return Switch.NOT_PRICED, f"not priced: {decode_tok_s:g} tok/s {why}"
-    if one.high < 1:
-        return Switch.OFF, f"off: EAGLE-3 loses even at one stream (gain {one.text(2)})"
-    if one.low < 1:
-        return (
-            Switch.MEASURE,
-            f"not resolved at one stream (gain {one.text(2)}): measure EAGLE-3 here; at best it {words}",
-        )
-    return Switch.ON, f"on at light load (gain {one.text(2)} at one stream); it {words}"
-
-
 def box_launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> SglangLaunch:
     """What the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given): its TP, its
     custom all-reduce, the variables it unsets; the all-reduce its answers were priced on."""
@@ -244,8 +215,10 @@ def box_launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bo
     return SglangLaunch(**settings)
 
 
-def _launch_command(inputs: BoxInputs, launch: SglangLaunch) -> str:
+def _launch_command(inputs: BoxInputs, launch: SglangLaunch, refusal: str | None = None) -> str:
     """``launch`` built for the target SGLang, quoted for the shell; why not, where it cannot be."""
+    if refusal is not None:
+        return f"no command: {refusal}"
     if inputs.target is None:
         return "no command: no SGLang version to build it for (give --sglang)"
     try:
@@ -266,6 +239,8 @@ class ProbedBox:
     curves: list[Curve]
     path: str
     box: Box
+    gpu_key: str  # the GPU table's key (``rtx-pro-6000``): what the public evidence is keyed on
+    regime: Regime
 
 
 def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
@@ -275,7 +250,8 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
     world = int(verdict["world"])
     target = read_config(inputs.config, inputs.expert_bits) if inputs.config else kimi_k25_costs()
     names = {str(r.get("name") or "") for r in rank_map} - {""}
-    gpu = gpu_named(inputs.gpu or gpu_key(next(iter(names), gpu_name)), stored_runs(runs).ceilings)
+    key = option_key(inputs.gpu) if inputs.gpu else gpu_key(next(iter(names), gpu_name))
+    gpu = gpu_named(key, stored_runs(runs).ceilings)
     layout_fits(target, gpu, world if policy.tensor_parallel else 1)
     path = str(verdict["transport"])
     curves: list[Curve] = []
@@ -295,11 +271,38 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
         allreduce_us=curve if policy.tensor_parallel else None,
         comm_source=comm_source + f" (this box: run {inputs.probe_run})",
     )
-    return ProbedBox(verdict, rank_map, policy, label, curves, path, box)
+    return ProbedBox(verdict, rank_map, policy, label, curves, path, box, key, Regime(str(verdict["regime"])))
 
 
-def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
-    """The decision for the box ``inputs.probe_run`` measured."""
+def _public_band(ev: ModelSources, inputs: BoxInputs, probed: ProbedBox) -> BandAnswer | None:
+    """The decision page's band for this box (its model, GPU key, TP, regime, chain and context), where a public
+    matrix ran it: speculation's nearest evidence, since the probe measured no speculation of its own."""
+    ask = SpeculationAsk(
+        config=inputs.config,
+        gpu=probed.gpu_key,
+        tp=probed.box.tp,
+        drafter=Drafter.EAGLE3,
+        draft_tokens=inputs.draft_tokens,
+        accept=inputs.accept if inputs.accept_stated else None,
+        streams=list(DEFAULT_STREAMS),
+        context=int(inputs.context),
+        mem_fraction=None,
+        routing=inputs.routing,
+        regime=probed.regime if probed.box.tp > 1 else None,
+        draft_config=inputs.draft_config,
+        expert_bits=inputs.expert_bits,
+        engine=inputs.engine,
+        attention_backend=inputs.attention_backend,
+        verify_kernel=inputs.verify_kernel,
+        kv_cache_dtype=inputs.kv_cache_dtype,
+    )
+    return public_band(ev, ask)
+
+
+def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
+    """The decision for the box ``inputs.probe_run`` measured: EAGLE-3 from the decision page's band where a public
+    matrix ran this box (the model on the box's own numbers beside it), else from that model."""
+    runs = ev.measured
     probed = probed_box(runs, inputs)
     verdict, rank_map, policy, label, box = probed.verdict, probed.rank_map, probed.policy, probed.label, probed.box
     curves, path, target = probed.curves, probed.path, box.target
@@ -310,7 +313,15 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
     fusion, fusion_setting, fusion_answer = _fusion(
         runs, curves, path, box, calibrated.overheads, policy, inputs.draft_tokens
     )
-    spec_setting, spec_answer = _speculation(spec, calibrated.consistent, inputs.decode_tok_s)
+    spec_setting, spec_answer = modelled_speculation(spec, calibrated.consistent, inputs.decode_tok_s)
+    band = _public_band(ev, inputs, probed)
+    raw = served_model(inputs.config, inputs.expert_bits)[1]
+    choice = choice_for(
+        inputs.engine, inputs.attention_backend, inputs.verify_kernel, inputs.kv_cache_dtype, raw, probed.gpu_key, None
+    )
+    refusal = choice.launch_refusal  # vLLM's prices, or a kernel no released SGLang runs: no SGLang command
+    if band is not None:
+        spec_setting, spec_answer = banded_speculation(band, spec_answer)
     fix = _text(verdict["fix_hypothesis"])
     us = verdict.get("allreduce_us")
     return BoxDecision(
@@ -335,7 +346,7 @@ def decide_box(runs: MeasuredRuns, inputs: BoxInputs, streams: tuple[int, ...] =
         speculation_answer=spec_answer,
         gain_one_stream=one,
         launch_command=_launch_command(
-            inputs, box_launch(inputs, policy, fusion_setting is Switch.ON, spec_setting is Switch.ON)
+            inputs, box_launch(inputs, policy, fusion_setting is Switch.ON, spec_setting is Switch.ON), refusal
         ),
         inputs={
             **spec.inputs,

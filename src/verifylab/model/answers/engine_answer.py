@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
+from typing import Any
 
 from verifylab.errors import ModelInputError
 from verifylab.model.answers.context_answer import PoolCap, matching_matrix
@@ -19,7 +21,7 @@ from verifylab.model.fits.context import VerifyGrowth
 from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.fits.verify_growth import splitkv_rate
 from verifylab.model.fits.verify_kernels import serial_rate
-from verifylab.model.inputs.configs import eagle3_draft_for
+from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config_and_json
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import GPU_TABLE, Gpu, gpu_named
 from verifylab.model.inputs.model_costs import ModelCosts
@@ -63,6 +65,13 @@ SGLANG_DEFAULT_BACKEND = {
 KIMI_ATTENTION = {"num_attention_heads": KIMI_K2.heads, "kv_lora_rank": KIMI_K2.kv_lora_rank,
                   "qk_rope_head_dim": KIMI_K2.qk_rope_dim,
                   "auto_map": {"AutoConfig": "configuration_kimi_k25.KimiK25Config"}}  # fmt: skip
+
+
+def served_model(config: Path | None, expert_bits: float | None = None) -> tuple[ModelCosts, dict[str, Any]]:
+    """The served model's costs and its config's fields (``config`` None: the case study's Kimi-K2.5)."""
+    return read_config_and_json(config, expert_bits) if config is not None else (kimi_k25_costs(), KIMI_ATTENTION)
+
+
 # SGLang's --kv-cache-dtype for a KV dtype the answers price (bf16: its default, no flag)
 SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
 NEEDS_PATCH = "needs a patched SGLang (its split-KV gate opens on AMD gfx95 only): priced, never in a launch line"

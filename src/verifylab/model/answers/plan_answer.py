@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verifylab.errors import ParameterError
-from verifylab.model.answers.box_decision import BoxInputs, probed_box
+from verifylab.model.answers.box_decision import BoxInputs, ProbedBox, probed_box
 from verifylab.model.answers.box_plan import (
     DRAFT_TOKENS,
     BoxPlan,
@@ -20,12 +20,12 @@ from verifylab.model.answers.box_plan import (
 )
 from verifylab.model.answers.context_answer import PoolCap, anchored_answer, matching_matrix, transfer_rates
 from verifylab.model.answers.engine_answer import (
-    KIMI_ATTENTION,
     SGLANG_KV_DTYPE,
     EngineBands,
     choice_for,
     engine_verify,
     matrix_pool,
+    served_model,
 )
 from verifylab.model.answers.evidence_ladder import transfer_band
 from verifylab.model.case.speculation import inputs_of
@@ -35,10 +35,8 @@ from verifylab.model.fits.in_pass import regime_curves
 from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.inputs.configs import (
     eagle3_draft_for,
-    kimi_k25_costs,
     needs_remote_code,
     read_config,
-    read_config_and_json,
 )
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import gpu_named, option_key
@@ -115,70 +113,69 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     record = stored_inputs(ev)
     if req.gpu is not None:  # the table's key whatever its spelling: the public evidence is keyed on it
         req = replace(req, gpu=option_key(req.gpu))
-    if req.probe is not None:
-        box = _from_probe(ev.measured, req)
-        if req.tp_given and req.tp != box.tp:
+    target, raw = served_model(req.config, req.expert_bits)
+    regime: Regime | None
+    if req.probe is not None:  # the box as its probe measured it: its TP, GPU, regime and own all-reduce curve
+        probed = _from_probe(ev.measured, req)
+        if req.tp_given and req.tp != probed.box.tp:
             raise ParameterError(
-                f"--tp {req.tp}: probe {req.probe} prices TP {box.tp} (the ranks it measured, as its policy allows): "
-                f"drop --tp, give --tp {box.tp}, or probe {req.tp} GPUs"
+                f"--tp {req.tp}: probe {req.probe} prices TP {probed.box.tp} (the ranks it measured, as its policy "
+                f"allows): drop --tp, give --tp {probed.box.tp}, or probe {req.tp} GPUs"
             )
-        return _plan(record, req, box)
-    if req.tp > 1 and req.regime is None:
-        regimes = ", ".join(repr(r.value) for r in PRICED_REGIMES)
-        raise ParameterError(f"--tp {req.tp}: name the box's communication regime with --regime ({regimes})")
-    if req.gpu is None:
-        raise ParameterError(
-            "--gpu: name the box's GPU (h200, h100, rtx-pro-6000), or give --probe RUN of the box: a plan never "
-            "assumes one"
+        box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
+    else:
+        if req.tp > 1 and req.regime is None:
+            regimes = ", ".join(repr(r.value) for r in PRICED_REGIMES)
+            raise ParameterError(f"--tp {req.tp}: name the box's communication regime with --regime ({regimes})")
+        if req.gpu is None:
+            raise ParameterError(
+                "--gpu: name the box's GPU (h200, h100, rtx-pro-6000), or give --probe RUN of the box: a plan never "
+                "assumes one"
+            )
+        gpu_key = req.gpu
+        gpu = gpu_named(gpu_key, record.runs.ceilings)
+        layout_fits(target, gpu, req.tp)
+        curve, comm = None, "TP 1: no all-reduce"
+        regime = _regime_of(req.regime)
+        if req.tp > 1 and regime is not None:
+            if regime not in PRICED_REGIMES:
+                raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
+            # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
+            curves = inputs_of(record).curves if regime is Regime.DEGRADED else regime_curves(record)
+            curve, comm = regime_curve(curves, regime, req.tp)
+        box = Box(
+            target,
+            gpu,
+            tp=req.tp,
+            draft=read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target),
+            context=req.decode_context,
+            attention=req.attention,
+            mem_fraction=DEFAULT_MEM_FRACTION,
+            routing=Routing.UNIFORM,
+            chain_overlap=req.overlap,
+            allreduce_us=curve,
+            comm_source=comm + (" (modelled: the box is not probed)" if req.tp > 1 else ""),
         )
-    target, raw = (
-        read_config_and_json(req.config, req.expert_bits) if req.config else (kimi_k25_costs(), KIMI_ATTENTION)
-    )
-    gpu = gpu_named(req.gpu, record.runs.ceilings)
-    layout_fits(target, gpu, req.tp)
-    draft = read_config(req.draft_config) if req.draft_config else eagle3_draft_for(target)
-    curve, comm = None, "TP 1: no all-reduce"
-    regime = _regime_of(req.regime)
-    if req.tp > 1 and regime is not None:
-        if regime not in PRICED_REGIMES:
-            raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
-        # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
-        curves = inputs_of(record).curves if regime is Regime.DEGRADED else regime_curves(record)
-        curve, comm = regime_curve(curves, regime, req.tp)
-    box = Box(
-        target,
-        gpu,
-        tp=req.tp,
-        draft=draft,
-        context=req.decode_context,
-        attention=req.attention,
-        mem_fraction=DEFAULT_MEM_FRACTION,
-        routing=Routing.UNIFORM,
-        chain_overlap=req.overlap,
-        allreduce_us=curve,
-        comm_source=comm + (" (modelled: the box is not probed)" if req.tp > 1 else ""),
-    )
+    gpu, draft, tp = box.gpu, box.draft, box.tp
     matched = None
     if req.decode_tok_s is None:
         key = next((k for k, v in REGIME_KEYS.items() if regime is not None and v == regime.value), None)
-        matched = matching_matrix(record, target, req.gpu, req.tp, key, Drafter.EAGLE3, req.draft_tokens)
+        matched = matching_matrix(record, target, gpu_key, tp, key, Drafter.EAGLE3, req.draft_tokens)
     choice = choice_for(
         req.engine,
         req.attention_backend,
         req.verify_kernel,
         req.kv_cache_dtype,
         raw,
-        req.gpu,
+        gpu_key,
         matched[0].kv_dtype if matched is not None else None,
     )
     verify: tuple[VerifyGrowth | None, str] = (None, "")
     if matched is not None:  # the verify and the pool the decision page's band for this box assumes: one rule
-        verify = engine_verify(record.runs, choice, raw, req.tp, target.layers, gpu, req.gpu, float(matched[0].anchor))
-        pool = matrix_pool(matched[0], choice, target, draft, gpu, req.tp)
+        verify = engine_verify(record.runs, choice, raw, tp, target.layers, gpu, gpu_key, float(matched[0].anchor))
+        pool = matrix_pool(matched[0], choice, target, draft, gpu, tp)
     else:
-        tokens = kv_pool_tokens(
-            target, draft, gpu, req.tp, DEFAULT_MEM_FRACTION, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype]
-        )
+        tokens = kv_pool_tokens(target, draft, gpu, tp, DEFAULT_MEM_FRACTION, kv_bytes=KV_DTYPE_BYTES[choice.kv_dtype])
         pool = PoolCap(tokens, f"at {DEFAULT_MEM_FRACTION:g} of each GPU's memory, KV {choice.kv_dtype}")
     cap = pool.streams(req.decode_context)
     engine = EngineBands(choice.words(), verify[0], pool, holdout_miss(record)) if matched is not None else None
@@ -187,7 +184,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
         plan,
-        collective="pcie_ipc" if req.tp > 1 and p2p else "nccl",
+        collective="pcie_ipc" if tp > 1 and p2p else "nccl",
         attention_backend=choice.backend if choice.launch_refusal is None else None,
         launch_refusal=choice.launch_refusal,
         trust_remote_code=needs_remote_code(raw),
@@ -204,8 +201,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     )
 
 
-def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
-    """The box its stored probe measured (TP as its policy allows, its own NCCL curve), with the plan's routing."""
+def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:
+    """The box its stored probe measured (TP as its policy allows, its own NCCL curve) at the plan's context."""
     assert req.probe is not None
     inputs = BoxInputs(
         req.probe,
@@ -217,8 +214,10 @@ def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> Box:
         req.gpu,
         draft_config=req.draft_config,
         expert_bits=req.expert_bits,
+        context=req.decode_context,
+        attention=req.attention,
     )
-    return replace(probed_box(runs, inputs).box, chain_overlap=req.overlap)
+    return probed_box(runs, inputs)
 
 
 def _plan(

@@ -9,13 +9,20 @@ from pathlib import Path
 
 from verifylab.errors import ModelInputError
 from verifylab.model.answers.context_answer import anchored_answer, matching_matrix
-from verifylab.model.answers.engine_answer import Engine, EngineBands, choice_for, engine_verify, matrix_pool
+from verifylab.model.answers.engine_answer import (
+    Engine,
+    EngineBands,
+    choice_for,
+    engine_verify,
+    matrix_pool,
+    served_model,
+)
 from verifylab.model.answers.evidence_ladder import BandAnswer, transfer_band
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.matrix_holdout import holdout_miss
-from verifylab.model.inputs.configs import eagle3_draft_for, read_config, read_config_and_json
+from verifylab.model.inputs.configs import eagle3_draft_for, read_config
 from verifylab.model.inputs.curves import Curve, load_curves
 from verifylab.model.inputs.gpus import gpu_named, option_key
 from verifylab.model.inputs.model_costs import ModelCosts, Routing
@@ -43,7 +50,7 @@ class SpeculationAsk:
     """What the owner asks, parsed: the served model and its draft, the GPU (a key of the GPU table, its datasheet
     overridable), the layout and the curve its all-reduces take (a regime's or a stored or given one), the traffic."""
 
-    config: Path
+    config: Path | None  # None: the case study's Kimi-K2.5
     gpu: str
     tp: int
     drafter: Drafter
@@ -88,7 +95,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     """The answer from the nearest evidence: the public matrix that ran this box where the owner gave nothing of
     their own box (no curve, decode rate or datasheet override) and a trained router, else the model."""
     runs = ev.measured
-    target, raw = read_config_and_json(ask.config, ask.expert_bits)
+    target, raw = served_model(ask.config, ask.expert_bits)
     draft = read_config(ask.draft_config) if ask.draft_config else eagle3_draft_for(target)
     if (ask.tp > 1 or ask.regime or ask.latency) and (ask.regime is None) == (ask.latency is None):
         raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
@@ -156,6 +163,20 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         "a public matrix's transfer only)"
     )
     return SpeculationReply(result, target, "modelled", str(calibrated.consistent).lower())
+
+
+def public_band(ev: ModelSources, ask: SpeculationAsk) -> BandAnswer | None:
+    """The band the decision page gives the box ``ask`` names (``model speculation``'s decision), where a public
+    matrix ran it; None where none did. For an answer from the box's own numbers, to show beside it."""
+    key = None if ask.regime is None else next((k for k, v in REGIME_KEYS.items() if v == ask.regime.value), None)
+    if ask.regime is not None and key is None:
+        return None  # a regime no public matrix is keyed on (a socket, an unknown one)
+    if ask.routing is not Routing.UNIFORM or ask.latency is not None or ask.decode_tok_s is not None:
+        return None
+    target, _ = served_model(ask.config, ask.expert_bits)
+    if matching_matrix(stored_inputs(ev), target, ask.gpu, ask.tp, key, ask.drafter, ask.draft_tokens) is None:
+        return None
+    return speculation_reply(ev, ask).decision
 
 
 def _owners_curves(ev: ModelSources, ask: SpeculationAsk, hidden: int) -> list[Curve]:
