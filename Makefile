@@ -12,7 +12,8 @@ BOOK_LOCK := requirements/book.lock
 TEST_LOCK := requirements/test.lock
 # Bytecode is compiled on first import and kept in $(VENV)/pycache (never beside the sources), also where the
 # environment says PYTHONDONTWRITEBYTECODE: without it every process (kernels, ranks, servers) compiles torch,
-# pandas and the book stack again, and the tests take 1.6 times as long.
+# pandas and the book stack again, and the tests take 1.6 times as long. The venv keeps the same prefix for calls
+# outside make too (install/pycache_prefix.py: a .pth sets it at start-up where the environment sets none).
 export PYTHONPYCACHEPREFIX := $(abspath $(VENV))/pycache
 unexport PYTHONDONTWRITEBYTECODE
 
@@ -65,12 +66,14 @@ $(STAMP): pyproject.toml $(TEST_LOCK) requirements/SHA256SUMS | $(BIN)/uv
 	$(CHECK_LOCK) $(TEST_LOCK)
 	$(UV_INSTALL) -r $(TEST_LOCK)
 	$(UV_INSTALL) --no-deps -e .
+	$(BIN)/python install/pycache_prefix.py $(abspath $(VENV))/pycache >/dev/null
 	touch $(STAMP) $(BOOK_STAMP)
 
 $(BOOK_STAMP): pyproject.toml $(BOOK_LOCK) requirements/SHA256SUMS | $(BIN)/uv
 	$(CHECK_LOCK) $(BOOK_LOCK)
 	$(UV_INSTALL) -r $(BOOK_LOCK)
 	$(UV_INSTALL) --no-deps -e .
+	$(BIN)/python install/pycache_prefix.py $(abspath $(VENV))/pycache >/dev/null
 	touch $(BOOK_STAMP)
 
 install: $(STAMP)

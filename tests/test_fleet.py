@@ -360,4 +360,4 @@ def test_fleet_help_teaches_with_the_example_campaign(repo_root):
     assert yaml.safe_load(shown) == yaml.safe_load(example)
     result = CliRunner().invoke(app, ["fleet", "--help"])
     assert result.exit_code == 0 and "campaign: pcie-vs-nvlink" in result.output
-    assert "pip install 'verifylab[fleet]'" in result.output  # the extra's name survives the help's markup
+    assert "pip install -e '.[fleet]'" in result.output  # the extra's name survives the help's markup

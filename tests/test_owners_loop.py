@@ -5,7 +5,6 @@ notices a lying or dying server and never writes into a run it did not create.""
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 import sys
 from dataclasses import replace
@@ -17,7 +16,6 @@ from typer.testing import CliRunner
 
 from tests.test_bench import free_port
 from verifylab.cli import app
-from verifylab.cli.box import box_cmd as box_command
 from verifylab.cli.box_check import CheckError, print_plan, verify_on_box
 from verifylab.errors import ParameterError
 from verifylab.model.answers.box_plan import Slo, choose
@@ -32,7 +30,6 @@ DATA = ROOT / "data"
 KIMI = ROOT / "examples" / "configs" / "kimi-k2.5-int4"
 QWEN = ROOT / "examples" / "configs" / "qwen3-30b-a3b"
 TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
-NEEDS_A_BOX = ("--gpus", "--server", "--verify")  # an example that probes GPUs or drives a server runs on the box
 
 
 def _run(args: list[str]):
@@ -138,35 +135,6 @@ def test_a_server_that_dies_ends_the_check_non_zero_with_the_cells_named(tmp_pat
     plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
     with pytest.raises(CheckError, match=r"cell\(s\) failed|not measured"):
         verify_on_box(plan, _settings(tmp_path, "--fault", "drop", "--fault-after", "2"), tmp_path / "data", "dies")
-
-
-def _examples(text: str) -> list[str]:
-    """The `verifylab box|model` commands a text shows (continuation lines joined, comments dropped)."""
-    joined = re.sub(r"\\\s*\n\s*", " ", text)
-    found = []
-    for line in joined.splitlines():
-        line = line.strip().split("  #")[0].strip()
-        if re.match(r"^verifylab (box|model)\b", line) and "..." not in line:
-            found.append(line)
-    return found
-
-
-def _in_a_fresh_folder(tmp_path: Path, monkeypatch) -> None:
-    for name in ("data", "examples"):
-        (tmp_path / name).symlink_to(ROOT / name)
-    monkeypatch.chdir(tmp_path)
-
-
-def test_every_box_help_and_readme_example_runs_as_written_without_a_gpu(tmp_path, monkeypatch):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = "\n".join(re.findall(r"```bash\n(.*?)```", readme, re.S))
-    examples = _examples(box_command.__doc__ or "") + _examples(blocks)
-    runnable = [e for e in examples if not any(flag in e for flag in NEEDS_A_BOX)]
-    assert len(runnable) >= 5, examples
-    _in_a_fresh_folder(tmp_path, monkeypatch)
-    for example in runnable:
-        result = CliRunner().invoke(app, shlex.split(example)[1:])
-        assert result.exit_code == 0, f"{example}\n{result.output}"
 
 
 def test_a_real_box_check_has_its_plan_file_a_dry_run_and_its_checks_first(tmp_path):

@@ -77,6 +77,8 @@ class EnvironmentAndGates(ChapterParams):
 class Benchmarks(_Server):
     chapter = "02_benchmarks"
 
+    model_path: str | None = Field(None, validate_default=True, description="live: the model SGLang serves (needed)")
+
     variants: list[str] = Field(
         default_factory=lambda: ["baseline", "fusion", "eagle3", "eagle3_fusion"],
         description="live: the variants started and measured in turn",
@@ -98,6 +100,13 @@ class Benchmarks(_Server):
     @classmethod
     def _variants(cls, value: list[str]) -> list[str]:
         return _known_variants(value)
+
+    @field_validator("model_path", mode="after")
+    @classmethod
+    def _served_when_live(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("mode") == "live" and not value:  # refused with the other parameters, before any work
+            raise ValueError("live mode needs the model SGLang serves")
+        return value
 
 
 class VerifyBreakdown(_Server):

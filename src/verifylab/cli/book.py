@@ -92,7 +92,7 @@ def runs_show(
     run_id: str = typer.Argument(..., help="Run id (a folder under DATA_DIR/runs)."),
     data_dir: Path = typer.Option(Path("data"), help="Folder holding runs/."),
 ) -> None:
-    """Print one run's manifest (validated). Example: `verifylab runs show 20261129-h200-compute`"""
+    """Print one run's manifest (validated). Example: `verifylab runs show 20261202-203301-box-probe`"""
     from verifylab.store.runs import RunStore
 
     try:
@@ -199,7 +199,8 @@ def notebook(
 
     The committed notebooks/*.py only point to their Params (src/verifylab/chapters/params.py), the one place a
     parameter is declared; this writes the names, defaults and what each does into the cell papermill reads.
-    Example: `verifylab notebook 02 /tmp/02.ipynb && papermill /tmp/02.ipynb /tmp/02.out.ipynb -p mode live`
+    Example: `verifylab notebook 02 /tmp/02.ipynb && papermill /tmp/02.ipynb /tmp/02.out.ipynb -p mode live
+    -p label "8x RTX PRO 6000, PCIe" -p model_path /models/kimi`
     """
     from verifylab.chapters.registry import chapter_named
     from verifylab.publish.build import project_root, to_notebook

@@ -46,7 +46,7 @@ Start Ray: `ray start --head` on one machine, then on each box
 `verifylab fleet run campaign.yaml --address HEAD:6379`
 `verifylab book` (one edition from the runs that came back)
 
-Needs the fleet extra: `pip install 'verifylab\\[fleet]'`
+Needs the fleet extra, from this checkout: `pip install -e '.\\[fleet]'`
 (README, 'Campaigns over several boxes')."""
 
 fleet_app = typer.Typer(help=FLEET_HELP, no_args_is_help=True)

@@ -51,7 +51,8 @@ def model_whatif(
     over the draft-token range and the sources' spread. Modelled from public, measured and reported figures
     (chapter 4 names every input); the output says which curve priced 'this box'.
 
-    Example: `verifylab model whatif --batch 8 --latency 20261201-101500-probe-8gpu --decode-tok-s 80`
+    Example: `verifylab model whatif --batch 8 --decode-tok-s 80`; your box's own curve: add `--latency RUN` (a
+    stored 8-GPU probe of it)
     """
     from verifylab.model.answers.model_commands import whatif_answer
     from verifylab.store.evidence import Evidence
@@ -184,7 +185,7 @@ def model_speculation(
     plain decoding and one accept length, checked against the others: chapter 2). Modelled; every input is named
     in the output.
 
-    Example: `verifylab model speculation --config Qwen3-30B-A3B/config.json --gpu h100 --accept 2.5 --json`
+    Example: `verifylab model speculation --config examples/configs/qwen3-30b-a3b --gpu h100 --accept 2.5 --json`
     """
     from verifylab.model.answers.speculation_answer import (
         ROUTINGS,
@@ -322,7 +323,8 @@ def model_pass(
     pass (the stored traces' in-pass factor for that path; --isolated: as measured alone). Modelled, no constant
     fitted to the pass.
 
-    Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency curve.csv --path shm --json`
+    Example: `verifylab model pass --compute-ms 8 --tokens 16 --latency 20261201-091704-2xh200-probe-shm --path shm
+    --json` (or a curve file of your own: `--latency curve.csv`)
     """
     from verifylab.model.answers.model_commands import pass_answer
     from verifylab.store.runs import RunStore

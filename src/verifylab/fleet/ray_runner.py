@@ -70,7 +70,7 @@ def run_campaign(
     try:
         import ray
     except ImportError:
-        raise FleetError("Ray is not installed: pip install 'verifylab[fleet]'") from None
+        raise FleetError("Ray is not installed: pip install -e '.[fleet]' (from this checkout)") from None
     code = code or code_identity()
     state = CampaignState(data_dir, campaign.campaign)
     store = RunStore(Path(data_dir) / "runs")
