@@ -26,4 +26,3 @@ def test_every_interpreter_of_the_venv_keeps_bytecode_in_its_prefix(tmp_path):
                    capture_output=True)  # fmt: skip
     assert _prefix_of(python, env) == str((tmp_path / "pycache").resolve())
     assert _prefix_of(python, {**env, "PYTHONPYCACHEPREFIX": str(tmp_path / "mine")}) == str(tmp_path / "mine")
-
