@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from verifylab.cli import app
 from verifylab.model.answers.box_decision import BoxInputs, decide_box
-from verifylab.publish.box_page import box_page_html
+from verifylab.publish.box_page import box_json, box_page_html
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import RECOMMENDED_STACK, Regime
 
@@ -170,5 +170,10 @@ def test_a_probe_of_a_box_a_public_matrix_ran_takes_its_band_the_model_beside_it
     assert "(public, the same GPUs and model family" in d.speculation_answer
     assert "beside it, modelled on this box's own curve and decode rate: on at light load" in d.speculation_answer
     assert "--speculative-algorithm" not in d.launch_command  # neither is on at light load
+    page, record = box_page_html(d), box_json(d)
+    assert "EAGLE-3&#x27;s is the decision page&#x27;s band" in page or "EAGLE-3's is the decision page's band" in page
+    assert d.speculation_band is not None and record["speculation"] == setting
+    assert record["speculation_off_from_streams"]["low"] == d.speculation_band.stops[0]  # the answer's, not the model's
+    assert "modelled_speculation_off_from_streams" in record and "public" in record["speculation_evidence"]
     other = decide_box(ev, BoxInputs(P2P, 60.0, "given", 2.4, config=QWEN, target=TARGET))
     assert "public" not in other.speculation_answer  # no public matrix ran two H200s: the model answers

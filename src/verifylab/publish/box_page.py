@@ -47,6 +47,22 @@ def answers_rows(d: BoxDecision) -> list[tuple[str, str]]:
     ]
 
 
+def _answers_from(d: BoxDecision) -> str:
+    """Where the answers come from, in a sentence: the box's numbers, and the public band where EAGLE-3's is one."""
+    if d.speculation_band is None:
+        return "every answer below is modelled from it and from the inputs in Table 5."
+    return (
+        "every answer below but EAGLE-3's is modelled from it and from the inputs in Table 5; EAGLE-3's is the "
+        f"decision page's band ({d.speculation_band.rung.value}), the model's beside it (Table 2)."
+    )
+
+
+def _answers_provenance(d: BoxDecision) -> str:
+    band = d.speculation_band
+    own = f"modelled from run {d.run_id}"
+    return own if band is None else f"{own}; EAGLE-3: {band.rung.value}, {band.source}"
+
+
 def box_page_html(d: BoxDecision) -> str:
     """The page's HTML, every value escaped."""
     spec = d.speculation
@@ -75,9 +91,8 @@ def box_page_html(d: BoxDecision) -> str:
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>The decision for this box: {_e(d.label)}</title><style>{STYLE}</style></head><body>",
         f"<h1>The decision for this box</h1><p class='finding'>{_e(finding)}</p>",
-        f"<p class='prov'>Probe run {_e(d.run_id)} ({_e(d.label)}), measured; every answer below is modelled from it "
-        "and from the inputs in Table 5.</p>",
-        _table(1, "The answers", ("question", "answer"), answers_rows(d), f"modelled from run {d.run_id}"),
+        f"<p class='prov'>Probe run {_e(d.run_id)} ({_e(d.label)}), measured; {_e(_answers_from(d))}</p>",
+        _table(1, "The answers", ("question", "answer"), answers_rows(d), _answers_provenance(d)),
         _table(
             2,
             f"{d.model}: plain decoding vs EAGLE-3 per stream count (ranges over the model's inputs)",
@@ -110,6 +125,8 @@ def box_page_html(d: BoxDecision) -> str:
 def box_json(d: BoxDecision) -> dict:
     """The same answers as values, for scripts and design reviews."""
     low, high = d.speculation.crossover
+    band = d.speculation_band
+    stops = {"low": low, "high": high} if band is None else {"low": band.stops[0], "high": band.stops[1]}
     return {
         "run_id": d.run_id,
         "label": d.label,
@@ -117,7 +134,10 @@ def box_json(d: BoxDecision) -> dict:
         "regime": d.regime.value,
         "allreduce_us": d.allreduce_us,
         "answers": dict(answers_rows(d)),
-        "speculation_off_from_streams": {"low": low, "high": high},
+        "speculation": d.speculation_setting.value,
+        "speculation_evidence": "modelled" if band is None else f"{band.rung.value}: {band.source}",
+        "speculation_off_from_streams": stops,  # the answer's: the band's where one answers, else the model's
+        **({} if band is None else {"modelled_speculation_off_from_streams": {"low": low, "high": high}}),
         "gain_one_stream": {"low": d.gain_one_stream.low, "high": d.gain_one_stream.high},
         "fusion_saving_ms": {
             str(f.streams): None if f.saving_ms is None else {"low": f.saving_ms.low, "high": f.saving_ms.high}
@@ -126,7 +146,7 @@ def box_json(d: BoxDecision) -> dict:
         "policy": d.policy.to_json(),
         "launch_command": d.launch_command,
         "inputs": d.inputs,
-        "provenance": "modelled from measured inputs",
+        "provenance": _answers_provenance(d),
     }
 
 

@@ -107,6 +107,7 @@ class BoxDecision:
     gain_one_stream: Span
     launch_command: str
     inputs: dict[str, str] = field(default_factory=dict)
+    speculation_band: BandAnswer | None = None  # the public band EAGLE-3's answer is, where one ran this box
 
     def finding(self) -> str:
         """The page's one-line finding, from the settings (never read back from their words)."""
@@ -348,6 +349,7 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
         launch_command=_launch_command(
             inputs, box_launch(inputs, policy, fusion_setting is Switch.ON, spec_setting is Switch.ON), refusal
         ),
+        speculation_band=band,
         inputs={
             **spec.inputs,
             "probe": f"run {inputs.probe_run} ({label})",
