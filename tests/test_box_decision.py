@@ -175,5 +175,6 @@ def test_a_probe_of_a_box_a_public_matrix_ran_takes_its_band_the_model_beside_it
     assert d.speculation_band is not None and record["speculation"] == setting
     assert record["speculation_off_from_streams"]["low"] == d.speculation_band.stops[0]  # the answer's, not the model's
     assert "modelled_speculation_off_from_streams" in record and "public" in record["speculation_evidence"]
+    assert record["gain_one_stream"]["low"] == d.speculation_band.gain_one.low and "modelled_gain_one_stream" in record
     other = decide_box(ev, BoxInputs(P2P, 60.0, "given", 2.4, config=QWEN, target=TARGET))
     assert "public" not in other.speculation_answer  # no public matrix ran two H200s: the model answers

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from verifylab.iorw import atomic_write_json, atomic_write_text
 from verifylab.model.answers.box_decision import BoxDecision
+from verifylab.span import Span
 
 STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
@@ -122,6 +123,10 @@ def box_page_html(d: BoxDecision) -> str:
     return "\n".join(parts)
 
 
+def _span(value: Span | None) -> dict[str, float] | None:
+    return None if value is None else {"low": value.low, "high": value.high}
+
+
 def box_json(d: BoxDecision) -> dict:
     """The same answers as values, for scripts and design reviews."""
     low, high = d.speculation.crossover
@@ -138,7 +143,8 @@ def box_json(d: BoxDecision) -> dict:
         "speculation_evidence": "modelled" if band is None else f"{band.rung.value}: {band.source}",
         "speculation_off_from_streams": stops,  # the answer's: the band's where one answers, else the model's
         **({} if band is None else {"modelled_speculation_off_from_streams": {"low": low, "high": high}}),
-        "gain_one_stream": {"low": d.gain_one_stream.low, "high": d.gain_one_stream.high},
+        "gain_one_stream": _span(d.gain_one_stream if band is None else band.gain_one),
+        **({} if band is None else {"modelled_gain_one_stream": _span(d.gain_one_stream)}),
         "fusion_saving_ms": {
             str(f.streams): None if f.saving_ms is None else {"low": f.saving_ms.low, "high": f.saving_ms.high}
             for f in d.fusion
