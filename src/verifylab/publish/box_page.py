@@ -145,10 +145,7 @@ def box_json(d: BoxDecision) -> dict:
         **({} if band is None else {"modelled_speculation_off_from_streams": {"low": low, "high": high}}),
         "gain_one_stream": _span(d.gain_one_stream if band is None else band.gain_one),
         **({} if band is None else {"modelled_gain_one_stream": _span(d.gain_one_stream)}),
-        "fusion_saving_ms": {
-            str(f.streams): None if f.saving_ms is None else {"low": f.saving_ms.low, "high": f.saving_ms.high}
-            for f in d.fusion
-        },
+        "fusion_saving_ms": {str(f.streams): _span(f.saving_ms) for f in d.fusion},
         "policy": d.policy.to_json(),
         "launch_command": d.launch_command,
         "inputs": d.inputs,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from verifylab.comm.policy import Policy, policy_from_probe
 from verifylab.comm.verdict import whole_set
@@ -20,7 +21,7 @@ from verifylab.model.answers.evidence_ladder import BandAnswer
 from verifylab.model.answers.speculation_answer import SpeculationAsk, public_band
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
-from verifylab.model.inputs.configs import eagle3_draft_for, kimi_k25_costs, read_config
+from verifylab.model.inputs.configs import eagle3_draft_for, read_config
 from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
@@ -242,6 +243,7 @@ class ProbedBox:
     box: Box
     gpu_key: str  # the GPU table's key (``rtx-pro-6000``): what the public evidence is keyed on
     regime: Regime
+    config_fields: dict[str, Any]  # the served model's config.json, as read once for ``box.target``
 
 
 def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
@@ -249,7 +251,7 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
     its TP and its own all-reduce curve."""
     verdict, rank_map, policy, label, gpu_name = _probe(runs, inputs.probe_run)
     world = int(verdict["world"])
-    target = read_config(inputs.config, inputs.expert_bits) if inputs.config else kimi_k25_costs()
+    target, raw = served_model(inputs.config, inputs.expert_bits)
     names = {str(r.get("name") or "") for r in rank_map} - {""}
     key = option_key(inputs.gpu) if inputs.gpu else gpu_key(next(iter(names), gpu_name))
     gpu = gpu_named(key, stored_runs(runs).ceilings)
@@ -272,7 +274,7 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
         allreduce_us=curve if policy.tensor_parallel else None,
         comm_source=comm_source + f" (this box: run {inputs.probe_run})",
     )
-    return ProbedBox(verdict, rank_map, policy, label, curves, path, box, key, Regime(str(verdict["regime"])))
+    return ProbedBox(verdict, rank_map, policy, label, curves, path, box, key, Regime(str(verdict["regime"])), raw)
 
 
 def _public_band(ev: ModelSources, inputs: BoxInputs, probed: ProbedBox) -> BandAnswer | None:
@@ -316,9 +318,14 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
     )
     spec_setting, spec_answer = modelled_speculation(spec, calibrated.consistent, inputs.decode_tok_s)
     band = _public_band(ev, inputs, probed)
-    raw = served_model(inputs.config, inputs.expert_bits)[1]
     choice = choice_for(
-        inputs.engine, inputs.attention_backend, inputs.verify_kernel, inputs.kv_cache_dtype, raw, probed.gpu_key, None
+        inputs.engine,
+        inputs.attention_backend,
+        inputs.verify_kernel,
+        inputs.kv_cache_dtype,
+        probed.config_fields,
+        probed.gpu_key,
+        None,
     )
     refusal = choice.launch_refusal  # vLLM's prices, or a kernel no released SGLang runs: no SGLang command
     if band is not None:

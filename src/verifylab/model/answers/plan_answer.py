@@ -113,7 +113,6 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     record = stored_inputs(ev)
     if req.gpu is not None:  # the table's key whatever its spelling: the public evidence is keyed on it
         req = replace(req, gpu=option_key(req.gpu))
-    target, raw = served_model(req.config, req.expert_bits)
     regime: Regime | None
     if req.probe is not None:  # the box as its probe measured it: its TP, GPU, regime and own all-reduce curve
         probed = _from_probe(ev.measured, req)
@@ -123,6 +122,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 f"allows): drop --tp, give --tp {probed.box.tp}, or probe {req.tp} GPUs"
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
+        target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
             regimes = ", ".join(repr(r.value) for r in PRICED_REGIMES)
@@ -133,6 +133,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 "assumes one"
             )
         gpu_key = req.gpu
+        target, raw = served_model(req.config, req.expert_bits)
         gpu = gpu_named(gpu_key, record.runs.ceilings)
         layout_fits(target, gpu, req.tp)
         curve, comm = None, "TP 1: no all-reduce"
