@@ -62,11 +62,19 @@ def _node(frame) -> Node | str | None:
 
 def _profiled_run(compute: Callable[[], object], profile: Callable) -> None:
     """``compute`` run once under ``profile`` (a ``sys.setprofile`` hook), every derived value recomputed (a cache
-    would hide the calls it saves), its printing swallowed."""
+    would hide the calls it saves) but the record's parts, read once per evidence as the model reads them (each
+    part's first reading is under the profiler: the same functions and steps, without reading every part again at
+    each use), its printing swallowed."""
     from verifylab import derived
+    from verifylab.model.inputs import stored
 
     keep = derived.DerivedCache.value
-    derived.DerivedCache.value = lambda self, key, compute: compute()  # type: ignore[method-assign]
+    record = f"{stored._read_part.__module__}.{stored._read_part.__qualname__}"
+
+    def value(self: derived.DerivedCache, key: tuple, compute: Callable[[], object]) -> object:
+        return keep(self, key, compute) if key[0] == record else compute()
+
+    derived.DerivedCache.value = value  # type: ignore[method-assign]
     sys.setprofile(profile)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
