@@ -179,3 +179,24 @@ def test_every_stored_run_names_its_verifylab_version_and_every_probe_its_nccl(r
         if raw.exists():
             assert manifest.versions.nccl, manifest.run_id
             assert "\\u001b" not in raw.read_text(encoding="utf-8"), manifest.run_id
+
+
+NUMPY_COLUMNS = {  # a column of each numpy type a stored table holds, with and without a missing value
+    "int": [pd.Series([1, 2, 3]), pd.Series([], dtype="int64")],
+    "uint": [pd.Series([1, 2], dtype="uint8")],
+    "float whole": [pd.Series([1.0, 2.0]), pd.Series([1.0, None])],
+    "float": [pd.Series([0.5, None]), pd.Series([None, None], dtype=float), pd.Series([], dtype=float)],
+    "bool": [pd.Series([True, False]), pd.Series([], dtype=bool)],
+}
+
+
+@pytest.mark.parametrize("declared", ["int", "float", "bool", "str", "json"])
+@pytest.mark.parametrize("kind", sorted(NUMPY_COLUMNS))
+def test_a_column_its_type_answers_for_is_one_its_values_would_pass(declared, kind):
+    """check_frame answers a numpy column from its type alone only where reading its values gives the same answer:
+    the shortcut never lets through what the values would refuse."""
+    from verifylab.store.schema import _held_by_type, _holds
+
+    for values in NUMPY_COLUMNS[kind]:
+        if _held_by_type(declared, values.dtype):
+            assert _holds(declared, values), (declared, values.tolist())

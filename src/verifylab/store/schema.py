@@ -51,6 +51,8 @@ def _holds(dtype: str, values: pd.Series) -> bool:
     if kind in "biu":  # booleans hold bool only; whole numbers hold int and float
         return values.empty or (dtype == "bool") == (kind == "b")
     if kind == "f":
+        if dtype == "float":
+            return True
         floats = values.dropna().to_numpy()
         return floats.size == 0 or dtype == "float" or (dtype == "int" and bool((floats % 1 == 0).all()))
     known = values.dropna()
@@ -64,11 +66,31 @@ def _holds(dtype: str, values: pd.Series) -> bool:
     return dtype == "float" or bool((numbers % 1 == 0).all())
 
 
+def _dtypes(frame: pd.DataFrame) -> dict[str, object] | None:
+    """Each column's type by name, read once (None where two columns share a name: each is then read itself)."""
+    return None if frame.columns.has_duplicates else dict(frame.dtypes.items())
+
+
+def _held_by_type(dtype: str, kind_of: object) -> bool:
+    """Whether a column of numpy type ``kind_of`` holds the declared ``dtype`` whatever its values: a float column
+    declared float, an int column declared int or float, a bool column declared bool. Anything else is answered by
+    :func:`_holds` from the values."""
+    if not isinstance(kind_of, np.dtype):
+        return False
+    kind = kind_of.kind
+    return (
+        (kind == "f" and dtype == "float")
+        or (kind in "iu" and dtype in ("int", "float"))
+        or (kind == "b" and dtype == "bool")
+    )
+
+
 def check_frame(table: str, frame: pd.DataFrame) -> None:
     """A frame about to be stored as ``table``: every column declared, numbers where numbers are declared (a
     column of no value at all is allowed). A :class:`ManifestError` names the table and the column."""
     spec = spec_of(table)
     declared = {c.name: c for c in spec.columns}
+    by_type = _dtypes(frame)
     for name in frame.columns:
         column = declared.get(str(name))
         if column is None:
@@ -76,6 +98,8 @@ def check_frame(table: str, frame: pd.DataFrame) -> None:
                 f"table {table!r}: column {name!r} is not declared (verifylab/store/schema.py declares "
                 f"{', '.join(spec.column_names)})"
             )
+        if column.dtype in ("str", "json") or (by_type is not None and _held_by_type(column.dtype, by_type[name])):
+            continue  # answered by the column's declaration or its numpy type: its values need not be read
         if not _holds(column.dtype, frame[name]):
             raise ManifestError(
                 f"table {table!r}: column {name!r} is declared {column.dtype}, holds {frame[name].dtype} values"
@@ -89,9 +113,12 @@ SIGNED = re.compile(r"saving|delta|diff|gain|change")  # a difference of two mea
 def check_values(table: str, frame: pd.DataFrame) -> None:
     """A stored table's numbers as its columns declare them: a time, rate or size is finite and not negative (an
     empty cell, NaN, is 'not measured' and allowed). A :class:`ManifestError` names the column and the row."""
+    by_type = _dtypes(frame)
     for name in frame.columns:
         unit = unit_of(str(name))
-        if unit not in MEASURED_UNITS or not pd.api.types.is_numeric_dtype(frame[name]):
+        if unit not in MEASURED_UNITS:
+            continue
+        if not pd.api.types.is_numeric_dtype(frame[name] if by_type is None else by_type[name]):
             continue
         values = frame[name].to_numpy(dtype=float)
         bad = np.isinf(values) | ((values < 0) & (SIGNED.search(str(name)) is None))
