@@ -15,6 +15,7 @@ that is gone, so the list only shrinks."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -73,11 +74,18 @@ KNOWN: set[str] = {
 }  # fmt: skip
 
 
+@functools.cache
+def parsed(source: str) -> ast.Module:
+    """``source``'s syntax tree, parsed once per text: every rule reads the same trees, and a copy of the tree with
+    one file changed parses only that file again (the rules only read a tree)."""
+    return ast.parse(source)
+
+
 def imported_modules(source: str, module: str = "") -> set[str]:
     """Every module a source imports, at top level or inside functions; a relative import (``from ..x import y``)
     is resolved against ``module``, the importing module's dotted name (a package's is its own name + ``.``)."""
     found = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed(source)):
         if isinstance(node, ast.ImportFrom):
             if node.level == 0:
                 base = (node.module or "").split(".")
@@ -129,7 +137,7 @@ def dynamic_imports(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel in DYNAMIC_IMPORTERS:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in _DYNAMIC:
                 found.add(f"{rel}:{node.lineno}")
     return found
@@ -151,7 +159,7 @@ def fault_switches(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel.startswith("testing/"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call):
                 f = node.func
                 reads = getattr(f, "attr", getattr(f, "id", "")) == "getenv" or (
@@ -186,7 +194,7 @@ def own_pass_prices(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel in PRICER_FILES:
             continue
-        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for function in ast.walk(parsed(path.read_text(encoding="utf-8"))):
             if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             computed = {
@@ -214,7 +222,7 @@ def answers_read_back(src: Path = SRC) -> set[str]:
     something: a decision travels as its typed setting, its words only say it."""
     found = set()
     for path in sorted(src.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path.read_text(encoding="utf-8"))):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             owner = node.func.value
@@ -526,7 +534,7 @@ def direct_writes(src: Path = SRC) -> set[str]:
     for path in sorted(src.rglob("*.py")):
         if path.name == "iorw.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path.read_text(encoding="utf-8"))
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(tree):
             how = _write_kind(node) if isinstance(node, ast.Call) else None
@@ -605,7 +613,7 @@ def lazy_imports(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel.startswith("cli/"):
             continue
-        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for function in ast.walk(parsed(path.read_text(encoding="utf-8"))):
             if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 for node in ast.walk(function):
                     if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("verifylab"):
