@@ -73,6 +73,9 @@ _PARSED: dict[str, dict[str, tuple[tuple[int, int, int], Manifest]]] = {}
 _TABLES: dict[str, dict[tuple[str, str], tuple[tuple[int, int, int], pd.DataFrame]]] = {}
 
 
+THREADED_PARQUET_BYTES = 8 << 20  # a parquet table past this size is decoded on several threads
+
+
 class RunStore:
     """The folder of measured runs (default ``data/runs``). Each manifest and table is parsed once per process and
     kept with its file's identity (inode, size, mtime): a file rewritten (always by rename: a new inode) is read
@@ -265,8 +268,9 @@ class RunStore:
             raise ManifestError(f"{path}: listed in the manifest but missing")
         data = self.read_file(run_id, manifest.tables[name], "table")
         try:
-            if path.suffix == ".parquet":
-                return pq.read_table(pa.BufferReader(data)).to_pandas()
+            if path.suffix == ".parquet":  # a run's tables are small: threads cost more CPU than they save
+                threads = len(data) > THREADED_PARQUET_BYTES
+                return pq.read_table(pa.BufferReader(data), use_threads=threads).to_pandas(use_threads=threads)
             return restored(pd.read_csv(io.BytesIO(data)))
         except (pa.ArrowInvalid, ValueError, OSError) as exc:  # binary, empty or cut tables too
             raise ManifestError(f"{path}: unreadable table ({exc})") from exc
