@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import enum
 import io
 import os
 import sys
@@ -122,6 +123,16 @@ def _carries(value: object, tainted: set[int]) -> bool:
     return False
 
 
+def _typed_anywhere(value: object) -> bool:
+    """A value anyone could have typed, and one object wherever it is typed: None, a number or a string, an enum's
+    member (``Setting.ON``, ``Routing.COLLAPSED``) and an empty tuple or frozenset (one shared object each in
+    CPython). Marked as the evidence's, the object itself would make every function given the same member or the
+    same empty tuple anywhere a stay; the walk follows such a value through what holds it instead."""
+    if value is None or isinstance(value, (bool, int, float, str, enum.Enum)):
+        return True
+    return isinstance(value, (tuple, frozenset)) and not value
+
+
 def evidence_walk(compute: Callable[[], object]) -> tuple[set[Node], set[str]]:
     """The functions the evidence's values pass through while ``compute`` runs, every derived value recomputed:
     what a reader returns is the evidence's; a function called with one (or a record holding one) is a stay, and what
@@ -140,8 +151,8 @@ def profile_answer(compute: Callable[[], object]) -> tuple[collections.Counter[t
     stack: list[tuple[Node | None, bool, bool]] = []  # (function, returns the evidence's, inside a reader)
 
     def taint(value: object) -> None:
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return  # a plain number is a value anyone could have typed: followed through its holder
+        if _typed_anywhere(value):
+            return  # a value anyone could have typed: followed through its holder
         keep_alive.append(value)
         tainted.add(id(value))
 

@@ -51,7 +51,7 @@ def fit_grid(runs: StoredRuns, run_id: str, routing: Routing | None = None) -> G
     fitted too, on the same sweeps (the overlap of :data:`OVERLAPS` whose cycle fit misses least)."""
     grid = runs.grid(run_id)
     routing = grid.routing if routing is None else routing
-    gpu = gpu_named(grid.gpu_key, runs.grid_ceilings.get(grid.gpu_key))
+    gpu = gpu_named(grid.gpu_key, runs.ceilings_of(grid.gpu_key))
     if routing is Routing.COLLAPSED:
         return _fit_grid(grid, gpu, routing, 0.0)
     fits = [_fit_grid(grid, gpu, routing, o) for o in OVERLAPS]
@@ -94,7 +94,7 @@ def _fit_grid(grid: GridRead, gpu: Gpu, routing: Routing, overlap: float) -> Gri
 def first_grid_fit(runs: StoredRuns, routing: Routing = Routing.COLLAPSED) -> GridFit | None:
     """The fit of the oldest grid run of ``routing`` that holds what a fit needs (plain decoding and a drafter's
     sweep at :data:`FIT_ACCEPT`): the one fit the book and the model's other boxes share; None when no run does."""
-    for grid in runs.grids:
+    for grid in runs.grids():  # each read when its turn comes: the first that fits is the one
         if grid.routing is not routing:
             continue
         fit = fit_grid(runs, grid.run_id, routing)
@@ -107,7 +107,7 @@ def fit_for(runs: StoredRuns, run_id: str) -> GridFit | None:
     """The fit that prices grid run ``run_id``'s speculative servers: the oldest fittable run of its served model,
     GPU and speculative routing (itself, or one before it), fitted with that routing."""
     grid = runs.grid(run_id)
-    for candidate in runs.grids:
+    for candidate in runs.grids():
         if candidate.same_box(grid):
             fit = fit_grid(runs, candidate.run_id, candidate.speculative_routing)
             if fit.overheads.cycle:

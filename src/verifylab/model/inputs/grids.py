@@ -125,6 +125,7 @@ def _served_costs_of(run: MeasuredRun) -> tuple[ModelCosts, ModelCosts | None]:
     return target, costs_from_config(draft, f"run {run.run_id} draft_config") if isinstance(draft, dict) else None
 
 
+@derived
 def measured_ceilings(runs: MeasuredRuns, gpu: str | None = None) -> Ceilings | None:
     """The newest measured copy and matrix ceilings (of ``gpu`` when given): the copy bandwidth, and the matrix
     rate as the range over the runs of that GPU (a repeated experiment: its newest run)."""

@@ -6,7 +6,7 @@ store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
@@ -67,10 +67,8 @@ class StoredRuns:
     where: str
     _runs: MeasuredRuns = field(repr=False)
 
-    grids = Part[tuple[GridRead, ...]]()  # the grids that are evidence, oldest first (measured again: the newest)
-    other_grids = Part[tuple[GridRead, ...]]()  # the runs of a grid measured again, and those marked mechanics only
+    grid_ids = Part[tuple[str, ...]]()  # the grids that are evidence, oldest first (measured again: the newest)
     ceilings = Part[Ceilings | None]()  # the newest measured GPU ceilings, of any GPU
-    grid_ceilings = Part[Mapping[str, Ceilings | None]]()  # the measured ceilings by the GPU key of every grid run
     norm = Part[NormRead | None]()
     host_memory = Part[tuple[Curve | None, str | None]]()
     probe = Part[BoxProbe | None]()
@@ -84,12 +82,21 @@ class StoredRuns:
         return self._runs.derived_cache
 
     def grid(self, run_id: str) -> GridRead:
-        """Grid run ``run_id`` as read, or an error naming the grids there are."""
-        found = next((g for g in (*self.grids, *self.other_grids) if g.run_id == run_id), None)
+        """Grid run ``run_id`` as read (on its first use, once), or an error naming the grids there are: a grid that
+        is evidence and does not read names itself; another run's grid that does not read is no grid."""
+        found = _grid(self._runs, run_id) if run_id in self._runs.runs_with_table(POINTS_TABLE) else None
         if found is None:
-            have = ", ".join(g.run_id for g in self.grids) or "none"
+            have = ", ".join(self.grid_ids) or "none"
             raise ModelInputError(f"run {run_id} is no speculation grid under {self.where} (grids: {have})")
         return found
+
+    def grids(self) -> Iterator[GridRead]:
+        """The grids that are evidence, oldest first, each read when the caller comes to it."""
+        return (self.grid(run_id) for run_id in self.grid_ids)
+
+    def ceilings_of(self, gpu_key: str) -> Ceilings | None:
+        """The newest measured ceilings of the GPU ``gpu_key`` names (None where none was measured), read once."""
+        return measured_ceilings(self._runs, gpu_key)
 
 
 UNREADABLE = (VerifylabError, KeyError, ValueError, TypeError, IndexError)  # what a table that does not hold its
@@ -147,30 +154,20 @@ def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
 
 
 @derived
-def _grids(runs: MeasuredRuns) -> tuple[tuple[GridRead, ...], tuple[GridRead, ...]]:
-    """The grids that are evidence, and the other grid runs (a grid that does not read is no evidence; naming it is
-    an error at its use)."""
-    evidence = grid_runs(runs)
-    read: dict[str, GridRead] = {}
-    for run_id in runs.runs_with_table(POINTS_TABLE):
-        try:
-            read[run_id] = grid_read(runs, run_id)
-        except VerifylabError:
-            if run_id in evidence:
-                raise
-    return tuple(read[r] for r in evidence), tuple(g for r, g in read.items() if r not in evidence)
-
-
-def _grid_ceilings(runs: MeasuredRuns) -> dict[str, Ceilings | None]:
-    grids, others = _grids(runs)
-    return {key: measured_ceilings(runs, key) for key in sorted({g.gpu_key for g in (*grids, *others)})}
+def _grid(runs: MeasuredRuns, run_id: str) -> GridRead | None:
+    """Grid run ``run_id`` read once: a grid that is evidence and does not read raises its own error; another run's
+    grid that does not read is None (no grid; naming it is an error at its use)."""
+    try:
+        return grid_read(runs, run_id)
+    except VerifylabError:
+        if run_id in grid_runs(runs):
+            raise
+        return None
 
 
 PARTS: dict[str, tuple[str, Callable[[MeasuredRuns], object]]] = {  # each part: what it is (its tables), its reader
-    "grids": ("the speculation grids (table points)", lambda runs: _grids(runs)[0]),
-    "other_grids": ("the speculation grids (table points)", lambda runs: _grids(runs)[1]),
+    "grid_ids": ("the speculation grids (table points)", lambda runs: tuple(grid_runs(runs))),
     "ceilings": ("the GPU ceilings (table ceilings)", measured_ceilings),
-    "grid_ceilings": ("the ceilings of the grid runs' GPUs (table ceilings)", _grid_ceilings),
     "norm": ("the norm kernel (table norm_fusion)", norm_read),
     "host_memory": ("the curve through host memory (tables verdict, allreduce_latency)", host_memory_curve),
     "probe": ("the box's probe (tables verdict, allreduce_latency)", box_probe),
@@ -186,10 +183,8 @@ PARTS: dict[str, tuple[str, Callable[[MeasuredRuns], object]]] = {  # each part:
 @derived
 def _read_part(runs: MeasuredRuns, name: str) -> Any:
     """Part ``name`` of the record, read from ``runs`` once; a part whose tables do not read is one error naming
-    it (the grids' own errors pass as they are: a grid that is evidence and does not read names itself)."""
+    it (a grid is read on its own, :meth:`StoredRuns.grid`: a grid that is evidence and does not read names itself)."""
     what, reader = PARTS[name]
-    if name in ("grids", "other_grids"):
-        return reader(runs)
     try:
         return reader(runs)
     except UNREADABLE as exc:
