@@ -69,7 +69,7 @@ KNOWN: set[str] = {
     for path in (
         "fits/engine_reads.py", "fits/verify_growth.py", "fits/live_fusion.py", "fits/in_pass.py",
         "fits/verify_kernels.py", "fits/pass_check.py", "case/hypotheses.py", "case/reconcile.py",
-        "case/speculation.py", "case/whatif.py", "case/option_prices.py",
+        "case/speculation.py", "case/whatif.py",
     )
 }  # fmt: skip
 
@@ -326,7 +326,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "verifylab", "verifylab.errors", "verifylab.vocab", "verifylab.span", "verifylab.command_line",
         "verifylab.derived", "verifylab.iorw", "verifylab.intake", "verifylab.redact", "verifylab.shapes",
         "verifylab.selection", "verifylab.stats", "verifylab.strict_yaml", "verifylab.lifetime", "verifylab.guard",
-        "verifylab.launch", "verifylab.data", "verifylab.csv_cells",
+        "verifylab.launch", "verifylab.data", "verifylab.csv_cells", "verifylab.reported",
     ),
     ("verifylab.host", "verifylab.sources", "verifylab.report"),  # the machine; what the model reads; rendering
     ("verifylab.store", "verifylab.gates"),  # the run store; the installed gates

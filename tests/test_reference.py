@@ -1,7 +1,7 @@
 import pytest
 
 from verifylab.errors import ReferenceDataError
-from verifylab.sources import reported_value
+from verifylab.reported import reported_value
 from verifylab.store.reference import load_reported_figures, quote_in_seed, reported_throughput
 
 from .conftest import SEEDS

@@ -10,7 +10,8 @@ from verifylab.errors import ManifestError, ReferenceDataError, RunNotFoundError
 from verifylab.model.answers.decision import decision_table
 from verifylab.model.fits.pass_check import saving_check
 from verifylab.model.inputs.curves import norm_us_measured
-from verifylab.sources import MeasuredRun, MeasuredRuns, SourcesInMemory, reported_value
+from verifylab.reported import reported_value
+from verifylab.sources import MeasuredRun, MeasuredRuns, SourcesInMemory
 from verifylab.store.evidence import Evidence
 
 

@@ -14,22 +14,9 @@ from typing import Any, Protocol
 import pandas as pd
 
 from verifylab.derived import DerivedCache
-from verifylab.errors import ManifestError, ReferenceDataError, RunNotFoundError
+from verifylab.errors import ManifestError, RunNotFoundError
 
 COMM_CAMPAIGN_TABLES = ("allreduce_latency", "verify_pass")  # the tables of one communication campaign run
-
-
-def reported_value(figures: pd.DataFrame, figure_id: str) -> float:
-    """The numeric value of one reported figure (a row of ``figures``: ``figure_id``, ``value``), by id."""
-    match = figures.loc[figures["figure_id"] == figure_id, "value"]
-    if match.empty or pd.isna(match.iloc[0]):
-        raise ReferenceDataError(f"no numeric reported figure '{figure_id}' among the reported figures")
-    return float(match.iloc[0])
-
-
-def reported_text(figures: pd.DataFrame, figure_id: str) -> str:
-    """One reported figure as prose shows it: as its table gives it (``54.1``, ``30``; never ``30.0``)."""
-    return f"{reported_value(figures, figure_id):g}"
 
 
 @dataclass(frozen=True)

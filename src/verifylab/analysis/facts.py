@@ -16,8 +16,8 @@ from verifylab.errors import VerifylabError
 from verifylab.launch import LaunchError, LaunchTarget
 from verifylab.model.answers.decision import regime_answer, thresholds
 from verifylab.model.views import CycleAccount, account, inputs
+from verifylab.reported import reported_value
 from verifylab.server.variants import BaseConfig
-from verifylab.sources import reported_value
 from verifylab.store.evidence import Evidence
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.derived import derived
-from verifylab.sources import reported_value
+from verifylab.reported import reported_value
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
 

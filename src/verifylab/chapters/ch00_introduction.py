@@ -8,7 +8,7 @@ from verifylab.chapters._base import shown_as_table
 from verifylab.chapters.params import Introduction as Params
 from verifylab.report.charts import Figure, reported_throughput_chart
 from verifylab.report.section import Prose
-from verifylab.sources import reported_text
+from verifylab.reported import reported_text
 from verifylab.store.evidence import Evidence
 from verifylab.store.reference import reported_throughput
 

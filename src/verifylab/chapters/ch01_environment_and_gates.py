@@ -20,7 +20,7 @@ from verifylab.gates.preflight import box_preflight
 from verifylab.launch import FUSION_OFF_FLAG
 from verifylab.report.section import Prose, Section
 from verifylab.report.tables import Table, as_table
-from verifylab.sources import reported_value
+from verifylab.reported import reported_value
 from verifylab.store.evidence import Evidence
 from verifylab.store.manifest import new_run_id
 from verifylab.vocab import version_key

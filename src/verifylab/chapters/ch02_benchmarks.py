@@ -20,8 +20,8 @@ from verifylab.report.charts import Figure
 from verifylab.report.intervals import single_stream_intervals
 from verifylab.report.section import Prose, Section
 from verifylab.report.tables import Table, as_table
+from verifylab.reported import reported_text
 from verifylab.server.variants import BaseConfig
-from verifylab.sources import reported_text
 from verifylab.store.evidence import Evidence
 
 __all__ = ["Params", "benchmark_section", "live_smoke_benchmarks"]  # shown as the analysis builds them

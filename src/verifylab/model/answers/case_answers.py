@@ -38,7 +38,7 @@ def case_bands(ev: ModelSources, engine: str = "sglang", backend: str | None = N
     spec = BoxSpec(kimi_k25_costs(), CASE_GPU, 8, "healthy-p2p", CHAIN)
 
     def modelled(context: float) -> SpeculationAnswer:
-        cases = cases_on(ev, inputs(ev), *decode_rate(ev), context=context)
+        cases = cases_on(stored_inputs(ev), inputs(ev), *decode_rate(ev), context=context)
         case = cases[Regime.HEALTHY_P2P]
         assert case is not None
         return case.by_draft_tokens[CHAIN]

@@ -19,6 +19,7 @@ from verifylab.model.case.whatif import inputs_for_box, reconcile_table, whatif_
 from verifylab.model.fits.in_pass import pass_factors
 from verifylab.model.inputs.curves import load_curves, norm_us_measured
 from verifylab.model.inputs.probes import reader_box
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.measured_pass import predict_pass
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
@@ -53,9 +54,9 @@ def whatif_answer(
     model = inputs(ev) if latency is None else inputs_for_box(ev, reader_box(ev.measured, latency, path))
     own = decode_tok_s is None and latency is None and context is None  # the book's own numbers: kept
     at = float(context) if context is not None else CASE_CONTEXT
-    boxes = None if own else option_boxes(ev, model, decode, decode_source, at)
+    boxes = None if own else option_boxes(stored_inputs(ev), model, decode, decode_source, at)
     frame = (whatif_table(ev, batch) if boxes is None else options_table(boxes, batch)).copy()
-    cases = speculation_case(ev) if own else speculation_cases(ev, model, decode, decode_source, at)
+    cases = speculation_case(ev) if own else speculation_cases(stored_inputs(ev), model, decode, decode_source, at)
     gains = {regime.value: case.gain_at(batch) for regime, case in cases.items()}
     box = model.curves.box
     box_words = (

@@ -18,6 +18,7 @@ from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.pass_cost import PassCost, compare
+from verifylab.reported import reported_value
 from verifylab.span import Span
 from verifylab.vocab import DRAFT_TOKENS, KIMI_K2_HIDDEN, allreduce_message_bytes
 
@@ -167,7 +168,7 @@ class CycleAccount:
 @derived
 def cycle_account(stored: StoredInputs) -> CycleAccount:
     """The account from the reported figures and the measured norm kernel (SGLang's fused add+RMSNorm)."""
-    v = stored.reported
+    v = lambda fid: reported_value(stored.figures, fid)  # noqa: E731
     verify, share, accept = v("verify_total_ms"), v("verify_cycle_share_pct") / 100, v("accept_length")
     if not 0 < share <= 1:
         raise ModelInputError(f"verify_cycle_share_pct = {share * 100}: must be in (0, 100]")

@@ -16,6 +16,7 @@ from verifylab.model.case.options import GPUS, MOE_LAYERS, ModelInputs, Option
 from verifylab.model.case.speculation import SpeculationCase, cases_on
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.inputs.model_costs import Layout
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.boxes import carried_host
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import (
@@ -30,7 +31,6 @@ from verifylab.model.pricing.pricer import (
 from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.model.pricing.speculation import gains
 from verifylab.shapes import KIMI_K2
-from verifylab.sources import ModelSources
 from verifylab.span import Span, times
 from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, Drafter, Regime
 
@@ -55,13 +55,14 @@ class OptionBoxes:
 
 
 def option_boxes(
-    ev: ModelSources, inputs: ModelInputs, decode_tps: float, decode_source: str, context: float = CASE_CONTEXT
+    stored: StoredInputs, inputs: ModelInputs, decode_tps: float, decode_source: str, context: float = CASE_CONTEXT
 ) -> OptionBoxes:
     """The boxes of ``inputs``' regimes, calibrated to plain decoding at ``decode_tps`` (from ``decode_source``), each
     stream holding ``context`` tokens."""
-    nccl = {r: c for r, c in cases_on(ev, inputs, decode_tps, decode_source, context=context).items() if c is not None}
-    fused = cases_on(ev, inputs, decode_tps, decode_source, collective=Collective.FUSED, context=context)
-    pcie = cases_on(ev, inputs, decode_tps, decode_source, collective=Collective.PCIE_IPC, context=context)
+    nccl_cases = cases_on(stored, inputs, decode_tps, decode_source, context=context)
+    nccl = {r: c for r, c in nccl_cases.items() if c is not None}
+    fused = cases_on(stored, inputs, decode_tps, decode_source, collective=Collective.FUSED, context=context)
+    pcie = cases_on(stored, inputs, decode_tps, decode_source, collective=Collective.PCIE_IPC, context=context)
     return OptionBoxes(inputs, nccl, fused, pcie)
 
 

@@ -42,6 +42,7 @@ from verifylab.model.pricing.boxes import calibrate_decode
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.floors import pass_floor_ms
 from verifylab.model.pricing.pricer import price_verify, scenarios
+from verifylab.reported import reported_value
 from verifylab.shapes import KIMI_K2
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
@@ -182,7 +183,7 @@ def reported_allreduce_range(stored: StoredInputs, inputs: ModelInputs) -> tuple
     box = case_study_box(
         inputs.curves, stored.runs.ceilings, Regime.HEALTHY_P2P, Regime.HEALTHY_P2P, attention=context_terms(stored)
     )
-    decode = stored.reported("baseline_92_6")
+    decode = reported_value(stored.figures, "baseline_92_6")
     ov = calibrate_decode(box, measured_overheads(stored.runs), decode, "reported plain decoding").overheads
     priced = [
         price_verify(box, ov, tokens, 1, s, end)

@@ -9,7 +9,8 @@ import pandas as pd
 
 from verifylab.model.case.cycle import CycleAccount
 from verifylab.model.case.options import ModelInputs, reported_pass_floor
-from verifylab.sources import COMM_CAMPAIGN_TABLES, ModelSources, reported_value
+from verifylab.reported import reported_value
+from verifylab.sources import COMM_CAMPAIGN_TABLES, ModelSources
 from verifylab.span import Span
 
 

@@ -27,7 +27,8 @@ from verifylab.model.pricing.boxes import (
 from verifylab.model.pricing.pricer import AllreduceCurve, Box
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, decode_regime
 from verifylab.model.pricing.speculation import DEFAULT_STREAMS, SpeculationAnswer, answer, combined_crossover, gains
-from verifylab.sources import ModelSources, reported_value
+from verifylab.reported import reported_value
+from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime
 
@@ -111,7 +112,7 @@ class SpeculationCase:
 def speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
     """The case study's box per regime: calibrated to its reported plain decode rate, EAGLE-3 at its reported
     accept length, with the overheads measured on the H200 speculation grid (built once per evidence)."""
-    return speculation_cases(ev, inputs(ev), *decode_rate(ev))
+    return speculation_cases(stored_inputs(ev), inputs(ev), *decode_rate(ev))
 
 
 def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[float, str]:
@@ -126,27 +127,27 @@ def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[flo
 def fused_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime with FlashInfer's fusion on for the target's verify passes, calibrated and
     drafted as :func:`speculation_case` (None: fusion cannot run in that regime)."""
-    return cases_on(ev, inputs(ev), *decode_rate(ev), collective=Collective.FUSED)
+    return cases_on(stored_inputs(ev), inputs(ev), *decode_rate(ev), collective=Collective.FUSED)
 
 
 @derived
 def pcie_ipc_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime with SGLang's PCIe-IPC all-reduce for every TP all-reduce (target and draft,
     plain decoding included), calibrated as :func:`speculation_case` (None: it cannot run in that regime)."""
-    return cases_on(ev, inputs(ev), *decode_rate(ev), collective=Collective.PCIE_IPC)
+    return cases_on(stored_inputs(ev), inputs(ev), *decode_rate(ev), collective=Collective.PCIE_IPC)
 
 
 def speculation_cases(
-    ev: ModelSources, model: ModelInputs, decode_tps: float, decode_source: str, context: float = CASE_CONTEXT
+    stored: StoredInputs, model: ModelInputs, decode_tps: float, decode_source: str, context: float = CASE_CONTEXT
 ) -> dict[Regime, SpeculationCase]:
     """The case study's model per regime of ``model``'s curves, calibrated to ``decode_tps`` (plain decoding at one
     stream, from ``decode_source``): EAGLE-3 at the reported accept length over the draft-token range, each stream
     holding ``context`` tokens."""
-    return {r: case for r, case in cases_on(ev, model, decode_tps, decode_source, context=context).items() if case}
+    return {r: case for r, case in cases_on(stored, model, decode_tps, decode_source, context=context).items() if case}
 
 
 def cases_on(
-    ev: ModelSources,
+    stored: StoredInputs,
     model: ModelInputs,
     decode_tps: float,
     decode_source: str,
@@ -155,7 +156,7 @@ def cases_on(
 ) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime of ``model``'s curves with the verify passes' all-reduces on ``collective``,
     calibrated to ``decode_tps`` as :func:`speculation_cases` (None where the collective cannot run)."""
-    a, curves, stored = model.account, model.curves, stored_inputs(ev)
+    a, curves = model.account, model.curves
     measured = measured_overheads(stored.runs)
     overlap = case_overlap(stored)
     out: dict[Regime, SpeculationCase | None] = {}

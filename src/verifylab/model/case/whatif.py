@@ -15,6 +15,7 @@ from verifylab.model.case.reconcile import reconcile
 from verifylab.model.case.speculation import account, decode_rate, inputs
 from verifylab.model.inputs.curves import BoxProbe
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE
 from verifylab.sources import ModelSources
 from verifylab.span import Span
@@ -24,7 +25,7 @@ from verifylab.vocab import allreduce_message_bytes
 @derived
 def case_option_boxes(ev: ModelSources) -> OptionBoxes:
     """The boxes every option of the case study is priced on, calibrated to its reported plain decode rate."""
-    return option_boxes(ev, inputs(ev), *decode_rate(ev))
+    return option_boxes(stored_inputs(ev), inputs(ev), *decode_rate(ev))
 
 
 @derived

@@ -21,7 +21,7 @@ from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid
 from verifylab.model.inputs.probes import box_probe, host_memory_curve
 from verifylab.model.inputs.public_curves import PublicCurve, public_curves
 from verifylab.model.inputs.traces import InPassPoint, live_points, synthetic_points
-from verifylab.sources import MeasuredRuns, ModelSources, reported_value
+from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.vocab import KIMI_K2_HIDDEN
 
 
@@ -142,10 +142,6 @@ class StoredInputs:
     def derived_cache(self) -> DerivedCache:
         """The evidence's cache: a value derived from this record is kept with the evidence it was read from."""
         return self._ev.derived_cache
-
-    def reported(self, figure_id: str) -> float:
-        """The case study's reported figure ``figure_id`` as a number, or an error naming it."""
-        return reported_value(self.figures, figure_id)
 
 
 def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
