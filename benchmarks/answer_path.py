@@ -225,11 +225,12 @@ def _decision_speculation() -> tuple[Callable[[], object], set[Node], tuple[Node
     from verifylab.model.answers.case_answers import case_bands
     from verifylab.model.answers.evidence_ladder import bands_words
     from verifylab.model.case.speculation import speculation_case
+    from verifylab.model.inputs.stored import stored_inputs
     from verifylab.store.evidence import Evidence
 
     def compute() -> object:
         ev = Evidence(ROOT / "data")
-        return bands_words(case_bands(ev)), speculation_case(ev)
+        return bands_words(case_bands(ev)), speculation_case(stored_inputs(ev))
 
     roots = {("model/answers/case_answers.py", "case_bands"), ("model/case/speculation.py", "speculation_case")}
     writer = (("publish/decision.py", "decision_markdown"), ("model/answers/evidence_ladder.py", "bands_words"))

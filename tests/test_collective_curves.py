@@ -11,6 +11,7 @@ import pytest
 from verifylab.model.answers.decision import decision_table, regime_answer
 from verifylab.model.case.options import OPTIONS, Option
 from verifylab.model.case.speculation import inputs
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.regimes import Collective, Price
 from verifylab.vocab import KIMI_K2_HIDDEN, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
 
@@ -20,7 +21,7 @@ OWN_ROWS = {Collective.NCCL: ("nccl",), Collective.FUSED: ("oneshot", "custom"),
 
 @pytest.fixture(scope="module")
 def curves(shipped):
-    return inputs(shipped).curves
+    return inputs(stored_inputs(shipped)).curves
 
 
 def _scaled(curves, implementations: tuple[str, ...], factor: float):

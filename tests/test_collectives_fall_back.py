@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from verifylab.model.case.speculation import inputs
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.collectives import PCIE_IPC_WORKSPACE_ROWS
 from verifylab.model.pricing.regimes import Collective
 from verifylab.publish.decision import _regimes, regime_rules
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_pcie_ipc_past_its_workspace_is_nccl_and_never_below_its_own_source_inside_it():
     ev = Evidence(ROOT / "data")
-    curves = inputs(ev).curves
+    curves = inputs(stored_inputs(ev)).curves
     bound = PCIE_IPC_WORKSPACE_ROWS * KIMI_K2_HIDDEN * 2
     for world in (4, 8):
         for message in np.geomspace(1024, 64 << 20, 40):

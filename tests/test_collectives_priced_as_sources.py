@@ -10,6 +10,7 @@ import pytest
 from verifylab.model.answers.decision import TIE_MARGIN, decided_faster, fastest_caveat, regime_answer
 from verifylab.model.answers.words import fastest_words
 from verifylab.model.case.speculation import inputs
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.collectives import PCIE_IPC_WORKSPACE_ROWS
 from verifylab.model.pricing.regimes import Collective, Price, extrapolation
 from verifylab.span import Span
@@ -20,7 +21,7 @@ PREFIXES = {Collective.NCCL: ("nccl",), Collective.FUSED: ("oneshot", "custom"),
 
 @pytest.fixture(scope="module")
 def curves(shipped):
-    return inputs(shipped).curves
+    return inputs(stored_inputs(shipped)).curves
 
 
 def test_at_every_size_a_source_measured_the_price_alone_is_the_sources(curves):
@@ -84,7 +85,7 @@ def test_no_fastest_rests_on_a_tie_or_an_extrapolated_price(shipped, regime):
 
     answer = regime_answer(shipped, regime)
     for streams in LOAD_STREAMS:
-        table = whatif_table(shipped, streams).set_index(["regime_key", "key"])
+        table = whatif_table(stored_inputs(shipped), streams).set_index(["regime_key", "key"])
         priced = {
             k.value: Span(row["verify_ms_low"], row["verify_ms_high"])
             for k in deployable_with_eagle3()

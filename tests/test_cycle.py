@@ -66,7 +66,8 @@ def test_nothing_is_solved_to_reproduce_the_gain(ev):
 
 def test_the_reconciliation_follows_the_figures(ev):
     changed = with_figures(ev, verify_allreduce_ms=12.2)
-    table = reconcile(changed, cycle_account(stored_inputs(changed)), inputs(changed)).set_index("step")
+    record = stored_inputs(changed)
+    table = reconcile(record, cycle_account(record), inputs(record)).set_index("step")
     assert table.loc["latency per all-reduce in verify", "value"] == pytest.approx(100.0)
     assert table.loc["all-reduces per forward", "value"] == 122
     row = table.loc["unexplained remainder"]
@@ -94,7 +95,7 @@ def test_findings_reconciliation_and_account_carry_the_same_values(ev):
     assert found[FindingKey.UNEXPLAINED_REMAINDER_MS].text == a.text("remainder_ms")
     assert found[FindingKey.KERNEL_FUSION_SHARE_MS].text == a.text("kernel_fusion_ms")
     assert FindingKey.SUBSTITUTION_SHARE_MS.value not in found  # nothing is attributed to a remainder any more
-    table = reconcile(ev, a, inputs(ev)).set_index("step")
+    table = reconcile(stored_inputs(ev), a, inputs(stored_inputs(ev))).set_index("step")
     for step, span in (
         ("cycle time removed by the reported jump", a.removed_ms),
         ("unexplained remainder", a.remainder_ms),

@@ -31,11 +31,11 @@ def ev(shipped) -> Evidence:
 
 
 def _passes(ev):
-    m = case_option_boxes(ev)
+    m = case_option_boxes(stored_inputs(ev))
     for regime in PRICED_REGIMES:
         for option in OPTIONS:
             for streams in STREAMS:
-                for k in account(ev).draft_tokens:
+                for k in account(stored_inputs(ev)).draft_tokens:
                     yield option_pass(m, option, regime, streams, k)
 
 
@@ -65,7 +65,7 @@ def test_only_dp_attention_with_ep_removes_the_allreduces(ev):
 
 @pytest.mark.parametrize("regime", PRICED_REGIMES)
 def test_communication_is_priced_at_its_own_message_and_bounded_by_bandwidth(ev, regime):
-    curves = inputs(ev).curves
+    curves = inputs(stored_inputs(ev)).curves
     link = curves.link_gbs * 1e3  # bytes per us
     for world in (4, 8):
         previous = 0.0
@@ -86,7 +86,7 @@ def test_communication_is_priced_at_its_own_message_and_bounded_by_bandwidth(ev,
 
 
 def test_under_load_each_option_pays_its_own_message(ev):
-    m = case_option_boxes(ev)
+    m = case_option_boxes(stored_inputs(ev))
     one = option_pass(m, Option.TP8_NCCL, Regime.HEALTHY_P2P, 1, 4)
     many = option_pass(m, Option.TP8_NCCL, Regime.HEALTHY_P2P, 32, 4)
     price = m.curves.price(Regime.HEALTHY_P2P, Collective.NCCL, GPUS, 32 * 4 * KIMI_K2_HIDDEN * 2)
@@ -99,21 +99,25 @@ def test_the_option_row_and_the_decision_row_are_one_pricing(ev):
     decision row's, per stream (#50: one pricer)."""
     from verifylab.model.case.speculation import speculation_case
 
-    for regime, case in speculation_case(ev).items():
+    for regime, case in speculation_case(stored_inputs(ev)).items():
         for streams in (1, 8, 32):
-            row = whatif_table(ev, streams).set_index(["regime_key", "key"]).loc[(regime.value, "tp8_nccl")]
+            row = (
+                whatif_table(stored_inputs(ev), streams)
+                .set_index(["regime_key", "key"])
+                .loc[(regime.value, "tp8_nccl")]
+            )
             plain = case.plain_at(streams)
             assert row["plain_tokens_per_s_low"] == pytest.approx(plain.low / streams)
             assert row["plain_tokens_per_s_high"] == pytest.approx(plain.high / streams)
         answer = regime_answer(ev, regime)
-        one = whatif_table(ev, 1).set_index(["regime_key", "key"]).loc[(regime.value, "tp8_nccl")]
+        one = whatif_table(stored_inputs(ev), 1).set_index(["regime_key", "key"]).loc[(regime.value, "tp8_nccl")]
         assert (one["tokens_per_s_low"], one["tokens_per_s_high"]) == pytest.approx(
             (answer.eagle_tps.low, answer.eagle_tps.high)
         )  # the decision row's EAGLE-3 tok/s, and its ratio to plain decoding is the gain beside it
 
 
 def test_the_reported_regime_is_the_pass_less_its_floor(ev):
-    a, m = account(ev), inputs(ev)
+    a, m = account(stored_inputs(ev)), inputs(stored_inputs(ev))
     low, high, _ = m.curves.reported_allreduce
     assert low < high <= a.allreduce_us_before
     assert (a.verify_ms - high * a.allreduces / 1e3) > 0  # what is left for compute and norms
@@ -133,7 +137,7 @@ def test_the_answers_and_the_table(ev):
     table = decision_table(ev)
     assert list(table["regime_key"]) == [r.value for r in PRICED_REGIMES]
     assert (table["provenance"] == "modelled").all()
-    rows = whatif_table(ev, 8)
+    rows = whatif_table(stored_inputs(ev), 8)
     assert set(rows["regime_key"]) == {r.value for r in PRICED_REGIMES}
     assert rows.loc[rows["key"] == "tp8_fused", "not_priced"].str.contains("P2P").sum() == 2
 
@@ -269,7 +273,7 @@ def test_one_plain_decoding_range_per_regime(ev):
     from verifylab.model.case.speculation import speculation_case
 
     for row in decision_table(ev).to_dict("records"):
-        case = speculation_case(ev)[Regime(row["regime_key"])]
+        case = speculation_case(stored_inputs(ev))[Regime(row["regime_key"])]
         assert row["decode_tok_s"] == case.plain_at(1).text(0)
         if case.consistent:
             low, high = _ends(row["decode_tok_s"])
@@ -279,7 +283,7 @@ def test_one_plain_decoding_range_per_regime(ev):
 def test_fusion_is_priced_per_draft_token_count(ev):
     """#50: fusion's saving is NCCL less fused at the same draft tokens, never a best NCCL beside a worst fused."""
     saving = regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_by_load[max(STREAMS[:4])]
-    assert saving is not None and set(saving.by_draft_tokens) == set(account(ev).draft_tokens)
+    assert saving is not None and set(saving.by_draft_tokens) == set(account(stored_inputs(ev)).draft_tokens)
     text = saving.gain_text(2, "ms")
     for k in saving.by_draft_tokens:
         assert f"at {k} draft tokens" in text

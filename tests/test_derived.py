@@ -37,17 +37,17 @@ def test_no_value_is_kept_under_a_string_key():
 
 def test_inputs_are_keyed_by_the_account_they_are_given(ev):
     """The bug the string memo had: inputs built from another account were served from the first caller's."""
-    own = inputs(ev)
-    assert inputs(ev) is own  # built once per evidence
-    other_account = replace(account(ev), verify_ms=account(ev).verify_ms * 2)
+    own = inputs(stored_inputs(ev))
+    assert inputs(stored_inputs(ev)) is own  # built once per evidence
+    other_account = replace(account(stored_inputs(ev)), verify_ms=account(stored_inputs(ev)).verify_ms * 2)
     other = model_inputs(stored_inputs(ev), other_account)
     assert other is not own and other.account == other_account
-    assert inputs(ev).account == account(ev)
+    assert inputs(stored_inputs(ev)).account == account(stored_inputs(ev))
 
 
 def test_each_evidence_has_its_own_values(ev):
-    assert account(Evidence(REPO / "data")) is not account(ev)
-    assert account(ev) is account(ev)
+    assert account(stored_inputs(Evidence(REPO / "data"))) is not account(stored_inputs(ev))
+    assert account(stored_inputs(ev)) is account(stored_inputs(ev))
 
 
 def test_an_input_that_cannot_be_a_key_is_refused_by_name(ev):

@@ -15,6 +15,7 @@ from verifylab.model.case.hypotheses import (
     evidence_score,
     ranked_hypotheses,
 )
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.store.evidence import Evidence
 
 
@@ -33,7 +34,7 @@ def test_the_score_weighs_the_case_studys_record_and_the_wheels_twice():
 
 
 def test_the_order_follows_the_rule_not_the_size(ev):
-    ranked = ranked_hypotheses(ev)
+    ranked = ranked_hypotheses(stored_inputs(ev))
     scores = list(ranked["score"])
     assert scores == sorted(scores, reverse=True)
     assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
@@ -48,8 +49,8 @@ def test_the_page_shows_for_and_against_and_what_decides_the_top_two(ev):
     assert {"for", "against", "evidence weight"} <= set(table.columns)
     assert (table["for"].str.len() > 0).all()
     text = ch04.hypotheses_order(ev)
-    top = ranked_hypotheses(ev).iloc[:2]
-    assert ORDER_RULE in text and deciding_between_top_two(ranked_hypotheses(ev)) in text
+    top = ranked_hypotheses(stored_inputs(ev)).iloc[:2]
+    assert ORDER_RULE in text and deciding_between_top_two(ranked_hypotheses(stored_inputs(ev))) in text
     for hypothesis in top["hypothesis"]:
         assert hypothesis in text
 
@@ -62,14 +63,14 @@ def test_the_cross_numa_box_is_compared_at_the_verify_sizes_not_at_12_kib(ev):
     from verifylab.model.case.speculation import account, inputs
     from verifylab.vocab import KIMI_K2_HIDDEN
 
-    a = account(ev)
+    a = account(stored_inputs(ev))
     sizes = (min(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0, max(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0)
-    at_verify, rows = _cross_numa_nccl(ev, sizes)
+    at_verify, rows = _cross_numa_nccl(stored_inputs(ev), sizes)
     assert rows == "pub-60, pub-61, pub-62"
-    _, high, _ = inputs(ev).curves.reported_allreduce
+    _, high, _ = inputs(stored_inputs(ev)).curves.reported_allreduce
     assert at_verify.low > 2 * high  # the reading the page gives
     nccl = (
-        ranked_hypotheses(ev)
+        ranked_hypotheses(stored_inputs(ev))
         .set_index("hypothesis")
         .loc["NCCL itself got faster with the new stack (transport, protocol, topology, version)"]
     )

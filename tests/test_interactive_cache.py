@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from verifylab.entry import answer_name, is_pure, page_folder
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.store.cache_folder import cache_folder_open
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,16 +107,16 @@ def test_the_derived_values_are_kept_and_a_broken_file_is_computed_again(tmp_pat
     data = tmp_path / "data"
     shutil.copytree(ROOT / "data", data)
     ev = Evidence(data, keep_derived=True)
-    curves = inputs(ev).curves
+    curves = inputs(stored_inputs(ev)).curves
     ev.derived_cache.save()
     kept = tmp_path / "cache" / "derived" / cache_key(data)
     with cache_folder_open(tmp_path / "cache", "derived") as folder:
         assert kept.is_file() and any("model_inputs" in str(k[0]) for k in pickle.loads(folder.read(kept.name) or b""))
     again = Evidence(data, keep_derived=True)
     assert len(again.derived_cache) > 0  # read back before anything is asked
-    assert inputs(again).curves.public_uses() == curves.public_uses()
+    assert inputs(stored_inputs(again)).curves.public_uses() == curves.public_uses()
     kept.write_bytes(b"not a pickle")
     broken = Evidence(data, keep_derived=True)
-    assert len(broken.derived_cache) == 0 and inputs(broken).curves.public_uses() == curves.public_uses()
+    assert len(broken.derived_cache) == 0 and inputs(stored_inputs(broken)).curves.public_uses() == curves.public_uses()
     monkeypatch.setenv("VERIFYLAB_CACHE", "off")
     assert type(Evidence(data, keep_derived=True).derived_cache).__name__ == "DerivedCache"

@@ -14,6 +14,7 @@ import pytest
 from verifylab.chapters.ch05_recommendations import case_study_command
 from verifylab.gates.sglang_env import env_in_source
 from verifylab.launch import PCIE_IPC_ENV, AllReduce, LaunchError, SglangLaunch, build_command
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.publish.decision import launch_section
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import CASE_STUDY_STACK, RECOMMENDED_STACK
@@ -84,7 +85,7 @@ def test_no_option_that_needs_p2p_is_offered_where_p2p_is_broken(ev):
     from verifylab.model.pricing.regimes import REGIME_TITLE
     from verifylab.vocab import Regime
 
-    frame = options_at_loads(ev, (1, 8, 32))
+    frame = options_at_loads(stored_inputs(ev), (1, 8, 32))
     for regime in (Regime.DEGRADED, Regime.HOST_MEMORY):
         rows = frame[(frame["regime"] == REGIME_TITLE[regime]) & frame["option"].str.contains("|".join(NEEDS_P2P))]
         assert not rows.empty

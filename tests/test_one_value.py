@@ -16,6 +16,7 @@ from verifylab.chapters import ch04_fusion_vs_elimination as ch04
 from verifylab.model.answers.decision import decision_table
 from verifylab.model.case.speculation import account
 from verifylab.model.case.whatif import whatif_table
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.publish.findings import key_findings
 from verifylab.publish.pages import book_pages
 from verifylab.span import Span
@@ -64,12 +65,12 @@ def _span_texts(span: Span, digits: int) -> set[str]:
 def computed(shipped) -> set[str]:
     """Every number the code puts into these pages, as the pages format it."""
     ev = shipped
-    a = account(ev)
+    a = account(stored_inputs(ev))
     allowed: set[str] = set()
     for span, _, digits in a.quantities().values():
         allowed |= _span_texts(span, digits)
     for streams in ch04.LOADS:
-        for r in whatif_table(ev, streams).dropna(subset=["verify_ms_low"]).itertuples():
+        for r in whatif_table(stored_inputs(ev), streams).dropna(subset=["verify_ms_low"]).itertuples():
             allowed |= _span_texts(Span(r.verify_ms_low, r.verify_ms_high), 1)
             allowed |= _span_texts(Span(r.tokens_per_s_low, r.tokens_per_s_high), 0)
             allowed |= _span_texts(Span(r.floor_ms_low, r.floor_ms_high), 1)

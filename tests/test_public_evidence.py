@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from verifylab.errors import ReferenceDataError
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.store.public import PUBLIC_FILE, load_public_measurements, quote_carries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def test_misdetected_and_superseded_rows_never_price_healthy_p2p(shipped):
     assert set(flagged["id"]) >= {"pub-21", "pub-23", "pub-25", "pub-27", "pub-52", "pub-53"}
     misdetected = flagged[flagged["implementation"].astype(str).str.contains("misdetected")]
     assert (misdetected["regime"] != Regime.HEALTHY_P2P.value).all()
-    price = inputs(ev).curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, 4 * 7168 * 2)
+    price = inputs(stored_inputs(ev)).curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, 4 * 7168 * 2)
     assert price.high_us < 40 and not any(i in price.basis for i in flagged["id"])
 
 
@@ -95,10 +96,10 @@ def test_the_rows_issue_51_corrected(shipped):
     ev = shipped
     rows = ev.public.set_index("id")
     assert rows.loc["pub-45", "regime"] != Regime.HEALTHY_P2P.value
-    assert 22.2 not in inputs(ev).curves.bus_bandwidth_gbs
+    assert 22.2 not in inputs(stored_inputs(ev)).curves.bus_bandwidth_gbs
     for row in ("pub-52", "pub-53"):
         assert rows.loc[row, "regime"] == Regime.HEALTHY_P2P.value and rows.loc[row, "note"].startswith("superseded")
-    uses = inputs(ev).curves.public_uses()
+    uses = inputs(stored_inputs(ev)).curves.public_uses()
     assert "pub-52" not in uses and "pub-53" not in uses and "pub-45" not in uses
     assert not rows["implementation"].astype(str).str.contains("fused").loc[["pub-53", "pub-55"]].any()
     for row in ("pub-21", "pub-22"):
@@ -116,7 +117,7 @@ def test_the_host_memory_price_uses_the_sm120_figure(shipped):
     from verifylab.model.pricing.regimes import Collective
     from verifylab.vocab import Regime
 
-    curves = inputs(shipped).curves
+    curves = inputs(stored_inputs(shipped)).curves
     message = 4 * 7168 * 2
     price = curves.price(Regime.HOST_MEMORY, Collective.NCCL, 8, message)
     assert "pub-63" in price.basis and curves.sm120_host_gbs == pytest.approx(1.9)
@@ -153,5 +154,5 @@ def test_the_b12x_calibration_and_pr_34528_are_entered_and_price_nothing(shipped
     assert first_version["note"].str.startswith("superseded").all()
     at_eight = pr[pr["method"].str.contains("8 streams")].set_index("implementation", append=True)["value"]
     assert at_eight.xs("pcie_ipc", level=1).max() > at_eight.xs("nccl", level=1).max()  # the regression it names
-    uses = inputs(shipped).curves.public_uses()
+    uses = inputs(stored_inputs(shipped)).curves.public_uses()
     assert not set(calibration.index) & set(uses) and not set(pr.index) & set(uses)

@@ -215,8 +215,9 @@ def test_case_study_box_regime_answers_and_the_reported_eagle3_rate(stored):
     92.6 tok/s, never used to calibrate) inside the broken-P2P regime's range and outside the healthy one's."""
     from verifylab.model.answers.words import crossover_words
     from verifylab.model.case.speculation import speculation_case
+    from verifylab.model.inputs.stored import stored_inputs
 
-    cases = speculation_case(stored)
+    cases = speculation_case(stored_inputs(stored))
     reported = 54.1 / 92.6
     degraded, healthy = cases[Regime.DEGRADED], cases[Regime.HEALTHY_P2P]
     assert degraded.gain_at(1).low <= reported <= degraded.gain_at(1).high

@@ -166,7 +166,8 @@ def fusion_by_load_table(ev: Evidence) -> pd.DataFrame:
 
 def case_pareto_figure(ev: Evidence) -> Figure:
     """Figure: per-user against total tok/s, plain decoding and EAGLE-3, per regime (modelled)."""
-    return throughput_pareto_chart(pd.concat([case.throughput() for case in speculation_case(ev).values()]))
+    cases = speculation_case(stored_inputs(ev)).values()
+    return throughput_pareto_chart(pd.concat([case.throughput() for case in cases]))
 
 
 @shown_as_table
@@ -299,7 +300,7 @@ def context_profiles(ev: Evidence) -> Figure:
 
 def regime_figure(ev: Evidence) -> Figure:
     """Figure: one all-reduce by message size in each regime (the curves every option is priced from)."""
-    return regime_curves_chart(regime_curves_table(inputs(ev).curves))
+    return regime_curves_chart(regime_curves_table(inputs(stored_inputs(ev)).curves))
 
 
 def options_finding(ev: Evidence) -> Prose:
@@ -314,7 +315,7 @@ def options_at_load(ev: Evidence) -> Table:
 
 def options_at_load_frame(ev: Evidence) -> pd.DataFrame:
     """Table: every option in every regime at 1, 8 and 32 streams (modelled; :func:`options_at_loads`)."""
-    return options_at_loads(ev, LOADS)
+    return options_at_loads(stored_inputs(ev), LOADS)
 
 
 PLAIN_DECODING = "plain decoding (TP 8, NCCL, no speculation)"
@@ -323,12 +324,12 @@ PLAIN_DECODING = "plain decoding (TP 8, NCCL, no speculation)"
 def options_figure(ev: Evidence) -> Figure:
     """Figure: every option's one-stream tok/s with EAGLE-3 at 1, 8 and 32 streams beside plain decoding's, one
     panel per regime (modelled)."""
-    frames = [whatif_table(ev, streams) for streams in LOADS]
+    frames = [whatif_table(stored_inputs(ev), streams) for streams in LOADS]
     table = pd.concat(frames, ignore_index=True)
     plain = []
     for regime_key, regime_title in dict(zip(table["regime_key"], table["regime"], strict=True)).items():
         for streams in LOADS:
-            rate = plain_decoding(case_option_boxes(ev), Regime(regime_key), streams)
+            rate = plain_decoding(case_option_boxes(stored_inputs(ev)), Regime(regime_key), streams)
             if rate is not None:
                 plain.append(
                     {"regime": regime_title, "option": PLAIN_DECODING, "streams": streams}
@@ -350,7 +351,7 @@ def option_facts() -> pd.DataFrame:
 
 
 def _terms(ev: Evidence, params: Params) -> pd.DataFrame:
-    return whatif_table(ev, params.batch)
+    return whatif_table(stored_inputs(ev), params.batch)
 
 
 @shown_as_table

@@ -27,6 +27,7 @@ from verifylab.model.views import (
     memory_table,
     ranked_hypotheses,
     reconcile_table,
+    stored_inputs,
 )
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
@@ -50,7 +51,7 @@ def memory(ev: Evidence) -> pd.DataFrame:
 @shown_as_table
 def model_inputs(ev: Evidence) -> pd.DataFrame:
     """Table: every input of the cycle account and the options, with its source."""
-    return inputs_table(ev)
+    return inputs_table(stored_inputs(ev))
 
 
 def reconciliation_finding(ev: Evidence) -> Prose:
@@ -61,13 +62,13 @@ def reconciliation_finding(ev: Evidence) -> Prose:
 @shown_as_table
 def reconciliation(ev: Evidence) -> pd.DataFrame:
     """Table: the reconciliation of the reported figures, arithmetic shown, every number from the account."""
-    return reconcile_table(ev)[["step", "arithmetic", "verdict", "figures"]]
+    return reconcile_table(stored_inputs(ev))[["step", "arithmetic", "verdict", "figures"]]
 
 
 @shown_as_table
 def reconciliation_summary(ev: Evidence) -> pd.DataFrame:
     """Table: the reconciliation's conclusions (its rows the decision page cites), the bottom line first."""
-    steps = reconcile_table(ev).set_index("step")
+    steps = reconcile_table(stored_inputs(ev)).set_index("step")
     return steps.loc[list(CONCLUSIONS), ["arithmetic", "verdict"]].reset_index()
 
 
@@ -75,7 +76,7 @@ def reconciliation_summary(ev: Evidence) -> pd.DataFrame:
 def hypotheses(ev: Evidence) -> pd.DataFrame:
     """Table: what can carry the reported jump, ranked by its evidence: what supports and what contradicts each,
     how much it could explain, and the measurement that decides it."""
-    frame = ranked_hypotheses(ev)
+    frame = ranked_hypotheses(stored_inputs(ev))
     return frame[
         ["rank", "hypothesis", "score", "for", "against", "could_explain_ms", "of_removed", "deciding_measurement"]
     ].rename(columns={"score": "evidence weight"})
@@ -83,7 +84,7 @@ def hypotheses(ev: Evidence) -> pd.DataFrame:
 
 def hypotheses_order(ev: Evidence) -> Prose:
     """The rule that orders the hypotheses, and the measurement that tells the top two apart."""
-    ranked = ranked_hypotheses(ev)
+    ranked = ranked_hypotheses(stored_inputs(ev))
     return Prose(f"The hypotheses are {ORDER_RULE}. {deciding_between_top_two(ranked)}")
 
 
@@ -120,7 +121,8 @@ def compute_check(ev: Evidence) -> pd.DataFrame:
 
 
 def _public_evidence(ev: Evidence) -> pd.DataFrame:
-    return public_evidence(ev.public, inputs(ev).curves.public_uses(), bands_from_public(ev.public, REFERENCE_MESSAGE))
+    uses = inputs(stored_inputs(ev)).curves.public_uses()
+    return public_evidence(ev.public, uses, bands_from_public(ev.public, REFERENCE_MESSAGE))
 
 
 def public_evidence_finding(ev: Evidence) -> Prose:

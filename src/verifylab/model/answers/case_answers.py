@@ -38,7 +38,8 @@ def case_bands(ev: ModelSources, engine: str = "sglang", backend: str | None = N
     spec = BoxSpec(kimi_k25_costs(), CASE_GPU, 8, "healthy-p2p", CHAIN)
 
     def modelled(context: float) -> SpeculationAnswer:
-        cases = cases_on(stored_inputs(ev), inputs(ev), *decode_rate(ev), context=context)
+        stored = stored_inputs(ev)
+        cases = cases_on(stored, inputs(stored), *decode_rate(stored), context=context)
         case = cases[Regime.HEALTHY_P2P]
         assert case is not None
         return case.by_draft_tokens[CHAIN]
@@ -67,7 +68,7 @@ def engine_choice_words(engine: str, backend: str | None) -> str:
 
 def probed_box(ev: ModelSources) -> BoxProbe | None:
     """The stored 8-GPU probe of the reader's own box whose curve prices the row 'this box', or None."""
-    return inputs(ev).curves.box
+    return inputs(stored_inputs(ev)).curves.box
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,8 @@ class ReportedPass:
 
 def reported_pass(ev: ModelSources) -> ReportedPass:
     """The reported verify pass as the model reads it."""
-    a = account(ev)
-    low, high, _ = inputs(ev).curves.reported_allreduce or (0.0, 0.0, 0.0)
+    a = account(stored_inputs(ev))
+    low, high, _ = inputs(stored_inputs(ev)).curves.reported_allreduce or (0.0, 0.0, 0.0)
     return ReportedPass(a, reported_pass_floor(a), Span(low, high))
 
 

@@ -23,6 +23,7 @@ from verifylab.model.case.speculation import (
     speculation_case,
 )
 from verifylab.model.case.whatif import whatif_table
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.pass_cost import compare
 from verifylab.model.pricing.pricer import price_verify, scenarios
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
@@ -141,7 +142,7 @@ def deployable_with_eagle3() -> list[Option]:
 
 def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
     """The four answers for ``regime``."""
-    loads = {c: whatif_table(ev, c).set_index(["regime_key", "key"]) for c in LOAD_STREAMS}
+    loads = {c: whatif_table(stored_inputs(ev), c).set_index(["regime_key", "key"]) for c in LOAD_STREAMS}
 
     def verify(table, key) -> Span | None:
         row = table.loc[(regime.value, key)]
@@ -153,8 +154,9 @@ def regime_answer(ev: ModelSources, regime: Regime) -> RegimeAnswer:
         best[c] = min(priced, key=lambda k: priced[k].mid)
         if caveat := fastest_caveat(ev, regime, c, priced):
             caveats[c] = caveat
-    case, fused = speculation_case(ev)[regime], fused_speculation_case(ev)[regime]
-    ipc = pcie_ipc_speculation_case(ev)[regime]
+    stored = stored_inputs(ev)
+    case, fused = speculation_case(stored)[regime], fused_speculation_case(stored)[regime]
+    ipc = pcie_ipc_speculation_case(stored)[regime]
     return RegimeAnswer(
         regime,
         case.plain_at(1),
@@ -178,7 +180,7 @@ def fusion_extrapolation(ev: ModelSources, regime: Regime, streams: int) -> str:
     """How far the two prices fusion's saving compares (the fused kernel's and NCCL's) lie outside their sources'
     sizes at ``streams`` with the launch command's draft tokens, in words ("" where both are within them)."""
     message = COMMAND_DRAFT_TOKENS * streams * KIMI_K2_HIDDEN * 2.0
-    curves = inputs(ev).curves
+    curves = inputs(stored_inputs(ev)).curves
     words = []
     for collective in (Collective.FUSED, Collective.NCCL):
         price = curves.price(regime, collective, GPUS, message)
@@ -223,8 +225,8 @@ def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[
         )
     made = OPTION_COLLECTIVE.get(Option(first))
     if made is not None:
-        message = max(account(ev).draft_tokens) * streams * KIMI_K2_HIDDEN * 2.0
-        price = inputs(ev).curves.price(regime, made[0], made[1], message)
+        message = max(account(stored_inputs(ev)).draft_tokens) * streams * KIMI_K2_HIDDEN * 2.0
+        price = inputs(stored_inputs(ev)).curves.price(regime, made[0], made[1], message)
         if isinstance(price, Price) and price.extrapolated:
             words.append(f"its {made[0].value} is {price.extrapolated}")
         elif isinstance(price, str) and regime is not Regime.MEASURED:
@@ -235,7 +237,7 @@ def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[
 def thresholds(ev: ModelSources) -> dict[str, Price]:
     """What an 8-rank all-reduce of one stream's verify message costs in each regime: the probe's reading on a
     reader's box is compared with these."""
-    curves = inputs(ev).curves
+    curves = inputs(stored_inputs(ev)).curves
     out = {}
     for regime in curves.regimes():
         price = curves.price(regime, Collective.NCCL, GPUS, REFERENCE_MESSAGE)
@@ -249,7 +251,7 @@ def decision_table(ev: ModelSources) -> pd.DataFrame:
     fusion) at one stream, the fastest option at 1, 8 and 32 streams, and where speculation stops paying."""
     bands = thresholds(ev)
     rows = []
-    for regime in inputs(ev).curves.regimes():
+    for regime in inputs(stored_inputs(ev)).curves.regimes():
         a = regime_answer(ev, regime)
         band = bands.get(regime.value)
         rows.append(
@@ -285,7 +287,7 @@ def speculation_by_accept(ev: ModelSources) -> pd.DataFrame:
     """Per regime and accept length on the case study's box (TP 8, NCCL, EAGLE-3 over its draft-token range): the
     gain at one stream and where speculation stops paying (modelled: ``verifylab model speculation``)."""
     rows = []
-    for regime, case in speculation_case(ev).items():
+    for regime, case in speculation_case(stored_inputs(ev)).items():
         for accept in SPECULATION_ACCEPTS:
             gain, pays = speculation_in_words(case, case.box, accept)
             rows.append(
@@ -347,9 +349,9 @@ def fusion_by_load(ev: ModelSources) -> pd.DataFrame:
     """Per regime, stream count and draft-token count: what fusion saves on a verify pass (NCCL less fused at the
     same tokens, modelled) and whether to turn it on, off, or measure first."""
     rows = []
-    for regime in inputs(ev).curves.regimes():
+    for regime in inputs(stored_inputs(ev)).curves.regimes():
         for streams, saving in regime_answer(ev, regime).fusion_gain_by_load.items():
-            by_k = saving.by_draft_tokens if saving else dict.fromkeys(account(ev).draft_tokens)
+            by_k = saving.by_draft_tokens if saving else dict.fromkeys(account(stored_inputs(ev)).draft_tokens)
             for k, gain in by_k.items():
                 rows.append(
                     {

@@ -50,13 +50,14 @@ def whatif_answer(
 ) -> WhatifAnswer:
     """The options at ``batch`` streams: the book's own numbers where nothing is given, else priced on the box the
     arguments name (a stored probe or a curve file, a decode rate, a context)."""
-    decode, decode_source = decode_rate(ev, decode_tok_s)
-    model = inputs(ev) if latency is None else inputs_for_box(ev, reader_box(ev.measured, latency, path))
+    stored = stored_inputs(ev)
+    decode, decode_source = decode_rate(stored, decode_tok_s)
+    model = inputs(stored) if latency is None else inputs_for_box(stored, reader_box(ev.measured, latency, path))
     own = decode_tok_s is None and latency is None and context is None  # the book's own numbers: kept
     at = float(context) if context is not None else CASE_CONTEXT
-    boxes = None if own else option_boxes(stored_inputs(ev), model, decode, decode_source, at)
-    frame = (whatif_table(ev, batch) if boxes is None else options_table(boxes, batch)).copy()
-    cases = speculation_case(ev) if own else speculation_cases(stored_inputs(ev), model, decode, decode_source, at)
+    boxes = None if own else option_boxes(stored, model, decode, decode_source, at)
+    frame = (whatif_table(stored, batch) if boxes is None else options_table(boxes, batch)).copy()
+    cases = speculation_case(stored) if own else speculation_cases(stored, model, decode, decode_source, at)
     gains = {regime.value: case.gain_at(batch) for regime, case in cases.items()}
     box = model.curves.box
     box_words = (
@@ -118,4 +119,4 @@ def pass_answer(
 
 def reconcile_answer(ev: ModelSources) -> pd.DataFrame:
     """The reported figures reconciled step by step: the step, the figures, the arithmetic and the verdict."""
-    return reconcile_table(ev)
+    return reconcile_table(stored_inputs(ev))

@@ -28,7 +28,7 @@ from verifylab.model.answers.engine_answer import (
     served_model,
 )
 from verifylab.model.answers.evidence_ladder import transfer_band
-from verifylab.model.case.speculation import inputs_of
+from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import regime_curves
@@ -142,7 +142,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             if regime not in PRICED_REGIMES:
                 raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
             # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
-            curves = inputs_of(record).curves if regime is Regime.DEGRADED else regime_curves(record)
+            curves = inputs(record).curves if regime is Regime.DEGRADED else regime_curves(record)
             curve, comm = regime_curve(curves, regime, req.tp)
         box = Box(
             target,

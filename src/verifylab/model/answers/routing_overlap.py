@@ -35,7 +35,7 @@ def speculation_by_overlap(ev: ModelSources) -> pd.DataFrame:
         points = sorted({*points, fit.span}, key=lambda s: (s.low, s.high))
     rows = []
     for regime in ANSWERED_REGIMES:
-        case = speculation_case(ev)[regime]
+        case = speculation_case(stored_inputs(ev))[regime]
         for overlap in points:
             box = replace(case.box, chain_overlap=overlap)
             gain, pays = speculation_in_words(case, box, case.accept)

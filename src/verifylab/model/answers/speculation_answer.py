@@ -139,7 +139,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         )
     curve, comm_source = None, "TP 1: no all-reduce"
     if ask.regime is not None:
-        curve, comm_source = regime_curve(inputs(ev).curves, ask.regime, ask.tp)
+        curve, comm_source = regime_curve(inputs(stored_inputs(ev)).curves, ask.regime, ask.tp)
     elif ask.latency is not None:
         curve, comm_source = latency_curve(_owners_curves(ev, ask, target.hidden), ask.path)
     box = Box(

@@ -12,9 +12,9 @@ import pandas as pd
 from verifylab.derived import derived
 from verifylab.model.case.speculation import account, inputs
 from verifylab.model.inputs.curves import Curve
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.pass_cost import PassCost, compare
 from verifylab.model.pricing.regimes import Collective, Price
-from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 
@@ -49,22 +49,10 @@ def evidence_score(supports: list[Observation], contradicts: list[Observation]) 
     return sum(WEIGHTS[o.kind] for o in supports) - sum(WEIGHTS[o.kind] for o in contradicts)
 
 
-def _eager_over_graph(ev: ModelSources, tokens: int = 4) -> tuple[float, str] | None:
-    """NCCL eager / graph latency at ``tokens`` on the newest P2P probe (measured, 2 x H200)."""
-    for run_id in sorted(ev.measured.runs_with_table("verdict"), reverse=True):
-        verdict = ev.measured.read_table(run_id, "verdict")
-        if verdict.empty or verdict["regime"].iloc[0] != Regime.HEALTHY_P2P.value:
-            continue
-        lat = ev.measured.read_table(run_id, "allreduce_latency")
-        rows = lat[(lat["impl"] == "nccl") & (lat["group"] == "all") & (lat["tokens"] == tokens)].set_index("mode")
-        if {"graph", "eager"} <= set(rows.index):
-            return float(rows.loc["eager", "us"] / rows.loc["graph", "us"]), run_id
-    return None
-
-
-def _public(ev: ModelSources, row_id: str) -> tuple[float, str] | None:
+def _public(stored: StoredInputs, row_id: str) -> tuple[float, str] | None:
     """One public row's value and message size in words (None: the edition's table lacks it)."""
-    rows = ev.public[ev.public["id"] == row_id] if not ev.public.empty else ev.public
+    public = stored.public
+    rows = public[public["id"] == row_id] if not public.empty else public
     if rows.empty:
         return None
     size = float(rows["message_bytes"].iloc[0])
@@ -74,10 +62,10 @@ def _public(ev: ModelSources, row_id: str) -> tuple[float, str] | None:
 CROSS_NUMA_ROWS = ("pub-60", "pub-61", "pub-62")  # NCCL at 8 ranks on a cross-NUMA SM120 box whose P2P works
 
 
-def _cross_numa_nccl(ev: ModelSources, messages: tuple[float, float]) -> tuple[Span, str] | None:
+def _cross_numa_nccl(stored: StoredInputs, messages: tuple[float, float]) -> tuple[Span, str] | None:
     """That box's NCCL at the case study's verify sizes (log-log between its measured sizes) and the rows it is read
     from, or None where the edition's table lacks them: its 12 KiB figure alone is another size than a verify's."""
-    p = ev.public
+    p = stored.public
     rows = p[p["id"].isin(CROSS_NUMA_ROWS) & (p["unit"] == "us")] if not p.empty else p
     if len(rows) < 2:
         return None
@@ -86,11 +74,11 @@ def _cross_numa_nccl(ev: ModelSources, messages: tuple[float, float]) -> tuple[S
     return Span(curve.at(messages[0]), curve.at(messages[1])), ", ".join(rows["id"])
 
 
-def _decode_with_fusion_pct(ev: ModelSources) -> float | None:
+def _decode_with_fusion_pct(stored: StoredInputs) -> float | None:
     """How much faster plain decoding at one stream would run with fusion where P2P is healthy (modelled): the
     reported decode step with its all-reduces (and their norm kernels) at the healthy NCCL price, against the same
     step with each on the fused kernel."""
-    m, a = inputs(ev), account(ev)
+    m, a = inputs(stored), account(stored)
     message = KIMI_K2_HIDDEN * 2
     nccl = m.curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, message)
     fused = m.curves.price(Regime.HEALTHY_P2P, Collective.FUSED, 8, message)
@@ -105,9 +93,9 @@ def _decode_with_fusion_pct(ev: ModelSources) -> float | None:
 
 
 @derived
-def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
+def ranked_hypotheses(stored: StoredInputs) -> pd.DataFrame:
     """One row per hypothesis, ranked: what it could explain of the removed time, evidence, deciding measurement."""
-    a, m = account(ev), inputs(ev)
+    a, m = account(stored), inputs(stored)
     removed = a.removed_ms
     k = a.draft_tokens[0]
     message = k * KIMI_K2_HIDDEN * 2
@@ -128,15 +116,15 @@ def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
             return None
         return Span(max(0.0, swapped(low, after.high_us)), swapped(high, after.low_us))
 
-    eager = _eager_over_graph(ev, k)
-    forensics = ev.fusion_forensics if ev.has_gate_matrix else pd.DataFrame()
+    eager = stored.runs.eager_over_graph.get(k)  # NCCL eager / graph at k tokens on the newest P2P probe
+    forensics = stored.fusion_forensics
     case_pair = forensics[(forensics["sglang"] == "0.5.9") & (forensics["flashinfer"] == "0.6.4")]
     workspace = case_pair["workspace"].iloc[0] if not case_pair.empty else "not audited"
     majors = case_pair["jit_majors"].iloc[0] if not case_pair.empty else "?"
-    decode_pct = _decode_with_fusion_pct(ev)
-    simple, ll = (_public(ev, row) for row in ("pub-21", "pub-22"))
+    decode_pct = _decode_with_fusion_pct(stored)
+    simple, ll = (_public(stored, row) for row in ("pub-21", "pub-22"))
     verify_sizes = (min(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0, max(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0)
-    cross_numa = _cross_numa_nccl(ev, verify_sizes)
+    cross_numa = _cross_numa_nccl(stored, verify_sizes)
     cross_numa_says = None
     if cross_numa is not None:
         at_verify, rows_read = cross_numa
@@ -158,7 +146,7 @@ def ranked_hypotheses(ev: ModelSources) -> pd.DataFrame:
                 f"SGLang's pcie_ipc_ar.py, {rows_read}",
             ),
         )
-    stacks = ev.figures.set_index("figure_id")["stack"]
+    stacks = stored.figures.set_index("figure_id")["stack"]
     upgrade_stack = str(stacks.get("upgrade_gain_pct", "the CUDA upgrade"))
     seed2 = "seed 002"
     rows = [

@@ -9,8 +9,8 @@ import pandas as pd
 
 from verifylab.model.case.cycle import CycleAccount
 from verifylab.model.case.options import ModelInputs, reported_pass_floor
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.reported import reported_value
-from verifylab.sources import COMM_CAMPAIGN_TABLES, ModelSources
 from verifylab.span import Span
 
 
@@ -65,13 +65,12 @@ def _step(step, figures, arithmetic, low, high, unit, verdict) -> Step:
     return Step(step, figures, arithmetic, (low + high) / 2, low, high, unit, verdict)
 
 
-def message_growth(ev: ModelSources) -> tuple[str, str]:
+def message_growth(stored: StoredInputs) -> tuple[str, str]:
     """NCCL without P2P (measured on 2 x H200 through host memory) at k = 1, 4 and 16: arithmetic and verdict."""
-    run_id = ev.measured.newest_with(*COMM_CAMPAIGN_TABLES)
-    if run_id is None:
+    campaign = stored.runs.campaign_host_nccl
+    if campaign is None:
         return "no measured latency curve", "open"
-    lat = ev.measured.read_table(run_id, "allreduce_latency")
-    shm = lat[(lat["path"] == "shm") & (lat["impl"] == "nccl")].set_index("tokens")["us"]
+    run_id, shm = campaign
     if not {1, 4, 16} <= set(shm.index):
         return "the measured curve lacks k = 1, 4 or 16", "open"
     return (
@@ -108,15 +107,15 @@ def _floor_steps(a: CycleAccount, model: ModelInputs) -> list[Step]:
     ]
 
 
-def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd.DataFrame:
+def reconcile(stored: StoredInputs, account: CycleAccount, model: ModelInputs) -> pd.DataFrame:
     """The reconciliation table: one row per step, value with low/high (equal where nothing is uncertain)."""
-    a, v = account, (lambda fid: reported_value(ev.figures, fid))
+    a, v = account, (lambda fid: reported_value(stored.figures, fid))
     n, layers = a.allreduces, a.allreduces // 2
     removed, after, remainder, upgrade = a.removed_ms, a.allreduce_us_after, a.remainder_ms, a.upgrade_ms
     # per all-reduce once compute is at least its floor: what the count elimination must remove is priced from it
     before_low, before_high, _ = model.curves.reported_allreduce or (0.0, 0.0, 0.0)
     must_remove = Span(removed.low * 1e3 / before_high, removed.high * 1e3 / before_low) if before_low else removed
-    growth, growth_verdict = message_growth(ev)
+    growth, growth_verdict = message_growth(stored)
     steps = [
         _step(
             "all-reduces per forward",
@@ -258,7 +257,8 @@ def reconcile(ev: ModelSources, account: CycleAccount, model: ModelInputs) -> pd
             "EAGLE-3 with 'fusion' against plain decoding on the same stack: the whole gain speculation brought",
         )
     )
-    runs = ev.figures[ev.figures.figure_id.str.startswith("fusion_run_")]["value"]
+    figures = stored.figures
+    runs = figures[figures.figure_id.str.startswith("fusion_run_")]["value"]
     steps.append(
         _step(
             "baseline with vs without the fusion flag",

@@ -15,7 +15,7 @@ from verifylab.model.case.options import ModelInputs, model_inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.overlap import fitted_overlap
-from verifylab.model.inputs.stored import StoredInputs, stored_inputs
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.boxes import (
     Calibrated,
     calibrate_decode,
@@ -28,23 +28,17 @@ from verifylab.model.pricing.pricer import AllreduceCurve, Box
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, decode_regime
 from verifylab.model.pricing.speculation import DEFAULT_STREAMS, SpeculationAnswer, answer, combined_crossover, gains
 from verifylab.reported import reported_value
-from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime
 
 
-def account(ev: ModelSources) -> CycleAccount:
-    """The cycle account of this evidence (built once per evidence)."""
-    return cycle_account(stored_inputs(ev))
+def account(stored: StoredInputs) -> CycleAccount:
+    """The cycle account of the record's evidence (built once per evidence)."""
+    return cycle_account(stored)
 
 
-def inputs(ev: ModelSources) -> ModelInputs:
-    """What every option is priced from, with this evidence's own account (built once per evidence)."""
-    return inputs_of(stored_inputs(ev))
-
-
-def inputs_of(stored: StoredInputs) -> ModelInputs:
-    """What every option is priced from, with the record's own account (built once per record)."""
+def inputs(stored: StoredInputs) -> ModelInputs:
+    """What every option is priced from, with the record's own account (built once per evidence)."""
     return model_inputs(stored, cycle_account(stored))
 
 
@@ -109,32 +103,32 @@ class SpeculationCase:
 
 
 @derived
-def speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase]:
+def speculation_case(stored: StoredInputs) -> dict[Regime, SpeculationCase]:
     """The case study's box per regime: calibrated to its reported plain decode rate, EAGLE-3 at its reported
     accept length, with the overheads measured on the H200 speculation grid (built once per evidence)."""
-    return speculation_cases(stored_inputs(ev), inputs(ev), *decode_rate(ev))
+    return speculation_cases(stored, inputs(stored), *decode_rate(stored))
 
 
-def decode_rate(ev: ModelSources, given_tok_s: float | None = None) -> tuple[float, str]:
+def decode_rate(stored: StoredInputs, given_tok_s: float | None = None) -> tuple[float, str]:
     """Plain decoding at one stream that EAGLE-3's gain is calibrated to, and its source: the reader's own rate
     when given, else the case study's reported one."""
     if given_tok_s is None:
-        return reported_value(ev.figures, "baseline_92_6"), "reported plain decoding, seed 002"
+        return reported_value(stored.figures, "baseline_92_6"), "reported plain decoding, seed 002"
     return checked_decode_rate(given_tok_s, "--decode-tok-s"), "given (--decode-tok-s)"
 
 
 @derived
-def fused_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
+def fused_speculation_case(stored: StoredInputs) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime with FlashInfer's fusion on for the target's verify passes, calibrated and
     drafted as :func:`speculation_case` (None: fusion cannot run in that regime)."""
-    return cases_on(stored_inputs(ev), inputs(ev), *decode_rate(ev), collective=Collective.FUSED)
+    return cases_on(stored, inputs(stored), *decode_rate(stored), collective=Collective.FUSED)
 
 
 @derived
-def pcie_ipc_speculation_case(ev: ModelSources) -> dict[Regime, SpeculationCase | None]:
+def pcie_ipc_speculation_case(stored: StoredInputs) -> dict[Regime, SpeculationCase | None]:
     """The case study's box per regime with SGLang's PCIe-IPC all-reduce for every TP all-reduce (target and draft,
     plain decoding included), calibrated as :func:`speculation_case` (None: it cannot run in that regime)."""
-    return cases_on(stored_inputs(ev), inputs(ev), *decode_rate(ev), collective=Collective.PCIE_IPC)
+    return cases_on(stored, inputs(stored), *decode_rate(stored), collective=Collective.PCIE_IPC)
 
 
 def speculation_cases(

@@ -15,31 +15,30 @@ from verifylab.model.case.reconcile import reconcile
 from verifylab.model.case.speculation import account, decode_rate, inputs
 from verifylab.model.inputs.curves import BoxProbe
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
-from verifylab.model.inputs.stored import stored_inputs
+from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.floors import INT4_BYTES_PER_WEIGHT, QUANTIZATION_SOURCE
-from verifylab.sources import ModelSources
 from verifylab.span import Span
 from verifylab.vocab import allreduce_message_bytes
 
 
 @derived
-def case_option_boxes(ev: ModelSources) -> OptionBoxes:
+def case_option_boxes(stored: StoredInputs) -> OptionBoxes:
     """The boxes every option of the case study is priced on, calibrated to its reported plain decode rate."""
-    return option_boxes(stored_inputs(ev), inputs(ev), *decode_rate(ev))
+    return option_boxes(stored, inputs(stored), *decode_rate(stored))
 
 
 @derived
-def whatif_table(ev: ModelSources, batch: int = 1) -> pd.DataFrame:
+def whatif_table(stored: StoredInputs, batch: int = 1) -> pd.DataFrame:
     """Every option in every regime at ``batch`` streams: verify ms and tok/s as ranges (modelled)."""
-    return options_table(case_option_boxes(ev), batch)
+    return options_table(case_option_boxes(stored), batch)
 
 
-def options_at_loads(ev: ModelSources, loads: tuple[int, ...]) -> pd.DataFrame:
+def options_at_loads(stored: StoredInputs, loads: tuple[int, ...]) -> pd.DataFrame:
     """Every option in every regime at each of ``loads`` streams — verify ms and one stream's tok/s as ranges,
     the floor under them, and whether SGLang runs the option with EAGLE-3 (modelled)."""
     rows = []
     for streams in loads:
-        for r in whatif_table(ev, streams).itertuples():
+        for r in whatif_table(stored, streams).itertuples():
             priced = not pd.isna(r.verify_ms_low)
             rows.append(
                 {
@@ -57,22 +56,22 @@ def options_at_loads(ev: ModelSources, loads: tuple[int, ...]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def inputs_for_box(ev: ModelSources, box: BoxProbe) -> ModelInputs:
+def inputs_for_box(stored: StoredInputs, box: BoxProbe) -> ModelInputs:
     """This evidence's inputs with ``box`` as the reader's own box (its curve prices the row 'this box'), in
     place of the newest stored 8-GPU probe."""
-    base = inputs(ev)
+    base = inputs(stored)
     curves = replace(base.curves, box=box)
     return replace(base, curves=curves)
 
 
-def reconcile_table(ev: ModelSources) -> pd.DataFrame:
+def reconcile_table(stored: StoredInputs) -> pd.DataFrame:
     """The reconciliation of the reported figures, every number from the cycle account."""
-    return reconcile(ev, account(ev), inputs(ev))
+    return reconcile(stored, account(stored), inputs(stored))
 
 
-def inputs_table(ev: ModelSources) -> pd.DataFrame:
+def inputs_table(stored: StoredInputs) -> pd.DataFrame:
     """Every input of the account and the options with its value and where it came from."""
-    a, m = account(ev), inputs(ev)
+    a, m = account(stored), inputs(stored)
     low, high, _ = m.curves.reported_allreduce or (0.0, 0.0, 0.0)
     bw_low, bw_high = m.curves.bus_bandwidth_gbs
     fused_low, fused_high = m.curves.in_pass_fused.range_at(allreduce_message_bytes(1))

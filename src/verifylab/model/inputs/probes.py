@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
 from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.curves import BoxProbe, Curve, load_curves, monotone
-from verifylab.sources import MeasuredRuns
+from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
 from verifylab.vocab import Regime
 
 BOX_WORLD = 8  # a probe of the case study's TP size prices the options of the box it ran on
@@ -103,3 +105,30 @@ def probe_of_curves(curves: list[Curve], path: str | None, source: str) -> BoxPr
         source_curve(nccl[0]),
         source_curve(fused[0]) if fused else None,
     )
+
+
+def nccl_eager_over_graph(runs: MeasuredRuns) -> dict[int, tuple[float, str]]:
+    """NCCL's eager latency over its CUDA-graph one, by tokens, from the newest healthy-P2P probe that timed both
+    modes at that size (measured, 2 x H200), with the probe's run id."""
+    found: dict[int, tuple[float, str]] = {}
+    for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
+        verdict = runs.read_table(run_id, "verdict")
+        if verdict.empty or verdict["regime"].iloc[0] != Regime.HEALTHY_P2P.value:
+            continue
+        lat = runs.read_table(run_id, "allreduce_latency")
+        nccl = lat[(lat["impl"] == "nccl") & (lat["group"] == "all")]
+        for tokens, rows in nccl.groupby("tokens"):
+            by_mode = rows.set_index("mode")
+            if {"graph", "eager"} <= set(by_mode.index):
+                found.setdefault(int(tokens), (float(by_mode.loc["eager", "us"] / by_mode.loc["graph", "us"]), run_id))
+    return found
+
+
+def campaign_host_nccl(runs: MeasuredRuns) -> tuple[str, pd.Series] | None:
+    """NCCL through host memory (path shm) by tokens, µs, on the newest communication campaign, with its run id
+    (None: no campaign is stored)."""
+    run_id = runs.newest_with(*COMM_CAMPAIGN_TABLES)
+    if run_id is None:
+        return None
+    lat = runs.read_table(run_id, "allreduce_latency")
+    return run_id, lat[(lat["path"] == "shm") & (lat["impl"] == "nccl")].set_index("tokens")["us"]

@@ -6,7 +6,7 @@ store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
@@ -18,7 +18,7 @@ from verifylab.model.inputs.curves import BoxProbe, Curve, NormRead, norm_read, 
 from verifylab.model.inputs.engine_cells import EngineCells, read_engine_cells
 from verifylab.model.inputs.gpus import Ceilings
 from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
-from verifylab.model.inputs.probes import box_probe, host_memory_curve
+from verifylab.model.inputs.probes import box_probe, campaign_host_nccl, host_memory_curve, nccl_eager_over_graph
 from verifylab.model.inputs.public_curves import PublicCurve, public_curves
 from verifylab.model.inputs.traces import InPassPoint, live_points, synthetic_points
 from verifylab.sources import MeasuredRuns, ModelSources
@@ -75,6 +75,8 @@ class StoredRuns:
     in_pass_points = Part[tuple[InPassPoint, ...]]()  # the synthetic passes' points, then the live ones'
     nvlink = Part[NvlinkRead | None]()
     engine = Part[EngineCells]()  # the engine runs' context cells and target configs (empty where none is stored)
+    eager_over_graph = Part[Mapping[int, tuple[float, str]]]()  # NCCL eager / graph by tokens, newest healthy probe
+    campaign_host_nccl = Part[tuple[str, pd.Series] | None]()  # the newest campaign's NCCL without P2P by tokens
 
     @property
     def derived_cache(self) -> DerivedCache:
@@ -137,6 +139,9 @@ class StoredInputs:
     public = FromEvidence[pd.DataFrame](lambda ev: ev.public)  # public all-reduce measurements by transport
     public_curves = FromEvidence[tuple[PublicCurve, ...]](lambda ev: _public_curves(ev))  # read once per evidence
     public_context = FromEvidence[pd.DataFrame](lambda ev: ev.public_context)  # public per-context matrices
+    fusion_forensics = FromEvidence[pd.DataFrame](  # chapter 1's audited wheels (empty without a gate matrix)
+        lambda ev: ev.fusion_forensics if ev.has_gate_matrix else pd.DataFrame()
+    )
 
     @property
     def derived_cache(self) -> DerivedCache:
@@ -177,6 +182,8 @@ PARTS: dict[str, tuple[str, Callable[[MeasuredRuns], object]]] = {  # each part:
     ),
     "nvlink": ("the NVLink curves (table allreduce_latency)", _nvlink_read),
     "engine": ("the engine runs' cells (table context_cells)", read_engine_cells),
+    "eager_over_graph": ("NCCL eager over graph (tables verdict, allreduce_latency)", nccl_eager_over_graph),
+    "campaign_host_nccl": ("the campaign's NCCL without P2P (table allreduce_latency)", campaign_host_nccl),
 }
 
 
