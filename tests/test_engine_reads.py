@@ -12,6 +12,7 @@ import pytest
 
 from verifylab.analysis.engine_reads import attention_view, attention_words, experts_view, experts_words
 from verifylab.model.fits.engine_reads import ExpertShape, attention_growth, context_cells, expert_reads
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.report.tables import Table, cell_text
 from verifylab.sources import MeasuredRuns
 from verifylab.store.evidence import Evidence
@@ -46,7 +47,7 @@ def _runs(cells: pd.DataFrame) -> MeasuredRuns:
 def test_growth_per_1k_tokens_is_read_between_the_two_longest_contexts_both_modes_measured():
     # plain: +1 ms over 16k tokens; cycle: +8 ms over the same 16k; the cycle alone also measured at 64k
     runs = _runs(_cells({2048: 1.0, 16384: 2.0, 32768: 3.0}, {16384: 10.0, 32768: 18.0, 65536: 50.0}))
-    row = attention_growth(runs).iloc[0]
+    row = attention_growth(stored_runs(runs)).iloc[0]
     assert (row["context_low"], row["context_high"]) == (16384, 32768)
     assert row["plain_us_per_1k"] == pytest.approx(1000 / 16.384)
     assert row["cycle_us_per_1k"] == pytest.approx(8000 / 16.384)
@@ -57,7 +58,7 @@ def test_growth_per_1k_tokens_is_read_between_the_two_longest_contexts_both_mode
 
 def test_a_step_that_barely_grows_is_host_bound_and_no_ratio_is_drawn_from_it():
     runs = _runs(_cells({16384: 2.0, 32768: 2.1}, {16384: 10.0, 32768: 18.0}))
-    growth = attention_growth(runs).iloc[0]
+    growth = attention_growth(stored_runs(runs)).iloc[0]
     assert not growth["plain_resolved"] and math.isnan(growth["cycle_over_plain"])
     view = attention_view(runs).iloc[0]
     assert view["plain_step_us"] == "host-bound"
@@ -65,8 +66,12 @@ def test_a_step_that_barely_grows_is_host_bound_and_no_ratio_is_drawn_from_it():
 
 
 def test_growth_is_per_stream():
-    one = attention_growth(_runs(_cells({16384: 2.0, 32768: 3.0}, {16384: 10, 32768: 18}, streams=1))).iloc[0]
-    four = attention_growth(_runs(_cells({16384: 2.0, 32768: 3.0}, {16384: 10, 32768: 18}, streams=4))).iloc[0]
+    one = attention_growth(
+        stored_runs(_runs(_cells({16384: 2.0, 32768: 3.0}, {16384: 10, 32768: 18}, streams=1)))
+    ).iloc[0]
+    four = attention_growth(
+        stored_runs(_runs(_cells({16384: 2.0, 32768: 3.0}, {16384: 10, 32768: 18}, streams=4)))
+    ).iloc[0]
     assert four["cycle_us_per_1k"] == pytest.approx(one["cycle_us_per_1k"] / 4)
 
 
@@ -92,7 +97,7 @@ def _expert_runs(verify_experts: int, plain: dict[int, int]) -> MeasuredRuns:
 def test_a_verify_is_set_against_independent_tokens_and_one_draw_per_chain():
     shape = ExpertShape(128, 8)
     runs = _expert_runs(round(shape.union_of(20)), {8: 52, 32: 110})
-    row = expert_reads(runs).iloc[0]
+    row = expert_reads(stored_runs(runs)).iloc[0]
     assert (row["independent_experts"], row["shared_experts"]) == (110, 52)
     assert row["verify_over_independent"] == pytest.approx(row["verify_experts"] / 110)
     # 20 independent draws from 8 chains of 4 tokens: 1 - (20 / 8 - 1) / 3 = 0.5
@@ -102,7 +107,7 @@ def test_a_verify_is_set_against_independent_tokens_and_one_draw_per_chain():
 
 
 def test_every_expert_read_has_no_equivalent_overlap():
-    row = expert_reads(_expert_runs(128, {8: 52, 32: 128})).iloc[0]
+    row = expert_reads(stored_runs(_expert_runs(128, {8: 52, 32: 128}))).iloc[0]
     assert math.isnan(row["equivalent_overlap"])
 
 
@@ -123,7 +128,7 @@ def test_the_prose_quotes_the_tables_cells_on_the_stored_runs(which):
     runs = Evidence(ROOT / "data").measured
     if which == "attention":
         view, words = attention_view(runs), attention_words(runs)
-        growth, cells = attention_growth(runs), context_cells(runs)
+        growth, cells = attention_growth(stored_runs(runs)), context_cells(stored_runs(runs))
         mla = growth[(growth["shape"] == "mla") & growth["cycle_us_per_1k"].notna()]
         derived = {
             cell_text("verify_cycle_us", g * c) for g, c in zip(mla["cycle_us_per_1k"], mla["streams"], strict=True)
@@ -133,7 +138,7 @@ def test_the_prose_quotes_the_tables_cells_on_the_stored_runs(which):
                     f"{(cells['context'] * cells['streams']).max() / 1e6:.2f}", "0.5"}  # fmt: skip
     else:
         view, words = experts_view(runs), experts_words(runs)
-        derived = {cell_text("ids_per_chain", expert_reads(runs)["ids_per_chain"].mean())}
+        derived = {cell_text("ids_per_chain", expert_reads(stored_runs(runs))["ids_per_chain"].mean())}
     assert not view.empty, "the stored engine-reads runs are read"
     shown = {str(v) for v in Table(view).cells().to_numpy().ravel()}
     quoted = [n for n in _numbers(words) if "." in n]

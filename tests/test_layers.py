@@ -67,8 +67,7 @@ RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # layer: (forbidd
 KNOWN: set[str] = {
     f"model/{path} -> verifylab.sources"
     for path in (
-        "fits/engine_reads.py", "fits/verify_growth.py", "fits/live_fusion.py", "fits/in_pass.py",
-        "fits/verify_kernels.py", "fits/pass_check.py",
+        "fits/live_fusion.py", "fits/in_pass.py", "fits/pass_check.py",
     )
 }  # fmt: skip
 

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from verifylab.model.views import attention_growth, context_cells, expert_reads, gpu_title
+from verifylab.model.views import attention_growth, context_cells, expert_reads, gpu_title, stored_runs
 from verifylab.report.tables import Table, cell_text, header
 from verifylab.sources import MeasuredRuns
 
@@ -34,7 +34,7 @@ def _growth(value: float, resolved: object) -> object:
 def attention_view(runs: MeasuredRuns) -> pd.DataFrame:
     """One row per target, backend and streams: how much 1,000 tokens of a stream's context add to a plain step and
     to a verify cycle (µs, measured), per verified token, the cycle over the step, and the model's growth."""
-    growth = attention_growth(runs)
+    growth = attention_growth(stored_runs(runs))
     if growth.empty:
         return pd.DataFrame()
     rows = []
@@ -68,7 +68,7 @@ def attention_view(runs: MeasuredRuns) -> pd.DataFrame:
 def experts_view(runs: MeasuredRuns) -> pd.DataFrame:
     """One row per stream count: the experts a verify read (measured), independent and chain-shared tokens' (measured
     by plain decoding), their ratio, the overlap it equals, and the model's predictions at overlaps 0, 1 and fitted."""
-    reads = expert_reads(runs)
+    reads = expert_reads(stored_runs(runs))
     if reads.empty:
         return pd.DataFrame()
     return pd.DataFrame(
@@ -130,7 +130,7 @@ def attention_words(runs: MeasuredRuns) -> str:
     view = attention_view(runs)
     if view.empty:
         return "No engine-reads context run is stored: attention over context is priced, not measured."
-    growth = attention_growth(runs)  # the same rows, in the same order, with the values behind them
+    growth = attention_growth(stored_runs(runs))  # the same rows, in the same order, with the values behind them
     words = []
     cycles = growth["cycle_us_per_1k"].notna() if "cycle_us_per_1k" in growth else growth["streams"] < 0
     first = growth["gpu"] == FIRST_GPU  # issue #72's series; the minimum grid of #83 ran on another GPU (below)
@@ -178,7 +178,7 @@ def attention_words(runs: MeasuredRuns) -> str:
             f"{_shown(view, i, 'measured_over_model')} times the model's prediction: bandwidth-bound, as priced."
         )
     words += deep_target_words(view, growth)
-    cells = context_cells(runs)
+    cells = context_cells(stored_runs(runs))
     pools, largest = cells["kv_pool_tokens"], (cells["context"] * cells["streams"]).max()
     words.append(
         f"The KV pool held {pools.min() / 1e6:.1f} to {pools.max() / 1e6:.1f} million tokens, the largest cell "
@@ -193,7 +193,7 @@ def experts_words(runs: MeasuredRuns) -> str:
     view = experts_view(runs)
     if view.empty:
         return "No engine-reads expert count is stored: the experts a verify reads are priced, not counted."
-    reads = expert_reads(runs)
+    reads = expert_reads(stored_runs(runs))
     k = int(reads["verify_tokens"].iloc[0] // reads["streams"].iloc[0])
     overlap = view["equivalent_overlap"].iloc[0]
     rest = " and ".join(

@@ -15,6 +15,7 @@ from verifylab.model.views import (
     kernel_cells,
     serial_kernel_fit,
     stored_growth_check,
+    stored_runs,
 )
 from verifylab.report.tables import Table, header
 from verifylab.sources import MeasuredRuns
@@ -38,7 +39,7 @@ PROVENANCE = "measured (run); modelled (the price committed before the run)"
 def kernel_view(runs: MeasuredRuns) -> pd.DataFrame:
     """One row per shape, kernel and context shown (one stream): the verdict, the worst error, the time per layer and
     the model's price."""
-    return _view(kernel_cells(runs))
+    return _view(kernel_cells(stored_runs(runs)))
 
 
 def _view(cells: pd.DataFrame) -> pd.DataFrame:
@@ -80,7 +81,7 @@ def _cell(view: pd.DataFrame, layer: str, kernel: str, context: int, column: str
 
 def kernel_words(runs: MeasuredRuns) -> str:
     """The finding: every kernel's verdict, then the layer SM120 runs (Kimi's, 8 heads) at 64k per kernel."""
-    cells = kernel_cells(runs)
+    cells = kernel_cells(stored_runs(runs))
     if cells.empty:
         return "No verify-kernel run is stored: the verify pass's kernels are priced, not measured."
     view = _view(cells)
@@ -109,7 +110,7 @@ def kernel_words(runs: MeasuredRuns) -> str:
 
 def refit_view(runs: MeasuredRuns) -> pd.DataFrame:
     """The serial kernel's held-out cells at the longest context: measured beside the refitted model."""
-    fitted = serial_kernel_fit(runs)
+    fitted = serial_kernel_fit(stored_runs(runs))
     if fitted is None:
         return pd.DataFrame()
     _, frame = fitted
@@ -130,7 +131,7 @@ def refit_view(runs: MeasuredRuns) -> pd.DataFrame:
 
 def refit_words(runs: MeasuredRuns) -> str:
     """Which cells the refit saw and how far off it is on the rest (median and worst of the held-out cells)."""
-    fitted = serial_kernel_fit(runs)
+    fitted = serial_kernel_fit(stored_runs(runs))
     if fitted is None:
         return "No verify-kernel run is stored: the serial kernel keeps the rate fitted on the engine runs."
     rate, frame = fitted
@@ -161,7 +162,7 @@ TARGET_WORDS = {"mla": "12-layer MLA", "mla36": "36-layer MLA", "dense": "4-laye
 def growth_check_view(runs: MeasuredRuns) -> pd.DataFrame:
     """Per target depth and verify kernel: an EAGLE-3 cycle's growth between two contexts (one stream) measured inside
     SGLang beside the growth the prediction file gave before the run."""
-    check = stored_growth_check(runs)
+    check = stored_growth_check(stored_runs(runs))
     if check.empty:
         return pd.DataFrame()
     check = check.sort_values(["shape", "kernel"])
@@ -188,7 +189,7 @@ def growth_check_view(runs: MeasuredRuns) -> pd.DataFrame:
 def growth_fit_view(runs: MeasuredRuns) -> pd.DataFrame:
     """Every held-out engine cell (above the fitted contexts): measured beside the range refitted on the shorter
     contexts of its own series."""
-    fit = context_growth_fit(runs)
+    fit = context_growth_fit(stored_runs(runs))
     if fit.empty:
         return pd.DataFrame()
     return pd.DataFrame(
@@ -215,7 +216,7 @@ def growth_fit_view(runs: MeasuredRuns) -> pd.DataFrame:
 def growth_words(runs: MeasuredRuns) -> str:
     """The finding: the growth predicted before the runs per kernel against measured, then the refit's held-out
     misses (median overall and per verify kernel, the widest range, the worst series)."""
-    check, fit = stored_growth_check(runs), context_growth_fit(runs)
+    check, fit = stored_growth_check(stored_runs(runs)), context_growth_fit(stored_runs(runs))
     if check.empty or fit.empty:
         return (
             "No engine run with contexts on both sides of the fit is stored: the verify pass's growth is priced only."

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from verifylab.model.inputs.engine_cells import read_engine_cells, stacked
-from verifylab.sources import MeasuredRuns
+from verifylab.model.inputs.stored import StoredRuns
 
 CONTEXT_PREDICTION = "context_prediction"
 EXPERT_COUNTS = "expert_counts"
@@ -21,9 +20,10 @@ EXPERT_PREDICTION = "expert_prediction"
 RESOLVED = 0.2  # attention's growth is read only where the step at the longer context is this much slower
 
 
-def context_cells(runs: MeasuredRuns) -> pd.DataFrame:
-    """The measured context cells of every run, one per GPU, shape, backend, mode, context and streams."""
-    return read_engine_cells(runs).cells
+def context_cells(runs: StoredRuns) -> pd.DataFrame:
+    """The measured context cells of every run, one per GPU, shape, backend, mode, context and streams (a frame of
+    the caller's own)."""
+    return runs.engine.cells.copy()
 
 
 def _per_1k(cells: pd.DataFrame, column: str, low: int, high: int, streams: int) -> tuple[float, bool]:
@@ -34,7 +34,7 @@ def _per_1k(cells: pd.DataFrame, column: str, low: int, high: int, streams: int)
     return grown * 1e3 / ((high - low) / 1000) / streams, grown > RESOLVED * float(at[low])
 
 
-def attention_growth(runs: MeasuredRuns) -> pd.DataFrame:
+def attention_growth(runs: StoredRuns) -> pd.DataFrame:
     """Per target shape, backend and streams: the growth of a plain step and of a verify cycle per 1,000 tokens of
     a stream's context (µs, between the two longest contexts both modes measured), the cycle's per verified token, the
     cycle over the plain step, and the model's growth (one KV read per pass; the alternative once per verified
@@ -42,7 +42,7 @@ def attention_growth(runs: MeasuredRuns) -> pd.DataFrame:
     cells = context_cells(runs)
     if cells.empty:
         return pd.DataFrame()
-    predicted = stacked(runs, CONTEXT_PREDICTION).drop_duplicates(["gpu", "shape", "mode"], keep="last")
+    predicted = runs.stacked(CONTEXT_PREDICTION).drop_duplicates(["gpu", "shape", "mode"], keep="last")
     predicted = predicted.set_index(["gpu", "shape", "mode"])  # a GPU's cells beside the prediction made for it
     rows = []
     for (gpu, shape, backend, streams), group in cells.groupby(["gpu", "shape", "backend", "streams"], sort=True):
@@ -101,8 +101,8 @@ class ExpertShape:
         return math.log(1 - distinct / self.experts) / math.log(1 - self.per_token / self.experts)
 
 
-def _shape_of(runs: MeasuredRuns, run_id: str) -> ExpertShape:
-    config = runs.run(run_id).parameters.get("config", {}).get("target", {})
+def _shape_of(runs: StoredRuns, run_id: str) -> ExpertShape:
+    config = runs.parameters(run_id).get("config", {}).get("target", {})
     return ExpertShape(int(config.get("num_experts", 0)), int(config.get("num_experts_per_tok", 0)))
 
 
@@ -116,17 +116,21 @@ def _mean_experts(counts: pd.DataFrame, mode: str, tokens: int) -> tuple[float, 
     return float(of_mode[of_mode["tokens"] == sizes[0]]["distinct_experts"].mean()), int(sizes[0])
 
 
-def expert_reads(runs: MeasuredRuns) -> pd.DataFrame:
+def expert_reads(runs: StoredRuns) -> pd.DataFrame:
     """Per stream count of the verify passes counted: distinct experts a verify of C streams x k tokens read (mean
     per layer), those of C x k independent tokens (plain decoding at C x k streams) and of C tokens (a chain sharing
     one token's experts), their ratio, the routing overlap that count equals (:func:`independent_draws` inverted
     over the distinct draws), the ids a chain and a verify held, the experts those ids reach as independent draws
     (routing by token identity), and the model's predictions stored with the run."""
     rows = []
-    for run_id in runs.runs_with_all([EXPERT_COUNTS, VERIFY_CHAINS]):
-        counts, chains = runs.read_table(run_id, EXPERT_COUNTS), runs.read_table(run_id, VERIFY_CHAINS)
+    chains_of = {t.run_id: t.frame for t in runs.run_tables(VERIFY_CHAINS)}
+    predictions = {t.run_id: t.frame for t in runs.run_tables(EXPERT_PREDICTION)}
+    for stored in runs.run_tables(EXPERT_COUNTS):
+        run_id, counts, chains = stored.run_id, stored.frame, chains_of.get(stored.run_id)
+        if chains is None:
+            continue
         shape = _shape_of(runs, run_id)
-        predicted = runs.table_or_none(run_id, EXPERT_PREDICTION)
+        predicted = predictions.get(run_id)
         verify = counts[counts["mode"] == "eagle3_verify"]
         for streams in sorted(verify["streams"].unique()):
             of_c = chains[chains["streams"] == streams]

@@ -9,8 +9,7 @@ import pandas as pd
 
 from verifylab.model.fits.engine_reads import context_cells
 from verifylab.model.inputs.engine_cells import EngineCells
-from verifylab.model.inputs.gpus import gpu_key_in
-from verifylab.sources import MeasuredRuns
+from verifylab.model.inputs.stored import StoredRuns
 from verifylab.span import Span
 
 FIT_CONTEXT_MAX = 16384  # fitted on cells up to this context; every longer one is held out
@@ -33,7 +32,7 @@ def _timed(cells: pd.DataFrame) -> pd.DataFrame:
     return cells.assign(ms=cycle.where(cells["mode"] == "eagle3", cells["step_ms"]))
 
 
-def context_growth_fit(runs: MeasuredRuns) -> pd.DataFrame:
+def context_growth_fit(runs: StoredRuns) -> pd.DataFrame:
     """Every held-out cell (context above :data:`FIT_CONTEXT_MAX`) of a series (GPU, target, backend, mode, streams)
     with at least two fitted contexts: predicted from the series' longest fitted cell plus the context added times the
     slopes between consecutive fitted contexts (their lowest to highest), beside what was measured. ``miss`` is the
@@ -76,7 +75,7 @@ def context_growth_fit(runs: MeasuredRuns) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def stored_growth_check(runs: MeasuredRuns) -> pd.DataFrame:
+def stored_growth_check(runs: StoredRuns) -> pd.DataFrame:
     """Each growth a run's prediction file gave before it ran (an EAGLE-3 cycle between two contexts per backend and
     target depth) beside the growth that run's GPU measured between the same contexts (the newest run of the GPU
     that stores the prediction wins)."""
@@ -85,9 +84,9 @@ def stored_growth_check(runs: MeasuredRuns) -> pd.DataFrame:
         return pd.DataFrame()
     at = _timed(cells).set_index([*SERIES, "context"])["ms"]
     rows = {}
-    for run_id in runs.runs_with_table(GROWTH_PREDICTION):
-        gpu = gpu_key_in(runs.run(run_id).gpu_name) or runs.run(run_id).gpu_name
-        for p in runs.read_table(run_id, GROWTH_PREDICTION).itertuples():
+    for stored in runs.run_tables(GROWTH_PREDICTION):
+        run_id, gpu = stored.run_id, stored.gpu
+        for p in stored.frame.itertuples():
             series = (gpu, p.shape, p.backend, p.mode, int(p.streams))
             low, high = (*series, int(p.context_low)), (*series, int(p.context_high))
             if low not in at.index or high not in at.index:

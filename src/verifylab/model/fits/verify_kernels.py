@@ -9,9 +9,9 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.model.inputs.engine_cells import EngineCells
-from verifylab.model.inputs.gpus import GPU_TABLE, gpu_key_in
+from verifylab.model.inputs.gpus import GPU_TABLE
+from verifylab.model.inputs.stored import StoredRuns
 from verifylab.model.pricing.verify_kernels import AttentionShape, SerialRate, attention_shape, waves
-from verifylab.sources import MeasuredRuns
 from verifylab.span import Span
 
 FIT_CONTEXT_MAX = 16384  # fitted on cells up to this context; longer ones are predicted
@@ -70,24 +70,23 @@ KERNEL_SHAPES = {
 }
 
 
-def kernel_cells(runs: MeasuredRuns) -> pd.DataFrame:
+def kernel_cells(runs: StoredRuns) -> pd.DataFrame:
     """Every stored verify-kernel cell beside the prediction its run stores, with its run and GPU."""
+    predictions = {t.run_id: t.frame for t in runs.run_tables(KERNEL_PREDICTION)}
     frames = []
-    for run_id in runs.runs_with_table(KERNEL_CELLS):
-        cells = runs.read_table(run_id, KERNEL_CELLS)
-        predicted = runs.table_or_none(run_id, KERNEL_PREDICTION)
+    for stored in runs.run_tables(KERNEL_CELLS):
+        cells, predicted = stored.frame, predictions.get(stored.run_id)
         if predicted is not None:
             cells = cells.merge(
                 predicted[["shape", "kernel", "context", "streams", "predicted_low_ms", "predicted_high_ms"]],
                 on=["shape", "kernel", "context", "streams"],
                 how="left",
             )
-        gpu = gpu_key_in(runs.run(run_id).gpu_name) or runs.run(run_id).gpu_name
-        frames.append(cells.assign(run=run_id, gpu=gpu))
+        frames.append(cells.assign(run=stored.run_id, gpu=stored.gpu))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def serial_kernel_fit(runs: MeasuredRuns) -> tuple[SerialRate, pd.DataFrame] | None:
+def serial_kernel_fit(runs: StoredRuns) -> tuple[SerialRate, pd.DataFrame] | None:
     """The serial kernel refitted on the stored kernel cells: one program's cost per 1,000 tokens as a fixed part plus
     a part per key+value element, from the growth between the two shortest contexts up to :data:`FIT_CONTEXT_MAX` of
     two shapes of different widths at one stream, and the programs an SM runs at once from the wider-headed shape at 16

@@ -16,7 +16,7 @@ from verifylab.derived import DerivedCache, derived
 from verifylab.errors import ModelInputError, VerifylabError
 from verifylab.model.inputs.curves import BoxProbe, Curve, NormRead, norm_read, stored_curves
 from verifylab.model.inputs.engine_cells import EngineCells, read_engine_cells
-from verifylab.model.inputs.gpus import Ceilings
+from verifylab.model.inputs.gpus import Ceilings, gpu_key_in
 from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
 from verifylab.model.inputs.probes import box_probe, campaign_host_nccl, host_memory_curve, nccl_eager_over_graph
 from verifylab.model.inputs.public_curves import PublicCurve, public_curves
@@ -58,6 +58,16 @@ class Part(Generic[T]):
         return part
 
 
+@dataclass(frozen=True)
+class RunTable:
+    """One run's table as the record read it: the run, its GPU's key (``h200``; the GPU's name where none is known)
+    and the table (shared by every reader: never changed in place)."""
+
+    run_id: str
+    gpu: str | None
+    frame: pd.DataFrame
+
+
 @dataclass(frozen=True, eq=False)
 class StoredRuns:
     """What the model takes from the stored runs (:func:`stored_runs`), each part read on its first use and once per
@@ -95,6 +105,19 @@ class StoredRuns:
     def grids(self) -> Iterator[GridRead]:
         """The grids that are evidence, oldest first, each read when the caller comes to it."""
         return (self.grid(run_id) for run_id in self.grid_ids)
+
+    def run_tables(self, name: str) -> tuple[RunTable, ...]:
+        """Every run's table ``name``, oldest first, each read once."""
+        return _run_tables(self._runs, name)
+
+    def stacked(self, name: str) -> pd.DataFrame:
+        """Every run's table ``name`` in one frame with its run id and GPU key (a frame of the caller's own)."""
+        frames = [t.frame.assign(run=t.run_id, gpu=t.gpu) for t in self.run_tables(name)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def parameters(self, run_id: str) -> Mapping[str, Any]:
+        """What run ``run_id``'s manifest records it ran with."""
+        return self._runs.run(run_id).parameters
 
     def ceilings_of(self, gpu_key: str) -> Ceilings | None:
         """The newest measured ceilings of the GPU ``gpu_key`` names (None where none was measured), read once."""
@@ -156,6 +179,14 @@ def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
         if nccl is not None:
             return NvlinkRead(run_id, nccl, next((c for c in curves if c.impl == "fused"), None))
     return None
+
+
+@derived
+def _run_tables(runs: MeasuredRuns, name: str) -> tuple[RunTable, ...]:
+    return tuple(
+        RunTable(r, gpu_key_in(runs.run(r).gpu_name) or runs.run(r).gpu_name, runs.read_table(r, name))
+        for r in runs.runs_with_table(name)
+    )
 
 
 @derived
