@@ -65,7 +65,7 @@ def test_a_bad_latency_file_is_named(tmp_path):
 
 def test_predictions_match_the_two_h200_measurement_within_12_percent(repo_root):
     """Inputs: the run's own isolated latency curves and compute_only pass; never the pass it predicts."""
-    check = validate_against_run(RunStore(repo_root / "data" / "runs").measured())
+    check = validate_against_run(stored_runs(RunStore(repo_root / "data" / "runs").measured()))
     assert set(check["variant"]) == {"nccl", "fused", "one_allreduce_per_layer"}
     assert set(check["path"]) == {"nvlink", "shm", "socket"}
     assert check["error_pct"].abs().max() < 12
@@ -97,7 +97,7 @@ def test_model_pass_savings_are_within_25_percent_of_the_measured_range(repo_roo
     from verifylab.model.fits.pass_check import saving_check
     from verifylab.store.runs import RunStore
 
-    check = saving_check(RunStore(repo_root / "data" / "runs").measured())
+    check = saving_check(stored_runs(RunStore(repo_root / "data" / "runs").measured()))
     assert len(check) >= 10 and {"fused", "one_allreduce_per_layer"} <= set(check["variant"])
     assert (check["error_pct"].abs() <= 25).all(), check[check["error_pct"].abs() > 25]
 
@@ -111,7 +111,7 @@ def test_cli_model_pass_prices_in_pass_and_its_savings_meet_the_measured_ones(re
 
     monkeypatch.chdir(repo_root)
     store = RunStore(repo_root / "data" / "runs").measured()
-    check = saving_check(store)
+    check = saving_check(stored_runs(store))
     newest = store.newest_with("allreduce_latency", "verify_pass")
     passes = store.read_table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
     for row in check.itertuples():

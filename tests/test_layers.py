@@ -9,8 +9,8 @@
 - every module stands on a floor (:data:`FLOORS`) and imports only from its own floor or below;
 - a notebook imports its chapter only (``tests/test_notebooks_thin.py``).
 
-``KNOWN`` lists the imports that break a rule (the model's fits that still take the evidence's runs rather than the
-record); the test fails on any other, and on a listed one that is gone, so the list only shrinks."""
+``KNOWN`` lists the imports that break a rule (none since #78); the test fails on any other, and on a listed one
+that is gone, so the list only shrinks."""
 
 from __future__ import annotations
 
@@ -62,14 +62,9 @@ RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # layer: (forbidd
     },
 }
 
-# Imports a rule forbids that are left for now; the list only shrinks. The fits that still take the evidence's runs
-# rather than the record (#78: the record read lazily at the bottom is not finished; the case study takes it).
-KNOWN: set[str] = {
-    f"model/{path} -> verifylab.sources"
-    for path in (
-        "fits/live_fusion.py", "fits/in_pass.py", "fits/pass_check.py",
-    )
-}  # fmt: skip
+# Imports a rule forbids that are left for now; the list only shrinks. Empty since #78's record took the last fit that
+# read the evidence's runs itself: every function of the model's fits, pricing and case study takes the record.
+KNOWN: set[str] = set()
 
 
 @functools.cache

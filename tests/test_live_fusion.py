@@ -30,7 +30,7 @@ def _runs(ev: Evidence, fusion_scale: float) -> MeasuredRuns:
 
 def test_the_left_out_prediction_never_reads_the_fusion_variant_and_the_fit_does(shipped):
     ev = shipped
-    as_stored, slower = live_fusion_check(_runs(ev, 1.0)), live_fusion_check(_runs(ev, 1.5))
+    as_stored, slower = live_fusion_check(stored_runs(_runs(ev, 1.0))), live_fusion_check(stored_runs(_runs(ev, 1.5)))
     assert len(as_stored) == 1 and len(slower) == 1
     assert slower["measured_saving_us"].iloc[0] < as_stored["measured_saving_us"].iloc[0]  # the measurement moved
     assert slower["predicted_left_out_us"].iloc[0] == pytest.approx(as_stored["predicted_left_out_us"].iloc[0])
@@ -41,9 +41,9 @@ def test_the_pass_model_meets_every_stored_two_gpu_fused_saving_within_25_percen
     from verifylab.model.fits.pass_check import saving_check
 
     runs = shipped.measured
-    live = live_fusion_check(runs)
+    live = live_fusion_check(stored_runs(runs))
     assert len(live) >= 3 and (live["error_pct"].abs() <= 25).all(), live[["run", "error_pct"]]
-    synthetic = saving_check(runs)
+    synthetic = saving_check(stored_runs(runs))
     fused = synthetic[synthetic["variant"] == "fused"]
     assert len(fused) >= 3 and (fused["error_pct"].abs() <= 25).all(), fused
     fit = fused_in_pass_fit(stored_runs(runs))
@@ -53,7 +53,7 @@ def test_the_pass_model_meets_every_stored_two_gpu_fused_saving_within_25_percen
 
 def test_the_chapter_states_measured_beside_predicted(shipped):
     ev = shipped
-    check = live_fusion_check(ev.measured)
+    check = live_fusion_check(stored_runs(ev.measured))
     assert len(check) >= 3 and (check["measured_saving_us"] > 0).all()
     text = live_fusion_finding(check, fused_in_pass_fit(stored_runs(ev.measured)))
     assert f"{check['measured_saving_us'].min():.1f}" in text and "custom all-reduce" in text
@@ -73,7 +73,7 @@ def test_model_pass_with_the_collective_the_box_ran_gives_the_live_prediction(sh
 
     monkeypatch.chdir(repo_root)
     runs = shipped.measured
-    row = live_fusion_check(runs).iloc[0]
+    row = live_fusion_check(stored_runs(runs)).iloc[0]
     pair = next(p for p in live_pairs(runs) if p.run == row["run"])
     base = pair.baseline
     campaign = runs.newest_with("allreduce_latency", "verify_pass")

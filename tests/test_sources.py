@@ -10,6 +10,7 @@ from verifylab.errors import ManifestError, ReferenceDataError, RunNotFoundError
 from verifylab.model.answers.decision import decision_table
 from verifylab.model.fits.pass_check import saving_check
 from verifylab.model.inputs.curves import norm_us_measured
+from verifylab.model.inputs.stored import stored_runs
 from verifylab.reported import reported_value
 from verifylab.sources import MeasuredRun, MeasuredRuns, SourcesInMemory
 from verifylab.store.evidence import Evidence
@@ -59,6 +60,6 @@ def test_measured_runs_from_frames_answer_like_the_store():
 
 
 def test_no_campaign_no_saving_check_and_an_unknown_figure_is_named():
-    assert saving_check(MeasuredRuns([])).empty
+    assert saving_check(stored_runs(MeasuredRuns([]))).empty
     with pytest.raises(ReferenceDataError, match="'nope'"):
         reported_value(pd.DataFrame({"figure_id": ["a"], "value": [1.0]}), "nope")

@@ -16,8 +16,6 @@ import pandas as pd
 from verifylab.derived import DerivedCache
 from verifylab.errors import ManifestError, RunNotFoundError
 
-COMM_CAMPAIGN_TABLES = ("allreduce_latency", "verify_pass")  # the tables of one communication campaign run
-
 
 @dataclass(frozen=True)
 class MeasuredRun:

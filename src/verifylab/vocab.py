@@ -134,3 +134,6 @@ def plain_run_id(run_id: str) -> str:
     if str(run_id) in RESERVED_RUN_IDS:
         raise ParameterError(f"run id {run_id!r} is the name of a page of the book: choose another")
     return run_id
+
+
+COMM_CAMPAIGN_TABLES = ("allreduce_latency", "verify_pass")  # the tables of one communication campaign run

@@ -10,11 +10,12 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from verifylab.model.views import validate_against_run
+from verifylab.model.views import stored_runs, validate_against_run
 from verifylab.report.charts import Figure, tokens_axis
 from verifylab.report.section import Prose
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
+from verifylab.sources import MeasuredRuns
 from verifylab.store.runs import RunStore
+from verifylab.vocab import COMM_CAMPAIGN_TABLES
 
 PATH_ORDER = ["nvlink", "shm", "socket"]
 PATH_NAMES = {
@@ -305,7 +306,7 @@ def marker_pieces_note(store: RunStore) -> Prose:
 def prediction_check(runs: MeasuredRuns) -> pd.DataFrame:
     """``model pass`` against the measured passes (modelled vs measured), one row per path, k and variant."""
 
-    check = validate_against_run(runs)
+    check = validate_against_run(stored_runs(runs))
     if check.empty:
         return check
     check = check.assign(path=check["path"].map(PATH_NAMES))

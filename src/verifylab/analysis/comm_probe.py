@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from verifylab.report.section import Prose, md_text
-from verifylab.sources import COMM_CAMPAIGN_TABLES
 from verifylab.store.runs import RunStore
+from verifylab.vocab import COMM_CAMPAIGN_TABLES
 
 CAMPAIGN_PATH = {"p2p": "nvlink", "shm": "shm", "net": "socket"}  # probe transport -> campaign path name
 

@@ -221,7 +221,7 @@ def _profile_into(section, store, run_id, url, steps, message_bytes, variant):
 def live_fusion_table(ev: Evidence) -> pd.DataFrame:
     """Table: fusion's saving on the live TP-2 passes beside the pass model's (fitted in-pass factor, and a fit
     without the run), and what it would be with NCCL as the unfused path."""
-    check = live_fusion_check(ev.measured)
+    check = live_fusion_check(stored_runs(ev.measured))
     if check.empty:
         return check
     ranges = [
@@ -249,4 +249,5 @@ def live_fusion_table(ev: Evidence) -> pd.DataFrame:
 
 def live_fusion_finding_text(ev: Evidence) -> Prose:
     """What the live TP-2 check shows, in one paragraph formatted from its rows."""
-    return Prose(live_fusion_finding(live_fusion_check(ev.measured), fused_in_pass_fit(stored_runs(ev.measured))))
+    runs = stored_runs(ev.measured)
+    return Prose(live_fusion_finding(live_fusion_check(runs), fused_in_pass_fit(runs)))

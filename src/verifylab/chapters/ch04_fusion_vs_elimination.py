@@ -53,6 +53,7 @@ from verifylab.model.views import (
     regime_curves_table,
     speculation_case,
     stored_inputs,
+    stored_runs,
     whatif_table,
 )
 from verifylab.model.views import saving_check as check
@@ -129,7 +130,7 @@ def prediction_table(ev: Evidence) -> pd.DataFrame:
 def saving_check(ev: Evidence) -> pd.DataFrame:
     """Table: each variant's saving against NCCL, predicted with in-pass costs, against the measured range."""
 
-    return check(ev.measured).round(3)
+    return check(stored_runs(ev.measured)).round(3)
 
 
 def finding(ev: Evidence, params: Params) -> Prose:

@@ -19,7 +19,7 @@ from verifylab.model.case.whatif import inputs_for_box, reconcile_table, whatif_
 from verifylab.model.fits.in_pass import pass_factors
 from verifylab.model.inputs.curves import load_curves, norm_us_measured
 from verifylab.model.inputs.probes import reader_box
-from verifylab.model.inputs.stored import stored_inputs
+from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.measured_pass import predict_pass
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
@@ -112,7 +112,7 @@ def pass_answer(
         norm_source = "given (--norm-us)"
     factors: dict[str, float] = {}
     if not isolated and store is not None:
-        factors = pass_factors(store, path, allreduce_message_bytes(tokens, hidden))
+        factors = pass_factors(stored_runs(store), path, allreduce_message_bytes(tokens, hidden))
     variants = predict_pass(compute_ms, tokens, curves, path, norm_us, allreduces, hidden, factors, unfused_us)
     return PassAnswer(variants, norm_us, norm_source, factors)
 

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from verifylab.derived import derived
-from verifylab.model.inputs.curves import in_pass_factors
-from verifylab.model.inputs.stored import StoredInputs, StoredRuns, stored_runs
+from verifylab.model.inputs.stored import StoredInputs, StoredRuns
 from verifylab.model.inputs.traces import InPassPoint
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.regimes import AS_ISOLATED_WORDS
-from verifylab.sources import MeasuredRuns
 
 
 @dataclass(frozen=True)
@@ -94,11 +92,11 @@ def in_pass_fit_table(runs: StoredRuns) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def pass_factors(runs: MeasuredRuns, path: str, message_bytes: float) -> dict[str, float]:
+def pass_factors(runs: StoredRuns, path: str, message_bytes: float) -> dict[str, float]:
     """Each implementation's cost inside a pass on ``path`` over its isolated latency: NCCL's from the synthetic
     traces of that path, the fused kernel's from the fit at ``message_bytes``."""
-    factors = {impl: f for (where, impl), f in in_pass_factors(runs).items() if where == path and impl != "fused"}
-    fit = fused_in_pass_fit(stored_runs(runs))
+    factors = {impl: f for (where, impl), f in runs.in_pass_factors().items() if where == path and impl != "fused"}
+    fit = fused_in_pass_fit(runs)
     if fit.points:
         factors["fused"] = fit.at(message_bytes)
     return factors

@@ -12,30 +12,29 @@ import pandas as pd
 
 from verifylab.errors import ModelInputError
 from verifylab.model.fits.in_pass import InPassFit, fused_in_pass_fit
-from verifylab.model.inputs.curves import in_pass_factors, load_curves
-from verifylab.model.inputs.stored import stored_runs
-from verifylab.model.inputs.traces import LIVE_PATH, SYNTHETIC, LivePair, live_pairs
+from verifylab.model.inputs.stored import StoredRuns
+from verifylab.model.inputs.traces import LIVE_PATH, SYNTHETIC, LivePair
 from verifylab.model.pricing.measured_pass import fused_saving_us
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
+from verifylab.vocab import COMM_CAMPAIGN_TABLES
 
 
-def live_fusion_check(runs: MeasuredRuns) -> pd.DataFrame:
+def live_fusion_check(runs: StoredRuns) -> pd.DataFrame:
     """Per stored live TP-2 run with a baseline and a fusion variant: the measured saving per target pass beside
     the pass model's (the fitted in-pass factor, its range, and the fit without the run), and the factor the run's
     fused kernels imply."""
     campaign = runs.newest_with(*COMM_CAMPAIGN_TABLES)
     if campaign is None:
         return pd.DataFrame()
-    curves = [c for c in load_curves(campaign, runs) if c.path == LIVE_PATH and c.impl in ("nccl", "fused")]
+    curves = [c for c in runs.curves(campaign) if c.path == LIVE_PATH and c.impl in ("nccl", "fused")]
     if len(curves) != 2:
         raise ModelInputError(f"run {campaign} has no {LIVE_PATH} NCCL and fused curves to price the live passes with")
     fused_curve = next(c for c in curves if c.impl == "fused")
-    nccl_factor = in_pass_factors(runs).get((LIVE_PATH, "nccl"), 1.0)
-    fit = fused_in_pass_fit(stored_runs(runs))
+    nccl_factor = runs.in_pass_factors().get((LIVE_PATH, "nccl"), 1.0)
+    fit = fused_in_pass_fit(runs)
     rows = []
-    for pair in live_pairs(runs):
+    for pair in runs.live_pairs():
         base, n_fused, size = pair.baseline, pair.fusion.fused, pair.baseline.message_bytes
-        left_out = fused_in_pass_fit(stored_runs(runs), leave_out=pair.run).at(size)
+        left_out = fused_in_pass_fit(runs, leave_out=pair.run).at(size)
 
         def saving(factor: float, unfused: float | None, pair: LivePair = pair) -> float:
             factors = {"nccl": nccl_factor, "fused": factor}

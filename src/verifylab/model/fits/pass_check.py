@@ -9,27 +9,26 @@ import math
 import pandas as pd
 
 from verifylab.model.fits.in_pass import pass_factors
-from verifylab.model.inputs.curves import load_curves, norm_us_measured
+from verifylab.model.inputs.stored import StoredRuns
 from verifylab.model.pricing.measured_pass import measured_passes, predict_pass
 from verifylab.model.pricing.pass_cost import compare
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
-from verifylab.vocab import allreduce_message_bytes
+from verifylab.vocab import COMM_CAMPAIGN_TABLES, allreduce_message_bytes
 
 
-def validate_against_run(runs: MeasuredRuns, run_id: str | None = None) -> pd.DataFrame:
+def validate_against_run(runs: StoredRuns, run_id: str | None = None) -> pd.DataFrame:
     """Predicted vs measured pass per path, variant and k of a ``verify_pass`` run, from that run's latency
     curves and its own ``compute_only`` pass (out of sample: no predicted pass is an input)."""
     run_id = run_id or runs.newest_with("verify_pass")
     if run_id is None:
         return pd.DataFrame()
-    passes = runs.read_table(run_id, "verify_pass")
-    curves = load_curves(run_id, runs)
+    passes = runs.table(run_id, "verify_pass")
+    curves = runs.curves(run_id)
     rows = []
     for (path, k), group in passes.groupby(["path", "tokens"]):
         measured = group.set_index("variant")["pass_ms"]
         if "compute_only" not in measured or pd.isna(measured["compute_only"]):
             continue
-        norm = norm_us_measured(runs, k)
+        norm = runs.norm_us(k)
         norm_us = norm[0] if norm else 0.0
         factors = pass_factors(runs, str(path), allreduce_message_bytes(float(k)))
         for p in predict_pass(float(measured["compute_only"]), float(k), curves, str(path), norm_us, factors=factors):
@@ -56,7 +55,7 @@ def validate_against_run(runs: MeasuredRuns, run_id: str | None = None) -> pd.Da
 SAVING_VARIANTS = ("fused", "one_allreduce_per_layer")
 
 
-def saving_check(runs: MeasuredRuns) -> pd.DataFrame:
+def saving_check(runs: StoredRuns) -> pd.DataFrame:
     """Each variant's saving against NCCL per path and tokens, predicted by the pass model (the newest campaign's
     isolated curves times the in-pass factors of its traces) against the savings the campaign runs measured (their
     spread from run to run): the error is the distance to the measured range, 0 inside it."""
@@ -66,18 +65,18 @@ def saving_check(runs: MeasuredRuns) -> pd.DataFrame:
         return pd.DataFrame()
     measured: dict[tuple[str, int, str], list[float]] = {}
     for run_id in campaigns:
-        table = runs.read_table(run_id, "verify_pass").pivot_table(
+        table = runs.table(run_id, "verify_pass").pivot_table(
             index=["path", "tokens"], columns="variant", values="pass_ms"
         )
         for (path, tokens), row in table.iterrows():
             for variant in SAVING_VARIANTS:
                 if variant in row and not math.isnan(row[variant]) and not math.isnan(row["nccl"]):
                     measured.setdefault((str(path), int(tokens), variant), []).append(row["nccl"] - row[variant])
-    curves = load_curves(newest, runs)
-    base = runs.read_table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
+    curves = runs.curves(newest)
+    base = runs.table(newest, "verify_pass").set_index(["path", "tokens", "variant"])["pass_ms"]
     rows = []
     for (path, tokens, variant), values in sorted(measured.items()):
-        norm = norm_us_measured(runs, tokens)
+        norm = runs.norm_us(tokens)
         compute = float(base[(path, tokens, "compute_only")])
         predicted = measured_passes(
             compute,

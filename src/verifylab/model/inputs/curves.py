@@ -13,8 +13,14 @@ import pandas as pd
 from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.intake import OutsideFileError, read_outside_text
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
-from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN, Regime, allreduce_message_bytes
+from verifylab.sources import MeasuredRuns
+from verifylab.vocab import (
+    COMM_CAMPAIGN_TABLES,
+    KIMI_K2_ALLREDUCES_PER_PASS,
+    KIMI_K2_HIDDEN,
+    Regime,
+    allreduce_message_bytes,
+)
 
 CURVE_COLUMNS = {"path", "impl", "tokens", "us"}
 

@@ -11,8 +11,8 @@ import pandas as pd
 from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.curves import BoxProbe, Curve, load_curves, monotone
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
-from verifylab.vocab import Regime
+from verifylab.sources import MeasuredRuns
+from verifylab.vocab import COMM_CAMPAIGN_TABLES, Regime
 
 BOX_WORLD = 8  # a probe of the case study's TP size prices the options of the box it ran on
 

@@ -14,13 +14,22 @@ import pandas as pd
 
 from verifylab.derived import DerivedCache, derived
 from verifylab.errors import ModelInputError, VerifylabError
-from verifylab.model.inputs.curves import BoxProbe, Curve, NormRead, norm_read, stored_curves
+from verifylab.model.inputs.curves import (
+    BoxProbe,
+    Curve,
+    NormRead,
+    in_pass_factors,
+    load_curves,
+    norm_read,
+    norm_us_measured,
+    stored_curves,
+)
 from verifylab.model.inputs.engine_cells import EngineCells, read_engine_cells
 from verifylab.model.inputs.gpus import Ceilings, gpu_key_in
 from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
 from verifylab.model.inputs.probes import box_probe, campaign_host_nccl, host_memory_curve, nccl_eager_over_graph
 from verifylab.model.inputs.public_curves import PublicCurve, public_curves
-from verifylab.model.inputs.traces import InPassPoint, live_points, synthetic_points
+from verifylab.model.inputs.traces import InPassPoint, LivePair, live_pairs, live_points, synthetic_points
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.vocab import KIMI_K2_HIDDEN
 
@@ -118,6 +127,35 @@ class StoredRuns:
     def parameters(self, run_id: str) -> Mapping[str, Any]:
         """What run ``run_id``'s manifest records it ran with."""
         return self._runs.run(run_id).parameters
+
+    def newest_with(self, *names: str) -> str | None:
+        """The newest run holding every table in ``names`` (None: no run does)."""
+        return self._runs.newest_with(*names)
+
+    def runs_with_all(self, names: tuple[str, ...]) -> list[str]:
+        """The runs holding every table in ``names``, oldest first."""
+        return self._runs.runs_with_all(names)
+
+    def table(self, run_id: str, name: str) -> pd.DataFrame:
+        """Run ``run_id``'s table ``name`` (a frame of the caller's own), or an error naming what the run holds."""
+        return self._runs.read_table(run_id, name)
+
+    def curves(self, run_id: str) -> list[Curve]:
+        """Run ``run_id``'s all-reduce curves (read and built once)."""
+        return load_curves(run_id, self._runs)
+
+    def norm_us(self, tokens: float) -> tuple[float, str] | None:
+        """The measured norm kernel at ``tokens`` and its source (None: no run measured it)."""
+        return norm_us_measured(self._runs, tokens)
+
+    def in_pass_factors(self) -> dict[tuple[str, str], float]:
+        """One all-reduce inside a synthetic pass over its isolated latency, per (path, impl), from the newest
+        campaign's traces."""
+        return in_pass_factors(self._runs)
+
+    def live_pairs(self) -> tuple[LivePair, ...]:
+        """The live TP-2 runs' baseline and fusion passes, paired."""
+        return live_pairs(self._runs)
 
     def ceilings_of(self, gpu_key: str) -> Ceilings | None:
         """The newest measured ceilings of the GPU ``gpu_key`` names (None where none was measured), read once."""

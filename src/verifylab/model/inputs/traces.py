@@ -11,8 +11,8 @@ import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.inputs.curves import stored_curves
-from verifylab.sources import COMM_CAMPAIGN_TABLES, MeasuredRuns
-from verifylab.vocab import KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN
+from verifylab.sources import MeasuredRuns
+from verifylab.vocab import COMM_CAMPAIGN_TABLES, KIMI_K2_ALLREDUCES_PER_PASS, KIMI_K2_HIDDEN
 
 LIVE_PATH = "nvlink"  # the live TP-2 runs' GPUs talk over NVLink, as the campaign's nvlink curves were measured
 
