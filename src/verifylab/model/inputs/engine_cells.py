@@ -30,15 +30,6 @@ class EngineCells:
         return int(config["num_hidden_layers"]) if config and "num_hidden_layers" in config else None
 
 
-def stacked(runs: MeasuredRuns, table: str) -> pd.DataFrame:
-    """Every run's ``table`` with its run id and its GPU key (``h200``, ``h100``)."""
-    frames = [
-        runs.read_table(r, table).assign(run=r, gpu=gpu_key_in(runs.run(r).gpu_name) or runs.run(r).gpu_name)
-        for r in runs.runs_with_table(table)
-    ]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
 def read_engine_cells(runs: MeasuredRuns) -> EngineCells:
     """The engine runs' cells and configs, read once."""
     frames: list[pd.DataFrame] = []
