@@ -116,7 +116,7 @@ def ranked_hypotheses(stored: StoredInputs) -> pd.DataFrame:
             return None
         return Span(max(0.0, swapped(low, after.high_us)), swapped(high, after.low_us))
 
-    eager = stored.runs.eager_over_graph.get(k)  # NCCL eager / graph at k tokens on the newest P2P probe
+    eager = stored.runs.eager_over_graph(k)
     forensics = stored.fusion_forensics
     case_pair = forensics[(forensics["sglang"] == "0.5.9") & (forensics["flashinfer"] == "0.6.4")]
     workspace = case_pair["workspace"].iloc[0] if not case_pair.empty else "not audited"

@@ -107,21 +107,18 @@ def probe_of_curves(curves: list[Curve], path: str | None, source: str) -> BoxPr
     )
 
 
-def nccl_eager_over_graph(runs: MeasuredRuns) -> dict[int, tuple[float, str]]:
-    """NCCL's eager latency over its CUDA-graph one, by tokens, from the newest healthy-P2P probe that timed both
-    modes at that size (measured, 2 x H200), with the probe's run id."""
-    found: dict[int, tuple[float, str]] = {}
+def nccl_eager_over_graph(runs: MeasuredRuns, tokens: int) -> tuple[float, str] | None:
+    """NCCL's eager latency over its CUDA-graph one at ``tokens`` on the newest healthy-P2P probe that timed both
+    modes there (measured, 2 x H200), with the probe's run id; None where no probe did."""
     for run_id in sorted(runs.runs_with_table("verdict"), reverse=True):
         verdict = runs.read_table(run_id, "verdict")
         if verdict.empty or verdict["regime"].iloc[0] != Regime.HEALTHY_P2P.value:
             continue
         lat = runs.read_table(run_id, "allreduce_latency")
-        nccl = lat[(lat["impl"] == "nccl") & (lat["group"] == "all")]
-        for tokens, rows in nccl.groupby("tokens"):
-            by_mode = rows.set_index("mode")
-            if {"graph", "eager"} <= set(by_mode.index):
-                found.setdefault(int(tokens), (float(by_mode.loc["eager", "us"] / by_mode.loc["graph", "us"]), run_id))
-    return found
+        rows = lat[(lat["impl"] == "nccl") & (lat["group"] == "all") & (lat["tokens"] == tokens)].set_index("mode")
+        if {"graph", "eager"} <= set(rows.index):
+            return float(rows.loc["eager", "us"] / rows.loc["graph", "us"]), run_id
+    return None
 
 
 def campaign_host_nccl(runs: MeasuredRuns) -> tuple[str, pd.Series] | None:

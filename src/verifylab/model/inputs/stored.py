@@ -19,7 +19,6 @@ from verifylab.model.inputs.curves import (
     Curve,
     NormRead,
     in_pass_factors,
-    load_curves,
     norm_read,
     norm_us_measured,
     stored_curves,
@@ -94,7 +93,6 @@ class StoredRuns:
     in_pass_points = Part[tuple[InPassPoint, ...]]()  # the synthetic passes' points, then the live ones'
     nvlink = Part[NvlinkRead | None]()
     engine = Part[EngineCells]()  # the engine runs' context cells and target configs (empty where none is stored)
-    eager_over_graph = Part[Mapping[int, tuple[float, str]]]()  # NCCL eager / graph by tokens, newest healthy probe
     campaign_host_nccl = Part[tuple[str, pd.Series] | None]()  # the newest campaign's NCCL without P2P by tokens
 
     @property
@@ -141,8 +139,12 @@ class StoredRuns:
         return self._runs.read_table(run_id, name)
 
     def curves(self, run_id: str) -> list[Curve]:
-        """Run ``run_id``'s all-reduce curves (read and built once)."""
-        return load_curves(run_id, self._runs)
+        """Run ``run_id``'s all-reduce curves at Kimi-K2's hidden size (read and built once)."""
+        return list(stored_curves(self._runs, run_id, KIMI_K2_HIDDEN))
+
+    def eager_over_graph(self, tokens: int) -> tuple[float, str] | None:
+        """NCCL eager / graph at ``tokens`` on the newest healthy-P2P probe that timed both, and its run id."""
+        return nccl_eager_over_graph(self._runs, tokens)
 
     def norm_us(self, tokens: float) -> tuple[float, str] | None:
         """The measured norm kernel at ``tokens`` and its source (None: no run measured it)."""
@@ -251,7 +253,6 @@ PARTS: dict[str, tuple[str, Callable[[MeasuredRuns], object]]] = {  # each part:
     ),
     "nvlink": ("the NVLink curves (table allreduce_latency)", _nvlink_read),
     "engine": ("the engine runs' cells (table context_cells)", read_engine_cells),
-    "eager_over_graph": ("NCCL eager over graph (tables verdict, allreduce_latency)", nccl_eager_over_graph),
     "campaign_host_nccl": ("the campaign's NCCL without P2P (table allreduce_latency)", campaign_host_nccl),
 }
 
