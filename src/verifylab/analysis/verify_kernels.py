@@ -216,7 +216,8 @@ def growth_fit_view(runs: MeasuredRuns) -> pd.DataFrame:
 def growth_words(runs: MeasuredRuns) -> str:
     """The finding: the growth predicted before the runs per kernel against measured, then the refit's held-out
     misses (median overall and per verify kernel, the widest range, the worst series)."""
-    check, fit = stored_growth_check(stored_runs(runs)), context_growth_fit(stored_runs(runs))
+    record = stored_runs(runs)
+    check, fit = stored_growth_check(record), context_growth_fit(record)
     if check.empty or fit.empty:
         return (
             "No engine run with contexts on both sides of the fit is stored: the verify pass's growth is priced only."

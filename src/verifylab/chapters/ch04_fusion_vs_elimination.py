@@ -325,12 +325,13 @@ PLAIN_DECODING = "plain decoding (TP 8, NCCL, no speculation)"
 def options_figure(ev: Evidence) -> Figure:
     """Figure: every option's one-stream tok/s with EAGLE-3 at 1, 8 and 32 streams beside plain decoding's, one
     panel per regime (modelled)."""
-    frames = [whatif_table(stored_inputs(ev), streams) for streams in LOADS]
+    stored = stored_inputs(ev)
+    frames = [whatif_table(stored, streams) for streams in LOADS]
     table = pd.concat(frames, ignore_index=True)
     plain = []
     for regime_key, regime_title in dict(zip(table["regime_key"], table["regime"], strict=True)).items():
         for streams in LOADS:
-            rate = plain_decoding(case_option_boxes(stored_inputs(ev)), Regime(regime_key), streams)
+            rate = plain_decoding(case_option_boxes(stored), Regime(regime_key), streams)
             if rate is not None:
                 plain.append(
                     {"regime": regime_title, "option": PLAIN_DECODING, "streams": streams}

@@ -82,8 +82,9 @@ class ReportedPass:
 
 def reported_pass(ev: ModelSources) -> ReportedPass:
     """The reported verify pass as the model reads it."""
-    a = account(stored_inputs(ev))
-    low, high, _ = inputs(stored_inputs(ev)).curves.reported_allreduce or (0.0, 0.0, 0.0)
+    stored = stored_inputs(ev)
+    a = account(stored)
+    low, high, _ = inputs(stored).curves.reported_allreduce or (0.0, 0.0, 0.0)
     return ReportedPass(a, reported_pass_floor(a), Span(low, high))
 
 

@@ -225,8 +225,9 @@ def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[
         )
     made = OPTION_COLLECTIVE.get(Option(first))
     if made is not None:
-        message = max(account(stored_inputs(ev)).draft_tokens) * streams * KIMI_K2_HIDDEN * 2.0
-        price = inputs(stored_inputs(ev)).curves.price(regime, made[0], made[1], message)
+        stored = stored_inputs(ev)
+        message = max(account(stored).draft_tokens) * streams * KIMI_K2_HIDDEN * 2.0
+        price = inputs(stored).curves.price(regime, made[0], made[1], message)
         if isinstance(price, Price) and price.extrapolated:
             words.append(f"its {made[0].value} is {price.extrapolated}")
         elif isinstance(price, str) and regime is not Regime.MEASURED:
@@ -348,10 +349,10 @@ def fusion_by_load_words(answer: RegimeAnswer) -> str:
 def fusion_by_load(ev: ModelSources) -> pd.DataFrame:
     """Per regime, stream count and draft-token count: what fusion saves on a verify pass (NCCL less fused at the
     same tokens, modelled) and whether to turn it on, off, or measure first."""
-    rows = []
-    for regime in inputs(stored_inputs(ev)).curves.regimes():
+    rows, stored = [], stored_inputs(ev)
+    for regime in inputs(stored).curves.regimes():
         for streams, saving in regime_answer(ev, regime).fusion_gain_by_load.items():
-            by_k = saving.by_draft_tokens if saving else dict.fromkeys(account(stored_inputs(ev)).draft_tokens)
+            by_k = saving.by_draft_tokens if saving else dict.fromkeys(account(stored).draft_tokens)
             for k, gain in by_k.items():
                 rows.append(
                     {
