@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from verifylab.model.answers.decision import decision_table, regime_answer, thresholds
+from verifylab.model.case.cycle import cycle_account
 from verifylab.model.case.option_prices import option_pass
 from verifylab.model.case.option_tables import memory_table
 from verifylab.model.case.options import GPUS, OPTIONS, Option
-from verifylab.model.case.speculation import account, inputs
+from verifylab.model.case.speculation import inputs
 from verifylab.model.case.whatif import case_option_boxes, whatif_table
 from verifylab.model.inputs.model_costs import Layout, busiest_gpu_experts
 from verifylab.model.inputs.stored import stored_inputs
@@ -35,7 +36,7 @@ def _passes(ev):
     for regime in PRICED_REGIMES:
         for option in OPTIONS:
             for streams in STREAMS:
-                for k in account(stored_inputs(ev)).draft_tokens:
+                for k in cycle_account(stored_inputs(ev)).draft_tokens:
                     yield option_pass(m, option, regime, streams, k)
 
 
@@ -117,7 +118,7 @@ def test_the_option_row_and_the_decision_row_are_one_pricing(ev):
 
 
 def test_the_reported_regime_is_the_pass_less_its_floor(ev):
-    a, m = account(stored_inputs(ev)), inputs(stored_inputs(ev))
+    a, m = cycle_account(stored_inputs(ev)), inputs(stored_inputs(ev))
     low, high, _ = m.curves.reported_allreduce
     assert low < high <= a.allreduce_us_before
     assert (a.verify_ms - high * a.allreduces / 1e3) > 0  # what is left for compute and norms
@@ -283,7 +284,7 @@ def test_one_plain_decoding_range_per_regime(ev):
 def test_fusion_is_priced_per_draft_token_count(ev):
     """#50: fusion's saving is NCCL less fused at the same draft tokens, never a best NCCL beside a worst fused."""
     saving = regime_answer(ev, Regime.HEALTHY_P2P).fusion_gain_by_load[max(STREAMS[:4])]
-    assert saving is not None and set(saving.by_draft_tokens) == set(account(stored_inputs(ev)).draft_tokens)
+    assert saving is not None and set(saving.by_draft_tokens) == set(cycle_account(stored_inputs(ev)).draft_tokens)
     text = saving.gain_text(2, "ms")
     for k in saving.by_draft_tokens:
         assert f"at {k} draft tokens" in text

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from verifylab.derived import derived
+from verifylab.model.case.cycle import cycle_account
 from verifylab.model.case.options import model_inputs
-from verifylab.model.case.speculation import account, inputs
+from verifylab.model.case.speculation import inputs
 from verifylab.model.inputs.stored import stored_inputs
 from verifylab.store.evidence import Evidence
 
@@ -39,15 +40,15 @@ def test_inputs_are_keyed_by_the_account_they_are_given(ev):
     """The bug the string memo had: inputs built from another account were served from the first caller's."""
     own = inputs(stored_inputs(ev))
     assert inputs(stored_inputs(ev)) is own  # built once per evidence
-    other_account = replace(account(stored_inputs(ev)), verify_ms=account(stored_inputs(ev)).verify_ms * 2)
+    other_account = replace(cycle_account(stored_inputs(ev)), verify_ms=cycle_account(stored_inputs(ev)).verify_ms * 2)
     other = model_inputs(stored_inputs(ev), other_account)
     assert other is not own and other.account == other_account
-    assert inputs(stored_inputs(ev)).account == account(stored_inputs(ev))
+    assert inputs(stored_inputs(ev)).account == cycle_account(stored_inputs(ev))
 
 
 def test_each_evidence_has_its_own_values(ev):
-    assert account(stored_inputs(Evidence(REPO / "data"))) is not account(stored_inputs(ev))
-    assert account(stored_inputs(ev)) is account(stored_inputs(ev))
+    assert cycle_account(stored_inputs(Evidence(REPO / "data"))) is not cycle_account(stored_inputs(ev))
+    assert cycle_account(stored_inputs(ev)) is cycle_account(stored_inputs(ev))
 
 
 def test_an_input_that_cannot_be_a_key_is_refused_by_name(ev):

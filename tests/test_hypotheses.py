@@ -59,11 +59,12 @@ def test_the_cross_numa_box_is_compared_at_the_verify_sizes_not_at_12_kib(ev):
     """#68 item 3: the PCIe-IPC docstring's cross-NUMA NCCL (205.1 us at 12 KiB) is read at the case study's verify
     sizes (log-log between its three sizes); there it is several times the case study's per-call time, so it counts
     against 'NCCL itself got faster', not for it."""
+    from verifylab.model.case.cycle import cycle_account
     from verifylab.model.case.hypotheses import _cross_numa_nccl
-    from verifylab.model.case.speculation import account, inputs
+    from verifylab.model.case.speculation import inputs
     from verifylab.vocab import KIMI_K2_HIDDEN
 
-    a = account(stored_inputs(ev))
+    a = cycle_account(stored_inputs(ev))
     sizes = (min(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0, max(a.draft_tokens) * KIMI_K2_HIDDEN * 2.0)
     at_verify, rows = _cross_numa_nccl(stored_inputs(ev), sizes)
     assert rows == "pub-60, pub-61, pub-62"

@@ -14,7 +14,7 @@ import pytest
 from verifylab.analysis import box_verify
 from verifylab.chapters import ch04_fusion_vs_elimination as ch04
 from verifylab.model.answers.decision import decision_table
-from verifylab.model.case.speculation import account
+from verifylab.model.case.cycle import cycle_account
 from verifylab.model.case.whatif import whatif_table
 from verifylab.model.inputs.stored import stored_inputs
 from verifylab.publish.findings import key_findings
@@ -65,7 +65,7 @@ def _span_texts(span: Span, digits: int) -> set[str]:
 def computed(shipped) -> set[str]:
     """Every number the code puts into these pages, as the pages format it."""
     ev = shipped
-    a = account(stored_inputs(ev))
+    a = cycle_account(stored_inputs(ev))
     allowed: set[str] = set()
     for span, _, digits in a.quantities().values():
         allowed |= _span_texts(span, digits)

@@ -15,7 +15,7 @@ from verifylab.analysis.live_smoke import mechanics_runs
 from verifylab.errors import VerifylabError
 from verifylab.launch import LaunchError, LaunchTarget
 from verifylab.model.answers.decision import regime_answer, thresholds
-from verifylab.model.views import CycleAccount, account, inputs, stored_inputs
+from verifylab.model.views import CycleAccount, cycle_account, inputs, stored_inputs
 from verifylab.reported import reported_value
 from verifylab.server.variants import BaseConfig
 from verifylab.store.evidence import Evidence
@@ -85,7 +85,7 @@ def facts_from_evidence(
             "baseline": reported_value(figures, "baseline_92_6"),
             "fusion_runs": (fusion_runs.min(), fusion_runs.max()),
         },
-        account=account(stored_inputs(ev)),
+        account=cycle_account(stored_inputs(ev)),
     )
     _decision_facts(ev, facts)
     facts.launch_target = _launch_target(ev, facts)

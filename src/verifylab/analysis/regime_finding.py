@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verifylab.model.answers.decision import crossover_text, decision_table, regime_answer, thresholds
-from verifylab.model.views import account, inputs, reported_pass_floor, stored_inputs
+from verifylab.model.views import cycle_account, inputs, reported_pass_floor, stored_inputs
 from verifylab.sources import ModelSources
 from verifylab.vocab import Regime
 
@@ -14,7 +14,7 @@ from verifylab.vocab import Regime
 def regime_finding_words(ev: ModelSources, loads: Sequence[int]) -> str:
     """The decision by regime in one paragraph, the fastest option named at the first and last of ``loads``."""
     stored = stored_inputs(ev)
-    a, m = account(stored), inputs(stored)
+    a, m = cycle_account(stored), inputs(stored)
     bands = thresholds(ev)
     low, high, _ = m.curves.reported_allreduce or (0.0, 0.0, 0.0)
     healthy, host = regime_answer(ev, Regime.HEALTHY_P2P), regime_answer(ev, Regime.HOST_MEMORY)
@@ -57,7 +57,7 @@ def options_by_load_words(ev: ModelSources) -> str:
 
 def reconciliation_words(ev: ModelSources) -> str:
     """What the reconciliation of the case study's figures concludes, formatted from the cycle account."""
-    a = account(stored_inputs(ev))
+    a = cycle_account(stored_inputs(ev))
     return (
         f"**Kernel fusion carries {a.text('kernel_fusion_ms')} of the {a.text('removed_ms')} the reported jump "
         f"removed per cycle,** and EAGLE-3 with fusion beat plain decoding by only {a.text('bottom_line_pct')}. "

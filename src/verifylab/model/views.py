@@ -5,7 +5,7 @@ from :mod:`verifylab.model.answers` (``tests/test_layers.py`` holds both doors).
 
 from __future__ import annotations
 
-from verifylab.model.case.cycle import CycleAccount
+from verifylab.model.case.cycle import CycleAccount, cycle_account
 from verifylab.model.case.hypotheses import ORDER_RULE, deciding_between_top_two, ranked_hypotheses
 from verifylab.model.case.option_tables import (
     components_long,
@@ -16,7 +16,7 @@ from verifylab.model.case.option_tables import (
 )
 from verifylab.model.case.options import OPTIONS, Option, reported_pass_floor
 from verifylab.model.case.reconcile import CONCLUSIONS
-from verifylab.model.case.speculation import account, inputs, speculation_case
+from verifylab.model.case.speculation import inputs, speculation_case
 from verifylab.model.case.whatif import case_option_boxes, inputs_table, options_at_loads, reconcile_table, whatif_table
 from verifylab.model.fits.compute_check import compute_validation, compute_validation_finding
 from verifylab.model.fits.context import context_check, crossover_check, fitted_matrix
@@ -50,7 +50,6 @@ __all__ = [
     "Option",
     "OverlapFit",
     "Routing",
-    "account",
     "attention_growth",
     "calibrate_decode",
     "case_option_boxes",
@@ -63,6 +62,7 @@ __all__ = [
     "context_growth_fit",
     "crossover_check",
     "crossover_streams",
+    "cycle_account",
     "deciding_between_top_two",
     "error_profiles",
     "expert_reads",

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from verifylab.model.answers.engine_answer import KIMI_ATTENTION, SGLANG_DEFAULT_BACKEND, choice_for, engine_bands
 from verifylab.model.answers.evidence_ladder import BandAnswer, BoxSpec, band_answers
 from verifylab.model.case.box import CASE_CONTEXT
-from verifylab.model.case.cycle import CycleAccount
+from verifylab.model.case.cycle import CycleAccount, cycle_account
 from verifylab.model.case.options import reported_pass_floor
-from verifylab.model.case.speculation import account, cases_on, decode_rate, inputs
+from verifylab.model.case.speculation import cases_on, decode_rate, inputs
 from verifylab.model.fits.overlap import check_summary, public_check
 from verifylab.model.inputs.configs import kimi_k25_costs, needs_remote_code
 from verifylab.model.inputs.curves import BoxProbe
@@ -83,7 +83,7 @@ class ReportedPass:
 def reported_pass(ev: ModelSources) -> ReportedPass:
     """The reported verify pass as the model reads it."""
     stored = stored_inputs(ev)
-    a = account(stored)
+    a = cycle_account(stored)
     low, high, _ = inputs(stored).curves.reported_allreduce or (0.0, 0.0, 0.0)
     return ReportedPass(a, reported_pass_floor(a), Span(low, high))
 

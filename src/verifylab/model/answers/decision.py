@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from verifylab.model.answers.words import case_recrossing, crossover_words, signed_text, speculation_in_words
+from verifylab.model.case.cycle import cycle_account
 from verifylab.model.case.options import GPUS, OPTIONS, Option
 from verifylab.model.case.speculation import (
     SpeculationCase,
-    account,
     fused_speculation_case,
     inputs,
     pcie_ipc_speculation_case,
@@ -226,7 +226,7 @@ def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[
     made = OPTION_COLLECTIVE.get(Option(first))
     if made is not None:
         stored = stored_inputs(ev)
-        message = max(account(stored).draft_tokens) * streams * KIMI_K2_HIDDEN * 2.0
+        message = max(cycle_account(stored).draft_tokens) * streams * KIMI_K2_HIDDEN * 2.0
         price = inputs(stored).curves.price(regime, made[0], made[1], message)
         if isinstance(price, Price) and price.extrapolated:
             words.append(f"its {made[0].value} is {price.extrapolated}")
@@ -352,7 +352,7 @@ def fusion_by_load(ev: ModelSources) -> pd.DataFrame:
     rows, stored = [], stored_inputs(ev)
     for regime in inputs(stored).curves.regimes():
         for streams, saving in regime_answer(ev, regime).fusion_gain_by_load.items():
-            by_k = saving.by_draft_tokens if saving else dict.fromkeys(account(stored).draft_tokens)
+            by_k = saving.by_draft_tokens if saving else dict.fromkeys(cycle_account(stored).draft_tokens)
             for k, gain in by_k.items():
                 rows.append(
                     {

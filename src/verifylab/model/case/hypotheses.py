@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from verifylab.derived import derived
-from verifylab.model.case.speculation import account, inputs
+from verifylab.model.case.cycle import cycle_account
+from verifylab.model.case.speculation import inputs
 from verifylab.model.inputs.curves import Curve
 from verifylab.model.inputs.stored import StoredInputs
 from verifylab.model.pricing.pass_cost import PassCost, compare
@@ -78,7 +79,7 @@ def _decode_with_fusion_pct(stored: StoredInputs) -> float | None:
     """How much faster plain decoding at one stream would run with fusion where P2P is healthy (modelled): the
     reported decode step with its all-reduces (and their norm kernels) at the healthy NCCL price, against the same
     step with each on the fused kernel."""
-    m, a = inputs(stored), account(stored)
+    m, a = inputs(stored), cycle_account(stored)
     message = KIMI_K2_HIDDEN * 2
     nccl = m.curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, message)
     fused = m.curves.price(Regime.HEALTHY_P2P, Collective.FUSED, 8, message)
@@ -95,7 +96,7 @@ def _decode_with_fusion_pct(stored: StoredInputs) -> float | None:
 @derived
 def ranked_hypotheses(stored: StoredInputs) -> pd.DataFrame:
     """One row per hypothesis, ranked: what it could explain of the removed time, evidence, deciding measurement."""
-    a, m = account(stored), inputs(stored)
+    a, m = cycle_account(stored), inputs(stored)
     removed = a.removed_ms
     k = a.draft_tokens[0]
     message = k * KIMI_K2_HIDDEN * 2

@@ -10,7 +10,7 @@ import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.model.case.box import CASE_CONTEXT, CASE_GPUS, case_study_box
-from verifylab.model.case.cycle import CycleAccount, cycle_account
+from verifylab.model.case.cycle import cycle_account
 from verifylab.model.case.options import ModelInputs, model_inputs
 from verifylab.model.fits.context import context_terms
 from verifylab.model.fits.grid import measured_overheads
@@ -30,11 +30,6 @@ from verifylab.model.pricing.speculation import DEFAULT_STREAMS, SpeculationAnsw
 from verifylab.reported import reported_value
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, Drafter, Regime
-
-
-def account(stored: StoredInputs) -> CycleAccount:
-    """The cycle account of the record's evidence (built once per evidence)."""
-    return cycle_account(stored)
 
 
 def inputs(stored: StoredInputs) -> ModelInputs:

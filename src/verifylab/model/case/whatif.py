@@ -8,11 +8,12 @@ from dataclasses import replace
 import pandas as pd
 
 from verifylab.derived import derived
+from verifylab.model.case.cycle import cycle_account
 from verifylab.model.case.option_prices import OptionBoxes, option_boxes
 from verifylab.model.case.option_tables import options_table
 from verifylab.model.case.options import CONTEXT_TOKENS, ModelInputs
 from verifylab.model.case.reconcile import reconcile
-from verifylab.model.case.speculation import account, decode_rate, inputs
+from verifylab.model.case.speculation import decode_rate, inputs
 from verifylab.model.inputs.curves import BoxProbe
 from verifylab.model.inputs.gpus import RTX_PRO_6000_BLACKWELL_GBS
 from verifylab.model.inputs.stored import StoredInputs
@@ -66,12 +67,12 @@ def inputs_for_box(stored: StoredInputs, box: BoxProbe) -> ModelInputs:
 
 def reconcile_table(stored: StoredInputs) -> pd.DataFrame:
     """The reconciliation of the reported figures, every number from the cycle account."""
-    return reconcile(stored, account(stored), inputs(stored))
+    return reconcile(stored, cycle_account(stored), inputs(stored))
 
 
 def inputs_table(stored: StoredInputs) -> pd.DataFrame:
     """Every input of the account and the options with its value and where it came from."""
-    a, m = account(stored), inputs(stored)
+    a, m = cycle_account(stored), inputs(stored)
     low, high, _ = m.curves.reported_allreduce or (0.0, 0.0, 0.0)
     bw_low, bw_high = m.curves.bus_bandwidth_gbs
     fused_low, fused_high = m.curves.in_pass_fused.range_at(allreduce_message_bytes(1))
