@@ -270,7 +270,10 @@ class RunStore:
         try:
             if path.suffix == ".parquet":  # a run's tables are small: threads cost more CPU than they save
                 threads = len(data) > THREADED_PARQUET_BYTES
-                return pq.read_table(pa.BufferReader(data), use_threads=threads).to_pandas(use_threads=threads)
+                # one file, read as one: pq.read_table would go through pyarrow's datasets (their first use costs
+                # a cold call 0.3 CPU-s, each file 1.5 ms more) for the same table
+                table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=threads)
+                return table.to_pandas(use_threads=threads)
             return restored(pd.read_csv(io.BytesIO(data)))
         except (pa.ArrowInvalid, ValueError, OSError) as exc:  # binary, empty or cut tables too
             raise ManifestError(f"{path}: unreadable table ({exc})") from exc
