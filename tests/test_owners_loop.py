@@ -99,6 +99,13 @@ def test_the_plan_shows_the_loops_own_stored_error():
     result = _run(["box", "--plan", "--config", str(QWEN), "--gpu", "h200", "--load", "8", "--accept", "2.4",
                    "--data-dir", str(DATA)])  # fmt: skip
     assert "this loop's last check" in result.output and "median" in result.output
+    from verifylab.analysis.box_verify import verify_runs
+    from verifylab.store.evidence import Evidence
+
+    runs = Evidence(DATA).measured
+    newest = runs.run(verify_runs(runs)[-1])
+    said = " ".join(result.output.split())
+    assert f"on {newest.label}, predicted" in said and newest.run_id in said  # the box it ran on, not the one asked
 
 
 def _settings(tmp_path: Path, *extra: str) -> Path:

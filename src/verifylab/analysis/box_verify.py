@@ -226,15 +226,18 @@ def checked_view(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def loop_error_words(runs: MeasuredRuns) -> str:
-    """The newest stored `box --verify` run's miss, in words (empty where none is stored or none can be read)."""
+    """The newest stored `box --verify` run's miss, in words, on the box its label names (the loop's last check may
+    have run on another box than the one asked about); empty where none is stored or none can be read."""
     for run_id in reversed(verify_runs(runs)):
         try:
             v = verdict(runs, run_id)
         except (ModelInputError, KeyError, ValueError):
             continue
+        box = runs.run(run_id).label or "a box its run does not name"
         return (
-            f"predicted tok/s missed the measured by a median {v.median_error:.0%} over {v.measured_cells} of "
-            f"{v.planned_cells} cells; the model {'chose right' if v.model_right else 'chose wrongly'} (run {run_id})"
+            f"on {box}, predicted tok/s missed the measured by a median {v.median_error:.0%} over "
+            f"{v.measured_cells} of {v.planned_cells} cells; the model "
+            f"{'chose right' if v.model_right else 'chose wrongly'} (run {run_id})"
         )
     return ""
 
