@@ -6,8 +6,9 @@ For each command (`model whatif`, `model speculation`, `box --plan`, `box --prob
 CPU seconds (user + system, the process and its children) with the caches off, on the first call into an empty
 cache folder (cold: each of the ``--repeats`` calls into a folder of its own) and on the calls after it (warm: the
 kept answer, or for a call that is not pure the derived values); the median of ``--repeats`` calls each, beside the
-median of as many `python -c "import pandas"`. The
-package's bytecode is compiled first (a clone's first call compiles it, once). The load average is printed.
+median of as many `python -c "import pandas"`; and the floor under a cold call: the CPU of importing every module
+the call imports (as ``python -X importtime`` lists them), answering nothing. The package's bytecode is compiled
+first (a clone's first call compiles it, once). The load average is printed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,23 @@ def cpu(argv: list[str], cache: str) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def imported_modules(argv: list[str], cache: str) -> list[str]:
+    """The modules a call imports at the top level of its import tree (``-X importtime``), in the order it does."""
+    env = {**os.environ, "VERIFYLAB_CACHE": cache}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    command = [sys.executable, "-X", "importtime", "-m", "verifylab.cli", *argv]
+    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
+    names = []
+    for line in proc.stderr.splitlines():
+        fields = line.removeprefix("import time:").split("|")
+        measured = line.startswith("import time:") and len(fields) == 3 and fields[0].strip().isdigit()  # no header
+        if measured and not fields[2].startswith("  "):  # one space: the call imported it, not another module
+            names.append(fields[2].strip())
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
@@ -60,13 +78,17 @@ def main() -> None:
         for name, words in COMMANDS.items():
             argv = [VERIFYLAB, *(w.format(tmp=tmp) for w in words)]
             cache = str(Path(tmp) / name.replace(" ", "_"))
+            modules = imported_modules([w.format(tmp=tmp) for w in words], f"{cache}-imports")
+            only = [sys.executable, "-c", "; ".join(f"import {m}" for m in modules)]
+            floor = statistics.median(cpu(only, "off") for _ in range(args.repeats))
             off = statistics.median(cpu(argv, "off") for _ in range(args.repeats))
             cold = statistics.median(cpu(argv, f"{cache}-cold-{i}") for i in range(args.repeats))  # fresh folders
             cpu(argv, cache)  # the call that fills the folder the warm calls read
             warm = statistics.median(cpu(argv, cache) for _ in range(args.repeats))
             print(
-                f"{name:18s} caches off {off:5.2f} ({off / pandas:4.2f}x)  cold {cold:5.2f} ({cold / pandas:4.2f}x)  "
-                f"warm {warm:5.2f} ({warm / pandas:4.2f}x pandas)"
+                f"{name:18s} imports only {floor:5.2f} ({floor / pandas:4.2f}x)  caches off {off:5.2f} "
+                f"({off / pandas:4.2f}x)  cold {cold:5.2f} ({cold / pandas:4.2f}x)  warm {warm:5.2f} "
+                f"({warm / pandas:4.2f}x pandas)"
             )
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
