@@ -226,7 +226,9 @@ def test_a_planted_second_saving_is_found(tmp_path):
 
 def test_the_comparison_is_the_difference_of_the_totals():
     """compare() is the difference of the two totals, term by term, and the speedup of their rates."""
-    from verifylab.model.pricing.pass_cost import PassCost, compare
+    from dataclasses import fields
+
+    from verifylab.model.pricing.pass_cost import TERMS, PassCost, compare
 
     before = PassCost(4, 1, memory_ms=10.0, arithmetic_ms=1.0, collectives_ms=5.0, host_pass_ms=2.0)
     after = before.with_collectives(1.5, "fused")
@@ -234,3 +236,5 @@ def test_the_comparison_is_the_difference_of_the_totals():
     assert result.saved_ms == before.total_ms - after.total_ms == 3.5
     assert result.by_term["collectives_ms"] == 3.5 and result.by_term["memory_ms"] == 0.0
     assert result.speedup == 2.0 * 18.0 / 14.5
+    # every term total_ms adds, by name, in the record's own order of them
+    assert list(result.by_term) == [f.name for f in fields(PassCost) if f.name in TERMS] == list(TERMS)

@@ -165,13 +165,13 @@ def transferred(
     page's, each end priced with itself). ``verify``: the verify's growth as another engine's kernel runs it, in
     place of the page's (its verified tokens each reading the context; the draft's reads stay the page's)."""
     rows = []
+    anchor, added = matrix.anchor, _added(matrix, context)  # the matrix's, the same at every stream count
     for c in streams:
-        step = _interpolated(matrix.plain, matrix.anchor, c)
-        rate = _interpolated(matrix.spec, matrix.anchor, c)
+        step = _interpolated(matrix.plain, anchor, c)
+        rate = _interpolated(matrix.spec, anchor, c)
         if step is None or rate is None:
             continue
         plain, spec, gain = [], [], []
-        added = _added(matrix, context)
         own = verify(context, c) if verify is not None else None
         verify_ends = (None,) if own is None else (own.low, own.high)
         for (a0, a1), page_accept, verify_ms in product(
