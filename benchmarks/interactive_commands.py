@@ -53,7 +53,7 @@ def imported_modules(argv: list[str], cache: str) -> list[str]:
     """The modules a call imports at the top level of its import tree (``-X importtime``), in the order it does."""
     env = {**os.environ, "VERIFYLAB_CACHE": cache}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    command = [sys.executable, "-X", "importtime", "-m", "verifylab.cli", *argv]
+    command = [sys.executable, "-X", "importtime", VERIFYLAB, *argv]  # the console script, as a call runs it
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
@@ -79,7 +79,7 @@ def main() -> None:
             argv = [VERIFYLAB, *(w.format(tmp=tmp) for w in words)]
             cache = str(Path(tmp) / name.replace(" ", "_"))
             modules = imported_modules([w.format(tmp=tmp) for w in words], f"{cache}-imports")
-            only = [sys.executable, "-c", "; ".join(f"import {m}" for m in modules)]
+            only = [sys.executable, "-c", f"import importlib\nfor m in {modules!r}: importlib.import_module(m)"]
             floor = statistics.median(cpu(only, "off") for _ in range(args.repeats))
             off = statistics.median(cpu(argv, "off") for _ in range(args.repeats))
             cold = statistics.median(cpu(argv, f"{cache}-cold-{i}") for i in range(args.repeats))  # fresh folders
