@@ -54,7 +54,7 @@ def _holds(dtype: str, values: pd.Series) -> bool:
         if dtype == "float":
             return True
         floats = values.dropna().to_numpy()
-        return floats.size == 0 or dtype == "float" or (dtype == "int" and bool((floats % 1 == 0).all()))
+        return floats.size == 0 or (dtype == "int" and bool((floats % 1 == 0).all()))
     known = values.dropna()
     if known.empty:
         return True

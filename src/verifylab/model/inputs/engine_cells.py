@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from verifylab.model.inputs.gpus import gpu_key_in
+from verifylab.model.inputs.gpus import gpu_key_or_name
 from verifylab.sources import MeasuredRuns
 
 CONTEXT_CELLS = "context_cells"
@@ -36,9 +36,7 @@ def read_engine_cells(runs: MeasuredRuns) -> EngineCells:
     configs: dict[str, dict] = {}
     for run_id in runs.runs_with_table(CONTEXT_CELLS):
         run = runs.run(run_id)
-        frames.append(
-            runs.read_table(run_id, CONTEXT_CELLS).assign(run=run_id, gpu=gpu_key_in(run.gpu_name) or run.gpu_name)
-        )
+        frames.append(runs.read_table(run_id, CONTEXT_CELLS).assign(run=run_id, gpu=gpu_key_or_name(run.gpu_name)))
         for shape, pair in run.parameters.get("configs", {}).items():
             configs.setdefault(shape, pair.get("target", pair))
     cells = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -79,6 +79,12 @@ def gpu_key_in(text: str) -> str | None:
     return None
 
 
+def gpu_key_or_name(name: str) -> str:
+    """The table's key of the GPU a run's ``name`` names (``NVIDIA H200`` -> ``h200``), or the name itself where it
+    names none of the table's."""
+    return gpu_key_in(name) or name
+
+
 def option_key(name: str) -> str:
     """``--gpu`` as the table keys it, whatever its case and separators (``RTX_PRO 6000`` -> ``rtx-pro-6000``)."""
     return name.strip().lower().replace("_", "-").replace(" ", "-")

@@ -24,7 +24,7 @@ from verifylab.model.inputs.curves import (
     stored_curves,
 )
 from verifylab.model.inputs.engine_cells import EngineCells, read_engine_cells
-from verifylab.model.inputs.gpus import Ceilings, gpu_key_in
+from verifylab.model.inputs.gpus import Ceilings, gpu_key_or_name
 from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
 from verifylab.model.inputs.probes import box_probe, campaign_host_nccl, host_memory_curve, nccl_eager_over_graph
 from verifylab.model.inputs.public_curves import PublicCurve, public_curves
@@ -72,7 +72,7 @@ class RunTable:
     and the table (shared by every reader: never changed in place)."""
 
     run_id: str
-    gpu: str | None
+    gpu: str
     frame: pd.DataFrame
 
 
@@ -224,8 +224,7 @@ def _nvlink_read(runs: MeasuredRuns) -> NvlinkRead | None:
 @derived
 def _run_tables(runs: MeasuredRuns, name: str) -> tuple[RunTable, ...]:
     return tuple(
-        RunTable(r, gpu_key_in(runs.run(r).gpu_name) or runs.run(r).gpu_name, runs.read_table(r, name))
-        for r in runs.runs_with_table(name)
+        RunTable(r, gpu_key_or_name(runs.run(r).gpu_name), runs.read_table(r, name)) for r in runs.runs_with_table(name)
     )
 
 
