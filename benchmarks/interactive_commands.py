@@ -37,28 +37,28 @@ COMMANDS = {
 }  # fmt: skip
 
 
-def cpu(argv: list[str], cache: str) -> float:
-    """CPU seconds of one call (children included)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def call(argv: list[str], cache: str) -> subprocess.CompletedProcess[str]:
+    """One call with ``cache`` as its cache folder (``off``: none), bytecode written; a failing call ends the run."""
     env = {**os.environ, "VERIFYLAB_CACHE": cache}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         sys.exit(f"{' '.join(argv)} failed:\n{proc.stderr[-2000:]}")
+    return proc
+
+
+def cpu(argv: list[str], cache: str) -> float:
+    """CPU seconds of one call (children included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    call(argv, cache)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def imported_modules(argv: list[str], cache: str) -> list[str]:
     """The modules a call imports at the top level of its import tree (``-X importtime``), in the order it does."""
-    env = {**os.environ, "VERIFYLAB_CACHE": cache}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    command = [sys.executable, "-X", "importtime", VERIFYLAB, *argv]  # the console script, as a call runs it
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{proc.stderr[-2000:]}")
-    names = []
-    for line in proc.stderr.splitlines():
+    names = []  # the console script run as a call runs it
+    for line in call([sys.executable, "-X", "importtime", VERIFYLAB, *argv], cache).stderr.splitlines():
         fields = line.removeprefix("import time:").split("|")
         measured = line.startswith("import time:") and len(fields) == 3 and fields[0].strip().isdigit()  # no header
         if measured and not fields[2].startswith("  "):  # one space: the call imported it, not another module
@@ -76,9 +76,10 @@ def main() -> None:
     print(f"import pandas: {pandas:.2f} CPU-s (median of {args.repeats})")
     with tempfile.TemporaryDirectory(prefix="interactive-") as tmp:
         for name, words in COMMANDS.items():
-            argv = [VERIFYLAB, *(w.format(tmp=tmp) for w in words)]
+            given = [w.format(tmp=tmp) for w in words]
+            argv = [VERIFYLAB, *given]
             cache = str(Path(tmp) / name.replace(" ", "_"))
-            modules = imported_modules([w.format(tmp=tmp) for w in words], f"{cache}-imports")
+            modules = imported_modules(given, f"{cache}-imports")
             only = [sys.executable, "-c", f"import importlib\nfor m in {modules!r}: importlib.import_module(m)"]
             floor = statistics.median(cpu(only, "off") for _ in range(args.repeats))
             off = statistics.median(cpu(argv, "off") for _ in range(args.repeats))
