@@ -4,7 +4,8 @@
 
 Copies the committed project (git ls-files) into a temporary folder, then times `verifylab book` there: first
 clean (every chapter executed, the HTML, charts, exports and PDFs rendered), then again with nothing changed (every
-chapter kept, nothing rendered). Prints wall and CPU seconds (the process tree) of each and the ratio no-op / clean;
+chapter kept, nothing rendered). Prints wall and CPU seconds (every process the build started, Chromium's renderers
+included: ``tree_cpu``) of each and the ratio no-op / clean;
 `--repeats` repeats the no-op build. The host's load is printed beside them.
 """
 
@@ -12,31 +13,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from tree_cpu import become_subreaper, run_counted
 
 ROOT = Path(__file__).resolve().parents[1]
 VERIFYLAB = Path(sys.executable).with_name("verifylab")
 
 
 def timed(root: Path) -> tuple[float, float, str]:
-    """Wall and CPU seconds (children included) of one `verifylab book` in ``root``, and its last lines."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [str(VERIFYLAB), "book", "--root", str(root)], capture_output=True, text=True, timeout=1800, check=False
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.exit(f"verifylab book failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    said = [line for line in proc.stdout.splitlines() if line.startswith(("executed:", "rendered:"))]
+    """Wall and CPU seconds (every process it started) of one `verifylab book` in ``root``, and its last lines."""
+    exit_code, wall, cpu, output = run_counted([str(VERIFYLAB), "book", "--root", str(root)], capture=True)
+    if exit_code != 0:
+        sys.exit(f"verifylab book failed (exit {exit_code}):\n{output[-4000:]}")
+    said = [line for line in output.splitlines() if line.startswith(("executed:", "rendered:"))]
     return wall, cpu, " | ".join(said)
 
 
@@ -44,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=2, help="no-op builds after the clean one (default 2)")
     args = parser.parse_args()
+    become_subreaper()
     files = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True).stdout
     with tempfile.TemporaryDirectory(prefix="book-noop-") as tmp:
         root = Path(tmp) / "project"
