@@ -27,7 +27,9 @@ VERIFYLAB = Path(sys.executable).with_name("verifylab")
 
 def timed(root: Path) -> tuple[float, float, str]:
     """Wall and CPU seconds (every process it started) of one `verifylab book` in ``root``, and its last lines."""
-    exit_code, wall, cpu, output = run_counted([str(VERIFYLAB), "book", "--root", str(root)], capture=True)
+    exit_code, wall, cpu, output = run_counted(
+        [str(VERIFYLAB), "book", "--root", str(root)], capture=True, timeout_s=1800
+    )
     if exit_code != 0:
         sys.exit(f"verifylab book failed (exit {exit_code}):\n{output[-4000:]}")
     said = [line for line in output.splitlines() if line.startswith(("executed:", "rendered:"))]

@@ -182,8 +182,8 @@ def main() -> None:
         thread.start()
         started = time.perf_counter()
         run = subprocess.Popen(command, cwd=ROOT, env=env)
-        exit_code, adopted = wait_reaping(run)
-        wall = time.perf_counter() - started
+        exit_code, adopted, ended = wait_reaping(run)
+        wall = ended - started
         load_after = os.getloadavg()[0]
         done.set()
         thread.join()

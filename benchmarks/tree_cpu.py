@@ -13,6 +13,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,15 +34,16 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def wait_reaping(run: subprocess.Popen, linger_s: float = 30.0) -> tuple[int, int]:
+def wait_reaping(run: subprocess.Popen, linger_s: float = 30.0) -> tuple[int, int, float]:
     """Wait for ``run``, and meanwhile for every adopted orphan as it ends (else it stays a zombie, which a check
     that a process is gone reads as still running); then for those still running, up to ``linger_s``. Returns
-    ``run``'s exit code and how many orphans were waited for."""
-    exit_code, orphans = None, 0
+    ``run``'s exit code, how many orphans were waited for and when ``run`` ended (``time.perf_counter``)."""
+    exit_code, orphans, ended = None, 0, 0.0
     while exit_code is None:
         pid, status = os.waitpid(-1, 0)
         if pid == run.pid:
-            exit_code = run.returncode = os.waitstatus_to_exitcode(status)
+            exit_code, ended = os.waitstatus_to_exitcode(status), time.perf_counter()
+            run.returncode = exit_code
         else:
             orphans += 1
     deadline = time.monotonic() + linger_s
@@ -54,19 +56,29 @@ def wait_reaping(run: subprocess.Popen, linger_s: float = 30.0) -> tuple[int, in
             time.sleep(0.1)
         else:
             orphans += 1
-    return exit_code, orphans
+    return exit_code, orphans, ended
 
 
 def run_counted(
-    command: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None, capture: bool = False
+    command: Sequence[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    capture: bool = False,
+    timeout_s: float | None = None,
 ) -> tuple[int, float, float, str]:
-    """``command`` run to its end: its exit code, wall seconds, the CPU seconds of every process it started (call
-    :func:`become_subreaper` first) and, with ``capture``, its standard output and error together."""
+    """``command`` run to its end (killed past ``timeout_s``): its exit code, its wall seconds, the CPU seconds of
+    every process it started (call :func:`become_subreaper` first) and, with ``capture``, its standard output and
+    error together."""
     before, start = children_cpu(), time.perf_counter()
     out = subprocess.PIPE if capture else None
     with subprocess.Popen(
         command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT if capture else None, text=True
     ) as run:
+        watchdog = threading.Timer(timeout_s, run.kill) if timeout_s else None
+        if watchdog:
+            watchdog.start()
         said = run.stdout.read() if run.stdout is not None else ""  # read before waiting: a full pipe blocks it
-        exit_code, _ = wait_reaping(run)
-    return exit_code, time.perf_counter() - start, children_cpu() - before, said
+        exit_code, _, ended = wait_reaping(run)
+        if watchdog:
+            watchdog.cancel()
+    return exit_code, ended - start, children_cpu() - before, said
