@@ -6,11 +6,13 @@ Runs pytest (by default as `make pytest` does: ``-q -n 3 --dist loadgroup``) and
 every process it started, by kind (the test workers themselves, the chapters' kernels, Sphinx, Chromium, the test
 servers, the ranks, other commands) and by test file, with the load before and after.
 
-The total is every process's CPU, the orphans' included (``tree_cpu``: this script is their sub-reaper; a plugin
-that reads ``getrusage`` in each worker leaves out Chromium's renderers and every daemon's children). The kinds and
-files come from sampling ``/proc`` every ``--interval`` seconds (a process that lives less than that may be missed:
-the total's remainder is printed as unsampled). A file's CPU is its tests' own CPU in their worker plus that of the
-processes started under the worker while they ran. Linux only.
+Two counts of the same CPU, each a floor: what every process that ended as this script's child used, its orphans'
+included (``tree_cpu``: the script is their sub-reaper; a plugin that reads ``getrusage`` in each worker leaves out
+Chromium's renderers and every daemon's children), which misses a process never waited for through it (one still
+running, or one adopted by a sub-reaper of its own, as Ray's raylet can be); and the sum of ``/proc``'s samples every
+``--interval`` seconds, which misses a process shorter than that. The larger is printed as the run's CPU; the kinds
+and the files come from the samples. A file's CPU is its tests' own CPU in their worker plus that of the processes
+started under the worker while they ran. Linux only.
 """
 
 from __future__ import annotations
@@ -199,18 +201,17 @@ def main() -> None:
         by_kind[kind] += s.cpu
         count[kind] += 1
     sampled = sum(by_kind.values())
+    whole = max(total, sampled)
     print(f"\npytest exit {exit_code}; wall {wall:.1f} s; load {load_before:.2f} before, {load_after:.2f} after")
     print(
-        f"CPU of every process the run started: {total:.1f} s ({total / wall:.2f} cores busy on average); "
-        f"{adopted} orphans waited for at the end"
+        f"CPU of the processes the run started: at least {whole:.1f} s ({whole / wall:.2f} cores busy on average): "
+        f"{total:.1f} s waited for ({adopted} orphans among them), {sampled:.1f} s in the samples of /proc"
     )
-    print(f"{'kind':<40} {'CPU-s':>8} {'share':>6} {'processes':>10}")
+    print(f"{'kind (from the samples)':<40} {'CPU-s':>8} {'share':>6} {'processes':>10}")
     for kind, cpu in by_kind.most_common():
-        print(f"{kind:<40} {cpu:8.1f} {cpu / total:6.1%} {count[kind]:10d}")
-    print(
-        f"{'unsampled (lived under --interval)':<40} {max(total - sampled, 0.0):8.1f} "
-        f"{max(total - sampled, 0.0) / total:6.1%}"
-    )
+        print(f"{kind:<40} {cpu:8.1f} {cpu / whole:6.1%} {count[kind]:10d}")
+    if total > sampled:
+        print(f"{'not in the samples (shorter-lived)':<40} {total - sampled:8.1f} {(total - sampled) / whole:6.1%}")
     own, started = _by_file(ours, tests, workers)
     outside = sum(s.cpu for s in ours if s.pid in workers) - sum(own.values())
     print(f"\nthe workers outside any test (start-up, collection): {outside:.1f} CPU-s")
