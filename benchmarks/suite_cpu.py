@@ -182,10 +182,10 @@ def main() -> None:
         load_before, since = os.getloadavg()[0], _since_boot()
         thread = threading.Thread(target=sampler, daemon=True)
         thread.start()
-        started = time.perf_counter()
+        began = time.perf_counter()
         run = subprocess.Popen(command, cwd=ROOT, env=env)
         exit_code, adopted, ended = wait_reaping(run)
-        wall = ended - started
+        wall = ended - began
         load_after = os.getloadavg()[0]
         done.set()
         thread.join()
