@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from tree_cpu import children_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 VERIFYLAB = str(Path(sys.executable).with_name("verifylab"))
@@ -49,10 +50,9 @@ def call(argv: list[str], cache: str) -> subprocess.CompletedProcess[str]:
 
 def cpu(argv: list[str], cache: str) -> float:
     """CPU seconds of one call (children included)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     call(argv, cache)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return children_cpu() - before
 
 
 def imported_modules(argv: list[str], cache: str) -> list[str]:

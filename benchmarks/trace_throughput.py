@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from tree_cpu import children_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -289,7 +290,7 @@ print(json.dumps({"allreduce_kernels": count}))
 def measure(code: str, files: list[Path], src: Path = ROOT / "src") -> tuple[float, float, int, dict]:
     """(wall s, CPU s of the process and its children, peak RSS sum and peak PSS of the tree, the counts)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = children_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *map(str, files)], stdout=subprocess.PIPE, env=env)
     peak_rss = peak_pss = 0
@@ -310,8 +311,7 @@ def measure(code: str, files: list[Path], src: Path = ROOT / "src") -> tuple[flo
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
-    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    cpu = children_cpu() - cpu_before
     if proc.returncode != 0:
         raise SystemExit(f"benchmark process failed ({proc.returncode})")
     return seconds, cpu, peak_rss, peak_pss, json.loads(out.decode().strip().splitlines()[-1])

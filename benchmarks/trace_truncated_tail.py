@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -23,18 +22,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trace_throughput import write_rank_trace  # the same generator, one place
+from tree_cpu import children_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def timed(args: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
     """Wall and CPU seconds (children) of one command, and its result."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
+    before, start = children_cpu(), time.perf_counter()
     result = subprocess.run(args, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), result
+    return wall, children_cpu() - before, result
 
 
 def main() -> None:
