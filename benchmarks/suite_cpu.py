@@ -109,18 +109,19 @@ def _since_boot() -> float:
         return float(uptime.read().split()[0])
 
 
+def _climb(pid: int, parent: dict[int, int], ends: set[int]) -> int:
+    """The first of ``ends`` among ``pid`` and its ancestors in ``parent``, else the last ancestor it knows."""
+    hops = 0
+    while pid not in ends and pid in parent and hops < 64:
+        pid, hops = parent[pid], hops + 1
+    return pid
+
+
 def descendants(seen: dict[tuple[int, int], Seen], root: int, since: float) -> list[Seen]:
     """The processes that started after ``since`` (seconds since boot) under ``root``: an orphan is re-parented to
     ``root`` (the sub-reaper), so every one's chain of parents reaches it."""
     parent = {s.pid: s.ppid for s in seen.values() if s.started >= since}
-    mine = []
-    for s in seen.values():
-        pid, hops = s.pid, 0
-        while pid in parent and pid != root and hops < 64:
-            pid, hops = parent[pid], hops + 1
-        if pid == root and s.started >= since:
-            mine.append(s)
-    return mine
+    return [s for s in seen.values() if s.started >= since and _climb(s.pid, parent, {root}) == root]
 
 
 def kind_of(command: str) -> str:
@@ -144,10 +145,7 @@ def _by_file(
     for s in ours:
         if s.pid in workers:
             continue
-        pid, hops = s.ppid, 0
-        while pid not in workers and pid in parent and hops < 32:
-            pid, hops = parent[pid], hops + 1
-        running = [t for t in tests.get(pid, []) if t[1] <= s.first_seen <= t[2]]
+        running = [t for t in tests.get(_climb(s.ppid, parent, workers), []) if t[1] <= s.first_seen <= t[2]]
         started[running[0][0].split("::")[0] if running else "(between tests, or not under a worker)"] += s.cpu
     return own, started
 
