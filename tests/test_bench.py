@@ -24,13 +24,9 @@ from verifylab.stats import compare, crossover, summarize
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
 
+from .ports import free_port
+
 TEST_LAUNCHER = [sys.executable, "-m", "verifylab.testing.server"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def base(*extra: str, **over) -> BaseConfig:
