@@ -1,6 +1,6 @@
 """Where a test run's CPU goes: every process the suite starts, Chromium's included (#82: `make test` within 240 s).
 
-    python benchmarks/suite_cpu.py [--interval 0.1] [--top 15] [-- PYTEST_ARGS...]
+    python benchmarks/suite_cpu.py [--interval 0.1] [--top 15] [--tests 0] [-- PYTEST_ARGS...]
 
 Runs pytest (by default as `make pytest` does: ``-q -n 3 --dist loadgroup``) and prints its wall time, the CPU of
 every process it started, by kind (the test workers themselves, the chapters' kernels, Sphinx, Chromium, the test
@@ -131,29 +131,38 @@ def kind_of(command: str) -> str:
     return "other (python, shells, git)" if command else "unnamed (ended before it was read)"
 
 
-def _by_file(
+def _by_test(
     ours: list[Seen], tests: dict[int, list], workers: set[int]
 ) -> tuple[collections.Counter, collections.Counter]:
-    """Each test file's CPU: its tests' own in their worker, and that of each process first seen under a worker
-    while one of the file's tests ran there."""
+    """Each test's CPU: its own in its worker, and that of each process first seen under a worker while it ran
+    there (a session or module fixture's processes go to the test that first asked for it)."""
     own: collections.Counter = collections.Counter()
     started: collections.Counter = collections.Counter()
     for worker_tests in tests.values():
         for nodeid, _, _, cpu in worker_tests:
-            own[nodeid.split("::")[0]] += cpu
+            own[nodeid] += cpu
     parent = {s.pid: s.ppid for s in ours}
     for s in ours:
         if s.pid in workers:
             continue
         running = [t for t in tests.get(_climb(s.ppid, parent, workers), []) if t[1] <= s.first_seen <= t[2]]
-        started[running[0][0].split("::")[0] if running else "(between tests, or not under a worker)"] += s.cpu
+        started[running[0][0] if running else "(between tests, or not under a worker)"] += s.cpu
     return own, started
+
+
+def _by_file(counter: collections.Counter) -> collections.Counter:
+    """A per-test count summed over each test file."""
+    files: collections.Counter = collections.Counter()
+    for nodeid, cpu in counter.items():
+        files[nodeid.split("::")[0]] += cpu
+    return files
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples of /proc (default 0.1)")
     parser.add_argument("--top", type=int, default=15, help="test files listed (default 15)")
+    parser.add_argument("--tests", type=int, default=0, help="also list the costliest tests (default 0: none)")
     parser.add_argument(
         "pytest_args", nargs="*", help=f"after --: pytest's arguments (default: {' '.join(MAKE_PYTEST)})"
     )
@@ -210,12 +219,17 @@ def main() -> None:
         print(f"{kind:<40} {cpu:8.1f} {cpu / whole:6.1%} {count[kind]:10d}")
     if total > sampled:
         print(f"{'not in the samples (shorter-lived)':<40} {total - sampled:8.1f} {(total - sampled) / whole:6.1%}")
-    own, started = _by_file(ours, tests, workers)
+    own_test, started_test = _by_test(ours, tests, workers)
+    own, started = _by_file(own_test), _by_file(started_test)
     outside = sum(s.cpu for s in ours if s.pid in workers) - sum(own.values())
     print(f"\nthe workers outside any test (start-up, collection): {outside:.1f} CPU-s")
     print(f"{'test file':<60} {'CPU-s':>8} {'its own':>8} {'started':>8}")
     for name, cpu in (own + started).most_common(args.top):
         print(f"{name:<60} {cpu:8.1f} {own[name]:8.1f} {started[name]:8.1f}")
+    if args.tests:
+        print(f"\n{'test':<100} {'CPU-s':>8} {'its own':>8} {'started':>8}")
+        for name, cpu in (own_test + started_test).most_common(args.tests):
+            print(f"{name[-100:]:<100} {cpu:8.1f} {own_test[name]:8.1f} {started_test[name]:8.1f}")
     sys.exit(exit_code)
 
 
