@@ -47,6 +47,29 @@ def test_a_kimi_plan_at_tp_8_launches_tp_8_on_the_recommended_collective():
     assert "--tp-size 8" in command and "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in command
 
 
+@pytest.mark.parametrize(
+    ("config", "tp", "sglang", "launched"),
+    [
+        (KIMI, "8", "0.5.22", True),  # a public PCIe-IPC curve at 8 ranks prices it
+        (QWEN, "2", "0.5.22", False),  # no curve prices it at 2 ranks: NCCL, priced and launched
+        (KIMI, "8", "0.5.21", False),  # 0.5.21 pins FlashInfer 0.6.18: no PCIe-IPC all-reduce to launch
+    ],
+)
+def test_a_plan_launches_the_all_reduce_it_priced(config, tp, sglang, launched):
+    """The plan's `all-reduce:` line names the collective its passes were priced on, and the launch line sets SGLang's
+    PCIe-IPC switch exactly where that collective is PCIe-IPC (it once priced NCCL and launched PCIe-IPC)."""
+    args = ["box", "--plan", "--config", str(config), "--tp", tp, "--gpu", "rtx-pro-6000", "--regime", "healthy-p2p"]
+    result = _run([*args, "--accept", "2.4", "--sglang", sglang, "--data-dir", str(DATA)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    priced = text.split("all-reduce: ", 1)[1].split(" all-reduce,", 1)[0]
+    command = text.split("launch the choice: ", 1)[1].split(" --", 1)[0]
+    assert priced == ("PCIe-IPC" if launched else "NCCL"), text
+    assert ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in command) == launched, command
+    assert ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1: SGLang's PCIe-IPC all-reduce" in text) == launched
+    assert ("PCIe-IPC all-reduce not launched" in text) == (not launched and sglang == "0.5.22")
+
+
 def test_a_plan_without_a_gpu_or_a_probe_names_gpu_and_a_gpu_count_below_the_tp_is_refused():
     result = _run(_plan_args("--regime", "healthy-p2p", "--accept", "2.4"))
     assert result.exit_code == 2 and "--gpu" in result.output

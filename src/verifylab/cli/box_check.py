@@ -12,9 +12,11 @@ from rich.table import Table
 
 from verifylab.cli._shared import console, err_console
 from verifylab.errors import ParameterError, VerifylabError
-from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
+from verifylab.launch import PCIE_IPC_ENV, AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_plan import BoxPlan, Priced
 from verifylab.span import Span
+
+PCIE_IPC_REASON = "SGLang's PCIe-IPC all-reduce: the collective the plan priced its all-reduces on (it needs P2P)"
 
 
 class CheckError(VerifylabError):
@@ -136,7 +138,10 @@ def launch_words(
         built = build_command(launch, target)
     except LaunchError as exc:
         return (f"no command: {exc}", []) if with_reasons else f"no command: {exc}"
-    return (built.shell(), built.reasons()) if with_reasons else built.shell()
+    if not with_reasons:
+        return built.shell()
+    ipc = [(f"{k}={v}", PCIE_IPC_REASON) for k, v in built.env if k == PCIE_IPC_ENV]
+    return built.shell(), ipc + built.reasons()
 
 
 def _port_free(host: str, port: int) -> bool:

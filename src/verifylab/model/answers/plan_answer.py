@@ -48,9 +48,9 @@ from verifylab.model.pricing.attention import (
     AttentionTerms,
     kv_pool_tokens,
 )
-from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, regime_curve
+from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, pcie_ipc_regime_curve, regime_curve
 from verifylab.model.pricing.pricer import Box
-from verifylab.model.pricing.regimes import PRICED_REGIMES
+from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective
 from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import Span
@@ -88,6 +88,7 @@ class PlanRequest:
     attention_backend: str | None = None  # SGLang's --attention-backend (None: its default for the shape and GPU)
     verify_kernel: str | None = None  # Triton's verify kernel (None: serial, SGLang's)
     kv_cache_dtype: str | None = None  # None: the matching matrix's, else bf16
+    pcie_ipc: bool = False  # the SGLang named runs its PCIe-IPC all-reduce (its launch target says so)
 
     @property
     def decode_context(self) -> float:
@@ -122,6 +123,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 f"allows): drop --tp, give --tp {probed.box.tp}, or probe {req.tp} GPUs"
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
+        collective = Collective.NCCL  # the probe measured NCCL, as `box --probe`'s decision prices and launches
         target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
@@ -136,14 +138,18 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         target, raw = served_model(req.config, req.expert_bits)
         gpu = gpu_named(gpu_key, record.runs.ceilings)
         layout_fits(target, gpu, req.tp)
-        curve, comm = None, "TP 1: no all-reduce"
+        curve, comm, collective = None, "TP 1: no all-reduce", Collective.NCCL
         regime = _regime_of(req.regime)
         if req.tp > 1 and regime is not None:
             if regime not in PRICED_REGIMES:
                 raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
             # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
             curves = inputs(record).curves if regime is Regime.DEGRADED else regime_curves(record)
-            curve, comm = regime_curve(curves, regime, req.tp)
+            ipc = pcie_ipc_regime_curve(curves, regime, req.tp) if req.pcie_ipc else None
+            curve, comm = ipc if ipc is not None else regime_curve(curves, regime, req.tp)
+            collective = Collective.NCCL if ipc is None else Collective.PCIE_IPC
+            if req.pcie_ipc and ipc is None:  # the SGLang named has it, the model cannot price it here: not launched
+                comm += f"; SGLang's PCIe-IPC all-reduce not launched: no curve prices it here at {req.tp} ranks"
         box = Box(
             target,
             gpu,
@@ -181,11 +187,10 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     cap = pool.streams(req.decode_context)
     engine = EngineBands(choice.words(), verify[0], pool, holdout_miss(record)) if matched is not None else None
     plan = _plan(record, req, box, matched, verify[0], cap, engine)
-    p2p = regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
         plan,
-        collective="pcie_ipc" if tp > 1 and p2p else "nccl",
+        collective="pcie_ipc" if collective is Collective.PCIE_IPC else "nccl",  # launched as priced
         attention_backend=choice.backend if choice.launch_refusal is None else None,
         launch_refusal=choice.launch_refusal,
         trust_remote_code=needs_remote_code(raw),
