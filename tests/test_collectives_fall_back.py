@@ -39,6 +39,20 @@ def test_pcie_ipc_past_its_workspace_is_nccl_and_never_below_its_own_source_insi
         assert not isinstance(ipc, str) and ipc.low_us >= us * (1 - 1e-9), (row.id, ipc.low_us, us)
 
 
+def test_the_workspace_is_counted_in_the_served_models_rows():
+    """SGLang sizes PCIe-IPC's workspace in rows of the served model's hidden size: a reduction of 100 rows of a
+    hidden size of 2,048 is past it (NCCL's price), the same bytes for Kimi-K2's 7,168 (28 rows) are within it."""
+    curves = inputs(stored_inputs(Evidence(ROOT / "data"))).curves
+    message = 100 * 2048 * 2.0
+    assert PCIE_IPC_WORKSPACE_ROWS * 2048 * 2 < message < PCIE_IPC_WORKSPACE_ROWS * KIMI_K2_HIDDEN * 2
+    small = curves.price(Regime.HEALTHY_P2P, Collective.PCIE_IPC, 8, message, 2048)
+    kimi = curves.price(Regime.HEALTHY_P2P, Collective.PCIE_IPC, 8, message, KIMI_K2_HIDDEN)
+    nccl = curves.price(Regime.HEALTHY_P2P, Collective.NCCL, 8, message)
+    assert not isinstance(small, str) and not isinstance(kimi, str) and not isinstance(nccl, str)
+    assert (small.low_us, small.high_us) == (nccl.low_us, nccl.high_us) and small.basis.startswith("NCCL: ")
+    assert not kimi.basis.startswith("NCCL: ")
+
+
 def test_no_answer_offers_the_custom_all_reduce_above_two_pcie_gpus():
     ev = Evidence(ROOT / "data")
     r = _regimes(ev)

@@ -145,7 +145,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
             # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
             curves = inputs(record).curves if regime is Regime.DEGRADED else regime_curves(record)
-            ipc = pcie_ipc_regime_curve(curves, regime, req.tp) if req.pcie_ipc else None
+            ipc = pcie_ipc_regime_curve(curves, regime, req.tp, target.hidden) if req.pcie_ipc else None
             curve, comm = ipc if ipc is not None else regime_curve(curves, regime, req.tp)
             collective = Collective.NCCL if ipc is None else Collective.PCIE_IPC
             if req.pcie_ipc and ipc is None:  # the SGLang named has it, the model cannot price it here: not launched

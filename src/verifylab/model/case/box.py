@@ -40,7 +40,7 @@ def case_study_box(
     draft = nccl
     if collective is Collective.PCIE_IPC:
         draft = verify_curve
-        decode = (pcie_ipc_regime_curve(curves, decode_regime, CASE_GPUS) or (decode, ""))[0]
+        decode = (pcie_ipc_regime_curve(curves, decode_regime, CASE_GPUS, target.hidden) or (decode, ""))[0]
     gpu = gpu_named("rtx-pro-6000", ceilings)
     return Box(
         target,

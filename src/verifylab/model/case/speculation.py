@@ -189,4 +189,4 @@ def _verify_curve(model: ModelInputs, regime: Regime, collective: Collective) ->
     """The fused or PCIe-IPC curve of the case study's box in ``regime`` (None: it cannot run there)."""
     if collective is Collective.FUSED:
         return fused_regime_curve(model.curves, regime, CASE_GPUS, model.norm_us, KIMI_K2_HIDDEN)
-    return pcie_ipc_regime_curve(model.curves, regime, CASE_GPUS)
+    return pcie_ipc_regime_curve(model.curves, regime, CASE_GPUS, KIMI_K2_HIDDEN)

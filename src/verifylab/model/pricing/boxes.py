@@ -14,7 +14,7 @@ from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, price_pass, price_step, scenarios
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.span import Span
-from verifylab.vocab import BF16_BYTES, SGLANG_FUSION_MAX_TOKENS, Regime
+from verifylab.vocab import BF16_BYTES, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
 
 CURVE_NAMES = {Collective.NCCL: "NCCL all-reduce", Collective.PCIE_IPC: "PCIe-IPC all-reduce"}
 
@@ -28,9 +28,10 @@ class PricedCollective:
     regime: Regime
     world: int
     collective: Collective
+    hidden: int = KIMI_K2_HIDDEN  # the served model's (PCIe-IPC counts its workspace in rows): the case study's
 
     def __call__(self, message: float) -> Span:
-        price = self.curves.price(self.regime, self.collective, self.world, message)
+        price = self.curves.price(self.regime, self.collective, self.world, message, self.hidden)
         if not isinstance(price, Price):
             raise ModelInputError(f"{REGIME_TITLE.get(self.regime, self.regime.value)} at {self.world} ranks: {price}")
         return Span(price.low_us, price.high_us)
@@ -68,11 +69,16 @@ class MeasuredCurve:
 
 
 def regime_curve(
-    curves: RegimeCurves, regime: Regime, world: int, collective: Collective = Collective.NCCL
+    curves: RegimeCurves,
+    regime: Regime,
+    world: int,
+    collective: Collective = Collective.NCCL,
+    hidden: int = KIMI_K2_HIDDEN,
 ) -> tuple[AllreduceCurve, str]:
     """One all-reduce's range on ``collective`` (NCCL or PCIe-IPC, each from its own curve) at ``world`` ranks in
-    ``regime``, by message bytes; refused where the regime has no curve at that size of group."""
-    at = PricedCollective(curves, regime, world, collective)
+    ``regime``, by message bytes, for a model of ``hidden`` size; refused where the regime has no curve at that size
+    of group."""
+    at = PricedCollective(curves, regime, world, collective, hidden)
     at(world * 2.0**14)  # refuse now, not in the middle of a table
     where = f"{REGIME_TITLE.get(regime, regime.value)}, {world} ranks (chapter 4's curves)"
     return at, f"{CURVE_NAMES[collective]}, {where}"
@@ -94,10 +100,13 @@ def fused_regime_curve(
     )
 
 
-def pcie_ipc_regime_curve(curves: RegimeCurves, regime: Regime, world: int) -> tuple[AllreduceCurve, str] | None:
-    """SGLang's PCIe-IPC all-reduce at ``world`` ranks in ``regime`` (None where it cannot run or has no curve)."""
+def pcie_ipc_regime_curve(
+    curves: RegimeCurves, regime: Regime, world: int, hidden: int
+) -> tuple[AllreduceCurve, str] | None:
+    """SGLang's PCIe-IPC all-reduce at ``world`` ranks in ``regime`` for a model of ``hidden`` size (None where it
+    cannot run or has no curve)."""
     try:
-        return regime_curve(curves, regime, world, Collective.PCIE_IPC)
+        return regime_curve(curves, regime, world, Collective.PCIE_IPC, hidden)
     except ModelInputError:
         return None
 

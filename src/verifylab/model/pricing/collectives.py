@@ -207,21 +207,24 @@ class RegimeCurves:
 
     # ------------------------------------------------------------------------------------------- prices
     @_memoized
-    def price(self, regime: Regime, collective: Collective, world: int, message: float) -> Price | str:
-        """The price of one collective of ``message`` bytes at ``world`` ranks, or why it is not priced."""
+    def price(
+        self, regime: Regime, collective: Collective, world: int, message: float, hidden: int = KIMI_K2_HIDDEN
+    ) -> Price | str:
+        """The price of one collective of ``message`` bytes at ``world`` ranks, or why it is not priced; ``hidden``:
+        the served model's hidden size (PCIe-IPC's workspace is counted in its rows)."""
         if regime is Regime.MEASURED:
-            return self._box(collective, world, message)
+            return self._box(collective, world, message, hidden)
         if collective is Collective.NCCL:
             return self._nccl(regime, world, message)
         if collective is Collective.FUSED:
             return self._fused(regime, world, message)
         if collective is Collective.PCIE_IPC:
-            return self._pcie_ipc(regime, world, message)
+            return self._pcie_ipc(regime, world, message, hidden)
         if collective is Collective.ALL_TO_ALL:
             return self._all_to_all(regime, world, message)
         return self._send(regime, message)
 
-    def _box(self, collective: Collective, world: int, message: float) -> Price | str:
+    def _box(self, collective: Collective, world: int, message: float, hidden: int) -> Price | str:
         """This box's measured curve where the probe measured it; the box's regime for what it did not."""
         box = self.box
         if box is None:
@@ -235,7 +238,7 @@ class RegimeCurves:
             value = box.fused.priced_at(message, (world - 1) / (self.link_gbs * 1e3))
             return Price(value * low, value * high, f"measured on this box: {box.source}, x in-pass factor")
         if box.regime is Regime.NCCL_SLOW and collective is not Collective.NCCL:  # P2P works: priced as healthy
-            priced = self.price(Regime.HEALTHY_P2P, collective, world, message)
+            priced = self.price(Regime.HEALTHY_P2P, collective, world, message, hidden)
             return (
                 priced
                 if isinstance(priced, str)
@@ -243,7 +246,7 @@ class RegimeCurves:
             )
         if box.regime not in PRICED_REGIMES:
             return f"not measured on this box, and its regime is {box.regime} ({box.source} has no verdict)"
-        priced = self.price(box.regime, collective, world, message)
+        priced = self.price(box.regime, collective, world, message, hidden)
         return (
             priced
             if isinstance(priced, str)
@@ -321,7 +324,7 @@ class RegimeCurves:
         low, high = self.in_pass_fused.range_at(message)
         return base.scaled(low, high, f"x {low:.2f}-{high:.2f} inside a pass (fitted on the H200 traces)")
 
-    def _pcie_ipc(self, regime: Regime, world: int, message: float) -> Price | str:
+    def _pcie_ipc(self, regime: Regime, world: int, message: float, hidden: int) -> Price | str:
         """SGLang's PCIe-IPC all-reduce (0.5.21+, FlashInfer >= 0.7.0) from its own public curve, as its source measured
         it (no in-pass factor was measured for this kernel, so none is applied); it needs peer writes, so it runs only
         where P2P works (healthy P2P, and a probed box whose NCCL is slow while its P2P works). Its workspace is sized
@@ -329,7 +332,7 @@ class RegimeCurves:
         (``should_pcie_ipc_ar``), so there the price is NCCL's, and says so."""
         if regime is not Regime.HEALTHY_P2P:
             return "needs working P2P (the kernel writes into the peers' memory): fix P2P first"
-        if message > PCIE_IPC_WORKSPACE_ROWS * KIMI_K2_HIDDEN * 2:
+        if message > PCIE_IPC_WORKSPACE_ROWS * hidden * 2:
             nccl = self._nccl(regime, world, message)
             if isinstance(nccl, str):
                 return nccl
