@@ -202,3 +202,4 @@ def test_plan_for_a_given_probe_prices_the_boxs_own_curve():
     assert "h200 x 2" in result.output and f"this box: run {probe}" in result.output.replace("\n", " ")
     launch = " ".join(result.output.split()).split("launch the choice: ", 1)[1]
     assert "--tp-size 2" in launch and "PCIE_IPC" not in launch  # launched on the NCCL it priced, as `box --probe`
+    assert "PCIe-IPC all-reduce not launched: the probe measured NCCL" in " ".join(result.output.split())

@@ -124,6 +124,12 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
         collective = Collective.NCCL  # the probe measured NCCL, as `box --probe`'s decision prices and launches
+        if req.pcie_ipc and box.tp > 1 and regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW):  # it could run here
+            box = replace(
+                box,
+                comm_source=f"{box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: the probe measured NCCL, "
+                "not it",
+            )
         target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
