@@ -3,13 +3,14 @@ status, a redirect is refused, no answer raises one line."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from verifylab.server import http
+
+from .ports import free_port
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -48,8 +49,6 @@ def test_answers_redirects_and_silence(server):
     assert http.request(server + "/echo", 5.0, {"a": 1}) == (200, b'{"a": 1}')
     with pytest.raises(http.HttpError, match="redirect"):
         http.request(server + "/moved", 5.0)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()  # nothing listens there, and no other process is handed it meanwhile
     with pytest.raises(http.HttpError, match=f"127.0.0.1:{closed}"):
         http.request(f"http://127.0.0.1:{closed}/x", 2.0)
