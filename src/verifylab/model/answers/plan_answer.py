@@ -156,6 +156,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             collective = Collective.NCCL if ipc is None else Collective.PCIE_IPC
             if req.pcie_ipc and ipc is None:  # the SGLang named has it, the model cannot price it here: not launched
                 comm += f"; SGLang's PCIe-IPC all-reduce not launched: no curve prices it here at {req.tp} ranks"
+            # `model speculation` prices NCCL, the all-reduce SGLang runs unless told (its PCIe-IPC is opt-in); the
+            # plan prices what its launch line runs, and its all-reduce line says which
         box = Box(
             target,
             gpu,
