@@ -14,14 +14,15 @@ from typer.testing import CliRunner
 from tests.test_bench import free_port
 from tests.test_speculation_model import QWEN3_MOE
 from verifylab.analysis.box_verify import compare, verdict
-from verifylab.bench.box_verify import VerifySettings, plan_record, run_verify
+from verifylab.bench.box_verify import VerifySettings, plan_record, run_verify, verify_points
 from verifylab.cli import app
 from verifylab.errors import ModelInputError
+from verifylab.launch import PCIE_IPC_ENV, build_command
 from verifylab.model.answers.box_plan import Slo, accept_at, choose
 from verifylab.model.fits.grid import first_grid_fit
 from verifylab.model.inputs.model_costs import Routing
 from verifylab.model.inputs.stored import stored_runs
-from verifylab.server.variants import BaseConfig
+from verifylab.server.variants import BaseConfig, variant_launch
 from verifylab.store.evidence import Evidence
 from verifylab.store.runs import RunStore
 
@@ -128,6 +129,24 @@ def test_a_server_that_fails_to_start_is_reported_and_the_check_goes_on(tmp_path
     v = verdict(runs, "check", table)
     assert v.winner.startswith("plain") and v.measured_cells < v.planned_cells
     assert runs.run("check").parameters["box_plan"]["load"] == 2
+
+
+@pytest.mark.parametrize(
+    ("collective", "tp", "switched"), [("pcie_ipc", 8, True), ("nccl", 8, False), ("pcie_ipc", 1, False)]
+)
+def test_the_check_starts_every_server_on_the_all_reduce_the_plan_priced(fitted, collective, tp, switched):
+    """`--verify` measures what the plan priced: where it priced SGLang's PCIe-IPC all-reduce, every server it starts
+    (the choice, the runner-up, plain decoding) sets its switch; elsewhere none does, and the run records which."""
+    plan = replace(_check_plan(fitted), collective=collective, tp=tp)
+    base = BaseConfig(model_path="m", draft_model_path="d", port=30000, launcher=TEST_LAUNCHER)
+    settings = VerifySettings(base=base, output_tokens=8, label="test double (not data)")
+    target = Evidence(DATA).launch_target("0.5.22")
+    points = verify_points(plan, settings)
+    assert len(points) == len(plan.measured_configs) >= 2
+    for point in points:
+        env = dict(build_command(variant_launch(base, point.variant()), target).env)
+        assert (env.get(PCIE_IPC_ENV) == "1") == switched, (point.name, env)
+    assert plan_record(plan, settings)["collective"] == collective
 
 
 def _check_plan(fitted, load: int = 2):

@@ -46,10 +46,11 @@ class VerifySettings(BaseModel):
     )
 
 
-def point_of(config: Configuration, settings: VerifySettings) -> SpecPoint:
-    """The server of one configuration (its cap on running requests, its held accept length where asked)."""
+def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = False) -> SpecPoint:
+    """The server of one configuration (its cap on running requests, its held accept length where asked; SGLang's
+    PCIe-IPC all-reduce where the plan priced it)."""
     if config.drafter is None:
-        return SpecPoint(max_running=config.max_running)
+        return SpecPoint(max_running=config.max_running, pcie_ipc=pcie_ipc)
     return SpecPoint(
         config.drafter,
         config.draft_tokens,
@@ -57,7 +58,14 @@ def point_of(config: Configuration, settings: VerifySettings) -> SpecPoint:
         settings.token_mode,
         config.max_running,
         settings.hold_accept,
+        pcie_ipc,
     )
+
+
+def verify_points(plan: BoxPlan, settings: VerifySettings) -> list[SpecPoint]:
+    """The servers the check starts, in order: each on the all-reduce the plan priced and its launch line runs."""
+    pcie_ipc = plan.collective == "pcie_ipc" and plan.tp > 1
+    return [point_of(c, settings, pcie_ipc) for c in plan.measured_configs]
 
 
 def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
@@ -90,6 +98,7 @@ def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
         "budget_minutes": plan.budget_minutes,
         "context_tokens": plan.context_tokens,
         "stream_cap": plan.stream_cap,
+        "collective": plan.collective,
         "configs": configs,
         "inputs": plan.inputs,
     }
@@ -115,7 +124,7 @@ def run_verify(
 ) -> pd.DataFrame:
     """Measure the plan's configurations into run ``run_id`` (created, or resumed); the servers' rows."""
     base = settings.base.model_copy(update={"extra_args": _without_cap(settings.base.extra_args)})
-    points = [point_of(c, settings) for c in plan.measured_configs]
+    points = verify_points(plan, settings)
     parameters = {"base": base.model_dump(), "box_plan": plan_record(plan, settings), "verify": settings.model_dump()}
     prompts = verify_prompts(plan)
     return run_points(

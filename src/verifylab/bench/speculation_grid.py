@@ -30,6 +30,7 @@ class SpecPoint:
     token_mode: TokenMode = "fixed"
     max_running: int | None = None  # --max-running-requests of this server (None: the base's)
     hold_accept: bool = True  # SGLang holds the accept length (random weights); False: the traffic's own
+    pcie_ipc: bool = False  # SGLang's PCIe-IPC all-reduce (a box plan's, where it priced it)
 
     @property
     def name(self) -> str:
@@ -43,7 +44,7 @@ class SpecPoint:
         """This server as a variant: its drafter's chain (an n-gram chain one candidate wide), its cap, its held
         accept length."""
         if self.drafter is None:
-            return Variant(name=self.name, max_running=self.max_running)
+            return Variant(name=self.name, max_running=self.max_running, pcie_ipc=self.pcie_ipc)
         held = {SIMULATE_VAR: f"{self.accept_length:g}", TOKEN_MODE_VAR: self.token_mode} if self.hold_accept else {}
         return Variant(
             name=self.name,
@@ -51,6 +52,7 @@ class SpecPoint:
             draft_tokens=self.draft_tokens,
             max_running=self.max_running,
             env=held,
+            pcie_ipc=self.pcie_ipc,
         )
 
 

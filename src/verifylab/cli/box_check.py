@@ -164,6 +164,12 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     )
     for n, config in enumerate(plan.measured_configs, start=1):
         console.print(f"  [{n}] {config.words()}", highlight=False, markup=False)
+    if plan.collective == "pcie_ipc" and plan.tp > 1:
+        console.print(
+            f"  each with {PCIE_IPC_ENV}=1: the all-reduce the plan priced (SGLang's PCIe-IPC)",
+            highlight=False,
+            markup=False,
+        )
     prompts = (
         f"{plan.context_tokens:,}-token prompts (synthetic token ids, each with a prefix of its own: distinct sessions)"
         if plan.context_tokens is not None

@@ -42,6 +42,7 @@ class Variant(BaseModel):
         default_factory=dict, description="environment the server starts with, e.g. SGLANG_SIMULATE_ACC_LEN"
     )
     max_running: int | None = Field(None, ge=1, description="at most this many requests running (None: SGLang's)")
+    pcie_ipc: bool = Field(False, description="SGLang's PCIe-IPC all-reduce (its switch set), as a box plan priced it")
 
 
 DEFAULT_VARIANTS = {
@@ -62,7 +63,9 @@ def variant_launch(base: BaseConfig, variant: Variant) -> SglangLaunch:
         "port": base.port,
         "mem_fraction_static": base.mem_fraction_static,
         "attention_backend": base.attention_backend,
-        "allreduce": AllReduce.FUSED if variant.fusion else AllReduce.NCCL,
+        "allreduce": AllReduce.FUSED
+        if variant.fusion
+        else (AllReduce.PCIE_IPC if variant.pcie_ipc else AllReduce.NCCL),
         "disable_custom_all_reduce": base.disable_custom_all_reduce,
         "max_running_requests": variant.max_running,
         "extra_args": (*base.extra_args, *variant.extra_args),

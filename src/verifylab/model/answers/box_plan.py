@@ -103,7 +103,7 @@ class BoxPlan:
     budget_minutes: float
     inputs: dict[str, str] = field(default_factory=dict)
     tp: int = 1  # the tensor-parallel size the plan was priced at (its command carries it)
-    collective: str = "nccl"  # the all-reduce its command asks for: "pcie_ipc" where P2P works, else NCCL
+    collective: str = "nccl"  # the all-reduce it priced, its command and its check run: "pcie_ipc" or "nccl"
     attention_backend: str | None = None  # the attention backend its command names (the answer's)
     launch_refusal: str | None = None  # why no SGLang command serves the answer (vLLM's prices, a patched kernel)
     trust_remote_code: bool = False  # the model's config names remote code (auto_map)
