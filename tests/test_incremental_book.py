@@ -133,6 +133,10 @@ def test_a_build_with_nothing_changed_renders_nothing_and_a_rebuild_says_which_i
     shutil.copytree(session, root)
     first = build_book(root)
     assert first.rendered  # `verifylab run` recorded no render: this build renders, and says why
+    # `verifylab run` gave each chapter the parameters `verifylab book` gives it but the smoke file's own (a label for
+    # 02 and 03, model settings for 02 and 05): only those three run again, the others are reused
+    executed = sorted(c.name for c in first.chapters if not c.reused)
+    assert executed == ["02_benchmarks", "03_verify_breakdown", "05_recommendations"], executed
     index = root / "_build" / "html" / "index.html"
     stamp = index.stat().st_mtime_ns
     second = build_book(root)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifylab.chapters.registry import CHAPTERS
+from verifylab.chapters.registry import CHAPTERS, parameters_for
 from verifylab.errors import BookBuildError, VerifylabError
 from verifylab.iorw import atomic_write_text
 from verifylab.publish import interrupt
@@ -278,6 +278,13 @@ class BookInterrupted(VerifylabError):
         self.chapters = chapters
 
 
+def run_parameters(mode: str, data_dir: str, run_id: str | None, values: dict[str, Any]) -> dict[str, Any]:
+    """What every chapter of a build is given before its own overrides, each then taking those it declares
+    (``parameters_for``): one rule for `verifylab run` and `verifylab book`, so a chapter one executed with the same
+    values the other reuses instead of executing it again."""
+    return {"mode": mode, "data_dir": data_dir, "run_id": run_id, **values}
+
+
 def build_book(
     root: Path,
     parameters: dict[str, Any] | None = None,
@@ -288,8 +295,8 @@ def build_book(
     """Execute the chapters whose inputs changed (:func:`execute_stale_chapters`), render the HTML book and print
     its pages to PDF; the first failing chapter stops it (``verifylab run`` instead renders failed chapters and
     goes on)."""
-    params = {"mode": "replay", "data_dir": "data", **(parameters or {})}
-    jobs = [(source, params) for source in chapter_sources(root)]
+    params = run_parameters("replay", "data", None, parameters or {})
+    jobs = [(source, parameters_for(source.stem, params)) for source in chapter_sources(root)]
     chapters = execute_stale_chapters(root, jobs, on_chapter, on_cell, force, stop_at_failure=True)
     result = BookResult(chapters=chapters)
     if any(chapter.interrupted for chapter in result.chapters):

@@ -24,6 +24,7 @@ from verifylab.publish.build import (
     execute_chapters,
     execute_stale_chapters,
     render_edition,
+    run_parameters,
 )
 from verifylab.publish.pages import PAGE_KEY, source_pages, write_pages
 from verifylab.publish.paths import GENERATED
@@ -103,7 +104,7 @@ def chapter_jobs(
 ) -> list[tuple[Path, dict[str, Any]]]:
     """(chapter, its parameters) for each source: the shared values, then its own overrides, then ``mode`` when
     given; each chapter gets only the parameters it declares."""
-    shared = {"mode": params.mode, "data_dir": params.data_dir, "run_id": params.run_id, **params.parameters}
+    shared = run_parameters(params.mode, params.data_dir, params.run_id, params.parameters)
     forced = {"mode": mode} if mode else {}
     return [(s, parameters_for(s.stem, shared | params.chapters.get(s.stem, {}) | forced)) for s in sources]
 
