@@ -211,6 +211,25 @@ ENABLED_LINE = (
 )
 
 
+def test_pcie_ipc_in_effect_comes_from_the_log_and_a_fallback_wins():
+    """SGLang's PCIe-IPC all-reduce is opt-in and falls back to NCCL without saying so anywhere but its log: a server
+    asked for it is active only where the log says it is enabled."""
+    ipc = Variant(name="plain", pcie_ipc=True)
+    enabled = "FlashInfer PCIe-IPC all-reduce enabled (world=8, workspace sized on first reduction)"
+    state = effective_state(ipc, {"tp_size": 8}, enabled)
+    assert state.pcie_ipc == "enabled" and state.active and state.as_row()["pcie_ipc"] == "enabled"
+    no_kernel = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE is set but this FlashInfer build has no pcie_ipc_comm; falling back"
+    for log in (f"{no_kernel} to NCCL all-reduce.", f"{enabled}\nFlashInfer PCIe-IPC workspace (max_numel=4) failed"):
+        fell = effective_state(ipc, {"tp_size": 8}, log)
+        assert fell.pcie_ipc == "fell back" and not fell.active and "PCIe-IPC" in fell.inactive_reasons[0]
+    bf16_only = "FlashInfer PCIe-IPC all-reduce serves bf16 only; torch.float32 reductions stay on NCCL."
+    assert effective_state(ipc, {"tp_size": 8}, f"{enabled}\n{bf16_only}").active  # bf16 still runs on it
+    assert effective_state(ipc, {"tp_size": 8}, "").pcie_ipc == "unverified"
+    tp1 = effective_state(ipc, {"tp_size": 1}, enabled)
+    assert tp1.inactive_reasons == ["TP 1: there is no all-reduce for PCIe-IPC"]
+    assert effective_state(Variant(name="plain"), {"tp_size": 8}, enabled).pcie_ipc == "off"  # not asked for
+
+
 def test_fusion_in_effect_comes_from_the_log_not_the_server_args():
     fusion = Variant(name="fusion", fusion=True)
     args = {"tp_size": 2, "flashinfer_allreduce_fusion_backend": "trtllm", "flashinfer_allreduce_fusion": True}

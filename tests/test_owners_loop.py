@@ -131,11 +131,12 @@ def test_the_plan_shows_the_loops_own_stored_error():
     assert f"on {newest.label}, predicted" in said and newest.run_id in said  # the box it ran on, not the one asked
 
 
-def _settings(tmp_path: Path, *extra: str) -> Path:
+def _settings(tmp_path: Path, *extra: str, tp: int = 1, output_tokens: int = 8) -> Path:
     file = tmp_path / "verify.yaml"
     base = {"model_path": "m", "draft_model_path": "d", "port": free_port(), "launcher": TEST_LAUNCHER,
-            "extra_args": ["--step-ms", "2", *extra]}  # fmt: skip
-    file.write_text(yaml.safe_dump({"base": base, "output_tokens": 8, "hold_accept": True, "label": "test double"}))
+            "tp_size": tp, "extra_args": ["--step-ms", "2", *extra]}  # fmt: skip
+    settings = {"base": base, "output_tokens": output_tokens, "hold_accept": True, "label": "test double"}
+    file.write_text(yaml.safe_dump(settings))
     return file
 
 
@@ -157,6 +158,24 @@ def test_a_server_that_ignores_the_accept_length_is_refused_with_its_cells_named
     liar = r"eagle3_\w+: (the server reported accept length 1\.00 against|\d+ request\(s\) accepted 1\.00 tokens)"
     with pytest.raises(CheckError, match=liar):
         verify_on_box(plan, _settings(tmp_path, "--ignore-accept"), tmp_path / "data", "liar")
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
+@pytest.mark.parametrize("falls_back", [False, True])
+def test_a_server_that_runs_without_the_pcie_ipc_the_plan_priced_is_refused(tmp_path, fitted, monkeypatch, falls_back):
+    """A plan priced on SGLang's PCIe-IPC all-reduce is checked on servers started with its switch; one whose log says
+    it fell back to NCCL (a FlashInfer without the kernel) measured another collective: its cells are refused."""
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    plan = replace(plan, tp=2, collective="pcie_ipc")
+    if falls_back:
+        monkeypatch.setenv("VERIFYLAB_SIMULATE_NO_PCIE_IPC", "1")  # read by the test double only
+        with pytest.raises(CheckError, match=r"ran without it \(fell back"):
+            verify_on_box(plan, _settings(tmp_path, tp=2), tmp_path / "data", "check")
+    else:  # requests long enough that a held accept length reads as held (8 tokens quantize it past 5 %)
+        verify_on_box(plan, _settings(tmp_path, tp=2, output_tokens=64), tmp_path / "data", "check")
+    points = Evidence(tmp_path / "data").measured.read_table("check", "box_verify_points")
+    assert set(points["pcie_ipc"]) == {"fell back" if falls_back else "enabled"}
 
 
 @pytest.mark.slow  # starts the test double as each server: make test

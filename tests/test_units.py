@@ -65,6 +65,7 @@ def test_the_state_in_effect_decides_whether_a_variant_counts():
         "active",
         "inactive_reasons",
         "multicast_guard",
+        "pcie_ipc",
         "failure",
     }
 

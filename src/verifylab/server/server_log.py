@@ -44,6 +44,15 @@ FUSION_LOG = [
     ("skipped", r"Skipping allreduce fusion|Disabling flashinfer allreduce fusion permanently"),
     ("enabled", r"AllReduce Fusion enabled and workspace initialized"),
 ]
+# SGLang's PCIe-IPC all-reduce *in effect*, from its log (0.5.21+: pcie_ipc_ar.py): it is opt-in, and a FlashInfer
+# without the kernel, a workspace that fails or deterministic inference leave NCCL running (a fallback wins).
+PCIE_IPC_LOG = [
+    (
+        "fell back",
+        r"falling back to NCCL all-reduce|PCIe-IPC workspace \(max_numel=\d+\) failed|leaving PCIe-IPC all-reduce off",
+    ),
+    ("enabled", r"PCIe-IPC all-reduce enabled"),
+]
 GUARD_LOG = "verifylab multicast guard loaded"
 
 
@@ -80,6 +89,7 @@ class EffectiveState:
     active: bool
     inactive_reasons: list[str] = field(default_factory=list)
     multicast_guard: bool = False  # the server's processes loaded verifylab's sitecustomize guard
+    pcie_ipc: str = "off"  # SGLang's PCIe-IPC all-reduce: enabled / fell back / unverified / off
 
     def as_row(self) -> dict:
         """The columns a ``variant_state`` / ``profile_state`` table stores for a server that started."""
@@ -90,6 +100,7 @@ class EffectiveState:
             "active": self.active,
             "inactive_reasons": "; ".join(self.inactive_reasons),
             "multicast_guard": self.multicast_guard,
+            "pcie_ipc": self.pcie_ipc,
             "failure": "",
         }
 
@@ -97,6 +108,14 @@ class EffectiveState:
 def fusion_in_effect(log_text: str) -> str | None:
     """'skipped' or 'enabled' as SGLang's log says (a skip wins), or None when the log says neither."""
     for state, pattern in FUSION_LOG:
+        if re.search(pattern, log_text, re.IGNORECASE):
+            return state
+    return None
+
+
+def pcie_ipc_in_effect(log_text: str) -> str | None:
+    """'fell back' or 'enabled' as SGLang's log says of its PCIe-IPC all-reduce (a fallback wins), or None."""
+    for state, pattern in PCIE_IPC_LOG:
         if re.search(pattern, log_text, re.IGNORECASE):
             return state
     return None
@@ -132,6 +151,13 @@ def effective_state(variant: Variant, server_info: dict, log_text: str) -> Effec
         reasons.append("baseline is fused (auto-enabled): not a fusion-off baseline")
     if variant.speculative and not spec:
         reasons.append("speculation is off in the running server")
+    ipc = (pcie_ipc_in_effect(log_text) or "unverified") if variant.pcie_ipc and tp > 1 else "off"
+    if variant.pcie_ipc and ipc != "enabled":
+        reasons.append(
+            "TP 1: there is no all-reduce for PCIe-IPC"
+            if tp == 1
+            else f"SGLang's PCIe-IPC all-reduce was asked for and is not in effect ({ipc}: the log says why)"
+        )
     return EffectiveState(
         variant.name,
         args,
@@ -141,6 +167,7 @@ def effective_state(variant: Variant, server_info: dict, log_text: str) -> Effec
         active=not reasons,
         inactive_reasons=reasons,
         multicast_guard=GUARD_LOG in log_text,
+        pcie_ipc=ipc,
     )
 
 

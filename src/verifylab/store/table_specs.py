@@ -71,7 +71,7 @@ _REQUEST = (
 )
 _STATE = (
     "variant:str fusion:str speculative_algorithm:str tp_size:int active:bool inactive_reasons:str "
-    "multicast_guard:bool failure:str"
+    "multicast_guard:bool pcie_ipc:str failure:str"
 )
 _PASS = (
     "path:str variant:str tokens:int layers_measured:int allreduces_per_pass:int pass_ms:float measured_ms:float "

@@ -331,6 +331,16 @@ def main(argv: list[str] | None = None) -> None:
                 f"world_size={args.tp_size}, max_token_num=2048, hidden_dim=7168",
                 flush=True,
             )
+    if os.environ.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE") == "1" and int(args.tp_size or 1) > 1:
+        # the lines SGLang 0.5.22 logs (pcie_ipc_ar.py): a FlashInfer without the kernel falls back, else enabled
+        if os.environ.get("VERIFYLAB_SIMULATE_NO_PCIE_IPC") == "1":
+            print(
+                "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE is set but this FlashInfer build has no pcie_ipc_comm; falling "
+                "back to NCCL all-reduce.",
+                flush=True,
+            )
+        else:
+            print(f"FlashInfer PCIe-IPC all-reduce enabled (world={args.tp_size})", flush=True)
     print("The server is fired up and ready to roll!", flush=True)
     web.run_app(  # a stalled stream must not hold SIGTERM for aiohttp's default 60 s of graceful shutdown
         build_app(args),
