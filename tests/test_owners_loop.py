@@ -4,6 +4,7 @@ notices a lying or dying server and never writes into a run it did not create.""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -68,6 +69,28 @@ def test_a_plan_launches_the_all_reduce_it_priced(config, tp, sglang, launched):
     assert ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in command) == launched, command
     assert ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1: SGLang's PCIe-IPC all-reduce" in text) == launched
     assert ("PCIe-IPC all-reduce not launched" in text) == (not launched and sglang == "0.5.22")
+
+
+def test_model_speculation_on_pcie_ipc_prices_plain_decoding_as_the_plan_does():
+    """One value per question: `box --plan` launches and prices PCIe-IPC at TP 8 with healthy P2P, and `model
+    speculation --pcie-ipc` at the plan's context and load gives its plain decoding the same tok/s; on NCCL (the
+    default) another, and --pcie-ipc where no curve prices it is refused naming why."""
+    box = ["--config", str(QWEN), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p", "--accept", "2.4"]
+    plan = CliRunner().invoke(app, ["box", "--plan", *box, "--data-dir", str(DATA)], env={"COLUMNS": "220"})
+    assert plan.exit_code == 0, plan.output
+    load = int(re.search(r"at (\d+) streams", plan.output).group(1))
+    low, high = map(int, re.search(r"│ plain +│ plain decoding[^│]*│ (\d+)-(\d+)", plan.output).groups())
+    asked = ["model", "speculation", *box, "--context", "320", "--streams", str(load), "--json"]
+    asked += ["--data-dir", str(DATA)]
+    priced = {}
+    for extra in ([], ["--pcie-ipc"]):
+        result = _run([*asked, *extra])
+        assert result.exit_code == 0, result.output
+        row = json.loads(result.output)["rows"][0]
+        priced[bool(extra)] = (round(row["plain_tokens_per_s_low"]), round(row["plain_tokens_per_s_high"]))
+    assert priced[True] == (low, high) != priced[False]  # 320 tokens: the plan's 256 prompt + half of 128 output
+    refused = _run(["model", "speculation", *box[:4], "--tp", "4", *box[6:], "--pcie-ipc", "--data-dir", str(DATA)])
+    assert refused.exit_code == 2 and "no curve prices SGLang's PCIe-IPC all-reduce at 4 ranks" in refused.output
 
 
 def test_a_plan_without_a_gpu_or_a_probe_names_gpu_and_a_gpu_count_below_the_tp_is_refused():

@@ -126,6 +126,12 @@ def model_speculation(
         "probe), a CSV 'path,impl,tokens,us' or nccl-tests output.",
     ),
     path: str | None = typer.Option(None, help="Which NCCL path of --latency (shm, p2p, ...), when it has several."),
+    pcie_ipc: bool = typer.Option(
+        False,
+        "--pcie-ipc",
+        help="Price the all-reduces on SGLang's PCIe-IPC all-reduce (its opt-in switch), as `box --plan` does where "
+        "it launches it; NCCL otherwise. With --regime, where a curve prices it at --tp.",
+    ),
     decode_tok_s: float | None = typer.Option(
         None, help="Your box's plain decoding at one stream (tok/s): sets the host overhead for your box."
     ),
@@ -223,6 +229,7 @@ def model_speculation(
             verify_kernel=verify_kernel,
             kv_cache_dtype=kv_cache_dtype,
             shared_prefix=shared_prefix,
+            pcie_ipc=pcie_ipc,
         )
         reply = speculation_reply(Evidence(data_dir, keep_derived=True), ask)
     except VerifylabError as exc:

@@ -29,7 +29,13 @@ from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.model.inputs.probes import probed_world
 from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION
-from verifylab.model.pricing.boxes import calibrate_decode, latency_curve, layout_fits, regime_curve
+from verifylab.model.pricing.boxes import (
+    calibrate_decode,
+    latency_curve,
+    layout_fits,
+    pcie_ipc_regime_curve,
+    regime_curve,
+)
 from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.speculation import UNPHYSICAL, SpeculationAnswer, answer, gain_flag
 from verifylab.sources import ModelSources
@@ -73,6 +79,7 @@ class SpeculationAsk:
     verify_kernel: str | None = None
     kv_cache_dtype: str | None = None
     shared_prefix: bool = False  # the streams share one prompt prefix: the pool holds it once, no cap
+    pcie_ipc: bool = False  # the all-reduces on SGLang's PCIe-IPC all-reduce (as `box --plan` launches it), not NCCL
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,10 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
     gpu = gpu_named(ask.gpu, stored_runs(runs).ceilings, ask.bandwidth_gbs, ask.tflops)
     layout_fits(target, gpu, ask.tp)  # the same memory check as `box`
+    if ask.pcie_ipc and (ask.regime is None or ask.tp == 1):
+        raise ModelInputError("--pcie-ipc: give --tp above 1 and --regime (the PCIe-IPC curve is a regime's)")
     own_box = ask.latency is None and ask.decode_tok_s is None and ask.bandwidth_gbs is None and ask.tflops is None
+    own_box = own_box and not ask.pcie_ipc  # a public matrix ran its own collective: PCIe-IPC is the model's
     key = None if ask.regime is None else next(k for k, v in REGIME_KEYS.items() if v == ask.regime.value)
     matched = (
         matching_matrix(stored_inputs(ev), target, ask.gpu, ask.tp, key, ask.drafter, ask.draft_tokens)
@@ -139,7 +149,14 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         )
     curve, comm_source = None, "TP 1: no all-reduce"
     if ask.regime is not None:
-        curve, comm_source = regime_curve(inputs(stored_inputs(ev)).curves, ask.regime, ask.tp)
+        curves = inputs(stored_inputs(ev)).curves
+        ipc = pcie_ipc_regime_curve(curves, ask.regime, ask.tp, target.hidden) if ask.pcie_ipc else None
+        if ask.pcie_ipc and ipc is None:
+            raise ModelInputError(
+                f"--pcie-ipc: no curve prices SGLang's PCIe-IPC all-reduce at {ask.tp} ranks with {ask.regime.value} "
+                "(it needs working P2P; chapter 4's public curves)"
+            )
+        curve, comm_source = ipc if ipc is not None else regime_curve(curves, ask.regime, ask.tp)
     elif ask.latency is not None:
         curve, comm_source = latency_curve(_owners_curves(ev, ask, target.hidden), ask.path)
     box = Box(
