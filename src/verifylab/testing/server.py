@@ -305,6 +305,13 @@ def build_app(args: argparse.Namespace) -> web.Application:
     return app
 
 
+def _log_collective(asked: bool, fails: str, fell_back: str, enabled: str) -> None:
+    """A collective's start-up line as SGLang logs it, where it was asked for: ``fell_back`` when the double's
+    ``fails`` variable is 1, else ``enabled``."""
+    if asked:
+        print(fell_back if os.environ.get(fails) == "1" else enabled, flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse(sys.argv[1:] if argv is None else argv)
     for line in (args.log_line or "").split("||"):
@@ -317,30 +324,22 @@ def main(argv: list[str] | None = None) -> None:
         time.sleep(float(args.startup_ms) / 1e3)
     # like SGLang, which logs every server argument at start-up, its API key included
     print(f"server_args=ServerArgs(model_path={args.model_path!r}, api_key={args.api_key!r}, tp_size={args.tp_size})")
-    if args.flashinfer_allreduce_fusion_backend and int(args.tp_size or 1) > 1:
-        # the lines SGLang 0.5.17 logs (flashinfer_comm_fusion.py): a preflight skip without multicast, else success
-        if os.environ.get("VERIFYLAB_SIMULATE_NO_MULTICAST") == "1":
-            print(
-                "FlashInfer workspace preflight probe failed (cuMulticastGetGranularity failed for FlashInfer "
-                "workspace preflight: CUDA_ERROR_NOT_SUPPORTED). Skipping allreduce fusion.",
-                flush=True,
-            )
-        else:
-            print(
-                "FlashInfer AllReduce Fusion enabled and workspace initialized: backend=trtllm, rank=0, "
-                f"world_size={args.tp_size}, max_token_num=2048, hidden_dim=7168",
-                flush=True,
-            )
-    if os.environ.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE") == "1" and int(args.tp_size or 1) > 1:
-        # the lines SGLang 0.5.22 logs (pcie_ipc_ar.py): a FlashInfer without the kernel falls back, else enabled
-        if os.environ.get("VERIFYLAB_SIMULATE_NO_PCIE_IPC") == "1":
-            print(
-                "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE is set but this FlashInfer build has no pcie_ipc_comm; falling "
-                "back to NCCL all-reduce.",
-                flush=True,
-            )
-        else:
-            print(f"FlashInfer PCIe-IPC all-reduce enabled (world={args.tp_size})", flush=True)
+    tp = int(args.tp_size or 1)
+    _log_collective(  # the lines SGLang 0.5.17 logs (flashinfer_comm_fusion.py): a preflight skip without multicast
+        bool(args.flashinfer_allreduce_fusion_backend) and tp > 1,
+        "VERIFYLAB_SIMULATE_NO_MULTICAST",
+        "FlashInfer workspace preflight probe failed (cuMulticastGetGranularity failed for FlashInfer workspace "
+        "preflight: CUDA_ERROR_NOT_SUPPORTED). Skipping allreduce fusion.",
+        "FlashInfer AllReduce Fusion enabled and workspace initialized: backend=trtllm, rank=0, "
+        f"world_size={args.tp_size}, max_token_num=2048, hidden_dim=7168",
+    )
+    _log_collective(  # the lines SGLang 0.5.22 logs (pcie_ipc_ar.py): a FlashInfer without the kernel falls back
+        os.environ.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE") == "1" and tp > 1,
+        "VERIFYLAB_SIMULATE_NO_PCIE_IPC",
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE is set but this FlashInfer build has no pcie_ipc_comm; falling back to NCCL "
+        "all-reduce.",
+        f"FlashInfer PCIe-IPC all-reduce enabled (world={args.tp_size})",
+    )
     print("The server is fired up and ready to roll!", flush=True)
     web.run_app(  # a stalled stream must not hold SIGTERM for aiohttp's default 60 s of graceful shutdown
         build_app(args),
