@@ -64,8 +64,7 @@ def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = F
 
 def verify_points(plan: BoxPlan, settings: VerifySettings) -> list[SpecPoint]:
     """The servers the check starts, in order: each on the all-reduce the plan priced and its launch line runs."""
-    pcie_ipc = plan.collective == "pcie_ipc" and plan.tp > 1
-    return [point_of(c, settings, pcie_ipc) for c in plan.measured_configs]
+    return [point_of(c, settings, plan.sets_pcie_ipc) for c in plan.measured_configs]
 
 
 def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:

@@ -164,7 +164,7 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     )
     for n, config in enumerate(plan.measured_configs, start=1):
         console.print(f"  [{n}] {config.words()}", highlight=False, markup=False)
-    if plan.collective == "pcie_ipc" and plan.tp > 1:
+    if plan.sets_pcie_ipc:
         console.print(
             f"  each with {PCIE_IPC_ENV}=1: the all-reduce the plan priced (SGLang's PCIe-IPC)",
             highlight=False,

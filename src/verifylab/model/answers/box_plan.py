@@ -116,6 +116,11 @@ class BoxPlan:
         """The servers ``--verify`` starts, in order: the choice, the runner-up, plain decoding (once each)."""
         return [p.config for p in _unique((self.chosen, self.runner_up, self.plain))]
 
+    @property
+    def sets_pcie_ipc(self) -> bool:
+        """Whether its servers set SGLang's PCIe-IPC switch: where it priced that all-reduce, at TP > 1."""
+        return self.collective == "pcie_ipc" and self.tp > 1
+
 
 def accept_at(draft_tokens: int, accept: float, stated_for: int) -> float:
     """The mean accept length of a chain of ``draft_tokens`` when ``accept`` was measured with ``stated_for``: each

@@ -124,7 +124,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
         collective = Collective.NCCL  # the probe measured NCCL, as `box --probe`'s decision prices and launches
-        if req.pcie_ipc and box.tp > 1 and regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW):  # it could run here
+        if req.pcie_ipc and probed.policy.custom_allreduce:  # the probe's rule for what writes into peers: P2P works
             box = replace(
                 box,
                 comm_source=f"{box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: the probe measured NCCL, "

@@ -110,8 +110,9 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     layout_fits(target, gpu, ask.tp)  # the same memory check as `box`
     if ask.pcie_ipc and (ask.regime is None or ask.tp == 1):
         raise ModelInputError("--pcie-ipc: give --tp above 1 and --regime (the PCIe-IPC curve is a regime's)")
-    own_box = ask.latency is None and ask.decode_tok_s is None and ask.bandwidth_gbs is None and ask.tflops is None
-    own_box = own_box and not ask.pcie_ipc  # a public matrix ran its own collective: PCIe-IPC is the model's
+    own_box = (  # nothing of the owner's own box, and the collective a public matrix ran (not SGLang's PCIe-IPC)
+        ask.latency is None and ask.decode_tok_s is None and ask.bandwidth_gbs is None and ask.tflops is None
+    ) and not ask.pcie_ipc
     key = None if ask.regime is None else next(k for k, v in REGIME_KEYS.items() if v == ask.regime.value)
     matched = (
         matching_matrix(stored_inputs(ev), target, ask.gpu, ask.tp, key, ask.drafter, ask.draft_tokens)
