@@ -319,6 +319,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "verifylab", "verifylab.errors", "verifylab.vocab", "verifylab.span", "verifylab.command_line",
         "verifylab.derived", "verifylab.iorw", "verifylab.intake", "verifylab.redact", "verifylab.shapes",
         "verifylab.selection", "verifylab.stats", "verifylab.strict_yaml", "verifylab.lifetime", "verifylab.guard",
+        "verifylab.rendezvous",
         "verifylab.launch", "verifylab.data", "verifylab.csv_cells", "verifylab.reported",
     ),
     ("verifylab.host", "verifylab.sources", "verifylab.report"),  # the machine; what the model reads; rendering

@@ -63,6 +63,25 @@ def _ranks_under(tmp_path: Path, monkeypatch, fault: str) -> None:
     monkeypatch.setattr(probe.sys, "executable", str(write_launcher(tmp_path, ["--rank", fault])))
 
 
+@pytest.mark.slow  # starts processes (ranks): make test
+def test_the_ranks_meet_in_their_own_folder_whatever_holds_the_ports(tmp_path: Path, monkeypatch):
+    """The ranks' rendezvous is a file of the probe's own: a port another process holds (here: every port the
+    probe could have been handed) and a rendezvous file a killed probe left behind stop nothing. Meeting on a TCP
+    port chosen by binding port 0 and closing it, rank 0 found the port taken and the probe failed."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()
+        monkeypatch.setattr(socket.socket, "getsockname", lambda self: taken)  # whatever is bound: the held port
+        work = tmp_path / "w"
+        work.mkdir()
+        (work / "rendezvous").write_bytes(b"keys of a probe that was killed")
+        raw = run_probe(_cfg(tokens=[1], replays=3, calls=1, subgroup_tokens=[1]), work)
+    assert [r["rank"] for r in raw.ranks] == [0, 1]
+
+
 @pytest.mark.slow  # starts processes (ranks, servers) or kills them: make test
 def test_a_rank_that_dies_ends_all_with_one_line(tmp_path: Path, monkeypatch):
     _ranks_under(tmp_path, monkeypatch, "1:allreduce")

@@ -14,7 +14,6 @@ import math
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from verifylab.comm.rank_state import GROUP_NAME
 from verifylab.errors import CommProbeError
 from verifylab.guard import guarded_env
 from verifylab.iorw import atomic_write_json
+from verifylab.rendezvous import RENDEZVOUS_TIMEOUT, fresh_rendezvous
 
 NCCL_SUBSYS = "INIT,ENV,P2P,SHM,NET,GRAPH,TUNING"
 Progress = Callable[[int, int, str], None]  # (steps done, steps in all, what is running)
@@ -174,12 +174,6 @@ def resolve_devices(cfg: ProbeConfig) -> tuple[int, list[int]]:
     return len(gpus), gpus  # one GPU: its identity, NCCL's version and the checks; TP 1 has no all-reduce to judge
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _kill(procs: list[subprocess.Popen]) -> None:
     for proc in procs:
         if proc.poll() is None:
@@ -240,7 +234,8 @@ def run_probe(cfg: ProbeConfig, work: Path, progress: Progress | None = None) ->
             peers = _measure_peers(devices, work, env, cfg.timeout)
         seconds["host_and_peers"] = round(time.monotonic() - began, 2)
     p2p_everywhere = all(p["can_access_peer"] for p in peers) if peers else cfg.backend == "nccl"
-    spec = RankSpec(cfg.model_dump(mode="json"), world, devices, _free_port(), str(work), p2p_everywhere)
+    rendezvous = str(fresh_rendezvous(work, "rendezvous"))
+    spec = RankSpec(cfg.model_dump(mode="json"), world, devices, rendezvous, str(work), p2p_everywhere)
     spec_path = work / "spec.json"
     atomic_write_json(spec_path, asdict(spec))
     started = time.monotonic()
@@ -255,7 +250,9 @@ def run_probe(cfg: ProbeConfig, work: Path, progress: Progress | None = None) ->
 
 
 # A rank whose rendezvous timed out waiting for the others (torch's store): initialisation that never completed
-STORE_TIMEOUT = re.compile(r"DistStoreError|Timed out after .* waiting for clients|timed out .* rendezvous", re.I)
+STORE_TIMEOUT = re.compile(
+    rf"DistStoreError|{RENDEZVOUS_TIMEOUT}|Timed out after .* waiting for clients|timed out .* rendezvous", re.I
+)
 
 
 def _run_ranks(

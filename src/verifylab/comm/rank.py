@@ -20,6 +20,7 @@ from verifylab.comm.config import ProbeConfig
 from verifylab.comm.rank_state import WORLD, Phases, RankResult, RankSpec, group_name, subgroups
 from verifylab.comm.timing import CHECK_TOLERANCE, Mode, RankSample, relative_error, time_samples
 from verifylab.iorw import atomic_write_text
+from verifylab.rendezvous import rendezvous_store
 
 FLASHINFER_RANKS = (2, 4, 8, 16)  # the TRT-LLM all-reduce kernels are instantiated for these world sizes
 
@@ -36,18 +37,19 @@ class Prober:
         self.out = Path(spec.out)
         self.phases = Phases(rank, self.out)
         self.phases.enter("init")
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec.port))
         if self.cuda:
             self.device = torch.device("cuda", spec.devices[rank])
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
         kwargs: dict[str, Any] = {"device_id": self.device} if self.cuda else {}
+        timeout = timedelta(seconds=self.cfg.timeout)
         dist.init_process_group(
             self.cfg.backend,
+            store=rendezvous_store(spec.rendezvous, spec.world, timeout),
             rank=rank,
             world_size=spec.world,
-            timeout=timedelta(seconds=self.cfg.timeout),
+            timeout=timeout,
             **kwargs,
         )
         self.dist, self.torch = dist, torch

@@ -22,7 +22,7 @@ class RankSpec:
     config: dict
     world: int
     devices: list[int]  # CUDA device per rank (empty for gloo)
-    port: int
+    rendezvous: str  # the ranks' FileStore file (verifylab.rendezvous)
     out: str
     p2p_everywhere: bool  # every pair can access its peers' memory (FlashInfer's kernels need it)
 

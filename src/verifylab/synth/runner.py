@@ -13,7 +13,6 @@ import gzip
 import json
 import os
 import shutil
-import socket
 import statistics
 import time
 from datetime import timedelta
@@ -25,6 +24,7 @@ from pydantic import BaseModel, Field, model_validator
 from verifylab.errors import ParameterError, SynthError
 from verifylab.iorw import atomic_path, atomic_write_text
 from verifylab.lifetime import die_with
+from verifylab.rendezvous import fresh_rendezvous, rendezvous_store
 from verifylab.shapes import KIMI_K2, ModelShape, ShardShape, small_shape
 
 STEP_PREFIX = "verify_step#"
@@ -94,12 +94,6 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _shape(cfg: SynthConfig):
     """The model and its shard this configuration runs: Kimi-K2's at hidden 7168, else a small one."""
     model = (
@@ -145,7 +139,7 @@ def _comm(cfg: SynthConfig, rank: int, gpu: bool):
 
 
 def _worker(
-    rank: int, cfg: SynthConfig, port: int, out_dir: str, caller: tuple[int, dict[str, str]] | None = None
+    rank: int, cfg: SynthConfig, rendezvous: str, out_dir: str, caller: tuple[int, dict[str, str]] | None = None
 ) -> None:
     if caller is not None:  # forked from the rank server: it ends with the caller, and sees the caller's environment
         pid, environ = caller
@@ -162,10 +156,11 @@ def _worker(
     out = Path(out_dir)
     phases = Phases(rank, out)
     phases.enter("init")
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     distributed = cfg.backend != "none"
     if distributed:
-        dist.init_process_group(cfg.backend, rank=rank, world_size=cfg.ranks, timeout=timedelta(seconds=cfg.timeout))
+        timeout = timedelta(seconds=cfg.timeout)
+        store = rendezvous_store(rendezvous, cfg.ranks, timeout)
+        dist.init_process_group(cfg.backend, store=store, rank=rank, world_size=cfg.ranks, timeout=timeout)
     gpu = cfg.on_gpu
     device = torch.device("cuda", rank) if gpu else torch.device("cpu")
     if gpu:
@@ -289,14 +284,14 @@ RANK_PRELOAD = ["torch", "torch.distributed", "torch.profiler", "verifylab.synth
 CPU_RANK_PRELOAD = [*RANK_PRELOAD, "torch._inductor"]
 
 
-def _start_ranks(cfg: SynthConfig, port: int, out: Path):
+def _start_ranks(cfg: SynthConfig, rendezvous: Path, out: Path):
     import multiprocessing
 
     import torch.multiprocessing as mp
 
     preload = CPU_RANK_PRELOAD if cfg.backend == "gloo" else RANK_PRELOAD
     multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
-    args = (cfg, port, str(out), (os.getpid(), dict(os.environ)))
+    args = (cfg, str(rendezvous), str(out), (os.getpid(), dict(os.environ)))
     return mp.start_processes(_worker, args=args, nprocs=cfg.ranks, join=False, start_method="forkserver")
 
 
@@ -311,12 +306,12 @@ def run_synth_verify(cfg: SynthConfig) -> dict:
         raise ParameterError("--profile-dir is required: it receives one trace per rank")
     out = Path(cfg.profile_dir)
     out.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    rendezvous = fresh_rendezvous(out, f"{SIDECAR_PREFIX}-rendezvous")  # removed with the sidecars
     try:
         if cfg.ranks == 1:
-            _worker(0, cfg, port, str(out))
+            _worker(0, cfg, str(rendezvous), str(out))
         else:
-            _join(_start_ranks(cfg, port, out), cfg, out)
+            _join(_start_ranks(cfg, rendezvous, out), cfg, out)
         times = {}
         for rank in range(cfg.ranks):
             times[rank] = json.loads(sidecar(out, rank, "times.json").read_text())
