@@ -222,3 +222,69 @@ def test_plan_for_a_given_probe_prices_the_boxs_own_curve():
     launch = " ".join(result.output.split()).split("launch the choice: ", 1)[1]
     assert "--tp-size 2" in launch and "PCIE_IPC" not in launch  # launched on the NCCL it priced, as `box --probe`
     assert "PCIe-IPC all-reduce not launched: the probe measured NCCL" in " ".join(result.output.split())
+
+
+def test_a_probed_box_whose_nccl_is_slow_is_planned_on_the_pcie_ipc_its_decision_names_first(tmp_path):
+    """NCCL slow while P2P works: `box --probe` names SGLang's PCIe-IPC all-reduce as the fix, so `box --plan --probe`
+    with an SGLang that runs it prices and launches it (its public curve at 8 ranks, P2P working on this box; this
+    box's own slow NCCL past the workspace); an SGLang without it, and a healthy box, keep the NCCL the probe
+    measured and say why."""
+    import shutil
+
+    from verifylab.testing.probe_double import RUN_ID, write_probe_double
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    slow = write_probe_double(data, "20261206-000001-8xrtx-pro-6000-nccl-slow-double", nccl_slowdown=3.0)
+    write_probe_double(data)
+    kimi = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "kimi-k2.5-int4")
+
+    def plan(probe: str, *extra: str) -> tuple[str, str]:
+        args = ["box", "--plan", "--probe", probe, "--config", kimi, "--context", "8192", "--load", "32", *extra]
+        result = CliRunner().invoke(app, [*args, "--data-dir", str(data)])
+        assert result.exit_code == 0, result.output
+        words = " ".join(result.output.split())
+        return words.split("all-reduce: ", 1)[1].split(" weights: ", 1)[0], words.split("launch the choice: ", 1)[1]
+
+    priced, launched = plan(slow)
+    assert priced.startswith("PCIe-IPC all-reduce") and f"to NCCL: NCCL all-reduce on p2p, run {slow}" in priced
+    assert launched.startswith(f"{PCIE_IPC_ENV}=1 ")
+    priced, launched = plan(slow, "--sglang", "0.5.21")  # its FlashInfer pin has no PCIe-IPC kernel
+    assert priced.startswith("NCCL all-reduce on p2p") and PCIE_IPC_ENV not in launched
+    priced, launched = plan(RUN_ID)
+    assert priced.startswith("NCCL all-reduce on p2p") and "its NCCL is not slow" in priced
+    assert PCIE_IPC_ENV not in launched
+
+
+def test_pcie_ipc_on_a_slow_nccl_box_past_its_workspace_is_that_boxs_nccl(tmp_path):
+    """A reduction past PCIe-IPC's workspace runs on the box's own NCCL: on a box whose NCCL is slow it is priced at
+    the probe's slow curve, never at the healthy public NCCL."""
+    import shutil
+
+    from verifylab.model.fits.in_pass import regime_curves
+    from verifylab.model.inputs.probes import probe_run
+    from verifylab.model.inputs.stored import stored_inputs
+    from verifylab.model.pricing.collectives import PCIE_IPC_WORKSPACE_ROWS
+    from verifylab.model.pricing.regimes import Collective, Price
+    from verifylab.testing.probe_double import write_probe_double
+    from verifylab.vocab import KIMI_K2_HIDDEN, Regime
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    slow = write_probe_double(data, "20261206-000001-8xrtx-pro-6000-nccl-slow-double", nccl_slowdown=3.0)
+    ev = Evidence(data)
+    curves = regime_curves(stored_inputs(ev))
+    curves.box = probe_run(ev.measured, slow)  # priced as this box (a test double is never the book's box)
+    past = 4.0 * PCIE_IPC_WORKSPACE_ROWS * KIMI_K2_HIDDEN * 2
+    ipc, box_nccl, healthy = (
+        curves.price(regime, collective, 8, past)
+        for regime, collective in (
+            (Regime.MEASURED, Collective.PCIE_IPC),
+            (Regime.MEASURED, Collective.NCCL),
+            (Regime.HEALTHY_P2P, Collective.NCCL),
+        )
+    )
+    assert isinstance(ipc, Price) and isinstance(box_nccl, Price) and isinstance(healthy, Price)
+    assert (ipc.low_us, ipc.high_us) == (box_nccl.low_us, box_nccl.high_us) > (healthy.high_us, healthy.high_us)
+    within = curves.price(Regime.MEASURED, Collective.PCIE_IPC, 8, 8.0 * KIMI_K2_HIDDEN * 2)
+    assert isinstance(within, Price) and "P2P works on this box" in within.basis

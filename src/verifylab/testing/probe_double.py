@@ -2,7 +2,9 @@
 study's box), written into a scratch data folder so that ``verifylab box --probe`` can be run on it in tests. Marked a
 test double in its manifest; its numbers never enter ``data/`` or the book. Its NCCL curve is the public healthy-P2P
 rows of that box (the shipped table's NCCL latencies for 8 x RTX PRO 6000, interpolated over the message size);
-nothing else is measured (no fused kernel checked: fusion is off by its policy, as a probe without ``--extra``)."""
+nothing else is measured (no fused kernel checked: fusion is off by its policy, as a probe without ``--extra``).
+Its NCCL-slow variant (``nccl_slowdown``) is the same box with every NCCL latency that many times the public one and
+the verdict a probe gives where P2P works and NCCL alone is slow."""
 
 from __future__ import annotations
 
@@ -49,9 +51,17 @@ def _at(points: list[tuple[float, float]], size: float) -> float:
     return u1 + max(u1 - u0, 0.0) / (b1 - b0) * (size - b1)
 
 
-def write_probe_double(data_dir: Path, run_id: str = RUN_ID) -> str:
-    """Write the double's run into ``data_dir/runs`` (a scratch copy of a data folder) and return its id."""
-    points = _public_nccl(data_dir)
+def write_probe_double(data_dir: Path, run_id: str = RUN_ID, nccl_slowdown: float | None = None) -> str:
+    """Write the double's run into ``data_dir/runs`` (a scratch copy of a data folder) and return its id; with
+    ``nccl_slowdown``, the NCCL-slow box (P2P works, NCCL's all-reduce that many times the public one)."""
+    points = [(b, us * (nccl_slowdown or 1.0)) for b, us in _public_nccl(data_dir)]
+    regime = "healthy P2P" if nccl_slowdown is None else "NCCL slow, P2P works"
+    slower = "" if nccl_slowdown is None else f", every NCCL latency x {nccl_slowdown:g}"
+    fix = (
+        "nothing to fix: price the options with the healthy-P2P curves"
+        if nccl_slowdown is None
+        else "a faster collective, not the platform: SGLang's PCIe-IPC all-reduce (test double)"
+    )
     run = data_dir / "runs" / run_id
     run.mkdir(parents=True)
     latency = pd.DataFrame(
@@ -65,11 +75,10 @@ def write_probe_double(data_dir: Path, run_id: str = RUN_ID) -> str:
     reference = 4 * HIDDEN * 2
     verdict = pd.DataFrame(
         [
-            {"world": WORLD, "regime": "healthy P2P", "transport": "p2p", "reference_tokens": 4,
-             "reference_bytes": reference, "allreduce_us": _at(points, reference), "band": "healthy P2P (test double)",
-             "reason": "a test double: the public healthy-P2P curve of 8 x RTX PRO 6000",
-             "fix_hypothesis": "nothing to fix: price the options with the healthy-P2P curves", "group": "all",
-             "refused_paths": ""}
+            {"world": WORLD, "regime": regime, "transport": "p2p", "reference_tokens": 4,
+             "reference_bytes": reference, "allreduce_us": _at(points, reference), "band": f"{regime} (test double)",
+             "reason": "a test double: the public healthy-P2P curve of 8 x RTX PRO 6000" + slower,
+             "fix_hypothesis": fix, "group": "all", "refused_paths": ""}
         ]
     )  # fmt: skip
     ranks = pd.DataFrame(
@@ -81,7 +90,7 @@ def write_probe_double(data_dir: Path, run_id: str = RUN_ID) -> str:
     manifest = {
         "schema_version": 3,
         "run_id": run_id,
-        "label": f"{WORLD} x RTX PRO 6000 (PCIe), healthy P2P: a test double, never evidence",
+        "label": f"{WORLD} x RTX PRO 6000 (PCIe), {regime}: a test double, never evidence",
         "created": "2026-12-06T00:00:00+00:00",
         "host": "test double",
         "gpu_name": GPU_NAME,

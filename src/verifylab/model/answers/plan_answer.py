@@ -48,7 +48,13 @@ from verifylab.model.pricing.attention import (
     AttentionTerms,
     kv_pool_tokens,
 )
-from verifylab.model.pricing.boxes import calibrate_decode, layout_fits, pcie_ipc_regime_curve, regime_curve
+from verifylab.model.pricing.boxes import (
+    calibrate_decode,
+    layout_fits,
+    pcie_ipc_regime_curve,
+    probed_pcie_ipc_curve,
+    regime_curve,
+)
 from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective
 from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
@@ -125,11 +131,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
         collective = Collective.NCCL  # the probe measured NCCL, as `box --probe`'s decision prices and launches
         if req.pcie_ipc and probed.policy.custom_allreduce:  # the probe's rule for what writes into peers: P2P works
-            box = replace(
-                box,
-                comm_source=f"{box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: the probe measured NCCL, "
-                "not it",
-            )
+            box, collective = _probed_pcie_ipc(record, box, probed.regime)
         target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
@@ -213,6 +215,27 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         context_tokens=req.context,
         stream_cap=cap,
     )
+
+
+def _probed_pcie_ipc(record: StoredInputs, box: Box, regime: Regime) -> tuple[Box, Collective]:
+    """A probed box whose P2P works, served by an SGLang that has the PCIe-IPC all-reduce: where its NCCL is slow (the
+    fix its decision names first) and a public curve prices PCIe-IPC at its TP, the plan prices and launches it (the
+    box's own NCCL past the workspace); a healthy box keeps the NCCL its probe measured."""
+    assert box.allreduce_us is not None  # P2P works between ranks: TP > 1
+    ipc = (
+        probed_pcie_ipc_curve(regime_curves(record), box.tp, box.target.hidden, box.allreduce_us, box.comm_source)
+        if regime is Regime.NCCL_SLOW
+        else None
+    )
+    if ipc is not None:
+        return replace(box, allreduce_us=ipc[0], comm_source=ipc[1]), Collective.PCIE_IPC
+    why = (
+        f"no public curve prices it at {box.tp} ranks"
+        if regime is Regime.NCCL_SLOW
+        else "the probe measured NCCL on this box, and its NCCL is not slow"
+    )
+    words = f"{box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: {why}"
+    return replace(box, comm_source=words), Collective.NCCL
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:

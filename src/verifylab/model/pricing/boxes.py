@@ -10,7 +10,7 @@ from verifylab.errors import ModelInputError
 from verifylab.model.inputs.curves import Curve
 from verifylab.model.inputs.gpus import Gpu
 from verifylab.model.inputs.model_costs import ModelCosts
-from verifylab.model.pricing.collectives import RegimeCurves
+from verifylab.model.pricing.collectives import RegimeCurves, pcie_ipc_holds
 from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, price_pass, price_step, scenarios
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.span import Span
@@ -109,6 +109,33 @@ def pcie_ipc_regime_curve(
         return regime_curve(curves, regime, world, Collective.PCIE_IPC, hidden)
     except ModelInputError:
         return None
+
+
+@dataclass(frozen=True)
+class PcieIpcOverBoxNccl:
+    """SGLang's PCIe-IPC all-reduce on a probed box whose P2P works: its public curve where the workspace holds the
+    reduction, this box's own NCCL (as its probe measured it) past it, where SGLang hands the reduction to NCCL."""
+
+    pcie_ipc: AllreduceCurve
+    nccl: AllreduceCurve
+    hidden: int  # the served model's: the workspace is counted in its rows
+
+    def __call__(self, message: float) -> Span:
+        return self.pcie_ipc(message) if pcie_ipc_holds(message, self.hidden) else self.nccl(message)
+
+
+def probed_pcie_ipc_curve(
+    curves: RegimeCurves, world: int, hidden: int, nccl: AllreduceCurve, nccl_source: str
+) -> tuple[AllreduceCurve, str] | None:
+    """SGLang's PCIe-IPC all-reduce at ``world`` ranks on a probed box whose P2P works (its NCCL may be slow), with
+    ``nccl`` (the probe's curve) past the workspace; None where no public curve prices PCIe-IPC at ``world`` ranks."""
+    ipc = pcie_ipc_regime_curve(curves, Regime.HEALTHY_P2P, world, hidden)
+    if ipc is None:
+        return None
+    return PcieIpcOverBoxNccl(ipc[0], nccl, hidden), (
+        f"{ipc[1]}: P2P works on this box (its probe), the box was not measured on it; past the decode-sized "
+        f"workspace SGLang hands the reduction to NCCL: {nccl_source}"
+    )
 
 
 def latency_curve(curves: list[Curve], path: str | None) -> tuple[AllreduceCurve, str]:

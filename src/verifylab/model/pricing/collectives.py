@@ -47,6 +47,12 @@ from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 PCIE_IPC_WORKSPACE_ROWS = 64
 
 
+def pcie_ipc_holds(message: float, hidden: int) -> bool:
+    """Whether PCIe-IPC's workspace holds a reduction of ``message`` bytes of a model of ``hidden`` size (bf16
+    rows); SGLang hands a larger one to NCCL (``should_pcie_ipc_ar``)."""
+    return message <= PCIE_IPC_WORKSPACE_ROWS * hidden * 2
+
+
 @dataclass
 class RegimeCurves:
     """Prices of every collective in every priced regime, from one Evidence's public table and measured runs."""
@@ -238,6 +244,8 @@ class RegimeCurves:
             value = box.fused.priced_at(message, (world - 1) / (self.link_gbs * 1e3))
             return Price(value * low, value * high, f"measured on this box: {box.source}, x in-pass factor")
         if box.regime is Regime.NCCL_SLOW and collective is not Collective.NCCL:  # P2P works: priced as healthy
+            if collective is Collective.PCIE_IPC and not pcie_ipc_holds(message, hidden):
+                return self._box(Collective.NCCL, world, message, hidden)  # handed to this box's NCCL: the slow one
             priced = self.price(Regime.HEALTHY_P2P, collective, world, message, hidden)
             return (
                 priced
@@ -332,7 +340,7 @@ class RegimeCurves:
         (``should_pcie_ipc_ar``), so there the price is NCCL's, and says so."""
         if regime is not Regime.HEALTHY_P2P:
             return "needs working P2P (the kernel writes into the peers' memory): fix P2P first"
-        if message > PCIE_IPC_WORKSPACE_ROWS * hidden * 2:
+        if not pcie_ipc_holds(message, hidden):
             nccl = self._nccl(regime, world, message)
             if isinstance(nccl, str):
                 return nccl
