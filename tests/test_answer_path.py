@@ -85,9 +85,12 @@ def test_a_fit_that_reads_the_store_is_on_the_path(answer_path):
 # are the same under that rule, measured again at b19bf01: 150, 129, 110). The case study's ``inputs`` takes the record
 # itself (it called ``inputs_of``): the decision page's 150. ``box --plan`` 112 since it prices the all-reduce it
 # launches (SGLang's PCIe-IPC where it runs and a curve prices it; it priced NCCL and launched PCIe-IPC before): the
-# PCIe-IPC curve, its price and the link rate past the curve's sizes are 3 more stays.
+# PCIe-IPC curve, its price and the link rate past the curve's sizes are 3 more stays. 121 since it launches PCIe-IPC
+# only where the model's best configuration has more goodput on it than on NCCL at the owner's load (at 32 streams
+# Kimi-K2.5's verify on PCIe-IPC is no faster): the public matrix's rates do not see the all-reduce, so the choice
+# prices both on the model (its rates, speculation's gains, the calibration carried over from NCCL: 9 stays).
 WALK_BEFORE = {"decision-speculation": 150, "box-plan": 129, "model-speculation": 110}
-WALK_AFTER = {"decision-speculation": 150, "box-plan": 112, "model-speculation": 36}
+WALK_AFTER = {"decision-speculation": 150, "box-plan": 121, "model-speculation": 36}
 
 
 @pytest.mark.parametrize("answer", sorted(WALK_AFTER))

@@ -42,25 +42,30 @@ def _plan_args(*extra: str) -> list[str]:
 
 
 def test_a_kimi_plan_at_tp_8_launches_tp_8_on_the_recommended_collective():
-    result = _run(_plan_args("--gpu", "rtx-pro-6000", "--gpus", "8", "--regime", "healthy-p2p", "--accept", "2.4"))
+    args = _plan_args(
+        "--gpu", "rtx-pro-6000", "--gpus", "8", "--regime", "healthy-p2p", "--accept", "2.4", "--load", "8"
+    )
+    result = _run(args)
     assert result.exit_code == 0, result.output
     command = " ".join(result.output.split())
     assert "--tp-size 8" in command and "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in command
 
 
 @pytest.mark.parametrize(
-    ("config", "tp", "sglang", "launched"),
+    ("config", "tp", "sglang", "load", "launched"),
     [
-        (KIMI, "8", "0.5.22", True),  # a public PCIe-IPC curve at 8 ranks prices it
-        (QWEN, "2", "0.5.22", False),  # no curve prices it at 2 ranks: NCCL, priced and launched
-        (KIMI, "8", "0.5.21", False),  # 0.5.21 pins FlashInfer 0.6.18: no PCIe-IPC all-reduce to launch
+        (KIMI, "8", "0.5.22", "8", True),  # a public PCIe-IPC curve at 8 ranks prices it, with more goodput
+        (KIMI, "8", "0.5.22", "32", False),  # priced, but not 2% more goodput at both ends: NCCL, SGLang's default
+        (QWEN, "2", "0.5.22", "8", False),  # no curve prices it at 2 ranks: NCCL, priced and launched
+        (KIMI, "8", "0.5.21", "8", False),  # 0.5.21 pins FlashInfer 0.6.18: no PCIe-IPC all-reduce to launch
     ],
 )
-def test_a_plan_launches_the_all_reduce_it_priced(config, tp, sglang, launched):
+def test_a_plan_launches_the_all_reduce_it_priced(config, tp, sglang, load, launched):
     """The plan's `all-reduce:` line names the collective its passes were priced on, and the launch line sets SGLang's
-    PCIe-IPC switch exactly where that collective is PCIe-IPC (it once priced NCCL and launched PCIe-IPC)."""
+    PCIe-IPC switch exactly where that collective is PCIe-IPC (it once priced NCCL and launched PCIe-IPC); where the
+    SGLang named has it and a curve prices it, the plan launches it only where it prices more goodput at the load."""
     args = ["box", "--plan", "--config", str(config), "--tp", tp, "--gpu", "rtx-pro-6000", "--regime", "healthy-p2p"]
-    result = _run([*args, "--accept", "2.4", "--sglang", sglang, "--data-dir", str(DATA)])
+    result = _run([*args, "--accept", "2.4", "--load", load, "--sglang", sglang, "--data-dir", str(DATA)])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     priced = text.split("all-reduce: ", 1)[1].split(" all-reduce,", 1)[0]
@@ -72,11 +77,14 @@ def test_a_plan_launches_the_all_reduce_it_priced(config, tp, sglang, launched):
 
 
 def test_model_speculation_on_pcie_ipc_prices_plain_decoding_as_the_plan_does():
-    """One value per question: `box --plan` launches and prices PCIe-IPC at TP 8 with healthy P2P, and `model
+    """One value per question: `box --plan` launches and prices PCIe-IPC at TP 8 with healthy P2P (at 4 streams, where
+    it has more goodput than NCCL), and `model
     speculation --pcie-ipc` at the plan's context and load gives its plain decoding the same tok/s; on NCCL (the
     default) another, and --pcie-ipc where no curve prices it is refused naming why."""
     box = ["--config", str(QWEN), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p", "--accept", "2.4"]
-    plan = CliRunner().invoke(app, ["box", "--plan", *box, "--data-dir", str(DATA)], env={"COLUMNS": "220"})
+    plan = CliRunner().invoke(
+        app, ["box", "--plan", *box, "--load", "4", "--data-dir", str(DATA)], env={"COLUMNS": "220"}
+    )
     assert plan.exit_code == 0, plan.output
     load = int(re.search(r"at (\d+) streams", plan.output).group(1))
     low, high = map(int, re.search(r"│ plain +│ plain decoding[^│]*│ (\d+)-(\d+)", plan.output).groups())
@@ -91,6 +99,31 @@ def test_model_speculation_on_pcie_ipc_prices_plain_decoding_as_the_plan_does():
     assert priced[True] == (low, high) != priced[False]  # 320 tokens: the plan's 256 prompt + half of 128 output
     refused = _run(["model", "speculation", *box[:4], "--tp", "4", *box[6:], "--pcie-ipc", "--data-dir", str(DATA)])
     assert refused.exit_code == 2 and "no curve prices SGLang's PCIe-IPC all-reduce at 4 ranks" in refused.output
+
+
+def test_a_decode_rate_given_is_measured_on_nccl_and_pcie_ipc_keeps_its_saving():
+    """`--decode-tok-s` is the owner's plain decoding on the all-reduce SGLang runs unless told, NCCL: priced on
+    PCIe-IPC, the model calibrates on NCCL and carries the host overhead over, so one stream decodes faster on the
+    cheaper all-reduce (calibrated on PCIe-IPC itself, the saving was absorbed: the same rate as on NCCL); the plan
+    for that box and rate at one stream launches PCIe-IPC for it."""
+    asked = ["model", "speculation", "--config", str(KIMI), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime",
+             "healthy-p2p", "--accept", "2.4", "--decode-tok-s", "40", "--context", "320", "--streams", "1", "--json",
+             "--data-dir", str(DATA)]  # fmt: skip
+    plain = {}
+    for extra in ([], ["--pcie-ipc"]):
+        result = _run([*asked, *extra])
+        assert result.exit_code == 0, result.output
+        row = json.loads(result.output)["rows"][0]
+        plain[bool(extra)] = (row["plain_tokens_per_s_low"], row["plain_tokens_per_s_high"])
+    assert all(ipc > 1.02 * nccl for ipc, nccl in zip(plain[True], plain[False], strict=True)), plain  # not a rounding
+    plan = CliRunner().invoke(  # the same box and rate; 320 tokens: the plan's 256 prompt + half of 128 output
+        app, ["box", "--plan", *asked[2:14], "--load", "1", "--data-dir", str(DATA)], env={"COLUMNS": "220"}
+    )
+    assert plan.exit_code == 0, plan.output
+    text = " ".join(plan.output.split())
+    assert "chosen over NCCL by goodput at 1 stream" in text and "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 python" in text
+    low, high = map(int, re.search(r"│ plain +│ plain decoding[^│]*│ (\d+)-(\d+)", plan.output).groups())
+    assert (low, high) == tuple(round(v) for v in plain[True])  # one value: the plan's plain decoding on PCIe-IPC
 
 
 def test_a_plan_without_a_gpu_or_a_probe_names_gpu_and_a_gpu_count_below_the_tp_is_refused():
@@ -212,7 +245,7 @@ def test_a_server_that_dies_ends_the_check_non_zero_with_the_cells_named(tmp_pat
 def test_a_real_box_check_has_its_plan_file_a_dry_run_and_its_checks_first(tmp_path):
     plan_file = ROOT / "benchmarks" / "box" / "verify-8gpu-tp8.yaml"
     args = _plan_args("--gpu", "rtx-pro-6000", "--regime", "healthy-p2p", "--verify", str(plan_file), "--dry-run",
-                      "--budget-minutes", "60", "--run-id", "never-made")  # fmt: skip
+                      "--budget-minutes", "60", "--run-id", "never-made", "--load", "8")  # fmt: skip
     result = _run(args)
     assert result.exit_code == 0, result.output
     assert "dry run: " in result.output and "at TP 8" in result.output

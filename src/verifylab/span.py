@@ -47,3 +47,18 @@ def times(gain: Span, rate: Span) -> Span:
     """A rate scaled by a gain end by end (low by low, high by high): the speculative rate every page shows, whose
     ratio to the plain rate beside it is the gain beside it."""
     return Span(gain.low * rate.low, gain.high * rate.high)
+
+
+TIE_MARGIN = 0.02  # one range is decided beyond another only when it is at least this much beyond it at both ends
+
+
+def decided_faster(first: Span, runner: Span) -> bool:
+    """Whether the time ``first`` is below ``runner`` by :data:`TIE_MARGIN` at both ends: ranges of the same inputs'
+    ends are compared end by end (as fusion's saving is), not by overlap."""
+    return first.low <= runner.low * (1 - TIE_MARGIN) and first.high <= runner.high * (1 - TIE_MARGIN)
+
+
+def decided_more(first: Span, runner: Span) -> bool:
+    """Whether the rate ``first`` is above ``runner`` by :data:`TIE_MARGIN` at both ends (end by end, as above); two
+    ends at 0 are a tie."""
+    return all(a > b and a >= b * (1 + TIE_MARGIN) for a, b in ((first.low, runner.low), (first.high, runner.high)))

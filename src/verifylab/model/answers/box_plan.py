@@ -234,6 +234,13 @@ def plan_minutes(plan_cells: Sequence[Sequence[CellPrediction]], output_tokens: 
     return seconds / 60.0
 
 
+def goodput_rank(p: Priced) -> tuple[float, float, float, int]:
+    """How a priced configuration ranks (higher first): goodput's pessimistic end, then its optimistic end; where none
+    meets the SLO, the most throughput; then the shorter chain."""
+    g = p.at_load.goodput
+    return (g.low, g.high, p.at_load.tokens_per_s.low, -p.config.draft_tokens)
+
+
 def choose(
     box: Box,
     ov: Overheads,
@@ -268,15 +275,11 @@ def choose(
         at = {c.streams: c for c in cells}
         priced.append(Priced(config, at[load], tuple(at[c] for c in streams)))
 
-    def rank(p: Priced) -> tuple[float, float, float, int]:
-        g = p.at_load.goodput  # ties (none meets the SLO): the most throughput, then the shorter chain
-        return (g.low, g.high, p.at_load.tokens_per_s.low, -p.config.draft_tokens)
-
-    ordered = sorted(priced, key=rank, reverse=True)
+    ordered = sorted(priced, key=goodput_rank, reverse=True)
     chosen = ordered[0]
     kind = (chosen.config.drafter, chosen.config.draft_tokens)
     runner_up = next(p for p in ordered if (p.config.drafter, p.config.draft_tokens) != kind)
-    plain = max((p for p in priced if p.config.drafter is None), key=rank)
+    plain = max((p for p in priced if p.config.drafter is None), key=goodput_rank)
     minutes = plan_minutes([p.cells for p in _unique((chosen, runner_up, plain))], output_tokens, startup_s)
     if refuse_over_budget and minutes > budget_minutes:
         raise ModelInputError(

@@ -28,7 +28,7 @@ from verifylab.model.pricing.pass_cost import compare
 from verifylab.model.pricing.pricer import price_verify, scenarios
 from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
 from verifylab.sources import ModelSources
-from verifylab.span import Span, times
+from verifylab.span import TIE_MARGIN, Span, decided_faster, times
 from verifylab.vocab import COMMAND_DRAFT_TOKENS, DRAFT_TOKENS, KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
 
 REFERENCE_MESSAGE = DRAFT_TOKENS[0] * KIMI_K2_HIDDEN * 2  # a verify pass's all-reduce at one stream: 57 KB
@@ -198,15 +198,6 @@ OPTION_COLLECTIVE = {
     Option.EP8_TP_ATTENTION: (Collective.NCCL, GPUS),
     Option.TP4_PP2: (Collective.NCCL, 4),
 }
-
-
-TIE_MARGIN = 0.02  # an option is decided faster only when it is at least this much faster at both ends
-
-
-def decided_faster(first: Span, runner: Span) -> bool:
-    """Whether ``first`` is the faster verify at both ends of the inputs' ranges, by :data:`TIE_MARGIN`: both ranges
-    come from the same inputs' ends, so they are compared end by end (as fusion's saving is), not by overlap."""
-    return first.low <= runner.low * (1 - TIE_MARGIN) and first.high <= runner.high * (1 - TIE_MARGIN)
 
 
 def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[str, Span]) -> str:

@@ -49,7 +49,7 @@ from verifylab.model.pricing.attention import (
     kv_pool_tokens,
 )
 from verifylab.model.pricing.boxes import (
-    calibrate_decode,
+    calibrate_decode_on,
     layout_fits,
     pcie_ipc_regime_curve,
     probed_pcie_ipc_curve,
@@ -59,7 +59,7 @@ from verifylab.model.pricing.pricer import Box
 from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective
 from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import MeasuredRuns, ModelSources
-from verifylab.span import Span
+from verifylab.span import TIE_MARGIN, Span, decided_more
 from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named
 
 DEFAULT_ACCEPT = 2.0  # where neither the owner nor any evidence gives an accept length (said in the plan's inputs)
@@ -129,9 +129,9 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 f"allows): drop --tp, give --tp {probed.box.tp}, or probe {req.tp} GPUs"
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
-        collective = Collective.NCCL  # the probe measured NCCL, as `box --probe`'s decision prices and launches
+        ipc_box: Box | None = None  # the probe measured NCCL, as `box --probe`'s decision prices and launches
         if req.pcie_ipc and probed.policy.custom_allreduce:  # the probe's rule for what writes into peers: P2P works
-            box, collective = _probed_pcie_ipc(record, box, probed.regime)
+            box, ipc_box = _probed_pcie_ipc(record, box, probed.regime)
         target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
@@ -146,7 +146,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         target, raw = served_model(req.config, req.expert_bits)
         gpu = gpu_named(gpu_key, record.runs.ceilings)
         layout_fits(target, gpu, req.tp)
-        curve, comm, collective = None, "TP 1: no all-reduce", Collective.NCCL
+        curve, comm, ipc = None, "TP 1: no all-reduce", None
         regime = _regime_of(req.regime)
         if req.tp > 1 and regime is not None:
             if regime not in PRICED_REGIMES:
@@ -154,12 +154,12 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
             curves = inputs(record).curves if regime is Regime.DEGRADED else regime_curves(record)
             ipc = pcie_ipc_regime_curve(curves, regime, req.tp, target.hidden) if req.pcie_ipc else None
-            curve, comm = ipc if ipc is not None else regime_curve(curves, regime, req.tp)
-            collective = Collective.NCCL if ipc is None else Collective.PCIE_IPC
+            curve, comm = regime_curve(curves, regime, req.tp)
             if req.pcie_ipc and ipc is None:  # the SGLang named has it, the model cannot price it here: not launched
                 comm += f"; SGLang's PCIe-IPC all-reduce not launched: no curve prices it here at {req.tp} ranks"
-            # `model speculation` prices NCCL, the all-reduce SGLang runs unless told (its PCIe-IPC is opt-in); the
-            # plan prices what its launch line runs, and its all-reduce line says which
+            # NCCL is the all-reduce SGLang runs unless told (its PCIe-IPC is opt-in): where the SGLang named has
+            # PCIe-IPC and a curve prices it, the plan launches whichever prices more goodput, and says which
+        modelled = " (modelled: the box is not probed)" if req.tp > 1 else ""
         box = Box(
             target,
             gpu,
@@ -171,8 +171,9 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             routing=Routing.UNIFORM,
             chain_overlap=req.overlap,
             allreduce_us=curve,
-            comm_source=comm + (" (modelled: the box is not probed)" if req.tp > 1 else ""),
+            comm_source=comm + modelled,
         )
+        ipc_box = None if ipc is None else replace(box, allreduce_us=ipc[0], comm_source=ipc[1] + modelled)
     gpu, draft, tp = box.gpu, box.draft, box.tp
     matched = None
     if req.decode_tok_s is None:
@@ -196,7 +197,9 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         pool = PoolCap(tokens, f"at {DEFAULT_MEM_FRACTION:g} of each GPU's memory, KV {choice.kv_dtype}")
     cap = pool.streams(req.decode_context)
     engine = EngineBands(choice.words(), verify[0], pool, holdout_miss(record)) if matched is not None else None
-    plan = _plan(record, req, box, matched, verify[0], cap, engine)
+    nccl_box = box  # the rate given (--decode-tok-s) was measured on SGLang's default all-reduce
+    box, collective = _collective(record, req, box, ipc_box, matched, cap)
+    plan = _plan(record, req, box, matched, verify[0], cap, engine, rate_box=nccl_box)
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
         plan,
@@ -217,10 +220,10 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     )
 
 
-def _probed_pcie_ipc(record: StoredInputs, box: Box, regime: Regime) -> tuple[Box, Collective]:
-    """A probed box whose P2P works, served by an SGLang that has the PCIe-IPC all-reduce: where its NCCL is slow (the
-    fix its decision names first) and a public curve prices PCIe-IPC at its TP, the plan prices and launches it (the
-    box's own NCCL past the workspace); a healthy box keeps the NCCL its probe measured."""
+def _probed_pcie_ipc(record: StoredInputs, box: Box, regime: Regime) -> tuple[Box, Box | None]:
+    """A probed box whose P2P works, served by an SGLang that has the PCIe-IPC all-reduce: the box on the NCCL its
+    probe measured, and where that NCCL is slow (PCIe-IPC is the fix its decision names first) and a public curve
+    prices PCIe-IPC at its TP, the box on PCIe-IPC (its own NCCL past the workspace); a healthy box keeps its NCCL."""
     assert box.allreduce_us is not None  # P2P works between ranks: TP > 1
     ipc = (
         probed_pcie_ipc_curve(regime_curves(record), box.tp, box.target.hidden, box.allreduce_us, box.comm_source)
@@ -228,14 +231,49 @@ def _probed_pcie_ipc(record: StoredInputs, box: Box, regime: Regime) -> tuple[Bo
         else None
     )
     if ipc is not None:
-        return replace(box, allreduce_us=ipc[0], comm_source=ipc[1]), Collective.PCIE_IPC
+        return box, replace(box, allreduce_us=ipc[0], comm_source=ipc[1])
     why = (
         f"no public curve prices it at {box.tp} ranks"
         if regime is Regime.NCCL_SLOW
         else "the probe measured NCCL on this box, and its NCCL is not slow"
     )
-    words = f"{box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: {why}"
-    return replace(box, comm_source=words), Collective.NCCL
+    return replace(box, comm_source=f"{box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: {why}"), None
+
+
+def _collective(
+    record: StoredInputs,
+    req: PlanRequest,
+    nccl_box: Box,
+    ipc_box: Box | None,
+    matched: tuple[ContextMatrix, AttentionFit] | None,
+    stream_cap: int,
+) -> tuple[Box, Collective]:
+    """The all-reduce the plan launches where the SGLang named offers two, NCCL (its default) and its PCIe-IPC
+    all-reduce (where a curve prices it): the one on which the model's best configuration has more goodput at the
+    owner's load (NCCL on a tie). Modelled, also where a public matrix gives the plan's rates: they were measured
+    on one all-reduce and do not tell the two apart. The all-reduce line gives both."""
+    if ipc_box is None:
+        return nccl_box, Collective.NCCL
+    accept = req.accept if req.accept is not None or matched is None else matched[0].accept.mid
+    ask = replace(req, accept=accept, measured=False)  # only to choose: the plan below is the one measured
+    best = {
+        c: _plan(record, ask, b, stream_cap=stream_cap, rate_box=nccl_box).chosen
+        for c, b in ((Collective.NCCL, nccl_box), (Collective.PCIE_IPC, ipc_box))
+    }
+    ipc, nccl = best[Collective.PCIE_IPC], best[Collective.NCCL]
+    load = nccl.at_load.streams
+    at = (
+        f"at {load} stream{'s' if load != 1 else ''} (modelled, the best configuration on each): "
+        f"{ipc.at_load.goodput.text(0)} tok/s against NCCL's {nccl.at_load.goodput.text(0)}"
+    )
+    if decided_more(ipc.at_load.goodput, nccl.at_load.goodput):
+        chosen = f"{ipc_box.comm_source}; chosen over NCCL by goodput {at}"
+        return replace(ipc_box, comm_source=chosen), Collective.PCIE_IPC
+    words = (
+        f"{nccl_box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: not {TIE_MARGIN:.0%} more goodput at both "
+        f"ends {at}"
+    )
+    return replace(nccl_box, comm_source=words), Collective.NCCL
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:
@@ -265,12 +303,14 @@ def _plan(
     verify: VerifyGrowth | None = None,
     stream_cap: int | None = None,
     engine: EngineBands | None = None,
+    rate_box: Box | None = None,
 ) -> BoxPlan:
-    """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given; with
-    ``matched`` evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
+    """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given (on
+    ``rate_box``, the box on the all-reduce the rate was measured on, where ``box`` runs another); with ``matched``
+    evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
     target, gpu = box.target, box.gpu
     measured = measured_overheads(record.runs)
-    calibrated = calibrate_decode(box, measured, req.decode_tok_s, "given (--decode-tok-s)")
+    calibrated = calibrate_decode_on(box, rate_box or box, measured, req.decode_tok_s, "given (--decode-tok-s)")
     evidence: dict[str, str] = {}
     accept = req.accept if req.accept is not None else DEFAULT_ACCEPT
     rates: RateSource | None = None

@@ -4,7 +4,7 @@ model, its all-reduces from a regime's or the owner's curve, calibrated to the o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verifylab.errors import ModelInputError
@@ -30,7 +30,7 @@ from verifylab.model.inputs.probes import probed_world
 from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION
 from verifylab.model.pricing.boxes import (
-    calibrate_decode,
+    calibrate_decode_on,
     latency_curve,
     layout_fits,
     pcie_ipc_regime_curve,
@@ -148,7 +148,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
             "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix ran this "
             "box, so none can stand in for it)"
         )
-    curve, comm_source = None, "TP 1: no all-reduce"
+    curve, comm_source, ipc = None, "TP 1: no all-reduce", None
     if ask.regime is not None:
         curves = inputs(stored_inputs(ev)).curves
         ipc = pcie_ipc_regime_curve(curves, ask.regime, ask.tp, target.hidden) if ask.pcie_ipc else None
@@ -157,7 +157,8 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
                 f"--pcie-ipc: no curve prices SGLang's PCIe-IPC all-reduce at {ask.tp} ranks with {ask.regime.value} "
                 "(it needs working P2P; chapter 4's public curves)"
             )
-        curve, comm_source = ipc if ipc is not None else regime_curve(curves, ask.regime, ask.tp)
+        nccl_curve = regime_curve(curves, ask.regime, ask.tp)
+        curve, comm_source = ipc if ipc is not None else nccl_curve
     elif ask.latency is not None:
         curve, comm_source = latency_curve(_owners_curves(ev, ask, target.hidden), ask.path)
     box = Box(
@@ -172,8 +173,9 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         allreduce_us=curve,
         comm_source=comm_source,
     )
-    calibrated = calibrate_decode(
-        box, measured_overheads(stored_runs(runs)), ask.decode_tok_s, "given (--decode-tok-s)"
+    rate_box = box if ipc is None else replace(box, allreduce_us=nccl_curve[0])  # the rate was measured on NCCL
+    calibrated = calibrate_decode_on(
+        box, rate_box, measured_overheads(stored_runs(runs)), ask.decode_tok_s, "given (--decode-tok-s)"
     )
     result = answer(box, calibrated, ask.drafter, ask.accept, ask.draft_tokens, ask.streams)
     result.inputs["engine"] = (

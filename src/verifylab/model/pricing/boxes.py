@@ -186,6 +186,17 @@ def calibrate_decode(box: Box, measured: Overheads, decode_tok_s: float | None, 
     return Calibrated(replace(measured, host0_ms=host0, decode_ms=step), note, consistent)
 
 
+def calibrate_decode_on(
+    box: Box, rate_box: Box, measured: Overheads, decode_tok_s: float | None, source: str
+) -> Calibrated:
+    """:func:`calibrate_decode` for ``box`` where the rate was measured on ``rate_box``, the same box on another
+    all-reduce (NCCL, SGLang's default): calibrated there and its host overhead carried over, so that ``box``'s
+    collective keeps its saving (or its cost) instead of having it absorbed."""
+    if decode_tok_s is None or rate_box is box:
+        return calibrate_decode(box, measured, decode_tok_s, source)
+    return carried_host(rate_box, calibrate_decode(rate_box, measured, decode_tok_s, source))
+
+
 def carried_host(box: Box, calibrated: Calibrated) -> Calibrated:
     """``calibrated``'s host overhead as a fixed range (its ends over ``box``'s scenarios), for a box that decodes
     on another collective than the one the rate was measured on: the collective's saving must not be absorbed."""
