@@ -264,8 +264,7 @@ def test_pcie_ipc_on_a_slow_nccl_box_past_its_workspace_is_that_boxs_nccl(tmp_pa
     from verifylab.model.fits.in_pass import regime_curves
     from verifylab.model.inputs.probes import probe_run
     from verifylab.model.inputs.stored import stored_inputs
-    from verifylab.model.pricing.collectives import PCIE_IPC_WORKSPACE_ROWS
-    from verifylab.model.pricing.regimes import Collective, Price
+    from verifylab.model.pricing.regimes import PCIE_IPC_WORKSPACE_ROWS, Collective, Price
     from verifylab.testing.probe_double import write_probe_double
     from verifylab.vocab import KIMI_K2_HIDDEN, Regime
 

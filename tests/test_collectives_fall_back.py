@@ -11,8 +11,7 @@ import pandas as pd
 
 from verifylab.model.case.speculation import inputs
 from verifylab.model.inputs.stored import stored_inputs
-from verifylab.model.pricing.collectives import PCIE_IPC_WORKSPACE_ROWS
-from verifylab.model.pricing.regimes import Collective
+from verifylab.model.pricing.regimes import PCIE_IPC_WORKSPACE_ROWS, Collective
 from verifylab.publish.decision import _regimes, regime_rules
 from verifylab.store.evidence import Evidence
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime

@@ -11,8 +11,7 @@ from verifylab.model.answers.decision import TIE_MARGIN, decided_faster, fastest
 from verifylab.model.answers.words import fastest_words
 from verifylab.model.case.speculation import inputs
 from verifylab.model.inputs.stored import stored_inputs
-from verifylab.model.pricing.collectives import PCIE_IPC_WORKSPACE_ROWS
-from verifylab.model.pricing.regimes import Collective, Price, extrapolation
+from verifylab.model.pricing.regimes import PCIE_IPC_WORKSPACE_ROWS, Collective, Price, extrapolation
 from verifylab.span import Span
 from verifylab.vocab import KIMI_K2_HIDDEN, LOAD_STREAMS, Regime
 

@@ -137,3 +137,8 @@ def plain_run_id(run_id: str) -> str:
 
 
 COMM_CAMPAIGN_TABLES = ("allreduce_latency", "verify_pass")  # the tables of one communication campaign run
+
+
+def streams_words(count: int) -> str:
+    """``1 stream``, ``8 streams``."""
+    return f"{count} stream{'' if count == 1 else 's'}"

@@ -15,6 +15,7 @@ from verifylab.errors import ParameterError, VerifylabError
 from verifylab.launch import PCIE_IPC_ENV, AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_plan import BoxPlan, Priced
 from verifylab.span import Span
+from verifylab.vocab import streams_words
 
 PCIE_IPC_REASON = "SGLang's PCIe-IPC all-reduce: the collective the plan priced its all-reduces on (it needs P2P)"
 
@@ -37,7 +38,7 @@ def parse_overlap(text: str) -> Span:
 
 def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> None:
     """The choice, the runner-up and plain decoding at the owner's load, then what measuring them costs."""
-    table = Table(title=f"at {plan.load} streams, {plan.inputs['slo']}", title_justify="left")
+    table = Table(title=f"at {streams_words(plan.load)}, {plan.inputs['slo']}", title_justify="left")
     for column in ("", "configuration", "goodput tok/s", "tok/s", "ms per token", "first token ms"):
         table.add_column(column, overflow="fold")
     for role, priced in (("choice", plan.chosen), ("runner-up", plan.runner_up), ("plain", plan.plain)):
@@ -69,8 +70,8 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
     chosen, runner = plan.chosen.at_load.goodput, plan.runner_up.at_load.goodput
     if chosen.high <= 0:
         console.print(
-            f"nothing meets the SLO at {plan.load} streams ({plan.inputs['slo']}): no launch command. Relax the SLO or "
-            "the load; the table shows how far each configuration is from it.",
+            f"nothing meets the SLO at {streams_words(plan.load)} ({plan.inputs['slo']}): no launch command. Relax the "
+            "SLO or the load; the table shows how far each configuration is from it.",
             highlight=False,
             markup=False,
         )

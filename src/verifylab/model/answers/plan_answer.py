@@ -60,7 +60,7 @@ from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective
 from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import MeasuredRuns, ModelSources
 from verifylab.span import TIE_MARGIN, Span, decided_more
-from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named
+from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named, streams_words
 
 DEFAULT_ACCEPT = 2.0  # where neither the owner nor any evidence gives an accept length (said in the plan's inputs)
 
@@ -261,9 +261,8 @@ def _collective(
         for c, b in ((Collective.NCCL, nccl_box), (Collective.PCIE_IPC, ipc_box))
     }
     ipc, nccl = best[Collective.PCIE_IPC], best[Collective.NCCL]
-    load = nccl.at_load.streams
     at = (
-        f"at {load} stream{'s' if load != 1 else ''} (modelled, the best configuration on each): "
+        f"at {streams_words(nccl.at_load.streams)} (modelled, the best configuration on each): "
         f"{ipc.at_load.goodput.text(0)} tok/s against NCCL's {nccl.at_load.goodput.text(0)}"
     )
     if decided_more(ipc.at_load.goodput, nccl.at_load.goodput):

@@ -10,9 +10,9 @@ from verifylab.errors import ModelInputError
 from verifylab.model.inputs.curves import Curve
 from verifylab.model.inputs.gpus import Gpu
 from verifylab.model.inputs.model_costs import ModelCosts
-from verifylab.model.pricing.collectives import RegimeCurves, pcie_ipc_holds
+from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, price_pass, price_step, scenarios
-from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price
+from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price, pcie_ipc_holds
 from verifylab.span import Span
 from verifylab.vocab import BF16_BYTES, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
 

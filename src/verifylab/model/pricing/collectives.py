@@ -32,25 +32,16 @@ from verifylab.model.inputs.probes import BOX_WORLD
 from verifylab.model.pricing.memo import memoized as _memoized
 from verifylab.model.pricing.regimes import (
     AS_ISOLATED,
+    PCIE_IPC_WORKSPACE_ROWS,
     PRICED_REGIMES,
     Collective,
     InPassFactor,
     Price,
     extrapolation,
     max_oneshot_tokens,
+    pcie_ipc_holds,
 )
 from verifylab.vocab import KIMI_K2_HIDDEN, Regime
-
-# Rows of the hidden size PCIe-IPC's workspace holds where SGLang cannot read the server's decode config (0.5.22's
-# _FALLBACK_DECODE_WIDTH; a server's own is its decode CUDA graph's largest batch x draft tokens): a reduction past it
-# is handed to NCCL
-PCIE_IPC_WORKSPACE_ROWS = 64
-
-
-def pcie_ipc_holds(message: float, hidden: int) -> bool:
-    """Whether PCIe-IPC's workspace holds a reduction of ``message`` bytes of a model of ``hidden`` size (bf16
-    rows); SGLang hands a larger one to NCCL (``should_pcie_ipc_ar``)."""
-    return message <= PCIE_IPC_WORKSPACE_ROWS * hidden * 2
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The communication regimes and the collectives priced in them, as values: which regimes the model prices and what it
 calls them, the regime plain decoding runs in, each collective, a price as a range with its basis, FlashInfer's
-one-shot size rule, and the factor a push kernel costs inside a pass over its isolated latency."""
+one-shot size rule, SGLang's PCIe-IPC workspace, and the factor a push kernel costs inside a pass over its isolated
+latency."""
 
 from __future__ import annotations
 
@@ -9,6 +10,18 @@ from enum import StrEnum
 from typing import Protocol
 
 from verifylab.vocab import Regime
+
+# Rows of the hidden size PCIe-IPC's workspace holds where SGLang cannot read the server's decode config (0.5.22's
+# _FALLBACK_DECODE_WIDTH; a server's own is its decode CUDA graph's largest batch x draft tokens): a reduction past it
+# is handed to NCCL
+PCIE_IPC_WORKSPACE_ROWS = 64
+
+
+def pcie_ipc_holds(message: float, hidden: int) -> bool:
+    """Whether PCIe-IPC's workspace holds a reduction of ``message`` bytes of a model of ``hidden`` size (bf16
+    rows); SGLang hands a larger one to NCCL (``should_pcie_ipc_ar``)."""
+    return message <= PCIE_IPC_WORKSPACE_ROWS * hidden * 2
+
 
 PRICED_REGIMES = (Regime.HEALTHY_P2P, Regime.HOST_MEMORY, Regime.DEGRADED)
 
