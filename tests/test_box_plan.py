@@ -149,6 +149,44 @@ def test_the_check_starts_every_server_on_the_all_reduce_the_plan_priced(fitted,
     assert plan_record(plan, settings)["collective"] == collective
 
 
+def test_where_the_two_all_reduces_tie_the_check_measures_the_others_best_on_it(fitted):
+    """A plan whose all-reduces tie launches NCCL and has `--verify` start one server more: the best configuration on
+    PCIe-IPC, with its switch, under a name of its own (here the choice's configuration, on the other all-reduce),
+    recorded with its role and all-reduce; the plan's three servers stay on NCCL."""
+    plan = _check_plan(fitted)
+    tie = replace(plan, collective="nccl", tp=8, other_collective=plan.chosen)
+    base = BaseConfig(model_path="m", draft_model_path="d", port=30000, launcher=TEST_LAUNCHER)
+    settings = VerifySettings(base=base, output_tokens=8, label="test double (not data)")
+    target = Evidence(DATA).launch_target("0.5.22")
+    points = verify_points(tie, settings)
+    assert len(points) == len(verify_points(plan, settings)) + 1 and len({p.name for p in points}) == len(points)
+    switched = [dict(build_command(variant_launch(base, p.variant()), target).env).get(PCIE_IPC_ENV) for p in points]
+    assert switched == [None] * (len(points) - 1) + ["1"]
+    last = plan_record(tie, settings)["configs"][-1]
+    assert (last["role"], last["collective"], last["variant"]) == ("other all-reduce", "pcie_ipc", points[-1].name)
+    assert last["configuration"].endswith("on SGLang's PCIe-IPC all-reduce")
+
+
+def test_a_tie_of_the_all_reduces_is_measured_and_a_decided_one_is_not():
+    """Kimi-K2.5 at TP 8 on a box decoding 40 tok/s on NCCL: at 4 streams PCIe-IPC's best is not 2% ahead at both
+    ends (a tie: NCCL launched, PCIe-IPC's best measured as a fourth server); at one stream it is (launched, three
+    servers)."""
+    kimi = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "kimi-k2.5-int4")
+    plan_file = str(Path(__file__).resolve().parents[1] / "benchmarks" / "box" / "verify-8gpu-tp8.yaml")
+    args = ["box", "--plan", "--config", kimi, "--gpu", "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p",
+            "--decode-tok-s", "40", "--verify", plan_file, "--dry-run", "--budget-minutes", "60", "--data-dir",
+            str(DATA)]  # fmt: skip
+    servers = {}
+    for load in ("4", "1"):
+        result = CliRunner().invoke(app, [*args, "--load", load])
+        assert result.exit_code == 0, result.output
+        servers[load] = [line for line in result.output.splitlines() if line.startswith("  [")]
+        words = " ".join(result.output.split())
+        assert ("a tie, neither has" in words) == (load == "4")
+    assert len(servers["4"]) == 4 and [PCIE_IPC_ENV in s for s in servers["4"]] == [False, False, False, True]
+    assert len(servers["1"]) == 3 and all(PCIE_IPC_ENV in s for s in servers["1"])
+
+
 def _check_plan(fitted, load: int = 2):
     box, overheads = fitted
     return choose(box, overheads, load, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)

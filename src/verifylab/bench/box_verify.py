@@ -15,7 +15,7 @@ from verifylab.bench.client import REQUEST_DEADLINE_S
 from verifylab.bench.prompts import Prompt, context_prompts
 from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
-from verifylab.model.answers.box_plan import BoxPlan, CellPrediction, Configuration
+from verifylab.model.answers.box_plan import OTHER_COLLECTIVE, BoxPlan, CellPrediction, Configuration
 from verifylab.server.variants import BaseConfig
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE
 
@@ -63,24 +63,24 @@ def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = F
 
 
 def verify_points(plan: BoxPlan, settings: VerifySettings) -> list[SpecPoint]:
-    """The servers the check starts, in order: each on the all-reduce the plan priced and its launch line runs."""
-    return [point_of(c, settings, plan.sets_pcie_ipc) for c in plan.measured_configs]
+    """The servers the check starts, in order: each on the all-reduce the plan priced for it (the one its launch line
+    runs; the other all-reduce's best, where the two tie, on that one)."""
+    return [point_of(s.priced.config, settings, s.pcie_ipc) for s in plan.measured_servers]
 
 
 def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
-    """The plan as the run's parameters keep it: every measured configuration with its role, its server's name and
-    the model's prediction per stream count (what the page compares the measurement with)."""
-    roles = {}
-    for role, priced in (("runner-up", plan.runner_up), ("plain", plan.plain), ("chosen", plan.chosen)):
-        roles[priced.config] = (role, priced)
+    """The plan as the run's parameters keep it: every measured configuration with its role, its server's name, its
+    all-reduce and the model's prediction per stream count (what the page compares the measurement with)."""
     configs = []
-    for config in plan.measured_configs:
-        role, priced = roles[config]
+    for server in plan.measured_servers:
+        config, priced = server.priced.config, server.priced
+        on = ", on SGLang's PCIe-IPC all-reduce" if server.pcie_ipc else ", on NCCL"
         configs.append(
             {
-                "role": role,
-                "variant": point_of(config, settings).name,
-                "configuration": config.words(),
+                "role": server.role,
+                "variant": point_of(config, settings, server.pcie_ipc).name,
+                "configuration": config.words() + (on if server.role == OTHER_COLLECTIVE else ""),
+                "collective": "pcie_ipc" if server.pcie_ipc else "nccl",
                 "drafter": config.drafter.value if config.drafter else "none",
                 "draft_tokens": config.draft_tokens,
                 "accept": config.accept,

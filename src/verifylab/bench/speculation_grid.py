@@ -35,7 +35,7 @@ class SpecPoint:
     @property
     def name(self) -> str:
         """The run's key for this server's tables (the typed fields are stored beside it)."""
-        cap = "" if self.max_running is None else f"_m{self.max_running}"
+        cap = ("" if self.max_running is None else f"_m{self.max_running}") + ("_pcie_ipc" if self.pcie_ipc else "")
         if self.drafter is None:
             return "plain" + cap
         return f"{self.drafter.value}_d{self.draft_tokens}_a{self.accept_length:.2f}".replace(".", "p") + cap

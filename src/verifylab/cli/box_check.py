@@ -41,7 +41,10 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
     table = Table(title=f"at {streams_words(plan.load)}, {plan.inputs['slo']}", title_justify="left")
     for column in ("", "configuration", "goodput tok/s", "tok/s", "ms per token", "first token ms"):
         table.add_column(column, overflow="fold")
-    for role, priced in (("choice", plan.chosen), ("runner-up", plan.runner_up), ("plain", plan.plain)):
+    rows = [("choice", plan.chosen), ("runner-up", plan.runner_up), ("plain", plan.plain)]
+    if plan.other_collective is not None:  # the two all-reduces tie: the other's best is measured too
+        rows.append(("on " + ("NCCL" if plan.sets_pcie_ipc else "PCIe-IPC"), plan.other_collective))
+    for role, priced in rows:
         c = priced.at_load
         table.add_row(
             role,
@@ -52,7 +55,7 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
             c.ttft_ms.text(0),
         )
     console.print(table)
-    servers = len(plan.measured_configs)
+    servers = len(plan.measured_servers)
     over = (
         f", over the {plan.budget_minutes:g} allowed: --verify needs --budget-minutes {math.ceil(plan.minutes)}"
         if plan.minutes > plan.budget_minutes
@@ -157,20 +160,15 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     """What `--verify` would start, where and in which order, without starting anything."""
     base = settings.base
     console.print(
-        f"dry run: {len(plan.measured_configs)} servers one after another on {' '.join(base.launcher)} at TP "
+        f"dry run: {len(plan.measured_servers)} servers one after another on {' '.join(base.launcher)} at TP "
         f"{base.tp_size}, port {base.port}, model {base.model_path}; each swept at {', '.join(map(str, plan.streams))} "
         f"streams, {settings.output_tokens} output tokens a request (about {plan.minutes:.1f} minutes):",
         highlight=False,
         markup=False,
     )
-    for n, config in enumerate(plan.measured_configs, start=1):
-        console.print(f"  [{n}] {config.words()}", highlight=False, markup=False)
-    if plan.sets_pcie_ipc:
-        console.print(
-            f"  each with {PCIE_IPC_ENV}=1: the all-reduce the plan priced (SGLang's PCIe-IPC)",
-            highlight=False,
-            markup=False,
-        )
+    for n, server in enumerate(plan.measured_servers, start=1):
+        on = f" (with {PCIE_IPC_ENV}=1: SGLang's PCIe-IPC all-reduce, as priced)" if server.pcie_ipc else ""
+        console.print(f"  [{n}] {server.priced.config.words()}{on}", highlight=False, markup=False)
     prompts = (
         f"{plan.context_tokens:,}-token prompts (synthetic token ids, each with a prefix of its own: distinct sessions)"
         if plan.context_tokens is not None

@@ -89,6 +89,18 @@ class Priced:
     cells: tuple[CellPrediction, ...]
 
 
+OTHER_COLLECTIVE = "other all-reduce"  # the role of the best configuration on the all-reduce not launched
+
+
+@dataclass(frozen=True)
+class MeasuredServer:
+    """One server ``--verify`` starts: its role in the plan, its configuration as priced, and its all-reduce."""
+
+    role: str  # "chosen", "runner-up", "plain" or OTHER_COLLECTIVE
+    priced: Priced
+    pcie_ipc: bool  # SGLang's PCIe-IPC all-reduce (else NCCL)
+
+
 @dataclass(frozen=True)
 class BoxPlan:
     """The choice, the runner-up and plain decoding, and what measuring them costs."""
@@ -110,11 +122,25 @@ class BoxPlan:
     kv_cache_dtype: str | None = None  # SGLang's --kv-cache-dtype where the answer assumes one other than bf16
     context_tokens: int | None = None  # the owner's stated context: --verify sends prompts of that length
     stream_cap: int | None = None  # distinct streams of that context the KV pool holds (the sweep stays within)
+    other_collective: Priced | None = None  # the best configuration on the all-reduce not launched, where the two tie
+
+    @property
+    def measured_servers(self) -> list[MeasuredServer]:
+        """The servers ``--verify`` starts, in order: the choice, the runner-up, plain decoding (once each), on the
+        all-reduce the plan launches; then, where the two all-reduces tie, the other's best configuration on it."""
+        roles = {}
+        for role, priced in (("plain", self.plain), ("runner-up", self.runner_up), ("chosen", self.chosen)):
+            roles[priced.config] = role  # a configuration in two roles keeps the first of chosen, runner-up, plain
+        ordered = _unique((self.chosen, self.runner_up, self.plain))
+        servers = [MeasuredServer(roles[p.config], p, self.sets_pcie_ipc) for p in ordered]
+        if self.other_collective is not None:
+            servers.append(MeasuredServer(OTHER_COLLECTIVE, self.other_collective, not self.sets_pcie_ipc))
+        return servers
 
     @property
     def measured_configs(self) -> list[Configuration]:
-        """The servers ``--verify`` starts, in order: the choice, the runner-up, plain decoding (once each)."""
-        return [p.config for p in _unique((self.chosen, self.runner_up, self.plain))]
+        """The configurations of :attr:`measured_servers`, in order."""
+        return [s.priced.config for s in self.measured_servers]
 
     @property
     def sets_pcie_ipc(self) -> bool:
@@ -256,11 +282,13 @@ def choose(
     chains: Sequence[int] = DRAFT_TOKENS,
     refuse_over_budget: bool = True,
     stream_cap: int | None = None,
+    other_collective: Priced | None = None,
 ) -> BoxPlan:
     """The configuration with the most goodput under ``slo`` at ``load`` streams, the runner-up (the best of another
-    drafter or chain), plain decoding, and the plan that measures the three; refused when the plan does not fit
-    ``budget_minutes`` and it is to be measured (``refuse_over_budget``; the error names the minutes it needs).
-    ``stream_cap``: the distinct streams the KV pool holds at the context (the load and the sweep capped at it)."""
+    drafter or chain), plain decoding, and the plan that measures the three (and ``other_collective``, the best on the
+    all-reduce not launched, where the two tie); refused when the plan does not fit ``budget_minutes`` and it is to be
+    measured (``refuse_over_budget``; the error names the minutes it needs). ``stream_cap``: the distinct streams the
+    KV pool holds at the context (the load and the sweep capped at it)."""
     if not 1 <= load <= MAX_STREAMS:
         raise ModelInputError(f"--load {load!r}: the concurrent streams you serve, 1 to {MAX_STREAMS}")
     streams = plan_streams(load)
@@ -280,12 +308,18 @@ def choose(
     kind = (chosen.config.drafter, chosen.config.draft_tokens)
     runner_up = next(p for p in ordered if (p.config.drafter, p.config.draft_tokens) != kind)
     plain = max((p for p in priced if p.config.drafter is None), key=goodput_rank)
-    minutes = plan_minutes([p.cells for p in _unique((chosen, runner_up, plain))], output_tokens, startup_s)
+    other = () if other_collective is None else (other_collective,)
+    minutes = plan_minutes([p.cells for p in (*_unique((chosen, runner_up, plain)), *other)], output_tokens, startup_s)
     if refuse_over_budget and minutes > budget_minutes:
+        measured = (
+            "the choice, the runner-up, plain decoding and the other all-reduce's best (a tie)"
+            if other
+            else ("the choice, the runner-up and plain decoding")
+        )
         raise ModelInputError(
-            f"--budget-minutes {budget_minutes:g}: measuring the choice, the runner-up and plain decoding at "
-            f"{', '.join(map(str, streams))} streams needs about {math.ceil(minutes)} minutes of GPU time "
-            f"({startup_s:g} s to start each server); give at least that, or a smaller --load"
+            f"--budget-minutes {budget_minutes:g}: measuring {measured} at {', '.join(map(str, streams))} streams "
+            f"needs about {math.ceil(minutes)} minutes of GPU time ({startup_s:g} s to start each server); give at "
+            "least that, or a smaller --load"
         )
     return BoxPlan(
         load,
@@ -304,6 +338,7 @@ def choose(
             "traffic": f"{prompt_tokens} prompt tokens, {output_tokens} output tokens per request",
             "startup": f"{startup_s:.0f} s per server (scaled by the weights each GPU loads; a floor: measure yours)",
         },
+        other_collective=other_collective,
     )
 
 

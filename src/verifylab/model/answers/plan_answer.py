@@ -12,6 +12,7 @@ from verifylab.model.answers.box_decision import BoxInputs, ProbedBox, probed_bo
 from verifylab.model.answers.box_plan import (
     DRAFT_TOKENS,
     BoxPlan,
+    Priced,
     RateSource,
     Slo,
     choose,
@@ -198,8 +199,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     cap = pool.streams(req.decode_context)
     engine = EngineBands(choice.words(), verify[0], pool, holdout_miss(record)) if matched is not None else None
     nccl_box = box  # the rate given (--decode-tok-s) was measured on SGLang's default all-reduce
-    box, collective = _collective(record, req, box, ipc_box, matched, cap)
-    plan = _plan(record, req, box, matched, verify[0], cap, engine, rate_box=nccl_box)
+    box, collective, other = _collective(record, req, box, ipc_box, matched, cap)
+    plan = _plan(record, req, box, matched, verify[0], cap, engine, rate_box=nccl_box, other=other)
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
         plan,
@@ -247,13 +248,14 @@ def _collective(
     ipc_box: Box | None,
     matched: tuple[ContextMatrix, AttentionFit] | None,
     stream_cap: int,
-) -> tuple[Box, Collective]:
+) -> tuple[Box, Collective, Priced | None]:
     """The all-reduce the plan launches where the SGLang named offers two, NCCL (its default) and its PCIe-IPC
-    all-reduce (where a curve prices it): the one on which the model's best configuration has more goodput at the
-    owner's load (NCCL on a tie). Modelled, also where a public matrix gives the plan's rates: they were measured
-    on one all-reduce and do not tell the two apart. The all-reduce line gives both."""
+    all-reduce (where a curve prices it): PCIe-IPC where the model's best configuration on it has more goodput at
+    the owner's load than NCCL's by the tie margin at both ends, else NCCL; where neither is that far ahead (a tie),
+    also PCIe-IPC's best configuration, for ``--verify`` to measure. Modelled, also where a public matrix gives the
+    plan's rates: they were measured on one all-reduce and do not tell the two apart. The all-reduce line gives both."""
     if ipc_box is None:
-        return nccl_box, Collective.NCCL
+        return nccl_box, Collective.NCCL, None
     accept = req.accept if req.accept is not None or matched is None else matched[0].accept.mid
     ask = replace(req, accept=accept, measured=False)  # only to choose: the plan below is the one measured
     best = {
@@ -267,12 +269,18 @@ def _collective(
     )
     if decided_more(ipc.at_load.goodput, nccl.at_load.goodput):
         chosen = f"{ipc_box.comm_source}; chosen over NCCL by goodput {at}"
-        return replace(ipc_box, comm_source=chosen), Collective.PCIE_IPC
-    words = (
-        f"{nccl_box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: not {TIE_MARGIN:.0%} more goodput at both "
-        f"ends {at}"
+        return replace(ipc_box, comm_source=chosen), Collective.PCIE_IPC, None
+    if decided_more(nccl.at_load.goodput, ipc.at_load.goodput):
+        why = f"NCCL has {TIE_MARGIN:.0%} more goodput at both ends {at}"
+        return replace(nccl_box, comm_source=f"{nccl_box.comm_source}; {_NOT_LAUNCHED}: {why}"), Collective.NCCL, None
+    why = (
+        f"a tie, neither has {TIE_MARGIN:.0%} more goodput at both ends {at}: NCCL, SGLang's default; `--verify` "
+        f"measures PCIe-IPC's best ({ipc.config.words()}) too"
     )
-    return replace(nccl_box, comm_source=words), Collective.NCCL
+    return replace(nccl_box, comm_source=f"{nccl_box.comm_source}; {_NOT_LAUNCHED}: {why}"), Collective.NCCL, ipc
+
+
+_NOT_LAUNCHED = "SGLang's PCIe-IPC all-reduce not launched"
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:
@@ -303,6 +311,7 @@ def _plan(
     stream_cap: int | None = None,
     engine: EngineBands | None = None,
     rate_box: Box | None = None,
+    other: Priced | None = None,
 ) -> BoxPlan:
     """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given (on
     ``rate_box``, the box on the all-reduce the rate was measured on, where ``box`` runs another); with ``matched``
@@ -349,6 +358,7 @@ def _plan(
         chains=chains,
         refuse_over_budget=req.measured,
         stream_cap=stream_cap,
+        other_collective=other,
     )
     inputs = {
         "model": target.name,
