@@ -311,11 +311,9 @@ def choose(
     other = () if other_collective is None else (other_collective,)
     minutes = plan_minutes([p.cells for p in (*_unique((chosen, runner_up, plain)), *other)], output_tokens, startup_s)
     if refuse_over_budget and minutes > budget_minutes:
-        measured = (
-            "the choice, the runner-up, plain decoding and the other all-reduce's best (a tie)"
-            if other
-            else ("the choice, the runner-up and plain decoding")
-        )
+        measured = "the choice, the runner-up and plain decoding"
+        if other:
+            measured = "the choice, the runner-up, plain decoding and the other all-reduce's best (a tie)"
         raise ModelInputError(
             f"--budget-minutes {budget_minutes:g}: measuring {measured} at {', '.join(map(str, streams))} streams "
             f"needs about {math.ceil(minutes)} minutes of GPU time ({startup_s:g} s to start each server); give at "

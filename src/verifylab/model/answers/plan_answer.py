@@ -64,6 +64,7 @@ from verifylab.span import TIE_MARGIN, Span, decided_more
 from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named, streams_words
 
 DEFAULT_ACCEPT = 2.0  # where neither the owner nor any evidence gives an accept length (said in the plan's inputs)
+_NOT_LAUNCHED = "SGLang's PCIe-IPC all-reduce not launched"  # the all-reduce line's words, then why
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             ipc = pcie_ipc_regime_curve(curves, regime, req.tp, target.hidden) if req.pcie_ipc else None
             curve, comm = regime_curve(curves, regime, req.tp)
             if req.pcie_ipc and ipc is None:  # the SGLang named has it, the model cannot price it here: not launched
-                comm += f"; SGLang's PCIe-IPC all-reduce not launched: no curve prices it here at {req.tp} ranks"
+                comm += f"; {_NOT_LAUNCHED}: no curve prices it here at {req.tp} ranks"
             # NCCL is the all-reduce SGLang runs unless told (its PCIe-IPC is opt-in): where the SGLang named has
             # PCIe-IPC and a curve prices it, the plan launches whichever prices more goodput, and says which
         modelled = " (modelled: the box is not probed)" if req.tp > 1 else ""
@@ -238,7 +239,7 @@ def _probed_pcie_ipc(record: StoredInputs, box: Box, regime: Regime) -> tuple[Bo
         if regime is Regime.NCCL_SLOW
         else "the probe measured NCCL on this box, and its NCCL is not slow"
     )
-    return replace(box, comm_source=f"{box.comm_source}; SGLang's PCIe-IPC all-reduce not launched: {why}"), None
+    return replace(box, comm_source=f"{box.comm_source}; {_NOT_LAUNCHED}: {why}"), None
 
 
 def _collective(
@@ -278,9 +279,6 @@ def _collective(
         f"measures PCIe-IPC's best ({ipc.config.words()}) too"
     )
     return replace(nccl_box, comm_source=f"{nccl_box.comm_source}; {_NOT_LAUNCHED}: {why}"), Collective.NCCL, ipc
-
-
-_NOT_LAUNCHED = "SGLang's PCIe-IPC all-reduce not launched"
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:
