@@ -266,7 +266,7 @@ def test_a_probed_box_whose_nccl_is_slow_is_planned_on_the_pcie_ipc_its_decision
     """NCCL slow while P2P works: `box --probe` names SGLang's PCIe-IPC all-reduce as the fix, so `box --plan --probe`
     with an SGLang that runs it prices and launches it (its public curve at 8 ranks, P2P working on this box; this
     box's own slow NCCL past the workspace); an SGLang without it, and a healthy box, keep the NCCL the probe
-    measured and say why."""
+    measured and say why; `box --probe`'s fix names that plan."""
     import shutil
 
     from verifylab.testing.probe_double import RUN_ID, write_probe_double
@@ -284,6 +284,11 @@ def test_a_probed_box_whose_nccl_is_slow_is_planned_on_the_pcie_ipc_its_decision
         words = " ".join(result.output.split())
         return words.split("all-reduce: ", 1)[1].split(" weights: ", 1)[0], words.split("launch the choice: ", 1)[1]
 
+    probed = CliRunner().invoke(app, ["box", "--probe", slow, "--config", kimi, "--decode-tok-s", "40", "--out",
+                                      str(tmp_path / "page"), "--data-dir", str(data)])  # fmt: skip
+    assert probed.exit_code == 0, probed.output
+    fix = " ".join(probed.output.split()).split("fix first: ", 1)[1].split(" fusion: ", 1)[0]
+    assert "PCIe-IPC all-reduce" in fix and f"`verifylab box --plan --probe {slow}` prices" in fix  # where it runs
     priced, launched = plan(slow)
     assert priced.startswith("PCIe-IPC all-reduce") and f"to NCCL: NCCL all-reduce on p2p, run {slow}" in priced
     assert launched.startswith(f"{PCIE_IPC_ENV}=1 ")

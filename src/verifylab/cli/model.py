@@ -130,7 +130,8 @@ def model_speculation(
         False,
         "--pcie-ipc",
         help="Price the all-reduces on SGLang's PCIe-IPC all-reduce (its opt-in switch), as `box --plan` does where "
-        "it launches it; NCCL otherwise. With --regime, where a curve prices it at --tp.",
+        "it launches it; NCCL otherwise. With --regime, where a curve prices it at --tp; --decode-tok-s is read as "
+        "measured on NCCL (the host overhead it sets is carried over).",
     ),
     decode_tok_s: float | None = typer.Option(
         None, help="Your box's plain decoding at one stream (tok/s): sets the host overhead for your box."

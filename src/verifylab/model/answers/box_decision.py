@@ -331,6 +331,11 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
     if band is not None:
         spec_setting, spec_answer = banded_speculation(band, spec_answer)
     fix = _text(verdict["fix_hypothesis"])
+    if regime is Regime.NCCL_SLOW and world > 1:  # a software switch, not the platform: the plan prices it here
+        fix += (
+            f"; `verifylab box --plan --probe {inputs.probe_run}` prices SGLang's PCIe-IPC all-reduce on this box and "
+            "launches it where it has more goodput than NCCL"
+        )
     us = verdict.get("allreduce_us")
     return BoxDecision(
         run_id=inputs.probe_run,
