@@ -97,7 +97,19 @@ def test_no_fastest_rests_on_a_tie_or_an_extrapolated_price(shipped, regime):
             assert all(decided_faster(best, span) for k, span in priced.items() if k != answer.best_by_load[streams])
         else:
             assert "ahead on its midpoint only" in answer.fastest_at(streams)
-            assert "`verifylab box --plan --verify FILE`" in caveat or "extrapolated" in caveat
+            assert any(w in caveat for w in ("`verifylab box --plan`", "a measurement of both", "extrapolated"))
+
+
+def test_a_tie_names_the_owners_command_only_where_it_launches_both(shipped):
+    """A tie of the two all-reduces `box --plan` chooses between (NCCL, PCIe-IPC) is broken by it (and by its
+    `--verify` where its goodput ties too); a tie with a layout it never launches, by a measurement of both."""
+    tie = {"tp8_nccl": Span(35.0, 55.9), "tp8_pcie_ipc": Span(34.6, 54.1)}
+    assert "`verifylab box --plan` on the box chooses between them" in fastest_caveat(
+        shipped, Regime.HEALTHY_P2P, 8, tie
+    )
+    layout = {"tp8_nccl": Span(35.0, 55.9), "dp_attention_ep8": Span(34.6, 54.1)}
+    caveat = fastest_caveat(shipped, Regime.HEALTHY_P2P, 8, layout)
+    assert "a measurement of both on the box breaks it" in caveat and "box --plan" not in caveat
 
 
 def test_fusion_by_load_says_where_it_rests_on_prices_outside_their_sources(shipped):

@@ -200,6 +200,14 @@ OPTION_COLLECTIVE = {
 }
 
 
+_PLAN_COLLECTIVES = {Option.TP8_NCCL, Option.TP8_PCIE_IPC}  # the all-reduces `box --plan` chooses between
+_TIE_BREAKER = {  # what breaks a tie of two options: the owner's command where it launches both, else a measurement
+    True: "`verifylab box --plan` on the box chooses between them by goodput at your load, and its `--verify` "
+    "measures both where that ties too",
+    False: "a measurement of both on the box breaks it",
+}
+
+
 def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[str, Span]) -> str:
     """Why the fastest verify at ``streams`` is not decided, in words ("" where it is): it is not faster than the
     runner-up at both ends (:func:`decided_faster`: a tie, named with the measurement that breaks it), or its
@@ -209,10 +217,10 @@ def fastest_caveat(ev: ModelSources, regime: Regime, streams: int, priced: dict[
     words = []
     if len(order) > 1 and not decided_faster(priced[first], priced[order[1]]):
         runner = order[1]
+        breaker = _TIE_BREAKER[{Option(first), Option(runner)} <= _PLAN_COLLECTIVES]
         words.append(
             f"a tie with {OPTIONS[Option(runner)].title} (verify {priced[first].text(1)} against "
-            f"{priced[runner].text(1)} ms, not {TIE_MARGIN:.0%} faster at both ends; `verifylab box --plan --verify "
-            "FILE` on the box measures both)"
+            f"{priced[runner].text(1)} ms, not {TIE_MARGIN:.0%} faster at both ends; {breaker})"
         )
     made = OPTION_COLLECTIVE.get(Option(first))
     if made is not None:
