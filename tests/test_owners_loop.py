@@ -235,6 +235,26 @@ def test_a_server_that_runs_without_the_pcie_ipc_the_plan_priced_is_refused(tmp_
 
 
 @pytest.mark.slow  # starts the test double as each server: make test
+def test_a_tie_of_the_all_reduces_is_measured_on_both_and_compared(tmp_path, fitted):
+    """A plan whose all-reduces tie launches NCCL and its check measures the other's best on PCIe-IPC: one server
+    more, whose log says PCIe-IPC ran, compared with the plan's own under its role and all-reduce."""
+    from verifylab.analysis.box_verify import compare, verdict
+
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    plan = replace(plan, tp=2, collective="nccl", other_collective=plan.chosen)  # the choice, on the other one
+    verify_on_box(plan, _settings(tmp_path, tp=2, output_tokens=64), tmp_path / "data", "check")
+    runs = Evidence(tmp_path / "data").measured
+    points = runs.read_table("check", "box_verify_points")
+    assert list(points["pcie_ipc"]) == ["off"] * (len(points) - 1) + ["enabled"]
+    table = compare(runs, "check")
+    other = table[table["role"] == "other all-reduce"]
+    assert len(other) == len(plan.streams) and other["measured_tokens_per_s"].notna().all()
+    assert other["configuration"].str.endswith("on SGLang's PCIe-IPC all-reduce").all()
+    assert verdict(runs, "check", table).planned_cells == len(table)
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
 def test_a_server_that_dies_ends_the_check_non_zero_with_the_cells_named(tmp_path, fitted):
     box, overheads = fitted
     plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
