@@ -26,6 +26,7 @@ from verifylab.bench.speculation_grid import SpecPoint, SpeculationGrid
 from verifylab.errors import BenchmarkError, ServerError
 from verifylab.server.aio import run_coroutine
 from verifylab.server.launch import launcher_help, serve
+from verifylab.server.server_log import effective_state
 from verifylab.server.variants import BaseConfig
 from verifylab.vocab import SPECULATION_POINTS_TABLE
 
@@ -153,6 +154,9 @@ def run_points(
                     if point.drafter is not None:  # the server's own running average, a cross-check of the target
                         row["server_accept_length"] = run_coroutine(_server_accept(server.url))
                     row["failed_cells"] = len(result["failed_cells"])
+                    # the log as the sweep left it: a collective that fell back after start-up (PCIe-IPC sizes its
+                    # workspace on the first reduction) measured another one, and the state says so
+                    row |= effective_state(point.variant(), state.server_args, server.log_text()).as_row()
             except ServerError as exc:
                 row |= {"active": False, "failure": str(exc)}
             except BenchmarkError as exc:  # the server started but could not be measured: the grid goes on

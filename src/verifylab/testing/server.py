@@ -90,6 +90,12 @@ class State:
             self.simulated_accept = None
         self.fault = args.fault
         self.fault_after = int(args.fault_after or 0)
+        # PCIe-IPC enabled at start-up, its workspace failing on the first request (after the server said it was ready)
+        self.pcie_ipc_fails_late = (
+            os.environ.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE") == "1"
+            and int(args.tp_size or 1) > 1
+            and os.environ.get("VERIFYLAB_SIMULATE_PCIE_IPC_FAILS_LATE") == "1"
+        )
         self.lie_after = int(args.lie_after) if args.lie_after else None
         self.reports_verifies = not args.no_verify_count
         self.requests = 0
@@ -144,6 +150,11 @@ async def generate(request: web.Request) -> web.StreamResponse:
     state: State = request.app["state"]
     body = await request.json()
     state.requests += 1
+    if state.requests == 1 and state.pcie_ipc_fails_late:  # its workspace is sized on the first reduction: it failed
+        print(
+            "FlashInfer PCIe-IPC workspace (max_numel=4) failed: out of memory; leaving PCIe-IPC all-reduce off",
+            flush=True,
+        )
     fault = state.fault_now()
     if fault == "500":
         return web.json_response({"error": {"message": "injected internal error"}}, status=500)
