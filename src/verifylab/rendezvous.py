@@ -20,8 +20,9 @@ def fresh_rendezvous(folder: Path, name: str) -> Path:
 
 
 def rendezvous_store(path: str | Path, world: int, timeout: timedelta) -> Any:
-    """The store a rank hands ``torch.distributed.init_process_group`` (``store=``): it waits at most ``timeout``
-    for the other ranks."""
+    """The store a rank hands ``torch.distributed.init_process_group`` (``store=``): a wait on it ends after
+    ``timeout``. On NCCL a rank 0 whose peer never came was seen waiting far longer, outside the store (1 x H100,
+    torch 2.11: benchmarks/device/rendezvous_check.sh): the parent's deadline (the probe's, synth-verify's) ends it."""
     import torch.distributed as dist
 
     store = dist.FileStore(str(path), world)
