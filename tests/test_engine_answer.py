@@ -129,6 +129,7 @@ def test_box_plan_names_the_backend_it_priced_and_refuses_a_launch_it_cannot_ser
     assert code == 0 and "--attention-backend flashinfer" in flashinfer
     code, vllm = _plan("--engine", "vllm")
     assert code == 0 and "no launch command: vLLM answers" in vllm and "sglang.launch_server" not in vllm
+    assert "PCIe-IPC" not in vllm  # SGLang's all-reduce switch is no question for a vLLM answer
     code, split = _plan("--verify-kernel", "split-kv")
     assert code == 0 and "no launch command" in split and "patched SGLang" in split
     code, refused = _plan("--engine", "vllm", "--verify", str(tmp_path / "box.yaml"))

@@ -172,7 +172,7 @@ def box_cmd(
                 attention_backend=attention_backend,
                 verify_kernel=verify_kernel,
                 kv_cache_dtype=kv_cache_dtype,
-                pcie_ipc=ev.launch_target(sglang).has_pcie_ipc,
+                pcie_ipc=engine == "sglang" and ev.launch_target(sglang).has_pcie_ipc,  # an SGLang switch
             )
             if verify is not None and engine == "vllm":
                 raise ParameterError(
