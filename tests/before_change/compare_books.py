@@ -3,6 +3,9 @@ identical to before the move, except the lines the closing note lists").
 
     python tests/before_change/compare_books.py BEFORE/_build/html AFTER/_build/html
 
+Build each tree on its own code: ``cd TREE && PYTHONPATH=TREE/src verifylab book --root TREE`` (the venv's editable
+install imports the checkout's ``src`` otherwise, kernels included, and both builds run the same code).
+
 A page is compared as the reader sees it: its text, one line per block, with the edition's id and build time
 normalised. An export (CSV, JSON) is compared as bytes, and where they differ cell by cell: a number that differs
 only past its 12th significant digit is reported as such, apart from the cells that really differ. Prints every
