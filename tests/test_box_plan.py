@@ -182,9 +182,23 @@ def test_a_tie_of_the_all_reduces_is_measured_and_a_decided_one_is_not():
         assert result.exit_code == 0, result.output
         servers[load] = [line for line in result.output.splitlines() if line.startswith("  [")]
         words = " ".join(result.output.split())
-        assert ("a tie, neither has" in words) == (load == "4")
+        assert ("a tie, neither is" in words) == (load == "4")
     assert len(servers["4"]) == 4 and [PCIE_IPC_ENV in s for s in servers["4"]] == [False, False, False, True]
     assert len(servers["1"]) == 3 and all(PCIE_IPC_ENV in s for s in servers["1"])
+
+
+def test_the_all_reduce_alone_within_the_slo_at_its_pessimistic_end_is_launched():
+    """Kimi-K2.5 at TP 8, 8k of context, 32 streams: NCCL's best misses the SLO at its pessimistic end (goodput 0),
+    PCIe-IPC's meets it, though its optimistic end is not 2% ahead: PCIe-IPC is launched, as a plan ranks configurations
+    (the pessimistic end first), not measured as a tie."""
+    kimi = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "kimi-k2.5-int4")
+    args = ["box", "--plan", "--config", kimi, "--gpu", "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p",
+            "--context", "8192", "--load", "32", "--data-dir", str(DATA)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    words = " ".join(result.output.split())
+    assert "chosen over NCCL by goodput at 32 streams" in words and "against NCCL's 0-" in words
+    assert f"launch the choice: {PCIE_IPC_ENV}=1 " in words
 
 
 def _check_plan(fitted, load: int = 2):

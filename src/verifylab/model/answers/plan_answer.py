@@ -251,9 +251,9 @@ def _collective(
     stream_cap: int,
 ) -> tuple[Box, Collective, Priced | None]:
     """The all-reduce the plan launches where the SGLang named offers two, NCCL (its default) and its PCIe-IPC
-    all-reduce (where a curve prices it): PCIe-IPC where the model's best configuration on it has more goodput at
-    the owner's load than NCCL's by the tie margin at both ends, else NCCL; where neither is that far ahead (a tie),
-    also PCIe-IPC's best configuration, for ``--verify`` to measure. Modelled, also where a public matrix gives the
+    all-reduce (where a curve prices it): PCIe-IPC where the model's best configuration on it is ahead of NCCL's by
+    goodput at the owner's load (:func:`_ahead`), else NCCL; where neither is ahead (a tie), also PCIe-IPC's best
+    configuration, for ``--verify`` to measure. Modelled, also where a public matrix gives the
     plan's rates: they were measured on one all-reduce and do not tell the two apart. The all-reduce line gives both."""
     if ipc_box is None:
         return nccl_box, Collective.NCCL, None
@@ -268,17 +268,23 @@ def _collective(
         f"at {streams_words(nccl.at_load.streams)} (modelled, the best configuration on each): "
         f"{ipc.at_load.goodput.text(0)} tok/s against NCCL's {nccl.at_load.goodput.text(0)}"
     )
-    if decided_more(ipc.at_load.goodput, nccl.at_load.goodput):
+    if _ahead(ipc.at_load.goodput, nccl.at_load.goodput):
         chosen = f"{ipc_box.comm_source}; chosen over NCCL by goodput {at}"
         return replace(ipc_box, comm_source=chosen), Collective.PCIE_IPC, None
-    if decided_more(nccl.at_load.goodput, ipc.at_load.goodput):
-        why = f"NCCL has {TIE_MARGIN:.0%} more goodput at both ends {at}"
+    if _ahead(nccl.at_load.goodput, ipc.at_load.goodput):
+        why = f"NCCL is ahead by goodput {at}"
         return replace(nccl_box, comm_source=f"{nccl_box.comm_source}; {_NOT_LAUNCHED}: {why}"), Collective.NCCL, None
     why = (
-        f"a tie, neither has {TIE_MARGIN:.0%} more goodput at both ends {at}: NCCL, SGLang's default; `--verify` "
-        f"measures PCIe-IPC's best ({ipc.config.words()}) too"
+        f"a tie, neither is {TIE_MARGIN:.0%} ahead at both ends nor alone within the SLO at its pessimistic end {at}: "
+        f"NCCL, SGLang's default; `--verify` measures PCIe-IPC's best ({ipc.config.words()}) too"
     )
     return replace(nccl_box, comm_source=f"{nccl_box.comm_source}; {_NOT_LAUNCHED}: {why}"), Collective.NCCL, ipc
+
+
+def _ahead(goodput: Span, other: Span) -> bool:
+    """Whether one all-reduce's best goodput is decided above the other's: the tie margin at both ends, or the SLO met
+    at the pessimistic end where the other's misses it there (goodput 0), as a plan ranks configurations."""
+    return decided_more(goodput, other) or (goodput.low > 0 and other.low == 0)
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:
