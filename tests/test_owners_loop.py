@@ -78,9 +78,9 @@ def test_a_plan_launches_the_all_reduce_it_priced(config, tp, sglang, load, laun
 
 def test_model_speculation_on_pcie_ipc_prices_plain_decoding_as_the_plan_does():
     """One value per question: `box --plan` launches and prices PCIe-IPC at TP 8 with healthy P2P (at 4 streams, where
-    it has more goodput than NCCL), and `model
-    speculation --pcie-ipc` at the plan's context and load gives its plain decoding the same tok/s; on NCCL (the
-    default) another, and --pcie-ipc where no curve prices it is refused naming why."""
+    it has more goodput than NCCL), and `model speculation --pcie-ipc` at the plan's context and load gives its plain
+    decoding the same tok/s; on NCCL (the default) another, and --pcie-ipc where no curve prices it is refused naming
+    why."""
     box = ["--config", str(QWEN), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p", "--accept", "2.4"]
     plan = CliRunner().invoke(
         app, ["box", "--plan", *box, "--load", "4", "--data-dir", str(DATA)], env={"COLUMNS": "220"}
