@@ -131,9 +131,9 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 f"allows): drop --tp, give --tp {probed.box.tp}, or probe {req.tp} GPUs"
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
-        ipc_box: Box | None = None  # the probe measured NCCL, as `box --probe`'s decision prices and launches
+        ipc_box: Box | None = None  # NCCL as the probe measured it; PCIe-IPC where P2P works and a curve prices it
         if req.pcie_ipc and probed.policy.custom_allreduce:  # the probe's rule for what writes into peers: P2P works
-            box, ipc_box = _probed_pcie_ipc(record, box, probed.regime)
+            box, ipc_box = _probed_pcie_ipc(record, box)
         target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
@@ -222,23 +222,15 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     )
 
 
-def _probed_pcie_ipc(record: StoredInputs, box: Box, regime: Regime) -> tuple[Box, Box | None]:
-    """A probed box whose P2P works, served by an SGLang that has the PCIe-IPC all-reduce: the box on the NCCL its
-    probe measured, and where that NCCL is slow (PCIe-IPC is the fix its decision names first) and a public curve
-    prices PCIe-IPC at its TP, the box on PCIe-IPC (its own NCCL past the workspace); a healthy box keeps its NCCL."""
+def _probed_pcie_ipc(record: StoredInputs, box: Box) -> tuple[Box, Box | None]:
+    """A probed box whose P2P works (healthy, or its NCCL slow), served by an SGLang that has the PCIe-IPC all-reduce:
+    the box on the NCCL its probe measured, and, where a public curve prices PCIe-IPC at its TP, the box on PCIe-IPC
+    (the box did not measure it; its own NCCL past the workspace): the plan chooses between them by goodput."""
     assert box.allreduce_us is not None  # P2P works between ranks: TP > 1
-    ipc = (
-        probed_pcie_ipc_curve(regime_curves(record), box.tp, box.target.hidden, box.allreduce_us, box.comm_source)
-        if regime is Regime.NCCL_SLOW
-        else None
-    )
+    ipc = probed_pcie_ipc_curve(regime_curves(record), box.tp, box.target.hidden, box.allreduce_us, box.comm_source)
     if ipc is not None:
         return box, replace(box, allreduce_us=ipc[0], comm_source=ipc[1])
-    why = (
-        f"no public curve prices it at {box.tp} ranks"
-        if regime is Regime.NCCL_SLOW
-        else "the probe measured NCCL on this box, and its NCCL is not slow"
-    )
+    why = f"no public curve prices it at {box.tp} ranks"
     return replace(box, comm_source=f"{box.comm_source}; {_NOT_LAUNCHED}: {why}"), None
 
 
