@@ -62,7 +62,7 @@ def test_a_limit_only_speculation_meets_makes_it_the_choice_and_plain_gets_no_go
     plain_at_16 = next(c for c in plan.plain.cells if c.streams == 16)
     assert plan.chosen.at_load.tpot_ms.high <= 10
     assert plain_at_16.goodput.low == 0 or plan.plain.config.max_running < 16  # plain meets it only capped
-    assert [p.config for p in (plan.chosen, plan.runner_up)] == plan.measured_configs[:2]
+    assert [p.config for p in (plan.chosen, plan.runner_up)] == [s.priced.config for s in plan.measured_servers[:2]]
 
 
 def test_a_budget_too_small_for_the_plan_is_refused_naming_the_minutes(fitted):
@@ -95,7 +95,7 @@ def test_verify_measures_the_choice_the_runner_up_and_plain_and_compares(tmp_pat
     settings = VerifySettings(base=base, output_tokens=8, hold_accept=True, label="test double (not data)")
     said: list[str] = []
     rows = run_verify(plan, settings, tmp_path, "check", progress=said.append)
-    assert len(rows) == len(plan.measured_configs) and not rows.failure.any()
+    assert len(rows) == len(plan.measured_servers) and not rows.failure.any()
     runs = Evidence(tmp_path).measured
     assert runs.run("check").parameters["box_plan"] == plan_record(plan, settings)
     table = compare(runs, "check")
@@ -142,7 +142,7 @@ def test_the_check_starts_every_server_on_the_all_reduce_the_plan_priced(fitted,
     settings = VerifySettings(base=base, output_tokens=8, label="test double (not data)")
     target = Evidence(DATA).launch_target("0.5.22")
     points = verify_points(plan, settings)
-    assert len(points) == len(plan.measured_configs) >= 2
+    assert len(points) == len(plan.measured_servers) >= 2
     for point in points:
         env = dict(build_command(variant_launch(base, point.variant()), target).env)
         assert (env.get(PCIE_IPC_ENV) == "1") == switched, (point.name, env)

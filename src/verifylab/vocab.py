@@ -83,6 +83,9 @@ class Regime(StrEnum):
     MEASURED = "this box (probe)"  # not a verdict: the pricing source when a probe of the box itself is stored
 
 
+P2P_WORKS = frozenset({Regime.HEALTHY_P2P, Regime.NCCL_SLOW})  # what writes into the peers' memory runs in these
+
+
 REGIME_KEYS = {  # the command line's spelling of each regime (either spelling is accepted, the value is printed)
     "healthy-p2p": "healthy P2P",
     "host-memory": "host-memory fallback",

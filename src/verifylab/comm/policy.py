@@ -17,7 +17,7 @@ from verifylab.errors import ManifestError
 from verifylab.intake import OutsideFileError, read_outside_bytes
 from verifylab.iorw import atomic_write_json
 from verifylab.launch import setting_args
-from verifylab.vocab import Regime
+from verifylab.vocab import P2P_WORKS, Regime
 
 POLICY_FILE = "policy.json"
 
@@ -64,7 +64,7 @@ def policy_from_probe(run_id: str, verdict: pd.DataFrame, latency: pd.DataFrame,
         reasons.append("one GPU: serve at TP 1, no all-reduce")
     elif not tensor_parallel:
         reasons.append(f"{', '.join(refused)} returned wrong data: no tensor parallelism until that is fixed")
-    p2p = regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)  # P2P works on both: what writes into peers runs
+    p2p = regime in P2P_WORKS
     fused_ok = _correct(latency, "fused")
     fusion = tensor_parallel and p2p and fused_ok and "fused" not in refused
     if tensor_parallel and not fusion:

@@ -138,11 +138,6 @@ class BoxPlan:
         return servers
 
     @property
-    def measured_configs(self) -> list[Configuration]:
-        """The configurations of :attr:`measured_servers`, in order."""
-        return [s.priced.config for s in self.measured_servers]
-
-    @property
     def sets_pcie_ipc(self) -> bool:
         """Whether its servers set SGLang's PCIe-IPC switch: where it priced that all-reduce, at TP > 1."""
         return self.collective == "pcie_ipc" and self.tp > 1

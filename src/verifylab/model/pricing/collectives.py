@@ -41,7 +41,7 @@ from verifylab.model.pricing.regimes import (
     max_oneshot_tokens,
     pcie_ipc_holds,
 )
-from verifylab.vocab import KIMI_K2_HIDDEN, Regime
+from verifylab.vocab import KIMI_K2_HIDDEN, P2P_WORKS, Regime
 
 
 @dataclass
@@ -234,8 +234,7 @@ class RegimeCurves:
             low, high = self.in_pass_fused.range_at(message)
             value = box.fused.priced_at(message, (world - 1) / (self.link_gbs * 1e3))
             return Price(value * low, value * high, f"measured on this box: {box.source}, x in-pass factor")
-        p2p_works = box.regime in (Regime.HEALTHY_P2P, Regime.NCCL_SLOW)
-        if p2p_works and collective is Collective.PCIE_IPC and not pcie_ipc_holds(message, hidden):
+        if box.regime in P2P_WORKS and collective is Collective.PCIE_IPC and not pcie_ipc_holds(message, hidden):
             return self._box(Collective.NCCL, world, message, hidden)  # SGLang hands it to this box's own NCCL
         if box.regime is Regime.NCCL_SLOW and collective is not Collective.NCCL:  # P2P works: priced as healthy
             priced = self.price(Regime.HEALTHY_P2P, collective, world, message, hidden)
