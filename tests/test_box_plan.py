@@ -280,7 +280,8 @@ def test_a_probed_box_whose_nccl_is_slow_is_planned_on_the_pcie_ipc_its_decision
     """NCCL slow while P2P works: `box --probe` names SGLang's PCIe-IPC all-reduce as the fix, so `box --plan --probe`
     with an SGLang that runs it prices and launches it (its public curve at 8 ranks, P2P working on this box; this
     box's own slow NCCL past the workspace); an SGLang without it keeps the NCCL the probe measured and says why; on
-    the healthy box the two tie at 32 streams (NCCL launched, both measured); `box --probe`'s fix names the plan."""
+    the healthy box the two tie at 32 streams (NCCL launched, both measured); `box --probe`'s all-reduce answer names
+    the plan."""
     import shutil
 
     from verifylab.testing.probe_double import RUN_ID, write_probe_double
@@ -301,8 +302,9 @@ def test_a_probed_box_whose_nccl_is_slow_is_planned_on_the_pcie_ipc_its_decision
     probed = CliRunner().invoke(app, ["box", "--probe", slow, "--config", kimi, "--decode-tok-s", "40", "--out",
                                       str(tmp_path / "page"), "--data-dir", str(data)])  # fmt: skip
     assert probed.exit_code == 0, probed.output
-    fix = " ".join(probed.output.split()).split("fix first: ", 1)[1].split(" fusion: ", 1)[0]
-    assert "PCIe-IPC all-reduce" in fix and f"`verifylab box --plan --probe {slow}` prices" in fix  # where it runs
+    words = " ".join(probed.output.split())
+    assert "PCIe-IPC all-reduce" in words.split("fix first: ", 1)[1].split(" fusion: ", 1)[0]  # the probe's fix
+    assert f"`verifylab box --plan --probe {slow}` chooses between the two" in words.split("all-reduce: ", 1)[1]
     priced, launched = plan(slow)
     assert priced.startswith("PCIe-IPC all-reduce") and f"to NCCL: NCCL all-reduce on p2p, run {slow}" in priced
     assert launched.startswith(f"{PCIE_IPC_ENV}=1 ")
@@ -311,6 +313,48 @@ def test_a_probed_box_whose_nccl_is_slow_is_planned_on_the_pcie_ipc_its_decision
     priced, launched = plan(RUN_ID)
     assert priced.startswith("NCCL all-reduce on p2p") and "not launched: a tie" in priced
     assert PCIE_IPC_ENV not in launched
+
+
+def test_box_probe_names_the_plan_exactly_where_the_plan_prices_pcie_ipc(tmp_path):
+    """`box --probe` launches NCCL (it has no load to choose by); its all-reduce answer names `box --plan --probe`
+    as the command that chooses where, and only where, that plan prices SGLang's PCIe-IPC on the box, and otherwise
+    says why it is no option, with the plan's reason: an SGLang or FlashInfer without it, P2P broken (host memory),
+    no public curve at the TP (2 ranks)."""
+    import shutil
+
+    from verifylab.testing.probe_double import RUN_ID, write_probe_double
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    slow = write_probe_double(data, "20261206-000001-8xrtx-pro-6000-nccl-slow-double", nccl_slowdown=3.0)
+    write_probe_double(data)
+    kimi = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "kimi-k2.5-int4")
+    qwen = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "qwen3-30b-a3b")
+    cases = [  # (probe, config, extra arguments, the reason PCIe-IPC is no option, or None where it is priced)
+        (RUN_ID, kimi, [], None),
+        (slow, kimi, [], None),
+        (RUN_ID, kimi, ["--sglang", "0.5.21"], "the FlashInfer SGLang 0.5.21 pins"),
+        (RUN_ID, kimi, ["--sglang", "0.5.9"], "SGLang 0.5.9 has none"),
+        ("20261201-091704-2xh200-probe-shm", qwen, [], "P2P does not work on this box"),
+        ("20261201-092338-2xh200-probe-p2p", qwen, [], "no public curve prices it at 2 ranks"),
+    ]
+    for probe, config, extra, reason in cases:
+        common = ["--probe", probe, "--config", config, "--decode-tok-s", "40", *extra, "--data-dir", str(data)]
+        decided = CliRunner().invoke(app, ["box", *common, "--out", str(tmp_path / probe)])
+        planned = CliRunner().invoke(app, ["box", "--plan", *common])
+        assert decided.exit_code == 0 and planned.exit_code == 0, (decided.output, planned.output)
+        answer = " ".join(decided.output.split()).split("all-reduce: ", 1)[1].split(" launch: ", 1)[0]
+        chosen = " ".join(planned.output.split()).split("all-reduce: ", 1)[1].split(" weights: ", 1)[0]
+        assert answer.startswith("NCCL, SGLang's default"), (probe, extra, answer)
+        names_plan = f"`verifylab box --plan --probe {probe}` chooses between the two" in answer
+        assert names_plan == (reason is None), (probe, extra, answer)
+        if reason is None:  # the plan priced PCIe-IPC: it launched it, or NCCL with both goodputs beside it
+            assert "PCIe-IPC" in chosen and "tok/s against NCCL's" in chosen, (probe, extra, chosen)
+        else:
+            assert f"not an option here: {reason}" in answer, (probe, extra, answer)
+            assert "tok/s against NCCL's" not in chosen, (probe, extra, chosen)
+            if "SGLang" not in reason:  # the SGLang named has it: the plan says why it is not launched on this box
+                assert f"SGLang's PCIe-IPC all-reduce not launched: {reason}" in chosen, (probe, extra, chosen)
 
 
 @pytest.mark.parametrize("slowdown", [3.0, None])

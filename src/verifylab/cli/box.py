@@ -250,6 +250,7 @@ def box_cmd(
         ("fix first", decision.fix_first),
         ("fusion", decision.fusion_answer),
         ("speculation", decision.speculation_answer),
+        *((("all-reduce", decision.all_reduce_answer),) if decision.all_reduce_answer else ()),
     ):
         console.print(f"  {question}: {text}", highlight=False, markup=False)
     console.print(f"  launch: {decision.launch_command}", highlight=False, markup=False, soft_wrap=True)

@@ -44,6 +44,7 @@ def answers_rows(d: BoxDecision) -> list[tuple[str, str]]:
         ("What to fix first?", d.fix_first + (f" (evidence: {d.fix_evidence})" if d.fix_evidence else "")),
         ("Deploy all-reduce fusion?", d.fusion_answer),
         ("Keep EAGLE-3, up to how many streams?", d.speculation_answer),
+        *((("Which all-reduce?", d.all_reduce_answer),) if d.all_reduce_answer else ()),
         ("What may run here (policy)?", "; ".join(d.policy.reasons) or "everything the regime allows"),
     ]
 

@@ -18,6 +18,7 @@ from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch,
 from verifylab.model.answers.box_switch import SPECULATION_SUMMARY, Switch, banded_speculation, modelled_speculation
 from verifylab.model.answers.engine_answer import choice_for, served_model
 from verifylab.model.answers.evidence_ladder import BandAnswer
+from verifylab.model.answers.probed_collective import all_reduce_words, pcie_ipc_missing, probed_pcie_ipc
 from verifylab.model.answers.speculation_answer import SpeculationAsk, public_band
 from verifylab.model.fits.grid import measured_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
@@ -25,7 +26,7 @@ from verifylab.model.inputs.configs import eagle3_draft_for, read_config
 from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
-from verifylab.model.inputs.stored import stored_runs
+from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.attention import BYTES_ONCE_PER_PASS, DEFAULT_MEM_FRACTION, AttentionTerms
 from verifylab.model.pricing.boxes import calibrate_decode, checked_decode_rate, latency_curve, layout_fits
 from verifylab.model.pricing.pass_cost import compare
@@ -109,6 +110,7 @@ class BoxDecision:
     launch_command: str
     inputs: dict[str, str] = field(default_factory=dict)
     speculation_band: BandAnswer | None = None  # the public band EAGLE-3's answer is, where one ran this box
+    all_reduce_answer: str = ""  # NCCL, and where PCIe-IPC is priced the command that chooses (empty at TP 1)
 
     def finding(self) -> str:
         """The page's one-line finding, from the settings (never read back from their words)."""
@@ -330,12 +332,9 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
     refusal = choice.launch_refusal  # vLLM's prices, or a kernel no released SGLang runs: no SGLang command
     if band is not None:
         spec_setting, spec_answer = banded_speculation(band, spec_answer)
-    fix = _text(verdict["fix_hypothesis"])
-    if regime is Regime.NCCL_SLOW and world > 1:  # a software switch, not the platform: the plan prices it here
-        fix += (
-            f"; `verifylab box --plan --probe {inputs.probe_run}` prices SGLang's PCIe-IPC all-reduce on this box and "
-            "launches it where it has more goodput than NCCL"
-        )
+    missing = pcie_ipc_missing(inputs.engine, inputs.target)
+    # as `box --plan --probe` prices it, where the SGLang named has it
+    ipc = missing if missing is not None else probed_pcie_ipc(stored_inputs(ev), box, policy.custom_allreduce)
     us = verdict.get("allreduce_us")
     return BoxDecision(
         run_id=inputs.probe_run,
@@ -344,7 +343,7 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
         regime=regime,
         allreduce_us=float(us) if us is not None and us == us else None,
         reason=str(verdict["reason"]),
-        fix_first=fix,
+        fix_first=_text(verdict["fix_hypothesis"]),
         fix_evidence=_text(verdict.get("fix_evidence")),
         band=_text(verdict.get("band")),
         policy=policy,
@@ -362,6 +361,7 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
             inputs, box_launch(inputs, policy, fusion_setting is Switch.ON, spec_setting is Switch.ON), refusal
         ),
         speculation_band=band,
+        all_reduce_answer=all_reduce_words(inputs.probe_run, ipc) if box.tp > 1 else "",
         inputs={
             **spec.inputs,
             "probe": f"run {inputs.probe_run} ({label})",

@@ -29,6 +29,7 @@ from verifylab.model.answers.engine_answer import (
     served_model,
 )
 from verifylab.model.answers.evidence_ladder import transfer_band
+from verifylab.model.answers.probed_collective import probed_pcie_ipc
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import measured_overheads
@@ -53,7 +54,6 @@ from verifylab.model.pricing.boxes import (
     calibrate_decode_on,
     layout_fits,
     pcie_ipc_regime_curve,
-    probed_pcie_ipc_curve,
     regime_curve,
 )
 from verifylab.model.pricing.pricer import Box
@@ -132,8 +132,12 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
         ipc_box: Box | None = None  # NCCL as the probe measured it; PCIe-IPC where P2P works and a curve prices it
-        if req.pcie_ipc and probed.policy.custom_allreduce:  # the probe's rule for what writes into peers: P2P works
-            box, ipc_box = _probed_pcie_ipc(record, box)
+        # the probe's rule for what writes into peers (P2P works), where the SGLang named has PCIe-IPC
+        priced = probed_pcie_ipc(record, box, probed.policy.custom_allreduce) if req.pcie_ipc else None
+        if isinstance(priced, tuple):
+            ipc_box = replace(box, allreduce_us=priced[0], comm_source=priced[1])
+        elif priced is not None and box.tp > 1:  # it cannot run or is not priced on this box: not launched, and why
+            box = replace(box, comm_source=f"{box.comm_source}; {_NOT_LAUNCHED}: {priced}")
         target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
@@ -220,18 +224,6 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         context_tokens=req.context,
         stream_cap=cap,
     )
-
-
-def _probed_pcie_ipc(record: StoredInputs, box: Box) -> tuple[Box, Box | None]:
-    """A probed box whose P2P works (healthy, or its NCCL slow), served by an SGLang that has the PCIe-IPC all-reduce:
-    the box on the NCCL its probe measured, and, where a public curve prices PCIe-IPC at its TP, the box on PCIe-IPC
-    (the box did not measure it; its own NCCL past the workspace): the plan chooses between them by goodput."""
-    assert box.allreduce_us is not None  # P2P works between ranks: TP > 1
-    ipc = probed_pcie_ipc_curve(regime_curves(record), box.tp, box.target.hidden, box.allreduce_us, box.comm_source)
-    if ipc is not None:
-        return box, replace(box, allreduce_us=ipc[0], comm_source=ipc[1])
-    why = f"no public curve prices it at {box.tp} ranks"
-    return replace(box, comm_source=f"{box.comm_source}; {_NOT_LAUNCHED}: {why}"), None
 
 
 def _collective(
