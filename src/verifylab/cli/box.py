@@ -85,8 +85,10 @@ def box_cmd(
         help="--plan at TP > 1 before the box is probed: its communication regime ('healthy P2P', 'host-memory "
         "fallback', 'degraded'); the all-reduces are priced from chapter 4's curves (modelled).",
     ),
-    overlap: str = typer.Option(
-        "0", help="--plan: how much a verify chain's tokens share experts, 0 (each its own) to 1, or a range 0.2-0.6."
+    overlap: str | None = typer.Option(
+        None,
+        help="--plan: how much a verify chain's tokens share experts, 0 (each its own) to 1, or a range 0.2-0.6 "
+        "(default: as fitted on a stored grid of the box itself, else 0).",
     ),
     prompt_tokens: int = typer.Option(256, min=1, max=1_000_000, help="--plan: prompt tokens per request."),
     output_tokens: int = typer.Option(128, min=2, max=65536, help="--plan: output tokens per request."),
@@ -156,7 +158,7 @@ def box_cmd(
                 gpu,
                 tp,
                 decode_tok_s,
-                parse_overlap(overlap),
+                parse_overlap(overlap) if overlap is not None else None,
                 prompt_tokens,
                 output_tokens,
                 budget_minutes,

@@ -20,7 +20,7 @@ from verifylab.model.answers.engine_answer import choice_for, served_model
 from verifylab.model.answers.evidence_ladder import BandAnswer
 from verifylab.model.answers.probed_collective import all_reduce_words, pcie_ipc_missing, probed_pcie_ipc
 from verifylab.model.answers.speculation_answer import SpeculationAsk, public_band
-from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.fits.grid import box_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.inputs.configs import eagle3_draft_for, read_config
 from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
@@ -312,7 +312,8 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
     verdict, rank_map, policy, label, box = probed.verdict, probed.rank_map, probed.policy, probed.label, probed.box
     curves, path, target = probed.curves, probed.path, box.target
     regime, world = Regime(str(verdict["regime"])), int(verdict["world"])
-    calibrated = calibrate_decode(box, measured_overheads(stored_runs(runs)), inputs.decode_tok_s, inputs.decode_source)
+    box, overheads = box_overheads(stored_runs(runs), box)  # the nearest grid's (the box's own, where stored)
+    calibrated = calibrate_decode(box, overheads, inputs.decode_tok_s, inputs.decode_source)
     spec = answer(box, calibrated, Drafter.EAGLE3, inputs.accept, inputs.draft_tokens, streams)
     one = spec.rows[0].gain
     fusion, fusion_setting, fusion_answer = _fusion(

@@ -32,7 +32,7 @@ from verifylab.model.answers.evidence_ladder import transfer_band
 from verifylab.model.answers.probed_collective import probed_pcie_ipc
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
-from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.fits.grid import box_overheads
 from verifylab.model.fits.in_pass import regime_curves
 from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.inputs.configs import (
@@ -43,7 +43,7 @@ from verifylab.model.inputs.configs import (
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
-from verifylab.model.inputs.stored import StoredInputs, stored_inputs
+from verifylab.model.inputs.stored import stored_inputs
 from verifylab.model.pricing.attention import (
     BYTES_ONCE_PER_PASS,
     DEFAULT_MEM_FRACTION,
@@ -56,7 +56,7 @@ from verifylab.model.pricing.boxes import (
     pcie_ipc_regime_curve,
     regime_curve,
 )
-from verifylab.model.pricing.pricer import Box
+from verifylab.model.pricing.pricer import NO_OVERLAP, Box, Overheads
 from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective
 from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import MeasuredRuns, ModelSources
@@ -80,7 +80,7 @@ class PlanRequest:
     gpu: str | None  # None: the probe's GPU, else h200
     tp: int
     decode_tok_s: float | None
-    overlap: Span
+    overlap: Span | None  # None: the box's own grid's fitted overlap where one is stored, else 0
     prompt_tokens: int
     output_tokens: int
     budget_minutes: float
@@ -120,6 +120,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     is probed). Where a public per-context matrix ran this box, the plan's rates are that matrix moved to the owner's
     context."""
     record = stored_inputs(ev)
+    overlap = req.overlap if req.overlap is not None else NO_OVERLAP  # until the nearest grid says otherwise
     if req.gpu is not None:  # the table's key whatever its spelling: the public evidence is keyed on it
         req = replace(req, gpu=option_key(req.gpu))
     regime: Regime | None
@@ -130,7 +131,7 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 f"--tp {req.tp}: probe {req.probe} prices TP {probed.box.tp} (the ranks it measured, as its policy "
                 f"allows): drop --tp, give --tp {probed.box.tp}, or probe {req.tp} GPUs"
             )
-        box, regime, gpu_key = replace(probed.box, chain_overlap=req.overlap), probed.regime, probed.gpu_key
+        box, regime, gpu_key = replace(probed.box, chain_overlap=overlap), probed.regime, probed.gpu_key
         ipc_box: Box | None = None  # NCCL as the probe measured it; PCIe-IPC where P2P works and a curve prices it
         # the probe's rule for what writes into peers (P2P works), where the SGLang named has PCIe-IPC
         priced = probed_pcie_ipc(record, box, probed.policy.custom_allreduce) if req.pcie_ipc else None
@@ -175,11 +176,15 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             attention=req.attention,
             mem_fraction=DEFAULT_MEM_FRACTION,
             routing=Routing.UNIFORM,
-            chain_overlap=req.overlap,
+            chain_overlap=overlap,
             allreduce_us=curve,
             comm_source=comm + modelled,
         )
         ipc_box = None if ipc is None else replace(box, allreduce_us=ipc[0], comm_source=ipc[1] + modelled)
+    # the nearest grid's overheads, and its fitted overlap unless one was stated
+    box, overheads = box_overheads(record.runs, box, req.overlap is not None)
+    req = replace(req, overlap=box.chain_overlap)
+    ipc_box = None if ipc_box is None else replace(ipc_box, chain_overlap=box.chain_overlap)
     gpu, draft, tp = box.gpu, box.draft, box.tp
     matched = None
     if req.decode_tok_s is None:
@@ -204,8 +209,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     cap = pool.streams(req.decode_context)
     engine = EngineBands(choice.words(), verify[0], pool, holdout_miss(record)) if matched is not None else None
     nccl_box = box  # the rate given (--decode-tok-s) was measured on SGLang's default all-reduce
-    box, collective, other = _collective(record, req, box, ipc_box, matched, cap)
-    plan = _plan(record, req, box, matched, verify[0], cap, engine, rate_box=nccl_box, other=other)
+    box, collective, other = _collective(req, box, ipc_box, overheads, matched, cap)
+    plan = _plan(req, box, overheads, matched, verify[0], cap, engine, rate_box=nccl_box, other=other)
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
         plan,
@@ -227,10 +232,10 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
 
 
 def _collective(
-    record: StoredInputs,
     req: PlanRequest,
     nccl_box: Box,
     ipc_box: Box | None,
+    overheads: Overheads,
     matched: tuple[ContextMatrix, AttentionFit] | None,
     stream_cap: int,
 ) -> tuple[Box, Collective, Priced | None]:
@@ -244,7 +249,7 @@ def _collective(
     accept = req.accept if req.accept is not None or matched is None else matched[0].accept.mid
     ask = replace(req, accept=accept, measured=False)  # only to choose: the plan below is the one measured
     best = {
-        c: _plan(record, ask, b, stream_cap=stream_cap, rate_box=nccl_box).chosen
+        c: _plan(ask, b, overheads, stream_cap=stream_cap, rate_box=nccl_box).chosen
         for c, b in ((Collective.NCCL, nccl_box), (Collective.PCIE_IPC, ipc_box))
     }
     ipc, nccl = best[Collective.PCIE_IPC], best[Collective.NCCL]
@@ -291,9 +296,9 @@ def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:
 
 
 def _plan(
-    record: StoredInputs,
     req: PlanRequest,
     box: Box,
+    overheads: Overheads,
     matched: tuple[ContextMatrix, AttentionFit] | None = None,
     verify: VerifyGrowth | None = None,
     stream_cap: int | None = None,
@@ -301,12 +306,11 @@ def _plan(
     rate_box: Box | None = None,
     other: Priced | None = None,
 ) -> BoxPlan:
-    """Choose on ``box`` with the overheads of the stored grid, calibrated to the owner's decode rate if given (on
+    """Choose on ``box`` with the nearest grid's ``overheads``, calibrated to the owner's decode rate if given (on
     ``rate_box``, the box on the all-reduce the rate was measured on, where ``box`` runs another); with ``matched``
     evidence, on its rates at the owner's context (its chain only; prefill stays modelled)."""
     target, gpu = box.target, box.gpu
-    measured = measured_overheads(record.runs)
-    calibrated = calibrate_decode_on(box, rate_box or box, measured, req.decode_tok_s, "given (--decode-tok-s)")
+    calibrated = calibrate_decode_on(box, rate_box or box, overheads, req.decode_tok_s, "given (--decode-tok-s)")
     evidence: dict[str, str] = {}
     accept = req.accept if req.accept is not None else DEFAULT_ACCEPT
     rates: RateSource | None = None
@@ -355,8 +359,9 @@ def _plan(
         "weights": target.quantization,
         "context": f"{box.context:g} tokens of KV per decoding stream",
         **evidence,
-        "routing overlap": f"{req.overlap.text(2)} of a chain's tokens share experts",
+        "routing overlap": f"{box.chain_overlap.text(2)} of a chain's tokens share experts",
         "host overhead": calibrated.host_note if matched is None else "in the evidence's own rates",
+        **({"drafting overhead": f"per speculative cycle, {overheads.source}"} if matched is None else {}),
         **plan.inputs,
     }
     return replace(plan, inputs=inputs, tp=box.tp)

@@ -20,7 +20,7 @@ from verifylab.model.answers.engine_answer import (
 from verifylab.model.answers.evidence_ladder import BandAnswer, transfer_band
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import context_terms
-from verifylab.model.fits.grid import measured_overheads
+from verifylab.model.fits.grid import box_overheads
 from verifylab.model.fits.matrix_holdout import holdout_miss
 from verifylab.model.inputs.configs import eagle3_draft_for, read_config
 from verifylab.model.inputs.curves import Curve, load_curves
@@ -173,10 +173,9 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         allreduce_us=curve,
         comm_source=comm_source,
     )
+    box, overheads = box_overheads(stored_runs(runs), box)  # the nearest grid's (the box's own, where stored)
     rate_box = box if ipc is None else replace(box, allreduce_us=nccl_curve[0])  # the rate was measured on NCCL
-    calibrated = calibrate_decode_on(
-        box, rate_box, measured_overheads(stored_runs(runs)), ask.decode_tok_s, "given (--decode-tok-s)"
-    )
+    calibrated = calibrate_decode_on(box, rate_box, overheads, ask.decode_tok_s, "given (--decode-tok-s)")
     result = answer(box, calibrated, ask.drafter, ask.accept, ask.draft_tokens, ask.streams)
     result.inputs["engine"] = (
         f"{choice.words()}; modelled: attention priced by the fitted context terms above (a verify kernel re-prices "

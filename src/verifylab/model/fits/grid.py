@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import pandas as pd
 
 from verifylab.derived import derived
 from verifylab.errors import ModelInputError
 from verifylab.model.fits.overheads import fit_cycle, fit_host
+from verifylab.model.inputs.configs import costs_from_config
 from verifylab.model.inputs.gpus import Gpu, gpu_named
 from verifylab.model.inputs.grids import GridRead, Sweep
 from verifylab.model.inputs.model_costs import Routing
@@ -159,3 +161,42 @@ def measured_overheads(runs: StoredRuns) -> Overheads:
         f"no speculation grid under {runs.where} holds plain decoding and a sweep at accept length {FIT_ACCEPT:g}: "
         "run chapter 02 live with its speculation grid first"
     )
+
+
+def own_grid_fit(runs: StoredRuns, box: Box) -> GridFit | None:
+    """The fit of a stored grid of ``box`` itself: its served model and draft on its GPU at TP 1, its routers routed
+    as ``box``'s (the oldest that fits; a grid of another model is not read); None where none is stored."""
+    if box.tp != 1 or box.draft is None:
+        return None
+    for run_id in runs.grid_ids:
+        served, draft = (runs.parameters(run_id).get(k) for k in ("served_config", "draft_config"))
+        if not isinstance(served, dict) or not isinstance(draft, dict):
+            continue
+        try:
+            same = costs_from_config(served) == box.target and costs_from_config(draft) == box.draft
+        except ModelInputError:
+            continue
+        grid = runs.grid(run_id) if same else None
+        if grid is not None and grid.gpu_key == box.gpu.name and grid.routing is box.routing:
+            fit = fit_grid(runs, run_id, box.routing)
+            if fit.overheads.cycle:
+                return fit
+    return None
+
+
+class BoxOverheads(NamedTuple):
+    """A box as the nearest grid prices it: the box (its routing overlap the grid's where none was stated) and the
+    overheads (their source says which grid)."""
+
+    box: Box
+    overheads: Overheads
+
+
+def box_overheads(runs: StoredRuns, box: Box, overlap_stated: bool = False) -> BoxOverheads:
+    """``box`` and the overheads that price it, from the nearest grid: one of the box itself where it is stored (its
+    fitted routing overlap too, unless one is ``overlap_stated``), else the first grid's, which every box shares."""
+    own = own_grid_fit(runs, box)
+    if own is None:
+        return BoxOverheads(box, measured_overheads(runs))
+    overheads = replace(own.overheads, source=f"fitted on this box's own grid, run {own.run_id}")
+    return BoxOverheads(box if overlap_stated else replace(box, chain_overlap=own.box.chain_overlap), overheads)
