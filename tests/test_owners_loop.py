@@ -185,6 +185,8 @@ def test_the_plan_shows_the_loops_own_stored_error():
     newest = runs.run(verify_runs(runs)[-1])
     said = " ".join(result.output.split())
     assert f"on {newest.label}, predicted" in said and newest.run_id in said  # the box it ran on, not the one asked
+    planned = newest.parameters["box_plan"]["inputs"]["host overhead"]  # a plan made before it named its drafting one
+    assert f"its plan's host overhead: {' '.join(planned.split())})" in said  # which grid's overheads it was priced on
 
 
 def _settings(tmp_path: Path, *extra: str, tp: int = 1, output_tokens: int = 8) -> Path:

@@ -233,11 +233,15 @@ def loop_error_words(runs: MeasuredRuns) -> str:
             v = verdict(runs, run_id)
         except (ModelInputError, KeyError, ValueError):
             continue
-        box = runs.run(run_id).label or "a box its run does not name"
+        run = runs.run(run_id)
+        box = run.label or "a box its run does not name"
+        planned = run.parameters.get("box_plan", {}).get("inputs", {})  # which grid's overheads the plan took
+        name = "drafting overhead" if "drafting overhead" in planned else "host overhead"  # older plans: the host's
+        priced = f"; its plan's {name}: {planned[name]}" if planned.get(name) else ""
         return (
             f"on {box}, predicted tok/s missed the measured by a median {v.median_error:.0%} over "
             f"{v.measured_cells} of {v.planned_cells} cells; the model "
-            f"{'chose right' if v.model_right else 'chose wrongly'} (run {run_id})"
+            f"{'chose right' if v.model_right else 'chose wrongly'} (run {run_id}{priced})"
         )
     return ""
 
