@@ -81,3 +81,27 @@ def test_model_speculation_prices_the_same_box_on_the_same_grid(tmp_path):
     args = ["--config", target, "--draft-config", draft, "--gpu", "h200", "--tp", "1", "--accept", "3.29"]
     words = " ".join(_invoke("model", "speculation", *args, "--draft-tokens", "8").split())
     assert f"fitted on this box's own grid, run {OWN_GRID}" in words and "routing_overlap: 1.00" in words
+
+
+def test_every_other_box_shares_the_grid_the_public_curves_held_out_agree_with(monkeypatch):
+    """Why the first grid (random weights fed identical tokens: routing collapsed) prices every box without a grid of
+    its own, and not the spread grid: with the spread grid's drafting overhead every public curve of a trained model
+    on another box, held out or a family check, is predicted worse, and one that never pays is predicted to pay."""
+    from verifylab.model.fits import overlap
+    from verifylab.model.fits.grid import first_grid_fit
+    from verifylab.model.inputs.model_costs import Routing
+    from verifylab.model.inputs.stored import stored_inputs, stored_runs
+    from verifylab.store.evidence import Evidence
+
+    shared = overlap.check_summary(overlap.public_check(stored_inputs(Evidence(DATA))))
+    spread = first_grid_fit(stored_runs(Evidence(DATA).measured), Routing.UNIFORM)
+    assert spread is not None and spread.run_id == OWN_GRID
+    monkeypatch.setattr(overlap, "measured_overheads", lambda runs: spread.overheads)
+    other = overlap.check_summary(overlap.public_check(stored_inputs(Evidence(DATA))))
+    for role in ("held out", "family check"):
+        mine = shared[shared["role"] == role].set_index("curve")["median_error"]
+        theirs = other[other["role"] == role].set_index("curve")["median_error"]
+        assert len(mine) and (mine < theirs).all(), (role, mine.to_dict(), theirs.to_dict())
+    never = shared[shared["reported"] == "never pays"]["curve"]
+    assert len(never) and (shared.set_index("curve").loc[never, "predicted_middle"] == "never pays").all()
+    assert (other.set_index("curve").loc[never, "predicted_middle"] != "never pays").all()
