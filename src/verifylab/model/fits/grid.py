@@ -165,10 +165,11 @@ def measured_overheads(runs: StoredRuns) -> Overheads:
 
 def own_grid_fit(runs: StoredRuns, box: Box) -> GridFit | None:
     """The fit of a stored grid of ``box`` itself: its served model and draft on its GPU at TP 1, its routers routed
-    as ``box``'s (the oldest that fits; a grid of another model is not read); None where none is stored."""
+    as ``box``'s (the newest that fits, as the loop's refit takes: the box as last measured; a grid of another model
+    is not read); None where none is stored."""
     if box.tp != 1 or box.draft is None:
         return None
-    for run_id in runs.grid_ids:
+    for run_id in reversed(runs.grid_ids):
         served, draft = (runs.parameters(run_id).get(k) for k in ("served_config", "draft_config"))
         if not isinstance(served, dict) or not isinstance(draft, dict):
             continue
