@@ -11,6 +11,7 @@ import typer
 from verifylab.cli._shared import console, engine_options, fail, print_frame
 from verifylab.cli.model_options import choice, gpu_key, matched_accept_high, regime_of, stream_counts
 from verifylab.errors import VerifylabError
+from verifylab.vocab import streams_words
 
 model_app = typer.Typer(
     help="Cost model: what-ifs (fusion vs substitution vs elimination), reconciliation.", no_args_is_help=True
@@ -84,12 +85,13 @@ def model_whatif(
         Span(r.tokens_per_s_low, r.tokens_per_s_high).text(0) if p else "—"
         for r, p in zip(frame.itertuples(), priced, strict=True)
     ]
-    print_frame(shown, title=f"options at {batch} stream(s) per regime (modelled, ranges)")
+    print_frame(shown, title=f"options at {streams_words(batch)} per regime (modelled, ranges)")
     console.print(f"this box: {box_words}", highlight=False, markup=False)
     for regime in cases:
         console.print(
-            f"EAGLE-3 vs plain decoding (TP 8, NCCL), {regime.value}: gain {gains[regime.value].text(2)} at {batch} "
-            f"stream(s); {answer.off_words[regime]}; calibrated to {decode_source} (verifylab model speculation)",
+            f"EAGLE-3 vs plain decoding (TP 8, NCCL), {regime.value}: gain {gains[regime.value].text(2)} at "
+            f"{streams_words(batch)}; {answer.off_words[regime]}; calibrated to {decode_source} (verifylab model "
+            "speculation)",
             highlight=False,
             markup=False,
         )
