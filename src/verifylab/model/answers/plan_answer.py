@@ -183,7 +183,6 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         ipc_box = None if ipc is None else replace(box, allreduce_us=ipc[0], comm_source=ipc[1] + modelled)
     # the nearest grid's overheads, and its fitted overlap unless one was stated
     box, overheads = box_overheads(record.runs, box, req.overlap is not None)
-    req = replace(req, overlap=box.chain_overlap)
     ipc_box = None if ipc_box is None else replace(ipc_box, chain_overlap=box.chain_overlap)
     gpu, draft, tp = box.gpu, box.draft, box.tp
     matched = None

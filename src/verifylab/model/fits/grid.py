@@ -1,5 +1,6 @@
 """A speculation grid's fit: the box it ran on, the overheads fitted on its plain sweep and one accept length, the
-routes it took; the one fit the book and every other box share, and what it predicts for the sweeps it did not fit."""
+routes it took; the one fit the book and every box without a grid of its own share (a box with one is priced on its
+own, :func:`box_overheads`), and what it predicts for the sweeps it did not fit."""
 
 from __future__ import annotations
 
