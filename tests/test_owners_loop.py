@@ -258,6 +258,32 @@ def test_a_tie_of_the_all_reduces_is_measured_on_both_and_compared(tmp_path, fit
 
 
 @pytest.mark.slow  # starts the test double as each server: make test
+def test_each_server_of_the_check_runs_the_backend_and_kv_dtype_the_plan_priced(tmp_path, fitted):
+    """The plan's launch line names an attention backend and a KV dtype: every server the check starts runs them (its
+    file named none, and SGLang's own default may be another), as each server's log says; a file naming another is
+    refused before anything starts, naming both; one naming the same in its extra arguments is taken as it is."""
+    from verifylab.bench.box_verify import VerifySettings, served_as_priced
+
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    plan = replace(plan, attention_backend="triton", kv_cache_dtype="fp8_e4m3")
+    verify_on_box(plan, _settings(tmp_path, output_tokens=64), tmp_path / "data", "check")
+    logs = sorted((tmp_path / "data" / "runs" / "check").rglob("*.log"))
+    started = [line for log in logs for line in log.read_text().splitlines() if "server_args=ServerArgs(" in line]
+    assert len(started) == len(plan.measured_servers), started
+    assert all("attention_backend='triton', kv_cache_dtype='fp8_e4m3'" in line for line in started)
+    with pytest.raises(ParameterError, match="--attention-backend flashinfer against the plan's triton"):
+        verify_on_box(plan, _settings(tmp_path, "--attention-backend", "flashinfer"), tmp_path / "data", "other")
+    assert not (tmp_path / "data" / "runs" / "other").exists()
+    same = VerifySettings.model_validate(yaml.safe_load(_settings(tmp_path, "--kv-cache-dtype=fp8_e4m3").read_text()))
+    served = served_as_priced(plan, same, "verify.yaml").base
+    assert served.kv_cache_dtype is None and served.attention_backend == "triton"  # the file's own flag stands
+    bf16 = replace(plan, kv_cache_dtype=None)  # a plan that priced the model's bf16: the file's fp8 is another
+    with pytest.raises(ParameterError, match="--kv-cache-dtype fp8_e4m3 against the plan's bf16"):
+        served_as_priced(bf16, same, "verify.yaml")
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
 def test_a_server_that_dies_ends_the_check_non_zero_with_the_cells_named(tmp_path, fitted):
     box, overheads = fitted
     plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
@@ -274,6 +300,11 @@ def test_a_real_box_check_has_its_plan_file_a_dry_run_and_its_checks_first(tmp_p
     assert "dry run: " in result.output and "at TP 8" in result.output
     servers = [line for line in result.output.splitlines() if line.startswith("  [")]
     assert servers and all("with SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1: SGLang's PCIe-IPC" in s for s in servers)
+    launch = " ".join(result.output.split()).split("launch the choice: ", 1)[1]  # the file names neither: the plan's
+    engine = re.search(
+        r"each server: --attention-backend (\S+), --kv-cache-dtype (\S+), as the plan priced", result.output
+    )
+    assert engine and f"--attention-backend {engine[1]} " in launch and f"--kv-cache-dtype {engine[2]} " in launch
     assert not (DATA / "runs" / "never-made").exists()  # nothing started, nothing written
     assert re.search(r"startup: (\d+) s per server", result.output)
     assert int(re.search(r"startup: (\d+) s per server", result.output).group(1)) > 150  # scaled by the weights

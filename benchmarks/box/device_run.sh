@@ -52,8 +52,11 @@ verify)
   [ -f /tmp/verify-run-id ] || echo "$stamp-h200-box-verify" > /tmp/verify-run-id
   run=$(cat /tmp/verify-run-id)
   pkill -9 -f sglang.launch_server 2>/dev/null
+  # --attention-backend triton: the backend verify-h200.yaml serves (a check refuses a file serving another than the
+  # plan priced; plan-h200.args, as the stored plan of 2026-12-03 ran, names none)
   timeout "${VERIFY_TIMEOUT_S:-560}" python3 -m verifylab.cli box --plan --verify /tmp/verify-h200.yaml \
-    $(cat benchmarks/box/plan-h200.args) --config "$M/target/config.json" --draft-config "$M/draft/config.json" \
+    $(cat benchmarks/box/plan-h200.args) --attention-backend triton --config "$M/target/config.json" \
+    --draft-config "$M/draft/config.json" \
     --data-dir "$D" --run-id "$run" 2>&1 | tee -a "$OUT/verify.log"
   echo "box --verify exit code: ${PIPESTATUS[0]}"
   pkill -9 -f sglang.launch_server 2>/dev/null

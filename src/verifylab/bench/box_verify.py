@@ -15,6 +15,7 @@ from verifylab.bench.client import REQUEST_DEADLINE_S
 from verifylab.bench.prompts import Prompt, context_prompts
 from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
+from verifylab.errors import ParameterError
 from verifylab.model.answers.box_plan import OTHER_COLLECTIVE, BoxPlan, CellPrediction, Configuration
 from verifylab.server.variants import BaseConfig
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE
@@ -44,6 +45,48 @@ class VerifySettings(BaseModel):
         description="each request must finish within this many seconds (its prefill and output tokens at the plan's "
         "slowest rate take far less); past it the request fails, named, and its cell is measured again on resume",
     )
+
+
+ENGINE_SETTINGS = (("attention_backend", "--attention-backend"), ("kv_cache_dtype", "--kv-cache-dtype"))
+DEFAULT_KV = frozenset({"auto", "bf16", "bfloat16"})  # what a plan that names no KV dtype priced (the model's bf16)
+
+
+def _named(base: BaseConfig, field: str, flag: str) -> str | None:
+    """The value the file gives SGLang's ``flag``: its field, else its extra arguments (``--flag X``, ``--flag=X``)."""
+    args = base.extra_args
+    for i, arg in enumerate(args):
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+    value = getattr(base, field)
+    return None if value is None else str(value)
+
+
+def served_as_priced(plan: BoxPlan, settings: VerifySettings, source: str) -> VerifySettings:
+    """``settings`` serving the attention backend and KV dtype the plan priced (its launch line's): set where the file
+    names none (SGLang's own default may be another), refused, naming both, where it names another."""
+    update: dict[str, str] = {}
+    for field, flag in ENGINE_SETTINGS:
+        priced, named = getattr(plan, field), _named(settings.base, field, flag)
+        if priced is None and field == "kv_cache_dtype":  # the model's bf16: any spelling of that default matches
+            if named is None or named in DEFAULT_KV:
+                continue
+            priced = "bf16 (SGLang's default)"
+        if priced is None or named == priced:
+            continue
+        if named is not None:
+            raise ParameterError(
+                f"--verify {source}: {flag} {named} against the plan's {priced}: the check serves what the plan "
+                f"launches (give the plan {flag} {named}, or drop it from the file)"
+            )
+        update[field] = priced
+    return settings.model_copy(update={"base": settings.base.model_copy(update=update)}) if update else settings
+
+
+def served_engine_words(base: BaseConfig) -> str:
+    """The attention backend and KV dtype the check's servers are started with, as flags (empty: SGLang's own)."""
+    return ", ".join(f"{flag} {v}" for field, flag in ENGINE_SETTINGS if (v := _named(base, field, flag)) is not None)
 
 
 def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = False) -> SpecPoint:

@@ -158,6 +158,8 @@ def _port_free(host: str, port: int) -> bool:
 
 def _print_dry_run(plan: BoxPlan, settings) -> None:
     """What `--verify` would start, where and in which order, without starting anything."""
+    from verifylab.bench.box_verify import served_engine_words
+
     base = settings.base
     console.print(
         f"dry run: {len(plan.measured_servers)} servers one after another on {' '.join(base.launcher)} at TP "
@@ -169,6 +171,8 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     for n, server in enumerate(plan.measured_servers, start=1):
         on = f" (with {PCIE_IPC_ENV}=1: SGLang's PCIe-IPC all-reduce, as priced)" if server.pcie_ipc else ""
         console.print(f"  [{n}] {server.priced.config.words()}{on}", highlight=False, markup=False)
+    engine = served_engine_words(base)
+    console.print(f"  each server: {engine or 'SGLang defaults'}, as the plan priced", highlight=False, markup=False)
     prompts = (
         f"{plan.context_tokens:,}-token prompts (synthetic token ids, each with a prefix of its own: distinct sessions)"
         if plan.context_tokens is not None
@@ -181,7 +185,7 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
 def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: str, dry_run: bool = False) -> None:
     """Measure the plan on this box into run ``run_id``, store the comparison and print the verdict."""
     from verifylab.analysis.box_verify import compare, untrusted_cells, verdict
-    from verifylab.bench.box_verify import VerifySettings, run_verify
+    from verifylab.bench.box_verify import VerifySettings, run_verify, served_as_priced
     from verifylab.sources import MeasuredRuns as Runs
     from verifylab.store.evidence import Evidence
     from verifylab.store.runs import RunStore
@@ -198,6 +202,7 @@ def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: st
             f"--verify {settings_file}: tp_size {settings.base.tp_size} against the plan's TP {plan.tp}: the check "
             "measures the layout the plan priced (give --tp, or fix the file)"
         )
+    settings = served_as_priced(plan, settings, str(settings_file))  # the backend and KV dtype the plan priced
     if not _port_free(settings.base.host, settings.base.port):
         raise ParameterError(
             f"--verify {settings_file}: port {settings.base.port} is in use: stop the production server first (the "

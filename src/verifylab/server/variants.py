@@ -23,6 +23,9 @@ class BaseConfig(LaunchSettings):
         default_factory=list, description="variables removed from the server's environment (a probe's policy)"
     )
     disable_custom_all_reduce: bool = Field(False, description="SGLang's custom all-reduce off (a probe's policy)")
+    kv_cache_dtype: str | None = Field(
+        None, pattern=r"^[a-z0-9_]+$", description="SGLang's --kv-cache-dtype (None: its default, the model's dtype)"
+    )
 
 
 class Variant(BaseModel):
@@ -63,6 +66,7 @@ def variant_launch(base: BaseConfig, variant: Variant) -> SglangLaunch:
         "port": base.port,
         "mem_fraction_static": base.mem_fraction_static,
         "attention_backend": base.attention_backend,
+        "kv_cache_dtype": base.kv_cache_dtype,
         "allreduce": AllReduce.FUSED
         if variant.fusion
         else (AllReduce.PCIE_IPC if variant.pcie_ipc else AllReduce.NCCL),

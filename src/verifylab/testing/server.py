@@ -32,6 +32,7 @@ FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--port": True,
     "--mem-fraction-static": True,
     "--attention-backend": True,
+    "--kv-cache-dtype": True,
     "--flashinfer-allreduce-fusion-backend": True,
     "--enforce-disable-flashinfer-allreduce-fusion": False,
     "--speculative-algorithm": True,
@@ -334,7 +335,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.startup_ms:
         time.sleep(float(args.startup_ms) / 1e3)
     # like SGLang, which logs every server argument at start-up, its API key included
-    print(f"server_args=ServerArgs(model_path={args.model_path!r}, api_key={args.api_key!r}, tp_size={args.tp_size})")
+    print(
+        f"server_args=ServerArgs(model_path={args.model_path!r}, api_key={args.api_key!r}, tp_size={args.tp_size}, "
+        f"attention_backend={args.attention_backend!r}, kv_cache_dtype={args.kv_cache_dtype!r})"
+    )
     tp = int(args.tp_size or 1)
     _log_collective(  # the lines SGLang 0.5.17 logs (flashinfer_comm_fusion.py): a preflight skip without multicast
         bool(args.flashinfer_allreduce_fusion_backend) and tp > 1,
