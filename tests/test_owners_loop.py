@@ -259,9 +259,10 @@ def test_a_tie_of_the_all_reduces_is_measured_on_both_and_compared(tmp_path, fit
 
 @pytest.mark.slow  # starts the test double as each server: make test
 def test_each_server_of_the_check_runs_the_backend_and_kv_dtype_the_plan_priced(tmp_path, fitted):
-    """The plan's launch line names an attention backend and a KV dtype: every server the check starts runs them (its
-    file named none, and SGLang's own default may be another), as each server's log says; a file naming another is
-    refused before anything starts, naming both; one naming the same in its extra arguments is taken as it is."""
+    """The plan's launch line names an attention backend and a KV dtype and covers the running cap with CUDA graphs:
+    every server the check starts runs them (its file named none, and SGLang's own defaults may be others), as each
+    server's log says; a file naming another backend is refused before anything starts, naming both; one naming the
+    same KV dtype in its extra arguments is taken as it is."""
     from verifylab.bench.box_verify import VerifySettings, served_as_priced
 
     box, overheads = fitted
@@ -272,6 +273,8 @@ def test_each_server_of_the_check_runs_the_backend_and_kv_dtype_the_plan_priced(
     started = [line for log in logs for line in log.read_text().splitlines() if "server_args=ServerArgs(" in line]
     assert len(started) == len(plan.measured_servers), started
     assert all("attention_backend='triton', kv_cache_dtype='fp8_e4m3'" in line for line in started)
+    caps = sorted(s.priced.config.max_running for s in plan.measured_servers)  # CUDA graphs up to each server's cap
+    assert sorted(int(line.rsplit("cuda_graph_max_bs_decode=", 1)[1].rstrip(")")) for line in started) == caps
     with pytest.raises(ParameterError, match="--attention-backend flashinfer against the plan's triton"):
         verify_on_box(plan, _settings(tmp_path, "--attention-backend", "flashinfer"), tmp_path / "data", "other")
     assert not (tmp_path / "data" / "runs" / "other").exists()
@@ -302,7 +305,9 @@ def test_a_real_box_check_has_its_plan_file_a_dry_run_and_its_checks_first(tmp_p
     assert servers and all("with SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1: SGLang's PCIe-IPC" in s for s in servers)
     launch = " ".join(result.output.split()).split("launch the choice: ", 1)[1]  # the file names neither: the plan's
     engine = re.search(
-        r"each server: --attention-backend (\S+), --kv-cache-dtype (\S+), as the plan priced", result.output
+        r"each server: --attention-backend (\S+), --kv-cache-dtype (\S+), decode CUDA graphs up to its cap, as the "
+        r"plan priced",
+        " ".join(result.output.split()),
     )
     assert engine and f"--attention-backend {engine[1]} " in launch and f"--kv-cache-dtype {engine[2]} " in launch
     assert not (DATA / "runs" / "never-made").exists()  # nothing started, nothing written

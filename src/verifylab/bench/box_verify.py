@@ -48,6 +48,7 @@ class VerifySettings(BaseModel):
 
 
 ENGINE_SETTINGS = (("attention_backend", "--attention-backend"), ("kv_cache_dtype", "--kv-cache-dtype"))
+GRAPH_ARGS = ("--cuda-graph-bs", "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode", "--disable-cuda-graph")
 DEFAULT_KV = frozenset({"auto", "bf16", "bfloat16"})  # what a plan that names no KV dtype priced (the model's bf16)
 
 
@@ -85,15 +86,29 @@ def served_as_priced(plan: BoxPlan, settings: VerifySettings, source: str) -> Ve
 
 
 def served_engine_words(base: BaseConfig) -> str:
-    """The attention backend and KV dtype the check's servers are started with, as flags (empty: SGLang's own)."""
-    return ", ".join(f"{flag} {v}" for field, flag in ENGINE_SETTINGS if (v := _named(base, field, flag)) is not None)
+    """The attention backend, KV dtype and CUDA graphs the check's servers are started with, in words."""
+    named = [f"{flag} {v}" for field, flag in ENGINE_SETTINGS if (v := _named(base, field, flag)) is not None]
+    graphs = "CUDA graphs as the file sets them" if _sets_graphs(base) else "decode CUDA graphs up to its cap"
+    return ", ".join([*named, graphs])
+
+
+def _sets_graphs(base: BaseConfig) -> bool:
+    """Whether the file sets the servers' CUDA graphs itself (their batch sizes, their cap, or none at all)."""
+    return any(a.split("=")[0] in GRAPH_ARGS for a in base.extra_args)
+
+
+def _graphs(config: Configuration, settings: VerifySettings) -> int | None:
+    """Decode CUDA graphs up to the configuration's cap, as the plan's launch line sets them, where the file sets none
+    of its own (its batch sizes, its cap, or none at all)."""
+    return None if _sets_graphs(settings.base) else config.max_running
 
 
 def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = False) -> SpecPoint:
-    """The server of one configuration (its cap on running requests, its held accept length where asked; SGLang's
-    PCIe-IPC all-reduce where the plan priced it)."""
+    """The server of one configuration (its cap on running requests and CUDA graphs up to it, its held accept length
+    where asked; SGLang's PCIe-IPC all-reduce where the plan priced it)."""
+    graphs = _graphs(config, settings)
     if config.drafter is None:
-        return SpecPoint(max_running=config.max_running, pcie_ipc=pcie_ipc)
+        return SpecPoint(max_running=config.max_running, pcie_ipc=pcie_ipc, cuda_graph_max_bs=graphs)
     return SpecPoint(
         config.drafter,
         config.draft_tokens,
@@ -102,6 +117,7 @@ def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = F
         config.max_running,
         settings.hold_accept,
         pcie_ipc,
+        graphs,
     )
 
 

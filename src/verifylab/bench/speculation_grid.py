@@ -31,6 +31,7 @@ class SpecPoint:
     max_running: int | None = None  # --max-running-requests of this server (None: the base's)
     hold_accept: bool = True  # SGLang holds the accept length (random weights); False: the traffic's own
     pcie_ipc: bool = False  # SGLang's PCIe-IPC all-reduce (a box plan's, where it priced it)
+    cuda_graph_max_bs: int | None = None  # decode CUDA graphs up to this batch (a box plan's cap; None: SGLang's own)
 
     @property
     def name(self) -> str:
@@ -44,7 +45,12 @@ class SpecPoint:
         """This server as a variant: its drafter's chain (an n-gram chain one candidate wide), its cap, its held
         accept length."""
         if self.drafter is None:
-            return Variant(name=self.name, max_running=self.max_running, pcie_ipc=self.pcie_ipc)
+            return Variant(
+                name=self.name,
+                max_running=self.max_running,
+                pcie_ipc=self.pcie_ipc,
+                cuda_graph_max_bs=self.cuda_graph_max_bs,
+            )
         held = {SIMULATE_VAR: f"{self.accept_length:g}", TOKEN_MODE_VAR: self.token_mode} if self.hold_accept else {}
         return Variant(
             name=self.name,
@@ -53,6 +59,7 @@ class SpecPoint:
             max_running=self.max_running,
             env=held,
             pcie_ipc=self.pcie_ipc,
+            cuda_graph_max_bs=self.cuda_graph_max_bs,
         )
 
 

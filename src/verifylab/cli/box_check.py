@@ -171,8 +171,7 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     for n, server in enumerate(plan.measured_servers, start=1):
         on = f" (with {PCIE_IPC_ENV}=1: SGLang's PCIe-IPC all-reduce, as priced)" if server.pcie_ipc else ""
         console.print(f"  [{n}] {server.priced.config.words()}{on}", highlight=False, markup=False)
-    engine = served_engine_words(base)
-    console.print(f"  each server: {engine or 'SGLang defaults'}, as the plan priced", highlight=False, markup=False)
+    console.print(f"  each server: {served_engine_words(base)}, as the plan priced", highlight=False, markup=False)
     prompts = (
         f"{plan.context_tokens:,}-token prompts (synthetic token ids, each with a prefix of its own: distinct sessions)"
         if plan.context_tokens is not None

@@ -46,6 +46,9 @@ class Variant(BaseModel):
     )
     max_running: int | None = Field(None, ge=1, description="at most this many requests running (None: SGLang's)")
     pcie_ipc: bool = Field(False, description="SGLang's PCIe-IPC all-reduce (its switch set), as a box plan priced it")
+    cuda_graph_max_bs: int | None = Field(
+        None, ge=1, description="decode CUDA graphs up to this batch, as a box plan's launch line sets (None: SGLang's)"
+    )
 
 
 DEFAULT_VARIANTS = {
@@ -72,6 +75,7 @@ def variant_launch(base: BaseConfig, variant: Variant) -> SglangLaunch:
         else (AllReduce.PCIE_IPC if variant.pcie_ipc else AllReduce.NCCL),
         "disable_custom_all_reduce": base.disable_custom_all_reduce,
         "max_running_requests": variant.max_running,
+        "cuda_graph_max_bs": variant.cuda_graph_max_bs,
         "extra_args": (*base.extra_args, *variant.extra_args),
         "env": variant.env,
         "unset_env": tuple(base.unset_env),

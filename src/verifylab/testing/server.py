@@ -45,6 +45,7 @@ FLAGS = {  # flag -> takes a value; a recent SGLang's spelling
     "--max-running-requests": True,
     "--trust-remote-code": False,
     "--disable-cuda-graph": False,
+    "--cuda-graph-max-bs-decode": True,
     "--log-level": True,
     "--api-key": True,
     # test-double controls
@@ -337,7 +338,8 @@ def main(argv: list[str] | None = None) -> None:
     # like SGLang, which logs every server argument at start-up, its API key included
     print(
         f"server_args=ServerArgs(model_path={args.model_path!r}, api_key={args.api_key!r}, tp_size={args.tp_size}, "
-        f"attention_backend={args.attention_backend!r}, kv_cache_dtype={args.kv_cache_dtype!r})"
+        f"attention_backend={args.attention_backend!r}, kv_cache_dtype={args.kv_cache_dtype!r}, "
+        f"cuda_graph_max_bs_decode={args.cuda_graph_max_bs_decode})"
     )
     tp = int(args.tp_size or 1)
     _log_collective(  # the lines SGLang 0.5.17 logs (flashinfer_comm_fusion.py): a preflight skip without multicast
