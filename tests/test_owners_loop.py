@@ -281,6 +281,8 @@ def test_each_server_of_the_check_runs_the_backend_and_kv_dtype_the_plan_priced(
     same = VerifySettings.model_validate(yaml.safe_load(_settings(tmp_path, "--kv-cache-dtype=fp8_e4m3").read_text()))
     served = served_as_priced(plan, same, "verify.yaml").base
     assert served.kv_cache_dtype is None and served.attention_backend == "triton"  # the file's own flag stands
+    remote = served_as_priced(replace(plan, trust_remote_code=True), same, "verify.yaml").base.extra_args
+    assert remote.count("--trust-remote-code") == 1  # the plan's launch line has it: the model names remote code
     bf16 = replace(plan, kv_cache_dtype=None)  # a plan that priced the model's bf16: the file's fp8 is another
     with pytest.raises(ParameterError, match="--kv-cache-dtype fp8_e4m3 against the plan's bf16"):
         served_as_priced(bf16, same, "verify.yaml")

@@ -66,8 +66,9 @@ def _named(base: BaseConfig, field: str, flag: str) -> str | None:
 
 def served_as_priced(plan: BoxPlan, settings: VerifySettings, source: str) -> VerifySettings:
     """``settings`` serving the attention backend and KV dtype the plan priced (its launch line's): set where the file
-    names none (SGLang's own default may be another), refused, naming both, where it names another."""
-    update: dict[str, str] = {}
+    names none (SGLang's own default may be another), refused, naming both, where it names another; and
+    ``--trust-remote-code`` where the plan's launch line has it (the model's config names remote code)."""
+    update: dict[str, str | list[str]] = {}
     for field, flag in ENGINE_SETTINGS:
         priced, named = getattr(plan, field), _named(settings.base, field, flag)
         if priced is None and field == "kv_cache_dtype":  # the model's bf16: any spelling of that default matches
@@ -82,6 +83,8 @@ def served_as_priced(plan: BoxPlan, settings: VerifySettings, source: str) -> Ve
                 f"launches (give the plan {flag} {named}, or drop it from the file)"
             )
         update[field] = priced
+    if plan.trust_remote_code and "--trust-remote-code" not in settings.base.extra_args:  # SGLang refuses it without
+        update["extra_args"] = [*settings.base.extra_args, "--trust-remote-code"]
     return settings.model_copy(update={"base": settings.base.model_copy(update=update)}) if update else settings
 
 
