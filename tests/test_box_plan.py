@@ -357,6 +357,44 @@ def test_box_probe_names_the_plan_exactly_where_the_plan_prices_pcie_ipc(tmp_pat
                 assert f"SGLang's PCIe-IPC all-reduce not launched: {reason}" in chosen, (probe, extra, chosen)
 
 
+def _engine_flags(launch: str) -> tuple[str | None, str | None, bool]:
+    """A launch line's attention backend, KV dtype and whether it trusts remote code."""
+    args = launch.split()
+
+    def value(flag: str) -> str | None:
+        return args[args.index(flag) + 1] if flag in args else None
+
+    return value("--attention-backend"), value("--kv-cache-dtype"), "--trust-remote-code" in args
+
+
+def test_box_probe_launches_the_backend_and_kv_dtype_its_answer_priced(tmp_path):
+    """`box --probe`'s launch line serves what its answers priced, as `box --plan --probe`'s does: where the decision
+    page's band answers (a public matrix ran the box: Triton, fp8 KV), that matrix's backend and KV dtype; where the
+    model answers (NCCL slow: no matrix of that regime), SGLang's default backend on bf16; remote code as the config
+    names it. Before, it named neither backend nor KV dtype, so SGLang's defaults ran whatever the answer priced."""
+    import shutil
+
+    from verifylab.testing.probe_double import RUN_ID, write_probe_double
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    slow = write_probe_double(data, "20261206-000001-8xrtx-pro-6000-nccl-slow-double", nccl_slowdown=3.0)
+    write_probe_double(data)
+    kimi = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "kimi-k2.5-int4")
+    seen = {}
+    for probe in (RUN_ID, slow):
+        common = ["--probe", probe, "--config", kimi, "--context", "8192", "--data-dir", str(data)]
+        decided = CliRunner().invoke(app, ["box", *common, "--decode-tok-s", "40", "--out", str(tmp_path / probe)])
+        planned = CliRunner().invoke(app, ["box", "--plan", *common])
+        assert decided.exit_code == 0 and planned.exit_code == 0, (decided.output, planned.output)
+        launch = " ".join(decided.output.split()).split("launch: ", 1)[1].split(" the decision page: ", 1)[0]
+        plan_launch = " ".join(planned.output.split()).split("launch the choice: ", 1)[1]
+        seen[probe] = _engine_flags(launch)
+        assert seen[probe] == _engine_flags(plan_launch), (probe, launch, plan_launch)
+    assert seen[RUN_ID] == ("triton", "fp8_e4m3", True)  # the public matrix's engine settings
+    assert seen[slow][1] is None and seen[slow][2]  # the model's bf16, SGLang's default backend named
+
+
 @pytest.mark.parametrize("slowdown", [3.0, None])
 def test_pcie_ipc_on_a_probed_box_past_its_workspace_is_that_boxs_nccl(tmp_path, slowdown):
     """A reduction past PCIe-IPC's workspace runs on the box's own NCCL, as its probe measured it: on a box whose NCCL

@@ -17,6 +17,7 @@ from verifylab.command_line import shell_command
 from verifylab.csv_cells import csv_text, neutral_cell
 from verifylab.launch import LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_decision import BoxInputs, box_launch
+from verifylab.model.answers.engine_answer import choice_for
 
 FORMULAS = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\r=1"]
 
@@ -60,7 +61,8 @@ def test_the_box_launch_command_is_quoted():
         run_id="r", regime="healthy P2P", world=2, tensor_parallel=True, fusion_allowed=False,
         custom_allreduce=True, sglang_flags=[], unset=["NCCL_P2P_DISABLE"], reasons=[],
     )  # fmt: skip
-    launch = box_launch(BoxInputs("r", 50.0, "given", 2.0, model_path=HOSTILE_PATH), policy, False, True)
+    choice = choice_for("sglang", None, None, None, {}, "h200", None)  # SGLang's default backend, KV bf16
+    launch = box_launch(BoxInputs("r", 50.0, "given", 2.0, model_path=HOSTILE_PATH), policy, False, True, choice, {})
     line = build_command(launch, LaunchTarget("any SGLang", frozenset(_every_flag()))).shell()
     args = shlex.split(line)
     assert HOSTILE_PATH in args and "rm" not in args

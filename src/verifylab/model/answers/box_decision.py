@@ -16,13 +16,13 @@ from verifylab.comm.verdict import whole_set
 from verifylab.errors import ModelInputError
 from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
 from verifylab.model.answers.box_switch import SPECULATION_SUMMARY, Switch, banded_speculation, modelled_speculation
-from verifylab.model.answers.engine_answer import choice_for, served_model
+from verifylab.model.answers.engine_answer import SGLANG_KV_DTYPE, EngineChoice, choice_for, served_model
 from verifylab.model.answers.evidence_ladder import BandAnswer
 from verifylab.model.answers.probed_collective import all_reduce_words, pcie_ipc_missing, probed_pcie_ipc
-from verifylab.model.answers.speculation_answer import SpeculationAsk, public_band
+from verifylab.model.answers.speculation_answer import SpeculationAsk, SpeculationReply, public_reply
 from verifylab.model.fits.grid import box_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
-from verifylab.model.inputs.configs import eagle3_draft_for, read_config
+from verifylab.model.inputs.configs import eagle3_draft_for, needs_remote_code, read_config
 from verifylab.model.inputs.curves import Curve, load_curves, norm_us_measured
 from verifylab.model.inputs.gpus import gpu_key, gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
@@ -203,13 +203,19 @@ def _fusion(
     )
 
 
-def box_launch(inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool) -> SglangLaunch:
+def box_launch(
+    inputs: BoxInputs, policy: Policy, fusion_on: bool, speculate: bool, choice: EngineChoice, config: dict[str, Any]
+) -> SglangLaunch:
     """What the policy allows, with fusion and EAGLE-3 where they pay (placeholders for paths not given): its TP, its
-    custom all-reduce, the variables it unsets; the all-reduce its answers were priced on."""
+    custom all-reduce, the variables it unsets; the all-reduce, attention backend and KV dtype its answers were priced
+    on (``choice``), and remote code where the served model's ``config`` names it."""
     tp = policy.world if policy.tensor_parallel else 1
     settings = {
         "model_path": inputs.model_path,
         "tp_size": tp,
+        "attention_backend": choice.backend,
+        "kv_cache_dtype": SGLANG_KV_DTYPE.get(choice.kv_dtype),
+        "trust_remote_code": needs_remote_code(config),
         "allreduce": AllReduce.FUSED if fusion_on else AllReduce.NCCL,
         "disable_custom_all_reduce": tp > 1 and not policy.custom_allreduce,
         "unset_env": tuple(policy.unset),
@@ -279,9 +285,9 @@ def probed_box(runs: MeasuredRuns, inputs: BoxInputs) -> ProbedBox:
     return ProbedBox(verdict, rank_map, policy, label, curves, path, box, key, Regime(str(verdict["regime"])), raw)
 
 
-def _public_band(ev: ModelSources, inputs: BoxInputs, probed: ProbedBox) -> BandAnswer | None:
-    """The decision page's band for this box (its model, GPU key, TP, regime, chain and context), where a public
-    matrix ran it: speculation's nearest evidence, since the probe measured no speculation of its own."""
+def _public_reply(ev: ModelSources, inputs: BoxInputs, probed: ProbedBox) -> SpeculationReply | None:
+    """The decision page's band for this box (its model, GPU key, TP, regime, chain and context) and the engine choice
+    it priced, where a public matrix ran it: speculation's nearest evidence, the probe measuring none of its own."""
     ask = SpeculationAsk(
         config=inputs.config,
         gpu=probed.gpu_key,
@@ -301,7 +307,7 @@ def _public_band(ev: ModelSources, inputs: BoxInputs, probed: ProbedBox) -> Band
         verify_kernel=inputs.verify_kernel,
         kv_cache_dtype=inputs.kv_cache_dtype,
     )
-    return public_band(ev, ask)
+    return public_reply(ev, ask)
 
 
 def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = DEFAULT_STREAMS) -> BoxDecision:
@@ -320,15 +326,20 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
         runs, curves, path, box, calibrated.overheads, policy, inputs.draft_tokens
     )
     spec_setting, spec_answer = modelled_speculation(spec, calibrated.consistent, inputs.decode_tok_s)
-    band = _public_band(ev, inputs, probed)
-    choice = choice_for(
-        inputs.engine,
-        inputs.attention_backend,
-        inputs.verify_kernel,
-        inputs.kv_cache_dtype,
-        probed.config_fields,
-        probed.gpu_key,
-        None,
+    reply = _public_reply(ev, inputs, probed)
+    band = reply.decision if reply is not None else None
+    choice = (  # the engine, backend and KV dtype the answer priced: the band's matrix's where one answers
+        reply.choice
+        if reply is not None and reply.choice is not None
+        else choice_for(
+            inputs.engine,
+            inputs.attention_backend,
+            inputs.verify_kernel,
+            inputs.kv_cache_dtype,
+            probed.config_fields,
+            probed.gpu_key,
+            None,
+        )
     )
     refusal = choice.launch_refusal  # vLLM's prices, or a kernel no released SGLang runs: no SGLang command
     if band is not None:
@@ -359,7 +370,11 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
         speculation_answer=spec_answer,
         gain_one_stream=one,
         launch_command=_launch_command(
-            inputs, box_launch(inputs, policy, fusion_setting is Switch.ON, spec_setting is Switch.ON), refusal
+            inputs,
+            box_launch(
+                inputs, policy, fusion_setting is Switch.ON, spec_setting is Switch.ON, choice, probed.config_fields
+            ),
+            refusal,
         ),
         speculation_band=band,
         all_reduce_answer=all_reduce_words(inputs.probe_run, ipc) if box.tp > 1 else "",
@@ -369,5 +384,6 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
             "decode": f"{inputs.decode_tok_s:g} tok/s at one stream ({inputs.decode_source})",
             "accept": f"{inputs.accept:g} tokens per verify, {inputs.draft_tokens} draft tokens",
             "weights": target.quantization,
+            "engine": choice.words(),
         },
     )

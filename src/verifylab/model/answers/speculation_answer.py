@@ -12,6 +12,7 @@ from verifylab.model.answers.context_answer import anchored_answer, matching_mat
 from verifylab.model.answers.engine_answer import (
     Engine,
     EngineBands,
+    EngineChoice,
     choice_for,
     engine_verify,
     matrix_pool,
@@ -92,6 +93,7 @@ class SpeculationReply:
     provenance: str
     consistent: str | None
     decision: BandAnswer | None = None  # where a public matrix answers: the band the decision page gives this box
+    choice: EngineChoice | None = None  # the engine, backend and KV dtype the answer priced (a launch line serves it)
 
     def checks(self, accept_high: float) -> list[str]:
         """Per row, why its gain is past what ``accept_high`` tokens per cycle can yield ("" where it is not)."""
@@ -142,7 +144,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         provenance = TRANSFERRED if growth is None else f"{TRANSFERRED}, its verify priced as {choice.words()}"
         engine = EngineBands(choice.words(), growth, pool, holdout_miss(stored_inputs(ev)))
         decision = transfer_band(ask.context, matrix, fit, ask.accept, engine)
-        return SpeculationReply(result, target, provenance, None, decision)
+        return SpeculationReply(result, target, provenance, None, decision, choice)
     if ask.accept is None:
         raise ModelInputError(
             "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix ran this "
@@ -181,12 +183,13 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         f"{choice.words()}; modelled: attention priced by the fitted context terms above (a verify kernel re-prices "
         "a public matrix's transfer only)"
     )
-    return SpeculationReply(result, target, "modelled", str(calibrated.consistent).lower())
+    return SpeculationReply(result, target, "modelled", str(calibrated.consistent).lower(), choice=choice)
 
 
-def public_band(ev: ModelSources, ask: SpeculationAsk) -> BandAnswer | None:
-    """The band the decision page gives the box ``ask`` names (``model speculation``'s decision), where a public
-    matrix ran it; None where none did. For an answer from the box's own numbers, to show beside it."""
+def public_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply | None:
+    """The answer whose band the decision page gives the box ``ask`` names (``model speculation``'s decision, with the
+    engine choice it priced), where a public matrix ran it; None where none did. For an answer from the box's own
+    numbers, to show beside it."""
     key = None if ask.regime is None else next((k for k, v in REGIME_KEYS.items() if v == ask.regime.value), None)
     if ask.regime is not None and key is None:
         return None  # a regime no public matrix is keyed on (a socket, an unknown one)
@@ -195,7 +198,7 @@ def public_band(ev: ModelSources, ask: SpeculationAsk) -> BandAnswer | None:
     target, _ = served_model(ask.config, ask.expert_bits)
     if matching_matrix(stored_inputs(ev), target, ask.gpu, ask.tp, key, ask.drafter, ask.draft_tokens) is None:
         return None
-    return speculation_reply(ev, ask).decision
+    return speculation_reply(ev, ask)
 
 
 def _owners_curves(ev: ModelSources, ask: SpeculationAsk, hidden: int) -> list[Curve]:
