@@ -217,6 +217,7 @@ def _field_args(launch: SglangLaunch, switches: list[str], only: str | None = No
 
 
 GRAPH_FLAGS = ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")  # 0.5.14+ has the first; 0.5.20 drops the second
+GRAPH_SETTINGS = (*GRAPH_FLAGS, "--cuda-graph-bs", "--disable-cuda-graph")  # a server's own CUDA-graph settings
 
 
 def _graph_args(launch: SglangLaunch, flags: frozenset[str]) -> list[str]:

@@ -16,6 +16,7 @@ from verifylab.bench.prompts import Prompt, context_prompts
 from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
 from verifylab.errors import ParameterError
+from verifylab.launch import GRAPH_SETTINGS, option_of
 from verifylab.model.answers.box_plan import OTHER_COLLECTIVE, BoxPlan, CellPrediction, Configuration
 from verifylab.server.variants import BaseConfig
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE
@@ -47,8 +48,8 @@ class VerifySettings(BaseModel):
     )
 
 
-ENGINE_SETTINGS = (("attention_backend", "--attention-backend"), ("kv_cache_dtype", "--kv-cache-dtype"))
-GRAPH_ARGS = ("--cuda-graph-bs", "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode", "--disable-cuda-graph")
+ENGINE_SETTINGS = tuple((field, option_of(field)) for field in ("attention_backend", "kv_cache_dtype"))
+REMOTE_CODE = option_of("trust_remote_code")
 DEFAULT_KV = frozenset({"auto", "bf16", "bfloat16"})  # what a plan that names no KV dtype priced (the model's bf16)
 
 
@@ -83,8 +84,8 @@ def served_as_priced(plan: BoxPlan, settings: VerifySettings, source: str) -> Ve
                 f"launches (give the plan {flag} {named}, or drop it from the file)"
             )
         update[field] = priced
-    if plan.trust_remote_code and "--trust-remote-code" not in settings.base.extra_args:  # SGLang refuses it without
-        update["extra_args"] = [*settings.base.extra_args, "--trust-remote-code"]
+    if plan.trust_remote_code and REMOTE_CODE not in settings.base.extra_args:  # SGLang refuses the model without
+        update["extra_args"] = [*settings.base.extra_args, REMOTE_CODE]
     return settings.model_copy(update={"base": settings.base.model_copy(update=update)}) if update else settings
 
 
@@ -97,7 +98,7 @@ def served_engine_words(base: BaseConfig) -> str:
 
 def _sets_graphs(base: BaseConfig) -> bool:
     """Whether the file sets the servers' CUDA graphs itself (their batch sizes, their cap, or none at all)."""
-    return any(a.split("=")[0] in GRAPH_ARGS for a in base.extra_args)
+    return any(a.split("=")[0] in GRAPH_SETTINGS for a in base.extra_args)
 
 
 def _graphs(config: Configuration, settings: VerifySettings) -> int | None:
