@@ -393,6 +393,9 @@ def test_box_probe_launches_the_backend_and_kv_dtype_its_answer_priced(tmp_path)
         assert seen[probe] == _engine_flags(plan_launch), (probe, launch, plan_launch)
     assert seen[RUN_ID] == ("triton", "fp8_e4m3", True)  # the public matrix's engine settings
     assert seen[slow][1] is None and seen[slow][2]  # the model's bf16, SGLang's default backend named
+    args = ["--config", kimi, "--context", "8192", "--engine", "vllm", "--decode-tok-s", "40", "--data-dir", str(data)]
+    vllm = CliRunner().invoke(app, ["box", "--probe", RUN_ID, *args, "--out", str(tmp_path / "vllm")])
+    assert vllm.exit_code == 0 and "launch: no command: vLLM answers" in " ".join(vllm.output.split()), vllm.output
 
 
 @pytest.mark.parametrize("slowdown", [3.0, None])

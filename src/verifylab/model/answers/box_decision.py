@@ -210,11 +210,12 @@ def box_launch(
     custom all-reduce, the variables it unsets; the all-reduce, attention backend and KV dtype its answers were priced
     on (``choice``), and remote code where the served model's ``config`` names it."""
     tp = policy.world if policy.tensor_parallel else 1
+    serves = choice.launch_refusal is None  # vLLM's prices (its backend in words) or an unreleased kernel: no command
     settings = {
         "model_path": inputs.model_path,
         "tp_size": tp,
-        "attention_backend": choice.backend,
-        "kv_cache_dtype": SGLANG_KV_DTYPE.get(choice.kv_dtype),
+        "attention_backend": choice.backend if serves else None,
+        "kv_cache_dtype": SGLANG_KV_DTYPE.get(choice.kv_dtype) if serves else None,
         "trust_remote_code": needs_remote_code(config),
         "allreduce": AllReduce.FUSED if fusion_on else AllReduce.NCCL,
         "disable_custom_all_reduce": tp > 1 and not policy.custom_allreduce,
