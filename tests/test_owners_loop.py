@@ -312,6 +312,7 @@ def test_a_real_box_check_has_its_plan_file_a_dry_run_and_its_checks_first(tmp_p
         " ".join(result.output.split()),
     )
     assert engine and f"--attention-backend {engine[1]} " in launch and f"--kv-cache-dtype {engine[2]} " in launch
+    assert "fusion stays off: a plan prices none (`verifylab box --probe` answers fusion" in launch  # not "priced off"
     assert not (DATA / "runs" / "never-made").exists()  # nothing started, nothing written
     assert re.search(r"startup: (\d+) s per server", result.output)
     assert int(re.search(r"startup: (\d+) s per server", result.output).group(1)) > 150  # scaled by the weights

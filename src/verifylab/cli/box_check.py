@@ -12,7 +12,15 @@ from rich.table import Table
 
 from verifylab.cli._shared import console, err_console
 from verifylab.errors import ParameterError, VerifylabError
-from verifylab.launch import PCIE_IPC_ENV, AllReduce, LaunchError, LaunchTarget, SglangLaunch, build_command
+from verifylab.launch import (
+    FUSION_OFF_FLAG,
+    PCIE_IPC_ENV,
+    AllReduce,
+    LaunchError,
+    LaunchTarget,
+    SglangLaunch,
+    build_command,
+)
 from verifylab.model.answers.box_plan import BoxPlan, Priced
 from verifylab.span import Span
 from verifylab.vocab import streams_words
@@ -105,6 +113,12 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
     console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
 
 
+PLAN_FUSION_REASON = (  # a plan prices no fusion: its launch line says so, and which command answers it
+    "all-reduce fusion stays off: a plan prices none (`verifylab box --probe` answers fusion from the box's own "
+    "curves), and `--verify` measures this line as printed; this version turns it on by itself once its gates open"
+)
+
+
 def launch_words(
     priced: Priced,
     tp: int,
@@ -145,7 +159,7 @@ def launch_words(
     if not with_reasons:
         return built.shell()
     ipc = [(f"{k}={v}", PCIE_IPC_REASON) for k, v in built.env if k == PCIE_IPC_ENV]
-    return built.shell(), ipc + built.reasons()
+    return built.shell(), ipc + [(f, PLAN_FUSION_REASON if f == FUSION_OFF_FLAG else r) for f, r in built.reasons()]
 
 
 def _port_free(host: str, port: int) -> bool:
