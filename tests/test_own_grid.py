@@ -105,3 +105,20 @@ def test_every_other_box_shares_the_grid_the_public_curves_held_out_agree_with(m
     never = shared[shared["reported"] == "never pays"]["curve"]
     assert len(never) and (shared.set_index("curve").loc[never, "predicted_middle"] == "never pays").all()
     assert (other.set_index("curve").loc[never, "predicted_middle"] != "never pays").all()
+
+
+def test_the_loops_refit_and_the_plan_take_the_same_grid_of_the_checked_box(tmp_path):
+    """One rule for "the box's own grid": the loop refits the check on the grid its box's plans are priced on."""
+    from verifylab.model.fits.grid import check_grid_fit, own_grid_fit
+    from verifylab.model.inputs.configs import read_config
+    from verifylab.model.inputs.gpus import gpu_named
+    from verifylab.model.inputs.model_costs import Routing
+    from verifylab.model.inputs.stored import stored_runs
+    from verifylab.model.pricing.pricer import Box
+    from verifylab.store.evidence import Evidence
+
+    runs = stored_runs(Evidence(DATA).measured)
+    target, draft = (read_config(Path(p)) for p in _check_configs(tmp_path))
+    box = Box(target, gpu_named("h200", runs.ceilings), tp=1, draft=draft, routing=Routing.UNIFORM)
+    refit, priced = check_grid_fit(runs, CHECK), own_grid_fit(runs, box)
+    assert refit is not None and priced is not None and refit.run_id == priced.run_id == OWN_GRID

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from verifylab.errors import ModelInputError
-from verifylab.model.views import Routing, fit_grid, gains, grid_routing, grid_runs, stored_runs
+from verifylab.model.views import check_grid_fit, gains, stored_runs
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter
 
@@ -158,14 +158,10 @@ def checked(runs: MeasuredRuns) -> pd.DataFrame:
 
 
 def _refit(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> dict[str, list[float]]:
-    """The newest fitted grid of the check's served model with spread routing, priced at each cell (NaN: none)."""
-    served = runs.run(run_id).parameters.get("served_config")
+    """The check's box refitted on its own grid (the rule that prices its plans: ``check_grid_fit``), priced at each
+    cell (NaN: no grid of that box is stored)."""
     plan = runs.run(run_id).parameters["box_plan"]
-    fit = None
-    for grid in reversed(grid_runs(runs)):
-        if runs.run(grid).parameters.get("served_config") == served and grid_routing(runs, grid) is Routing.UNIFORM:
-            fit = fit_grid(stored_runs(runs), grid)
-            break
+    fit = check_grid_fit(stored_runs(runs), run_id)
     low, high = [], []
     configs = {c["variant"]: c for c in plan["configs"]}
     for r in table.itertuples():

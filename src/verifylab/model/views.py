@@ -22,7 +22,7 @@ from verifylab.model.fits.compute_check import compute_validation, compute_valid
 from verifylab.model.fits.context import context_check, crossover_check, fitted_matrix
 from verifylab.model.fits.context_profiles import error_profiles
 from verifylab.model.fits.engine_reads import attention_growth, context_cells, expert_reads
-from verifylab.model.fits.grid import FIT_ACCEPT, fit_for, fit_grid
+from verifylab.model.fits.grid import FIT_ACCEPT, check_grid_fit, fit_for, fit_grid
 from verifylab.model.fits.in_pass import fused_in_pass_fit
 from verifylab.model.fits.live_fusion import live_fusion_check, live_fusion_finding
 from verifylab.model.fits.overlap import OverlapFit, check_summary, fitted_overlap, public_check
@@ -53,6 +53,7 @@ __all__ = [
     "attention_growth",
     "calibrate_decode",
     "case_option_boxes",
+    "check_grid_fit",
     "check_summary",
     "components_long",
     "compute_validation",

@@ -16,7 +16,7 @@ from verifylab.model.fits.overheads import fit_cycle, fit_host
 from verifylab.model.inputs.configs import costs_from_config
 from verifylab.model.inputs.gpus import Gpu, gpu_named
 from verifylab.model.inputs.grids import GridRead, Sweep
-from verifylab.model.inputs.model_costs import Routing
+from verifylab.model.inputs.model_costs import ModelCosts, Routing
 from verifylab.model.inputs.stored import StoredRuns
 from verifylab.model.pricing.pricer import Box, Overheads, price_pass, scenarios
 from verifylab.model.pricing.speculation import gains
@@ -166,21 +166,43 @@ def measured_overheads(runs: StoredRuns) -> Overheads:
 
 def own_grid_fit(runs: StoredRuns, box: Box) -> GridFit | None:
     """The fit of a stored grid of ``box`` itself: its served model and draft on its GPU at TP 1, its routers routed
-    as ``box``'s (the newest that fits, as the loop's refit takes: the box as last measured; a grid of another model
-    is not read); None where none is stored."""
+    as ``box``'s; None where none is stored."""
     if box.tp != 1 or box.draft is None:
         return None
+    return _newest_grid_fit(runs, box.target, box.draft, box.gpu.name, box.routing)
+
+
+def check_grid_fit(runs: StoredRuns, run_id: str) -> GridFit | None:
+    """The fit of a stored grid of the box the check ``run_id`` ran on (the served model and draft its manifest
+    records, on its GPU, experts spread as a trained router's): what the loop's refit prices the check with, by the
+    rule that prices the box's plans (:func:`own_grid_fit`)."""
+    parameters = runs.parameters(run_id)
+    served, draft = parameters.get("served_config"), parameters.get("draft_config")
+    if not isinstance(served, dict) or not isinstance(draft, dict):
+        return None
+    try:
+        target, drafted = costs_from_config(served), costs_from_config(draft)
+    except ModelInputError:
+        return None
+    return _newest_grid_fit(runs, target, drafted, runs.gpu_key_of(run_id), Routing.UNIFORM)
+
+
+def _newest_grid_fit(
+    runs: StoredRuns, target: ModelCosts, draft: ModelCosts, gpu_key: str, routing: Routing
+) -> GridFit | None:
+    """The fit of the newest stored grid that served ``target`` with ``draft`` on GPU ``gpu_key``, its routers routed
+    as ``routing`` (the box as last measured; a grid of another model is not read), or None."""
     for run_id in reversed(runs.grid_ids):
-        served, draft = (runs.parameters(run_id).get(k) for k in ("served_config", "draft_config"))
-        if not isinstance(served, dict) or not isinstance(draft, dict):
+        served, drafted = (runs.parameters(run_id).get(k) for k in ("served_config", "draft_config"))
+        if not isinstance(served, dict) or not isinstance(drafted, dict):
             continue
         try:
-            same = costs_from_config(served) == box.target and costs_from_config(draft) == box.draft
+            same = costs_from_config(served) == target and costs_from_config(drafted) == draft
         except ModelInputError:
             continue
         grid = runs.grid(run_id) if same else None
-        if grid is not None and grid.gpu_key == box.gpu.name and grid.routing is box.routing:
-            fit = fit_grid(runs, run_id, box.routing)
+        if grid is not None and grid.gpu_key == gpu_key and grid.routing is routing:
+            fit = fit_grid(runs, run_id, routing)
             if fit.overheads.cycle:
                 return fit
     return None

@@ -24,7 +24,7 @@ from verifylab.model.inputs.curves import (
     stored_curves,
 )
 from verifylab.model.inputs.engine_cells import EngineCells, read_engine_cells
-from verifylab.model.inputs.gpus import Ceilings, gpu_key_or_name
+from verifylab.model.inputs.gpus import Ceilings, gpu_key_in, gpu_key_or_name
 from verifylab.model.inputs.grids import POINTS_TABLE, GridRead, grid_read, grid_runs, measured_ceilings
 from verifylab.model.inputs.probes import box_probe, campaign_host_nccl, host_memory_curve, nccl_eager_over_graph
 from verifylab.model.inputs.public_curves import PublicCurve, public_curves
@@ -125,6 +125,12 @@ class StoredRuns:
     def parameters(self, run_id: str) -> Mapping[str, Any]:
         """What run ``run_id``'s manifest records it ran with."""
         return self._runs.run(run_id).parameters
+
+    def gpu_key_of(self, run_id: str) -> str:
+        """The table's key of the GPU run ``run_id`` ran on (its GPU name, else its label; h200 where neither names
+        one), as its grid would be keyed."""
+        run = self._runs.run(run_id)
+        return gpu_key_in(run.gpu_name or run.label) or "h200"
 
     def newest_with(self, *names: str) -> str | None:
         """The newest run holding every table in ``names`` (None: no run does)."""
