@@ -40,11 +40,12 @@ def _invoke(*args: str) -> str:
     return result.output
 
 
-def _rows(output: str) -> dict[str, tuple[float, float]]:
-    """The plan's table: role -> its tok/s range."""
+def _rows(output: str) -> dict[str, tuple[str, float, float]]:
+    """The plan's table: role -> its configuration and tok/s range."""
     found = {}
-    for role, low, high in re.findall(r"│ (choice|runner-up|plain) +│[^│]+│[^│]+│ (\d+)-(\d+) +│", output):
-        found[role] = (float(low), float(high))
+    row = r"│ (choice|runner-up|plain) +│ ([^│]+?) +│[^│]+│ (\d+)-(\d+) +│"  # role, configuration, goodput, tok/s
+    for role, config, low, high in re.findall(row, output):
+        found[role] = (config, float(low), float(high))
     return found
 
 
@@ -55,11 +56,12 @@ def test_a_plan_for_a_box_with_its_own_grid_is_priced_on_it_and_brackets_the_che
     assert f"drafting overhead: per speculative cycle, fitted on this box's own grid, run {OWN_GRID}" in words
     assert "routing overlap: 1.00 of a chain's tokens share experts" in words  # the grid's fitted overlap
     measured = pd.read_parquet(DATA / "runs" / CHECK / "box_verify.parquet")
-    at_load = measured[measured["streams"] == 16].set_index("role")["measured_tokens_per_s"]
+    at_load = measured[measured["streams"] == 16].set_index("role")
     rows = _rows(output)
     for role, name in (("choice", "chosen"), ("runner-up", "runner-up"), ("plain", "plain")):
-        low, high = rows[role]
-        value = float(at_load[name])
+        config, low, high = rows[role]
+        assert config == at_load.loc[name, "configuration"]  # the configuration the check measured in that role
+        value = float(at_load.loc[name, "measured_tokens_per_s"])
         miss = max(low - value, value - high, 0.0) / value
         assert miss < 0.05, (role, low, high, value)  # the shared grid's plan missed EAGLE-3's by about half
 
