@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from verifylab.errors import ModelInputError
-from verifylab.model.answers.words import crossover_words
+from verifylab.model.answers.words import crossover_words, stop_range_words
 from verifylab.model.inputs.configs import costs_from_config, quantization_of
 from verifylab.model.inputs.gpus import gpu_named
 from verifylab.model.inputs.model_costs import BF16, INT4_WITH_SCALES
@@ -81,3 +81,19 @@ def test_every_speculation_answer_is_one_verb_phrase(crossover, phrase):
     assert words == phrase
     sentence = f"EAGLE-3 {words}"
     assert "paying pays" not in sentence and "it between" not in sentence
+
+
+@pytest.mark.parametrize(
+    ("crossover", "phrase"),
+    [
+        ((1.0, 1.0), "never pays"),
+        ((1.0, 32.0), "pessimistically never pays, optimistically stops paying at 32.0 streams"),
+        ((6.0, None), "pessimistically stops paying at 6.0 streams, optimistically still pays at 20 streams"),
+        ((None, None), "still pays at 20 streams"),
+    ],
+)
+def test_model_speculations_stop_range_never_reads_never_to_never(crossover, phrase):
+    """`model speculation` said 'it stops paying at never to never streams' where the transfer lost from one stream."""
+    words = stop_range_words(crossover, 1, 20)
+    assert words == phrase
+    assert "at never" not in words and "at beyond" not in words

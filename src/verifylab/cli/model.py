@@ -203,6 +203,7 @@ def model_speculation(
         SpeculationAsk,
         speculation_reply,
     )
+    from verifylab.model.answers.words import stop_range_words
     from verifylab.store.evidence import Evidence
     from verifylab.vocab import Drafter
 
@@ -276,8 +277,8 @@ def model_speculation(
     print_frame(shown, title=f"{target.name}: {chosen}, {accept_words}, {draft_tokens} draft tokens ({provenance})")
     last = max(r.streams for r in result.rows) if result.rows else max(counts)
 
-    def where(value: float | None) -> str:
-        return f"beyond {last}" if value is None else ("never" if value <= counts[0] else f"{value:.1f}")
+    def stops(low: float | None, high: float | None) -> str:
+        return stop_range_words((low, high), counts[0], last)
 
     capped = result.stream_cap is not None and result.stream_cap <= last
     if decision is not None:
@@ -285,15 +286,14 @@ def model_speculation(
         limit_words = (
             f"decision: {decision.setting} ({decision.rung.value}, over the {decision.last} streams its matrix spans; "
             f"where it stops paying widened by the transfers' out-of-sample miss, {decision.widened:.0%}: the decision "
-            f"page's band)\n  the transfer itself at your stream counts: it stops paying at {where(t_low)} to "
-            f"{where(t_high)} streams"
+            f"page's band)\n  the transfer itself at your stream counts: it {stops(t_low, t_high)}"
         )
     elif low is None and high is None:
         limit_words = f"speculation pays at every stream count priced, up to {last}" + (
             " (the KV pool's distinct streams at this context)" if capped else ""
         )
     else:
-        limit_words = f"speculation stops paying at {where(low)} (pessimistic) to {where(high)} (optimistic) streams"
+        limit_words = f"speculation {stops(low, high)}"
     console.print(limit_words, highlight=False)
     for name, value in inputs_used.items():
         console.print(f"  {name}: {value}", highlight=False, markup=False)

@@ -76,6 +76,19 @@ def crossover_words(crossover: tuple[float | None, float | None], consistent: bo
     return text
 
 
+def stop_range_words(crossover: tuple[float | None, float | None], first: int, last: int) -> str:
+    """Where speculation stops paying over the stream counts ``first``..``last`` priced, pessimistic and optimistic
+    (None: beyond ``last``), as a verb phrase; one phrase where both ends read alike."""
+
+    def end(value: float | None) -> str:
+        if value is None:
+            return f"still pays at {last} streams"
+        return "never pays" if value <= first else f"stops paying at {value:.1f} streams"
+
+    low, high = (end(v) for v in crossover)
+    return low if low == high else f"pessimistically {low}, optimistically {high}"
+
+
 def case_recrossing(case: SpeculationCase) -> str:
     """Where the case's gain pays again after it stopped, over its draft-token range (the first chain that does)."""
     return next((w for a in case.by_draft_tokens.values() if (w := recrossing_words(a.rows))), "")
