@@ -238,22 +238,47 @@ def test_a_server_that_runs_without_the_pcie_ipc_the_plan_priced_is_refused(tmp_
 
 
 @pytest.mark.slow  # starts the test double as each server: make test
-def test_a_tie_of_the_all_reduces_is_measured_on_both_and_compared(tmp_path, fitted):
-    """A plan whose all-reduces tie launches NCCL and its check measures the other's best on PCIe-IPC: one server
-    more, whose log says PCIe-IPC ran, compared with the plan's own under its role and all-reduce."""
+@pytest.mark.parametrize("skipped", [False, True])
+def test_a_server_that_runs_without_the_fusion_the_plan_priced_is_refused(tmp_path, fitted, skipped):
+    """A plan priced on FlashInfer's fused all-reduce + RMSNorm is checked on servers started with it; one whose log
+    says SGLang skipped fusion (its workspace preflight failed) measured NCCL: its cells are refused."""
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    plan = replace(plan, tp=2, collective="fused")
+    if skipped:  # the box answers SGLang's multicast query as a PCIe box without it would: its preflight skips
+        file = _settings(tmp_path, tp=2)
+        settings = yaml.safe_load(file.read_text())
+        file.write_text(yaml.safe_dump({**settings, "base": {**settings["base"], "simulate_no_multicast": True}}))
+        with pytest.raises(CheckError, match=r"FlashInfer's fused all-reduce \+ RMSNorm and the server ran without it"):
+            verify_on_box(plan, file, tmp_path / "data", "check")
+    else:
+        verify_on_box(plan, _settings(tmp_path, tp=2, output_tokens=64), tmp_path / "data", "check")
+    points = Evidence(tmp_path / "data").measured.read_table("check", "box_verify_points")
+    assert set(points["fusion"]) == {"skipped" if skipped else "enabled"} and set(points["pcie_ipc"]) == {"off"}
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
+@pytest.mark.parametrize(
+    ("other_on", "column", "named"),
+    [("", "pcie_ipc", "SGLang's PCIe-IPC all-reduce"), ("fused", "fusion", "FlashInfer's fused all-reduce + RMSNorm")],
+)
+def test_a_tie_of_the_all_reduces_is_measured_on_both_and_compared(tmp_path, fitted, other_on, column, named):
+    """A plan whose all-reduces tie launches NCCL and its check measures the other's best on it (PCIe-IPC, or
+    FlashInfer's fusion): one server more, whose log says it ran, compared with the plan's own under its role and
+    all-reduce."""
     from verifylab.analysis.box_verify import compare, verdict
 
     box, overheads = fitted
     plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
-    plan = replace(plan, tp=2, collective="nccl", other_collective=plan.chosen)  # the choice, on the other one
+    plan = replace(plan, tp=2, collective="nccl", other_collective=plan.chosen, other_on=other_on)  # the choice
     verify_on_box(plan, _settings(tmp_path, tp=2, output_tokens=64), tmp_path / "data", "check")
     runs = Evidence(tmp_path / "data").measured
     points = runs.read_table("check", "box_verify_points")
-    assert list(points["pcie_ipc"]) == ["off"] * (len(points) - 1) + ["enabled"]
+    assert list(points[column]) == ["off"] * (len(points) - 1) + ["enabled"]
     table = compare(runs, "check")
     other = table[table["role"] == "other all-reduce"]
     assert len(other) == len(plan.streams) and other["measured_tokens_per_s"].notna().all()
-    assert other["configuration"].str.endswith("on SGLang's PCIe-IPC all-reduce").all()
+    assert other["configuration"].str.endswith(f"on {named}").all()
     assert verdict(runs, "check", table).planned_cells == len(table)
 
 
@@ -312,7 +337,10 @@ def test_a_real_box_check_has_its_plan_file_a_dry_run_and_its_checks_first(tmp_p
         " ".join(result.output.split()),
     )
     assert engine and f"--attention-backend {engine[1]} " in launch and f"--kv-cache-dtype {engine[2]} " in launch
-    assert "fusion stays off: a plan prices none (`verifylab box --probe` answers fusion" in launch  # not "priced off"
+    assert (
+        "fusion stays off: the plan launches the all-reduce its all-reduce line names (fusion only where it prices"
+        in launch
+    )
     assert not (DATA / "runs" / "never-made").exists()  # nothing started, nothing written
     assert re.search(r"startup: (\d+) s per server", result.output)
     assert int(re.search(r"startup: (\d+) s per server", result.output).group(1)) > 150  # scaled by the weights

@@ -126,6 +126,11 @@ class LaunchTarget:
             self.flashinfer, PCIE_IPC_FLASHINFER
         )
 
+    @property
+    def has_fusion(self) -> bool:
+        """Whether this SGLang takes a switch for FlashInfer's fused all-reduce + RMSNorm (either spelling)."""
+        return bool({FUSION_FLAG, FUSION_BACKEND_FLAG} & self.flags)
+
     @classmethod
     def installed(cls, help_text: str, version: str | None = None, flashinfer: str | None = None) -> LaunchTarget:
         """The SGLang the launcher starts, as its ``--help`` lists its options (its version and FlashInfer's where

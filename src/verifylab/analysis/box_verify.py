@@ -280,29 +280,39 @@ def held_accept_problem(output_tokens: object, verify_counts: object, target: fl
     return ""
 
 
+UNLAUNCHED = {  # a plan's all-reduce other than NCCL: the points' column its log fills, and its name
+    "pcie_ipc": ("pcie_ipc", "SGLang's PCIe-IPC all-reduce"),
+    "fused": ("fusion", "FlashInfer's fused all-reduce + RMSNorm"),
+}
+
+
 def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tuple[list[str], set[str]]:
     """What a check cannot trust, in lines naming the cells, and the servers (variants) whose cells are refused: a
-    server that failed or left cells unmeasured (died, would not start), a server that ran without the PCIe-IPC
-    all-reduce the plan priced, and a speculative server whose reported accept length misses the plan's by more than
-    :data:`ACCEPT_TOLERANCE` (it ignored the accept length asked)."""
+    server that failed or left cells unmeasured (died, would not start), a server that ran without the all-reduce
+    the plan priced for it (SGLang's PCIe-IPC or FlashInfer's fusion, as its log shows), and a speculative server
+    whose reported accept length misses the plan's by more than :data:`ACCEPT_TOLERANCE` (it ignored the accept
+    length asked)."""
     lines: list[str] = []
     refused: set[str] = set()
     points = runs.table_or_none(run_id, POINTS)
     parameters = runs.run(run_id).parameters
     held = bool(parameters.get("verify", {}).get("hold_accept"))
     tp = int(parameters.get("base", {}).get("tp_size") or 1)
-    ipc = parameters.get("box_plan", {}).get("collective") == "pcie_ipc" and tp > 1
+    stored = parameters.get("box_plan", {})
+    priced_on = {str(c.get("variant")): c.get("collective") for c in stored.get("configs", [])}  # each server's
     if points is not None:
         for row in points.to_dict("records"):
             failure = str(row.get("failure") or "").strip()
             failed = int(row.get("failed_cells") or 0)
             if failure or failed:
                 lines.append(f"{row['variant']}: {failure or f'{failed} cell(s) failed'}")
-            if ipc and not failure and row.get("pcie_ipc") != "enabled":  # priced on PCIe-IPC, measured on NCCL
+            collective = priced_on.get(str(row["variant"]), stored.get("collective"))
+            column, name = UNLAUNCHED.get(str(collective), ("", ""))
+            if column and tp > 1 and not failure and row.get(column) != "enabled":  # priced on it, ran without it
                 refused.add(str(row["variant"]))
                 lines.append(
-                    f"{row['variant']}: the plan priced SGLang's PCIe-IPC all-reduce and the server ran without it "
-                    f"({row.get('pcie_ipc') or 'not recorded'}; its log says why): its cells are refused"
+                    f"{row['variant']}: the plan priced {name} and the server ran without it "
+                    f"({row.get(column) or 'not recorded'}; its log says why): its cells are refused"
                 )
                 continue
             target, reported = float(row.get("accept_target") or 1.0), row.get("server_accept_length")

@@ -107,12 +107,13 @@ def _graphs(config: Configuration, settings: VerifySettings) -> int | None:
     return None if _sets_graphs(settings.base) else config.max_running
 
 
-def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = False) -> SpecPoint:
+def point_of(config: Configuration, settings: VerifySettings, collective: str = "nccl") -> SpecPoint:
     """The server of one configuration (its cap on running requests and CUDA graphs up to it, its held accept length
-    where asked; SGLang's PCIe-IPC all-reduce where the plan priced it)."""
+    where asked; SGLang's PCIe-IPC all-reduce or FlashInfer's fusion where the plan priced it: ``collective``)."""
     graphs = _graphs(config, settings)
+    pcie_ipc, fusion = collective == "pcie_ipc", collective == "fused"
     if config.drafter is None:
-        return SpecPoint(max_running=config.max_running, pcie_ipc=pcie_ipc, cuda_graph_max_bs=graphs)
+        return SpecPoint(max_running=config.max_running, pcie_ipc=pcie_ipc, cuda_graph_max_bs=graphs, fusion=fusion)
     return SpecPoint(
         config.drafter,
         config.draft_tokens,
@@ -122,13 +123,14 @@ def point_of(config: Configuration, settings: VerifySettings, pcie_ipc: bool = F
         settings.hold_accept,
         pcie_ipc,
         graphs,
+        fusion,
     )
 
 
 def verify_points(plan: BoxPlan, settings: VerifySettings) -> list[SpecPoint]:
     """The servers the check starts, in order: each on the all-reduce the plan priced for it (the one its launch line
     runs; the other all-reduce's best, where the two tie, on that one)."""
-    return [point_of(s.priced.config, settings, s.pcie_ipc) for s in plan.measured_servers]
+    return [point_of(s.priced.config, settings, s.collective) for s in plan.measured_servers]
 
 
 def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
@@ -137,13 +139,14 @@ def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
     configs = []
     for server in plan.measured_servers:
         config, priced = server.priced.config, server.priced
-        on = ", on SGLang's PCIe-IPC all-reduce" if server.pcie_ipc else ", on NCCL"
+        on = {"pcie_ipc": ", on SGLang's PCIe-IPC all-reduce", "fused": ", on FlashInfer's fused all-reduce + RMSNorm"}
         configs.append(
             {
                 "role": server.role,
-                "variant": point_of(config, settings, server.pcie_ipc).name,
-                "configuration": config.words() + (on if server.role == OTHER_COLLECTIVE else ""),
-                "collective": "pcie_ipc" if server.pcie_ipc else "nccl",
+                "variant": point_of(config, settings, server.collective).name,
+                "configuration": config.words()
+                + (on.get(server.collective, ", on NCCL") if server.role == OTHER_COLLECTIVE else ""),
+                "collective": server.collective,
                 "drafter": config.drafter.value if config.drafter else "none",
                 "draft_tokens": config.draft_tokens,
                 "accept": config.accept,

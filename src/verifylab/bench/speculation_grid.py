@@ -32,11 +32,13 @@ class SpecPoint:
     hold_accept: bool = True  # SGLang holds the accept length (random weights); False: the traffic's own
     pcie_ipc: bool = False  # SGLang's PCIe-IPC all-reduce (a box plan's, where it priced it)
     cuda_graph_max_bs: int | None = None  # decode CUDA graphs up to this batch (a box plan's cap; None: SGLang's own)
+    fusion: bool = False  # FlashInfer's fused all-reduce + RMSNorm (a box plan's, where it priced it)
 
     @property
     def name(self) -> str:
         """The run's key for this server's tables (the typed fields are stored beside it)."""
         cap = ("" if self.max_running is None else f"_m{self.max_running}") + ("_pcie_ipc" if self.pcie_ipc else "")
+        cap += "_fused" if self.fusion else ""
         if self.drafter is None:
             return "plain" + cap
         return f"{self.drafter.value}_d{self.draft_tokens}_a{self.accept_length:.2f}".replace(".", "p") + cap
@@ -50,6 +52,7 @@ class SpecPoint:
                 max_running=self.max_running,
                 pcie_ipc=self.pcie_ipc,
                 cuda_graph_max_bs=self.cuda_graph_max_bs,
+                fusion=self.fusion,
             )
         held = {SIMULATE_VAR: f"{self.accept_length:g}", TOKEN_MODE_VAR: self.token_mode} if self.hold_accept else {}
         return Variant(
@@ -60,6 +63,7 @@ class SpecPoint:
             env=held,
             pcie_ipc=self.pcie_ipc,
             cuda_graph_max_bs=self.cuda_graph_max_bs,
+            fusion=self.fusion,
         )
 
 

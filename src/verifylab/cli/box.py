@@ -175,6 +175,7 @@ def box_cmd(
                 verify_kernel=verify_kernel,
                 kv_cache_dtype=kv_cache_dtype,
                 pcie_ipc=engine == "sglang" and ev.launch_target(sglang).has_pcie_ipc,  # an SGLang switch
+                fusion=engine == "sglang" and ev.launch_target(sglang).has_fusion,  # likewise
             )
             if verify is not None and engine == "vllm":
                 raise ParameterError(

@@ -13,6 +13,8 @@ from rich.table import Table
 from verifylab.cli._shared import console, err_console
 from verifylab.errors import ParameterError, VerifylabError
 from verifylab.launch import (
+    FUSION_BACKEND_FLAG,
+    FUSION_FLAG,
     FUSION_OFF_FLAG,
     PCIE_IPC_ENV,
     AllReduce,
@@ -21,7 +23,7 @@ from verifylab.launch import (
     SglangLaunch,
     build_command,
 )
-from verifylab.model.answers.box_plan import BoxPlan, Priced
+from verifylab.model.answers.box_plan import COLLECTIVE_WORDS, BoxPlan, Priced
 from verifylab.span import Span
 from verifylab.vocab import streams_words
 
@@ -51,7 +53,7 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
         table.add_column(column, overflow="fold")
     rows = [("choice", plan.chosen), ("runner-up", plan.runner_up), ("plain", plan.plain)]
     if plan.other_collective is not None:  # the two all-reduces tie: the other's best is measured too
-        rows.append(("on " + ("NCCL" if plan.sets_pcie_ipc else "PCIe-IPC"), plan.other_collective))
+        rows.append((f"on {COLLECTIVE_WORDS[plan.measured_servers[-1].collective]}", plan.other_collective))
     for role, priced in rows:
         c = priced.at_load
         table.add_row(
@@ -113,9 +115,14 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
     console.print("modelled: `verifylab box --verify FILE` measures these on the box", highlight=False)
 
 
-PLAN_FUSION_REASON = (  # a plan prices no fusion: its launch line says so, and which command answers it
-    "all-reduce fusion stays off: a plan prices none (`verifylab box --probe` answers fusion from the box's own "
-    "curves), and `--verify` measures this line as printed; this version turns it on by itself once its gates open"
+PLAN_FUSION_REASON = (  # fusion off in a plan's line: where it priced fusion, it was not ahead
+    "all-reduce fusion stays off: the plan launches the all-reduce its all-reduce line names (fusion only where it "
+    "prices fusion ahead), and `--verify` measures this line as printed; this version turns it on by itself once its "
+    "gates open"
+)
+PLAN_FUSED_REASON = (  # fusion on in a plan's line
+    "FlashInfer's fused all-reduce + RMSNorm (its trtllm workspace): the all-reduce the plan priced ahead (its "
+    "all-reduce line); on SM120 SGLang runs it only once `verifylab gates apply` has opened its gates"
 )
 
 
@@ -147,6 +154,8 @@ def launch_words(
     }
     if collective == "pcie_ipc" and tp > 1 and target.has_pcie_ipc:
         settings["allreduce"] = AllReduce.PCIE_IPC
+    if collective == "fused" and tp > 1:
+        settings["allreduce"] = AllReduce.FUSED
     launch = (
         SglangLaunch(**settings)
         if c.drafter is None
@@ -159,7 +168,10 @@ def launch_words(
     if not with_reasons:
         return built.shell()
     ipc = [(f"{k}={v}", PCIE_IPC_REASON) for k, v in built.env if k == PCIE_IPC_ENV]
-    return built.shell(), ipc + [(f, PLAN_FUSION_REASON if f == FUSION_OFF_FLAG else r) for f, r in built.reasons()]
+    fused = [(f, PLAN_FUSED_REASON) for f in built.args if f in (FUSION_FLAG, FUSION_BACKEND_FLAG)]
+    return built.shell(), ipc + fused + [
+        (f, PLAN_FUSION_REASON if f == FUSION_OFF_FLAG else r) for f, r in built.reasons()
+    ]
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -184,6 +196,7 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     )
     for n, server in enumerate(plan.measured_servers, start=1):
         on = f" (with {PCIE_IPC_ENV}=1: SGLang's PCIe-IPC all-reduce, as priced)" if server.pcie_ipc else ""
+        on = " (FlashInfer's fused all-reduce + RMSNorm, as priced)" if server.fused else on
         console.print(f"  [{n}] {server.priced.config.words()}{on}", highlight=False, markup=False)
     console.print(f"  each server: {served_engine_words(base)}, as the plan priced", highlight=False, markup=False)
     prompts = (

@@ -4,7 +4,9 @@ test double in its manifest; its numbers never enter ``data/`` or the book. Its 
 rows of that box (the shipped table's NCCL latencies for 8 x RTX PRO 6000, interpolated over the message size);
 nothing else is measured (no fused kernel checked: fusion is off by its policy, as a probe without ``--extra``).
 Its NCCL-slow variant (``nccl_slowdown``) is the same box with every NCCL latency that many times the public one and
-the verdict a probe gives where P2P works and NCCL alone is slow."""
+the verdict a probe gives where P2P works and NCCL alone is slow. With ``fused_factor`` the double also holds a fused
+all-reduce + RMSNorm curve checked correct (that many times its NCCL latency), as a probe with ``--extra``: its
+policy allows fusion."""
 
 from __future__ import annotations
 
@@ -51,9 +53,12 @@ def _at(points: list[tuple[float, float]], size: float) -> float:
     return u1 + max(u1 - u0, 0.0) / (b1 - b0) * (size - b1)
 
 
-def write_probe_double(data_dir: Path, run_id: str = RUN_ID, nccl_slowdown: float | None = None) -> str:
+def write_probe_double(
+    data_dir: Path, run_id: str = RUN_ID, nccl_slowdown: float | None = None, fused_factor: float | None = None
+) -> str:
     """Write the double's run into ``data_dir/runs`` (a scratch copy of a data folder) and return its id; with
-    ``nccl_slowdown``, the NCCL-slow box (P2P works, NCCL's all-reduce that many times the public one)."""
+    ``nccl_slowdown``, the NCCL-slow box (P2P works, NCCL's all-reduce that many times the public one); with
+    ``fused_factor``, a fused kernel checked correct at that many times its NCCL latency."""
     points = [(b, us * (nccl_slowdown or 1.0)) for b, us in _public_nccl(data_dir)]
     regime = "healthy P2P" if nccl_slowdown is None else "NCCL slow, P2P works"
     slower = "" if nccl_slowdown is None else f", every NCCL latency x {nccl_slowdown:g}"
@@ -64,10 +69,12 @@ def write_probe_double(data_dir: Path, run_id: str = RUN_ID, nccl_slowdown: floa
     )
     run = data_dir / "runs" / run_id
     run.mkdir(parents=True)
+    impls = {"nccl": 1.0, **({"fused": fused_factor} if fused_factor is not None else {})}
     latency = pd.DataFrame(
         [
-            {"path": "p2p", "impl": "nccl", "group": "all", "ranks": WORLD, "mode": mode, "tokens": t,
-             "bytes": t * HIDDEN * 2, "us": _at(points, t * HIDDEN * 2)}
+            {"path": "p2p", "impl": impl, "group": "all", "ranks": WORLD, "mode": mode, "tokens": t,
+             "bytes": t * HIDDEN * 2, "us": _at(points, t * HIDDEN * 2) * factor, "correct": True}
+            for impl, factor in impls.items()
             for mode in ("eager", "graph")
             for t in TOKENS
         ]

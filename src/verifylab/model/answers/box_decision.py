@@ -18,7 +18,12 @@ from verifylab.launch import AllReduce, LaunchError, LaunchTarget, SglangLaunch,
 from verifylab.model.answers.box_switch import SPECULATION_SUMMARY, Switch, banded_speculation, modelled_speculation
 from verifylab.model.answers.engine_answer import SGLANG_KV_DTYPE, EngineChoice, choice_for, served_model
 from verifylab.model.answers.evidence_ladder import BandAnswer
-from verifylab.model.answers.probed_collective import all_reduce_words, pcie_ipc_missing, probed_pcie_ipc
+from verifylab.model.answers.probed_collective import (
+    all_reduce_words,
+    fusion_refused,
+    pcie_ipc_missing,
+    probed_pcie_ipc,
+)
 from verifylab.model.answers.speculation_answer import SpeculationAsk, SpeculationReply, public_reply
 from verifylab.model.fits.grid import box_overheads
 from verifylab.model.fits.in_pass import fused_in_pass_fit
@@ -163,10 +168,10 @@ def _fusion(
     """Fusion's saving per verify pass: the box's verify pass on its own NCCL curve against the same pass with each
     all-reduce on its own fused curve (times the fused kernel's in-pass factor) less the norm kernel the fused kernel
     does; with the policy's reason where it cannot run."""
-    if not policy.fusion_allowed:
-        why = next((r for r in policy.reasons if r.startswith("fusion off")), "the probe's policy rules it out")
-        prices = [FusionPrice(c, c * k, None, why) for c in FUSION_STREAMS]
-        return prices, Switch.OFF, f"off: {why.removeprefix('fusion off: ')}"
+    refused = fusion_refused(policy)
+    if refused is not None:
+        prices = [FusionPrice(c, c * k, None, f"fusion off: {refused}") for c in FUSION_STREAMS]
+        return prices, Switch.OFF, f"off: {refused}"
     by_impl = {c.impl: c for c in curves if c.path == path}
     if "fused" not in by_impl or "nccl" not in by_impl:
         unmeasured = [FusionPrice(c, c * k, None, "no fused curve in the probe") for c in FUSION_STREAMS]
@@ -378,7 +383,7 @@ def decide_box(ev: ModelSources, inputs: BoxInputs, streams: tuple[int, ...] = D
             refusal,
         ),
         speculation_band=band,
-        all_reduce_answer=all_reduce_words(inputs.probe_run, ipc) if box.tp > 1 else "",
+        all_reduce_answer=all_reduce_words(inputs.probe_run, ipc, fusion_setting is Switch.ON) if box.tp > 1 else "",
         inputs={
             **spec.inputs,
             "probe": f"run {inputs.probe_run} ({label})",

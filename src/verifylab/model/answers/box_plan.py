@@ -90,6 +90,7 @@ class Priced:
 
 
 OTHER_COLLECTIVE = "other all-reduce"  # the role of the best configuration on the all-reduce not launched
+COLLECTIVE_WORDS = {"nccl": "NCCL", "pcie_ipc": "PCIe-IPC", "fused": "fusion"}  # a plan's all-reduces, short
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,17 @@ class MeasuredServer:
 
     role: str  # "chosen", "runner-up", "plain" or OTHER_COLLECTIVE
     priced: Priced
-    pcie_ipc: bool  # SGLang's PCIe-IPC all-reduce (else NCCL)
+    collective: str = "nccl"  # its all-reduce: "nccl", "pcie_ipc" (SGLang's PCIe-IPC) or "fused" (FlashInfer's)
+
+    @property
+    def pcie_ipc(self) -> bool:
+        """Whether it sets SGLang's PCIe-IPC switch."""
+        return self.collective == "pcie_ipc"
+
+    @property
+    def fused(self) -> bool:
+        """Whether it runs FlashInfer's fused all-reduce + RMSNorm."""
+        return self.collective == "fused"
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,8 @@ class BoxPlan:
     kv_cache_dtype: str | None = None  # SGLang's --kv-cache-dtype where the answer assumes one other than bf16
     context_tokens: int | None = None  # the owner's stated context: --verify sends prompts of that length
     stream_cap: int | None = None  # distinct streams of that context the KV pool holds (the sweep stays within)
-    other_collective: Priced | None = None  # the best configuration on the all-reduce not launched, where the two tie
+    other_collective: Priced | None = None  # the best configuration on an all-reduce not launched, where it ties
+    other_on: str = ""  # that all-reduce, in ``collective``'s words
 
     @property
     def measured_servers(self) -> list[MeasuredServer]:
@@ -132,15 +144,16 @@ class BoxPlan:
         for role, priced in (("plain", self.plain), ("runner-up", self.runner_up), ("chosen", self.chosen)):
             roles[priced.config] = role  # a configuration in two roles keeps the first of chosen, runner-up, plain
         ordered = _unique((self.chosen, self.runner_up, self.plain))
-        servers = [MeasuredServer(roles[p.config], p, self.sets_pcie_ipc) for p in ordered]
+        servers = [MeasuredServer(roles[p.config], p, self.launched) for p in ordered]
         if self.other_collective is not None:
-            servers.append(MeasuredServer(OTHER_COLLECTIVE, self.other_collective, not self.sets_pcie_ipc))
+            other = self.other_on or ("pcie_ipc" if self.launched == "nccl" else "nccl")  # two all-reduces: the other
+            servers.append(MeasuredServer(OTHER_COLLECTIVE, self.other_collective, other))
         return servers
 
     @property
-    def sets_pcie_ipc(self) -> bool:
-        """Whether its servers set SGLang's PCIe-IPC switch: where it priced that all-reduce, at TP > 1."""
-        return self.collective == "pcie_ipc" and self.tp > 1
+    def launched(self) -> str:
+        """The all-reduce its servers run: the one it priced, at TP > 1 (TP 1 has none: NCCL's words)."""
+        return self.collective if self.tp > 1 else "nccl"
 
 
 def accept_at(draft_tokens: int, accept: float, stated_for: int) -> float:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verifylab.errors import ParameterError
+from verifylab.model.answers.all_reduce_choice import LAUNCHED, choose_all_reduce, not_launched
 from verifylab.model.answers.box_decision import BoxInputs, ProbedBox, probed_box
 from verifylab.model.answers.box_plan import (
     DRAFT_TOKENS,
@@ -29,7 +30,8 @@ from verifylab.model.answers.engine_answer import (
     served_model,
 )
 from verifylab.model.answers.evidence_ladder import transfer_band
-from verifylab.model.answers.probed_collective import probed_pcie_ipc
+from verifylab.model.answers.probed_collective import probed_fusion, probed_pcie_ipc
+from verifylab.model.case.options import NormCurve
 from verifylab.model.case.speculation import inputs
 from verifylab.model.fits.context import AttentionFit, VerifyGrowth
 from verifylab.model.fits.grid import box_overheads
@@ -43,7 +45,7 @@ from verifylab.model.inputs.configs import (
 from verifylab.model.inputs.context_matrix import ContextMatrix
 from verifylab.model.inputs.gpus import gpu_named, option_key
 from verifylab.model.inputs.model_costs import Routing
-from verifylab.model.inputs.stored import stored_inputs
+from verifylab.model.inputs.stored import StoredInputs, stored_inputs
 from verifylab.model.pricing.attention import (
     BYTES_ONCE_PER_PASS,
     DEFAULT_MEM_FRACTION,
@@ -52,19 +54,20 @@ from verifylab.model.pricing.attention import (
 )
 from verifylab.model.pricing.boxes import (
     calibrate_decode_on,
+    fused_regime_curve,
     layout_fits,
     pcie_ipc_regime_curve,
     regime_curve,
 )
-from verifylab.model.pricing.pricer import NO_OVERLAP, Box, Overheads
+from verifylab.model.pricing.collectives import RegimeCurves
+from verifylab.model.pricing.pricer import NO_OVERLAP, AllreduceCurve, Box, Overheads
 from verifylab.model.pricing.regimes import PRICED_REGIMES, Collective
 from verifylab.model.pricing.verify_kernels import KV_DTYPE_BYTES
 from verifylab.sources import MeasuredRuns, ModelSources
-from verifylab.span import TIE_MARGIN, Span, decided_more
-from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named, streams_words
+from verifylab.span import Span
+from verifylab.vocab import RECOMMENDED_STACK, REGIME_KEYS, Drafter, Regime, regime_named
 
 DEFAULT_ACCEPT = 2.0  # where neither the owner nor any evidence gives an accept length (said in the plan's inputs)
-_NOT_LAUNCHED = "SGLang's PCIe-IPC all-reduce not launched"  # the all-reduce line's words, then why
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class PlanRequest:
     verify_kernel: str | None = None  # Triton's verify kernel (None: serial, SGLang's)
     kv_cache_dtype: str | None = None  # None: the matching matrix's, else bf16
     pcie_ipc: bool = False  # the SGLang named runs its PCIe-IPC all-reduce (its launch target says so)
+    fusion: bool = False  # the SGLang named has a switch for FlashInfer's fused all-reduce + RMSNorm
 
     @property
     def decode_context(self) -> float:
@@ -124,6 +128,8 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     if req.gpu is not None:  # the table's key whatever its spelling: the public evidence is keyed on it
         req = replace(req, gpu=option_key(req.gpu))
     regime: Regime | None
+    alternatives: dict[Collective, Box] = {}  # the all-reduces other than NCCL a curve prices, as boxes
+    unpriced: list[str] = []  # the all-reduce line's clauses for those the SGLang named has and nothing prices here
     if req.probe is not None:  # the box as its probe measured it: its TP, GPU, regime and own all-reduce curve
         probed = _from_probe(ev.measured, req)
         if req.tp_given and req.tp != probed.box.tp:
@@ -132,13 +138,19 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
                 f"allows): drop --tp, give --tp {probed.box.tp}, or probe {req.tp} GPUs"
             )
         box, regime, gpu_key = replace(probed.box, chain_overlap=overlap), probed.regime, probed.gpu_key
-        ipc_box: Box | None = None  # NCCL as the probe measured it; PCIe-IPC where P2P works and a curve prices it
-        # the probe's rule for what writes into peers (P2P works), where the SGLang named has PCIe-IPC
-        priced = probed_pcie_ipc(record, box, probed.policy.custom_allreduce) if req.pcie_ipc else None
-        if isinstance(priced, tuple):
-            ipc_box = replace(box, allreduce_us=priced[0], comm_source=priced[1])
-        elif priced is not None and box.tp > 1:  # it cannot run or is not priced on this box: not launched, and why
-            box = replace(box, comm_source=f"{box.comm_source}; {_NOT_LAUNCHED}: {priced}")
+        # NCCL as the probe measured it; PCIe-IPC where P2P works (the probe's rule for what writes into peers) and
+        # a curve prices it, fusion where the probe's policy allows it and it measured the fused kernel
+        priced = {
+            Collective.PCIE_IPC: probed_pcie_ipc(record, box, probed.policy.custom_allreduce) if req.pcie_ipc else None,
+            Collective.FUSED: probed_fusion(record, box, probed.curves, probed.path, probed.policy)
+            if req.fusion
+            else None,
+        }
+        for c, got in priced.items():
+            if isinstance(got, tuple):
+                alternatives[c] = replace(box, allreduce_us=got[0], comm_source=got[1])
+            elif got is not None and box.tp > 1:  # it cannot run or is not priced on this box: not launched, why
+                unpriced.append(not_launched(c, got))
         target, raw = box.target, probed.config_fields  # the config as the probe's box read it
     else:
         if req.tp > 1 and req.regime is None:
@@ -153,19 +165,17 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
         target, raw = served_model(req.config, req.expert_bits)
         gpu = gpu_named(gpu_key, record.runs.ceilings)
         layout_fits(target, gpu, req.tp)
-        curve, comm, ipc = None, "TP 1: no all-reduce", None
+        curve, comm, others = None, "TP 1: no all-reduce", {}
         regime = _regime_of(req.regime)
         if req.tp > 1 and regime is not None:
             if regime not in PRICED_REGIMES:
                 raise ParameterError(f"--regime {req.regime!r}: one of {', '.join(r.value for r in PRICED_REGIMES)}")
             # the reported regime's curve is the case study's pass less its priced compute: only it needs the account
             curves = inputs(record).curves if regime is Regime.DEGRADED else regime_curves(record)
-            ipc = pcie_ipc_regime_curve(curves, regime, req.tp, target.hidden) if req.pcie_ipc else None
             curve, comm = regime_curve(curves, regime, req.tp)
-            if req.pcie_ipc and ipc is None:  # the SGLang named has it, the model cannot price it here: not launched
-                comm += f"; {_NOT_LAUNCHED}: no curve prices it here at {req.tp} ranks"
-            # NCCL is the all-reduce SGLang runs unless told (its PCIe-IPC is opt-in): where the SGLang named has
-            # PCIe-IPC and a curve prices it, the plan launches whichever prices more goodput, and says which
+            others = _regime_alternatives(req, record, curves, regime, target.hidden, unpriced)
+            # NCCL is the all-reduce SGLang runs unless told (PCIe-IPC and fusion are opt-in): where the SGLang named
+            # has another and a curve prices it, the plan launches it where it prices more goodput, and says which
         modelled = " (modelled: the box is not probed)" if req.tp > 1 else ""
         box = Box(
             target,
@@ -180,10 +190,11 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
             allreduce_us=curve,
             comm_source=comm + modelled,
         )
-        ipc_box = None if ipc is None else replace(box, allreduce_us=ipc[0], comm_source=ipc[1] + modelled)
+        for c, (priced_curve, source) in others.items():
+            alternatives[c] = replace(box, allreduce_us=priced_curve, comm_source=source + modelled)
     # the nearest grid's overheads, and its fitted overlap unless one was stated
     box, overheads = box_overheads(record.runs, box, req.overlap is not None)
-    ipc_box = None if ipc_box is None else replace(ipc_box, chain_overlap=box.chain_overlap)
+    alternatives = {c: replace(b, chain_overlap=box.chain_overlap) for c, b in alternatives.items()}
     gpu, draft, tp = box.gpu, box.draft, box.tp
     matched = None
     if req.decode_tok_s is None:
@@ -208,12 +219,14 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     cap = pool.streams(req.decode_context)
     engine = EngineBands(choice.words(), verify[0], pool, holdout_miss(record)) if matched is not None else None
     nccl_box = box  # the rate given (--decode-tok-s) was measured on SGLang's default all-reduce
-    box, collective, other = _collective(req, box, ipc_box, overheads, matched, cap)
+    box, collective, other, other_on = _collective(req, box, alternatives, overheads, matched, cap)
+    box = replace(box, comm_source="; ".join((box.comm_source, *unpriced)))  # and what the SGLang has, unpriced
     plan = _plan(req, box, overheads, matched, verify[0], cap, engine, rate_box=nccl_box, other=other)
     engine_inputs = {"engine": choice.words()} | ({"verify": verify[1]} if verify[0] is not None else {})
     return replace(
         plan,
-        collective="pcie_ipc" if collective is Collective.PCIE_IPC else "nccl",  # launched as priced
+        collective=LAUNCHED[collective],  # launched as priced
+        other_on=LAUNCHED[other_on] if other_on is not None else "",
         attention_backend=choice.backend if choice.launch_refusal is None else None,
         launch_refusal=choice.launch_refusal,
         trust_remote_code=needs_remote_code(raw),
@@ -230,49 +243,54 @@ def plan_box(ev: ModelSources, req: PlanRequest) -> BoxPlan:
     )
 
 
+def _regime_alternatives(
+    req: PlanRequest, record: StoredInputs, curves: RegimeCurves, regime: Regime, hidden: int, unpriced: list[str]
+) -> dict[Collective, tuple[AllreduceCurve, str]]:
+    """The all-reduces other than NCCL the SGLang named has that the regime's curves price at ``req.tp`` ranks;
+    each it has that they cannot price is said in ``unpriced``."""
+    priced: dict[Collective, tuple[AllreduceCurve, str]] = {}
+    if req.pcie_ipc:
+        ipc = pcie_ipc_regime_curve(curves, regime, req.tp, hidden)
+        if ipc is None:
+            unpriced.append(not_launched(Collective.PCIE_IPC, f"no curve prices it here at {req.tp} ranks"))
+        else:
+            priced[Collective.PCIE_IPC] = ipc
+    if req.fusion:
+        norm = record.runs.norm
+        norm_us = None if norm is None else NormCurve(norm.tokens, norm.us)
+        fused = None if norm_us is None else fused_regime_curve(curves, regime, req.tp, norm_us, hidden)
+        if fused is None:  # why, as the regime's curves say it
+            why = curves.price(regime, Collective.FUSED, req.tp, req.tp * 2.0**14) if norm is not None else ""
+            unpriced.append(not_launched(Collective.FUSED, str(why) or "no run measured the norm kernel it replaces"))
+        else:
+            priced[Collective.FUSED] = fused
+    return priced
+
+
 def _collective(
     req: PlanRequest,
     nccl_box: Box,
-    ipc_box: Box | None,
+    alternatives: dict[Collective, Box],
     overheads: Overheads,
     matched: tuple[ContextMatrix, AttentionFit] | None,
     stream_cap: int,
-) -> tuple[Box, Collective, Priced | None]:
-    """The all-reduce the plan launches where the SGLang named offers two, NCCL (its default) and its PCIe-IPC
-    all-reduce (where a curve prices it): PCIe-IPC where the model's best configuration on it is ahead of NCCL's by
-    goodput at the owner's load (:func:`_ahead`), else NCCL; where neither is ahead (a tie), also PCIe-IPC's best
-    configuration, for ``--verify`` to measure. Modelled, also where a public matrix gives the
-    plan's rates: they were measured on one all-reduce and do not tell the two apart. The all-reduce line gives both."""
-    if ipc_box is None:
-        return nccl_box, Collective.NCCL, None
+) -> tuple[Box, Collective, Priced | None, Collective | None]:
+    """The all-reduce the plan launches where the SGLang named offers more than NCCL (its default): its PCIe-IPC
+    all-reduce and FlashInfer's fusion, where a curve prices each (``alternatives``), by one rule
+    (:func:`~verifylab.model.answers.all_reduce_choice.choose_all_reduce`); and the all-reduce that ties it, whose
+    best configuration ``--verify`` measures too. Modelled, also where a public matrix gives the plan's rates: they
+    were measured on one all-reduce and do not tell them apart. The all-reduce line says why."""
+    if not alternatives:
+        return nccl_box, Collective.NCCL, None, None
     accept = req.accept if req.accept is not None or matched is None else matched[0].accept.mid
     ask = replace(req, accept=accept, measured=False)  # only to choose: the plan below is the one measured
-    best = {
-        c: _plan(ask, b, overheads, stream_cap=stream_cap, rate_box=nccl_box).chosen
-        for c, b in ((Collective.NCCL, nccl_box), (Collective.PCIE_IPC, ipc_box))
-    }
-    ipc, nccl = best[Collective.PCIE_IPC], best[Collective.NCCL]
-    at = (
-        f"at {streams_words(nccl.at_load.streams)} (modelled, the best configuration on each): "
-        f"{ipc.at_load.goodput.text(0)} tok/s against NCCL's {nccl.at_load.goodput.text(0)}"
-    )
-    if _ahead(ipc.at_load.goodput, nccl.at_load.goodput):
-        chosen = f"{ipc_box.comm_source}; chosen over NCCL by goodput {at}"
-        return replace(ipc_box, comm_source=chosen), Collective.PCIE_IPC, None
-    if _ahead(nccl.at_load.goodput, ipc.at_load.goodput):
-        why = f"NCCL is ahead by goodput {at}"
-        return replace(nccl_box, comm_source=f"{nccl_box.comm_source}; {_NOT_LAUNCHED}: {why}"), Collective.NCCL, None
-    why = (
-        f"a tie, neither is {TIE_MARGIN:.0%} ahead at both ends nor alone within the SLO at its pessimistic end {at}: "
-        f"NCCL, SGLang's default; `--verify` measures PCIe-IPC's best ({ipc.config.words()}) too"
-    )
-    return replace(nccl_box, comm_source=f"{nccl_box.comm_source}; {_NOT_LAUNCHED}: {why}"), Collective.NCCL, ipc
-
-
-def _ahead(goodput: Span, other: Span) -> bool:
-    """Whether one all-reduce's best goodput is decided above the other's: the tie margin at both ends, or the SLO met
-    at the pessimistic end where the other's misses it there (goodput 0), as a plan ranks configurations."""
-    return decided_more(goodput, other) or (goodput.low > 0 and other.low == 0)
+    boxes = {Collective.NCCL: nccl_box, **alternatives}
+    best = {c: _plan(ask, b, overheads, stream_cap=stream_cap, rate_box=nccl_box).chosen for c, b in boxes.items()}
+    choice = choose_all_reduce(best)
+    launched = boxes[choice.launched]
+    source = "; ".join((launched.comm_source, *choice.clauses))
+    too = choice.measured_too
+    return replace(launched, comm_source=source), choice.launched, None if too is None else best[too], too
 
 
 def _from_probe(runs: MeasuredRuns, req: PlanRequest) -> ProbedBox:

@@ -12,7 +12,7 @@ from verifylab.model.inputs.gpus import Gpu
 from verifylab.model.inputs.model_costs import ModelCosts
 from verifylab.model.pricing.collectives import RegimeCurves
 from verifylab.model.pricing.pricer import AllreduceCurve, Box, Overheads, price_pass, price_step, scenarios
-from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, Price, pcie_ipc_holds
+from verifylab.model.pricing.regimes import REGIME_TITLE, Collective, InPassFactor, Price, pcie_ipc_holds
 from verifylab.span import Span
 from verifylab.vocab import BF16_BYTES, KIMI_K2_HIDDEN, SGLANG_FUSION_MAX_TOKENS, Regime
 
@@ -135,6 +135,38 @@ def probed_pcie_ipc_curve(
     return PcieIpcOverBoxNccl(ipc[0], nccl, hidden), (
         f"{ipc[1]}: P2P works on this box (its probe), the box was not measured on it; past the decode-sized "
         f"workspace SGLang hands the reduction to NCCL: {nccl_source}"
+    )
+
+
+@dataclass(frozen=True)
+class ProbedFusedLessNorm:
+    """FlashInfer's fused all-reduce + RMSNorm on a probed box: its own fused curve times the fused kernel's in-pass
+    factor, less the norm kernel it replaces; the box's ``nccl`` above SGLang's fusion limit."""
+
+    fused: Curve
+    in_pass: InPassFactor
+    norm_us: Callable[[float], float]
+    hidden: int
+    nccl: AllreduceCurve
+
+    def __call__(self, message: float) -> Span:
+        tokens = message / (self.hidden * BF16_BYTES)
+        if tokens > SGLANG_FUSION_MAX_TOKENS:
+            return self.nccl(message)
+        us, norm = self.fused.at(message), self.norm_us(tokens)
+        low, high = self.in_pass.range_at(message)
+        return Span(us * low - norm, us * high - norm)
+
+
+def probed_fused_curve(
+    curves: RegimeCurves, fused: Curve, norm_us: Callable[[float], float], hidden: int, nccl: AllreduceCurve
+) -> tuple[AllreduceCurve, str]:
+    """The probed box's fused all-reduce + RMSNorm as one layer's all-reduce costs a pass with fusion on (the
+    verify pass's rule of `box --probe`'s fusion answer), its NCCL past SGLang's fusion limit."""
+    return ProbedFusedLessNorm(fused, curves.in_pass_fused, norm_us, hidden, nccl), (
+        f"FlashInfer fused all-reduce + RMSNorm on {fused.path}, as this box's probe measured it ({fused.source}), "
+        f"times the fused kernel's factor inside a pass ({curves.in_pass_fused.source()}), less the norm kernel it "
+        f"replaces; NCCL past {SGLANG_FUSION_MAX_TOKENS} tokens"
     )
 
 
