@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from verifylab.errors import ModelInputError
 from verifylab.model.inputs.curves import Curve
@@ -37,11 +38,19 @@ class PricedCollective:
         return Span(price.low_us, price.high_us)
 
 
+class FusedPrices(Protocol):
+    """Where a fused all-reduce + RMSNorm is priced: a regime's curves, or a probed box's own fused curve."""
+
+    def price(
+        self, regime: Regime, collective: Collective, world: int, message: float, hidden: int = ...
+    ) -> Price | str: ...
+
+
 @dataclass(frozen=True)
 class FusedLessNorm:
     """The fused all-reduce + RMSNorm less the norm kernel it replaces; ``nccl`` above SGLang's fusion limit."""
 
-    curves: RegimeCurves
+    curves: FusedPrices
     regime: Regime
     world: int
     norm_us: Callable[[float], float]
@@ -139,23 +148,17 @@ def probed_pcie_ipc_curve(
 
 
 @dataclass(frozen=True)
-class ProbedFusedLessNorm:
-    """FlashInfer's fused all-reduce + RMSNorm on a probed box: its own fused curve times the fused kernel's in-pass
-    factor, less the norm kernel it replaces; the box's ``nccl`` above SGLang's fusion limit."""
+class ProbedFused:
+    """A probed box's own fused curve times the fused kernel's factor inside a pass, priced as a regime's curves
+    price it (whatever the regime and ranks asked: the box's)."""
 
     fused: Curve
     in_pass: InPassFactor
-    norm_us: Callable[[float], float]
-    hidden: int
-    nccl: AllreduceCurve
 
-    def __call__(self, message: float) -> Span:
-        tokens = message / (self.hidden * BF16_BYTES)
-        if tokens > SGLANG_FUSION_MAX_TOKENS:
-            return self.nccl(message)
-        us, norm = self.fused.at(message), self.norm_us(tokens)
+    def price(self, regime: Regime, collective: Collective, world: int, message: float, hidden: int = 0) -> Price:
+        us = self.fused.at(message)
         low, high = self.in_pass.range_at(message)
-        return Span(us * low - norm, us * high - norm)
+        return Price(us * low, us * high, f"measured on this box: {self.fused.source}", (low, high))
 
 
 def probed_fused_curve(
@@ -163,7 +166,8 @@ def probed_fused_curve(
 ) -> tuple[AllreduceCurve, str]:
     """The probed box's fused all-reduce + RMSNorm as one layer's all-reduce costs a pass with fusion on (the
     verify pass's rule of `box --probe`'s fusion answer), its NCCL past SGLang's fusion limit."""
-    return ProbedFusedLessNorm(fused, curves.in_pass_fused, norm_us, hidden, nccl), (
+    at = FusedLessNorm(ProbedFused(fused, curves.in_pass_fused), Regime.MEASURED, 0, norm_us, hidden, nccl)
+    return at, (
         f"FlashInfer fused all-reduce + RMSNorm on {fused.path}, as this box's probe measured it ({fused.source}), "
         f"times the fused kernel's factor inside a pass ({curves.in_pass_fused.source()}), less the norm kernel it "
         f"replaces; NCCL past {SGLANG_FUSION_MAX_TOKENS} tokens"
