@@ -76,8 +76,8 @@ def test_a_probed_box_whose_fused_kernel_is_ahead_is_planned_launched_and_checke
 
 def test_fusion_not_launched_says_why(data):
     """A probe that checked no fused kernel: the plan says fusion is not launched and why (the probe's policy); a
-    slow fused kernel (3 x NCCL) is priced and behind; both keep fusion off in the launch line and serve no fused
-    server."""
+    slow fused kernel (3 x NCCL) is priced and behind, as `box --probe` answers fusion off there; both keep fusion off
+    in the launch line and serve no fused server."""
     line, launch, servers = _plan(data, RUN_ID)
     assert (
         "FlashInfer's fused all-reduce + RMSNorm not launched: FlashInfer's fused kernel was not checked correct"
@@ -91,6 +91,12 @@ def test_fusion_not_launched_says_why(data):
         "PCIe-IPC",
     )
     assert FUSION_OFF_FLAG in launch and not any("fused" in s for s in servers)
+    probed = CliRunner().invoke(app, ["box", "--probe", "20261206-000003-8xrtx-pro-6000-slow-fused-double", "--config",
+                                      KIMI, "--decode-tok-s", "80", "--out", str(data.parent / "slow-page"),
+                                      "--data-dir", str(data)])  # fmt: skip
+    assert probed.exit_code == 0, probed.output
+    said = " ".join(probed.output.split())  # the first command answers fusion as the plan priced it: off
+    assert "fusion: off: it costs" in said and FUSION_BACKEND_FLAG not in said.split("launch: ", 1)[1]
 
 
 def _priced(low: float, high: float, draft_tokens: int = 4) -> Priced:
