@@ -12,7 +12,7 @@ import pandas as pd
 from verifylab.errors import ModelInputError
 from verifylab.model.views import check_grid_fit, gains, stored_runs
 from verifylab.sources import MeasuredRuns
-from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter
+from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter, streams_words
 
 POINTS = BOX_VERIFY_POINTS_TABLE
 
@@ -330,5 +330,5 @@ def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tup
                     f"{target:.2f} planned (more than {ACCEPT_TOLERANCE:.0%} off): its cells are refused"
                 )
     missing = table[table["measured_tokens_per_s"].isna() & ~table["variant"].isin(refused)]
-    lines += [f"{r.configuration} at {r.streams} streams: not measured" for r in missing.itertuples()]
+    lines += [f"{r.configuration} at {streams_words(int(r.streams))}: not measured" for r in missing.itertuples()]
     return lines, refused

@@ -252,8 +252,8 @@ def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: st
     if table["measured_tokens_per_s"].notna().any():
         v = verdict(runs, run_id, table)
         console.print(
-            f"measured at {v.load} streams: {v.winner} served the most goodput ({v.winner_goodput:.0f} tok/s); the "
-            f"choice {v.chosen_goodput:.0f}, the runner-up {v.runner_up_goodput:.0f}",
+            f"measured at {streams_words(v.load)}: {v.winner} served the most goodput ({v.winner_goodput:.0f} "
+            f"tok/s); the choice {v.chosen_goodput:.0f}, the runner-up {v.runner_up_goodput:.0f}",
             highlight=False,
             markup=False,
         )
