@@ -68,7 +68,8 @@ def box_cmd(
     plan: bool = typer.Option(
         False,
         "--plan",
-        help="Choose the configuration with the most goodput under your SLO (no GPU): print it, the "
+        help="Choose the configuration with the most goodput under your SLO (no GPU), and the all-reduce it runs "
+        "on where the SGLang named has more than NCCL (its PCIe-IPC all-reduce, FlashInfer's fusion): print it, the "
         "runner-up and the plan that measures them.",
     ),
     verify: Path | None = typer.Option(
