@@ -178,3 +178,10 @@ def test_a_probe_of_a_box_a_public_matrix_ran_takes_its_band_the_model_beside_it
     assert record["gain_one_stream"]["low"] == d.speculation_band.gain_one.low and "modelled_gain_one_stream" in record
     other = decide_box(ev, BoxInputs(P2P, 60.0, "given", 2.4, config=QWEN, target=TARGET))
     assert "public" not in other.speculation_answer  # no public matrix ran two H200s: the model answers
+
+
+def test_a_one_gpu_probe_says_fusion_is_off_for_want_of_an_all_reduce(runs):
+    """A probe of one GPU allows no tensor parallelism: fusion is off because there is no all-reduce to fuse, said as
+    such (it said 'the probe's policy rules it out', which sends the owner to a probe with --extra in vain)."""
+    one = decide_box(runs, BoxInputs("20261202-203301-box-probe", 90.0, "given", 2.4, config=QWEN, target=TARGET))
+    assert one.fusion_answer == "off: one GPU: no all-reduce to fuse"

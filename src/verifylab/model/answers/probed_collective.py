@@ -67,6 +67,10 @@ def fusion_refused(policy: Policy) -> str | None:
     """Why the probe's policy rules fusion out (its reason), or None where it allows it."""
     if policy.fusion_allowed:
         return None
+    if not policy.tensor_parallel:  # no "fusion off" reason: the probe rules out the all-reduce itself
+        return (
+            "one GPU: no all-reduce to fuse" if policy.world == 1 else "no tensor parallelism here, as its probe found"
+        )
     why = next((r for r in policy.reasons if r.startswith("fusion off")), "the probe's policy rules it out")
     return why.removeprefix("fusion off: ")
 
