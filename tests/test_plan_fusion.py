@@ -129,3 +129,24 @@ def test_one_rule_chooses_among_three_all_reduces(best, launched, too):
     assert choice.measured_too is (None if too is None else Collective[too])
     assert sum("`--verify` measures" in c for c in choice.clauses) == (too is not None)
     assert sum("not launched" in c for c in choice.clauses) == 2 - (launched != "NCCL")
+
+
+def test_box_probe_without_pcie_ipc_names_the_plan_for_fusion_alone(data):
+    """An SGLang whose FlashInfer has no PCIe-IPC kernel (0.5.21): `box --probe` with fusion on launches it (not called
+    SGLang's default) and names the plan that chooses between fusion and NCCL; that plan launches fusion at one
+    stream and prices no PCIe-IPC."""
+    page = str(data.parent / "page-0521")
+    probed = CliRunner().invoke(app, ["box", "--probe", FUSED_RUN, "--config", KIMI, "--decode-tok-s", "80", "--sglang",
+                                      "0.5.21", "--out", page, "--data-dir", str(data)])  # fmt: skip
+    assert probed.exit_code == 0, probed.output
+    said = " ".join(probed.output.split()).split("all-reduce: ", 1)[1]
+    assert said.startswith("NCCL with FlashInfer's fused all-reduce + RMSNorm (fusion on, above); SGLang's PCIe-IPC")
+    assert f"`verifylab box --plan --probe {FUSED_RUN}` chooses between fusion and NCCL" in said
+    args = ["box", "--plan", "--probe", FUSED_RUN, "--config", KIMI, "--load", "1", "--accept", "2.0", "--decode-tok-s",
+            "80", "--sglang", "0.5.21", "--data-dir", str(data)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    words = " ".join(result.output.split())
+    line = words.split("all-reduce: ", 1)[1].split(" weights: ", 1)[0]
+    assert line.startswith("FlashInfer fused all-reduce + RMSNorm on p2p") and "PCIe-IPC" not in line
+    assert f"{FUSION_BACKEND_FLAG} trtllm" in words.split("launch the choice: ", 1)[1]

@@ -50,7 +50,8 @@ def all_reduce_words(run_id: str, priced: tuple[AllreduceCurve, str] | str, fusi
     plan = f"`verifylab box --plan --probe {run_id}`"
     at_load = "by goodput at your load and SLO (--load, --slo-ttft-ms, --slo-tpot-ms)"
     if isinstance(priced, str):
-        words = f"{launched}, SGLang's default; SGLang's PCIe-IPC all-reduce is not an option here: {priced}"
+        default = "" if fusion_on else ", SGLang's default"  # fusion is opt-in
+        words = f"{launched}{default}; SGLang's PCIe-IPC all-reduce is not an option here: {priced}"
         return words + (f"; {plan} chooses between fusion and NCCL {at_load}" if fusion_on else "")
     if fusion_on:
         return (
