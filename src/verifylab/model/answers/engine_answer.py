@@ -220,7 +220,8 @@ def engine_verify(
 ) -> tuple[VerifyGrowth | None, str]:
     """The chosen engine's verify growth over a matrix anchored at ``anchor`` tokens for ``config`` (a config.json's
     object) at TP ``tp`` on ``gpu``, from the record's engine runs, and its source in words."""
-    serial, split = serial_rate(runs.engine), splitkv_rate(runs.engine)
+    serial = serial_rate(runs.engine) if choice.kernel is VerifyKernel.SERIAL else None  # only the kernel chosen
+    split = splitkv_rate(runs.engine) if choice.kernel is VerifyKernel.SPLIT_KV else None
     sheet = GPU_TABLE.get(gpu_key)
     growth = verify_growth(
         choice,
