@@ -61,7 +61,7 @@ from verifylab.report.charts import Figure, verify_components_chart
 from verifylab.report.section import Prose
 from verifylab.report.tables import Table
 from verifylab.store.evidence import Evidence
-from verifylab.vocab import LOAD_STREAMS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime
+from verifylab.vocab import LOAD_STREAMS, PCIE_IPC_FLASHINFER, PCIE_IPC_SGLANG, Regime, streams_words
 
 __all__ = ["Params"]
 
@@ -392,4 +392,4 @@ def whatif_figure(ev: Evidence, params: Params) -> Figure:
             "host_ms": (frame["host_ms_low"] + frame["host_ms_high"]) / 2,
         }
     )
-    return verify_components_chart(components_long(frame), title_note=f" at {params.batch} stream(s), midpoints")
+    return verify_components_chart(components_long(frame), title_note=f" at {streams_words(params.batch)}, midpoints")
