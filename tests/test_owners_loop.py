@@ -258,6 +258,21 @@ def test_a_server_that_runs_without_the_fusion_the_plan_priced_is_refused(tmp_pa
 
 
 @pytest.mark.slow  # starts the test double as each server: make test
+def test_a_tied_pcie_ipc_server_that_fell_back_is_refused_alone(tmp_path, fitted, monkeypatch):
+    """A tie launches NCCL and measures PCIe-IPC's best as one server more: where that server's log says it fell
+    back to NCCL, its cells are refused (each server is checked on the all-reduce the plan priced for it, not on the
+    one the plan launches), and the servers on NCCL are not."""
+    box, overheads = fitted
+    plan = choose(box, overheads, 2, Slo(2000, 50), accept=2.0, stated_for=4, startup_s=1.0)
+    plan = replace(plan, tp=2, collective="nccl", other_collective=plan.chosen)
+    monkeypatch.setenv("VERIFYLAB_SIMULATE_NO_PCIE_IPC", "1")  # read by the test double only
+    with pytest.raises(CheckError, match=r"_pcie_ipc: the plan priced SGLang's PCIe-IPC all-reduce and the server ran"):
+        verify_on_box(plan, _settings(tmp_path, tp=2, output_tokens=64), tmp_path / "data", "check")
+    points = Evidence(tmp_path / "data").measured.read_table("check", "box_verify_points")
+    assert list(points["pcie_ipc"]) == ["off"] * (len(points) - 1) + ["fell back"]
+
+
+@pytest.mark.slow  # starts the test double as each server: make test
 @pytest.mark.parametrize(
     ("other_on", "column", "named"),
     [("", "pcie_ipc", "SGLang's PCIe-IPC all-reduce"), ("fused", "fusion", "FlashInfer's fused all-reduce + RMSNorm")],
