@@ -150,3 +150,25 @@ def test_box_probe_without_pcie_ipc_names_the_plan_for_fusion_alone(data):
     line = words.split("all-reduce: ", 1)[1].split(" weights: ", 1)[0]
     assert line.startswith("FlashInfer fused all-reduce + RMSNorm on p2p") and "PCIe-IPC" not in line
     assert f"{FUSION_BACKEND_FLAG} trtllm" in words.split("launch the choice: ", 1)[1]
+
+
+def test_model_speculation_prices_fusion_as_the_plan_does():
+    """`model speculation --fusion` prices the all-reduces on the regime's fused curve less the norm kernel (the
+    plan's fused box); it is refused beside --pcie-ipc, without a regime, and where fusion cannot run (host memory)."""
+    base = ["model", "speculation", "--config", KIMI, "--gpu", "rtx-pro-6000", "--tp", "8", "--accept", "2.0",
+            "--decode-tok-s", "80", "--streams", "1", "--json"]  # fmt: skip
+    fused = CliRunner().invoke(app, [*base, "--regime", "healthy-p2p", "--fusion"])
+    nccl = CliRunner().invoke(app, [*base, "--regime", "healthy-p2p"])
+    assert fused.exit_code == 0 and nccl.exit_code == 0, fused.output + nccl.output
+    import json
+
+    said, plain = json.loads(fused.output), json.loads(nccl.output)
+    assert said["inputs"]["allreduce"].startswith("FlashInfer fused all-reduce + RMSNorm, healthy P2P, 8 ranks")
+    assert said["rows"][0] != plain["rows"][0]  # another all-reduce, another price
+    for extra, named in (
+        (["--regime", "healthy-p2p", "--fusion", "--pcie-ipc"], "not --pcie-ipc"),
+        (["--fusion"], "give one of --regime"),
+        (["--regime", "host-memory", "--fusion"], "--fusion: no curve prices it at 8 ranks"),
+    ):
+        refused = CliRunner().invoke(app, [*base, *extra])
+        assert refused.exit_code != 0 and named in " ".join(refused.output.split()), refused.output

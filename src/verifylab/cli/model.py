@@ -135,6 +135,9 @@ def model_speculation(
         "it launches it; NCCL otherwise. With --regime, where a curve prices it at --tp; --decode-tok-s is read as "
         "measured on NCCL (the host overhead it sets is carried over).",
     ),
+    fusion: bool = typer.Option(
+        False, "--fusion", help="Likewise on FlashInfer's fused all-reduce + RMSNorm, as `box --plan` prices it."
+    ),
     decode_tok_s: float | None = typer.Option(
         None, help="Your box's plain decoding at one stream (tok/s): sets the host overhead for your box."
     ),
@@ -234,6 +237,7 @@ def model_speculation(
             kv_cache_dtype=kv_cache_dtype,
             shared_prefix=shared_prefix,
             pcie_ipc=pcie_ipc,
+            fusion=fusion,
         )
         reply = speculation_reply(Evidence(data_dir, keep_derived=True), ask)
     except VerifylabError as exc:

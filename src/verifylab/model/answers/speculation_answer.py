@@ -32,6 +32,7 @@ from verifylab.model.inputs.stored import stored_inputs, stored_runs
 from verifylab.model.pricing.attention import DEFAULT_MEM_FRACTION
 from verifylab.model.pricing.boxes import (
     calibrate_decode_on,
+    fused_regime_curve,
     latency_curve,
     layout_fits,
     pcie_ipc_regime_curve,
@@ -81,6 +82,7 @@ class SpeculationAsk:
     kv_cache_dtype: str | None = None
     shared_prefix: bool = False  # the streams share one prompt prefix: the pool holds it once, no cap
     pcie_ipc: bool = False  # the all-reduces on SGLang's PCIe-IPC all-reduce (as `box --plan` launches it), not NCCL
+    fusion: bool = False  # the all-reduces on FlashInfer's fused all-reduce + RMSNorm (likewise), not NCCL
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,13 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     layout_fits(target, gpu, ask.tp)  # the same memory check as `box`
     if ask.pcie_ipc and (ask.regime is None or ask.tp == 1):
         raise ModelInputError("--pcie-ipc: give --tp above 1 and --regime (the PCIe-IPC curve is a regime's)")
+    if ask.fusion and (ask.regime is None or ask.tp == 1 or ask.pcie_ipc):
+        raise ModelInputError(
+            "--fusion: give --tp above 1 and --regime (the fused curve is a regime's), not --pcie-ipc"
+        )
     own_box = (  # nothing of the owner's own box, and the collective a public matrix ran (not SGLang's PCIe-IPC)
         ask.latency is None and ask.decode_tok_s is None and ask.bandwidth_gbs is None and ask.tflops is None
-    ) and not ask.pcie_ipc
+    ) and not (ask.pcie_ipc or ask.fusion)
     key = None if ask.regime is None else next(k for k, v in REGIME_KEYS.items() if v == ask.regime.value)
     matched = (
         matching_matrix(stored_inputs(ev), target, ask.gpu, ask.tp, key, ask.drafter, ask.draft_tokens)
@@ -154,10 +160,12 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     if ask.regime is not None:
         curves = inputs(stored_inputs(ev)).curves
         ipc = pcie_ipc_regime_curve(curves, ask.regime, ask.tp, target.hidden) if ask.pcie_ipc else None
-        if ask.pcie_ipc and ipc is None:
+        if ask.fusion:  # as `box --plan` prices it: the regime's fused curve less the norm kernel it replaces
+            ipc = fused_regime_curve(curves, ask.regime, ask.tp, inputs(stored_inputs(ev)).norm_us, target.hidden)
+        if (ask.pcie_ipc or ask.fusion) and ipc is None:
             raise ModelInputError(
-                f"--pcie-ipc: no curve prices SGLang's PCIe-IPC all-reduce at {ask.tp} ranks with {ask.regime.value} "
-                "(it needs working P2P; chapter 4's public curves)"
+                f"--{'fusion' if ask.fusion else 'pcie-ipc'}: no curve prices it at {ask.tp} ranks with "
+                f"{ask.regime.value} (it needs working P2P; chapter 4's public curves)"
             )
         nccl_curve = regime_curve(curves, ask.regime, ask.tp)
         curve, comm_source = ipc if ipc is not None else nccl_curve
