@@ -19,6 +19,7 @@ from tests.test_bench import free_port
 from verifylab.cli import app
 from verifylab.cli.box_check import CheckError, print_plan, verify_on_box
 from verifylab.errors import ParameterError
+from verifylab.launch import FUSION_BACKEND_FLAG, FUSION_OFF_FLAG
 from verifylab.model.answers.box_plan import Slo, choose
 from verifylab.model.fits.grid import first_grid_fit
 from verifylab.model.inputs.model_costs import Routing
@@ -326,6 +327,10 @@ def test_each_server_of_the_check_runs_the_backend_and_kv_dtype_the_plan_priced(
     bf16 = replace(plan, kv_cache_dtype=None)  # a plan that priced the model's bf16: the file's fp8 is another
     with pytest.raises(ParameterError, match="--kv-cache-dtype fp8_e4m3 against the plan's bf16"):
         served_as_priced(bf16, same, "verify.yaml")
+    for switch in (FUSION_OFF_FLAG, f"{FUSION_BACKEND_FLAG}=trtllm"):  # a file-wide fusion switch: each server's own
+        fused = VerifySettings.model_validate(yaml.safe_load(_settings(tmp_path, switch).read_text()))
+        with pytest.raises(ParameterError, match=f"{switch.split('=')[0]} against the plan's all-reduce per server"):
+            served_as_priced(replace(plan, collective="fused", tp=2), fused, "verify.yaml")
 
 
 @pytest.mark.slow  # starts the test double as each server: make test

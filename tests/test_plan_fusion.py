@@ -168,7 +168,7 @@ def test_model_speculation_prices_fusion_as_the_plan_does():
     for extra, named in (
         (["--regime", "healthy-p2p", "--fusion", "--pcie-ipc"], "not --pcie-ipc"),
         (["--fusion"], "give one of --regime"),
-        (["--regime", "host-memory", "--fusion"], "--fusion: no curve prices it at 8 ranks"),
+        (["--regime", "host-memory", "--fusion"], "--fusion: no curve prices fusion at 8 ranks"),
     ):
         refused = CliRunner().invoke(app, [*base, *extra])
         assert refused.exit_code != 0 and named in " ".join(refused.output.split()), refused.output

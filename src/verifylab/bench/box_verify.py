@@ -16,7 +16,7 @@ from verifylab.bench.prompts import Prompt, context_prompts
 from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
 from verifylab.errors import ParameterError
-from verifylab.launch import GRAPH_SETTINGS, option_of
+from verifylab.launch import FUSION_BACKEND_FLAG, FUSION_FLAG, FUSION_OFF_FLAG, GRAPH_SETTINGS, option_of
 from verifylab.model.answers.box_plan import OTHER_COLLECTIVE, BoxPlan, CellPrediction, Configuration
 from verifylab.server.variants import BaseConfig
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE
@@ -48,6 +48,7 @@ class VerifySettings(BaseModel):
     )
 
 
+FUSION_SWITCHES = (FUSION_FLAG, FUSION_BACKEND_FLAG, FUSION_OFF_FLAG)  # fusion on or off: a server's, not a file's
 ENGINE_SETTINGS = tuple((field, option_of(field)) for field in ("attention_backend", "kv_cache_dtype"))
 REMOTE_CODE = option_of("trust_remote_code")
 DEFAULT_KV = frozenset({"auto", "bf16", "bfloat16"})  # what a plan that names no KV dtype priced (the model's bf16)
@@ -70,6 +71,12 @@ def served_as_priced(plan: BoxPlan, settings: VerifySettings, source: str) -> Ve
     names none (SGLang's own default may be another), refused, naming both, where it names another; and
     ``--trust-remote-code`` where the plan's launch line has it (the model's config names remote code)."""
     update: dict[str, str | list[str]] = {}
+    fusion = next((a.split("=")[0] for a in settings.base.extra_args if a.split("=")[0] in FUSION_SWITCHES), None)
+    if fusion is not None:  # each server gets the all-reduce the plan priced for it: a file-wide switch overrides that
+        raise ParameterError(
+            f"--verify {source}: {fusion} against the plan's all-reduce per server ({plan.launched} launched): the "
+            f"check starts each on the one the plan priced for it (drop {fusion} from the file)"
+        )
     for field, flag in ENGINE_SETTINGS:
         priced, named = getattr(plan, field), _named(settings.base, field, flag)
         if priced is None and field == "kv_cache_dtype":  # the model's bf16: any spelling of that default matches

@@ -163,9 +163,10 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         if ask.fusion:  # as `box --plan` prices it: the regime's fused curve less the norm kernel it replaces
             ipc = fused_regime_curve(curves, ask.regime, ask.tp, inputs(stored_inputs(ev)).norm_us, target.hidden)
         if (ask.pcie_ipc or ask.fusion) and ipc is None:
+            option, name = ("--fusion", "fusion") if ask.fusion else ("--pcie-ipc", "SGLang's PCIe-IPC all-reduce")
             raise ModelInputError(
-                f"--{'fusion' if ask.fusion else 'pcie-ipc'}: no curve prices it at {ask.tp} ranks with "
-                f"{ask.regime.value} (it needs working P2P; chapter 4's public curves)"
+                f"{option}: no curve prices {name} at {ask.tp} ranks with {ask.regime.value} (it needs working P2P; "
+                "chapter 4's public curves)"
             )
         nccl_curve = regime_curve(curves, ask.regime, ask.tp)
         curve, comm_source = ipc if ipc is not None else nccl_curve
