@@ -118,7 +118,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         raise ModelInputError(
             "--fusion: give --tp above 1 and --regime (the fused curve is a regime's), not --pcie-ipc"
         )
-    own_box = (  # nothing of the owner's own box, and the collective a public matrix ran (not SGLang's PCIe-IPC)
+    own_box = (  # nothing of the owner's own box, and the collective a public matrix ran (not PCIe-IPC nor fusion)
         ask.latency is None and ask.decode_tok_s is None and ask.bandwidth_gbs is None and ask.tflops is None
     ) and not (ask.pcie_ipc or ask.fusion)
     key = None if ask.regime is None else next(k for k, v in REGIME_KEYS.items() if v == ask.regime.value)
@@ -156,20 +156,20 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
             "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix ran this "
             "box, so none can stand in for it)"
         )
-    curve, comm_source, ipc = None, "TP 1: no all-reduce", None
+    curve, comm_source, other = None, "TP 1: no all-reduce", None  # other: PCIe-IPC's or fusion's curve, asked
     if ask.regime is not None:
         curves = inputs(stored_inputs(ev)).curves
-        ipc = pcie_ipc_regime_curve(curves, ask.regime, ask.tp, target.hidden) if ask.pcie_ipc else None
+        other = pcie_ipc_regime_curve(curves, ask.regime, ask.tp, target.hidden) if ask.pcie_ipc else None
         if ask.fusion:  # as `box --plan` prices it: the regime's fused curve less the norm kernel it replaces
-            ipc = fused_regime_curve(curves, ask.regime, ask.tp, inputs(stored_inputs(ev)).norm_us, target.hidden)
-        if (ask.pcie_ipc or ask.fusion) and ipc is None:
+            other = fused_regime_curve(curves, ask.regime, ask.tp, inputs(stored_inputs(ev)).norm_us, target.hidden)
+        if (ask.pcie_ipc or ask.fusion) and other is None:
             option, name = ("--fusion", "fusion") if ask.fusion else ("--pcie-ipc", "SGLang's PCIe-IPC all-reduce")
             raise ModelInputError(
                 f"{option}: no curve prices {name} at {ask.tp} ranks with {ask.regime.value} (it needs working P2P; "
                 "chapter 4's public curves)"
             )
         nccl_curve = regime_curve(curves, ask.regime, ask.tp)
-        curve, comm_source = ipc if ipc is not None else nccl_curve
+        curve, comm_source = other if other is not None else nccl_curve
     elif ask.latency is not None:
         curve, comm_source = latency_curve(_owners_curves(ev, ask, target.hidden), ask.path)
     box = Box(
@@ -185,7 +185,7 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         comm_source=comm_source,
     )
     box, overheads = box_overheads(stored_runs(runs), box)  # the nearest grid's (the box's own, where stored)
-    rate_box = box if ipc is None else replace(box, allreduce_us=nccl_curve[0])  # the rate was measured on NCCL
+    rate_box = box if other is None else replace(box, allreduce_us=nccl_curve[0])  # the rate was measured on NCCL
     calibrated = calibrate_decode_on(box, rate_box, overheads, ask.decode_tok_s, "given (--decode-tok-s)")
     result = answer(box, calibrated, ask.drafter, ask.accept, ask.draft_tokens, ask.streams)
     result.inputs["engine"] = (
