@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from verifylab.errors import ModelInputError
+from verifylab.model.answers.box_plan import COLLECTIVE_NAMES
 from verifylab.model.views import check_grid_fit, gains, stored_runs
 from verifylab.sources import MeasuredRuns
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE, Drafter, streams_words
@@ -280,10 +281,7 @@ def held_accept_problem(output_tokens: object, verify_counts: object, target: fl
     return ""
 
 
-UNLAUNCHED = {  # a plan's all-reduce other than NCCL: the points' column its log fills, and its name
-    "pcie_ipc": ("pcie_ipc", "SGLang's PCIe-IPC all-reduce"),
-    "fused": ("fusion", "FlashInfer's fused all-reduce + RMSNorm"),
-}
+UNLAUNCHED = {"pcie_ipc": "pcie_ipc", "fused": "fusion"}  # a plan's all-reduce but NCCL: the column its log fills
 
 
 def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tuple[list[str], set[str]]:
@@ -306,12 +304,12 @@ def untrusted_cells(runs: MeasuredRuns, run_id: str, table: pd.DataFrame) -> tup
             failed = int(row.get("failed_cells") or 0)
             if failure or failed:
                 lines.append(f"{row['variant']}: {failure or f'{failed} cell(s) failed'}")
-            collective = priced_on.get(str(row["variant"]), stored.get("collective"))
-            column, name = UNLAUNCHED.get(str(collective), ("", ""))
+            collective = str(priced_on.get(str(row["variant"]), stored.get("collective")))
+            column = UNLAUNCHED.get(collective, "")
             if column and tp > 1 and not failure and row.get(column) != "enabled":  # priced on it, ran without it
                 refused.add(str(row["variant"]))
                 lines.append(
-                    f"{row['variant']}: the plan priced {name} and the server ran without it "
+                    f"{row['variant']}: the plan priced {COLLECTIVE_NAMES[collective]} and the server ran without it "
                     f"({row.get(column) or 'not recorded'}; its log says why): its cells are refused"
                 )
                 continue

@@ -17,7 +17,13 @@ from verifylab.bench.speculation import RunTarget, SweepPlan, run_points
 from verifylab.bench.speculation_grid import SpecPoint, TokenMode
 from verifylab.errors import ParameterError
 from verifylab.launch import FUSION_BACKEND_FLAG, FUSION_FLAG, FUSION_OFF_FLAG, GRAPH_SETTINGS, option_of
-from verifylab.model.answers.box_plan import OTHER_COLLECTIVE, BoxPlan, CellPrediction, Configuration
+from verifylab.model.answers.box_plan import (
+    COLLECTIVE_NAMES,
+    OTHER_COLLECTIVE,
+    BoxPlan,
+    CellPrediction,
+    Configuration,
+)
 from verifylab.server.variants import BaseConfig
 from verifylab.vocab import BOX_VERIFY_POINTS_TABLE
 
@@ -146,13 +152,12 @@ def plan_record(plan: BoxPlan, settings: VerifySettings) -> dict:
     configs = []
     for server in plan.measured_servers:
         config, priced = server.priced.config, server.priced
-        on = {"pcie_ipc": ", on SGLang's PCIe-IPC all-reduce", "fused": ", on FlashInfer's fused all-reduce + RMSNorm"}
         configs.append(
             {
                 "role": server.role,
                 "variant": point_of(config, settings, server.collective).name,
                 "configuration": config.words()
-                + (on.get(server.collective, ", on NCCL") if server.role == OTHER_COLLECTIVE else ""),
+                + (f", on {COLLECTIVE_NAMES[server.collective]}" if server.role == OTHER_COLLECTIVE else ""),
                 "collective": server.collective,
                 "drafter": config.drafter.value if config.drafter else "none",
                 "draft_tokens": config.draft_tokens,

@@ -23,7 +23,7 @@ from verifylab.launch import (
     SglangLaunch,
     build_command,
 )
-from verifylab.model.answers.box_plan import COLLECTIVE_WORDS, BoxPlan, Priced
+from verifylab.model.answers.box_plan import COLLECTIVE_NAMES, COLLECTIVE_WORDS, BoxPlan, Priced
 from verifylab.span import Span
 from verifylab.vocab import streams_words
 
@@ -196,7 +196,7 @@ def _print_dry_run(plan: BoxPlan, settings) -> None:
     )
     for n, server in enumerate(plan.measured_servers, start=1):
         on = f" (with {PCIE_IPC_ENV}=1: SGLang's PCIe-IPC all-reduce, as priced)" if server.pcie_ipc else ""
-        on = " (FlashInfer's fused all-reduce + RMSNorm, as priced)" if server.fused else on
+        on = f" ({COLLECTIVE_NAMES[server.collective]}, as priced)" if server.fused else on
         console.print(f"  [{n}] {server.priced.config.words()}{on}", highlight=False, markup=False)
     console.print(f"  each server: {served_engine_words(base)}, as the plan priced", highlight=False, markup=False)
     prompts = (

@@ -8,18 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifylab.model.answers.box_plan import Priced, goodput_rank
+from verifylab.model.answers.box_plan import COLLECTIVE_NAMES, COLLECTIVE_WORDS, Priced, goodput_rank
 from verifylab.model.pricing.regimes import Collective
 from verifylab.span import TIE_MARGIN, Span, decided_more
 from verifylab.vocab import streams_words
 
 LAUNCHED = {Collective.NCCL: "nccl", Collective.PCIE_IPC: "pcie_ipc", Collective.FUSED: "fused"}  # BoxPlan's words
-NAMES = {
-    Collective.NCCL: "NCCL",
-    Collective.PCIE_IPC: "SGLang's PCIe-IPC all-reduce",
-    Collective.FUSED: "FlashInfer's fused all-reduce + RMSNorm",
-}
-SHORT = {Collective.NCCL: "NCCL", Collective.PCIE_IPC: "PCIe-IPC", Collective.FUSED: "fusion"}
+NAMES = {c: COLLECTIVE_NAMES[word] for c, word in LAUNCHED.items()}
+SHORT = {c: COLLECTIVE_WORDS[word] for c, word in LAUNCHED.items()}
 
 
 def not_launched(collective: Collective, why: str) -> str:

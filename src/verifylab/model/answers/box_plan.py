@@ -91,6 +91,11 @@ class Priced:
 
 OTHER_COLLECTIVE = "other all-reduce"  # the role of the best configuration on the all-reduce not launched
 COLLECTIVE_WORDS = {"nccl": "NCCL", "pcie_ipc": "PCIe-IPC", "fused": "fusion"}  # a plan's all-reduces, short
+COLLECTIVE_NAMES = {  # and named in full (the all-reduce line, a check's configurations and refusals)
+    "nccl": "NCCL",
+    "pcie_ipc": "SGLang's PCIe-IPC all-reduce",
+    "fused": "FlashInfer's fused all-reduce + RMSNorm",
+}
 
 
 @dataclass(frozen=True)
