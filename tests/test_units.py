@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -204,6 +205,25 @@ def test_a_figure_renders_offline_svg_with_its_caption_escaped():
     assert "<svg" in html and "<script" not in html.lower()  # inline SVG: opens offline, runs nothing
     assert "<b>caption</b>" not in html and "a &lt;b&gt;caption&lt;/b&gt; &amp; more" in html
     assert "run &lt;x&gt;" in html and 'data-name="tbl-&quot;q&quot;"' in html
+
+
+def test_a_figure_note_ends_its_caption_before_naming_the_data():
+    """A caption that ends without a stop ("..., midpoints", "... left out)") gets one before "Data:"; one that has
+    a stop keeps it alone."""
+    import altair as alt
+
+    from verifylab.report.charts import Figure
+
+    chart = alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]})).mark_line().encode(x="x:Q", y="y:Q")
+    notes = {
+        caption: re.search(r'chart-note">(.*?)</p>', Figure(chart, caption, ["modelled"])._repr_html_()).group(1)
+        for caption in ("at 1 stream, midpoints", "(forced rows left out)", "the middle of each range.")
+    }
+    assert notes == {
+        "at 1 stream, midpoints": "at 1 stream, midpoints. Data: modelled.",
+        "(forced rows left out)": "(forced rows left out). Data: modelled.",
+        "the middle of each range.": "the middle of each range. Data: modelled.",
+    }
 
 
 def test_an_exported_chart_is_titled_and_its_png_is_what_vega_draws(tmp_path):

@@ -69,10 +69,11 @@ class Figure:
 
     def _repr_html_(self, spec: dict | None = None) -> str:
         sources = html.escape("; ".join(self.provenance)) if self.provenance else "see caption"
+        caption = self.caption if self.caption.rstrip().endswith((".", "!", "?")) else f"{self.caption.rstrip()}."
         return (
             f'<figure class="verifylab-chart" data-name="{html.escape(self.name)}">'
             f"{self.to_svg(spec)}"
-            f'<p class="verifylab-chart-note">{html.escape(self.caption)} Data: {sources}.</p>'
+            f'<p class="verifylab-chart-note">{html.escape(caption)} Data: {sources}.</p>'
             "</figure>"
         )
 
