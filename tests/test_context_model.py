@@ -120,6 +120,36 @@ def test_model_speculation_answers_from_the_matrix_at_the_owners_context(ev):
             assert low <= reported.loc[context, "reported_stops"] <= high
 
 
+MATRIX_BOX = ["model", "speculation", "--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime",
+              "healthy-p2p", "--context", "16384", "--data-dir", str(ROOT / "data")]  # fmt: skip
+
+
+@pytest.mark.parametrize("accept", ["0.5", "9"])
+def test_an_accept_length_no_chain_yields_is_refused_where_a_matrix_answers_too(accept):
+    """The matrix's transfer takes the owner's accept length as the model does: outside 1 to the chain's draft
+    tokens it is refused in one line, as `box --plan` and the model refuse it (it printed a table before)."""
+    result = CliRunner().invoke(app, [*MATRIX_BOX, "--accept", accept])
+    assert result.exit_code == 2 and result.output.strip().splitlines() == [
+        f"error: accept length {accept} must lie in 1..4 (the chain's draft tokens)"
+    ], result.output
+
+
+@pytest.mark.parametrize(
+    ("asked", "named"),
+    [(["--fusion"], "--fusion"), (["--pcie-ipc"], "--pcie-ipc"), (["--decode-tok-s", "80"], "--decode-tok-s"),
+     (["--routing", "collapsed"], "--routing collapsed")],
+)  # fmt: skip
+def test_accept_asked_where_a_matrix_ran_the_box_says_what_put_the_answer_on_the_model(asked, named):
+    """Without --accept, an ask that leaves the matrix names the option that did, not "no matrix ran this box"."""
+    result = CliRunner().invoke(app, [*MATRIX_BOX, *asked])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 2 and "no stored public matrix ran this box" not in output, output
+    assert f"a public matrix ran this box, but {named} asks the model" in output
+    assert "leave it out for the matrix's own answer" in output
+    alone = CliRunner().invoke(app, MATRIX_BOX)
+    assert alone.exit_code == 0 and "reported (public)" in " ".join(alone.output.split())
+
+
 def test_box_plan_follows_the_context_and_its_crossovers_hold_the_held_out_ones(ev):
     check = crossover_check(stored_inputs(ev))
     reported = check[check["matrix"] == fitted_matrix(stored_inputs(ev))[0].name].set_index("context")["reported_stops"]

@@ -39,7 +39,7 @@ from verifylab.model.pricing.boxes import (
     regime_curve,
 )
 from verifylab.model.pricing.pricer import Box
-from verifylab.model.pricing.speculation import UNPHYSICAL, SpeculationAnswer, answer, gain_flag
+from verifylab.model.pricing.speculation import UNPHYSICAL, SpeculationAnswer, answer, check_accept, gain_flag
 from verifylab.sources import ModelSources
 from verifylab.vocab import REGIME_KEYS, Drafter, Regime
 
@@ -110,6 +110,8 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
     draft = read_config(ask.draft_config) if ask.draft_config else eagle3_draft_for(target)
     if (ask.tp > 1 or ask.regime or ask.latency) and (ask.regime is None) == (ask.latency is None):
         raise ModelInputError("give one of --regime (a regime's curve) or --latency (your box's curve)")
+    if ask.accept is not None:  # on either path: a public matrix's transfer takes the owner's accept length too
+        check_accept(ask.accept, ask.draft_tokens)
     gpu = gpu_named(ask.gpu, stored_runs(runs).ceilings, ask.bandwidth_gbs, ask.tflops)
     layout_fits(target, gpu, ask.tp)  # the same memory check as `box`
     if ask.pcie_ipc and (ask.regime is None or ask.tp == 1):
@@ -152,9 +154,12 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         decision = transfer_band(ask.context, matrix, fit, ask.accept, engine)
         return SpeculationReply(result, target, provenance, None, decision, choice)
     if ask.accept is None:
+        asked_off = not own_box or ask.routing is not Routing.UNIFORM  # a matrix was not looked for: would one run it?
+        ran = asked_off and matching_matrix(
+            stored_inputs(ev), target, ask.gpu, ask.tp, key, ask.drafter, ask.draft_tokens
+        )
         raise ModelInputError(
-            "--accept: give the mean accepted tokens per verify on your traffic (no stored public matrix ran this "
-            "box, so none can stand in for it)"
+            f"--accept: give the mean accepted tokens per verify on your traffic ({_why_modelled(ask, bool(ran))})"
         )
     curve, comm_source, other = None, "TP 1: no all-reduce", None  # other: PCIe-IPC's or fusion's curve, asked
     if ask.regime is not None:
@@ -193,6 +198,30 @@ def speculation_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply
         "a public matrix's transfer only)"
     )
     return SpeculationReply(result, target, "modelled", str(calibrated.consistent).lower(), choice=choice)
+
+
+def _why_modelled(ask: SpeculationAsk, matrix_ran: bool) -> str:
+    """Why no public matrix stands in for the owner's accept length: none ran the box, or one did and what the owner
+    asked puts the answer on the model (an all-reduce it did not run, their own box's numbers, a router)."""
+    if not matrix_ran:
+        return "no stored public matrix ran this box, so none can stand in for it"
+    asked = [
+        name
+        for name, given in (
+            ("--pcie-ipc", ask.pcie_ipc),
+            ("--fusion", ask.fusion),
+            ("--latency", ask.latency is not None),
+            ("--decode-tok-s", ask.decode_tok_s is not None),
+            ("--bandwidth-gbs", ask.bandwidth_gbs is not None),
+            ("--tflops", ask.tflops is not None),
+            (f"--routing {ask.routing.value}", ask.routing is not Routing.UNIFORM),
+        )
+        if given
+    ]
+    return (
+        f"a public matrix ran this box, but {' and '.join(asked)} asks the model, which prices speculation at the "
+        "accept length you give; leave it out for the matrix's own answer"
+    )
 
 
 def public_reply(ev: ModelSources, ask: SpeculationAsk) -> SpeculationReply | None:

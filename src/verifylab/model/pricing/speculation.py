@@ -56,13 +56,18 @@ class GainRow:
         }
 
 
+def check_accept(accept: float, draft_tokens: int) -> None:
+    """Refuse an accept length no chain of ``draft_tokens`` can yield (each verify accepts 1 to that many)."""
+    if not 1.0 <= accept <= draft_tokens:
+        raise ModelInputError(f"accept length {accept:g} must lie in 1..{draft_tokens} (the chain's draft tokens)")
+
+
 def gains(
     box: Box, ov: Overheads, drafter: Drafter, accept: float, draft_tokens: int, streams: Sequence[int]
 ) -> list[GainRow]:
     """Plain and speculative tok/s and the gain at each stream count, each a range over every end of every input
     range taken together (a scenario prices both sides the same way)."""
-    if not 1.0 <= accept <= draft_tokens:
-        raise ModelInputError(f"accept length {accept:g} must lie in 1..{draft_tokens} (the chain's draft tokens)")
+    check_accept(accept, draft_tokens)
     pools = box.pools()
     rows = []
     for c in streams:
