@@ -150,6 +150,19 @@ def test_accept_asked_where_a_matrix_ran_the_box_says_what_put_the_answer_on_the
     assert alone.exit_code == 0 and "reported (public)" in " ".join(alone.output.split())
 
 
+def test_a_load_past_the_matrixs_streams_names_the_streams_it_ran():
+    """A plan answered by a public matrix at a load it never ran is refused naming the matrix's stream span (it said
+    "no rate at 250, 256 running (beyond the evidence's streams)" for --load 500)."""
+    argv = ["box", "--plan", "--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime",
+            "healthy-p2p", "--data-dir", str(ROOT / "data")]  # fmt: skip
+    refused = CliRunner().invoke(app, [*argv, "--load", "500"])
+    assert refused.exit_code == 2, refused.output
+    assert re.search(
+        r"no rate at 250, 256 running: \S+ ran 1 to 128 streams; give a --load within them", refused.output
+    )
+    assert CliRunner().invoke(app, [*argv, "--load", "128"]).exit_code == 0
+
+
 def test_box_plan_follows_the_context_and_its_crossovers_hold_the_held_out_ones(ev):
     check = crossover_check(stored_inputs(ev))
     reported = check[check["matrix"] == fitted_matrix(stored_inputs(ev))[0].name].set_index("context")["reported_stops"]

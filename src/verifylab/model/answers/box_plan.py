@@ -215,7 +215,8 @@ def _ranges(rates: RateSource, config: Configuration, running: Sequence[int]) ->
     missing = [c for c in running if c not in by]
     if missing:
         raise ModelInputError(
-            f"{config.words()}: no rate at {', '.join(map(str, missing))} running (beyond the evidence's streams)"
+            f"{config.words()}: no rate at {', '.join(map(str, missing))} running (beyond the evidence's streams): "
+            "lower --load"
         )
     return {c: (rate, Span(c * 1e3 / rate.high, c * 1e3 / rate.low)) for c, rate in by.items()}
 

@@ -144,6 +144,12 @@ def transfer_rates(
             raise ModelInputError(f"{config.words()}: {matrix.name} measured {matrix.verify_tokens} tokens per verify")
         accept = None if config.drafter is None or own_accept else config.accept
         rows = transferred(matrix, fit, context, list(running), accept, verify)
+        beyond = sorted(set(running) - {r.streams for r in rows})
+        if beyond:
+            raise ModelInputError(
+                f"{config.words()}: no rate at {', '.join(map(str, beyond))} running: {matrix.name} ran "
+                f"{matrix.streams[0]} to {matrix.streams[-1]} streams; give a --load within them"
+            )
         return {r.streams: r.plain_tokens_per_s if config.drafter is None else r.spec_tokens_per_s for r in rows}
 
     return rates
