@@ -53,3 +53,34 @@ def test_a_long_first_sentence_is_cut_before_its_first_clause_outside_brackets_a
     text = f"Store the table (a: b; c) with `k: v`: {detail}; more.\nSecond line.\n\nA second paragraph."
     assert first_sentence(text) == "Store the table (a: b; c) with `k: v`."
     assert first_sentence("Print one run's\nmanifest. Example: `x`") == "Print one run's manifest."
+
+
+def _help_paragraphs(output: str) -> list[list[str]]:
+    """A help's text between its usage line and its first panel, as paragraphs of lines (rich's one-space margin
+    removed)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("Usage:")) + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("╭"))
+    paragraphs: list[list[str]] = [[]]
+    for line in lines[start:end]:
+        if line.strip():
+            paragraphs[-1].append(line.rstrip()[1:])
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return [p for p in paragraphs if p]
+
+
+def test_each_prose_paragraph_of_a_help_is_one_line_on_a_wide_terminal():
+    """Prose is not broken where the docstring's lines broke (typer keeps them past the first paragraph): on a wide
+    terminal a paragraph is one line, an ``Example`` line apart; an indented example command, YAML and a list of
+    backquoted commands keep their lines."""
+    commands = [*_commands(app), *[(sub.name,) for sub in app.registered_groups]]
+    assert ("model", "whatif") in commands and ("fleet",) in commands
+    for command in commands:
+        output = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "2000"}).output
+        for paragraph in _help_paragraphs(output):
+            if any(line.startswith(" ") for line in paragraph) or all(line.startswith("`") for line in paragraph):
+                continue  # a block: its lines are meant
+            assert all(line.startswith("Example") for line in paragraph[1:]), (command, paragraph)
+    fleet = _help_paragraphs(CliRunner().invoke(app, ["fleet", "--help"], env={"COLUMNS": "2000"}).output)
+    assert fleet[2][:2] == ["campaign: pcie-vs-nvlink     # recorded in every run's manifest", "hosts:"]

@@ -70,17 +70,37 @@ def first_sentence(help_text: str) -> str:
     return sentence
 
 
+def prose_lines(help_text: str) -> str:
+    """A command's help with each prose paragraph on one line (typer's rich help keeps a docstring's line breaks
+    past the first paragraph, so they broke mid-sentence at any width); a block with an indented line (an example
+    command, YAML) and a list of backquoted commands keep their lines, and a line opening with ``Example`` starts
+    its own."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(help_text).split("\n\n"):
+        first, *rest = paragraph.split("\n")
+        kept = any(line[:1].isspace() for line in rest) or all(line.startswith("`") for line in (first, *rest))
+        if paragraph.startswith("\b") or kept:
+            paragraphs.append(paragraph)
+            continue
+        paragraphs.append(first + "".join(("\n" if line.startswith("Example") else " ") + line for line in rest))
+    return "\n\n".join(paragraphs)
+
+
 def _one_line_rows(group: typer.Typer) -> None:
+    """Each command's row in its group's list on one line, and its help's prose paragraphs each on one line."""
     for command in group.registered_commands:
+        text = command.help or inspect.getdoc(command.callback) or ""
         if command.short_help is None:
-            command.short_help = first_sentence(command.help or inspect.getdoc(command.callback) or "")
+            command.short_help = first_sentence(text)
+        command.help = prose_lines(text)
     for sub in group.registered_groups:
         if sub.typer_instance is None:
             continue
-        if not isinstance(sub.short_help, str):  # unset: typer's defaults are placeholders, not None
-            text = next((h for h in (sub.help, sub.typer_instance.info.help) if isinstance(h, str)), "")
-            if text:
-                sub.short_help = first_sentence(text)
+        text = next((h for h in (sub.help, sub.typer_instance.info.help) if isinstance(h, str)), "")
+        if not isinstance(sub.short_help, str) and text:  # unset: typer's defaults are placeholders, not None
+            sub.short_help = first_sentence(text)
+        if isinstance(sub.typer_instance.info.help, str):
+            sub.typer_instance.info.help = prose_lines(sub.typer_instance.info.help)
         _one_line_rows(sub.typer_instance)
 
 
