@@ -3,6 +3,7 @@ name the engine an answer is for."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
 
@@ -20,8 +22,10 @@ ROOT_HELP = (
     "Folder holding sglang/ (site-packages or an unpacked wheel), maybe flashinfer/ too. "
     "Default: the sglang importable here."
 )
-console = Console() if sys.stdout.isatty() else Console(width=160)  # pipes and CI: wide, no wrapping
-err_console = Console(stderr=True)
+# Text, never markup, unless a call asks for it (markup=True, its free text escaped): a label, a path or a
+# server's line holding "[/x]" or "[bold]" prints as written
+console = Console(markup=False) if sys.stdout.isatty() else Console(width=160, markup=False)  # pipes, CI: wide
+err_console = Console(stderr=True, markup=False)
 
 
 def gates_root(root: Path | None) -> Path:
@@ -39,13 +43,31 @@ def fail(exc: VerifylabError) -> typer.Exit:
     return typer.Exit(code=2 if isinstance(exc, ParameterError | ModelInputError) else 1)
 
 
+MISSING = "—"  # a cell with no value (None, NaN): as the book's tables show it
+
+
+def table_cell(value: object) -> str:
+    """One cell as a reader reads it: no value is :data:`MISSING` (not "None" or "nan"), a whole float its integer
+    ("16", not "16.0"), anything else its text."""
+    if (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or type(value).__name__ in ("NAType", "NaTType")
+    ):
+        return MISSING
+    if isinstance(value, float) and value.is_integer():
+        return f"{value:.0f}"
+    return str(value)
+
+
 def print_frame(frame, title: str | None = None) -> None:
-    """Render a DataFrame as a rich table."""
-    table = Table(title=title, show_lines=False)
+    """Render a DataFrame as a rich table; its title, headers and cells are text, never markup (a gloo error's
+    "[/src/gloo/...]" or a label's "[bold]" prints as written)."""
+    table = Table(title=Text(title) if title is not None else None, show_lines=False)
     for column in frame.columns:
-        table.add_column(str(column), overflow="fold")
+        table.add_column(Text(str(column)), overflow="fold")
     for row in frame.itertuples(index=False):
-        table.add_row(*["" if v is None else str(v) for v in row])
+        table.add_row(*[Text(table_cell(v)) for v in row])
     console.print(table)
 
 

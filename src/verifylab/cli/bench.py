@@ -127,7 +127,7 @@ def _print_single(summary: dict) -> None:
         + f"; accept length {summary['accept_length']}; failed {summary['failed']}"
     )
     for note in summary.get("notes", []):
-        console.print(f"[yellow]{escape(note)}[/]")
+        console.print(f"[yellow]{escape(note)}[/]", markup=True)
     for r in summary["runs"]:
         console.print(
             f"  {r['prompt_id']:<22} {r['output_tokens']:>6} tokens "

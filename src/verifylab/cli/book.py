@@ -38,7 +38,7 @@ def env(
         table.add_row(key, shown)  # a field this host does not have reads as a dash, not Python's None
     console.print(table)
     if info.gpu_count == 0:
-        console.print("[yellow]No GPU visible: live mode is not possible here; replay mode works.[/]")
+        console.print("[yellow]No GPU visible: live mode is not possible here; replay mode works.[/]", markup=True)
 
 
 @runs_app.command("list")
@@ -172,7 +172,7 @@ def book(
     console.print(f"PDFs: {result.pdf_note}", highlight=False)
     if publish:
         console.print("registered in book/editions.json: commit it so the edition outlives the build folder")
-    console.print(f"book: [bold]{result.index_html}[/]")
+    console.print(f"book: [bold]{escape(str(result.index_html))}[/]", markup=True)
 
 
 def _stopped(words: str) -> NoReturn:
@@ -247,7 +247,7 @@ def run_cmd(
     except RunInterrupted as stopped:
         for chapter in stopped.chapters:
             mark = "[green]ok[/]" if chapter.ok else f"[yellow]{escape(str(chapter.error))}[/]"
-            console.print(f"{chapter.name}: {mark}", highlight=False, soft_wrap=True)
+            console.print(f"{escape(chapter.name)}: {mark}", highlight=False, soft_wrap=True, markup=True)
         _stopped(f"nothing rendered. Resume with: verifylab run --params {params} --only {','.join(stopped.to_resume)}")
     except VerifylabError as exc:
         raise fail(exc) from None
@@ -255,11 +255,15 @@ def run_cmd(
         mark = "[green]ok[/]" if chapter.ok else f"[red]failed[/]: {escape(str(chapter.error))}"
         how = f" (replayed from {parameters.data_dir}/: never executed in this project)" if chapter.replayed else ""
         how = " (kept: its inputs are those it was executed from)" if chapter.reused else how
-        console.print(f"{chapter.name}: {mark}{how}", highlight=False, soft_wrap=True)  # one line, whole
+        console.print(
+            f"{escape(chapter.name)}: {mark}{escape(how)}", highlight=False, soft_wrap=True, markup=True
+        )  # one line
         if chapter.kernel_log:  # its kernel died: what the kernel process itself printed last
-            console.print(f"[dim]the end of its kernel's log:\n{escape(chapter.kernel_log)}[/]", highlight=False)
+            console.print(
+                f"[dim]the end of its kernel's log:\n{escape(chapter.kernel_log)}[/]", highlight=False, markup=True
+            )
     if render:
-        console.print(f"edition {result.edition['id']}; book: [bold]{result.index_html}[/]")
+        console.print(f"edition {result.edition['id']}; book: [bold]{escape(str(result.index_html))}[/]", markup=True)
     if result.failed:
         raise typer.Exit(code=1)
 

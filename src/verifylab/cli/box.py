@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 
 from verifylab.cli._shared import console, engine_options, err_console, fail
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
@@ -249,7 +250,11 @@ def box_cmd(
         raise fail(ParameterError(str(exc))) from None
     except VerifylabError as exc:
         raise fail(exc) from None
-    console.print(f"[bold]{decision.regime.value}[/] ({decision.world} x {decision.gpu}, run {probe})", highlight=False)
+    console.print(
+        f"[bold]{decision.regime.value}[/] ({decision.world} x {escape(decision.gpu)}, run {escape(probe)})",
+        highlight=False,
+        markup=True,
+    )
     for question, text in (
         ("fix first", decision.fix_first),
         ("fusion", decision.fusion_answer),

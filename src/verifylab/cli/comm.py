@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from verifylab.cli._shared import console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, RunNotFoundError, VerifylabError
@@ -134,7 +135,10 @@ def probe(
         return
     _print_summary(tables, raw)
     if manifest is not None:
-        console.print(f"stored run [bold]{manifest.run_id}[/] ({manifest.label}) in {data_dir / 'runs'}")
+        where = escape(str(data_dir / "runs"))
+        console.print(
+            f"stored run [bold]{escape(manifest.run_id)}[/] ({escape(manifest.label)}) in {where}", markup=True
+        )
 
 
 def _check_new_run(data_dir: Path, run_id: str) -> None:
@@ -179,7 +183,11 @@ def _print_summary(tables, raw) -> None:
     if not tables.p2p.empty:
         print_frame(tables.p2p.round(2), title="P2P matrix")
     for v in tables.verdict.itertuples():
-        console.print(f"[bold]verdict ({v.world} ranks): {v.regime}[/] — {v.reason}", markup=True, highlight=False)
+        console.print(
+            f"[bold]verdict ({v.world} ranks): {escape(str(v.regime))}[/] — {escape(str(v.reason))}",
+            markup=True,
+            highlight=False,
+        )
         console.print(
             f"  try first: {v.fix_hypothesis}" + (f" (evidence: {v.fix_evidence})" if v.fix_evidence else ""),
             markup=False,

@@ -120,22 +120,26 @@ def fleet_run(
                 bar.advance(task)
                 where = f"{event.job} on {event.host}"
                 if event.status == "skipped":
-                    err_console.print(f"{escape(where)}: done earlier, skipped", highlight=False)
+                    err_console.print(f"{escape(where)}: done earlier, skipped", highlight=False, markup=True)
                 elif event.status == "done":
                     runs = ", ".join(event.run_ids) or "no run written"
                     err_console.print(
                         f"{escape(where)}: done in {event.seconds:.0f} s ({escape(runs)})",
                         highlight=False,
                         soft_wrap=True,
+                        markup=True,
                     )
                 else:
                     err_console.print(  # one line, whole, however long the box's error
                         f"[red]{escape(where)}: failed after {event.seconds:.0f} s:[/] {escape(event.error)}",
                         highlight=False,
                         soft_wrap=True,
+                        markup=True,
                     )
             else:
-                err_console.print(f"{escape(event[1])}: submitted (it starts when its box is free)", highlight=False)
+                err_console.print(
+                    f"{escape(event[1])}: submitted (it starts when its box is free)", highlight=False, markup=True
+                )
 
         try:
             outcomes = run_campaign(campaign, root / "data", address or os.environ.get("RAY_ADDRESS"), on_event)

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from verifylab.cli._shared import ROOT_HELP, console, err_console, fail, gates_root, print_frame
 from verifylab.errors import ParameterError, VerifylabError
@@ -62,12 +64,12 @@ def gates_audit(
         table.add_column(col, overflow="fold")
     for f in result.findings:
         colour = {"closed": "red", "open": "green"}.get(f.status, "yellow")
-        table.add_row(
-            f"[{colour}]{f.status}[/]",
-            f.kind,
-            f"{f.file}:{f.line}",
-            f.function,
-            f.expression + (f"\n{f.note}" if f.note else ""),
+        table.add_row(  # text, not markup: an expression's "[...]" prints as written
+            Text(f.status, style=colour),
+            Text(f.kind),
+            Text(f"{f.file}:{f.line}"),
+            Text(f.function),
+            Text(f.expression + (f"\n{f.note}" if f.note else "")),
         )
     console.print(table)
     console.print(
@@ -160,7 +162,9 @@ def gates_verify(
         raise fail(exc) from None
     for check in report.checks:
         mark = "[green]ok[/]" if check["ok"] else "[red]FAIL[/]"
-        console.print(f"{mark} {check['check']} {check.get('detail', '')}", highlight=False)
+        console.print(
+            f"{mark} {escape(str(check['check']))} {escape(str(check.get('detail', '')))}", highlight=False, markup=True
+        )
     if not report.ok:
         raise typer.Exit(code=1)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
 from verifylab.cli._shared import console, engine_options, fail, print_frame
 from verifylab.cli.model_options import choice, gpu_key, matched_accept_high, regime_of, stream_counts
@@ -393,6 +394,5 @@ def model_reconcile(
         typer.echo(frame.to_json(orient="records", indent=2))
         return
     for number, row in enumerate(frame.itertuples(), start=1):
-        console.print(f"[bold]{number}. {row.step}[/]  ({row.figures})", highlight=False)
-        console.print(f"   {row.arithmetic}", highlight=False)
-        console.print(f"   -> {row.verdict}", highlight=False)
+        step = Text(f"{number}. {row.step}", style="bold") + f"  ({row.figures})"  # text, not markup
+        console.print(step, f"   {row.arithmetic}", f"   -> {row.verdict}", sep="\n", highlight=False)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from verifylab.cli._shared import bytes_progress, console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, VerifylabError
@@ -89,7 +90,7 @@ def trace_summarize(
     if csv is not None:
         console.print(f"steps written to {csv}", highlight=False)
     for note in summary.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(note)}", markup=True)
 
 
 def synth_verify(
