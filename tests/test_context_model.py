@@ -163,6 +163,26 @@ def test_a_load_past_the_matrixs_streams_names_the_streams_it_ran():
     assert CliRunner().invoke(app, [*argv, "--load", "128"]).exit_code == 0
 
 
+def test_the_all_reduce_choice_says_a_matrixs_rates_cannot_tell_the_all_reduces_apart():
+    """Where a public matrix gives the table's rates, the all-reduce line's modelled goodputs (272-321 beside the
+    table's 311-314 for the same configuration) say the table's are the matrix's, which ran one all-reduce; a plan
+    on the model's own rates has no such clause."""
+    from verifylab.model.answers.plan_answer import MATRIX_RATES
+
+    def all_reduce_line(*argv: str) -> str:
+        result = CliRunner().invoke(app, ["box", "--plan", *argv, "--data-dir", str(ROOT / "data")])
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.output.split())
+        return text[text.index("all-reduce: ") : text.index(" weights: ")]
+
+    kimi = all_reduce_line("--config", str(FIXTURE), "--gpu", "rtx-pro-6000", "--tp", "8", "--regime", "healthy-p2p",
+                           "--context", "32768")  # fmt: skip
+    assert "(modelled, the best configuration on each)" in kimi and kimi.endswith(MATRIX_RATES)
+    qwen = all_reduce_line("--config", str(ROOT / "examples" / "configs" / "qwen3-30b-a3b"), "--gpu", "rtx-pro-6000",
+                           "--tp", "8", "--regime", "healthy-p2p", "--accept", "2.4")  # fmt: skip
+    assert "(modelled, the best configuration on each)" in qwen and MATRIX_RATES not in qwen
+
+
 def test_box_plan_follows_the_context_and_its_crossovers_hold_the_held_out_ones(ev):
     check = crossover_check(stored_inputs(ev))
     reported = check[check["matrix"] == fitted_matrix(stored_inputs(ev))[0].name].set_index("context")["reported_stops"]
