@@ -41,3 +41,11 @@ def test_a_runs_label_that_reads_as_markup_is_listed_as_written(tmp_path):
     result = CliRunner().invoke(app, ["runs", "list", "--wide", "--data-dir", str(data)], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
     assert "[/x] [bold]b[/bold]" in result.output
+
+
+def test_an_error_that_quotes_a_url_prints_no_credential():
+    """`bench` at a server it cannot reach said "error: http://user:secret@...: cannot reach the server": every error a
+    command prints passes the one secret policy."""
+    result = CliRunner().invoke(app, ["bench", "--url", "http://user:s3cr3t@127.0.0.1:9/?api_key=k3y"])
+    assert result.exit_code != 0 and "cannot reach the server" in result.output, result.output
+    assert "s3cr3t" not in result.output and "k3y" not in result.output and "user:<redacted>@" in result.output

@@ -28,7 +28,14 @@ SECRETS = {  # the shapes the issue names, each with the secret part that must n
     "slack webhook": ("https://hooks.slack.com/services/T0001/B0001/abcdefghijklmnopqrstuvwx", "abcdefghijklmnop"),
     "docker pat": ("dckr_pat_2b3e36beeb386dfdaacb9b46004ccb7c", "2b3e36beeb386dfdaacb9b46004ccb7c"),
     "github": ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnopqrstuvwxyz0123456789"),
+    "url query key": ("http://127.0.0.1:30000/v1?api_key=k3y-v4lue", "k3y-v4lue"),  # "http:" read the rest as its value
+    "url query token": ("https://h/generate?stream=1&token=s3cr3t&x=2", "s3cr3t"),
 }  # fmt: skip
+
+
+def test_a_urls_query_keeps_what_is_not_a_credential():
+    url = "http://h:30000/v1?max_tokens=128&model=kimi&api_key=abc#top"
+    assert redact_text(url) == f"http://h:30000/v1?max_tokens=128&model=kimi&api_key={REDACTED}#top"
 
 
 @pytest.mark.parametrize("shape", SECRETS)

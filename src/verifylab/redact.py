@@ -4,11 +4,11 @@ URLs, the environment. The package's one secret policy.
 A name is secret when it is a key, token, secret, password, passphrase, cookie, bearer, session or credential
 (``api_key``, ``--admin-api-key``, ``hf_token``, ``db_password``, ``SMTP_PASS``) — but not a count or a
 tokenizer (``max_total_tokens``, ``tokenizer_path``). A value is secret when it looks like one wherever it
-stands: ``Authorization: Bearer …``, a URL's ``user:password@`` or ``token@``, or a token by its shape (GitHub's
-``ghp_…``, Hugging Face's ``hf_…``, ``sk-live-…``, AWS key ids, Slack, GitLab, npm, PyPI, JWTs) under any name. Prose
-is not a secret: "verify pass: fused" keeps its words (an English word before ": " hides only a credential-shaped
-value). Of the environment only the names that matter to a measurement are recorded (:data:`MEASUREMENT_ENV`).
-Secrets are replaced by ``<redacted>``; everything else is left byte for byte.
+stands: ``Authorization: Bearer …``, a URL's ``user:password@``, ``token@`` or ``?api_key=…``, or a token by its
+shape (GitHub's ``ghp_…``, Hugging Face's ``hf_…``, ``sk-live-…``, AWS key ids, Slack, GitLab, npm, PyPI, JWTs) under
+any name. Prose is not a secret: "verify pass: fused" keeps its words (an English word before ": " hides only a
+credential-shaped value). Of the environment only the names that matter to a measurement are recorded
+(:data:`MEASUREMENT_ENV`). Secrets are replaced by ``<redacted>``; everything else is left byte for byte.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ _ASSIGNMENT = re.compile(
 )
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^/\s@]+)@")
 _URL_TOKEN = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<password>[^/\s:@]+)@")  # https://tok@host
+# a URL's query parameter (?api_key=... &token=...): the assignments below see a URL's "http:" first and read the
+# rest of it as that name's value
+_URL_QUERY = re.compile(r"(?P<name>[?&;](?P<bare>[A-Za-z][A-Za-z0-9_.-]*)=)(?P<value>[^&#;\s'\"]+)")
 # Tokens known by their shape wherever they stand (a label, a note, an unknown variable): each vendor's prefix and
 # enough random characters after it that no word, path or flag name matches.
 _TOKEN_SHAPE = re.compile(
@@ -117,6 +120,9 @@ def redact_text(text: str) -> str:
 
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:{REDACTED}@", text)
     text = _URL_TOKEN.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    text = _URL_QUERY.sub(
+        lambda m: f"{m.group('name')}{REDACTED}" if is_secret_name(m.group("bare")) else m.group(0), text
+    )
     text = _AUTH_HEADER.sub(lambda m: f"{m.group('kind')}{m.group('gap')}{REDACTED}", text)
     text = _TOKEN_SHAPE.sub(REDACTED, text)
     text = _CONNECTION_SECRET.sub(lambda m: f"{m.group('name')}{REDACTED}", text)

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
+from verifylab.redact import redact_text
 
 ROOT_HELP = (
     "Folder holding sglang/ (site-packages or an unpacked wheel), maybe flashinfer/ too. "
@@ -39,7 +40,8 @@ def fail(exc: VerifylabError) -> typer.Exit:
     """Print a library error as one line and return the exit to raise: 2 for a wrong parameter or model input (a usage
     error, as click's own: `box` and `model` answer alike), 1 for everything that went wrong while working."""
     # the message is text, not markup: errors quote paths and logs like "[/src/gloo/...:78]"
-    err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False, markup=True)
+    said = escape(redact_text(str(exc)))  # an error may quote a URL or a log line holding a credential
+    err_console.print(f"[bold red]error:[/] {said}", soft_wrap=True, highlight=False, markup=True)
     return typer.Exit(code=2 if isinstance(exc, ParameterError | ModelInputError) else 1)
 
 
