@@ -49,3 +49,19 @@ def test_an_error_that_quotes_a_url_prints_no_credential():
     result = CliRunner().invoke(app, ["bench", "--url", "http://user:s3cr3t@127.0.0.1:9/?api_key=k3y"])
     assert result.exit_code != 0 and "cannot reach the server" in result.output, result.output
     assert "s3cr3t" not in result.output and "k3y" not in result.output and "user:<redacted>@" in result.output
+
+
+def test_the_wait_for_a_server_shows_its_log_line_without_its_api_key():
+    """While SGLang starts, the spinner shows its log's last line: SGLang logs its arguments, the API key among them."""
+    from verifylab.cli.bench import _show_wait
+
+    shown: list[str] = []
+
+    class Status:
+        def update(self, text: str) -> None:
+            shown.append(text)
+
+    _show_wait(Status(), "baseline")(
+        12.0, "server_args=ServerArgs(model_path='/m', api_key='k3y-v4lue-0123', port=30000)"
+    )
+    assert shown and "k3y-v4lue" not in shown[0] and "port=30000)" in shown[0]

@@ -339,7 +339,8 @@ def _show_wait(status, variant: str):
     """Update the spinner while SGLang starts: seconds waited and what its log says now."""
 
     def show(seconds: float, line: str) -> None:
-        status.update(f"starting {variant}: {seconds:.0f} s, waiting for /health_generate  {escape(line[-90:])}")
+        said = escape(redact_text(line)[-90:])  # the raw log: SGLang prints its arguments, an API key among them
+        status.update(f"starting {variant}: {seconds:.0f} s, waiting for /health_generate  {said}")
 
     return show
 
