@@ -24,6 +24,7 @@ from verifylab.launch import (
     build_command,
 )
 from verifylab.model.answers.box_plan import COLLECTIVE_NAMES, COLLECTIVE_WORDS, BoxPlan, Priced
+from verifylab.redact import redact_text
 from verifylab.span import Span
 from verifylab.vocab import streams_words
 
@@ -243,7 +244,11 @@ def verify_on_box(plan: BoxPlan, settings_file: Path, data_dir: Path, run_id: st
             "a new run id; a check never writes into a run it did not make"
         )
     err_console.print(f"measuring into run {run_id} (resumable: the same --run-id continues)", highlight=False)
-    run_verify(plan, settings, data_dir, run_id, progress=lambda line: err_console.print(line, highlight=False))
+
+    def say(line: str) -> None:  # a cell's outcome, with a server's error where it failed
+        err_console.print(redact_text(line), highlight=False)
+
+    run_verify(plan, settings, data_dir, run_id, progress=say)
     runs: Runs = Evidence(data_dir).measured
     table = compare(runs, run_id)
     problems, refused = untrusted_cells(runs, run_id, table)
