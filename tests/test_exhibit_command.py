@@ -92,3 +92,27 @@ def test_an_exhibit_made_from_parameters_is_rebuilt_with_the_params_file_the_boo
     assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
     assert "--model-path /models/tiny-qwen3 --tp-size 1" in smoke.read_text()
     assert "--model-path /models/Kimi-K2.5 --tp-size 8" in default.read_text()
+
+
+@pytest.mark.parametrize(("name", "flag"), [("fig-context-gain", "--out"), ("tbl-public-speculation", "--csv")])
+def test_an_output_named_as_a_folder_is_refused_in_one_line_and_writes_nothing(tmp_path, name, flag):
+    """`--out DIR` or `--csv DIR` wrote the whole file beside the folder and then failed renaming it, a traceback."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    result = CliRunner().invoke(app, ["exhibit", name, flag, str(folder), "--data-dir", str(ROOT / "data")])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception  # not a traceback
+    suffix = "svg" if flag == "--out" else "csv"
+    assert f"{flag} {folder}: a folder; give a file name, e.g. {folder / name}.{suffix}" in " ".join(
+        result.output.split()
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and not any(folder.iterdir())
+
+
+def test_an_atomic_write_onto_a_folder_fails_before_it_writes(tmp_path):
+    from verifylab.errors import StorageError
+    from verifylab.iorw import atomic_write_text
+
+    (tmp_path / "x").mkdir()
+    with pytest.raises(StorageError, match="a folder is there, not a file; nothing was replaced"):
+        atomic_write_text(tmp_path / "x", "a" * 100)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x"]  # no temporary file left beside it

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from verifylab.errors import VerifylabError
+from verifylab.errors import ParameterError, VerifylabError
 
 MIB = 1 << 20
 LIMITS = {  # the most a file of each kind may hold (bytes): far above any real one, far below what hurts
@@ -143,11 +143,14 @@ def is_evidence_folder(folder: Path) -> bool:
 
 
 def refuse_write_into_data(
-    output: Path, flag: str, data_dir: Path | None = None, inputs: tuple[Path, ...] = ()
+    output: Path, flag: str, data_dir: Path | None = None, inputs: tuple[Path, ...] = (), file: str | None = None
 ) -> None:
     """The one check on a file or folder a command writes where the user says (``--csv``, ``--out``): inside a data
     folder (``data_dir``, or any evidence folder on the output's resolved path) only a run's own store methods write,
-    so an output there is refused with the path named; so is an output that is one of ``inputs``."""
+    so an output there is refused with the path named; so is an output that is one of ``inputs``, and where the
+    command writes one file (``file``: the name to suggest) a folder that is already there (a usage error)."""
+    if file is not None and Path(output).is_dir():
+        raise ParameterError(f"{flag} {output}: a folder; give a file name, e.g. {Path(output) / file}")
     out = Path(output).resolve()
     protected = [Path(data_dir).resolve()] if data_dir is not None else []
     protected += [folder for folder in (out, *out.parents) if is_evidence_folder(folder)]

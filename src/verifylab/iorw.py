@@ -44,6 +44,8 @@ def atomic_path(target: Path) -> Iterator[Path]:
     target = Path(target)
     if target.is_symlink():
         target = target.resolve()  # replace what the link points to, not the link
+    if target.is_dir():  # os.replace would fail only after the whole file was written beside it
+        raise StorageError(errno.EISDIR, f"cannot write {target}: a folder is there, not a file; nothing was replaced")
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
     try:

@@ -318,20 +318,24 @@ def exhibit(
         raise fail(exc) from None
     try:  # before the table is printed: nothing half done
         if isinstance(built, Table) and csv is not None:
-            refuse_write_into_data(csv, "--csv", data_dir, (params,) if params else ())
+            refuse_write_into_data(csv, "--csv", data_dir, (params,) if params else (), file=f"{name}.csv")
         if isinstance(built, Figure):
-            refuse_write_into_data(out or Path(f"{name}.svg"), "--out", data_dir, (params,) if params else ())
+            svg = out or Path(f"{name}.svg")
+            refuse_write_into_data(svg, "--out", data_dir, (params,) if params else (), file=f"{name}.svg")
     except VerifylabError as exc:
         raise fail(exc) from None
-    if isinstance(built, Table):
-        cells = built.cells()
-        print_frame(cells, title=f"{name} ({exhibits[name].chapter})")
-        if csv is not None:
-            atomic_write_text(csv, csv_text(cells))
-            console.print(f"cells: {csv}", highlight=False, markup=False)
-    elif isinstance(built, Figure):
-        target = out or Path(f"{name}.svg")
-        atomic_write_text(target, built.to_svg())
-        console.print(f"{name}: {target} ({built.caption[:100]}...)", highlight=False, markup=False)
-    else:
-        console.print(str(built), highlight=False, markup=False, soft_wrap=True)
+    try:
+        if isinstance(built, Table):
+            cells = built.cells()
+            print_frame(cells, title=f"{name} ({exhibits[name].chapter})")
+            if csv is not None:
+                atomic_write_text(csv, csv_text(cells))
+                console.print(f"cells: {csv}", highlight=False)
+        elif isinstance(built, Figure):
+            target = out or Path(f"{name}.svg")
+            atomic_write_text(target, built.to_svg())
+            console.print(f"{name}: {target} ({built.caption[:100]}...)", highlight=False)
+        else:
+            console.print(str(built), highlight=False, soft_wrap=True)
+    except VerifylabError as exc:  # the disk full, the folder read-only: one line, nothing half written
+        raise fail(exc) from None

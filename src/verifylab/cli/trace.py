@@ -65,12 +65,10 @@ def trace_summarize(
 
     try:
         if csv is not None:  # checked before reading: the traces are never overwritten by their own summary
-            refuse_write_into_data(csv, "--csv", inputs=(*paths, *expand_paths(paths)))
+            refuse_write_into_data(csv, "--csv", inputs=(*paths, *expand_paths(paths)), file="steps.csv")
         with bytes_progress("reading traces") as advance:
             summary = summarize_traces(paths, step_marker=step_marker, message_bytes=message_bytes, progress=advance)
         if csv is not None:
-            if csv.is_dir():
-                raise ParameterError(f"--csv {csv}: a folder; give a file name, e.g. {csv / 'steps.csv'}")
             atomic_write_text(csv, csv_text(summary.steps))  # a kernel name never runs as a formula
     except VerifylabError as exc:
         raise fail(exc) from None
