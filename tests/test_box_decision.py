@@ -185,3 +185,17 @@ def test_a_one_gpu_probe_says_fusion_is_off_for_want_of_an_all_reduce(runs):
     such (it said 'the probe's policy rules it out', which sends the owner to a probe with --extra in vain)."""
     one = decide_box(runs, BoxInputs("20261202-203301-box-probe", 90.0, "given", 2.4, config=QWEN, target=TARGET))
     assert one.fusion_answer == "off: one GPU: no all-reduce to fuse"
+
+
+def test_a_page_folder_named_where_a_file_is_is_refused_in_one_line(tmp_path):
+    """`box --out FILE` died in mkdir with a traceback after the decision was made: refused before anything runs."""
+    taken = tmp_path / "page"
+    taken.write_text("mine\n")
+    result = CliRunner().invoke(
+        app,
+        ["box", "--probe", "20261202-203301-box-probe", "--config", str(ROOT / "examples/configs/qwen3-30b-a3b"),
+         "--out", str(taken), "--data-dir", str(ROOT / "data")],
+    )  # fmt: skip
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    assert f"--out {taken}: a file is there; give a folder" in " ".join(result.output.split())
+    assert taken.read_text() == "mine\n" and sorted(p.name for p in tmp_path.iterdir()) == ["page"]

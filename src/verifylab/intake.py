@@ -143,14 +143,22 @@ def is_evidence_folder(folder: Path) -> bool:
 
 
 def refuse_write_into_data(
-    output: Path, flag: str, data_dir: Path | None = None, inputs: tuple[Path, ...] = (), file: str | None = None
+    output: Path,
+    flag: str,
+    data_dir: Path | None = None,
+    inputs: tuple[Path, ...] = (),
+    file: str | None = None,
+    writes_folder: bool = False,
 ) -> None:
     """The one check on a file or folder a command writes where the user says (``--csv``, ``--out``): inside a data
     folder (``data_dir``, or any evidence folder on the output's resolved path) only a run's own store methods write,
-    so an output there is refused with the path named; so is an output that is one of ``inputs``, and where the
-    command writes one file (``file``: the name to suggest) a folder that is already there (a usage error)."""
+    so an output there is refused with the path named; so is an output that is one of ``inputs``, where the command
+    writes one file (``file``: the name to suggest) a folder already there, and where it writes a folder
+    (``writes_folder``) a file already there (usage errors)."""
     if file is not None and Path(output).is_dir():
         raise ParameterError(f"{flag} {output}: a folder; give a file name, e.g. {Path(output) / file}")
+    if writes_folder and Path(output).exists() and not Path(output).is_dir():
+        raise ParameterError(f"{flag} {output}: a file is there; give a folder (the command writes several files)")
     out = Path(output).resolve()
     protected = [Path(data_dir).resolve()] if data_dir is not None else []
     protected += [folder for folder in (out, *out.parents) if is_evidence_folder(folder)]

@@ -198,7 +198,7 @@ def box_cmd(
 
     try:
         if out is not None:  # before a probe or a measurement runs: where the page goes is known now
-            refuse_write_into_data(out, "--out", data_dir)
+            refuse_write_into_data(out, "--out", data_dir, writes_folder=True)
         if decode_tok_s is not None and server is not None:
             raise ParameterError("give one of --decode-tok-s (your rate) or --server URL (measured now), not both")
         if probe is not None and gpus is not None:
