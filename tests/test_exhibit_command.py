@@ -116,3 +116,22 @@ def test_an_atomic_write_onto_a_folder_fails_before_it_writes(tmp_path):
     with pytest.raises(StorageError, match="a folder is there, not a file; nothing was replaced"):
         atomic_write_text(tmp_path / "x", "a" * 100)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x"]  # no temporary file left beside it
+
+
+def test_an_output_that_is_a_device_or_fifo_is_refused_and_left_as_it_was(tmp_path):
+    """`--csv /dev/null` (to discard the cells) replaced the device with a regular file when run as root: an atomic
+    write renames over its target. A FIFO stands in for the device here."""
+    import os
+    import stat
+
+    from verifylab.errors import StorageError
+    from verifylab.iorw import atomic_write_text
+
+    fifo = tmp_path / "sink"
+    os.mkfifo(fifo)
+    result = CliRunner().invoke(app, ["exhibit", "tbl-public-speculation", "--csv", str(fifo), "--data-dir",
+                                      str(ROOT / "data")])  # fmt: skip
+    assert result.exit_code == 2 and "not a regular file (a device, FIFO or socket)" in result.output, result.output
+    with pytest.raises(StorageError, match="not a regular file"):
+        atomic_write_text(fifo, "cells\n")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["sink"]

@@ -157,6 +157,8 @@ def refuse_write_into_data(
     (``writes_folder``) a file already there (usage errors)."""
     if file is not None and Path(output).is_dir():
         raise ParameterError(f"{flag} {output}: a folder; give a file name, e.g. {Path(output) / file}")
+    if file is not None and Path(output).exists() and not Path(output).is_file():
+        raise ParameterError(f"{flag} {output}: not a regular file (a device, FIFO or socket); give a file name")
     if writes_folder and Path(output).exists() and not Path(output).is_dir():
         raise ParameterError(f"{flag} {output}: a file is there; give a folder (the command writes several files)")
     out = Path(output).resolve()

@@ -46,6 +46,10 @@ def atomic_path(target: Path) -> Iterator[Path]:
         target = target.resolve()  # replace what the link points to, not the link
     if target.is_dir():  # os.replace would fail only after the whole file was written beside it
         raise StorageError(errno.EISDIR, f"cannot write {target}: a folder is there, not a file; nothing was replaced")
+    if target.exists() and not target.is_file():  # a device, FIFO or socket (/dev/null): the rename would replace it
+        raise StorageError(
+            errno.EINVAL, f"cannot write {target}: not a regular file (a device, FIFO or socket); nothing was replaced"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _new_file_mode()
     try:
