@@ -128,3 +128,12 @@ def test_a_wheel_without_a_flashinfer_pin_never_asks_pip_for_none(tmp_path, monk
     assert [forensics.version_or_none(v) for v in ("0.7.1", "0.6.11.post1", "None", float("nan"))] == [
         "0.7.1", "0.6.11.post1", None, None,
     ]  # fmt: skip
+
+
+def test_a_table_path_that_is_a_folder_is_refused_before_any_wheel_is_read(tmp_path):
+    """`gates matrix --out DIR` downloaded and audited every wheel, then died writing: refused first, in one line."""
+    args = ["gates", "matrix", "--versions", VERSION, "--flashinfer-versions", "", "--pairs", ""]
+    result = CliRunner().invoke(app, [*args, "--cache", str(tmp_path / "cache"), "--out", str(tmp_path)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.exception
+    assert f"--out {tmp_path}: not a file" in " ".join(result.output.split())
+    assert not (tmp_path / "cache").exists()  # nothing fetched

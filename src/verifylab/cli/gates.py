@@ -267,6 +267,8 @@ def gates_matrix(
         "flashinfer": [v for v in flashinfer_versions.split(",") if v],
     }
     try:
+        if out.is_dir() or (out.exists() and not out.is_file()):  # known now, not after minutes of downloads
+            raise ParameterError(f"--out {out}: not a file; give the table's file name, e.g. {out / 'gate_matrix.csv'}")
         with console.status("auditing") as status:
             frame = gate_matrix(wanted, cache, arch, progress=lambda what: status.update(f"auditing {what}"))
             pins = flashinfer_pins(wanted["sglang"], cache)
@@ -279,15 +281,18 @@ def gates_matrix(
             env, wheels = env_table(wanted["sglang"], cache / "wheels")
             status.update("reading the verify path of each wheel")
             verify = verify_path_table([v for v in verify_versions.split(",") if v], cache / "wheels")
+        atomic_write_text(out, csv_text(frame, lineterminator="\n"))
+        for name, table in (
+            (FLASHINFER_PINS_FILE.name, pins),
+            (FORENSICS_FILE.name, forensics),
+            (SGLANG_FLAGS_FILE.name, flags),
+            (SGLANG_ENV_FILE.name, env),
+            (SGLANG_WHEELS_FILE.name, wheels),
+            (VERIFY_PATH_FILE.name, verify),
+        ):
+            atomic_write_text(out.with_name(name), csv_text(table, lineterminator="\n"))
     except VerifylabError as exc:
         raise fail(exc) from None
-    atomic_write_text(out, csv_text(frame, lineterminator="\n"))
-    atomic_write_text(out.with_name(FLASHINFER_PINS_FILE.name), csv_text(pins, lineterminator="\n"))
-    atomic_write_text(out.with_name(FORENSICS_FILE.name), csv_text(forensics, lineterminator="\n"))
-    atomic_write_text(out.with_name(SGLANG_FLAGS_FILE.name), csv_text(flags, lineterminator="\n"))
-    atomic_write_text(out.with_name(SGLANG_ENV_FILE.name), csv_text(env, lineterminator="\n"))
-    atomic_write_text(out.with_name(SGLANG_WHEELS_FILE.name), csv_text(wheels, lineterminator="\n"))
-    atomic_write_text(out.with_name(VERIFY_PATH_FILE.name), csv_text(verify, lineterminator="\n"))
     print_frame(matrix_pivot(frame), title=f"gates for {arch} by version (stored in {out})")
     stored = out.with_name(VERIFY_PATH_FILE.name)
     print_frame(verify_path_summary(verify), title=f"the verify path's gates (stored in {stored})")
