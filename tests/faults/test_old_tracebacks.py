@@ -70,3 +70,22 @@ def test_notebook_onto_a_folder_is_one_line(repo_root, tmp_path):
     result = CliRunner().invoke(app, ["notebook", "02", str(tmp_path), "--root", str(repo_root)])
     assert result.exit_code != 0 and "must end in .ipynb" in result.output and result.exception is not None
     assert isinstance(result.exception, SystemExit)
+
+
+def test_notebook_into_the_data_folder_is_refused_and_writes_nothing(repo_root, tmp_path):
+    """`verifylab notebook 02 data/x.ipynb` wrote a notebook into the evidence folder (only the run store writes
+    there); a folder named like a notebook is refused too, with a file name to give."""
+    project = tmp_path / "p"
+    shutil.copytree(repo_root / "notebooks", project / "notebooks")
+    shutil.copy(repo_root / "_config.yml", project / "_config.yml")
+    shutil.copytree(repo_root / "data" / "reference", project / "data" / "reference")
+    (project / "data" / "runs").mkdir()
+    before = sorted(p.relative_to(project) for p in (project / "data").rglob("*"))
+    inside = CliRunner().invoke(app, ["notebook", "02", str(project / "data" / "x.ipynb"), "--root", str(project)])
+    assert inside.exit_code == 1 and "inside the data folder" in inside.output, inside.output
+    (tmp_path / "d.ipynb").mkdir()
+    folder = CliRunner().invoke(app, ["notebook", "02", str(tmp_path / "d.ipynb"), "--root", str(project)])
+    assert folder.exit_code == 2 and "a folder; give a file name" in " ".join(folder.output.split()), folder.output
+    assert sorted(p.relative_to(project) for p in (project / "data").rglob("*")) == before
+    fine = CliRunner().invoke(app, ["notebook", "02", str(tmp_path / "02.ipynb"), "--root", str(project)])
+    assert fine.exit_code == 0 and (tmp_path / "02.ipynb").is_file(), fine.output

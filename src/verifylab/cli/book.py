@@ -203,15 +203,18 @@ def notebook(
     -p label "8x RTX PRO 6000, PCIe" -p model_path /models/kimi`
     """
     from verifylab.chapters.registry import chapter_named
+    from verifylab.intake import refuse_write_into_data
     from verifylab.publish.build import project_root, to_notebook
 
     try:
-        source = chapter_named(chapter).notebook(project_root(root))
+        project = project_root(root)
+        source = chapter_named(chapter).notebook(project)
+        if out.suffix != ".ipynb":
+            raise ParameterError(f"{out}: the notebook papermill runs must end in .ipynb")
+        refuse_write_into_data(out, "OUT", project / "data", (source,), file=f"{source.stem}.ipynb")
+        to_notebook(source, out)
     except VerifylabError as exc:
         raise fail(exc) from None
-    if out.suffix != ".ipynb":
-        raise fail(ParameterError(f"{out}: the notebook papermill runs must end in .ipynb"))
-    to_notebook(source, out)
     console.print(f"{source.stem} -> {out} (parameters from its Params)", highlight=False)
 
 
