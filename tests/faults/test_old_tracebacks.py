@@ -89,3 +89,18 @@ def test_notebook_into_the_data_folder_is_refused_and_writes_nothing(repo_root, 
     assert sorted(p.relative_to(project) for p in (project / "data").rglob("*")) == before
     fine = CliRunner().invoke(app, ["notebook", "02", str(tmp_path / "02.ipynb"), "--root", str(project)])
     assert fine.exit_code == 0 and (tmp_path / "02.ipynb").is_file(), fine.output
+
+
+def test_synth_verify_traces_into_the_data_folder_or_onto_a_file_are_refused_first(tmp_path):
+    """Its --profile-dir receives every rank's trace: never inside the data folder (only the run store writes there),
+    never where a file is; refused before a rank starts."""
+    data = tmp_path / "data"
+    (data / "runs").mkdir(parents=True)
+    (tmp_path / "taken").write_text("mine\n")
+    base = ["synth-verify", "--backend", "gloo", "--ranks", "2", "--layers", "2", "--hidden", "16", "--data-dir",
+            str(data)]  # fmt: skip
+    for where, words in ((data / "runs" / "traces", "inside the data folder"), (tmp_path / "taken", "a file is there")):
+        result = CliRunner().invoke(app, [*base, "--profile-dir", str(where)])
+        assert result.exit_code != 0 and words in " ".join(result.output.split()), result.output
+        assert isinstance(result.exception, SystemExit)
+    assert not (data / "runs" / "traces").exists() and (tmp_path / "taken").read_text() == "mine\n"

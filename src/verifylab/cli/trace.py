@@ -127,6 +127,7 @@ def synth_verify(
     from pydantic import ValidationError
 
     from verifylab.errors import describe_error
+    from verifylab.intake import refuse_write_into_data
     from verifylab.synth.runner import SynthConfig, run_synth_verify
 
     try:
@@ -148,6 +149,7 @@ def synth_verify(
     except ValidationError as exc:
         raise fail(ParameterError(describe_error(exc, "synth-verify"))) from None
     try:
+        refuse_write_into_data(profile_dir, "--profile-dir", data_dir, writes_folder=True)  # traces: not data
         if run_id:
             from verifylab.store.runs import RunStore
             from verifylab.synth.record import record_synth_run
