@@ -94,3 +94,15 @@ def test_a_decode_rate_no_server_runs_at_is_refused(tmp_path, repo_root, monkeyp
     monkeypatch.chdir(repo_root)
     result = CliRunner().invoke(app, ["model", "whatif", "--decode-tok-s", rate])
     assert result.exit_code == 2 and "one stream's plain decode rate in tok/s" in result.output, result.output
+
+
+@pytest.mark.parametrize("header", ["a,b\n", "path,impl,tokens\n", "path,impl,size,us\n"])
+def test_a_csv_without_the_curves_columns_says_which_it_needs(tmp_path, repo_root, monkeypatch, header):
+    """It was read as nccl-tests' output and refused with "name its path with --path", which sent the reader to a
+    flag that could not help."""
+    monkeypatch.chdir(repo_root)
+    curve = tmp_path / "curve.csv"
+    curve.write_text(header + "shm,nccl,1,30\n")
+    result = CliRunner().invoke(app, ["model", "whatif", "--latency", str(curve)])
+    assert result.exit_code == 2 and "a CSV curve needs the columns path, impl, tokens, us" in result.output
+    assert f"(it has {', '.join(header.strip().split(','))})" in " ".join(result.output.split()), result.output

@@ -218,6 +218,9 @@ def _curves_from_file(file: Path, path: str | None, hidden: int) -> list[Curve]:
         except (ValueError, pd.errors.ParserError) as exc:
             raise ModelInputError(f"{file}: not a CSV curve ({' '.join(str(exc).split())[:120]})") from None
         return curves_from_frame(frame, str(file), hidden)
+    if "," in header and not header.lstrip().startswith("#"):  # a CSV, not nccl-tests' output (its lines open "#")
+        columns = ", ".join(c.strip() for c in header.split(",") if c.strip())[:200]
+        raise ModelInputError(f"{file}: a CSV curve needs the columns path, impl, tokens, us (it has {columns})")
     if path is None:
         raise ModelInputError(f"{file}: an nccl-tests output holds one curve: name its path with --path")
     return [parse_nccl_tests(text, path, str(file))]
