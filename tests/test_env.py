@@ -1,4 +1,5 @@
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -68,3 +69,15 @@ def test_capture_host_records_versions():
     info = capture_host(with_torch=False)
     assert info.versions["verifylab"] is not None
     assert info.python.count(".") == 2
+
+
+def test_env_table_reads_as_words_not_json(monkeypatch):
+    """The table printed the package versions as JSON, with `null` for a package not installed, while its other rows
+    said "—": a package reads "name version", a missing one "name —", and no row holds null, None or a bracket."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    result = CliRunner().invoke(app, ["env", "--no-torch"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if "versions" in line)
+    assert re.search(r"verifylab \d", row) and "{" not in row and "null" not in row and "None" not in row, row
+    notes = [line for line in result.output.splitlines() if "notes" in line]
+    assert all("[" not in line for line in notes), notes

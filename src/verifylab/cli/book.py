@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from verifylab.cli._shared import ChapterProgress, console, err_console, fail, print_frame
+from verifylab.cli._shared import MISSING, ChapterProgress, console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, VerifylabError
 
 runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
@@ -34,11 +34,20 @@ def env(
         return
     table = Table(title="this host", show_header=False)
     for key, value in info.model_dump(exclude={"environment", "topology"}).items():
-        shown = "—" if value is None else json.dumps(value) if isinstance(value, dict | list) else str(value)
-        table.add_row(key, shown)  # a field this host does not have reads as a dash, not Python's None
+        table.add_row(key, _host_value(value))
     console.print(table)
     if info.gpu_count == 0:
         console.print("[yellow]No GPU visible: live mode is not possible here; replay mode works.[/]", markup=True)
+
+
+def _host_value(value: object) -> str:
+    """A field of ``env``'s table as a reader reads it: what this host does not have is a dash (not Python's None or
+    JSON's null), a package table its names and versions, a list its items."""
+    if isinstance(value, dict):
+        return "; ".join(f"{name} {_host_value(v)}" for name, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(_host_value(v) for v in value) or MISSING
+    return MISSING if value is None else str(value)
 
 
 @runs_app.command("list")
