@@ -71,6 +71,23 @@ def test_a_budget_too_small_for_the_plan_is_refused_naming_the_minutes(fitted):
         choose(box, overheads, 16, Slo(), accept=2.6, stated_for=4, budget_minutes=1.0)
 
 
+def test_a_plan_where_nothing_meets_the_slo_names_no_choice(tmp_path):
+    """With a time per token no configuration reaches, the table's first row was still labelled "choice" (goodput 0)
+    above the line saying nothing meets the SLO: the rows are ranked by tok/s, and say so."""
+    args = ["box", "--plan", "--data-dir", str(DATA), "--load", "8", "--accept", "2.4", "--gpu", "h200",
+            "--config", str(_qwen_config(tmp_path))]  # fmt: skip
+    result = CliRunner().invoke(app, [*args, "--slo-tpot-ms", "0.5"])
+    assert result.exit_code == 0, result.output
+    roles = [line.split("│")[1].strip() for line in result.output.splitlines() if line.startswith("│")]
+    assert roles[:3] == ["most tok/s", "next", "plain"], roles
+    assert "nothing meets the SLO" in result.output and "no launch command" in result.output
+    met = CliRunner().invoke(app, args)
+    assert [line.split("│")[1].strip() for line in met.output.splitlines() if line.startswith("│")][:2] == [
+        "choice",
+        "runner-up",
+    ]
+
+
 def test_plan_prints_without_a_gpu_and_refuses_what_it_cannot_price(tmp_path):
     runner = CliRunner()
     args = ["box", "--plan", "--data-dir", str(DATA), "--load", "8", "--accept", "2.4", "--gpu", "h200"]

@@ -52,7 +52,9 @@ def print_plan(plan: BoxPlan, target: LaunchTarget, loop_error: str = "") -> Non
     table = Table(title=f"at {streams_words(plan.load)}, {plan.inputs['slo']}", title_justify="left")
     for column in ("", "configuration", "goodput tok/s", "tok/s", "ms per token", "first token ms"):
         table.add_column(column, overflow="fold")
-    rows = [("choice", plan.chosen), ("runner-up", plan.runner_up), ("plain", plan.plain)]
+    meets = plan.chosen.at_load.goodput.high > 0  # where nothing meets the SLO nothing is chosen: ranked by tok/s
+    first, second = ("choice", "runner-up") if meets else ("most tok/s", "next")
+    rows = [(first, plan.chosen), (second, plan.runner_up), ("plain", plan.plain)]
     if plan.other_collective is not None:  # the two all-reduces tie: the other's best is measured too
         rows.append((f"on {COLLECTIVE_WORDS[plan.measured_servers[-1].collective]}", plan.other_collective))
     for role, priced in rows:
