@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from verifylab.cli._shared import MISSING, ChapterProgress, console, err_console, fail, print_frame
+from verifylab.cli._shared import MISSING, ChapterProgress, console, err_console, fail, print_frame, table_cell
 from verifylab.errors import ParameterError, VerifylabError
 
 runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
@@ -47,7 +47,7 @@ def _host_value(value: object) -> str:
         return "; ".join(f"{name} {_host_value(v)}" for name, v in value.items())
     if isinstance(value, list):
         return "; ".join(_host_value(v) for v in value) or MISSING
-    return MISSING if value is None else str(value)
+    return table_cell(value)
 
 
 @runs_app.command("list")
