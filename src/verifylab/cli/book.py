@@ -328,11 +328,11 @@ def exhibit(
         built = chosen.build(data_dir, parameters=given)
     except VerifylabError as exc:
         raise fail(exc) from None
+    svg = out or Path(f"{name}.svg")  # a chart's file
     try:  # before the table is printed: nothing half done
         if isinstance(built, Table) and csv is not None:
             refuse_write_into_data(csv, "--csv", data_dir, (params,) if params else (), file=f"{name}.csv")
         if isinstance(built, Figure):
-            svg = out or Path(f"{name}.svg")
             refuse_write_into_data(svg, "--out", data_dir, (params,) if params else (), file=f"{name}.svg")
     except VerifylabError as exc:
         raise fail(exc) from None
@@ -344,9 +344,8 @@ def exhibit(
                 atomic_write_text(csv, csv_text(cells))
                 console.print(f"cells: {csv}", highlight=False)
         elif isinstance(built, Figure):
-            target = out or Path(f"{name}.svg")
-            atomic_write_text(target, built.to_svg())
-            console.print(f"{name}: {target} ({built.caption[:100]}...)", highlight=False)
+            atomic_write_text(svg, built.to_svg())
+            console.print(f"{name}: {svg} ({built.caption[:100]}...)", highlight=False)
         else:
             console.print(str(built), highlight=False, soft_wrap=True)
     except VerifylabError as exc:  # the disk full, the folder read-only: one line, nothing half written
