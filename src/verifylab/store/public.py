@@ -206,12 +206,14 @@ def read_reference_table(path: Path, **read_csv: Any) -> pd.DataFrame:
 def without_secrets(frame: pd.DataFrame, numeric: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
     """A checked public table with every text cell through the one detector (``redact.redact_text``): a row's
     hardware, software, method, note, quote or URL reaches no page, export or PDF with a credential in it; numbers,
-    the row's id and a pinned URL read the same."""
+    the row's id and a pinned URL read the same. Each distinct text is read once (a table repeats its hardware,
+    software and URL on every row)."""
     out = frame.copy()
     for column in out.columns:
         if column in numeric or not (out[column].dtype == object or pd.api.types.is_string_dtype(out[column])):
             continue
-        out[column] = out[column].map(lambda v: redact_text(strip_terminal_codes(v)) if isinstance(v, str) else v)
+        clean = {v: redact_text(strip_terminal_codes(v)) for v in set(out[column].tolist()) if isinstance(v, str)}
+        out[column] = out[column].map(lambda v, clean=clean: clean[v] if isinstance(v, str) else v)
     return out
 
 
