@@ -128,22 +128,27 @@ def fit_attention(matrix: ContextMatrix) -> AttentionFit:
     )
 
 
-def _interpolated(rates: dict[tuple[int, int], float], context: int, streams: float) -> float | None:
-    """The step (ms) at ``streams`` on row ``context``: measured, or log-log between the measured stream counts
+def _row(rates: dict[tuple[int, int], float], context: int) -> list[tuple[int, float]]:
+    """Row ``context``'s measured stream counts, each with its step (ms), in order: read once per row, not once per
+    stream count asked (a transfer asks every stream count of every row it prices)."""
+    return [(s, _step_ms(rates, context, s)) for s in sorted(s for c, s in rates if c == context)]
+
+
+def _interpolated(row: Sequence[tuple[int, float]], streams: float) -> float | None:
+    """The step (ms) at ``streams`` on a row (:func:`_row`): measured, or log-log between the measured stream counts
     around it (None outside them)."""
-    measured = sorted(s for c, s in rates if c == context)
-    if streams in measured:
-        return _step_ms(rates, context, int(streams))
-    for lo, hi in pairwise(measured):
+    for measured, step in row:
+        if measured == streams:
+            return step
+    for (lo, t0), (hi, t1) in pairwise(row):
         if lo < streams < hi:
-            t0, t1 = _step_ms(rates, context, lo), _step_ms(rates, context, hi)
             f = math.log(streams / lo) / math.log(hi / lo)
             return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
     return None
 
 
 def _plain_rate(matrix: ContextMatrix, a0: float, a1: float, context: float, streams: float) -> float:
-    step = _interpolated(matrix.plain, matrix.anchor, streams)
+    step = _interpolated(_row(matrix.plain, matrix.anchor), streams)
     assert step is not None
     return streams * 1e3 / (step + _added(matrix, context) * (a0 + a1 * streams))
 
@@ -165,10 +170,11 @@ def transferred(
     page's, each end priced with itself). ``verify``: the verify's growth as another engine's kernel runs it, in
     place of the page's (its verified tokens each reading the context; the draft's reads stay the page's)."""
     rows = []
-    anchor, added = matrix.anchor, _added(matrix, context)  # the matrix's, the same at every stream count
+    added = _added(matrix, context)  # the matrix's, the same at every stream count
+    plain_row, spec_row = _row(matrix.plain, matrix.anchor), _row(matrix.spec, matrix.anchor)
     for c in streams:
-        step = _interpolated(matrix.plain, anchor, c)
-        rate = _interpolated(matrix.spec, anchor, c)
+        step = _interpolated(plain_row, c)
+        rate = _interpolated(spec_row, c)
         if step is None or rate is None:
             continue
         plain, spec, gain = [], [], []
