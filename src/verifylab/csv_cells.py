@@ -56,6 +56,13 @@ def restored(frame: pd.DataFrame) -> pd.DataFrame:
     """A CSV verifylab wrote, read again: each text cell and column name as it was before :func:`csv_text`."""
     frame = frame.rename(columns=lambda c: restore_cell(c) if isinstance(c, str) else c)
     for column in frame.columns:
-        if frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column]):
+        text = frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column])
+        if text and any(_neutralised(v) for v in frame[column].tolist()):  # most columns hold none: left as read
             frame[column] = frame[column].map(restore_cell)
     return frame
+
+
+def _neutralised(value: object) -> bool:
+    """Whether :func:`restore_cell` may change ``value``: a text with an apostrophe at its start or after a
+    separator (a superset of what it restores)."""
+    return isinstance(value, str) and (value.startswith("'") or ";'" in value or "\t'" in value)
