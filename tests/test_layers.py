@@ -74,11 +74,19 @@ def parsed(source: str) -> ast.Module:
     return ast.parse(source)
 
 
-def imported_modules(source: str, module: str = "") -> set[str]:
+@functools.cache
+def nodes(source: str) -> tuple[ast.AST, ...]:
+    """Every node of ``source``'s tree, walked once per text: the rules each read every node (a walk costs more than
+    the parse), and the planted copies read the same trees again."""
+    return tuple(ast.walk(parsed(source)))
+
+
+@functools.cache
+def imported_modules(source: str, module: str = "") -> frozenset[str]:
     """Every module a source imports, at top level or inside functions; a relative import (``from ..x import y``)
     is resolved against ``module``, the importing module's dotted name (a package's is its own name + ``.``)."""
     found = set()
-    for node in ast.walk(parsed(source)):
+    for node in nodes(source):
         if isinstance(node, ast.ImportFrom):
             if node.level == 0:
                 base = (node.module or "").split(".")
@@ -89,7 +97,7 @@ def imported_modules(source: str, module: str = "") -> set[str]:
             found.update(".".join([*base, alias.name]) for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def module_name(path: Path, src: Path = SRC) -> str:
@@ -130,7 +138,7 @@ def dynamic_imports(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel in DYNAMIC_IMPORTERS:
             continue
-        for node in ast.walk(parsed(path.read_text(encoding="utf-8"))):
+        for node in nodes(path.read_text(encoding="utf-8")):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in _DYNAMIC:
                 found.add(f"{rel}:{node.lineno}")
     return found
@@ -152,7 +160,7 @@ def fault_switches(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel.startswith("testing/"):
             continue
-        for node in ast.walk(parsed(path.read_text(encoding="utf-8"))):
+        for node in nodes(path.read_text(encoding="utf-8")):
             if isinstance(node, ast.Call):
                 f = node.func
                 reads = getattr(f, "attr", getattr(f, "id", "")) == "getenv" or (
@@ -187,7 +195,7 @@ def own_pass_prices(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel in PRICER_FILES:
             continue
-        for function in ast.walk(parsed(path.read_text(encoding="utf-8"))):
+        for function in nodes(path.read_text(encoding="utf-8")):
             if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             computed = {
@@ -215,7 +223,7 @@ def answers_read_back(src: Path = SRC) -> set[str]:
     something: a decision travels as its typed setting, its words only say it."""
     found = set()
     for path in sorted(src.rglob("*.py")):
-        for node in ast.walk(parsed(path.read_text(encoding="utf-8"))):
+        for node in nodes(path.read_text(encoding="utf-8")):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             owner = node.func.value
@@ -607,7 +615,7 @@ def lazy_imports(src: Path = SRC) -> set[str]:
         rel = path.relative_to(src).as_posix()
         if rel.startswith("cli/"):
             continue
-        for function in ast.walk(parsed(path.read_text(encoding="utf-8"))):
+        for function in nodes(path.read_text(encoding="utf-8")):
             if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
                 for node in ast.walk(function):
                     if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("verifylab"):
