@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -35,20 +36,33 @@ def descendants(pid: int) -> set[int]:
 
 def interrupt_after(command: list[str], marker: Path, presses: int, deadline_s: float = 120) -> tuple[int, str, float]:
     """Start ``command`` in a session of its own, wait until ``marker`` exists (a cell it runs touched it), press
-    Ctrl-C ``presses`` times a second apart; (exit code, output, seconds it took to end after the last press)."""
+    Ctrl-C ``presses`` times, each after the command said what the one before did (its "Ctrl-C" line), as a user
+    reads it before pressing again: two presses the process has not yet handled are one signal (the kernel keeps
+    one pending SIGINT), and under load a second apart was not always enough; (exit code, output, seconds it took
+    to end after the last press)."""
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+    reader.start()
     deadline = time.monotonic() + deadline_s
     while not marker.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+        assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
         time.sleep(0.2)
-    for _ in range(presses):
+    for press in range(1, presses + 1):
         os.killpg(proc.pid, signal.SIGINT)
-        time.sleep(1)
+        while press < presses and sum("Ctrl-C" in line for line in lines) < press:
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.1)
     began = time.monotonic()
-    output, _ = proc.communicate(timeout=90)
-    return proc.returncode, output, time.monotonic() - began
+    try:
+        proc.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # leave nothing running; the test fails with what it printed
+        raise AssertionError(f"still running 90 s after the last Ctrl-C:\n{''.join(lines)}") from None
+    reader.join(timeout=30)
+    return proc.returncode, "".join(lines), time.monotonic() - began
 
 
 # A verifylab command started as a user's terminal would: SIGINT raises KeyboardInterrupt even in the background.
