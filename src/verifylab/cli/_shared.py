@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from rich.text import Text
 
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
 from verifylab.redact import redact_text
+
+if TYPE_CHECKING:
+    from verifylab.store.evidence import Evidence
 
 ROOT_HELP = (
     "Folder holding sglang/ (site-packages or an unpacked wheel), maybe flashinfer/ too. "
@@ -34,6 +37,16 @@ def gates_root(root: Path | None) -> Path:
     from verifylab.gates import default_root
 
     return root if root is not None else default_root()
+
+
+def evidence_at(data_dir: Path) -> Evidence:
+    """The evidence an interactive command decides from (``--data-dir``; derived values kept on disk), its folder
+    checked first: run outside the checkout, the default ``data`` is not there, and the command says what to give."""
+    from verifylab.intake import require_evidence_folder
+    from verifylab.store.evidence import Evidence
+
+    require_evidence_folder(data_dir)
+    return Evidence(data_dir, keep_derived=True)
 
 
 def fail(exc: VerifylabError) -> typer.Exit:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from verifylab.cli._shared import console, engine_options, err_console, fail
+from verifylab.cli._shared import console, engine_options, err_console, evidence_at, fail
 from verifylab.errors import ModelInputError, ParameterError, VerifylabError
 from verifylab.vocab import RECOMMENDED_STACK
 
@@ -146,10 +146,9 @@ def box_cmd(
         from verifylab.model.answers.box_plan import Slo
         from verifylab.model.answers.context_answer import evidence_context_terms
         from verifylab.model.answers.plan_answer import PlanRequest
-        from verifylab.store.evidence import Evidence
 
         try:
-            ev = Evidence(data_dir, keep_derived=True)  # read once: the plan and its context terms share it
+            ev = evidence_at(data_dir)  # read once: the plan and its context terms share it
             request = PlanRequest(
                 load,
                 Slo(slo_ttft_ms, slo_tpot_ms),
@@ -189,12 +188,11 @@ def box_cmd(
             raise fail(exc) from None
         _plan_and_verify(request, verify, data_dir, run_id, dry_run, ev)
         return
-    from verifylab.intake import refuse_write_into_data
+    from verifylab.intake import refuse_write_into_data, require_evidence_folder
     from verifylab.model.answers.box_decision import BoxInputs, decide_box, stored_decode_rate
     from verifylab.model.answers.context_answer import evidence_context_terms
     from verifylab.model.answers.speculation_answer import ROUTINGS, Routing
     from verifylab.publish.box_page import write_box_page
-    from verifylab.store.evidence import Evidence
 
     try:
         if out is not None:  # before a probe or a measurement runs: where the page goes is known now
@@ -208,12 +206,13 @@ def box_cmd(
         if probe is None and decode_tok_s is None and server is None:
             raise ParameterError(_NO_RATE)
         if probe is None:
+            require_evidence_folder(data_dir)  # before the GPUs are probed: the decision needs its evidence
             probe = _probe_now(gpus, label, data_dir)
-        ev = Evidence(data_dir, keep_derived=True)
+        ev = evidence_at(data_dir)
         ev.measured.run(probe)  # a probe that is not stored is named first, with the ids it may have meant
         if server is not None:
             decode_tok_s, source = _measure_decode(server, probe, data_dir)
-            ev = Evidence(data_dir, keep_derived=True)  # the run now holds the measurement
+            ev = evidence_at(data_dir)  # the run now holds the measurement
         elif decode_tok_s is not None:
             source = "given (--decode-tok-s)"
         elif (stored := stored_decode_rate(ev.measured, probe)) is not None:
@@ -278,11 +277,10 @@ def _plan_and_verify(
     from verifylab.analysis.box_verify import loop_error_words
     from verifylab.cli.box_check import print_plan, verify_on_box
     from verifylab.model.answers.plan_answer import plan_box
-    from verifylab.store.evidence import Evidence
     from verifylab.store.manifest import new_run_id
 
     try:
-        ev = ev or Evidence(data_dir, keep_derived=True)
+        ev = ev or evidence_at(data_dir)
         target = ev.launch_target(req.sglang)
         chosen = plan_box(ev, req)
         print_plan(chosen, target, loop_error_words(ev.measured))

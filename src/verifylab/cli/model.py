@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from verifylab.cli._shared import console, engine_options, fail, print_frame
+from verifylab.cli._shared import console, engine_options, evidence_at, fail, print_frame
 from verifylab.cli.model_options import choice, gpu_key, matched_accept_high, regime_of, stream_counts
 from verifylab.errors import VerifylabError
 from verifylab.vocab import streams_words
@@ -57,10 +57,9 @@ def model_whatif(
     stored 8-GPU probe of it)
     """
     from verifylab.model.answers.model_commands import whatif_answer
-    from verifylab.store.evidence import Evidence
 
     try:
-        answer = whatif_answer(Evidence(data_dir, keep_derived=True), batch, latency, path, decode_tok_s, context)
+        answer = whatif_answer(evidence_at(data_dir), batch, latency, path, decode_tok_s, context)
     except VerifylabError as exc:
         raise fail(exc) from None
     frame, box_words, cases, gains, decode_source = (
@@ -208,7 +207,6 @@ def model_speculation(
         speculation_reply,
     )
     from verifylab.model.answers.words import stop_range_words
-    from verifylab.store.evidence import Evidence
     from verifylab.vocab import Drafter
 
     try:
@@ -240,7 +238,7 @@ def model_speculation(
             pcie_ipc=pcie_ipc,
             fusion=fusion,
         )
-        reply = speculation_reply(Evidence(data_dir, keep_derived=True), ask)
+        reply = speculation_reply(evidence_at(data_dir), ask)
     except VerifylabError as exc:
         raise fail(exc) from None
     result, target, provenance, consistent = reply.result, reply.target, reply.provenance, reply.consistent
@@ -384,10 +382,9 @@ def model_reconcile(
     Example: `verifylab model reconcile`
     """
     from verifylab.model.answers.model_commands import reconcile_answer
-    from verifylab.store.evidence import Evidence
 
     try:
-        frame = reconcile_answer(Evidence(data_dir, keep_derived=True))
+        frame = reconcile_answer(evidence_at(data_dir))
     except VerifylabError as exc:
         raise fail(exc) from None
     if as_json:
