@@ -1,7 +1,8 @@
 """A command run outside the checkout (the default ``--data-dir data`` is not there) or pointed at a folder that is
-not a verifylab data folder says so in one line, naming what to give, before it probes or computes anything: the
-owner's `box --gpus N` probed the GPUs for minutes, stored the probe in a new ``data/runs`` where it was run, and
-then failed on a missing audit ("SGLang 0.5.22: no audited flags for it")."""
+not a verifylab data folder says so in one line, naming what to give, before it probes, computes or reads anything.
+The owner's `box --gpus N` probed the GPUs for minutes, stored the probe in a new ``data/runs`` where it was run, and
+then failed on a missing audit ("SGLang 0.5.22: no audited flags for it"); the run store's commands said "no run ...
+in data/runs"."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ COMMANDS = {
     "model speculation": ["model", "speculation", "--config", QWEN, "--gpu", "h200", "--accept", "2.4"],
     "model whatif": ["model", "whatif"],
     "model reconcile": ["model", "reconcile"],
+    "runs list": ["runs", "list"],
+    "runs show": ["runs", "show", "20261202-203301-box-probe"],
+    "runs migrate": ["runs", "migrate"],
+    "comm verdict": ["comm", "verdict", "20261202-203301-box-probe"],
 }
 
 

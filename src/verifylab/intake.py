@@ -142,18 +142,21 @@ def is_evidence_folder(folder: Path) -> bool:
     return (folder / "runs").is_dir() and (folder / "reference").is_dir()
 
 
-def require_evidence_folder(data_dir: Path, flag: str = "--data-dir") -> None:
-    """The data folder a command decides from, checked before it measures or computes anything: missing (a command
-    run outside the checkout looks for ``data`` where it is run), a file, or a folder without ``runs/`` and
-    ``reference/`` is refused in one line that says what to give."""
+def require_evidence_folder(
+    data_dir: Path, flag: str = "--data-dir", holding: tuple[str, ...] = ("runs", "reference")
+) -> None:
+    """The data folder a command reads, checked before it measures or computes anything: missing (a command run
+    outside the checkout looks for ``data`` where it is run), a file, or a folder without the subfolders it needs
+    (``holding``: a decision needs ``runs/`` and ``reference/``, the run store's commands only the folder) is refused
+    in one line that says what to give."""
     folder = Path(data_dir)
     fix = f"verifylab reads its evidence from its checkout's data/ folder: run there, or give {flag} PATH/TO/data"
     if not folder.exists():
         raise ParameterError(f"{flag} {data_dir}: no such folder ({folder.resolve()}); {fix}")
     if not folder.is_dir():
         raise ParameterError(f"{flag} {data_dir}: a file, not a folder; {fix}")
-    if not is_evidence_folder(folder):
-        missing = " or ".join(f"{name}/" for name in ("runs", "reference") if not (folder / name).is_dir())
+    if not all((folder / name).is_dir() for name in holding):
+        missing = " or ".join(f"{name}/" for name in holding if not (folder / name).is_dir())
         raise ParameterError(f"{flag} {data_dir}: not a verifylab data folder (no {missing} in it); {fix}")
 
 

@@ -66,6 +66,8 @@ def test_a_url_without_http_is_refused_before_any_request(tmp_path):
 
 def test_runs_list_of_a_data_dir_that_does_not_exist_is_an_error_not_an_empty_store(tmp_path):
     out = CliRunner().invoke(app, ["runs", "list", "--data-dir", str(tmp_path / "dta")])
-    assert out.exit_code == 2 and out.output.strip() == f"error: --data-dir {tmp_path / 'dta'}: no such folder"
+    said = out.output.strip()
+    assert out.exit_code == 2 and said.startswith(f"error: --data-dir {tmp_path / 'dta'}: no such folder ("), said
+    assert said.endswith("give --data-dir PATH/TO/data") and "\n" not in said  # one line that says what to give
     empty = CliRunner().invoke(app, ["runs", "list", "--data-dir", str(tmp_path)])
     assert empty.exit_code == 0 and "no runs stored" in empty.output

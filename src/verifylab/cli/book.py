@@ -12,6 +12,7 @@ from rich.table import Table
 
 from verifylab.cli._shared import MISSING, ChapterProgress, console, err_console, fail, print_frame, table_cell
 from verifylab.errors import ParameterError, VerifylabError
+from verifylab.intake import require_evidence_folder
 
 runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
 
@@ -64,8 +65,7 @@ def runs_list(
     from verifylab.store.runs import RunStore
 
     try:
-        if not data_dir.is_dir():  # a typo in --data-dir is not an empty store
-            raise ParameterError(f"--data-dir {data_dir}: no such folder")
+        require_evidence_folder(data_dir, holding=())  # a typo in --data-dir is not an empty store
         frame = RunStore(data_dir / "runs").summary()
     except VerifylabError as exc:
         raise fail(exc) from None
@@ -105,6 +105,7 @@ def runs_show(
     from verifylab.store.runs import RunStore
 
     try:
+        require_evidence_folder(data_dir, holding=())
         manifest = RunStore(data_dir / "runs").manifest(run_id)
     except VerifylabError as exc:
         raise fail(exc) from None
@@ -123,8 +124,7 @@ def runs_migrate(
     from verifylab.store.schema import SCHEMA_VERSION
 
     try:
-        if not data_dir.is_dir():
-            raise ParameterError(f"--data-dir {data_dir}: no such folder")
+        require_evidence_folder(data_dir, holding=())
         store = RunStore(data_dir / "runs")
         migrated = [run_id for run_id in store.run_ids() if store.migrate(run_id)]
     except VerifylabError as exc:

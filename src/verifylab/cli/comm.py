@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from verifylab.cli._shared import console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, RunNotFoundError, VerifylabError
+from verifylab.intake import require_evidence_folder
 
 comm_app = typer.Typer(
     help="Which communication regime this box is in (healthy P2P, host memory, socket, degraded), measured.",
@@ -214,6 +215,7 @@ def verdict(
     from verifylab.store.runs import RunStore
 
     try:
+        require_evidence_folder(data_dir, holding=())
         store = RunStore(data_dir / "runs")
         if not store.exists(run_id):
             raise RunNotFoundError(f"no run '{run_id}' in {store.root}")
