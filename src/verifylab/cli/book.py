@@ -13,6 +13,7 @@ from rich.table import Table
 from verifylab.cli._shared import MISSING, ChapterProgress, console, err_console, fail, print_frame, table_cell
 from verifylab.errors import ParameterError, VerifylabError
 from verifylab.intake import require_evidence_folder
+from verifylab.vocab import plain_run_id
 
 runs_app = typer.Typer(help="The run store (data/runs): list and inspect measured runs.", no_args_is_help=True)
 
@@ -105,6 +106,7 @@ def runs_show(
     from verifylab.store.runs import RunStore
 
     try:
+        plain_run_id(run_id)  # an id that is a path is refused before any folder is looked at
         require_evidence_folder(data_dir, holding=())
         manifest = RunStore(data_dir / "runs").manifest(run_id)
     except VerifylabError as exc:

@@ -12,6 +12,7 @@ from rich.markup import escape
 from verifylab.cli._shared import console, err_console, fail, print_frame
 from verifylab.errors import ParameterError, RunNotFoundError, VerifylabError
 from verifylab.intake import require_evidence_folder
+from verifylab.vocab import plain_run_id
 
 comm_app = typer.Typer(
     help="Which communication regime this box is in (healthy P2P, host memory, socket, degraded), measured.",
@@ -215,6 +216,7 @@ def verdict(
     from verifylab.store.runs import RunStore
 
     try:
+        plain_run_id(run_id)  # an id that is a path is refused before any folder is looked at
         require_evidence_folder(data_dir, holding=())
         store = RunStore(data_dir / "runs")
         if not store.exists(run_id):
