@@ -153,3 +153,20 @@ def test_a_build_with_nothing_changed_renders_nothing_and_a_rebuild_says_which_i
     recorded = last_render(root)
     assert recorded is not None
     assert changed_inputs(recorded["inputs"], render_inputs(root, root / "data", names)) == ["book/methods.md changed"]
+
+
+def test_a_kernel_that_never_tracked_is_not_read_as_one_that_read_nothing(tmp_path):
+    """The tracker creates its log when it is installed: a kernel that read nothing leaves an empty log (its copy is
+    recorded as reading nothing); no log means the kernel never tracked (its start-up line failed), and the copy is
+    recorded with no digest, so the next build executes it again instead of trusting that it read nothing."""
+    import subprocess
+    import sys
+
+    from verifylab.publish.chapter_reads import Reads, read_log
+
+    log = tmp_path / "reads.jsonl"
+    assert read_log(log) is None
+    tracker = "import sys\nfrom verifylab.publish.chapter_reads import track\ntrack(sys.argv[1], sys.argv[2])\n"
+    done = subprocess.run([sys.executable, "-c", tracker, str(tmp_path), str(log)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert read_log(log) == Reads()

@@ -32,7 +32,9 @@ def _chapter_reads(data: Path, log: Path) -> Reads:
     log.unlink(missing_ok=True)
     out = subprocess.run([sys.executable, "-c", READER, str(data), str(log)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    return read_log(log)
+    reads = read_log(log)
+    assert reads is not None, "the tracker wrote no log"
+    return reads
 
 
 def _digest(data: Path, reads: Reads) -> str:

@@ -77,14 +77,16 @@ class Reads:
         return cls(tuple(files), tuple(dirs))
 
 
-def read_log(log: Path) -> Reads:
-    """The reads a kernel logged (an empty log: none)."""
+def read_log(log: Path) -> Reads | None:
+    """The reads a kernel logged (an empty log: none); None where there is no log: :func:`track` creates it when it
+    is installed, so the kernel never tracked, and its copy must not be trusted as one that read nothing."""
     files: set[str] = set()
     dirs: set[str] = set()
-    if log.is_file():
-        for line in log.read_text(encoding="utf-8").splitlines():
-            kind, path = json.loads(line)
-            (files if kind == "file" else dirs).add(path)
+    if not log.is_file():
+        return None
+    for line in log.read_text(encoding="utf-8").splitlines():
+        kind, path = json.loads(line)
+        (files if kind == "file" else dirs).add(path)
     return Reads(tuple(sorted(files)), tuple(sorted(dirs)))
 
 
