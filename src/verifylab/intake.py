@@ -155,9 +155,9 @@ def require_evidence_folder(
         raise ParameterError(f"{flag} {data_dir}: no such folder ({folder.resolve()}); {fix}")
     if not folder.is_dir():
         raise ParameterError(f"{flag} {data_dir}: a file, not a folder; {fix}")
-    if not all((folder / name).is_dir() for name in holding):
-        missing = " or ".join(f"{name}/" for name in holding if not (folder / name).is_dir())
-        raise ParameterError(f"{flag} {data_dir}: not a verifylab data folder (no {missing} in it); {fix}")
+    missing = [f"{name}/" for name in holding if not (folder / name).is_dir()]
+    if missing:
+        raise ParameterError(f"{flag} {data_dir}: not a verifylab data folder (no {' or '.join(missing)} in it); {fix}")
 
 
 def refuse_write_into_data(
