@@ -41,13 +41,19 @@ def restore_cell(value: object) -> object:
     return _INNER_NEUTRAL.sub(r"\1", value)
 
 
+def is_text_column(column: pd.Series) -> bool:
+    """Whether a column holds text cells (object or string dtype): the cells a CSV's writer neutralises, its reader
+    restores and a public table's reader sends through the secret detector."""
+    return column.dtype == object or pd.api.types.is_string_dtype(column)
+
+
 def csv_text(frame: pd.DataFrame, lineterminator: str = "\r\n") -> str:
     """``frame`` as CSV text with every text cell (and column name) neutralised; RFC 4180's CRLF unless a data
     file asks for ``\\n``."""
     safe = frame.copy()
     safe.columns = [neutral_cell(str(c)) for c in safe.columns]
     for column in safe.columns:
-        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+        if is_text_column(safe[column]):
             safe[column] = safe[column].map(neutral_cell)
     return safe.to_csv(index=False, lineterminator=lineterminator)
 
@@ -55,9 +61,8 @@ def csv_text(frame: pd.DataFrame, lineterminator: str = "\r\n") -> str:
 def restored(frame: pd.DataFrame) -> pd.DataFrame:
     """A CSV verifylab wrote, read again: each text cell and column name as it was before :func:`csv_text`."""
     frame = frame.rename(columns=lambda c: restore_cell(c) if isinstance(c, str) else c)
-    for column in frame.columns:
-        text = frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column])
-        if text and any(_neutralised(v) for v in frame[column].tolist()):  # most columns hold none: left as read
+    for column in frame.columns:  # a text column none of whose cells was neutralised (most) is left as read
+        if is_text_column(frame[column]) and any(_neutralised(v) for v in frame[column].tolist()):
             frame[column] = frame[column].map(restore_cell)
     return frame
 

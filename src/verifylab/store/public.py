@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from verifylab.csv_cells import is_text_column
 from verifylab.errors import ReferenceDataError
 from verifylab.intake import OutsideFileError, read_outside_text
 from verifylab.iorw import file_exists
@@ -210,7 +211,7 @@ def without_secrets(frame: pd.DataFrame, numeric: set[str] | frozenset[str] = fr
     software and URL on every row)."""
     out = frame.copy()
     for column in out.columns:
-        if column in numeric or not (out[column].dtype == object or pd.api.types.is_string_dtype(out[column])):
+        if column in numeric or not is_text_column(out[column]):
             continue
         clean = {v: redact_text(strip_terminal_codes(v)) for v in set(out[column].tolist()) if isinstance(v, str)}
         out[column] = out[column].map(lambda v, clean=clean: clean[v] if isinstance(v, str) else v)
